@@ -1,0 +1,316 @@
+//! The one error type of Brook.
+//!
+//! Every failure that can reach a client is a [`BrookError`]; the wire layer maps it once to
+//! a PostgreSQL `ErrorResponse` through [`BrookError::sqlstate`]. `Internal` is reserved for
+//! bugs (SQLSTATE XX000); user mistakes must never be reported through it.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+
+/// Result alias used across the workspace.
+pub type Result<T, E = BrookError> = std::result::Result<T, E>;
+
+/// Every error a Brook statement can end with.
+#[derive(Debug, thiserror::Error)]
+pub enum BrookError {
+    /// 42601: the SQL text does not parse.
+    #[error("{0}")]
+    Syntax(String),
+    /// 42P01: a relation named in the statement does not exist.
+    #[error("relation \"{0}\" does not exist")]
+    UndefinedTable(String),
+    /// 42703: a column named in the statement does not exist.
+    #[error("{0}")]
+    UndefinedColumn(String),
+    /// 42883: a function or operator does not exist.
+    #[error("{0}")]
+    UndefinedFunction(String),
+    /// 42P07: CREATE of a relation that exists.
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    /// 42P06 / 42P04: CREATE SCHEMA / DATABASE that exists.
+    #[error("{what} \"{name}\" already exists")]
+    DuplicateObject {
+        what: &'static str,
+        name: String,
+        code: &'static str,
+    },
+    /// 3F000: schema does not exist.
+    #[error("schema \"{0}\" does not exist")]
+    UndefinedSchema(String),
+    /// 3D000: database does not exist.
+    #[error("database \"{0}\" does not exist")]
+    UndefinedDatabase(String),
+    /// 34000: cursor or portal does not exist.
+    #[error("cursor \"{0}\" does not exist")]
+    UndefinedCursor(String),
+    /// 42804 / 42846: a value cannot be used as / converted to the required type.
+    #[error("{0}")]
+    DatatypeMismatch(String),
+    /// 22P02: text that does not parse as the column's type.
+    #[error("{0}")]
+    InvalidText(String),
+    /// 22P04: malformed COPY data (wrong column count, bad quoting, ...).
+    #[error("{0}")]
+    BadCopyFormat(String),
+    /// 22003: numeric value out of range.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// 22012: division by zero.
+    #[error("division by zero")]
+    DivisionByZero,
+    /// 22001: string too long for varchar(n).
+    #[error("{0}")]
+    StringTooLong(String),
+    /// 22023: invalid parameter value (e.g. an unknown setting value).
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// 42704: unrecognized configuration parameter or type.
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// 23502: NULL into a NOT NULL column.
+    #[error("{0}")]
+    NotNullViolation(String),
+    /// 23505: duplicate key.
+    #[error("{0}")]
+    UniqueViolation(String),
+    /// 0A000: a feature Brook does not support; the message names it.
+    #[error("{0}")]
+    Unsupported(String),
+    /// 42809: wrong object type (e.g. UPDATE of a stream).
+    #[error("{0}")]
+    WrongObjectType(String),
+    /// 25P02: statement in an aborted transaction.
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
+    /// 57014: canceled by the user.
+    #[error("canceling statement due to user request")]
+    Canceled,
+    /// 08P01: protocol violation.
+    #[error("{0}")]
+    Protocol(String),
+    /// 42P18 / 42P02 / 08P01 family for parameters.
+    #[error("{0}")]
+    Parameter(String),
+    /// 28P01 authentication failed.
+    #[error("{0}")]
+    Auth(String),
+    /// 58030: I/O error on the data directory.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// 42P16 / 42601 family for bad definitions (e.g. duplicate column in CREATE).
+    #[error("{0}")]
+    InvalidDefinition(String),
+    /// XX000: a bug in Brook.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl BrookError {
+    /// The SQLSTATE a PostgreSQL client receives for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            BrookError::Syntax(_) => "42601",
+            BrookError::UndefinedTable(_) => "42P01",
+            BrookError::UndefinedColumn(_) => "42703",
+            BrookError::UndefinedFunction(_) => "42883",
+            BrookError::DuplicateTable(_) => "42P07",
+            BrookError::DuplicateObject { code, .. } => code,
+            BrookError::UndefinedSchema(_) => "3F000",
+            BrookError::UndefinedDatabase(_) => "3D000",
+            BrookError::UndefinedCursor(_) => "34000",
+            BrookError::DatatypeMismatch(_) => "42804",
+            BrookError::InvalidText(_) => "22P02",
+            BrookError::BadCopyFormat(_) => "22P04",
+            BrookError::OutOfRange(_) => "22003",
+            BrookError::DivisionByZero => "22012",
+            BrookError::StringTooLong(_) => "22001",
+            BrookError::InvalidParameter(_) => "22023",
+            BrookError::UndefinedObject(_) => "42704",
+            BrookError::NotNullViolation(_) => "23502",
+            BrookError::UniqueViolation(_) => "23505",
+            BrookError::Unsupported(_) => "0A000",
+            BrookError::WrongObjectType(_) => "42809",
+            BrookError::InFailedTransaction => "25P02",
+            BrookError::Canceled => "57014",
+            BrookError::Protocol(_) => "08P01",
+            BrookError::Parameter(_) => "42P02",
+            BrookError::Auth(_) => "28P01",
+            BrookError::Io(_) => "58030",
+            BrookError::InvalidDefinition(_) => "42P16",
+            BrookError::Internal(_) => "XX000",
+        }
+    }
+
+    /// Shorthand for [`BrookError::Unsupported`].
+    pub fn unsupported(what: impl Into<String>) -> Self {
+        BrookError::Unsupported(what.into())
+    }
+
+    /// Shorthand for [`BrookError::Internal`].
+    pub fn internal(what: impl Into<String>) -> Self {
+        BrookError::Internal(what.into())
+    }
+}
+
+impl From<ArrowError> for BrookError {
+    fn from(e: ArrowError) -> Self {
+        classify_arrow(e)
+    }
+}
+
+impl From<DataFusionError> for BrookError {
+    fn from(e: DataFusionError) -> Self {
+        classify_datafusion(e)
+    }
+}
+
+impl From<datafusion::sql::sqlparser::parser::ParserError> for BrookError {
+    fn from(e: datafusion::sql::sqlparser::parser::ParserError) -> Self {
+        BrookError::Syntax(strip_parser_prefix(&e.to_string()))
+    }
+}
+
+fn strip_parser_prefix(msg: &str) -> String {
+    let msg = msg.strip_prefix("sql parser error: ").unwrap_or(msg);
+    format!("syntax error: {msg}")
+}
+
+fn classify_arrow(e: ArrowError) -> BrookError {
+    match e {
+        ArrowError::DivideByZero => BrookError::DivisionByZero,
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+            if m.contains("overflow") || m.contains("out of range") || m.contains("Overflow") {
+                BrookError::OutOfRange(m)
+            } else {
+                BrookError::InvalidText(m)
+            }
+        }
+        ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
+            BrookError::OutOfRange(m)
+        }
+        ArrowError::ArithmeticOverflow(m) => BrookError::OutOfRange(m),
+        ArrowError::ExternalError(inner) => match inner.downcast::<BrookError>() {
+            Ok(b) => *b,
+            Err(other) => match other.downcast::<DataFusionError>() {
+                Ok(d) => classify_datafusion(*d),
+                Err(other) => BrookError::Internal(other.to_string()),
+            },
+        },
+        other => BrookError::Internal(other.to_string()),
+    }
+}
+
+/// DataFusion reports user mistakes (planning errors, unknown tables) and bugs through one
+/// enum; this sorts them into SQLSTATEs by variant and, for planning errors, by message.
+fn classify_datafusion(e: DataFusionError) -> BrookError {
+    match e {
+        DataFusionError::ArrowError(a, _) => classify_arrow(*a),
+        DataFusionError::SQL(p, _) => BrookError::from(*p),
+        DataFusionError::Context(_, inner) => classify_datafusion(*inner),
+        DataFusionError::Diagnostic(_, inner) => classify_datafusion(*inner),
+        DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
+            Ok(e) => classify_datafusion(e),
+            Err(arc) => classify_message(&arc.to_string()),
+        },
+        DataFusionError::External(inner) => match inner.downcast::<BrookError>() {
+            Ok(b) => *b,
+            Err(other) => match other.downcast::<ArrowError>() {
+                Ok(a) => classify_arrow(*a),
+                Err(other) => match other.downcast::<DataFusionError>() {
+                    Ok(d) => classify_datafusion(*d),
+                    Err(other) => classify_message(&other.to_string()),
+                },
+            },
+        },
+        DataFusionError::NotImplemented(m) => BrookError::Unsupported(clean(&m)),
+        DataFusionError::SchemaError(s, _) => {
+            let m = clean(&s.to_string());
+            if m.contains("not found") || m.contains("No field named") {
+                BrookError::UndefinedColumn(m)
+            } else {
+                classify_message(&m)
+            }
+        }
+        DataFusionError::Plan(m) | DataFusionError::Execution(m) => classify_message(&m),
+        DataFusionError::Configuration(m) => BrookError::UndefinedObject(clean(&m)),
+        DataFusionError::ResourcesExhausted(m) => BrookError::Internal(m),
+        DataFusionError::Internal(m) => BrookError::Internal(m),
+        other => classify_message(&other.to_string()),
+    }
+}
+
+fn clean(m: &str) -> String {
+    m.lines().next().unwrap_or(m).trim().to_string()
+}
+
+/// Sort a planning/execution message by what it says.
+fn classify_message(m: &str) -> BrookError {
+    let m = clean(m);
+    let lower = m.to_ascii_lowercase();
+    if let Some(name) = lower
+        .strip_prefix("table '")
+        .and_then(|r| r.split('\'').next())
+    {
+        if lower.contains("not found") {
+            let short = name.rsplit('.').next().unwrap_or(name).to_string();
+            return BrookError::UndefinedTable(short);
+        }
+    }
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        BrookError::DivisionByZero
+    } else if lower.contains("no field named")
+        || lower.contains("column") && lower.contains("not found")
+    {
+        BrookError::UndefinedColumn(m)
+    } else if lower.contains("invalid function") || lower.contains("no function matches") {
+        BrookError::UndefinedFunction(m)
+    } else if lower.contains("overflow") || lower.contains("out of range") {
+        BrookError::OutOfRange(m)
+    } else if lower.contains("cannot cast")
+        || lower.contains("cannot infer common")
+        || lower.contains("can't be evaluated because")
+        || lower.contains("type coercion")
+        || lower.contains("failed to coerce")
+    {
+        BrookError::DatatypeMismatch(m)
+    } else if lower.contains("unsupported")
+        || lower.contains("not supported")
+        || lower.contains("not implemented")
+    {
+        BrookError::Unsupported(m)
+    } else if lower.contains("cannot parse")
+        || lower.contains("error parsing")
+        || lower.contains("invalid input")
+    {
+        BrookError::InvalidText(m)
+    } else {
+        // A planning message we have not classified: most are user mistakes in the query.
+        BrookError::Syntax(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_not_found_is_42p01() {
+        let e: BrookError =
+            DataFusionError::Plan("table 'brook.public.nope' not found".into()).into();
+        assert_eq!(e.sqlstate(), "42P01");
+        assert_eq!(e.to_string(), "relation \"nope\" does not exist");
+    }
+
+    #[test]
+    fn division_by_zero_is_22012() {
+        let e: BrookError = ArrowError::DivideByZero.into();
+        assert_eq!(e.sqlstate(), "22012");
+    }
+
+    #[test]
+    fn not_implemented_is_0a000() {
+        let e: BrookError = DataFusionError::NotImplemented("LATERAL".into()).into();
+        assert_eq!(e.sqlstate(), "0A000");
+    }
+}

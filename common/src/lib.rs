@@ -1,0 +1,12 @@
+//! Shared vocabulary of every Brook crate: the one error type (with its SQLSTATE) and the
+//! reserved column names that the continuous engine adds to streams.
+//!
+//! # Layout
+//! - [`error`]: [`BrookError`], the single error enum; `sqlstate()` maps every variant to the
+//!   PostgreSQL code a client sees.
+//! - [`columns`]: names of reserved columns (change kind, event time).
+
+pub mod columns;
+pub mod error;
+
+pub use error::{BrookError, Result};

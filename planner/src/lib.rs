@@ -1,0 +1,16 @@
+//! Brook's SQL front: a thin wrapper parser in front of DataFusion's SQL planner.
+//!
+//! Standard statements go through sqlparser (PostgreSQL dialect) and the PostgreSQL
+//! compatibility rewrites of `datafusion-pg-catalog`; Brook's own statements
+//! (`CREATE STREAM`, `DROP STREAM`, ...) are recognised by their leading keywords and parsed
+//! here with sqlparser's building blocks, never by forking the grammar.
+//!
+//! # Layout
+//! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
+//! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
+//!   aggregates over empty inputs, parameter substitution).
+
+pub mod parser;
+pub mod rewrite;
+
+pub use parser::{parse_sql, BrookStatement, CreateStream, Watermark};

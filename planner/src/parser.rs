@@ -1,0 +1,324 @@
+//! Splits a query string into statements and parses each one.
+
+use brook_common::{BrookError, Result};
+use datafusion::sql::sqlparser::ast::{
+    ColumnDef, ObjectName, SqlOption, Statement, TableConstraint,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use datafusion_pg_catalog::sql::rules::{
+    AliasDuplicatedProjectionRewrite, CurrentUserVariableToSessionUserFunctionCall,
+    FixArrayLiteral, PrependUnqualifiedPgTableName, RewriteArrayAnyAllOperation,
+    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
+    StripCallableQualifier, StripCollate,
+};
+use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
+use std::sync::{Arc, LazyLock};
+
+/// The compatibility parser compiles its rewrite tables once; it is stateless afterwards.
+/// It serves client catalog queries (psql, JDBC, ODBC metadata), whose known shapes it
+/// rewrites wholesale, including dropping correlated subqueries from select lists.
+static COMPAT: LazyLock<PostgresCompatibilityParser> =
+    LazyLock::new(PostgresCompatibilityParser::new);
+
+/// The compatibility rewrites that keep a query's meaning (syntax PostgreSQL accepts and
+/// DataFusion does not); applied to every user statement.
+static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
+    vec![
+        Arc::new(AliasDuplicatedProjectionRewrite),
+        Arc::new(RewriteArrayAnyAllOperation),
+        Arc::new(PrependUnqualifiedPgTableName),
+        Arc::new(StripCallableQualifier),
+        Arc::new(FixArrayLiteral),
+        Arc::new(CurrentUserVariableToSessionUserFunctionCall),
+        Arc::new(StripCollate),
+        Arc::new(RewritePgCatalogOperator),
+        Arc::new(RewriteRegCastToSubquery::new()),
+    ]
+});
+
+/// True for queries against the system catalogs (what drivers and psql send).
+fn is_catalog_query(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("pg_catalog")
+        || lower.contains("pg_class")
+        || lower.contains("pg_type")
+        || lower.contains("pg_namespace")
+        || lower.contains("pg_attribute")
+        || lower.contains("pg_proc")
+        || lower.contains("pg_database")
+        || lower.contains("pg_settings")
+        || lower.contains("information_schema")
+}
+
+/// A parsed statement: standard SQL, or one of Brook's extensions.
+#[derive(Debug, Clone)]
+pub enum BrookStatement {
+    /// Any statement sqlparser understands (after PostgreSQL compatibility rewrites).
+    Sql(Box<Statement>),
+    /// `CREATE STREAM`.
+    CreateStream(Box<CreateStream>),
+    /// `DROP STREAM [IF EXISTS] name [, ...]`.
+    DropStream {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
+}
+
+/// `CREATE STREAM [IF NOT EXISTS] name (columns [, WATERMARK FOR col AS expr]) [WITH (...)]`.
+#[derive(Debug, Clone)]
+pub struct CreateStream {
+    /// Stream name (possibly schema-qualified).
+    pub name: ObjectName,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+    /// Column definitions, as in CREATE TABLE.
+    pub columns: Vec<ColumnDef>,
+    /// Table constraints (a stream accepts none but they are parsed to report them).
+    pub constraints: Vec<TableConstraint>,
+    /// The event-time column and its watermark expression.
+    pub watermark: Option<Watermark>,
+    /// `WITH (key = value, ...)` options.
+    pub options: Vec<SqlOption>,
+}
+
+/// `WATERMARK FOR column AS expr`: the event-time column and the watermark it implies.
+#[derive(Debug, Clone)]
+pub struct Watermark {
+    /// The event-time column.
+    pub column: String,
+    /// The watermark expression, as SQL text (e.g. `ts - INTERVAL '5 seconds'`).
+    pub expr: String,
+}
+
+/// Parse a whole query string (possibly several `;`-separated statements).
+pub fn parse_sql(sql: &str) -> Result<Vec<BrookStatement>> {
+    split_statements(sql)?
+        .iter()
+        .map(|s| parse_one(s))
+        .collect()
+}
+
+/// Split at top-level semicolons, keeping each statement's original text (the compatibility
+/// rewrites match on tokens of the text the client sent).
+pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+    let offsets = LineOffsets::new(sql);
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut end = 0usize;
+    for t in &tokens {
+        match &t.token {
+            Token::SemiColon => {
+                if let Some(s) = start.take() {
+                    out.push(sql[s..end].to_string());
+                }
+            }
+            Token::Whitespace(_) | Token::EOF => {}
+            _ => {
+                let (s, e) = span_bytes(&offsets, t);
+                if start.is_none() {
+                    start = Some(s);
+                }
+                end = e;
+            }
+        }
+    }
+    if let Some(s) = start {
+        out.push(sql[s..end].to_string());
+    }
+    Ok(out)
+}
+
+fn span_bytes(offsets: &LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
+    let s = offsets.byte(t.span.start.line, t.span.start.column);
+    let e = offsets.byte(t.span.end.line, t.span.end.column);
+    (s, e)
+}
+
+/// Maps sqlparser's (line, column) locations — 1-based, counted in characters — to byte
+/// offsets of the original text.
+struct LineOffsets<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineOffsets<'a> {
+    fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        for (i, c) in text.char_indices() {
+            if c == '\n' {
+                starts.push(i + 1);
+            }
+        }
+        LineOffsets { text, starts }
+    }
+
+    fn byte(&self, line: u64, column: u64) -> usize {
+        let Some(&ls) = self.starts.get(line.saturating_sub(1) as usize) else {
+            return self.text.len();
+        };
+        let rest = &self.text[ls..];
+        rest.char_indices()
+            .nth(column.saturating_sub(1) as usize)
+            .map(|(i, _)| ls + i)
+            .unwrap_or(self.text.len())
+    }
+}
+
+/// Parse one statement's text.
+pub fn parse_one(text: &str) -> Result<BrookStatement> {
+    let dialect = PostgreSqlDialect {};
+    let mut p = Parser::new(&dialect).try_with_sql(text)?;
+    if p.parse_keywords(&[Keyword::CREATE, Keyword::STREAM]) {
+        return Ok(BrookStatement::CreateStream(Box::new(parse_create_stream(
+            &mut p,
+        )?)));
+    }
+    if p.parse_keywords(&[Keyword::DROP, Keyword::STREAM]) {
+        let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;
+        let _ = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT]);
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::DropStream { names, if_exists });
+    }
+    let mut stmts = if is_catalog_query(text) {
+        COMPAT.parse(text)?
+    } else {
+        let mut parsed = Parser::new(&dialect)
+            .try_with_sql(text)?
+            .parse_statements()?;
+        for rule in SAFE_RULES.iter() {
+            parsed = parsed.into_iter().map(|s| rule.rewrite(s)).collect();
+        }
+        parsed
+    };
+    match stmts.len() {
+        1 => Ok(BrookStatement::Sql(Box::new(stmts.remove(0)))),
+        0 => Err(BrookError::Syntax("syntax error: empty statement".into())),
+        _ => Err(BrookError::internal(
+            "statement splitting left several statements together",
+        )),
+    }
+}
+
+/// Consume the next token when it is the (non-reserved) word `word`.
+fn parse_word(p: &mut Parser<'_>, word: &str) -> bool {
+    match &p.peek_token_ref().token {
+        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) => {
+            p.next_token();
+            true
+        }
+        _ => false,
+    }
+}
+
+fn expect_end(p: &mut Parser<'_>) -> Result<()> {
+    let t = p.next_token();
+    match t.token {
+        Token::EOF => Ok(()),
+        other => Err(BrookError::Syntax(format!(
+            "syntax error at or near \"{other}\""
+        ))),
+    }
+}
+
+fn parse_create_stream(p: &mut Parser<'_>) -> Result<CreateStream> {
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = p.parse_object_name(false)?;
+    p.expect_token(&Token::LParen)?;
+    let mut columns = Vec::new();
+    let mut constraints = Vec::new();
+    let mut watermark = None;
+    loop {
+        if parse_word(p, "WATERMARK") {
+            p.expect_keyword(Keyword::FOR)?;
+            let column = p.parse_identifier()?.value;
+            p.expect_keyword(Keyword::AS)?;
+            let expr = p.parse_expr()?;
+            if watermark.is_some() {
+                return Err(BrookError::InvalidDefinition(
+                    "multiple WATERMARK clauses are not allowed".into(),
+                ));
+            }
+            watermark = Some(Watermark {
+                column,
+                expr: expr.to_string(),
+            });
+        } else if let Some(c) = p.parse_optional_table_constraint()? {
+            constraints.push(c);
+        } else {
+            columns.push(p.parse_column_def()?);
+        }
+        if p.consume_token(&Token::Comma) {
+            continue;
+        }
+        p.expect_token(&Token::RParen)?;
+        break;
+    }
+    let options = if p.peek_keyword(Keyword::WITH) {
+        p.parse_options(Keyword::WITH)?
+    } else {
+        Vec::new()
+    };
+    expect_end(p)?;
+    Ok(CreateStream {
+        name,
+        if_not_exists,
+        columns,
+        constraints,
+        watermark,
+        options,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_on_top_level_semicolons_only() {
+        let parts = split_statements("select ';' ; select 2;;\n select 'a;b'").unwrap();
+        assert_eq!(parts, vec!["select ';'", "select 2", "select 'a;b'"]);
+    }
+
+    #[test]
+    fn splits_multibyte_text() {
+        let parts = split_statements("select 'é';select 'ü'").unwrap();
+        assert_eq!(parts, vec!["select 'é'", "select 'ü'"]);
+    }
+
+    #[test]
+    fn create_stream_with_watermark() {
+        let s = parse_one(
+            "CREATE STREAM s (id int, ts timestamp, WATERMARK FOR ts AS ts - INTERVAL '5 seconds') WITH (a = 1)",
+        )
+        .unwrap();
+        let BrookStatement::CreateStream(cs) = s else {
+            panic!("not a stream: {s:?}")
+        };
+        assert_eq!(cs.columns.len(), 2);
+        let wm = cs.watermark.unwrap();
+        assert_eq!(wm.column, "ts");
+        assert_eq!(wm.expr, "ts - INTERVAL '5 seconds'");
+        assert_eq!(cs.options.len(), 1);
+    }
+
+    #[test]
+    fn drop_stream() {
+        let s = parse_one("DROP STREAM IF EXISTS a, b").unwrap();
+        assert!(
+            matches!(s, BrookStatement::DropStream { if_exists: true, ref names } if names.len() == 2)
+        );
+    }
+
+    #[test]
+    fn garbage_is_a_syntax_error() {
+        let e = parse_sql("SELEC 1").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601");
+    }
+}

@@ -1,0 +1,457 @@
+//! AST rewrites applied before DataFusion plans a statement.
+
+use brook_common::{BrookError, Result};
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions, visit_expressions_mut, CastKind, DataType, Expr, GroupByExpr, LimitClause,
+    OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use std::ops::ControlFlow;
+
+/// One bound parameter of the extended protocol, already decoded to PostgreSQL text form.
+#[derive(Debug, Clone)]
+pub struct BoundParam {
+    /// The value's text representation, `None` for SQL NULL.
+    pub text: Option<String>,
+    /// The PostgreSQL type name to cast to (`int4`, `text`, ...); `None` when unknown, in
+    /// which case the literal stays untyped and the planner coerces it like a quoted literal.
+    pub type_name: Option<String>,
+}
+
+/// The highest `$n` placeholder in a statement (0 when there is none).
+pub fn placeholder_count(stmt: &Statement) -> usize {
+    let mut max = 0usize;
+    let _ = visit_expressions(stmt, |e| {
+        if let Some(n) = placeholder_index(e) {
+            max = max.max(n);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    max
+}
+
+fn placeholder_index(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(p) => p.strip_prefix('$').and_then(|n| n.parse().ok()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Replace every `$n` with its bound value as a typed literal (`CAST('v' AS type)`).
+///
+/// Substituting at the AST level lets every statement kind (SELECT, INSERT, UPDATE, COPY
+/// queries, ...) take parameters through the one planning path.
+pub fn bind_parameters(stmt: &mut Statement, params: &[BoundParam]) -> Result<()> {
+    let mut failure = None;
+    let _ = visit_expressions_mut(stmt, |e| {
+        if let Some(n) = placeholder_index(e) {
+            let Some(p) = n.checked_sub(1).and_then(|i| params.get(i)) else {
+                failure = Some(BrookError::Protocol(format!(
+                    "bind message supplies {} parameters, but the statement uses ${n}",
+                    params.len()
+                )));
+                return ControlFlow::Break(());
+            };
+            match literal(p) {
+                Ok(lit) => *e = lit,
+                Err(err) => {
+                    failure = Some(err);
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn literal(p: &BoundParam) -> Result<Expr> {
+    let value = match &p.text {
+        Some(t) => format!("'{}'", t.replace('\'', "''")),
+        None => "NULL".to_string(),
+    };
+    let sql = match &p.type_name {
+        Some(ty) => format!("CAST({value} AS {ty})"),
+        None => value,
+    };
+    let dialect = PostgreSqlDialect {};
+    Ok(Parser::new(&dialect).try_with_sql(&sql)?.parse_expr()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::{parse_one, BrookStatement};
+
+    fn stmt(sql: &str) -> Statement {
+        match parse_one(sql).unwrap() {
+            BrookStatement::Sql(s) => *s,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn counts_placeholders() {
+        assert_eq!(placeholder_count(&stmt("select $1 + $3")), 3);
+        assert_eq!(placeholder_count(&stmt("select 1")), 0);
+    }
+
+    #[test]
+    fn binds_typed_and_null_values() {
+        let mut s = stmt("select $1, $2");
+        let params = vec![
+            BoundParam {
+                text: Some("it's".into()),
+                type_name: Some("text".into()),
+            },
+            BoundParam {
+                text: None,
+                type_name: Some("int4".into()),
+            },
+        ];
+        bind_parameters(&mut s, &params).unwrap();
+        assert_eq!(
+            s.to_string(),
+            "SELECT CAST('it''s' AS TEXT), CAST(NULL AS INT4)"
+        );
+    }
+
+    #[test]
+    fn missing_parameter_is_an_error() {
+        let mut s = stmt("select $2");
+        let e = bind_parameters(&mut s, &[]).unwrap_err();
+        assert_eq!(e.sqlstate(), "08P01");
+    }
+}
+
+/// How one output column of a query is named on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputName {
+    /// Keep the planner's name (plain columns, aliased expressions).
+    Keep,
+    /// PostgreSQL's name for an unaliased expression (`?column?`, `count`, `int4`, ...).
+    Name(String),
+    /// A `*` or `t.*`, expanding to an unknown number of kept names.
+    Wildcard,
+}
+
+/// PostgreSQL's output column names of a query's select list (its leftmost SELECT for set
+/// operations), as `FigureColname` computes them; `None` when the statement is not a query.
+pub fn output_names(stmt: &Statement) -> Option<Vec<OutputName>> {
+    let Statement::Query(q) = stmt else {
+        return None;
+    };
+    let select = leftmost_select(&q.body)?;
+    Some(
+        select
+            .projection
+            .iter()
+            .map(|item| match item {
+                SelectItem::UnnamedExpr(e) => match e {
+                    Expr::Identifier(_) | Expr::CompoundIdentifier(_) => OutputName::Keep,
+                    other => {
+                        OutputName::Name(figure_colname(other).unwrap_or_else(|| "?column?".into()))
+                    }
+                },
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => OutputName::Wildcard,
+                _ => OutputName::Keep,
+            })
+            .collect(),
+    )
+}
+
+fn leftmost_select(body: &SetExpr) -> Option<&Select> {
+    match body {
+        SetExpr::Select(s) => Some(s),
+        SetExpr::SetOperation { left, .. } => leftmost_select(left),
+        SetExpr::Query(q) => leftmost_select(&q.body),
+        _ => None,
+    }
+}
+
+/// The name PostgreSQL gives an unaliased expression, `None` for `?column?`.
+fn figure_colname(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(norm(i)),
+        Expr::CompoundIdentifier(parts) => parts.last().map(norm),
+        Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| {
+            let n = norm(i);
+            if n == "trim" {
+                "btrim".to_string()
+            } else {
+                n
+            }
+        }),
+        Expr::Cast {
+            expr, data_type, ..
+        } => figure_colname(expr).or_else(|| Some(type_colname(data_type))),
+        Expr::TypedString(ts) => Some(type_colname(&ts.data_type)),
+        Expr::Nested(inner) => figure_colname(inner),
+        Expr::Case { .. } => Some("case".into()),
+        Expr::Exists { .. } => Some("exists".into()),
+        Expr::Subquery(q) => {
+            let s = leftmost_select(&q.body)?;
+            match s.projection.first()? {
+                SelectItem::UnnamedExpr(e) => figure_colname(e),
+                SelectItem::ExprWithAlias { alias, .. } => Some(norm(alias)),
+                _ => None,
+            }
+        }
+        Expr::Array(_) => Some("array".into()),
+        Expr::Interval(_) => Some("interval".into()),
+        Expr::Extract { .. } => Some("extract".into()),
+        Expr::Substring { .. } => Some("substring".into()),
+        Expr::Trim { .. } => Some("btrim".into()),
+        Expr::Position { .. } => Some("position".into()),
+        Expr::Ceil { .. } => Some("ceil".into()),
+        Expr::Floor { .. } => Some("floor".into()),
+        Expr::Overlay { .. } => Some("overlay".into()),
+        _ => None,
+    }
+}
+
+fn norm(i: &datafusion::sql::sqlparser::ast::Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+/// PostgreSQL's internal type name, used as the column name of a bare cast.
+fn type_colname(t: &DataType) -> String {
+    use DataType as T;
+    match t {
+        T::Int(_) | T::Integer(_) | T::Int4(_) => "int4",
+        T::SmallInt(_) | T::Int2(_) => "int2",
+        T::BigInt(_) | T::Int8(_) => "int8",
+        T::Real | T::Float4 => "float4",
+        T::Double(_) | T::DoublePrecision | T::Float8 | T::Float(_) => "float8",
+        T::Numeric(_) | T::Decimal(_) | T::Dec(_) => "numeric",
+        T::Bool | T::Boolean => "bool",
+        T::Text | T::String(_) => "text",
+        T::Varchar(_) | T::CharacterVarying(_) | T::CharVarying(_) => "varchar",
+        T::Char(_) | T::Character(_) => "bpchar",
+        T::Date => "date",
+        T::Time(..) => "time",
+        T::Timestamp(_, tz) => match tz {
+            datafusion::sql::sqlparser::ast::TimezoneInfo::WithTimeZone
+            | datafusion::sql::sqlparser::ast::TimezoneInfo::Tz => "timestamptz",
+            _ => "timestamp",
+        },
+        T::Interval { .. } => "interval",
+        T::Bytea => "bytea",
+        T::JSON => "json",
+        T::JSONB => "jsonb",
+        T::Uuid => "uuid",
+        other => return other.to_string().to_lowercase(),
+    }
+    .to_string()
+}
+
+/// Give integer literals that fit PostgreSQL's `integer` that type, as PostgreSQL does
+/// (DataFusion types every integer literal `bigint`). Positional references (`ORDER BY 1`,
+/// `GROUP BY 1`) and `LIMIT`/`OFFSET`/`FETCH` counts keep their literals.
+pub fn int4_literals(stmt: &mut Statement) {
+    let _ = stmt.visit(&mut Int4Literals);
+}
+
+struct Int4Literals;
+
+fn is_small_int(e: &Expr) -> bool {
+    matches!(e, Expr::Value(v) if matches!(&v.value, Value::Number(n, false) if n.parse::<i32>().is_ok()))
+}
+
+fn unwrap_int_cast(e: &mut Expr) {
+    if let Expr::Cast {
+        expr,
+        data_type: DataType::Int(None),
+        ..
+    } = e
+    {
+        if is_small_int(expr) {
+            let inner = std::mem::replace(expr.as_mut(), Expr::value(Value::Null));
+            *e = inner;
+        }
+    }
+}
+
+impl VisitorMut for Int4Literals {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if is_small_int(e) {
+            let lit = std::mem::replace(e, Expr::value(Value::Null));
+            *e = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(lit),
+                data_type: DataType::Int(None),
+                array: false,
+                format: None,
+            };
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        if let Some(ob) = q.order_by.as_mut() {
+            if let OrderByKind::Expressions(items) = &mut ob.kind {
+                for i in items {
+                    unwrap_int_cast(&mut i.expr);
+                }
+            }
+        }
+        match q.limit_clause.as_mut() {
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => {
+                if let Some(l) = limit {
+                    unwrap_int_cast(l);
+                }
+                if let Some(o) = offset {
+                    unwrap_int_cast(&mut o.value);
+                }
+            }
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                unwrap_int_cast(offset);
+                unwrap_int_cast(limit);
+            }
+            None => {}
+        }
+        if let Some(f) = q.fetch.as_mut() {
+            if let Some(n) = f.quantity.as_mut() {
+                unwrap_int_cast(n);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        if let GroupByExpr::Expressions(exprs, _) = &mut s.group_by {
+            for e in exprs {
+                unwrap_int_cast(e);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod naming_tests {
+    use super::*;
+    use crate::parser::{parse_one, BrookStatement};
+
+    fn stmt(sql: &str) -> Statement {
+        match parse_one(sql).unwrap() {
+            BrookStatement::Sql(s) => *s,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_like_postgres() {
+        let names = output_names(&stmt("select 1, a, count(*), 'x'::text, b::int, 1 + 2 as s, *, CASE WHEN true THEN 1 END from t")).unwrap();
+        assert_eq!(
+            names,
+            vec![
+                OutputName::Name("?column?".into()),
+                OutputName::Keep,
+                OutputName::Name("count".into()),
+                OutputName::Name("text".into()),
+                OutputName::Name("b".into()),
+                OutputName::Keep,
+                OutputName::Wildcard,
+                OutputName::Name("case".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn int_literals_become_int4_except_positions() {
+        let mut s = stmt("select 1, 3000000000 from t where a > 2 group by 1 order by 1 limit 5");
+        int4_literals(&mut s);
+        assert_eq!(
+            s.to_string(),
+            "SELECT CAST(1 AS INT), 3000000000 FROM t WHERE a > CAST(2 AS INT) GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+    }
+}
+
+/// Apply [`output_names`] to a planned result schema (fields matched by position; a single
+/// `*` absorbs the columns the named items do not account for).
+pub fn rename_output(
+    schema: &datafusion::arrow::datatypes::Schema,
+    names: &[OutputName],
+) -> datafusion::arrow::datatypes::SchemaRef {
+    use datafusion::arrow::datatypes::Schema;
+    use std::sync::Arc;
+    let wildcards = names.iter().filter(|n| **n == OutputName::Wildcard).count();
+    let fixed = names.len() - wildcards;
+    let n = schema.fields().len();
+    if wildcards > 1 || fixed > n || (wildcards == 0 && fixed != n) {
+        return Arc::new(schema.clone());
+    }
+    let expansion = n - fixed;
+    let mut fields = Vec::with_capacity(n);
+    let mut i = 0;
+    for name in names {
+        match name {
+            OutputName::Wildcard => {
+                fields.extend(schema.fields()[i..i + expansion].iter().cloned());
+                i += expansion;
+            }
+            OutputName::Keep => {
+                fields.push(schema.fields()[i].clone());
+                i += 1;
+            }
+            OutputName::Name(s) => {
+                fields.push(Arc::new(schema.field(i).as_ref().clone().with_name(s)));
+                i += 1;
+            }
+        }
+    }
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// Give every unaliased expression of a query's outer select list(s) a unique internal alias.
+///
+/// PostgreSQL allows duplicate output names (`SELECT count(*), count(*)`); DataFusion
+/// requires unique ones. The wire layer names the columns as PostgreSQL does (see
+/// [`output_names`] and [`rename_output`]), so the internal aliases are never seen.
+pub fn alias_outputs(stmt: &mut Statement) {
+    if let Statement::Query(q) = stmt {
+        alias_set_expr(&mut q.body);
+    }
+}
+
+fn alias_set_expr(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(s) => {
+            for (i, item) in s.projection.iter_mut().enumerate() {
+                if let SelectItem::UnnamedExpr(e) = item {
+                    if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                        let expr = std::mem::replace(e, Expr::value(Value::Null));
+                        *item = SelectItem::ExprWithAlias {
+                            expr,
+                            alias: datafusion::sql::sqlparser::ast::Ident::with_quote(
+                                '"',
+                                format!("__brook_col_{i}"),
+                            ),
+                        };
+                    }
+                }
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            alias_set_expr(left);
+            alias_set_expr(right);
+        }
+        SetExpr::Query(q) => alias_set_expr(&mut q.body),
+        _ => {}
+    }
+}

@@ -1,0 +1,251 @@
+//! The persistent catalog: databases, schemas, tables, streams and indexes.
+//!
+//! Stored as one JSON document (`catalog.json`) in the data directory, replaced atomically
+//! (write a temporary file, fsync, rename, fsync the directory) on every DDL statement.
+//! Invariant: a relation's data directory exists before the catalog names it, and is removed
+//! only after the catalog stopped naming it, so a crash leaves at most an orphan directory,
+//! which startup removes.
+
+use crate::storage::sync_dir;
+use crate::types::PgType;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Name of the database every server has.
+pub const DEFAULT_DATABASE: &str = "brook";
+/// Name of the schema every database has.
+pub const DEFAULT_SCHEMA: &str = "public";
+
+/// Table or stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RelKind {
+    /// A relational table (INSERT, UPDATE, DELETE).
+    Table,
+    /// An append-only stream (INSERT and COPY only).
+    Stream,
+}
+
+impl RelKind {
+    /// How PostgreSQL-style messages name this kind.
+    pub fn noun(self) -> &'static str {
+        match self {
+            RelKind::Table => "table",
+            RelKind::Stream => "stream",
+        }
+    }
+}
+
+/// A column of a table or stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnMeta {
+    /// Column name (already normalised: lower case unless quoted).
+    pub name: String,
+    /// Declared type.
+    pub ty: PgType,
+    /// `NOT NULL` (primary-key columns are always not null).
+    pub not_null: bool,
+    /// `DEFAULT` expression as SQL text.
+    pub default: Option<String>,
+}
+
+/// The event-time column of a stream and its watermark expression.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatermarkMeta {
+    /// Event-time column.
+    pub column: String,
+    /// Watermark expression (SQL text).
+    pub expr: String,
+}
+
+/// A table or stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelationMeta {
+    /// Unique id; names the data directory.
+    pub id: u64,
+    /// Table or stream.
+    pub kind: RelKind,
+    /// Columns in order.
+    pub columns: Vec<ColumnMeta>,
+    /// Indexes (into `columns`) of the primary key, empty when there is none.
+    pub primary_key: Vec<usize>,
+    /// Stream watermark declaration.
+    pub watermark: Option<WatermarkMeta>,
+    /// `WITH (...)` options as given.
+    pub options: BTreeMap<String, String>,
+}
+
+impl RelationMeta {
+    /// The Arrow schema of the relation's rows.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.columns
+                .iter()
+                .map(|c| c.ty.field(&c.name, !c.not_null))
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+/// A `CREATE INDEX`: recorded so clients see it; scans do not use it yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    /// Indexed relation.
+    pub table: String,
+    /// Indexed columns.
+    pub columns: Vec<String>,
+    /// `UNIQUE`.
+    pub unique: bool,
+}
+
+/// A schema (namespace).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchemaMeta {
+    /// Tables and streams by name.
+    pub relations: BTreeMap<String, RelationMeta>,
+    /// Indexes by name.
+    #[serde(default)]
+    pub indexes: BTreeMap<String, IndexMeta>,
+}
+
+/// A database.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseMeta {
+    /// Schemas by name.
+    pub schemas: BTreeMap<String, SchemaMeta>,
+}
+
+/// The whole catalog document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogDoc {
+    /// Next relation id.
+    pub next_id: u64,
+    /// Databases by name.
+    pub databases: BTreeMap<String, DatabaseMeta>,
+}
+
+impl Default for CatalogDoc {
+    fn default() -> Self {
+        let mut db = DatabaseMeta::default();
+        db.schemas
+            .insert(DEFAULT_SCHEMA.into(), SchemaMeta::default());
+        CatalogDoc {
+            next_id: 1,
+            databases: BTreeMap::from([(DEFAULT_DATABASE.to_string(), db)]),
+        }
+    }
+}
+
+impl CatalogDoc {
+    /// A database by name or 3D000.
+    pub fn database(&self, name: &str) -> Result<&DatabaseMeta> {
+        self.databases
+            .get(name)
+            .ok_or_else(|| BrookError::UndefinedDatabase(name.into()))
+    }
+
+    /// A mutable database by name or 3D000.
+    pub fn database_mut(&mut self, name: &str) -> Result<&mut DatabaseMeta> {
+        self.databases
+            .get_mut(name)
+            .ok_or_else(|| BrookError::UndefinedDatabase(name.into()))
+    }
+
+    /// A mutable schema or 3F000.
+    pub fn schema_mut(&mut self, db: &str, schema: &str) -> Result<&mut SchemaMeta> {
+        self.database_mut(db)?
+            .schemas
+            .get_mut(schema)
+            .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))
+    }
+}
+
+/// The catalog and where it is persisted.
+#[derive(Debug)]
+pub struct Catalog {
+    dir: PathBuf,
+    doc: Mutex<CatalogDoc>,
+}
+
+impl Catalog {
+    /// Load the catalog of a data directory, creating it when absent.
+    pub fn open(dir: &Path) -> Result<Catalog> {
+        let path = dir.join("catalog.json");
+        let doc = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                BrookError::internal(format!("catalog {} is unreadable: {e}", path.display()))
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let doc = CatalogDoc::default();
+                write_doc(dir, &doc)?;
+                doc
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Catalog {
+            dir: dir.to_path_buf(),
+            doc: Mutex::new(doc),
+        })
+    }
+
+    /// Read access to the current catalog.
+    pub fn read(&self) -> MutexGuard<'_, CatalogDoc> {
+        match self.doc.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Apply a change and persist it; on error nothing changes.
+    pub fn update<T>(&self, f: impl FnOnce(&mut CatalogDoc) -> Result<T>) -> Result<T> {
+        let mut guard = self.read();
+        let mut next = guard.clone();
+        let out = f(&mut next)?;
+        if next != *guard {
+            write_doc(&self.dir, &next)?;
+            *guard = next;
+        }
+        Ok(out)
+    }
+}
+
+fn write_doc(dir: &Path, doc: &CatalogDoc) -> Result<()> {
+    let tmp = dir.join("catalog.json.tmp");
+    let bytes = serde_json::to_vec_pretty(doc).map_err(|e| BrookError::internal(e.to_string()))?;
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join("catalog.json"))?;
+    sync_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn update_persists_and_failed_update_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path()).unwrap();
+        cat.update(|d| {
+            d.databases.insert("other".into(), DatabaseMeta::default());
+            Ok(())
+        })
+        .unwrap();
+        let err = cat.update(|d| {
+            d.databases.insert("nope".into(), DatabaseMeta::default());
+            Err::<(), _>(BrookError::internal("boom"))
+        });
+        assert!(err.is_err());
+        let again = Catalog::open(dir.path()).unwrap();
+        let doc = again.read();
+        assert!(doc.databases.contains_key("other"));
+        assert!(!doc.databases.contains_key("nope"));
+    }
+}

@@ -1,0 +1,1153 @@
+//! COPY: PostgreSQL's text, CSV and binary formats, in and out.
+//!
+//! Incoming data is parsed incrementally ([`CopyParser::feed`]) into rows of text fields,
+//! collected column-wise and converted to Arrow batches of [`BATCH_ROWS`] rows, so a COPY of
+//! any size runs in bounded memory. Conversion casts whole columns at once; a failed value is
+//! then located to report its line, as PostgreSQL does.
+
+use crate::encode::ColumnView;
+use crate::types::PgType;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BinaryBuilder, StringBuilder};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::sql::sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption};
+use std::sync::Arc;
+
+/// Rows per batch produced by COPY IN.
+pub const BATCH_ROWS: usize = 8192;
+
+/// Data format of a COPY.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    Text,
+    Csv,
+    Binary,
+}
+
+/// The options of a COPY statement.
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    pub format: CopyFormat,
+    pub delimiter: u8,
+    pub null: String,
+    pub header: bool,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+impl CopyOptions {
+    /// Options from the parsed statement, with PostgreSQL's defaults per format.
+    pub fn from_sql(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<CopyOptions> {
+        let mut format = CopyFormat::Text;
+        let (mut delimiter, mut null, mut header, mut quote, mut escape) =
+            (None, None, false, None, None);
+        for o in options {
+            match o {
+                CopyOption::Format(f) => {
+                    format = match f.value.to_ascii_lowercase().as_str() {
+                        "text" => CopyFormat::Text,
+                        "csv" => CopyFormat::Csv,
+                        "binary" => CopyFormat::Binary,
+                        other => {
+                            return Err(BrookError::InvalidParameter(format!(
+                                "COPY format \"{other}\" not recognized"
+                            )))
+                        }
+                    }
+                }
+                CopyOption::Delimiter(c) => delimiter = Some(single_byte(*c, "delimiter")?),
+                CopyOption::Null(s) => null = Some(s.clone()),
+                CopyOption::Header(h) => header = *h,
+                CopyOption::Quote(c) => quote = Some(single_byte(*c, "quote")?),
+                CopyOption::Escape(c) => escape = Some(single_byte(*c, "escape")?),
+                CopyOption::Encoding(e) => {
+                    if !e.eq_ignore_ascii_case("utf8") && !e.eq_ignore_ascii_case("utf-8") {
+                        return Err(BrookError::unsupported(format!(
+                            "COPY encoding {e} (only UTF8 is supported)"
+                        )));
+                    }
+                }
+                CopyOption::Freeze(_) => {}
+                other => return Err(BrookError::unsupported(format!("COPY option {other}"))),
+            }
+        }
+        for o in legacy {
+            match o {
+                CopyLegacyOption::Binary => format = CopyFormat::Binary,
+                CopyLegacyOption::Delimiter(c) => delimiter = Some(single_byte(*c, "delimiter")?),
+                CopyLegacyOption::Null(s) => null = Some(s.clone()),
+                CopyLegacyOption::Csv(csv) => {
+                    format = CopyFormat::Csv;
+                    for c in csv {
+                        match c {
+                            CopyLegacyCsvOption::Header => header = true,
+                            CopyLegacyCsvOption::Quote(q) => {
+                                quote = Some(single_byte(*q, "quote")?)
+                            }
+                            CopyLegacyCsvOption::Escape(e) => {
+                                escape = Some(single_byte(*e, "escape")?)
+                            }
+                            other => {
+                                return Err(BrookError::unsupported(format!("COPY option {other}")))
+                            }
+                        }
+                    }
+                }
+                other => return Err(BrookError::unsupported(format!("COPY option {other}"))),
+            }
+        }
+        let csv = format == CopyFormat::Csv;
+        if header && format == CopyFormat::Text {
+            return Err(BrookError::unsupported(
+                "COPY HEADER in text format (use FORMAT csv)",
+            ));
+        }
+        let quote = quote.unwrap_or(b'"');
+        Ok(CopyOptions {
+            format,
+            delimiter: delimiter.unwrap_or(if csv { b',' } else { b'\t' }),
+            null: null.unwrap_or_else(|| if csv { String::new() } else { "\\N".into() }),
+            header,
+            quote,
+            escape: escape.unwrap_or(quote),
+        })
+    }
+}
+
+fn single_byte(c: char, what: &str) -> Result<u8> {
+    if c.is_ascii() {
+        Ok(c as u8)
+    } else {
+        Err(BrookError::InvalidParameter(format!(
+            "COPY {what} must be a single one-byte character"
+        )))
+    }
+}
+
+/// One parsed field: `None` is SQL NULL. Binary-format fields keep their raw bytes.
+pub type FieldValue = Option<Vec<u8>>;
+
+/// Incremental parser of COPY IN data.
+pub struct CopyParser {
+    opts: CopyOptions,
+    buf: Vec<u8>,
+    /// Line number of the next record (1-based), for error messages.
+    pub line: u64,
+    header_pending: bool,
+    binary_header_done: bool,
+    finished: bool,
+}
+
+impl CopyParser {
+    /// A parser for data in the given format.
+    pub fn new(opts: CopyOptions) -> Self {
+        let header_pending = opts.header;
+        CopyParser {
+            opts,
+            buf: Vec::new(),
+            line: 1,
+            header_pending,
+            binary_header_done: false,
+            finished: false,
+        }
+    }
+
+    /// Add bytes and pass every complete record to `row` (with its line number).
+    pub fn feed(
+        &mut self,
+        data: &[u8],
+        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
+    ) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.buf.extend_from_slice(data);
+        let consumed = match self.opts.format {
+            CopyFormat::Binary => self.parse_binary(row)?,
+            _ => self.parse_lines(row, false)?,
+        };
+        self.buf.drain(..consumed);
+        Ok(())
+    }
+
+    /// End of data: parse what is left (a last line without newline).
+    pub fn finish(
+        &mut self,
+        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
+    ) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        match self.opts.format {
+            CopyFormat::Binary => {
+                let consumed = self.parse_binary(row)?;
+                self.buf.drain(..consumed);
+                if !self.buf.is_empty() || !self.finished && self.binary_header_done {
+                    return Err(BrookError::BadCopyFormat(
+                        "unexpected EOF in COPY data".into(),
+                    ));
+                }
+            }
+            _ => {
+                let consumed = self.parse_lines(row, true)?;
+                self.buf.drain(..consumed);
+            }
+        }
+        self.finished = true;
+        Ok(())
+    }
+
+    /// Parses complete records from `buf`; returns bytes consumed.
+    fn parse_lines(
+        &mut self,
+        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
+        eof: bool,
+    ) -> Result<usize> {
+        let mut pos = 0;
+        loop {
+            if self.finished || pos >= self.buf.len() {
+                return Ok(pos);
+            }
+            let Some(end) = self.record_end(pos, eof)? else {
+                return Ok(pos);
+            };
+            let mut rec = &self.buf[pos..end];
+            let next = (end + 1).min(self.buf.len());
+            if rec.last() == Some(&b'\r') {
+                rec = &rec[..rec.len() - 1];
+            }
+            let line = self.line;
+            self.line += 1 + rec.iter().filter(|&&b| b == b'\n').count() as u64;
+            pos = next;
+            if rec == b"\\." {
+                self.finished = true;
+                return Ok(pos);
+            }
+            if self.header_pending {
+                self.header_pending = false;
+                continue;
+            }
+            let fields = match self.opts.format {
+                CopyFormat::Csv => split_csv(rec, &self.opts, line)?,
+                _ => split_text(rec, &self.opts, line)?,
+            };
+            row(line, fields)?;
+        }
+    }
+
+    /// End (exclusive, at the newline) of the record starting at `pos`, if complete.
+    fn record_end(&self, pos: usize, eof: bool) -> Result<Option<usize>> {
+        let b = &self.buf[pos..];
+        if self.opts.format == CopyFormat::Csv {
+            let mut in_quote = false;
+            let mut i = 0;
+            while i < b.len() {
+                let c = b[i];
+                if in_quote {
+                    if c == self.opts.escape
+                        && self.opts.escape != self.opts.quote
+                        && i + 1 < b.len()
+                        && b[i + 1] == self.opts.quote
+                    {
+                        i += 2;
+                        continue;
+                    }
+                    if c == self.opts.quote {
+                        in_quote = false;
+                    }
+                } else if c == self.opts.quote {
+                    in_quote = true;
+                } else if c == b'\n' {
+                    return Ok(Some(pos + i));
+                }
+                i += 1;
+            }
+            if eof && !b.is_empty() {
+                if in_quote {
+                    return Err(BrookError::BadCopyFormat(format!(
+                        "unterminated CSV quoted field (line {})",
+                        self.line
+                    )));
+                }
+                return Ok(Some(pos + b.len()));
+            }
+            Ok(None)
+        } else {
+            match b.iter().position(|&c| c == b'\n') {
+                Some(i) => Ok(Some(pos + i)),
+                None if eof && !b.is_empty() => Ok(Some(pos + b.len())),
+                None => Ok(None),
+            }
+        }
+    }
+
+    fn parse_binary(
+        &mut self,
+        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
+    ) -> Result<usize> {
+        const SIG: &[u8] = b"PGCOPY\n\xff\r\n\0";
+        let b = &self.buf;
+        let mut pos = 0;
+        if !self.binary_header_done {
+            if b.len() < SIG.len() + 8 {
+                return Ok(0);
+            }
+            if &b[..SIG.len()] != SIG {
+                return Err(BrookError::BadCopyFormat(
+                    "COPY file signature not recognized".into(),
+                ));
+            }
+            let ext = i32::from_be_bytes([b[15], b[16], b[17], b[18]]);
+            if ext < 0 {
+                return Err(BrookError::BadCopyFormat(
+                    "invalid COPY file header (negative extension length)".into(),
+                ));
+            }
+            let hdr = SIG.len() + 8 + ext as usize;
+            if b.len() < hdr {
+                return Ok(0);
+            }
+            pos = hdr;
+            self.binary_header_done = true;
+        }
+        loop {
+            if b.len() < pos + 2 {
+                return Ok(pos);
+            }
+            let n = i16::from_be_bytes([b[pos], b[pos + 1]]);
+            if n == -1 {
+                self.finished = true;
+                return Ok(b.len());
+            }
+            if n < 0 {
+                return Err(BrookError::BadCopyFormat(format!(
+                    "invalid field count {n} in binary COPY row {}",
+                    self.line
+                )));
+            }
+            let mut p = pos + 2;
+            let mut fields = Vec::with_capacity(n as usize);
+            let mut complete = true;
+            for _ in 0..n {
+                if b.len() < p + 4 {
+                    complete = false;
+                    break;
+                }
+                let len = i32::from_be_bytes([b[p], b[p + 1], b[p + 2], b[p + 3]]);
+                p += 4;
+                if len == -1 {
+                    fields.push(None);
+                    continue;
+                }
+                if len < 0 {
+                    return Err(BrookError::BadCopyFormat(format!(
+                        "invalid field length in binary COPY row {}",
+                        self.line
+                    )));
+                }
+                if b.len() < p + len as usize {
+                    complete = false;
+                    break;
+                }
+                fields.push(Some(b[p..p + len as usize].to_vec()));
+                p += len as usize;
+            }
+            if !complete {
+                return Ok(pos);
+            }
+            let line = self.line;
+            self.line += 1;
+            row(line, fields)?;
+            pos = p;
+        }
+    }
+}
+
+fn split_text(rec: &[u8], opts: &CopyOptions, line: u64) -> Result<Vec<FieldValue>> {
+    let mut fields = Vec::new();
+    for raw in rec.split(|&c| c == opts.delimiter) {
+        if raw == opts.null.as_bytes() {
+            fields.push(None);
+            continue;
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        let mut i = 0;
+        while i < raw.len() {
+            let c = raw[i];
+            if c != b'\\' || i + 1 >= raw.len() {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let n = raw[i + 1];
+            i += 2;
+            match n {
+                b'b' => out.push(8),
+                b'f' => out.push(12),
+                b'n' => out.push(b'\n'),
+                b'r' => out.push(b'\r'),
+                b't' => out.push(b'\t'),
+                b'v' => out.push(11),
+                b'0'..=b'7' => {
+                    let mut v = (n - b'0') as u32;
+                    let mut k = 0;
+                    while k < 2 && i < raw.len() && (b'0'..=b'7').contains(&raw[i]) {
+                        v = v * 8 + (raw[i] - b'0') as u32;
+                        i += 1;
+                        k += 1;
+                    }
+                    out.push(v as u8);
+                }
+                b'x' => {
+                    let mut v = 0u32;
+                    let mut k = 0;
+                    while k < 2 && i < raw.len() && raw[i].is_ascii_hexdigit() {
+                        v = v * 16 + (raw[i] as char).to_digit(16).unwrap_or(0);
+                        i += 1;
+                        k += 1;
+                    }
+                    if k == 0 {
+                        out.push(b'x');
+                    } else {
+                        out.push(v as u8);
+                    }
+                }
+                other => out.push(other),
+            }
+        }
+        fields.push(Some(out));
+    }
+    let _ = line;
+    Ok(fields)
+}
+
+fn split_csv(rec: &[u8], opts: &CopyOptions, line: u64) -> Result<Vec<FieldValue>> {
+    let mut fields = Vec::new();
+    let mut i = 0;
+    loop {
+        let mut out = Vec::new();
+        let mut quoted = false;
+        let mut any_quote = false;
+        let start = i;
+        while i < rec.len() {
+            let c = rec[i];
+            if quoted {
+                if c == opts.escape
+                    && i + 1 < rec.len()
+                    && rec[i + 1] == opts.quote
+                    && (opts.escape != opts.quote || true)
+                {
+                    if opts.escape == opts.quote {
+                        // doubled quote inside quotes
+                        out.push(opts.quote);
+                        i += 2;
+                        continue;
+                    }
+                    out.push(opts.quote);
+                    i += 2;
+                    continue;
+                }
+                if c == opts.quote {
+                    quoted = false;
+                    i += 1;
+                    continue;
+                }
+                out.push(c);
+                i += 1;
+            } else if c == opts.quote {
+                quoted = true;
+                any_quote = true;
+                i += 1;
+            } else if c == opts.delimiter {
+                break;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        }
+        if quoted {
+            return Err(BrookError::BadCopyFormat(format!(
+                "unterminated CSV quoted field (line {line})"
+            )));
+        }
+        let raw = &rec[start..i];
+        if !any_quote && raw == opts.null.as_bytes() {
+            fields.push(None);
+        } else {
+            fields.push(Some(out));
+        }
+        if i >= rec.len() {
+            break;
+        }
+        i += 1; // delimiter
+    }
+    Ok(fields)
+}
+
+/// Target of a COPY IN: which table columns receive the data fields, and their types.
+#[derive(Debug, Clone)]
+pub struct CopyTarget {
+    /// Full table schema.
+    pub schema: SchemaRef,
+    /// Declared types of the table's columns.
+    pub types: Vec<PgType>,
+    /// For each data field, the index of the table column it fills.
+    pub field_columns: Vec<usize>,
+    /// Value for each table column not in `field_columns` (a one-row array: its default).
+    pub defaults: Vec<Option<ArrayRef>>,
+    /// Table name, for messages.
+    pub table: String,
+    /// NOT NULL flags of the table's columns.
+    pub not_null: Vec<bool>,
+    /// Whether data is in binary format.
+    pub binary: bool,
+}
+
+/// Collects rows column-wise and converts them to Arrow batches.
+pub struct BatchBuilder {
+    target: Arc<CopyTarget>,
+    cols: Vec<Vec<FieldValue>>,
+    lines: Vec<u64>,
+}
+
+impl BatchBuilder {
+    /// An empty builder.
+    pub fn new(target: Arc<CopyTarget>) -> Self {
+        let n = target.field_columns.len();
+        BatchBuilder {
+            target,
+            cols: vec![Vec::new(); n],
+            lines: Vec::new(),
+        }
+    }
+
+    /// Add one parsed record.
+    pub fn push(&mut self, line: u64, fields: Vec<FieldValue>) -> Result<()> {
+        let want = self.target.field_columns.len();
+        if fields.len() != want {
+            let msg = if fields.len() < want {
+                let missing = &self
+                    .target
+                    .schema
+                    .field(self.target.field_columns[fields.len()])
+                    .name()
+                    .clone();
+                format!(
+                    "missing data for column \"{missing}\" (COPY {}, line {line})",
+                    self.target.table
+                )
+            } else {
+                format!(
+                    "extra data after last expected column (COPY {}, line {line})",
+                    self.target.table
+                )
+            };
+            return Err(BrookError::BadCopyFormat(msg));
+        }
+        for (c, f) in self.cols.iter_mut().zip(fields) {
+            c.push(f);
+        }
+        self.lines.push(line);
+        Ok(())
+    }
+
+    /// Rows collected.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// True when no row is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Convert the buffered rows to a batch of the table's schema and reset.
+    pub fn take_batch(&mut self) -> Result<RecordBatch> {
+        let rows = self.lines.len();
+        let t = self.target.clone();
+        let mut out: Vec<Option<ArrayRef>> = vec![None; t.schema.fields().len()];
+        let cols = std::mem::replace(&mut self.cols, vec![Vec::new(); t.field_columns.len()]);
+        for (values, &ci) in cols.into_iter().zip(&t.field_columns) {
+            out[ci] = Some(self.convert(values, ci)?);
+        }
+        let mut arrays = Vec::with_capacity(out.len());
+        for (ci, a) in out.into_iter().enumerate() {
+            let a = match a {
+                Some(a) => a,
+                None => match &t.defaults[ci] {
+                    Some(d) => repeat(d, rows)?,
+                    None => new_null_array(t.schema.field(ci).data_type(), rows),
+                },
+            };
+            if t.not_null[ci] && a.null_count() > 0 {
+                let bad = (0..rows).find(|&r| a.is_null(r)).unwrap_or(0);
+                return Err(BrookError::NotNullViolation(format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint (line {})",
+                    t.schema.field(ci).name(),
+                    t.table,
+                    self.lines.get(bad).copied().unwrap_or(0)
+                )));
+            }
+            arrays.push(a);
+        }
+        self.lines.clear();
+        Ok(RecordBatch::try_new(t.schema.clone(), arrays)?)
+    }
+
+    fn convert(&self, values: Vec<FieldValue>, ci: usize) -> Result<ArrayRef> {
+        let t = &self.target;
+        let ty = &t.types[ci];
+        if t.binary {
+            return binary_values(values, ty, &self.lines, &t.schema.field(ci).name().clone());
+        }
+        if *ty == PgType::Bytea {
+            let mut b = BinaryBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => b.append_null(),
+                    Some(v) => b.append_value(parse_bytea(v).ok_or_else(|| {
+                        BrookError::InvalidText(format!(
+                            "invalid input syntax for type bytea (COPY {}, line {})",
+                            t.table, self.lines[r]
+                        ))
+                    })?),
+                }
+            }
+            return Ok(Arc::new(b.finish()));
+        }
+        let mut sb = StringBuilder::new();
+        for (r, v) in values.iter().enumerate() {
+            match v {
+                None => sb.append_null(),
+                Some(v) => match std::str::from_utf8(v) {
+                    Ok(s) => sb.append_value(s),
+                    Err(_) => {
+                        return Err(BrookError::InvalidText(format!(
+                            "invalid byte sequence for encoding \"UTF8\" (COPY {}, line {})",
+                            t.table, self.lines[r]
+                        )))
+                    }
+                },
+            }
+        }
+        let strings: ArrayRef = Arc::new(sb.finish());
+        let col = t.schema.field(ci).name().clone();
+        text_to_column(
+            &strings,
+            ty,
+            &|r| self.lines.get(r).copied().unwrap_or(0),
+            &t.table,
+            &col,
+        )
+    }
+}
+
+fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    let idx = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
+    Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
+}
+
+/// Parse `\x...` hex (or escape-format) bytea text.
+pub fn parse_bytea(v: &[u8]) -> Option<Vec<u8>> {
+    if let Some(hex) = v.strip_prefix(b"\\x") {
+        if hex.len() % 2 != 0 {
+            return None;
+        }
+        return hex
+            .chunks(2)
+            .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+            .collect();
+    }
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        if v[i] == b'\\' {
+            if v.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else {
+                let oct = v.get(i + 1..i + 4)?;
+                let s = std::str::from_utf8(oct).ok()?;
+                out.push(u8::from_str_radix(s, 8).ok()?);
+                i += 4;
+            }
+        } else {
+            out.push(v[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Cast a column of text to a column type, reporting the first bad value as PostgreSQL does
+/// (22P02 for malformed input, 22003 for out-of-range numbers, 22001 for too-long strings).
+pub fn text_to_column(
+    strings: &ArrayRef,
+    ty: &PgType,
+    line_of: &dyn Fn(usize) -> u64,
+    table: &str,
+    column: &str,
+) -> Result<ArrayRef> {
+    let target = ty.arrow();
+    let prepared: ArrayRef = match ty {
+        PgType::Bool => {
+            let s = strings
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>();
+            match s {
+                Some(s) => Arc::new(
+                    s.iter()
+                        .map(|v| v.map(|v| v.trim().to_ascii_lowercase()))
+                        .collect::<datafusion::arrow::array::StringArray>(),
+                ),
+                None => strings.clone(),
+            }
+        }
+        PgType::Interval => normalize_intervals(strings),
+        _ => strings.clone(),
+    };
+    let out = cast_with_options(
+        &prepared,
+        &target,
+        &CastOptions {
+            safe: true,
+            ..Default::default()
+        },
+    )?;
+    if out.null_count() != strings.null_count() {
+        let s = strings
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>();
+        let bad = (0..out.len())
+            .find(|&r| out.is_null(r) && !strings.is_null(r))
+            .unwrap_or(0);
+        let text = s.map(|s| s.value(bad).to_string()).unwrap_or_default();
+        let numeric_like = text.trim().parse::<f64>().is_ok();
+        let is_numeric_type = matches!(
+            ty,
+            PgType::Int2
+                | PgType::Int4
+                | PgType::Int8
+                | PgType::Numeric { .. }
+                | PgType::Float4
+                | PgType::Float8
+        );
+        let ctx = format!(
+            "(COPY {table}, line {}, column {column}: \"{text}\")",
+            line_of(bad)
+        );
+        return Err(if is_numeric_type && numeric_like {
+            BrookError::OutOfRange(format!(
+                "value \"{text}\" is out of range for type {} {ctx}",
+                ty.name()
+            ))
+        } else {
+            BrookError::InvalidText(format!(
+                "invalid input syntax for type {}: \"{text}\" {ctx}",
+                ty.name()
+            ))
+        });
+    }
+    check_lengths(&out, ty, line_of, table, column)?;
+    Ok(out)
+}
+
+/// varchar(n)/char(n) reject longer values (22001), as PostgreSQL does.
+pub fn check_lengths(
+    col: &ArrayRef,
+    ty: &PgType,
+    line_of: &dyn Fn(usize) -> u64,
+    table: &str,
+    column: &str,
+) -> Result<()> {
+    let limit = match ty {
+        PgType::Varchar(Some(n)) | PgType::Char(Some(n)) => *n as usize,
+        _ => return Ok(()),
+    };
+    if let Some(s) = col
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+    {
+        for (r, v) in s.iter().enumerate() {
+            if let Some(v) = v {
+                if v.chars().count() > limit && v.trim_end_matches(' ').chars().count() > limit {
+                    return Err(BrookError::StringTooLong(format!(
+                        "value too long for type {} (COPY {table}, line {}, column {column})",
+                        ty.name(),
+                        line_of(r)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Arrow parses `1 day 02:00:00` poorly; rewrite PostgreSQL's `HH:MM:SS` part into units.
+fn normalize_intervals(strings: &ArrayRef) -> ArrayRef {
+    let Some(s) = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+    else {
+        return strings.clone();
+    };
+    Arc::new(
+        s.iter()
+            .map(|v| {
+                v.map(|v| {
+                    v.split_whitespace()
+                        .map(|tok| {
+                            let parts: Vec<&str> = tok.split(':').collect();
+                            if parts.len() == 3 {
+                                let neg = tok.starts_with('-');
+                                let h = parts[0].trim_start_matches('-');
+                                let sign = if neg { "-" } else { "" };
+                                format!(
+                                    "{sign}{h} hours {sign}{} minutes {sign}{} seconds",
+                                    parts[1], parts[2]
+                                )
+                            } else {
+                                tok.to_string()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .replace("mons", "months")
+                        .replace("mon ", "month ")
+                })
+            })
+            .collect::<datafusion::arrow::array::StringArray>(),
+    )
+}
+
+/// Binary COPY fields, decoded per declared type.
+fn binary_values(
+    values: Vec<FieldValue>,
+    ty: &PgType,
+    lines: &[u64],
+    column: &str,
+) -> Result<ArrayRef> {
+    use datafusion::arrow::array::*;
+    let bad = |r: usize, what: &str| {
+        BrookError::BadCopyFormat(format!(
+            "incorrect binary data format for {what} in column {column} (row {})",
+            lines.get(r).copied().unwrap_or(0)
+        ))
+    };
+    fn fixed<const N: usize>(v: &[u8]) -> Option<[u8; N]> {
+        v.try_into().ok()
+    }
+    macro_rules! prim {
+        ($arr:ty, $n:expr, $conv:expr, $what:expr) => {{
+            let mut out: Vec<Option<_>> = Vec::with_capacity(values.len());
+            for (r, v) in values.iter().enumerate() {
+                out.push(match v {
+                    None => None,
+                    Some(v) => Some($conv(fixed::<$n>(v).ok_or_else(|| bad(r, $what))?)),
+                });
+            }
+            Arc::new(<$arr>::from(out)) as ArrayRef
+        }};
+    }
+    Ok(match ty {
+        PgType::Bool => Arc::new(
+            values
+                .iter()
+                .map(|v| v.as_ref().map(|b| b.first() == Some(&1)))
+                .collect::<BooleanArray>(),
+        ),
+        PgType::Int2 => prim!(Int16Array, 2, i16::from_be_bytes, "smallint"),
+        PgType::Int4 => prim!(Int32Array, 4, i32::from_be_bytes, "integer"),
+        PgType::Int8 => prim!(Int64Array, 8, i64::from_be_bytes, "bigint"),
+        PgType::Float4 => prim!(Float32Array, 4, f32::from_be_bytes, "real"),
+        PgType::Float8 => prim!(Float64Array, 8, f64::from_be_bytes, "double precision"),
+        PgType::Date => prim!(Date32Array, 4, |b| i32::from_be_bytes(b) + 10_957, "date"),
+        PgType::Timestamp => prim!(
+            TimestampMicrosecondArray,
+            8,
+            |b| i64::from_be_bytes(b) + 946_684_800_000_000,
+            "timestamp"
+        ),
+        PgType::Timestamptz => Arc::new(
+            {
+                let mut out: Vec<Option<i64>> = Vec::with_capacity(values.len());
+                for (r, v) in values.iter().enumerate() {
+                    out.push(match v {
+                        None => None,
+                        Some(v) => Some(
+                            i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, "timestamptz"))?)
+                                + 946_684_800_000_000,
+                        ),
+                    });
+                }
+                TimestampMicrosecondArray::from(out)
+            }
+            .with_timezone("+00:00"),
+        ),
+        PgType::Time => prim!(Time64MicrosecondArray, 8, i64::from_be_bytes, "time"),
+        PgType::Bytea => Arc::new(values.iter().map(|v| v.as_deref()).collect::<BinaryArray>()),
+        PgType::Numeric { .. } => {
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    Some(v) => {
+                        let d: rust_decimal::Decimal =
+                            postgres_types::FromSql::from_sql(&pgwire::api::Type::NUMERIC, v)
+                                .map_err(|_| bad(r, "numeric"))?;
+                        sb.append_value(d.to_string());
+                    }
+                }
+            }
+            let strings: ArrayRef = Arc::new(sb.finish());
+            text_to_column(
+                &strings,
+                ty,
+                &|r| lines.get(r).copied().unwrap_or(0),
+                "",
+                column,
+            )?
+        }
+        PgType::Interval => {
+            let mut out: Vec<Option<datafusion::arrow::datatypes::IntervalMonthDayNano>> =
+                Vec::new();
+            for (r, v) in values.iter().enumerate() {
+                out.push(match v {
+                    None => None,
+                    Some(v) if v.len() == 16 => {
+                        let micros = i64::from_be_bytes(
+                            fixed::<8>(&v[..8]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        let days = i32::from_be_bytes(
+                            fixed::<4>(&v[8..12]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        let months = i32::from_be_bytes(
+                            fixed::<4>(&v[12..]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        Some(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+                            months,
+                            days,
+                            micros * 1000,
+                        ))
+                    }
+                    Some(_) => return Err(bad(r, "interval")),
+                });
+            }
+            Arc::new(IntervalMonthDayNanoArray::from(out))
+        }
+        PgType::Text | PgType::Varchar(_) | PgType::Char(_) | PgType::Json | PgType::Uuid => {
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    Some(v) => sb.append_value(std::str::from_utf8(v).map_err(|_| bad(r, "text"))?),
+                }
+            }
+            Arc::new(sb.finish())
+        }
+        PgType::Jsonb => {
+            // jsonb binary format: a version byte (1) then the JSON text.
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    Some(v) => sb.append_value(
+                        std::str::from_utf8(v.get(1..).unwrap_or(&[]))
+                            .map_err(|_| bad(r, "jsonb"))?,
+                    ),
+                }
+            }
+            Arc::new(sb.finish())
+        }
+    })
+}
+
+/// Formats result batches as COPY TO text or CSV.
+pub struct CopyOutEncoder {
+    opts: CopyOptions,
+    header_done: bool,
+}
+
+impl CopyOutEncoder {
+    /// An encoder with the statement's options.
+    pub fn new(opts: CopyOptions) -> Result<Self> {
+        if opts.format == CopyFormat::Binary {
+            return Err(BrookError::unsupported("COPY TO with FORMAT binary"));
+        }
+        Ok(CopyOutEncoder {
+            opts,
+            header_done: false,
+        })
+    }
+
+    /// One CopyData payload per row of `batch`.
+    pub fn encode(&mut self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+        let schema = batch.schema();
+        let mut out = Vec::with_capacity(batch.num_rows() + 1);
+        if self.opts.header && !self.header_done {
+            let names: Vec<String> = schema
+                .fields()
+                .iter()
+                .map(|f| self.csv_field(f.name()))
+                .collect();
+            out.push(
+                format!(
+                    "{}\n",
+                    names.join(&(self.opts.delimiter as char).to_string())
+                )
+                .into_bytes(),
+            );
+        }
+        self.header_done = true;
+        let views = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| ColumnView::new(c, f))
+            .collect::<Result<Vec<_>>>()?;
+        let mut cell = String::new();
+        for i in 0..batch.num_rows() {
+            let mut line = String::new();
+            for (j, v) in views.iter().enumerate() {
+                if j > 0 {
+                    line.push(self.opts.delimiter as char);
+                }
+                if v.is_null(i) {
+                    line.push_str(&self.opts.null);
+                    continue;
+                }
+                cell.clear();
+                v.write_text(i, &mut cell);
+                match self.opts.format {
+                    CopyFormat::Csv => line.push_str(&self.csv_field(&cell)),
+                    _ => escape_text(&cell, self.opts.delimiter, &mut line),
+                }
+            }
+            line.push('\n');
+            out.push(line.into_bytes());
+        }
+        Ok(out)
+    }
+
+    fn csv_field(&self, s: &str) -> String {
+        let q = self.opts.quote as char;
+        let needs = s.is_empty() && !self.opts.null.is_empty() && false
+            || s == self.opts.null
+            || s.contains(self.opts.delimiter as char)
+            || s.contains(q)
+            || s.contains('\n')
+            || s.contains('\r');
+        if !needs {
+            return s.to_string();
+        }
+        let e = self.opts.escape as char;
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push(q);
+        for c in s.chars() {
+            if c == q || c == e {
+                out.push(e);
+            }
+            out.push(c);
+        }
+        out.push(q);
+        out
+    }
+}
+
+fn escape_text(s: &str, delim: u8, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' if delim == b'\t' => out.push_str("\\t"),
+            c if c as u32 == delim as u32 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+/// True when `dt` is a type COPY TO can format.
+pub fn printable(dt: &DataType) -> bool {
+    !matches!(dt, DataType::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(opts: CopyOptions, chunks: &[&[u8]]) -> Result<Vec<(u64, Vec<FieldValue>)>> {
+        let mut p = CopyParser::new(opts);
+        let mut rows = Vec::new();
+        for c in chunks {
+            p.feed(c, &mut |l, f| {
+                rows.push((l, f));
+                Ok(())
+            })?;
+        }
+        p.finish(&mut |l, f| {
+            rows.push((l, f));
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    fn text() -> CopyOptions {
+        CopyOptions::from_sql(&[], &[]).unwrap()
+    }
+
+    fn csv() -> CopyOptions {
+        CopyOptions {
+            format: CopyFormat::Csv,
+            ..CopyOptions::from_sql(&[CopyOption::Format("csv".into())], &[]).unwrap()
+        }
+    }
+
+    fn s(v: &str) -> FieldValue {
+        Some(v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn text_rows_split_across_chunks() {
+        let rows = parse(text(), &[b"1\ta\\tb\n2\t\\", b"N\n3\tlast"]).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].1, vec![s("1"), s("a\tb")]);
+        assert_eq!(rows[1].1, vec![s("2"), None]);
+        assert_eq!(rows[2], (3, vec![s("3"), s("last")]));
+    }
+
+    #[test]
+    fn end_marker_stops_data() {
+        let rows = parse(text(), &[b"1\n\\.\n2\n"]).unwrap();
+        assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn csv_quotes_newlines_and_nulls() {
+        let rows = parse(csv(), &[b"1,\"a,\"\"b\"\"\nc\",\n2,\"\",x\n"]).unwrap();
+        assert_eq!(rows[0].1, vec![s("1"), s("a,\"b\"\nc"), None]);
+        assert_eq!(rows[1].0, 3);
+        assert_eq!(rows[1].1, vec![s("2"), s(""), s("x")]);
+    }
+
+    #[test]
+    fn unterminated_csv_quote_is_22p04() {
+        let e = parse(csv(), &[b"1,\"abc\n"]).unwrap_err();
+        assert_eq!(e.sqlstate(), "22P04");
+    }
+
+    #[test]
+    fn bytea_hex_and_escape() {
+        assert_eq!(parse_bytea(b"\\x0aff"), Some(vec![10, 255]));
+        assert_eq!(
+            parse_bytea(b"a\\\\b\\001"),
+            Some(vec![b'a', b'\\', b'b', 1])
+        );
+        assert_eq!(parse_bytea(b"\\x0"), None);
+    }
+}

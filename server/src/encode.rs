@@ -1,0 +1,611 @@
+//! Arrow values to PostgreSQL's text and binary wire formats.
+//!
+//! Written here rather than taken from `arrow-pg` because that crate is tied to an older
+//! pgwire (see README, "Dependencies"); and PostgreSQL's exact text output (floats, intervals,
+//! timestamps) must match byte for byte for clients and differential tests.
+//!
+//! Hot path: a batch is viewed once per column ([`ColumnView`]), then rows are written
+//! cell by cell into one reusable buffer.
+
+use crate::types::{wire_type, PgType};
+use brook_common::{BrookError, Result};
+use bytes::{BufMut, BytesMut};
+use chrono::{DateTime, NaiveDate};
+use datafusion::arrow::array::*;
+use datafusion::arrow::datatypes::{DataType, Field, IntervalMonthDayNano, IntervalUnit, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use pgwire::api::results::{FieldFormat, FieldInfo};
+use pgwire::api::Type;
+use pgwire::messages::data::DataRow;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+const PG_EPOCH_DAYS: i32 = 10_957; // 2000-01-01 - 1970-01-01
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// Wire description of result columns.
+pub fn field_infos(
+    schema: &datafusion::arrow::datatypes::Schema,
+    formats: &dyn Fn(usize) -> FieldFormat,
+) -> Vec<FieldInfo> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let info = FieldInfo::new(f.name().clone(), None, None, wire_type(f), formats(i));
+            match PgType::from_field(f) {
+                Some(t) => info.with_type_modifier(t.typmod()),
+                None => info,
+            }
+        })
+        .collect()
+}
+
+/// A typed view of one column of one batch.
+pub enum ColumnView<'a> {
+    Bool(&'a BooleanArray),
+    I8(&'a Int8Array),
+    I16(&'a Int16Array),
+    I32(&'a Int32Array),
+    I64(&'a Int64Array),
+    U8(&'a UInt8Array),
+    U16(&'a UInt16Array),
+    U32(&'a UInt32Array),
+    U64(&'a UInt64Array),
+    F32(&'a Float32Array),
+    F64(&'a Float64Array),
+    Dec(&'a Decimal128Array, u8, i8, bool),
+    Str(&'a dyn Array, StrKind),
+    Bin(&'a dyn Array),
+    Date(&'a Date32Array),
+    Ts(&'a dyn Array, TimeUnit, bool),
+    Time(&'a dyn Array, TimeUnit),
+    IntervalMdn(&'a IntervalMonthDayNanoArray),
+    List(&'a dyn Array),
+    Other(&'a dyn Array, ArrayFormatter<'a>),
+}
+
+/// How a string column is physically stored.
+#[derive(Clone, Copy)]
+pub enum StrKind {
+    Utf8,
+    Large,
+    View,
+}
+
+impl<'a> ColumnView<'a> {
+    /// View `col`, whose field is `field`.
+    pub fn new(col: &'a ArrayRef, field: &Field) -> Result<ColumnView<'a>> {
+        let a = col.as_ref();
+        Ok(match col.data_type() {
+            DataType::Boolean => ColumnView::Bool(a.as_boolean()),
+            DataType::Int8 => ColumnView::I8(a.as_primitive()),
+            DataType::Int16 => ColumnView::I16(a.as_primitive()),
+            DataType::Int32 => ColumnView::I32(a.as_primitive()),
+            DataType::Int64 => ColumnView::I64(a.as_primitive()),
+            DataType::UInt8 => ColumnView::U8(a.as_primitive()),
+            DataType::UInt16 => ColumnView::U16(a.as_primitive()),
+            DataType::UInt32 => ColumnView::U32(a.as_primitive()),
+            DataType::UInt64 => ColumnView::U64(a.as_primitive()),
+            DataType::Float32 => ColumnView::F32(a.as_primitive()),
+            DataType::Float64 => ColumnView::F64(a.as_primitive()),
+            DataType::Decimal128(p, s) => {
+                let trim = matches!(
+                    PgType::from_field(field),
+                    Some(PgType::Numeric {
+                        precision: None,
+                        ..
+                    })
+                );
+                ColumnView::Dec(a.as_primitive(), *p, *s, trim)
+            }
+            DataType::Utf8 => ColumnView::Str(a, StrKind::Utf8),
+            DataType::LargeUtf8 => ColumnView::Str(a, StrKind::Large),
+            DataType::Utf8View => ColumnView::Str(a, StrKind::View),
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => ColumnView::Bin(a),
+            DataType::Date32 => ColumnView::Date(a.as_primitive()),
+            DataType::Timestamp(u, tz) => ColumnView::Ts(a, *u, tz.is_some()),
+            DataType::Time32(u) | DataType::Time64(u) => ColumnView::Time(a, *u),
+            DataType::Interval(IntervalUnit::MonthDayNano) => {
+                ColumnView::IntervalMdn(a.as_primitive())
+            }
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
+                ColumnView::List(a)
+            }
+            _ => {
+                let opts = FormatOptions::default().with_null("");
+                ColumnView::Other(a, ArrayFormatter::try_new(a, &opts)?)
+            }
+        })
+    }
+
+    fn array(&self) -> &dyn Array {
+        match self {
+            ColumnView::Bool(a) => *a,
+            ColumnView::I8(a) => *a,
+            ColumnView::I16(a) => *a,
+            ColumnView::I32(a) => *a,
+            ColumnView::I64(a) => *a,
+            ColumnView::U8(a) => *a,
+            ColumnView::U16(a) => *a,
+            ColumnView::U32(a) => *a,
+            ColumnView::U64(a) => *a,
+            ColumnView::F32(a) => *a,
+            ColumnView::F64(a) => *a,
+            ColumnView::Dec(a, ..) => *a,
+            ColumnView::Str(a, _)
+            | ColumnView::Bin(a)
+            | ColumnView::Ts(a, ..)
+            | ColumnView::Time(a, _) => *a,
+            ColumnView::Date(a) => *a,
+            ColumnView::IntervalMdn(a) => *a,
+            ColumnView::List(a) | ColumnView::Other(a, _) => *a,
+        }
+    }
+
+    /// True when row `i` is NULL.
+    pub fn is_null(&self, i: usize) -> bool {
+        self.array().is_null(i)
+    }
+
+    /// Append the PostgreSQL text form of row `i` (not NULL) to `out`.
+    pub fn write_text(&self, i: usize, out: &mut String) {
+        match self {
+            ColumnView::Bool(a) => out.push(if a.value(i) { 't' } else { 'f' }),
+            ColumnView::I8(a) => push_int(out, a.value(i) as i64),
+            ColumnView::I16(a) => push_int(out, a.value(i) as i64),
+            ColumnView::I32(a) => push_int(out, a.value(i) as i64),
+            ColumnView::I64(a) => push_int(out, a.value(i)),
+            ColumnView::U8(a) => push_int(out, a.value(i) as i64),
+            ColumnView::U16(a) => push_int(out, a.value(i) as i64),
+            ColumnView::U32(a) => push_int(out, a.value(i) as i64),
+            ColumnView::U64(a) => {
+                let _ = write!(out, "{}", a.value(i));
+            }
+            ColumnView::F32(a) => format_float(a.value(i) as f64, 6, Some(a.value(i)), out),
+            ColumnView::F64(a) => format_float(a.value(i), 15, None, out),
+            ColumnView::Dec(a, _, s, trim) => format_decimal(a.value(i), *s, *trim, out),
+            ColumnView::Str(a, k) => out.push_str(str_value(*a, *k, i)),
+            ColumnView::Bin(a) => {
+                out.push_str("\\x");
+                for b in bin_value(*a, i) {
+                    let _ = write!(out, "{b:02x}");
+                }
+            }
+            ColumnView::Date(a) => format_date(a.value(i), out),
+            ColumnView::Ts(a, u, tz) => format_timestamp(to_micros(*a, *u, i), *tz, out),
+            ColumnView::Time(a, u) => format_time(time_micros(*a, *u, i), out),
+            ColumnView::IntervalMdn(a) => format_interval(a.value(i), out),
+            ColumnView::List(a) => format_list(*a, i, out),
+            ColumnView::Other(_, f) => {
+                let _ = write!(out, "{}", f.value(i));
+            }
+        }
+    }
+
+    /// Append the PostgreSQL binary form of row `i` (not NULL) for wire type `ty`.
+    pub fn write_binary(&self, i: usize, ty: &Type, out: &mut BytesMut) -> Result<()> {
+        match self {
+            ColumnView::Bool(a) => out.put_u8(u8::from(a.value(i))),
+            ColumnView::I8(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::I16(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::I32(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::I64(a) => put_int(out, ty, a.value(i)),
+            ColumnView::U8(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::U16(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::U32(a) => put_int(out, ty, a.value(i) as i64),
+            ColumnView::F32(a) => out.put_f32(a.value(i)),
+            ColumnView::F64(a) => out.put_f64(a.value(i)),
+            ColumnView::Str(a, k) => out.put_slice(str_value(*a, *k, i).as_bytes()),
+            ColumnView::Bin(a) => out.put_slice(bin_value(*a, i)),
+            ColumnView::Date(a) => out.put_i32(a.value(i) - PG_EPOCH_DAYS),
+            ColumnView::Ts(a, u, _) => out.put_i64(to_micros(*a, *u, i) - PG_EPOCH_MICROS),
+            ColumnView::Time(a, u) => out.put_i64(time_micros(*a, *u, i)),
+            ColumnView::IntervalMdn(a) => {
+                let v = a.value(i);
+                out.put_i64(v.nanoseconds / 1000);
+                out.put_i32(v.days);
+                out.put_i32(v.months);
+            }
+            ColumnView::U64(_) | ColumnView::Dec(..) => {
+                let mut s = String::new();
+                self.write_text(i, &mut s);
+                let d: rust_decimal::Decimal = s.parse().map_err(|e| {
+                    BrookError::OutOfRange(format!(
+                        "numeric value {s} cannot be sent in binary: {e}"
+                    ))
+                })?;
+                postgres_types::ToSql::to_sql(&d, &Type::NUMERIC, out)
+                    .map_err(|e| BrookError::internal(e.to_string()))?;
+            }
+            ColumnView::List(_) | ColumnView::Other(..) => {
+                return Err(BrookError::unsupported(format!(
+                    "binary result format for type {} is not supported; request text format",
+                    ty.name()
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+fn put_int(out: &mut BytesMut, ty: &Type, v: i64) {
+    match *ty {
+        Type::INT2 => out.put_i16(v as i16),
+        Type::INT4 => out.put_i32(v as i32),
+        _ => out.put_i64(v),
+    }
+}
+
+fn push_int(out: &mut String, v: i64) {
+    let _ = write!(out, "{v}");
+}
+
+fn str_value(a: &dyn Array, k: StrKind, i: usize) -> &str {
+    match k {
+        StrKind::Utf8 => a.as_string::<i32>().value(i),
+        StrKind::Large => a.as_string::<i64>().value(i),
+        StrKind::View => a.as_string_view().value(i),
+    }
+}
+
+fn bin_value(a: &dyn Array, i: usize) -> &[u8] {
+    match a.data_type() {
+        DataType::Binary => a.as_binary::<i32>().value(i),
+        DataType::LargeBinary => a.as_binary::<i64>().value(i),
+        DataType::BinaryView => a.as_binary_view().value(i),
+        _ => a.as_fixed_size_binary().value(i),
+    }
+}
+
+/// PostgreSQL's float output (extra_float_digits = 1): the shortest text that reads back as
+/// the same value, in exponent form when the decimal exponent is < -4 or >= `digits`.
+pub fn format_float(v: f64, digits: i32, as_f32: Option<f32>, out: &mut String) {
+    if v.is_nan() {
+        out.push_str("NaN");
+        return;
+    }
+    if v.is_infinite() {
+        out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
+        return;
+    }
+    if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0" } else { "0" });
+        return;
+    }
+    let sci = match as_f32 {
+        Some(f) => format!("{f:e}"),
+        None => format!("{v:e}"),
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= digits {
+        let _ = write!(
+            out,
+            "{mant}e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        );
+    } else {
+        match as_f32 {
+            Some(f) => {
+                let _ = write!(out, "{f}");
+            }
+            None => {
+                let _ = write!(out, "{v}");
+            }
+        }
+    }
+}
+
+fn format_decimal(v: i128, scale: i8, trim: bool, out: &mut String) {
+    let neg = v < 0;
+    let digits = v.unsigned_abs().to_string();
+    if neg {
+        out.push('-');
+    }
+    if scale <= 0 {
+        out.push_str(&digits);
+        for _ in 0..(-scale) {
+            out.push('0');
+        }
+        return;
+    }
+    let scale = scale as usize;
+    let (int, frac) = if digits.len() > scale {
+        let (a, b) = digits.split_at(digits.len() - scale);
+        (a.to_string(), b.to_string())
+    } else {
+        (
+            "0".to_string(),
+            format!("{}{}", "0".repeat(scale - digits.len()), digits),
+        )
+    };
+    let frac = if trim {
+        frac.trim_end_matches('0').to_string()
+    } else {
+        frac
+    };
+    out.push_str(&int);
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(&frac);
+    }
+}
+
+fn format_date(days: i32, out: &mut String) {
+    match NaiveDate::from_num_days_from_ce_opt(days + 719_163) {
+        Some(d) => {
+            let _ = write!(out, "{}", d.format("%Y-%m-%d"));
+        }
+        None => push_int(out, days as i64),
+    }
+}
+
+fn to_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
+    match u {
+        TimeUnit::Second => {
+            a.as_primitive::<datafusion::arrow::datatypes::TimestampSecondType>()
+                .value(i)
+                * 1_000_000
+        }
+        TimeUnit::Millisecond => {
+            a.as_primitive::<datafusion::arrow::datatypes::TimestampMillisecondType>()
+                .value(i)
+                * 1000
+        }
+        TimeUnit::Microsecond => a
+            .as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>()
+            .value(i),
+        TimeUnit::Nanosecond => a
+            .as_primitive::<datafusion::arrow::datatypes::TimestampNanosecondType>()
+            .value(i)
+            .div_euclid(1000),
+    }
+}
+
+fn time_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
+    use datafusion::arrow::datatypes::*;
+    match (a.data_type(), u) {
+        (DataType::Time32(_), TimeUnit::Second) => {
+            a.as_primitive::<Time32SecondType>().value(i) as i64 * 1_000_000
+        }
+        (DataType::Time32(_), _) => {
+            a.as_primitive::<Time32MillisecondType>().value(i) as i64 * 1000
+        }
+        (_, TimeUnit::Nanosecond) => a.as_primitive::<Time64NanosecondType>().value(i) / 1000,
+        _ => a.as_primitive::<Time64MicrosecondType>().value(i),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (+00 for timestamptz; sessions run in UTC).
+pub fn format_timestamp(micros: i64, tz: bool, out: &mut String) {
+    match DateTime::from_timestamp_micros(micros) {
+        Some(dt) => {
+            let _ = write!(out, "{}", dt.format("%Y-%m-%d %H:%M:%S"));
+            push_fraction(micros.rem_euclid(1_000_000), out);
+            if tz {
+                out.push_str("+00");
+            }
+        }
+        None => push_int(out, micros),
+    }
+}
+
+fn push_fraction(frac_micros: i64, out: &mut String) {
+    if frac_micros != 0 {
+        let f = format!("{frac_micros:06}");
+        out.push('.');
+        out.push_str(f.trim_end_matches('0'));
+    }
+}
+
+fn format_time(micros: i64, out: &mut String) {
+    let secs = micros.div_euclid(1_000_000);
+    let _ = write!(
+        out,
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    );
+    push_fraction(micros.rem_euclid(1_000_000), out);
+}
+
+/// PostgreSQL's `IntervalStyle = postgres` output: `1 year 2 mons 3 days 04:05:06.5`.
+pub fn format_interval(v: IntervalMonthDayNano, out: &mut String) {
+    let mut parts: Vec<String> = Vec::new();
+    let years = v.months / 12;
+    let months = v.months % 12;
+    if years != 0 {
+        parts.push(format!(
+            "{years} year{}",
+            if years.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if months != 0 {
+        parts.push(format!(
+            "{months} mon{}",
+            if months.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if v.days != 0 {
+        parts.push(format!(
+            "{} day{}",
+            v.days,
+            if v.days.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    let micros = v.nanoseconds / 1000;
+    if micros != 0 || parts.is_empty() {
+        let neg = micros < 0;
+        let m = micros.unsigned_abs();
+        let secs = m / 1_000_000;
+        let mut t = format!(
+            "{}{:02}:{:02}:{:02}",
+            if neg { "-" } else { "" },
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60
+        );
+        push_fraction((m % 1_000_000) as i64, &mut t);
+        parts.push(t);
+    }
+    out.push_str(&parts.join(" "));
+}
+
+fn format_list(a: &dyn Array, i: usize, out: &mut String) {
+    let values: ArrayRef = match a.data_type() {
+        DataType::List(_) => a.as_list::<i32>().value(i),
+        DataType::LargeList(_) => a.as_list::<i64>().value(i),
+        _ => a.as_fixed_size_list().value(i),
+    };
+    let field = Field::new("item", values.data_type().clone(), true);
+    out.push('{');
+    match ColumnView::new(&values, &field) {
+        Ok(view) => {
+            for j in 0..values.len() {
+                if j > 0 {
+                    out.push(',');
+                }
+                if view.is_null(j) {
+                    out.push_str("NULL");
+                    continue;
+                }
+                let mut s = String::new();
+                view.write_text(j, &mut s);
+                let needs_quote = s.is_empty()
+                    || s.eq_ignore_ascii_case("null")
+                    || s.chars()
+                        .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+                if needs_quote {
+                    out.push('"');
+                    for c in s.chars() {
+                        if c == '"' || c == '\\' {
+                            out.push('\\');
+                        }
+                        out.push(c);
+                    }
+                    out.push('"');
+                } else {
+                    out.push_str(&s);
+                }
+            }
+        }
+        Err(_) => out.push_str("..."),
+    }
+    out.push('}');
+}
+
+/// Encodes result batches into DataRow messages.
+pub struct RowEncoder {
+    fields: Arc<Vec<FieldInfo>>,
+    text: String,
+}
+
+impl RowEncoder {
+    /// An encoder for rows described by `fields`.
+    pub fn new(fields: Arc<Vec<FieldInfo>>) -> Self {
+        RowEncoder {
+            fields,
+            text: String::new(),
+        }
+    }
+
+    /// Encode every row of `batch`.
+    pub fn encode(&mut self, batch: &RecordBatch) -> Result<Vec<DataRow>> {
+        let schema = batch.schema();
+        let views = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| ColumnView::new(c, f))
+            .collect::<Result<Vec<_>>>()?;
+        let mut rows = Vec::with_capacity(batch.num_rows());
+        let n = views.len() as i16;
+        for i in 0..batch.num_rows() {
+            let mut buf = BytesMut::with_capacity(16 * views.len());
+            for (v, info) in views.iter().zip(self.fields.iter()) {
+                if v.is_null(i) {
+                    buf.put_i32(-1);
+                    continue;
+                }
+                let at = buf.len();
+                buf.put_i32(0);
+                if info.format() == FieldFormat::Binary {
+                    v.write_binary(i, info.datatype(), &mut buf)?;
+                } else {
+                    self.text.clear();
+                    v.write_text(i, &mut self.text);
+                    buf.put_slice(self.text.as_bytes());
+                }
+                let len = (buf.len() - at - 4) as i32;
+                buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
+            }
+            rows.push(DataRow::new(buf, n));
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f64s(v: f64) -> String {
+        let mut s = String::new();
+        format_float(v, 15, None, &mut s);
+        s
+    }
+
+    #[test]
+    fn floats_print_as_postgres() {
+        assert_eq!(f64s(0.1), "0.1");
+        assert_eq!(f64s(1e20), "1e+20");
+        assert_eq!(f64s(1.5e-7), "1.5e-07");
+        assert_eq!(f64s(123456.0), "123456");
+        assert_eq!(f64s(-2.5), "-2.5");
+        assert_eq!(f64s(f64::NAN), "NaN");
+        let mut s = String::new();
+        format_float(1e6, 6, Some(1e6f32), &mut s);
+        assert_eq!(s, "1e+06");
+    }
+
+    #[test]
+    fn decimals_and_intervals() {
+        let mut s = String::new();
+        format_decimal(-12345, 2, false, &mut s);
+        assert_eq!(s, "-123.45");
+        s.clear();
+        format_decimal(15_000_000_000, 10, true, &mut s);
+        assert_eq!(s, "1.5");
+        s.clear();
+        format_decimal(5, 3, false, &mut s);
+        assert_eq!(s, "0.005");
+        s.clear();
+        format_interval(
+            IntervalMonthDayNano {
+                months: 14,
+                days: 3,
+                nanoseconds: 4 * 3_600_000_000_000 + 500_000_000,
+            },
+            &mut s,
+        );
+        assert_eq!(s, "1 year 2 mons 3 days 04:00:00.5");
+    }
+
+    #[test]
+    fn timestamps() {
+        let mut s = String::new();
+        format_timestamp(1_767_225_600_000_000, false, &mut s);
+        assert_eq!(s, "2026-01-01 00:00:00");
+        s.clear();
+        format_timestamp(1_767_225_600_250_000, true, &mut s);
+        assert_eq!(s, "2026-01-01 00:00:00.25+00");
+    }
+}

@@ -1,0 +1,453 @@
+//! The engine shared by all sessions: data directory, catalog, relation stores, and one
+//! DataFusion context per database.
+
+use crate::catalog::{Catalog, CatalogDoc, RelKind, RelationMeta, DEFAULT_DATABASE};
+use crate::storage::{CacheBudget, TableStore};
+use crate::table::BrookTable;
+use brook_common::{BrookError, Result};
+use datafusion::catalog::{
+    CatalogProvider, MemoryCatalogProvider, MemoryCatalogProviderList, MemorySchemaProvider,
+    SchemaProvider,
+};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use fs2::FileExt;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// What the server reports as its version (clients parse the leading PostgreSQL version).
+pub const SERVER_VERSION: &str = "16.6";
+
+/// A database: its DataFusion catalog (shared by the sessions connected to it).
+pub struct Database {
+    /// Database name.
+    pub name: String,
+    /// Template context; sessions clone its state.
+    pub ctx: SessionContext,
+    catalog: Arc<MemoryCatalogProvider>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// The DataFusion schema provider of `schema`, when it exists.
+    pub fn schema_provider(&self, schema: &str) -> Option<Arc<dyn SchemaProvider>> {
+        self.catalog.schema(schema)
+    }
+}
+
+/// Process-wide state.
+#[derive(Debug)]
+pub struct Engine {
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// The persistent catalog.
+    pub catalog: Catalog,
+    stores: Mutex<HashMap<u64, Arc<TableStore>>>,
+    databases: Mutex<HashMap<String, Weak<Database>>>,
+    budget: Arc<CacheBudget>,
+    _lock: File,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl Engine {
+    /// Open (or create) a data directory and recover its contents.
+    pub fn open(data_dir: &Path, cache_bytes: i64) -> Result<Arc<Engine>> {
+        std::fs::create_dir_all(data_dir.join("relations"))?;
+        let lock_path = data_dir.join("brook.lock");
+        let mut lock_file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lock_path)?;
+        if lock_file.try_lock_exclusive().is_err() {
+            let holder = std::fs::read_to_string(&lock_path).unwrap_or_default();
+            return Err(BrookError::Io(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!(
+                    "data directory {} is in use by another Brook server (pid {}); stop it or choose another --data-dir",
+                    data_dir.display(),
+                    holder.trim()
+                ),
+            )));
+        }
+        lock_file.set_len(0)?;
+        write!(lock_file, "{}", std::process::id())?;
+        lock_file.sync_all()?;
+
+        let catalog = Catalog::open(data_dir)?;
+        let budget = CacheBudget::new(cache_bytes);
+        let mut stores = HashMap::new();
+        {
+            let doc = catalog.read();
+            for db in doc.databases.values() {
+                for schema in db.schemas.values() {
+                    for rel in schema.relations.values() {
+                        let store =
+                            TableStore::open(&relation_dir(data_dir, rel.id), budget.clone())?;
+                        stores.insert(rel.id, store);
+                    }
+                }
+            }
+        }
+        remove_orphans(data_dir, &stores)?;
+        Ok(Arc::new(Engine {
+            data_dir: data_dir.to_path_buf(),
+            catalog,
+            stores: Mutex::new(stores),
+            databases: Mutex::new(HashMap::new()),
+            budget,
+            _lock: lock_file,
+        }))
+    }
+
+    /// The database `name`, building its context on first use (3D000 when it does not exist).
+    pub fn database(&self, name: &str) -> Result<Arc<Database>> {
+        let mut dbs = lock(&self.databases);
+        if let Some(db) = dbs.get(name).and_then(Weak::upgrade) {
+            return Ok(db);
+        }
+        let db = Arc::new(self.build_database(name)?);
+        dbs.insert(name.to_string(), Arc::downgrade(&db));
+        Ok(db)
+    }
+
+    /// True when some session is connected to database `name`.
+    pub fn database_in_use(&self, name: &str) -> bool {
+        lock(&self.databases)
+            .get(name)
+            .and_then(Weak::upgrade)
+            .is_some()
+    }
+
+    fn build_database(&self, name: &str) -> Result<Database> {
+        let doc = self.catalog.read().clone();
+        let meta = doc.database(name)?;
+        let catalog = Arc::new(MemoryCatalogProvider::new());
+        for (sname, schema) in &meta.schemas {
+            let provider = Arc::new(MemorySchemaProvider::new());
+            for (rname, rel) in &schema.relations {
+                provider.register_table(
+                    rname.clone(),
+                    Arc::new(BrookTable::new(rel.clone(), self.store(rel.id)?)),
+                )?;
+            }
+            catalog.register_schema(sname, provider)?;
+        }
+        let list = Arc::new(MemoryCatalogProviderList::new());
+        datafusion::catalog::CatalogProviderList::register_catalog(
+            list.as_ref(),
+            name.to_string(),
+            catalog.clone(),
+        );
+        let config = SessionConfig::new()
+            .with_default_catalog_and_schema(name, crate::catalog::DEFAULT_SCHEMA)
+            .with_create_default_catalog_and_schema(false)
+            .with_information_schema(true)
+            .with_target_partitions(2)
+            .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
+            .set_str(
+                "datafusion.optimizer.enable_round_robin_repartition",
+                "false",
+            )
+            .set_str("datafusion.execution.time_zone", "+00:00");
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_catalog_list(list)
+            .with_default_features()
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
+            .map_err(|e| BrookError::from(*e))?;
+        crate::functions::register(&ctx);
+        Ok(Database {
+            name: name.to_string(),
+            ctx,
+            catalog,
+        })
+    }
+
+    /// The store of relation `id`.
+    pub fn store(&self, id: u64) -> Result<Arc<TableStore>> {
+        lock(&self.stores)
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| BrookError::internal(format!("no store for relation {id}")))
+    }
+
+    /// Create a relation: data directory first, then the catalog entry, then make it
+    /// visible to the database's sessions.
+    pub fn create_relation(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        mut meta: RelationMeta,
+        if_not_exists: bool,
+    ) -> Result<bool> {
+        {
+            let doc = self.catalog.read();
+            let s = doc
+                .database(&db.name)?
+                .schemas
+                .get(schema)
+                .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
+            if s.relations.contains_key(name) {
+                return if if_not_exists {
+                    Ok(false)
+                } else {
+                    Err(BrookError::DuplicateTable(name.into()))
+                };
+            }
+            meta.id = doc.next_id;
+        }
+        let store =
+            TableStore::create(&relation_dir(&self.data_dir, meta.id), self.budget.clone())?;
+        let created = self.catalog.update(|doc: &mut CatalogDoc| {
+            let id = doc.next_id;
+            doc.next_id += 1;
+            let s = doc.schema_mut(&db.name, schema)?;
+            if s.relations.contains_key(name) {
+                return Err(BrookError::DuplicateTable(name.into()));
+            }
+            let mut m = meta.clone();
+            m.id = id;
+            s.relations.insert(name.to_string(), m.clone());
+            Ok(m)
+        })?;
+        lock(&self.stores).insert(created.id, store.clone());
+        self.register(db, schema, name, created, store)?;
+        Ok(true)
+    }
+
+    fn register(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        meta: RelationMeta,
+        store: Arc<TableStore>,
+    ) -> Result<()> {
+        let provider = db
+            .schema_provider(schema)
+            .ok_or_else(|| BrookError::internal(format!("schema {schema} missing from context")))?;
+        provider.deregister_table(name)?;
+        provider.register_table(name.to_string(), Arc::new(BrookTable::new(meta, store)))?;
+        Ok(())
+    }
+
+    /// Replace a relation's metadata (ALTER TABLE) and re-register it.
+    pub fn update_relation(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        meta: RelationMeta,
+    ) -> Result<()> {
+        self.catalog.update(|doc| {
+            let s = doc.schema_mut(&db.name, schema)?;
+            s.relations.insert(name.to_string(), meta.clone());
+            Ok(())
+        })?;
+        let store = self.store(meta.id)?;
+        self.register(db, schema, name, meta, store)
+    }
+
+    /// Drop a relation of kind `kind`: catalog first, then the data.
+    pub fn drop_relation(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        kind: RelKind,
+        if_exists: bool,
+    ) -> Result<bool> {
+        let removed = self.catalog.update(|doc| {
+            let s = doc.schema_mut(&db.name, schema)?;
+            match s.relations.get(name) {
+                None => {
+                    if if_exists {
+                        Ok(None)
+                    } else {
+                        Err(BrookError::UndefinedTable(name.into()))
+                    }
+                }
+                Some(r) if r.kind != kind => Err(BrookError::WrongObjectType(format!(
+                    "\"{name}\" is not a {}; use DROP {}",
+                    kind.noun(),
+                    r.kind.noun().to_uppercase()
+                ))),
+                Some(_) => {
+                    s.indexes.retain(|_, ix| ix.table != name);
+                    Ok(s.relations.remove(name))
+                }
+            }
+        })?;
+        let Some(meta) = removed else {
+            return Ok(false);
+        };
+        if let Some(p) = db.schema_provider(schema) {
+            p.deregister_table(name)?;
+        }
+        lock(&self.stores).remove(&meta.id);
+        let dir = relation_dir(&self.data_dir, meta.id);
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove dropped relation's data; it is removed at next start");
+        }
+        Ok(true)
+    }
+
+    /// Create a schema in a database.
+    pub fn create_schema(&self, db: &Database, name: &str, if_not_exists: bool) -> Result<()> {
+        let created = self.catalog.update(|doc| {
+            let d = doc.database_mut(&db.name)?;
+            if d.schemas.contains_key(name) {
+                return if if_not_exists {
+                    Ok(false)
+                } else {
+                    Err(BrookError::DuplicateObject {
+                        what: "schema",
+                        name: name.into(),
+                        code: "42P06",
+                    })
+                };
+            }
+            d.schemas.insert(name.to_string(), Default::default());
+            Ok(true)
+        })?;
+        if created {
+            db.catalog
+                .register_schema(name, Arc::new(MemorySchemaProvider::new()))?;
+        }
+        Ok(())
+    }
+
+    /// Drop an empty schema (or with CASCADE, its relations too).
+    pub fn drop_schema(
+        &self,
+        db: &Database,
+        name: &str,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<()> {
+        let rels: Vec<(String, RelKind)> = {
+            let doc = self.catalog.read();
+            match doc.database(&db.name)?.schemas.get(name) {
+                None if if_exists => return Ok(()),
+                None => return Err(BrookError::UndefinedSchema(name.into())),
+                Some(s) => s
+                    .relations
+                    .iter()
+                    .map(|(n, r)| (n.clone(), r.kind))
+                    .collect(),
+            }
+        };
+        if !rels.is_empty() && !cascade {
+            return Err(BrookError::InvalidDefinition(format!(
+                "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"
+            )));
+        }
+        for (r, kind) in rels {
+            self.drop_relation(db, name, &r, kind, true)?;
+        }
+        self.catalog.update(|doc| {
+            doc.database_mut(&db.name)?.schemas.remove(name);
+            Ok(())
+        })?;
+        db.catalog.deregister_schema(name, true)?;
+        Ok(())
+    }
+
+    /// Create a database.
+    pub fn create_database(&self, name: &str, if_not_exists: bool) -> Result<()> {
+        self.catalog.update(|doc| {
+            if doc.databases.contains_key(name) {
+                return if if_not_exists {
+                    Ok(())
+                } else {
+                    Err(BrookError::DuplicateObject {
+                        what: "database",
+                        name: name.into(),
+                        code: "42P04",
+                    })
+                };
+            }
+            let mut d = crate::catalog::DatabaseMeta::default();
+            d.schemas
+                .insert(crate::catalog::DEFAULT_SCHEMA.into(), Default::default());
+            doc.databases.insert(name.to_string(), d);
+            Ok(())
+        })
+    }
+
+    /// Drop a database nobody is connected to.
+    pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<()> {
+        if name == DEFAULT_DATABASE {
+            return Err(BrookError::InvalidDefinition(format!(
+                "cannot drop the default database \"{name}\""
+            )));
+        }
+        if self.database_in_use(name) {
+            return Err(BrookError::DuplicateObject {
+                what: "database",
+                name: format!("{name}\" is being accessed by other users; \""),
+                code: "55006",
+            });
+        }
+        let removed = self
+            .catalog
+            .update(|doc| match doc.databases.remove(name) {
+                Some(d) => Ok(Some(d)),
+                None if if_exists => Ok(None),
+                None => Err(BrookError::UndefinedDatabase(name.into())),
+            })?;
+        if let Some(d) = removed {
+            for s in d.schemas.values() {
+                for r in s.relations.values() {
+                    lock(&self.stores).remove(&r.id);
+                    let _ = std::fs::remove_dir_all(relation_dir(&self.data_dir, r.id));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn relation_dir(data_dir: &Path, id: u64) -> PathBuf {
+    data_dir.join("relations").join(id.to_string())
+}
+
+/// Remove relation directories the catalog does not name (a crash between creating the
+/// directory and writing the catalog, or after dropping from the catalog).
+fn remove_orphans(data_dir: &Path, stores: &HashMap<u64, Arc<TableStore>>) -> Result<()> {
+    for entry in std::fs::read_dir(data_dir.join("relations"))? {
+        let entry = entry?;
+        let keep = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|id| stores.contains_key(&id));
+        if !keep {
+            tracing::info!(dir = %entry.path().display(), "removing orphaned relation data");
+            std::fs::remove_dir_all(entry.path())?;
+        }
+    }
+    Ok(())
+}

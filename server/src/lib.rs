@@ -1,0 +1,24 @@
+//! The Brook server: PostgreSQL wire front end, sessions, catalog and durable storage.
+//!
+//! # Layout
+//! - [`wire`]: pgwire handlers (startup/auth, simple and extended query, COPY, cancel).
+//! - [`session`]: one connection's state and the execution of every statement kind.
+//! - [`engine`]: data directory, catalog and one DataFusion context per database.
+//! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
+//! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
+//! - [`table`]: tables and streams as DataFusion table providers.
+//! - [`copy`]: COPY text/CSV/binary parsing and formatting.
+//! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
+//! - [`types`]: PostgreSQL column types and their Arrow representation.
+//! - [`functions`]: SQL functions added for PostgreSQL clients.
+
+pub mod catalog;
+pub mod copy;
+pub mod encode;
+pub mod engine;
+pub mod functions;
+pub mod session;
+pub mod storage;
+pub mod table;
+pub mod types;
+pub mod wire;

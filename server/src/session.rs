@@ -1,0 +1,2018 @@
+//! A client session: settings, transaction state and the execution of every statement kind.
+
+use crate::catalog::{ColumnMeta, IndexMeta, RelKind, RelationMeta, WatermarkMeta, DEFAULT_SCHEMA};
+use crate::copy::{BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget, BATCH_ROWS};
+use crate::engine::{Database, Engine, SERVER_VERSION};
+use crate::storage::{TableStore, WriteTxn};
+use crate::types::PgType;
+use brook_common::{BrookError, Result};
+use brook_planner::{BrookStatement, CreateStream};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{
+    self, AlterTableOperation, AssignmentTarget, ColumnOption, CopySource,
+    CopyTarget as SqlCopyTarget, Expr, FromTable, Ident, ObjectName, ObjectType, OnConflictAction,
+    OnInsert, SelectItem, Statement, TableConstraint, TableFactor, TableObject,
+};
+use futures::StreamExt;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+/// What a statement produced, for the wire layer to send.
+pub enum Outcome {
+    /// Rows (SELECT, SHOW, RETURNING, EXPLAIN).
+    Rows {
+        schema: SchemaRef,
+        stream: SendableRecordBatchStream,
+        tag: &'static str,
+    },
+    /// A command tag such as `CREATE TABLE` or `INSERT 0 3`.
+    Command(String),
+    /// COPY FROM STDIN is ready for data.
+    CopyIn { columns: usize, binary: bool },
+    /// COPY TO STDOUT: rows to format.
+    CopyOut {
+        opts: CopyOptions,
+        stream: SendableRecordBatchStream,
+    },
+    /// BEGIN.
+    TxnStart(String),
+    /// COMMIT or ROLLBACK.
+    TxnEnd(String),
+}
+
+/// A COPY FROM STDIN in progress.
+pub struct CopyIn {
+    parser: CopyParser,
+    builder: BatchBuilder,
+    txn: WriteTxn,
+    keys: Option<KeyCheck>,
+}
+
+/// Primary-key enforcement for one write statement.
+struct KeyCheck {
+    columns: Vec<usize>,
+    converter: RowConverter,
+    seen: HashSet<Box<[u8]>>,
+    table: String,
+    names: Vec<String>,
+}
+
+impl KeyCheck {
+    /// Rows of `batch` whose key already exists (or repeats within the batch).
+    fn conflicts(&mut self, batch: &RecordBatch, insert: bool) -> Result<Vec<bool>> {
+        let cols: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        let rows = self.converter.convert_columns(&cols)?;
+        let mut out = Vec::with_capacity(batch.num_rows());
+        for r in rows.iter() {
+            let key: Box<[u8]> = r.as_ref().into();
+            if self.seen.contains(&key) {
+                out.push(true);
+            } else {
+                if insert {
+                    self.seen.insert(key);
+                }
+                out.push(false);
+            }
+        }
+        Ok(out)
+    }
+
+    fn violation(&self, batch: &RecordBatch, row: usize) -> BrookError {
+        let vals: Vec<String> = self
+            .columns
+            .iter()
+            .map(|&c| {
+                datafusion::arrow::util::display::array_value_to_string(batch.column(c), row)
+                    .unwrap_or_default()
+            })
+            .collect();
+        BrookError::UniqueViolation(format!(
+            "duplicate key value violates unique constraint \"{}_pkey\": Key ({})=({}) already exists.",
+            self.table,
+            self.names.join(", "),
+            vals.join(", ")
+        ))
+    }
+}
+
+/// One client connection's state.
+pub struct Session {
+    /// The shared engine.
+    pub engine: Arc<Engine>,
+    /// The database this session is connected to.
+    pub db: Arc<Database>,
+    /// This session's DataFusion context (its own settings, the database's catalog).
+    pub ctx: SessionContext,
+    /// Role name.
+    pub user: String,
+    settings: BTreeMap<String, String>,
+    /// COPY FROM STDIN in progress.
+    pub copy_in: Option<CopyIn>,
+}
+
+fn default_settings() -> BTreeMap<String, String> {
+    [
+        ("server_version", SERVER_VERSION),
+        ("server_version_num", "160006"),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("intervalstyle", "postgres"),
+        ("timezone", "UTC"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("extra_float_digits", "1"),
+        ("application_name", ""),
+        ("search_path", "\"$user\", public"),
+        ("transaction_isolation", "read committed"),
+        ("default_transaction_isolation", "read committed"),
+        ("transaction_read_only", "off"),
+        ("default_transaction_read_only", "off"),
+        ("statement_timeout", "0"),
+        ("lock_timeout", "0"),
+        ("idle_in_transaction_session_timeout", "0"),
+        ("max_identifier_length", "63"),
+        ("lc_collate", "C"),
+        ("lc_ctype", "C"),
+        ("lc_messages", "C"),
+        ("lc_monetary", "C"),
+        ("lc_numeric", "C"),
+        ("is_superuser", "on"),
+        ("bytea_output", "hex"),
+        ("client_min_messages", "notice"),
+        ("row_security", "on"),
+        ("synchronous_commit", "on"),
+        ("geqo", "on"),
+        ("jit", "off"),
+        ("work_mem", "4MB"),
+        ("max_connections", "100"),
+        ("default_with_oids", "off"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Normalise an identifier as PostgreSQL does: unquoted names fold to lower case.
+pub fn ident_name(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_lowercase()
+    }
+}
+
+fn object_parts(name: &ObjectName) -> Result<Vec<String>> {
+    name.0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) => Ok(ident_name(i)),
+            None => Err(BrookError::Syntax(format!(
+                "syntax error: unexpected name {p}"
+            ))),
+        })
+        .collect()
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+impl Session {
+    /// A new session on database `db` for role `user`.
+    pub fn new(engine: Arc<Engine>, db: Arc<Database>, user: String) -> Session {
+        let ctx = SessionContext::new_with_state(db.ctx.state());
+        Session {
+            engine,
+            db,
+            ctx,
+            user,
+            settings: default_settings(),
+            copy_in: None,
+        }
+    }
+
+    /// The value of a setting, if known.
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+
+    fn current_schema(&self) -> String {
+        self.ctx
+            .state()
+            .config()
+            .options()
+            .catalog
+            .default_schema
+            .clone()
+    }
+
+    /// Split a possibly-qualified name into (schema, relation).
+    fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
+        let parts = object_parts(name)?;
+        match parts.as_slice() {
+            [t] => Ok((self.current_schema(), t.clone())),
+            [s, t] => Ok((s.clone(), t.clone())),
+            [d, s, t] if *d == self.db.name => Ok((s.clone(), t.clone())),
+            [d, _, _] => Err(BrookError::unsupported(format!(
+                "cross-database references are not implemented: \"{d}\""
+            ))),
+            _ => Err(BrookError::Syntax(format!(
+                "improper qualified name (too many dotted names): {name}"
+            ))),
+        }
+    }
+
+    /// The catalog entry and store of a relation (42P01 when absent).
+    fn relation(&self, schema: &str, name: &str) -> Result<(RelationMeta, Arc<TableStore>)> {
+        let meta = {
+            let doc = self.engine.catalog.read();
+            let db = doc.database(&self.db.name)?;
+            match db.schemas.get(schema).and_then(|s| s.relations.get(name)) {
+                Some(m) => m.clone(),
+                None => return Err(BrookError::UndefinedTable(name.into())),
+            }
+        };
+        let store = self.engine.store(meta.id)?;
+        Ok((meta, store))
+    }
+
+    /// Execute one statement.
+    pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        match stmt {
+            BrookStatement::CreateStream(cs) => self.create_stream(*cs).await,
+            BrookStatement::DropStream { names, if_exists } => {
+                self.drop_relations(&names, RelKind::Stream, if_exists, "DROP STREAM")
+            }
+            BrookStatement::Sql(s) => self.execute_sql(*s).await,
+        }
+    }
+
+    async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
+        let names = brook_planner::rewrite::output_names(&stmt);
+        pg_literals(&mut stmt);
+        match stmt {
+            Statement::Query(_) | Statement::Explain { .. } => {
+                self.run_query(stmt, "SELECT", names).await
+            }
+            Statement::Insert(ins) => self.insert(ins).await,
+            Statement::Update(u) => self.update(u).await,
+            Statement::Delete(d) => self.delete(d).await,
+            Statement::CreateTable(ct) => self.create_table(ct).await,
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                values,
+            } => {
+                self.copy(source, to, target, &options, &legacy_options, values)
+                    .await
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => match object_type {
+                ObjectType::Table => {
+                    self.drop_relations(&names, RelKind::Table, if_exists, "DROP TABLE")
+                }
+                ObjectType::Schema => {
+                    for n in &names {
+                        let name = object_parts(n)?.join(".");
+                        self.engine
+                            .drop_schema(&self.db, &name, if_exists, cascade)?;
+                    }
+                    Ok(Outcome::Command("DROP SCHEMA".into()))
+                }
+                ObjectType::Database => {
+                    for n in &names {
+                        let name = object_parts(n)?.join(".");
+                        if name == self.db.name {
+                            return Err(BrookError::DuplicateObject {
+                                what: "database",
+                                name: format!("{name}\" is the current database; \""),
+                                code: "55006",
+                            });
+                        }
+                        self.engine.drop_database(&name, if_exists)?;
+                    }
+                    Ok(Outcome::Command("DROP DATABASE".into()))
+                }
+                ObjectType::Index => self.drop_indexes(&names, if_exists),
+                other => Err(BrookError::unsupported(format!("DROP {other}"))),
+            },
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => {
+                let name = match &schema_name {
+                    ast::SchemaName::Simple(n) => object_parts(n)?.join("."),
+                    other => return Err(BrookError::unsupported(format!("CREATE SCHEMA {other}"))),
+                };
+                self.engine.create_schema(&self.db, &name, if_not_exists)?;
+                Ok(Outcome::Command("CREATE SCHEMA".into()))
+            }
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.engine
+                    .create_database(&object_parts(&db_name)?.join("."), if_not_exists)?;
+                Ok(Outcome::Command("CREATE DATABASE".into()))
+            }
+            Statement::CreateIndex(ci) => self.create_index(ci),
+            Statement::AlterTable(at) => self.alter_table(at).await,
+            Statement::Truncate(t) => self.truncate(t).await,
+            Statement::StartTransaction { .. } => Ok(Outcome::TxnStart("BEGIN".into())),
+            Statement::Commit { .. } => Ok(Outcome::TxnEnd("COMMIT".into())),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => Ok(Outcome::TxnEnd("ROLLBACK".into())),
+            Statement::Rollback {
+                savepoint: Some(_), ..
+            } => Ok(Outcome::Command("ROLLBACK".into())),
+            Statement::Savepoint { .. } => Ok(Outcome::Command("SAVEPOINT".into())),
+            Statement::ReleaseSavepoint { .. } => Ok(Outcome::Command("RELEASE".into())),
+            Statement::Set(set) => self.set(set),
+            Statement::ShowVariable { variable } => self.show(&variable),
+            Statement::Discard { .. } => Ok(Outcome::Command("DISCARD ALL".into())),
+            Statement::Deallocate { .. } => Ok(Outcome::Command("DEALLOCATE".into())),
+            Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
+            other => Err(BrookError::unsupported(format!(
+                "statement not supported: {}",
+                first_words(&other.to_string())
+            ))),
+        }
+    }
+
+    /// Plan a statement with DataFusion.
+    async fn plan(&self, stmt: Statement) -> Result<datafusion::logical_expr::LogicalPlan> {
+        let state = self.ctx.state();
+        Ok(state
+            .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+            .await?)
+    }
+
+    /// Run a query and stream its rows.
+    pub async fn run_query(
+        &self,
+        stmt: Statement,
+        tag: &'static str,
+        names: Option<Vec<brook_planner::rewrite::OutputName>>,
+    ) -> Result<Outcome> {
+        let plan = self.plan(stmt).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let schema = match names {
+            Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+            None => schema,
+        };
+        let stream = df.execute_stream().await?;
+        Ok(Outcome::Rows {
+            schema,
+            stream,
+            tag,
+        })
+    }
+
+    /// The result schema of a query without running it (for Describe).
+    pub async fn describe(&self, stmt: &BrookStatement) -> Result<Option<SchemaRef>> {
+        match stmt {
+            BrookStatement::Sql(s) => match s.as_ref() {
+                Statement::Query(_) | Statement::Explain { .. } => {
+                    let mut stmt = (**s).clone();
+                    let names = brook_planner::rewrite::output_names(&stmt);
+                    pg_literals(&mut stmt);
+                    let plan = self.plan(stmt).await?;
+                    let schema = plan.schema().as_arrow().clone();
+                    Ok(Some(match names {
+                        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+                        None => Arc::new(schema),
+                    }))
+                }
+                Statement::ShowVariable { variable } => {
+                    let name = variable
+                        .iter()
+                        .map(ident_name)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    Ok(Some(Arc::new(Schema::new(vec![Field::new(
+                        name,
+                        DataType::Utf8,
+                        true,
+                    )]))))
+                }
+                Statement::Insert(i) if i.returning.is_some() => Ok(None),
+                _ => Ok(Some(Arc::new(Schema::empty()))),
+            },
+            _ => Ok(Some(Arc::new(Schema::empty()))),
+        }
+    }
+
+    /// Parameter types and result schema of a prepared statement (for Describe). Declared
+    /// types win; others are inferred from the plan (queries) or the target columns (INSERT).
+    pub async fn describe_with_params(
+        &self,
+        stmt: &BrookStatement,
+        declared: &[pgwire::api::Type],
+    ) -> Result<(Vec<pgwire::api::Type>, Option<SchemaRef>)> {
+        use pgwire::api::Type;
+        let mut types: Vec<Type> = declared.to_vec();
+        let BrookStatement::Sql(s) = stmt else {
+            return Ok((types, Some(Arc::new(Schema::empty()))));
+        };
+        let mut inferred: BTreeMap<usize, Type> = BTreeMap::new();
+        let schema = match s.as_ref() {
+            Statement::Query(_) | Statement::Explain { .. } => {
+                let mut q = (**s).clone();
+                let names = brook_planner::rewrite::output_names(&q);
+                pg_literals(&mut q);
+                let plan = self.plan(q).await?;
+                for (k, v) in plan.get_parameter_types()? {
+                    if let (Some(i), Some(dt)) =
+                        (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
+                    {
+                        inferred.insert(i, crate::types::arrow_wire_type(&dt));
+                    }
+                }
+                let schema = plan.schema().as_arrow().clone();
+                Some(match names {
+                    Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+                    None => Arc::new(schema),
+                })
+            }
+            Statement::Insert(ins) => {
+                if let (TableObject::TableName(tn), Some(src)) = (&ins.table, &ins.source) {
+                    if let Ok((schema, name)) = self.resolve(tn) {
+                        if let Ok((meta, _)) = self.relation(&schema, &name) {
+                            let cols: Vec<usize> = if ins.columns.is_empty() {
+                                (0..meta.columns.len()).collect()
+                            } else {
+                                ins.columns
+                                    .iter()
+                                    .filter_map(|c| {
+                                        object_parts(c).ok().and_then(|p| p.last().cloned())
+                                    })
+                                    .filter_map(|n| meta.columns.iter().position(|m| m.name == n))
+                                    .collect()
+                            };
+                            if let ast::SetExpr::Values(v) = src.body.as_ref() {
+                                for row in &v.rows {
+                                    for (j, e) in row.iter().enumerate() {
+                                        if let (Expr::Value(val), Some(&ci)) = (e, cols.get(j)) {
+                                            if let ast::Value::Placeholder(p) = &val.value {
+                                                if let Some(i) = p
+                                                    .strip_prefix('$')
+                                                    .and_then(|n| n.parse::<usize>().ok())
+                                                {
+                                                    inferred.insert(i, meta.columns[ci].ty.wire());
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                if ins.returning.is_some() {
+                    None
+                } else {
+                    Some(Arc::new(Schema::empty()))
+                }
+            }
+            Statement::ShowVariable { .. } => self.describe(stmt).await?,
+            _ => Some(Arc::new(Schema::empty())),
+        };
+        let n = brook_planner::rewrite::placeholder_count(s).max(types.len());
+        types.resize(n, Type::UNKNOWN);
+        for (i, t) in types.iter_mut().enumerate() {
+            if *t == Type::UNKNOWN {
+                if let Some(x) = inferred.get(&(i + 1)) {
+                    *t = x.clone();
+                }
+            }
+        }
+        Ok((types, schema))
+    }
+
+    // ---- DDL ----------------------------------------------------------------------------
+
+    fn columns_from_defs(
+        &self,
+        defs: &[ast::ColumnDef],
+        constraints: &[TableConstraint],
+        kind: RelKind,
+    ) -> Result<(Vec<ColumnMeta>, Vec<usize>)> {
+        let mut columns: Vec<ColumnMeta> = Vec::new();
+        let mut pk: Vec<String> = Vec::new();
+        for d in defs {
+            let name = ident_name(&d.name);
+            if brook_common::columns::is_reserved(&name) {
+                return Err(BrookError::InvalidDefinition(format!(
+                    "column name \"{name}\" is reserved"
+                )));
+            }
+            if columns.iter().any(|c| c.name == name) {
+                return Err(BrookError::DuplicateObject {
+                    what: "column",
+                    name,
+                    code: "42701",
+                });
+            }
+            let ty = PgType::from_sql(&d.data_type)?;
+            let mut col = ColumnMeta {
+                name: name.clone(),
+                ty,
+                not_null: false,
+                default: None,
+            };
+            for opt in &d.options {
+                match &opt.option {
+                    ColumnOption::NotNull => col.not_null = true,
+                    ColumnOption::Null => {}
+                    ColumnOption::Default(e) => col.default = Some(e.to_string()),
+                    ColumnOption::PrimaryKey(_) => {
+                        if !pk.is_empty() {
+                            return Err(BrookError::InvalidDefinition(
+                                "multiple primary keys for a table are not allowed".into(),
+                            ));
+                        }
+                        pk.push(name.clone());
+                    }
+                    other => {
+                        return Err(BrookError::unsupported(format!(
+                            "column constraint {other} is not supported yet"
+                        )))
+                    }
+                }
+            }
+            columns.push(col);
+        }
+        for c in constraints {
+            match c {
+                TableConstraint::PrimaryKey(p) => {
+                    if !pk.is_empty() {
+                        return Err(BrookError::InvalidDefinition(
+                            "multiple primary keys for a table are not allowed".into(),
+                        ));
+                    }
+                    for ic in &p.columns {
+                        match &ic.column.expr {
+                            Expr::Identifier(i) => pk.push(ident_name(i)),
+                            other => {
+                                return Err(BrookError::unsupported(format!(
+                                    "primary key on expression {other}"
+                                )))
+                            }
+                        }
+                    }
+                }
+                other => {
+                    return Err(BrookError::unsupported(format!(
+                        "table constraint {other} is not supported yet"
+                    )))
+                }
+            }
+        }
+        if !pk.is_empty() && kind == RelKind::Stream {
+            return Err(BrookError::InvalidDefinition(
+                "a stream is append-only and cannot have a PRIMARY KEY".into(),
+            ));
+        }
+        let mut pk_idx = Vec::new();
+        for k in pk {
+            let i = columns.iter().position(|c| c.name == k).ok_or_else(|| {
+                BrookError::UndefinedColumn(format!("column \"{k}\" named in key does not exist"))
+            })?;
+            columns[i].not_null = true;
+            pk_idx.push(i);
+        }
+        if columns.is_empty() {
+            return Err(BrookError::unsupported("tables without columns"));
+        }
+        Ok((columns, pk_idx))
+    }
+
+    async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&ct.name)?;
+        if ct.temporary {
+            return Err(BrookError::unsupported("CREATE TEMPORARY TABLE"));
+        }
+        if let Some(q) = ct.query {
+            return self
+                .create_table_as(schema, name, ct.if_not_exists, *q)
+                .await;
+        }
+        let (columns, primary_key) =
+            self.columns_from_defs(&ct.columns, &ct.constraints, RelKind::Table)?;
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Table,
+            columns,
+            primary_key,
+            watermark: None,
+            options: BTreeMap::new(),
+        };
+        self.validate_defaults(&meta).await?;
+        let created =
+            self.engine
+                .create_relation(&self.db, &schema, &name, meta, ct.if_not_exists)?;
+        Ok(Outcome::Command(
+            if created {
+                "CREATE TABLE"
+            } else {
+                "CREATE TABLE"
+            }
+            .into(),
+        ))
+    }
+
+    async fn create_table_as(
+        &mut self,
+        schema: String,
+        name: String,
+        if_not_exists: bool,
+        q: ast::Query,
+    ) -> Result<Outcome> {
+        let plan = self.plan(Statement::Query(Box::new(q))).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let arrow_schema = df.schema().as_arrow().clone();
+        let mut columns = Vec::new();
+        for f in arrow_schema.fields() {
+            let ty = PgType::from_field(f)
+                .or_else(|| pg_type_of_arrow(f.data_type()))
+                .ok_or_else(|| {
+                    BrookError::unsupported(format!(
+                        "column \"{}\" has type {} which a table cannot store",
+                        f.name(),
+                        f.data_type()
+                    ))
+                })?;
+            columns.push(ColumnMeta {
+                name: f.name().clone(),
+                ty,
+                not_null: false,
+                default: None,
+            });
+        }
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Table,
+            columns,
+            primary_key: vec![],
+            watermark: None,
+            options: BTreeMap::new(),
+        };
+        if !self
+            .engine
+            .create_relation(&self.db, &schema, &name, meta, if_not_exists)?
+        {
+            return Ok(Outcome::Command("CREATE TABLE AS".into()));
+        }
+        let (meta, store) = self.relation(&schema, &name)?;
+        let stream = df.execute_stream().await?;
+        let n = self
+            .write_stream(&meta, &store, &name, stream, None, WriteMode::Append)
+            .await?;
+        Ok(Outcome::Command(format!("SELECT {n}")))
+    }
+
+    async fn create_stream(&mut self, cs: CreateStream) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&cs.name)?;
+        let (columns, _) = self.columns_from_defs(&cs.columns, &cs.constraints, RelKind::Stream)?;
+        let watermark = match cs.watermark {
+            Some(w) => {
+                let col = columns
+                    .iter()
+                    .find(|c| c.name == w.column.to_lowercase() || c.name == w.column)
+                    .ok_or_else(|| {
+                        BrookError::UndefinedColumn(format!(
+                            "watermark column \"{}\" does not exist",
+                            w.column
+                        ))
+                    })?;
+                if !matches!(col.ty, PgType::Timestamp | PgType::Timestamptz) {
+                    return Err(BrookError::DatatypeMismatch(format!(
+                        "watermark column \"{}\" must be a timestamp, not {}",
+                        col.name,
+                        col.ty.name()
+                    )));
+                }
+                Some(WatermarkMeta {
+                    column: col.name.clone(),
+                    expr: w.expr,
+                })
+            }
+            None => None,
+        };
+        let options = cs
+            .options
+            .iter()
+            .map(|o| match o {
+                ast::SqlOption::KeyValue { key, value } => Ok((
+                    ident_name(key),
+                    value.to_string().trim_matches('\'').to_string(),
+                )),
+                other => Err(BrookError::unsupported(format!("stream option {other}"))),
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Stream,
+            columns,
+            primary_key: vec![],
+            watermark,
+            options,
+        };
+        self.validate_defaults(&meta).await?;
+        self.engine
+            .create_relation(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        Ok(Outcome::Command("CREATE STREAM".into()))
+    }
+
+    /// Check every DEFAULT expression evaluates to the column's type now, not at first insert.
+    async fn validate_defaults(&self, meta: &RelationMeta) -> Result<()> {
+        for (i, c) in meta.columns.iter().enumerate() {
+            if c.default.is_some() {
+                self.default_value(meta, i).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_relations(
+        &mut self,
+        names: &[ObjectName],
+        kind: RelKind,
+        if_exists: bool,
+        tag: &str,
+    ) -> Result<Outcome> {
+        for n in names {
+            let (schema, name) = self.resolve(n)?;
+            self.engine
+                .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
+        }
+        Ok(Outcome::Command(tag.into()))
+    }
+
+    fn create_index(&mut self, ci: ast::CreateIndex) -> Result<Outcome> {
+        let (schema, table) = self.resolve(&ci.table_name)?;
+        let (meta, _) = self.relation(&schema, &table)?;
+        let mut columns = Vec::new();
+        for c in &ci.columns {
+            match &c.column.expr {
+                Expr::Identifier(i) => {
+                    let n = ident_name(i);
+                    if !meta.columns.iter().any(|m| m.name == n) {
+                        return Err(BrookError::UndefinedColumn(format!(
+                            "column \"{n}\" does not exist"
+                        )));
+                    }
+                    columns.push(n);
+                }
+                other => {
+                    return Err(BrookError::unsupported(format!(
+                        "index on expression {other}"
+                    )))
+                }
+            }
+        }
+        if ci.unique {
+            return Err(BrookError::unsupported(
+                "CREATE UNIQUE INDEX (use a PRIMARY KEY)",
+            ));
+        }
+        let name = match &ci.name {
+            Some(n) => object_parts(n)?.pop().unwrap_or_default(),
+            None => format!("{table}_{}_idx", columns.join("_")),
+        };
+        let if_not_exists = ci.if_not_exists;
+        let db = self.db.name.clone();
+        self.engine.catalog.update(|doc| {
+            let s = doc.schema_mut(&db, &schema)?;
+            if s.indexes.contains_key(&name) || s.relations.contains_key(&name) {
+                return if if_not_exists {
+                    Ok(())
+                } else {
+                    Err(BrookError::DuplicateTable(name.clone()))
+                };
+            }
+            s.indexes.insert(
+                name.clone(),
+                IndexMeta {
+                    table: table.clone(),
+                    columns: columns.clone(),
+                    unique: false,
+                },
+            );
+            Ok(())
+        })?;
+        Ok(Outcome::Command("CREATE INDEX".into()))
+    }
+
+    fn drop_indexes(&mut self, names: &[ObjectName], if_exists: bool) -> Result<Outcome> {
+        for n in names {
+            let (schema, name) = self.resolve(n)?;
+            let db = self.db.name.clone();
+            self.engine.catalog.update(|doc| {
+                let s = doc.schema_mut(&db, &schema)?;
+                if s.indexes.remove(&name).is_none() && !if_exists {
+                    return Err(BrookError::UndefinedObject(format!(
+                        "index \"{name}\" does not exist"
+                    )));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(Outcome::Command("DROP INDEX".into()))
+    }
+
+    async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&at.name)?;
+        let (mut meta, store) = match self.relation(&schema, &name) {
+            Ok(r) => r,
+            Err(BrookError::UndefinedTable(_)) if at.if_exists => {
+                return Ok(Outcome::Command("ALTER TABLE".into()))
+            }
+            Err(e) => return Err(e),
+        };
+        for op in at.operations {
+            match op {
+                AlterTableOperation::AddColumn {
+                    column_def,
+                    if_not_exists,
+                    ..
+                } => {
+                    let cname = ident_name(&column_def.name);
+                    if meta.columns.iter().any(|c| c.name == cname) {
+                        if if_not_exists {
+                            continue;
+                        }
+                        return Err(BrookError::DuplicateObject {
+                            what: "column",
+                            name: cname,
+                            code: "42701",
+                        });
+                    }
+                    let (mut cols, pk) =
+                        self.columns_from_defs(std::slice::from_ref(&column_def), &[], meta.kind)?;
+                    if !pk.is_empty() {
+                        return Err(BrookError::unsupported("ADD COLUMN ... PRIMARY KEY"));
+                    }
+                    let col = cols.remove(0);
+                    let mut next = meta.clone();
+                    next.columns.push(col);
+                    let idx = next.columns.len() - 1;
+                    // Existing rows get the default (or NULL): rewrite the relation with the
+                    // new column, then switch the catalog.
+                    let fill = if next.columns[idx].default.is_some() {
+                        Some(self.default_value(&next, idx).await?)
+                    } else {
+                        None
+                    };
+                    if next.columns[idx].not_null && fill.is_none() && store.row_count() > 0 {
+                        return Err(BrookError::NotNullViolation(format!(
+                            "column \"{}\" of relation \"{name}\" contains null values",
+                            next.columns[idx].name
+                        )));
+                    }
+                    let new_schema = next.schema();
+                    let mut txn = store.begin(true).await?;
+                    for c in store.snapshot().iter() {
+                        let b = store.read(c)?;
+                        let b = crate::storage::adapt_batch(b, &meta.schema())?;
+                        let mut cols = b.columns().to_vec();
+                        cols.push(match &fill {
+                            Some(v) => repeat_scalar(v, b.num_rows())?,
+                            None => datafusion::arrow::array::new_null_array(
+                                new_schema.field(idx).data_type(),
+                                b.num_rows(),
+                            ),
+                        });
+                        txn.append(&RecordBatch::try_new(new_schema.clone(), cols)?)?;
+                    }
+                    txn.commit()?;
+                    self.engine
+                        .update_relation(&self.db, &schema, &name, next.clone())?;
+                    meta = next;
+                }
+                other => return Err(BrookError::unsupported(format!("ALTER TABLE {other}"))),
+            }
+        }
+        Ok(Outcome::Command("ALTER TABLE".into()))
+    }
+
+    async fn truncate(&mut self, t: ast::Truncate) -> Result<Outcome> {
+        for target in &t.table_names {
+            let (schema, name) = self.resolve(&target.name)?;
+            let (meta, store) = self.relation(&schema, &name)?;
+            if meta.kind == RelKind::Stream {
+                return Err(BrookError::WrongObjectType(format!(
+                    "cannot truncate stream \"{name}\": streams are append-only"
+                )));
+            }
+            let txn = store.begin(true).await?;
+            txn.commit()?;
+        }
+        Ok(Outcome::Command("TRUNCATE TABLE".into()))
+    }
+
+    // ---- settings -----------------------------------------------------------------------
+
+    fn set(&mut self, set: ast::Set) -> Result<Outcome> {
+        match set {
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = object_parts(&variable)?.join(".");
+                let value = values
+                    .iter()
+                    .map(setting_value)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.set_var(&name, &value)?;
+            }
+            ast::Set::SetTimeZone { value, .. } => {
+                self.set_var("timezone", &setting_value(&value))?;
+            }
+            ast::Set::SetTransaction { .. }
+            | ast::Set::SetSessionParam(_)
+            | ast::Set::SetNames { .. }
+            | ast::Set::SetNamesDefault {} => {}
+            ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => {}
+            other => return Err(BrookError::unsupported(format!("{other}"))),
+        }
+        Ok(Outcome::Command("SET".into()))
+    }
+
+    /// Set a session setting (SET name = value), validating the values Brook acts on.
+    pub fn set_var(&mut self, name: &str, value: &str) -> Result<()> {
+        let key = name.to_ascii_lowercase();
+        if key.starts_with("datafusion.") {
+            let state = self.ctx.state_ref();
+            let mut st = state.write();
+            st.config_mut().options_mut().set(&key, value)?;
+            return Ok(());
+        }
+        match key.as_str() {
+            "timezone" | "time zone" => {
+                let v = value.trim_matches('\'');
+                if !matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "utc"
+                        | "gmt"
+                        | "etc/utc"
+                        | "z"
+                        | "zulu"
+                        | "+00:00"
+                        | "0"
+                        | "+0"
+                        | "default"
+                        | "local"
+                ) {
+                    return Err(BrookError::unsupported(format!(
+                        "time zone \"{v}\" (sessions run in UTC)"
+                    )));
+                }
+                self.settings.insert("timezone".into(), "UTC".into());
+            }
+            "search_path" => {
+                let first = value
+                    .split(',')
+                    .map(|s| s.trim().trim_matches('"').to_string())
+                    .find(|s| s != "$user" && !s.is_empty() && s != "pg_catalog");
+                let schema = first.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+                {
+                    let state = self.ctx.state_ref();
+                    let mut st = state.write();
+                    st.config_mut().options_mut().catalog.default_schema = schema;
+                }
+                self.settings.insert(key, value.to_string());
+            }
+            "client_encoding" | "names" => {
+                let v = value
+                    .trim_matches('\'')
+                    .to_ascii_uppercase()
+                    .replace('-', "");
+                if v != "UTF8" && v != "UNICODE" && v != "DEFAULT" {
+                    return Err(BrookError::unsupported(format!(
+                        "client_encoding {value} (only UTF8 is supported)"
+                    )));
+                }
+            }
+            "datestyle" => {
+                let v = value.to_ascii_lowercase();
+                if !v.contains("iso") {
+                    return Err(BrookError::unsupported(format!(
+                        "DateStyle {value} (only ISO output is supported)"
+                    )));
+                }
+                self.settings.insert(key, "ISO, MDY".into());
+            }
+            "extra_float_digits" => {
+                let v: i32 = value.parse().map_err(|_| {
+                    BrookError::InvalidText(format!(
+                        "invalid value for parameter \"extra_float_digits\": \"{value}\""
+                    ))
+                })?;
+                if !(-15..=3).contains(&v) {
+                    return Err(BrookError::InvalidParameter(format!(
+                        "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"
+                    )));
+                }
+                self.settings.insert(key, value.to_string());
+            }
+            _ if self.settings.contains_key(&key) || key.contains('.') => {
+                self.settings.insert(key, value.to_string());
+            }
+            _ => {
+                return Err(BrookError::UndefinedObject(format!(
+                    "unrecognized configuration parameter \"{name}\""
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    fn show(&self, variable: &[Ident]) -> Result<Outcome> {
+        let name = variable
+            .iter()
+            .map(ident_name)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let key = match name.as_str() {
+            "time zone" => "timezone".to_string(),
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            other => other.to_string(),
+        };
+        if key == "all" {
+            let names: Vec<String> = self.settings.keys().cloned().collect();
+            let values: Vec<String> = self.settings.values().cloned().collect();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("name", DataType::Utf8, false),
+                Field::new("setting", DataType::Utf8, false),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(StringArray::from(names)),
+                    Arc::new(StringArray::from(values)),
+                ],
+            )?;
+            return Ok(rows_outcome(schema, vec![batch], "SHOW"));
+        }
+        let value = if key.starts_with("datafusion.") {
+            let opts = self.ctx.state().config().options().entries();
+            opts.into_iter()
+                .find(|e| e.key == key)
+                .and_then(|e| e.value)
+        } else {
+            self.settings.get(&key).cloned()
+        };
+        let value = value.ok_or_else(|| {
+            BrookError::UndefinedObject(format!("unrecognized configuration parameter \"{name}\""))
+        })?;
+        let schema = Arc::new(Schema::new(vec![Field::new(key, DataType::Utf8, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec![value]))],
+        )?;
+        Ok(rows_outcome(schema, vec![batch], "SHOW"))
+    }
+
+    // ---- DML ----------------------------------------------------------------------------
+
+    /// The value of column `i`'s DEFAULT as a one-row array of the column's type.
+    async fn default_value(&self, meta: &RelationMeta, i: usize) -> Result<ArrayRef> {
+        let col = &meta.columns[i];
+        let Some(expr) = &col.default else {
+            return Ok(datafusion::arrow::array::new_null_array(&col.ty.arrow(), 1));
+        };
+        let df = self.ctx.sql(&format!("SELECT {expr}")).await?;
+        let batches = df.collect().await?;
+        let Some(b) = batches.first() else {
+            return Err(BrookError::internal("default expression produced no row"));
+        };
+        let f = b.schema().field(0).clone();
+        coerce_column(b.column(0), &f, &col.ty, &col.name)
+    }
+
+    async fn insert(&mut self, ins: ast::Insert) -> Result<Outcome> {
+        let TableObject::TableName(tn) = &ins.table else {
+            return Err(BrookError::unsupported("INSERT INTO TABLE FUNCTION"));
+        };
+        let (schema, name) = self.resolve(tn)?;
+        let (meta, store) = self.relation(&schema, &name)?;
+        let mut targets = Vec::new();
+        for c in &ins.columns {
+            let parts = object_parts(c)?;
+            let cname = parts.last().cloned().unwrap_or_default();
+            let i = meta
+                .columns
+                .iter()
+                .position(|m| m.name == cname)
+                .ok_or_else(|| {
+                    BrookError::UndefinedColumn(format!(
+                        "column \"{cname}\" of relation \"{name}\" does not exist"
+                    ))
+                })?;
+            if targets.contains(&i) {
+                return Err(BrookError::Syntax(format!(
+                    "column \"{cname}\" specified more than once"
+                )));
+            }
+            targets.push(i);
+        }
+        let mode = match &ins.on {
+            None => WriteMode::Append,
+            Some(OnInsert::OnConflict(oc)) => match &oc.action {
+                OnConflictAction::DoNothing => WriteMode::SkipConflicts,
+                OnConflictAction::DoUpdate(_) => {
+                    return Err(BrookError::unsupported("INSERT ... ON CONFLICT DO UPDATE"))
+                }
+            },
+            Some(other) => return Err(BrookError::unsupported(format!("INSERT {other}"))),
+        };
+        if mode == WriteMode::SkipConflicts && meta.primary_key.is_empty() {
+            return Err(BrookError::InvalidDefinition(
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification"
+                    .into(),
+            ));
+        }
+        let stream: SendableRecordBatchStream = match ins.source {
+            Some(q) => {
+                let plan = self.plan(Statement::Query(q)).await?;
+                let df = self.ctx.execute_logical_plan(plan).await?;
+                df.execute_stream().await?
+            }
+            None => {
+                // DEFAULT VALUES: one row, every column from its default.
+                let schema = Arc::new(Schema::empty());
+                let batch = RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    vec![],
+                    &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
+                )?;
+                Box::pin(RecordBatchStreamAdapter::new(
+                    schema,
+                    futures::stream::iter(vec![Ok(batch)]),
+                ))
+            }
+        };
+        let targets = if targets.is_empty() && ins.columns.is_empty() {
+            None
+        } else {
+            Some(targets)
+        };
+        let returning = ins.returning.clone();
+        let mut written = Vec::new();
+        let n = self
+            .write_stream_mapped(
+                &meta,
+                &store,
+                &name,
+                stream,
+                targets,
+                mode,
+                returning.as_ref().map(|_| &mut written),
+            )
+            .await?;
+        match returning {
+            Some(items) => self.returning(&name, &meta, written, &items).await,
+            None => Ok(Outcome::Command(format!("INSERT 0 {n}"))),
+        }
+    }
+
+    async fn returning(
+        &self,
+        name: &str,
+        meta: &RelationMeta,
+        batches: Vec<RecordBatch>,
+        items: &[SelectItem],
+    ) -> Result<Outcome> {
+        let ctx = SessionContext::new_with_state(self.ctx.state());
+        let tmp = Arc::new(datafusion::datasource::MemTable::try_new(
+            meta.schema(),
+            vec![batches],
+        )?);
+        let tmp_schema = "brook_returning";
+        let cat = ctx
+            .catalog(&self.db.name)
+            .ok_or_else(|| BrookError::internal("session catalog missing"))?;
+        // A private catalog view: the RETURNING list sees the written rows under the table's name.
+        let provider = Arc::new(datafusion::catalog::MemorySchemaProvider::new());
+        datafusion::catalog::SchemaProvider::register_table(
+            provider.as_ref(),
+            name.to_string(),
+            tmp,
+        )?;
+        let list = Arc::new(datafusion::catalog::MemoryCatalogProviderList::new());
+        let c = Arc::new(datafusion::catalog::MemoryCatalogProvider::new());
+        datafusion::catalog::CatalogProvider::register_schema(c.as_ref(), tmp_schema, provider)?;
+        let _ = cat;
+        datafusion::catalog::CatalogProviderList::register_catalog(
+            list.as_ref(),
+            "brook_returning".into(),
+            c,
+        );
+        let state = datafusion::execution::session_state::SessionStateBuilder::new_from_existing(
+            ctx.state(),
+        )
+        .with_catalog_list(list)
+        .build();
+        let rctx = SessionContext::new_with_state(state);
+        let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+        let sql = format!(
+            "SELECT {} FROM brook_returning.{tmp_schema}.{}",
+            items.join(", "),
+            quote_ident(name)
+        );
+        let df = rctx.sql(&sql).await?;
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let out = df.collect().await?;
+        let n: usize = out.iter().map(|b| b.num_rows()).sum();
+        let _ = n;
+        Ok(rows_outcome(schema, out, "INSERT"))
+    }
+
+    async fn write_stream(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+        stream: SendableRecordBatchStream,
+        targets: Option<Vec<usize>>,
+        mode: WriteMode,
+    ) -> Result<usize> {
+        self.write_stream_mapped(meta, store, name, stream, targets, mode, None)
+            .await
+    }
+
+    /// Write query output into a relation: map columns, fill defaults, cast, check
+    /// constraints, then commit atomically.
+    #[allow(clippy::too_many_arguments)]
+    async fn write_stream_mapped(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+        mut stream: SendableRecordBatchStream,
+        targets: Option<Vec<usize>>,
+        mode: WriteMode,
+        mut keep: Option<&mut Vec<RecordBatch>>,
+    ) -> Result<usize> {
+        let schema = meta.schema();
+        let mut txn = store.begin(false).await?;
+        let mut keys = self.key_check(meta, store, name).await?;
+        let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+        let mut total = 0usize;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            let src_schema = batch.schema();
+            let width = batch.num_columns();
+            let targets: Vec<usize> = match &targets {
+                Some(t) => {
+                    if width > t.len() {
+                        return Err(BrookError::Syntax(
+                            "INSERT has more expressions than target columns".into(),
+                        ));
+                    }
+                    if width < t.len() {
+                        return Err(BrookError::Syntax(
+                            "INSERT has more target columns than expressions".into(),
+                        ));
+                    }
+                    t.clone()
+                }
+                None => {
+                    if width > meta.columns.len() {
+                        return Err(BrookError::Syntax(
+                            "INSERT has more expressions than target columns".into(),
+                        ));
+                    }
+                    (0..width).collect()
+                }
+            };
+            let mut cols: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+            for (src, &dst) in targets.iter().take(width).enumerate() {
+                let c = &meta.columns[dst];
+                cols[dst] = Some(coerce_column(
+                    batch.column(src),
+                    src_schema.field(src),
+                    &c.ty,
+                    &c.name,
+                )?);
+            }
+            let rows = batch.num_rows();
+            let mut arrays = Vec::with_capacity(cols.len());
+            for (i, c) in cols.into_iter().enumerate() {
+                let a = match c {
+                    Some(a) => a,
+                    None => {
+                        if defaults[i].is_none() {
+                            defaults[i] = Some(self.default_value(meta, i).await?);
+                        }
+                        match &defaults[i] {
+                            Some(d) => repeat_scalar(d, rows)?,
+                            None => return Err(BrookError::internal("default missing")),
+                        }
+                    }
+                };
+                if meta.columns[i].not_null && a.null_count() > 0 {
+                    return Err(BrookError::NotNullViolation(format!(
+                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                        meta.columns[i].name
+                    )));
+                }
+                arrays.push(a);
+            }
+            let mut out = RecordBatch::try_new_with_options(
+                schema.clone(),
+                arrays,
+                &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+            )?;
+            if let Some(k) = keys.as_mut() {
+                let conflicts = k.conflicts(&out, true)?;
+                if let Some(row) = conflicts.iter().position(|&c| c) {
+                    if mode == WriteMode::Append {
+                        return Err(k.violation(&out, row));
+                    }
+                    let keep_mask =
+                        BooleanArray::from(conflicts.iter().map(|c| !c).collect::<Vec<_>>());
+                    out = filter_record_batch(&out, &keep_mask)?;
+                }
+            }
+            total += out.num_rows();
+            txn.append(&out)?;
+            if let Some(k) = keep.as_deref_mut() {
+                k.push(out);
+            }
+        }
+        txn.commit()?;
+        Ok(total)
+    }
+
+    /// Primary-key state for a write: the keys already committed.
+    async fn key_check(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+    ) -> Result<Option<KeyCheck>> {
+        if meta.primary_key.is_empty() {
+            return Ok(None);
+        }
+        let schema = meta.schema();
+        let fields: Vec<SortField> = meta
+            .primary_key
+            .iter()
+            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+            .collect();
+        let mut k = KeyCheck {
+            columns: meta.primary_key.clone(),
+            converter: RowConverter::new(fields)?,
+            seen: HashSet::new(),
+            table: name.to_string(),
+            names: meta
+                .primary_key
+                .iter()
+                .map(|&i| meta.columns[i].name.clone())
+                .collect(),
+        };
+        for c in store.snapshot().iter() {
+            let b = crate::storage::adapt_batch(store.read(c)?, &schema)?;
+            k.conflicts(&b, true)?;
+        }
+        Ok(Some(k))
+    }
+
+    fn dml_target(
+        &self,
+        tf: &TableFactor,
+        verb: &str,
+    ) -> Result<(
+        String,
+        String,
+        Option<String>,
+        RelationMeta,
+        Arc<TableStore>,
+    )> {
+        let TableFactor::Table { name, alias, .. } = tf else {
+            return Err(BrookError::unsupported(format!(
+                "{verb} of a derived table"
+            )));
+        };
+        let (schema, tname) = self.resolve(name)?;
+        let (meta, store) = self.relation(&schema, &tname)?;
+        if meta.kind == RelKind::Stream {
+            return Err(BrookError::WrongObjectType(format!(
+                "cannot {} stream \"{tname}\": streams are append-only",
+                verb.to_lowercase()
+            )));
+        }
+        Ok((
+            schema,
+            tname,
+            alias.as_ref().map(|a| ident_name(&a.name)),
+            meta,
+            store,
+        ))
+    }
+
+    async fn update(&mut self, u: ast::Update) -> Result<Outcome> {
+        if u.from.is_some() {
+            return Err(BrookError::unsupported("UPDATE ... FROM"));
+        }
+        if !u.table.joins.is_empty() {
+            return Err(BrookError::unsupported("UPDATE with joins"));
+        }
+        let (schema, name, alias, meta, store) = self.dml_target(&u.table.relation, "UPDATE")?;
+        let mut sets: BTreeMap<usize, String> = BTreeMap::new();
+        for a in &u.assignments {
+            let AssignmentTarget::ColumnName(c) = &a.target else {
+                return Err(BrookError::unsupported("UPDATE of a column tuple"));
+            };
+            let cname = object_parts(c)?.pop().unwrap_or_default();
+            let i = meta
+                .columns
+                .iter()
+                .position(|m| m.name == cname)
+                .ok_or_else(|| {
+                    BrookError::UndefinedColumn(format!(
+                        "column \"{cname}\" of relation \"{name}\" does not exist"
+                    ))
+                })?;
+            if sets.insert(i, a.value.to_string()).is_some() {
+                return Err(BrookError::Syntax(format!(
+                    "multiple assignments to same column \"{cname}\""
+                )));
+            }
+            if meta.primary_key.contains(&i) {
+                // allowed; uniqueness is rechecked below
+            }
+        }
+        let pred = u
+            .selection
+            .as_ref()
+            .map(|e| format!("({e}) IS TRUE"))
+            .unwrap_or_else(|| "TRUE".into());
+        let mut items = Vec::new();
+        for (i, c) in meta.columns.iter().enumerate() {
+            let col = quote_ident(&c.name);
+            match sets.get(&i) {
+                Some(v) if v.eq_ignore_ascii_case("DEFAULT") => {
+                    let d = c.default.clone().unwrap_or_else(|| "NULL".into());
+                    items.push(format!("CASE WHEN {pred} THEN {d} ELSE {col} END AS {col}"));
+                }
+                Some(v) => items.push(format!("CASE WHEN {pred} THEN {v} ELSE {col} END AS {col}")),
+                None => items.push(col),
+            }
+        }
+        items.push(format!("{pred} AS \"__brook_hit\""));
+        let from = format!(
+            "{}.{}{}",
+            quote_ident(&schema),
+            quote_ident(&name),
+            alias
+                .map(|a| format!(" AS {}", quote_ident(&a)))
+                .unwrap_or_default()
+        );
+        let sql = format!("SELECT {} FROM {from}", items.join(", "));
+        self.rewrite_relation(&meta, &store, &name, &sql, true, u.returning.as_deref())
+            .await
+    }
+
+    async fn delete(&mut self, d: ast::Delete) -> Result<Outcome> {
+        if d.using.is_some() {
+            return Err(BrookError::unsupported("DELETE ... USING"));
+        }
+        let tables = match &d.from {
+            FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+        };
+        let [twj] = tables.as_slice() else {
+            return Err(BrookError::unsupported("DELETE from several tables"));
+        };
+        let (schema, name, alias, meta, store) = self.dml_target(&twj.relation, "DELETE FROM")?;
+        let pred = d
+            .selection
+            .as_ref()
+            .map(|e| format!("({e}) IS TRUE"))
+            .unwrap_or_else(|| "TRUE".into());
+        let cols: Vec<String> = meta.columns.iter().map(|c| quote_ident(&c.name)).collect();
+        let from = format!(
+            "{}.{}{}",
+            quote_ident(&schema),
+            quote_ident(&name),
+            alias
+                .map(|a| format!(" AS {}", quote_ident(&a)))
+                .unwrap_or_default()
+        );
+        let sql = format!(
+            "SELECT {}, {pred} AS \"__brook_hit\" FROM {from}",
+            cols.join(", ")
+        );
+        self.rewrite_relation(&meta, &store, &name, &sql, false, d.returning.as_deref())
+            .await
+    }
+
+    /// Rewrite a whole table from `sql` (table columns + a `__brook_hit` flag): UPDATE keeps
+    /// every row (changed ones flagged), DELETE keeps the unflagged rows. Atomic: the new
+    /// contents replace the old in one commit.
+    async fn rewrite_relation(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+        sql: &str,
+        keep_hits: bool,
+        returning: Option<&[SelectItem]>,
+    ) -> Result<Outcome> {
+        let schema = meta.schema();
+        let mut txn = store.begin(true).await?;
+        let df = self.ctx.sql(sql).await?;
+        let mut stream = df.execute_stream().await?;
+        let mut keys = match meta.primary_key.is_empty() {
+            true => None,
+            false => {
+                let fields: Vec<SortField> = meta
+                    .primary_key
+                    .iter()
+                    .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+                    .collect();
+                Some(KeyCheck {
+                    columns: meta.primary_key.clone(),
+                    converter: RowConverter::new(fields)?,
+                    seen: HashSet::new(),
+                    table: name.to_string(),
+                    names: meta
+                        .primary_key
+                        .iter()
+                        .map(|&i| meta.columns[i].name.clone())
+                        .collect(),
+                })
+            }
+        };
+        let mut hits = 0usize;
+        let mut affected = Vec::new();
+        while let Some(b) = stream.next().await {
+            let b = b?;
+            let n = b.num_columns();
+            let hit = b
+                .column(n - 1)
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| BrookError::internal("hit flag is not boolean"))?
+                .clone();
+            hits += hit.true_count();
+            let bschema = b.schema();
+            let mut cols = Vec::with_capacity(n - 1);
+            for (i, c) in meta.columns.iter().enumerate() {
+                let a = coerce_column(b.column(i), bschema.field(i), &c.ty, &c.name)?;
+                if c.not_null && a.null_count() > 0 {
+                    return Err(BrookError::NotNullViolation(format!(
+                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                        c.name
+                    )));
+                }
+                cols.push(a);
+            }
+            let rows = RecordBatch::try_new(schema.clone(), cols)?;
+            if returning.is_some() {
+                affected.push(filter_record_batch(&rows, &hit)?);
+            }
+            let kept = if keep_hits {
+                rows
+            } else {
+                let not_hit = datafusion::arrow::compute::not(&hit)?;
+                filter_record_batch(&rows, &not_hit)?
+            };
+            if let Some(k) = keys.as_mut() {
+                if let Some(row) = k.conflicts(&kept, true)?.iter().position(|&c| c) {
+                    return Err(k.violation(&kept, row));
+                }
+            }
+            txn.append(&kept)?;
+        }
+        txn.commit()?;
+        if let Some(items) = returning {
+            let mut out = self.returning(name, meta, affected, items).await?;
+            if let Outcome::Rows { tag, .. } = &mut out {
+                *tag = if keep_hits { "UPDATE" } else { "DELETE" };
+            }
+            return Ok(out);
+        }
+        Ok(Outcome::Command(format!(
+            "{} {hits}",
+            if keep_hits { "UPDATE" } else { "DELETE" }
+        )))
+    }
+
+    // ---- COPY ---------------------------------------------------------------------------
+
+    async fn copy(
+        &mut self,
+        source: CopySource,
+        to: bool,
+        target: SqlCopyTarget,
+        options: &[ast::CopyOption],
+        legacy: &[ast::CopyLegacyOption],
+        values: Vec<Option<String>>,
+    ) -> Result<Outcome> {
+        let opts = CopyOptions::from_sql(options, legacy)?;
+        if to {
+            if !matches!(target, SqlCopyTarget::Stdout) {
+                return Err(BrookError::unsupported(
+                    "COPY TO a file or program (use COPY ... TO STDOUT)",
+                ));
+            }
+            let stmt = match source {
+                CopySource::Query(q) => Statement::Query(q),
+                CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
+                    let (schema, name) = self.resolve(&table_name)?;
+                    self.relation(&schema, &name)?;
+                    let cols = if columns.is_empty() {
+                        "*".to_string()
+                    } else {
+                        columns
+                            .iter()
+                            .map(|c| quote_ident(&ident_name(c)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    let sql = format!(
+                        "SELECT {cols} FROM {}.{}",
+                        quote_ident(&schema),
+                        quote_ident(&name)
+                    );
+                    match brook_planner::parser::parse_one(&sql)? {
+                        BrookStatement::Sql(s) => *s,
+                        _ => {
+                            return Err(BrookError::internal("COPY TO query did not parse as SQL"))
+                        }
+                    }
+                }
+            };
+            let plan = self.plan(stmt).await?;
+            let df = self.ctx.execute_logical_plan(plan).await?;
+            let stream = df.execute_stream().await?;
+            return Ok(Outcome::CopyOut { opts, stream });
+        }
+        if !matches!(target, SqlCopyTarget::Stdin) {
+            return Err(BrookError::unsupported(
+                "COPY FROM a file or program (use COPY ... FROM STDIN)",
+            ));
+        }
+        if !values.is_empty() {
+            return Err(BrookError::unsupported(
+                "inline COPY data in the query string",
+            ));
+        }
+        let CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(BrookError::Syntax(
+                "COPY ... FROM does not support a query as a source".into(),
+            ));
+        };
+        let (schema, name) = self.resolve(&table_name)?;
+        let (meta, store) = self.relation(&schema, &name)?;
+        let field_columns = if columns.is_empty() {
+            (0..meta.columns.len()).collect::<Vec<_>>()
+        } else {
+            let mut v = Vec::new();
+            for c in &columns {
+                let n = ident_name(c);
+                let i = meta
+                    .columns
+                    .iter()
+                    .position(|m| m.name == n)
+                    .ok_or_else(|| {
+                        BrookError::UndefinedColumn(format!(
+                            "column \"{n}\" of relation \"{name}\" does not exist"
+                        ))
+                    })?;
+                if v.contains(&i) {
+                    return Err(BrookError::Syntax(format!(
+                        "column \"{n}\" specified more than once"
+                    )));
+                }
+                v.push(i);
+            }
+            v
+        };
+        let mut defaults = vec![None; meta.columns.len()];
+        for (i, d) in defaults.iter_mut().enumerate() {
+            if !field_columns.contains(&i) && meta.columns[i].default.is_some() {
+                *d = Some(self.default_value(&meta, i).await?);
+            }
+        }
+        let target = Arc::new(CopyTarget {
+            schema: meta.schema(),
+            types: meta.columns.iter().map(|c| c.ty.clone()).collect(),
+            field_columns,
+            defaults,
+            table: name.clone(),
+            not_null: meta.columns.iter().map(|c| c.not_null).collect(),
+            binary: opts.format == CopyFormat::Binary,
+        });
+        let columns = target.field_columns.len();
+        let binary = opts.format == CopyFormat::Binary;
+        let keys = self.key_check(&meta, &store, &name).await?;
+        let txn = store.begin(false).await?;
+        self.copy_in = Some(CopyIn {
+            parser: CopyParser::new(opts),
+            builder: BatchBuilder::new(target),
+            txn,
+            keys,
+        });
+        Ok(Outcome::CopyIn { columns, binary })
+    }
+
+    /// COPY data arrived. On error the COPY is aborted (nothing of it is visible).
+    pub fn copy_data(&mut self, data: &[u8]) -> Result<()> {
+        let Some(c) = self.copy_in.as_mut() else {
+            return Err(BrookError::Protocol(
+                "COPY data received outside of COPY IN".into(),
+            ));
+        };
+        let res = copy_feed(c, data, false);
+        if res.is_err() {
+            self.copy_in = None;
+        }
+        res
+    }
+
+    /// COPY data ended: flush, commit, return the row count.
+    pub fn copy_done(&mut self) -> Result<usize> {
+        let Some(mut c) = self.copy_in.take() else {
+            return Err(BrookError::Protocol(
+                "CopyDone received outside of COPY IN".into(),
+            ));
+        };
+        copy_feed(&mut c, &[], true)?;
+        let n = c.txn.rows();
+        c.txn.commit()?;
+        Ok(n)
+    }
+
+    /// The client aborted the COPY.
+    pub fn copy_fail(&mut self) {
+        self.copy_in = None;
+    }
+}
+
+fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
+    let CopyIn {
+        parser,
+        builder,
+        txn,
+        keys,
+    } = c;
+    let mut sink = |line: u64, fields| -> Result<()> {
+        builder.push(line, fields)?;
+        if builder.len() >= BATCH_ROWS {
+            flush(builder, txn, keys)?;
+        }
+        Ok(())
+    };
+    if eof {
+        parser.finish(&mut sink)?;
+        if !builder.is_empty() {
+            flush(builder, txn, keys)?;
+        }
+    } else {
+        parser.feed(data, &mut sink)?;
+    }
+    Ok(())
+}
+
+fn flush(
+    builder: &mut BatchBuilder,
+    txn: &mut WriteTxn,
+    keys: &mut Option<KeyCheck>,
+) -> Result<()> {
+    let batch = builder.take_batch()?;
+    if let Some(k) = keys.as_mut() {
+        if let Some(row) = k.conflicts(&batch, true)?.iter().position(|&c| c) {
+            return Err(k.violation(&batch, row));
+        }
+    }
+    txn.append(&batch)
+}
+
+/// How INSERT treats key conflicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteMode {
+    Append,
+    SkipConflicts,
+}
+
+/// PostgreSQL literal typing for statements that evaluate expressions.
+fn pg_literals(stmt: &mut Statement) {
+    if matches!(
+        stmt,
+        Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Explain { .. }
+    ) {
+        brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::rewrite::alias_outputs(stmt);
+    }
+}
+
+fn setting_value(e: &Expr) -> String {
+    match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        Expr::Identifier(i) => i.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn rows_outcome(schema: SchemaRef, batches: Vec<RecordBatch>, tag: &'static str) -> Outcome {
+    let stream = RecordBatchStreamAdapter::new(
+        schema.clone(),
+        futures::stream::iter(batches.into_iter().map(Ok)),
+    );
+    Outcome::Rows {
+        schema,
+        stream: Box::pin(stream),
+        tag,
+    }
+}
+
+fn repeat_scalar(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    let idx = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
+    Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
+}
+
+/// The column type a query result column gets in CREATE TABLE AS.
+fn pg_type_of_arrow(dt: &DataType) -> Option<PgType> {
+    Some(match dt {
+        DataType::Boolean => PgType::Bool,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => PgType::Int2,
+        DataType::Int32 | DataType::UInt16 => PgType::Int4,
+        DataType::Int64 | DataType::UInt32 => PgType::Int8,
+        DataType::UInt64 => PgType::Numeric {
+            precision: Some(20),
+            scale: Some(0),
+        },
+        DataType::Float16 | DataType::Float32 => PgType::Float4,
+        DataType::Float64 => PgType::Float8,
+        DataType::Decimal128(p, s) => PgType::Numeric {
+            precision: Some(*p),
+            scale: Some(*s),
+        },
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => PgType::Text,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => PgType::Bytea,
+        DataType::Date32 | DataType::Date64 => PgType::Date,
+        DataType::Timestamp(_, None) => PgType::Timestamp,
+        DataType::Timestamp(_, Some(_)) => PgType::Timestamptz,
+        DataType::Time64(_) | DataType::Time32(_) => PgType::Time,
+        DataType::Interval(_) => PgType::Interval,
+        _ => return None,
+    })
+}
+
+/// Convert a value column to a table column's type with PostgreSQL's assignment rules:
+/// text is parsed as input of the type; numbers convert when they fit (22003 otherwise).
+pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> Result<ArrayRef> {
+    let target = ty.arrow();
+    if col.data_type() == &target {
+        crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
+            BrookError::StringTooLong(_) => {
+                BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+            }
+            other => other,
+        })?;
+        return Ok(col.clone());
+    }
+    let _ = field;
+    match col.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let s = cast_with_options(col, &DataType::Utf8, &CastOptions::default())?;
+            crate::copy::text_to_column(&s, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
+                BrookError::InvalidText(m) => {
+                    BrookError::InvalidText(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                }
+                BrookError::OutOfRange(m) => {
+                    BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                }
+                BrookError::StringTooLong(_) => {
+                    BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+                }
+                other => other,
+            })
+        }
+        DataType::Null => Ok(datafusion::arrow::array::new_null_array(&target, col.len())),
+        src => {
+            if !assignable(src, ty) {
+                return Err(BrookError::DatatypeMismatch(format!(
+                    "column \"{name}\" is of type {} but expression is of type {}",
+                    ty.name(),
+                    crate::types::arrow_wire_type(src).name()
+                )));
+            }
+            let rounded = round_floats_for_int(col, ty)?;
+            let out = cast_with_options(
+                &rounded,
+                &target,
+                &CastOptions {
+                    safe: true,
+                    ..Default::default()
+                },
+            )?;
+            if out.null_count() != col.null_count() {
+                return Err(BrookError::OutOfRange(format!(
+                    "{} out of range",
+                    ty.name()
+                )));
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// PostgreSQL rounds (half to even) when a float is assigned to an integer column.
+fn round_floats_for_int(col: &ArrayRef, ty: &PgType) -> Result<ArrayRef> {
+    use datafusion::arrow::array::Float64Array;
+    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8)
+        || !matches!(col.data_type(), DataType::Float32 | DataType::Float64)
+    {
+        return Ok(col.clone());
+    }
+    let f = cast_with_options(col, &DataType::Float64, &CastOptions::default())?;
+    let f = f
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .ok_or_else(|| BrookError::internal("float cast"))?;
+    let r: Float64Array = f.iter().map(|v| v.map(f64::round_ties_even)).collect();
+    Ok(Arc::new(r))
+}
+
+/// Which value types may be stored into a column of type `ty` without an explicit cast.
+fn assignable(src: &DataType, ty: &PgType) -> bool {
+    let numeric_src = src.is_numeric();
+    match ty {
+        PgType::Int2
+        | PgType::Int4
+        | PgType::Int8
+        | PgType::Float4
+        | PgType::Float8
+        | PgType::Numeric { .. } => numeric_src,
+        PgType::Bool => matches!(src, DataType::Boolean),
+        PgType::Text
+        | PgType::Varchar(_)
+        | PgType::Char(_)
+        | PgType::Json
+        | PgType::Jsonb
+        | PgType::Uuid => true,
+        PgType::Bytea => matches!(
+            src,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        ),
+        PgType::Date => matches!(
+            src,
+            DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
+        ),
+        PgType::Timestamp | PgType::Timestamptz => matches!(
+            src,
+            DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64
+        ),
+        PgType::Time => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
+        PgType::Interval => matches!(src, DataType::Interval(_) | DataType::Duration(_)),
+    }
+}

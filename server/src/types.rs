@@ -1,0 +1,379 @@
+//! PostgreSQL column types and their Arrow representation.
+
+use brook_common::{BrookError, Result};
+use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
+use datafusion::sql::sqlparser::ast::{DataType as SqlType, ExactNumberInfo, TimezoneInfo};
+use pgwire::api::Type;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Field-metadata key that records the declared PostgreSQL type of a stored column, so
+/// results report `varchar`, `jsonb`, ... rather than only the Arrow type.
+pub const PG_TYPE_KEY: &str = "brook.pg_type";
+
+/// A column type as declared in CREATE TABLE / CREATE STREAM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PgType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    /// `numeric(p, s)`; unconstrained numeric is stored as (38, 10) and printed trimmed.
+    Numeric {
+        precision: Option<u8>,
+        scale: Option<i8>,
+    },
+    Text,
+    Varchar(Option<u32>),
+    Char(Option<u32>),
+    Bytea,
+    Date,
+    Time,
+    Timestamp,
+    Timestamptz,
+    Interval,
+    Json,
+    Jsonb,
+    Uuid,
+}
+
+impl PgType {
+    /// The type for a sqlparser data type of a column definition or cast.
+    pub fn from_sql(t: &SqlType) -> Result<PgType> {
+        use SqlType as S;
+        Ok(match t {
+            S::Bool | S::Boolean => PgType::Bool,
+            S::SmallInt(_) | S::Int2(_) => PgType::Int2,
+            S::Int(_) | S::Integer(_) | S::Int4(_) | S::MediumInt(_) => PgType::Int4,
+            S::BigInt(_) | S::Int8(_) => PgType::Int8,
+            S::Real | S::Float4 => PgType::Float4,
+            S::Float(info) => match info {
+                ExactNumberInfo::Precision(p) | ExactNumberInfo::PrecisionAndScale(p, _)
+                    if *p <= 24 =>
+                {
+                    PgType::Float4
+                }
+                _ => PgType::Float8,
+            },
+            S::Double(_) | S::DoublePrecision | S::Float8 | S::Float64 => PgType::Float8,
+            S::Numeric(info) | S::Decimal(info) | S::Dec(info) => match info {
+                ExactNumberInfo::None => PgType::Numeric {
+                    precision: None,
+                    scale: None,
+                },
+                ExactNumberInfo::Precision(p) => numeric(*p, 0)?,
+                ExactNumberInfo::PrecisionAndScale(p, s) => numeric(*p, *s)?,
+            },
+            S::Text | S::String(_) => PgType::Text,
+            S::Varchar(len) | S::CharacterVarying(len) | S::CharVarying(len) => {
+                PgType::Varchar(char_len(len))
+            }
+            S::Char(len) | S::Character(len) => PgType::Char(char_len(len).or(Some(1))),
+            S::Bytea => PgType::Bytea,
+            S::Date => PgType::Date,
+            S::Time(_, _) => PgType::Time,
+            S::Timestamp(_, tz) => match tz {
+                TimezoneInfo::WithTimeZone | TimezoneInfo::Tz => PgType::Timestamptz,
+                _ => PgType::Timestamp,
+            },
+            S::Interval { .. } => PgType::Interval,
+            S::JSON => PgType::Json,
+            S::JSONB => PgType::Jsonb,
+            S::Uuid => PgType::Uuid,
+            S::Custom(name, args) if args.is_empty() => {
+                let n = name.to_string().to_ascii_lowercase();
+                match n.trim_matches('"') {
+                    "timestamptz" => PgType::Timestamptz,
+                    "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2" => {
+                        return Err(BrookError::unsupported(format!(
+                            "column type {n} (sequences are not supported yet; use an explicit key)"
+                        )))
+                    }
+                    "float4" => PgType::Float4,
+                    "float8" => PgType::Float8,
+                    "int" | "int4" => PgType::Int4,
+                    "int2" => PgType::Int2,
+                    "int8" => PgType::Int8,
+                    "bool" => PgType::Bool,
+                    "string" => PgType::Text,
+                    other => {
+                        return Err(BrookError::UndefinedObject(format!(
+                            "type \"{other}\" does not exist"
+                        )))
+                    }
+                }
+            }
+            other => {
+                return Err(BrookError::unsupported(format!(
+                    "column type {other} is not supported"
+                )))
+            }
+        })
+    }
+
+    /// The Arrow type values of this column are stored as.
+    pub fn arrow(&self) -> DataType {
+        match self {
+            PgType::Bool => DataType::Boolean,
+            PgType::Int2 => DataType::Int16,
+            PgType::Int4 => DataType::Int32,
+            PgType::Int8 => DataType::Int64,
+            PgType::Float4 => DataType::Float32,
+            PgType::Float8 => DataType::Float64,
+            PgType::Numeric { precision, scale } => match (precision, scale) {
+                (Some(p), s) => DataType::Decimal128(*p, s.unwrap_or(0)),
+                (None, _) => DataType::Decimal128(38, 10),
+            },
+            PgType::Text
+            | PgType::Varchar(_)
+            | PgType::Char(_)
+            | PgType::Json
+            | PgType::Jsonb
+            | PgType::Uuid => DataType::Utf8,
+            PgType::Bytea => DataType::Binary,
+            PgType::Date => DataType::Date32,
+            PgType::Time => DataType::Time64(TimeUnit::Microsecond),
+            PgType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+            PgType::Timestamptz => {
+                DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+            }
+            PgType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+        }
+    }
+
+    /// The Arrow field of a column of this type, carrying the declared type as metadata.
+    pub fn field(&self, name: &str, nullable: bool) -> Field {
+        Field::new(name, self.arrow(), nullable)
+            .with_metadata(HashMap::from([(PG_TYPE_KEY.to_string(), self.name())]))
+    }
+
+    /// The type as PostgreSQL prints it (`integer`, `character varying(10)`, ...).
+    pub fn name(&self) -> String {
+        match self {
+            PgType::Bool => "boolean".into(),
+            PgType::Int2 => "smallint".into(),
+            PgType::Int4 => "integer".into(),
+            PgType::Int8 => "bigint".into(),
+            PgType::Float4 => "real".into(),
+            PgType::Float8 => "double precision".into(),
+            PgType::Numeric {
+                precision: Some(p),
+                scale,
+            } => format!("numeric({p},{})", scale.unwrap_or(0)),
+            PgType::Numeric { .. } => "numeric".into(),
+            PgType::Text => "text".into(),
+            PgType::Varchar(Some(n)) => format!("character varying({n})"),
+            PgType::Varchar(None) => "character varying".into(),
+            PgType::Char(n) => format!("character({})", n.unwrap_or(1)),
+            PgType::Bytea => "bytea".into(),
+            PgType::Date => "date".into(),
+            PgType::Time => "time without time zone".into(),
+            PgType::Timestamp => "timestamp without time zone".into(),
+            PgType::Timestamptz => "timestamp with time zone".into(),
+            PgType::Interval => "interval".into(),
+            PgType::Json => "json".into(),
+            PgType::Jsonb => "jsonb".into(),
+            PgType::Uuid => "uuid".into(),
+        }
+    }
+
+    /// The declared type recorded in a field's metadata, if any.
+    pub fn from_field(field: &Field) -> Option<PgType> {
+        let name = field.metadata().get(PG_TYPE_KEY)?;
+        Self::from_name(name)
+    }
+
+    /// Parse a name produced by [`PgType::name`].
+    pub fn from_name(name: &str) -> Option<PgType> {
+        let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+        let t = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+            .try_with_sql(name)
+            .ok()?
+            .parse_data_type()
+            .ok()?;
+        PgType::from_sql(&t).ok()
+    }
+
+    /// The wire type of values of this column.
+    pub fn wire(&self) -> Type {
+        match self {
+            PgType::Bool => Type::BOOL,
+            PgType::Int2 => Type::INT2,
+            PgType::Int4 => Type::INT4,
+            PgType::Int8 => Type::INT8,
+            PgType::Float4 => Type::FLOAT4,
+            PgType::Float8 => Type::FLOAT8,
+            PgType::Numeric { .. } => Type::NUMERIC,
+            PgType::Text => Type::TEXT,
+            PgType::Varchar(_) => Type::VARCHAR,
+            PgType::Char(_) => Type::BPCHAR,
+            PgType::Bytea => Type::BYTEA,
+            PgType::Date => Type::DATE,
+            PgType::Time => Type::TIME,
+            PgType::Timestamp => Type::TIMESTAMP,
+            PgType::Timestamptz => Type::TIMESTAMPTZ,
+            PgType::Interval => Type::INTERVAL,
+            PgType::Json => Type::JSON,
+            PgType::Jsonb => Type::JSONB,
+            PgType::Uuid => Type::UUID,
+        }
+    }
+
+    /// `atttypmod` as PostgreSQL computes it (-1 when the type has no modifier).
+    pub fn typmod(&self) -> i32 {
+        match self {
+            PgType::Varchar(Some(n)) | PgType::Char(Some(n)) => *n as i32 + 4,
+            PgType::Numeric {
+                precision: Some(p),
+                scale,
+            } => (((*p as i32) << 16) | (scale.unwrap_or(0) as i32 & 0xffff)) + 4,
+            _ => -1,
+        }
+    }
+}
+
+fn numeric(p: u64, s: i64) -> Result<PgType> {
+    if !(1..=38).contains(&p) {
+        return Err(BrookError::InvalidDefinition(format!(
+            "NUMERIC precision {p} must be between 1 and 38"
+        )));
+    }
+    if s < 0 || s as u64 > p {
+        return Err(BrookError::InvalidDefinition(format!(
+            "NUMERIC scale {s} must be between 0 and precision {p}"
+        )));
+    }
+    Ok(PgType::Numeric {
+        precision: Some(p as u8),
+        scale: Some(s as i8),
+    })
+}
+
+fn char_len(len: &Option<datafusion::sql::sqlparser::ast::CharacterLength>) -> Option<u32> {
+    use datafusion::sql::sqlparser::ast::CharacterLength;
+    match len {
+        Some(CharacterLength::IntegerLength { length, .. }) => Some(*length as u32),
+        _ => None,
+    }
+}
+
+/// The wire type for a result column: the declared type when the field carries one, else a
+/// mapping of the Arrow type.
+pub fn wire_type(field: &Field) -> Type {
+    if let Some(t) = PgType::from_field(field) {
+        if t.arrow() == *field.data_type() {
+            return t.wire();
+        }
+    }
+    arrow_wire_type(field.data_type())
+}
+
+/// The PostgreSQL wire type closest to an Arrow type.
+pub fn arrow_wire_type(dt: &DataType) -> Type {
+    match dt {
+        DataType::Boolean => Type::BOOL,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => Type::INT2,
+        DataType::Int32 | DataType::UInt16 => Type::INT4,
+        DataType::Int64 | DataType::UInt32 => Type::INT8,
+        DataType::UInt64
+        | DataType::Decimal128(_, _)
+        | DataType::Decimal256(_, _)
+        | DataType::Decimal32(_, _)
+        | DataType::Decimal64(_, _) => Type::NUMERIC,
+        DataType::Float16 | DataType::Float32 => Type::FLOAT4,
+        DataType::Float64 => Type::FLOAT8,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Type::TEXT,
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => Type::BYTEA,
+        DataType::Date32 | DataType::Date64 => Type::DATE,
+        DataType::Time32(_) | DataType::Time64(_) => Type::TIME,
+        DataType::Timestamp(_, None) => Type::TIMESTAMP,
+        DataType::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
+        DataType::Interval(_) | DataType::Duration(_) => Type::INTERVAL,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::ListView(f) => array_of(&arrow_wire_type(f.data_type())),
+        DataType::Dictionary(_, v) => arrow_wire_type(v),
+        _ => Type::TEXT,
+    }
+}
+
+fn array_of(t: &Type) -> Type {
+    match *t {
+        Type::BOOL => Type::BOOL_ARRAY,
+        Type::INT2 => Type::INT2_ARRAY,
+        Type::INT4 => Type::INT4_ARRAY,
+        Type::INT8 => Type::INT8_ARRAY,
+        Type::FLOAT4 => Type::FLOAT4_ARRAY,
+        Type::FLOAT8 => Type::FLOAT8_ARRAY,
+        Type::NUMERIC => Type::NUMERIC_ARRAY,
+        Type::DATE => Type::DATE_ARRAY,
+        Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
+        Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
+        _ => Type::TEXT_ARRAY,
+    }
+}
+
+/// The PostgreSQL name of a wire type, usable in `CAST(... AS name)`.
+pub fn cast_name(t: &Type) -> Option<&'static str> {
+    Some(match *t {
+        Type::BOOL => "boolean",
+        Type::INT2 => "smallint",
+        Type::INT4 => "integer",
+        Type::INT8 => "bigint",
+        Type::FLOAT4 => "real",
+        Type::FLOAT8 => "double precision",
+        Type::NUMERIC => "numeric",
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => "text",
+        Type::BYTEA => "bytea",
+        Type::DATE => "date",
+        Type::TIME => "time",
+        Type::TIMESTAMP => "timestamp",
+        Type::TIMESTAMPTZ => "timestamptz",
+        Type::INTERVAL => "interval",
+        Type::OID => "bigint",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for t in [
+            PgType::Int4,
+            PgType::Varchar(Some(10)),
+            PgType::Numeric {
+                precision: Some(10),
+                scale: Some(2),
+            },
+            PgType::Numeric {
+                precision: None,
+                scale: None,
+            },
+            PgType::Timestamptz,
+            PgType::Jsonb,
+            PgType::Char(Some(3)),
+        ] {
+            assert_eq!(
+                PgType::from_name(&t.name()),
+                Some(t.clone()),
+                "{}",
+                t.name()
+            );
+        }
+    }
+
+    #[test]
+    fn bad_numeric_precision_is_rejected() {
+        assert!(numeric(0, 0).is_err());
+        assert!(numeric(10, 11).is_err());
+    }
+}

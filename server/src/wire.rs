@@ -1,0 +1,872 @@
+//! The PostgreSQL wire protocol front end (pgwire): startup and authentication, simple and
+//! extended query protocol, COPY, cancel. Every error is mapped here, once, from
+//! [`BrookError`] to pgwire's `ErrorInfo`.
+
+use crate::copy::CopyOutEncoder;
+use crate::encode::{field_infos, RowEncoder};
+use crate::engine::{Engine, SERVER_VERSION};
+use crate::session::{Outcome, Session};
+use crate::types::cast_name;
+use async_trait::async_trait;
+use brook_common::BrookError;
+use brook_planner::rewrite::{bind_parameters, placeholder_count, BoundParam};
+use brook_planner::BrookStatement;
+use datafusion::arrow::datatypes::SchemaRef;
+use futures::{stream, Sink, SinkExt, StreamExt};
+use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
+use pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{
+    send_execution_response, send_query_response, ExtendedQueryHandler, SimpleQueryHandler,
+};
+use pgwire::api::results::{
+    CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat,
+    FieldInfo, QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PgWireServerHandlers,
+    Type,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
+use pgwire::messages::startup::Authentication;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Map a Brook error to the wire, once.
+pub fn to_pg(e: BrookError) -> PgWireError {
+    if let BrookError::Internal(m) = &e {
+        tracing::error!(error = %m, "internal error");
+    }
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".into(),
+        e.sqlstate().into(),
+        e.to_string(),
+    )))
+}
+
+fn fatal(code: &str, msg: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), code.into(), msg)))
+}
+
+/// Server configuration the front end needs.
+#[derive(Debug, Clone)]
+pub struct WireConfig {
+    /// Password of role `brook`; when set, SCRAM-SHA-256 is required of every connection.
+    pub password: Option<String>,
+}
+
+/// Creates the handlers of each new connection.
+pub struct Front {
+    engine: Arc<Engine>,
+    manager: Arc<ConnectionManager>,
+    config: WireConfig,
+}
+
+impl Front {
+    /// A front end over `engine`.
+    pub fn new(engine: Arc<Engine>, config: WireConfig) -> Self {
+        Front {
+            engine,
+            manager: Arc::new(ConnectionManager::new()),
+            config,
+        }
+    }
+
+    /// Handlers for one new connection.
+    pub fn connection(&self) -> ConnHandlers {
+        let handler = Arc::new(BrookHandler {
+            engine: self.engine.clone(),
+            session: Mutex::new(None),
+            parser: Arc::new(BrookParser),
+        });
+        ConnHandlers {
+            handler,
+            startup: Arc::new(Startup::new(
+                self.engine.clone(),
+                self.manager.clone(),
+                &self.config,
+            )),
+            cancel: Arc::new(DefaultCancelHandler::new(self.manager.clone())),
+        }
+    }
+}
+
+/// Handlers of one connection.
+pub struct ConnHandlers {
+    handler: Arc<BrookHandler>,
+    startup: Arc<Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl PgWireServerHandlers for ConnHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.handler.clone()
+    }
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.handler.clone()
+    }
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.handler.clone()
+    }
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.cancel.clone()
+    }
+}
+
+/// Parameter statuses sent at startup.
+#[derive(Debug)]
+struct Params;
+
+impl ServerParameterProvider for Params {
+    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let user = client.metadata().get("user").cloned().unwrap_or_default();
+        let app = client
+            .metadata()
+            .get("application_name")
+            .cloned()
+            .unwrap_or_default();
+        Some(HashMap::from([
+            ("server_version".to_string(), SERVER_VERSION.to_string()),
+            ("server_encoding".into(), "UTF8".into()),
+            ("client_encoding".into(), "UTF8".into()),
+            ("DateStyle".into(), "ISO, MDY".into()),
+            ("IntervalStyle".into(), "postgres".into()),
+            ("TimeZone".into(), "UTC".into()),
+            ("integer_datetimes".into(), "on".into()),
+            ("standard_conforming_strings".into(), "on".into()),
+            ("is_superuser".into(), "on".into()),
+            ("in_hot_standby".into(), "off".into()),
+            ("default_transaction_read_only".into(), "off".into()),
+            ("application_name".into(), app),
+            ("session_authorization".into(), user),
+        ]))
+    }
+}
+
+/// The password of role `brook`, for SCRAM.
+#[derive(Debug)]
+struct PasswordSource {
+    salted: Vec<u8>,
+    salt: Vec<u8>,
+}
+
+#[async_trait]
+impl AuthSource for PasswordSource {
+    // The trait declares this signature with an elided lifetime; matching it exactly is required.
+    #[allow(elided_lifetimes_in_paths)]
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        if login.user() != Some("brook") {
+            return Err(fatal(
+                "28P01",
+                format!(
+                    "password authentication failed for user \"{}\"",
+                    login.user().unwrap_or("")
+                ),
+            ));
+        }
+        Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
+    }
+}
+
+/// Startup: checks the database exists, then trust (loopback, no password) or SCRAM.
+pub struct Startup {
+    engine: Arc<Engine>,
+    manager: Arc<ConnectionManager>,
+    scram: Option<SASLAuthStartupHandler<Params>>,
+}
+
+const SCRAM_ITERATIONS: usize = 4096;
+
+impl Startup {
+    fn new(engine: Arc<Engine>, manager: Arc<ConnectionManager>, config: &WireConfig) -> Self {
+        let scram = config.password.as_ref().map(|pw| {
+            let salt: Vec<u8> = (0..16).map(|_| rand_byte()).collect();
+            let salted = gen_salted_password(pw, &salt, SCRAM_ITERATIONS);
+            let mut auth = ScramAuth::new(Arc::new(PasswordSource { salted, salt }));
+            auth.set_iterations(SCRAM_ITERATIONS);
+            SASLAuthStartupHandler::new(Arc::new(Params))
+                .with_scram(auth)
+                .with_connection_manager(manager.clone())
+        });
+        Startup {
+            engine,
+            manager,
+            scram,
+        }
+    }
+}
+
+/// Random bytes for salts, from the OS via std's hasher seed (no extra crate).
+fn rand_byte() -> u8 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    h.finish() as u8
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            let db = startup
+                .parameters
+                .get("database")
+                .cloned()
+                .unwrap_or_else(|| crate::catalog::DEFAULT_DATABASE.into());
+            let db = if db.is_empty() {
+                crate::catalog::DEFAULT_DATABASE.to_string()
+            } else {
+                db
+            };
+            if self.engine.catalog.read().database(&db).is_err() {
+                return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
+            }
+        }
+        if let Some(scram) = &self.scram {
+            return scram.on_startup(client, message).await;
+        }
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            pgwire::api::auth::protocol_negotiation(client, startup).await?;
+            pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
+            let pid = std::process::id() as i32 ^ (rand_byte() as i32) << 16 ^ rand_byte() as i32;
+            let secret = pgwire::messages::startup::SecretKey::I32(
+                ((rand_byte() as i32) << 24) | ((rand_byte() as i32) << 8) | rand_byte() as i32,
+            );
+            client.set_pid_and_secret_key(pid, secret.clone());
+            let (handle, guard) = self.manager.register(pid, secret);
+            client.session_extensions().insert(handle);
+            client.session_extensions().insert(guard);
+            client
+                .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
+                .await?;
+            if let Some(params) = Params.server_parameters(client) {
+                for (k, v) in params {
+                    client
+                        .feed(PgWireBackendMessage::ParameterStatus(
+                            pgwire::messages::startup::ParameterStatus::new(k, v),
+                        ))
+                        .await?;
+                }
+            }
+            let (pid, key) = client.pid_and_secret_key();
+            client
+                .feed(PgWireBackendMessage::BackendKeyData(
+                    pgwire::messages::startup::BackendKeyData::new(pid, key),
+                ))
+                .await?;
+            client
+                .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                    TransactionStatus::Idle,
+                )))
+                .await?;
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+        }
+        Ok(())
+    }
+}
+
+/// A prepared statement of the extended protocol.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The parsed statement (None: empty query).
+    pub stmt: Option<BrookStatement>,
+    /// Parameter types (declared by the client or inferred).
+    pub params: Vec<Type>,
+    /// Result schema, when known at Parse time.
+    pub schema: Option<SchemaRef>,
+}
+
+/// Parses statements for the extended protocol.
+#[derive(Debug)]
+pub struct BrookParser;
+
+#[async_trait]
+impl QueryParser for BrookParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut stmts = brook_planner::parse_sql(sql).map_err(to_pg)?;
+        if stmts.len() > 1 {
+            return Err(to_pg(BrookError::Syntax(
+                "cannot insert multiple commands into a prepared statement".into(),
+            )));
+        }
+        let stmt = stmts.pop();
+        let n = match &stmt {
+            Some(BrookStatement::Sql(s)) => placeholder_count(s),
+            _ => 0,
+        };
+        let params = (0..n.max(types.len()))
+            .map(|i| types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN))
+            .collect();
+        Ok(Some(Prepared {
+            stmt,
+            params,
+            schema: None,
+        }))
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.params.clone())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(match &stmt.schema {
+            Some(s) => field_infos(s, &|i| {
+                format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text)
+            }),
+            None => vec![],
+        })
+    }
+}
+
+/// Per-connection query, extended-query and COPY handler.
+pub struct BrookHandler {
+    engine: Arc<Engine>,
+    session: Mutex<Option<Session>>,
+    parser: Arc<BrookParser>,
+}
+
+impl BrookHandler {
+    /// The session, created on first use from the startup parameters.
+    async fn session<'a, C: ClientInfo>(
+        &'a self,
+        client: &C,
+    ) -> PgWireResult<tokio::sync::MutexGuard<'a, Option<Session>>> {
+        let mut g = self.session.lock().await;
+        if g.is_none() {
+            let user = client
+                .metadata()
+                .get("user")
+                .cloned()
+                .unwrap_or_else(|| "brook".into());
+            let dbname = client
+                .metadata()
+                .get("database")
+                .cloned()
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| crate::catalog::DEFAULT_DATABASE.into());
+            let db = self.engine.database(&dbname).map_err(to_pg)?;
+            *g = Some(Session::new(self.engine.clone(), db, user));
+        }
+        Ok(g)
+    }
+
+    /// Turn an outcome into a pgwire response.
+    fn respond(outcome: Outcome, format: &dyn Fn(usize) -> FieldFormat) -> PgWireResult<Response> {
+        Ok(match outcome {
+            Outcome::Rows {
+                schema,
+                stream,
+                tag,
+            } => Response::Query(rows_response(&schema, stream, tag, format)),
+            Outcome::Command(tag) => Response::Execution(command_tag(&tag)),
+            Outcome::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
+            Outcome::TxnEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
+            Outcome::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(
+                i8::from(binary),
+                columns,
+                stream::empty(),
+            )),
+            Outcome::CopyOut { opts, stream: rows } => {
+                let columns = rows.schema().fields().len();
+                let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
+                let data = rows.flat_map(move |b| {
+                    let items: Vec<PgWireResult<CopyData>> =
+                        match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
+                            Ok(lines) => lines
+                                .into_iter()
+                                .map(|l| Ok(CopyData::new(l.into())))
+                                .collect(),
+                            Err(e) => vec![Err(to_pg(e))],
+                        };
+                    stream::iter(items)
+                });
+                Response::CopyOut(CopyResponse::new(0, columns, data))
+            }
+        })
+    }
+}
+
+fn command_tag(tag: &str) -> Tag {
+    // "INSERT 0 3" / "UPDATE 2" / "CREATE TABLE": split a trailing row count off.
+    let mut parts: Vec<&str> = tag.split(' ').collect();
+    match parts.last().and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) if parts.len() > 1 => {
+            parts.pop();
+            if parts.len() == 2 && parts[0] == "INSERT" {
+                return Tag::new("INSERT").with_oid(0).with_rows(n);
+            }
+            Tag::new(&parts.join(" ")).with_rows(n)
+        }
+        _ => Tag::new(tag),
+    }
+}
+
+fn rows_response(
+    schema: &SchemaRef,
+    stream: datafusion::execution::SendableRecordBatchStream,
+    tag: &str,
+    format: &dyn Fn(usize) -> FieldFormat,
+) -> QueryResponse {
+    let fields = Arc::new(field_infos(schema, format));
+    let mut enc = RowEncoder::new(fields.clone());
+    let rows = stream.flat_map(move |b| {
+        let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> =
+            match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
+                Ok(rows) => rows.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(to_pg(e))],
+            };
+        stream::iter(items)
+    });
+    let mut r = QueryResponse::new(fields, rows);
+    r.set_command_tag(tag);
+    r
+}
+
+fn is_txn_control(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Commit { .. } | S::Rollback { .. }))
+}
+
+fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Rollback { savepoint: Some(_), .. }))
+}
+
+#[async_trait]
+impl SimpleQueryHandler for BrookHandler {
+    /// Runs each statement of the query string in turn, stopping at the first error, and
+    /// keeps PostgreSQL's transaction status (including 25P02 in failed transactions).
+    async fn on_query<C>(
+        &self,
+        client: &mut C,
+        query: pgwire::messages::simplequery::Query,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let stmts = match brook_planner::parse_sql(&query.query) {
+            Ok(s) => s,
+            Err(e) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Err(to_pg(e));
+            }
+        };
+        if stmts.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    pgwire::messages::response::EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        let cancel = match client
+            .session_extensions()
+            .get::<Arc<pgwire::api::ConnectionHandle>>()
+        {
+            Some(h) => Some(h.start_query().await),
+            None => None,
+        };
+        let mut cancel = cancel.map(Box::pin);
+        for stmt in stmts {
+            if status == TransactionStatus::Error && !is_txn_control(&stmt) {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(
+                        ErrorInfo::from(to_pg(BrookError::InFailedTransaction)).into(),
+                    ))
+                    .await?;
+                break;
+            }
+            let rollback_to = is_rollback_to_savepoint(&stmt);
+            let commit_in_failed = status == TransactionStatus::Error;
+            let run = async {
+                let mut g = self.session(client).await?;
+                let s = g
+                    .as_mut()
+                    .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+                s.execute(stmt).await.map_err(to_pg)
+            };
+            let outcome = match cancel.as_mut() {
+                Some(rx) => tokio::select! {
+                    r = run => r,
+                    _ = rx => Err(to_pg(BrookError::Canceled)),
+                },
+                None => run.await,
+            };
+            let outcome = match outcome.and_then(|o| Self::respond(o, &|_| FieldFormat::Text)) {
+                Ok(o) => o,
+                Err(e) => {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(
+                            ErrorInfo::from(e).into(),
+                        ))
+                        .await?;
+                    status = status.to_error_state();
+                    break;
+                }
+            };
+            match outcome {
+                Response::Query(q) => {
+                    if let Err(e) = send_query_response(client, q, true).await {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(
+                                ErrorInfo::from(e).into(),
+                            ))
+                            .await?;
+                        status = status.to_error_state();
+                        break;
+                    }
+                }
+                Response::Execution(tag) => {
+                    send_execution_response(client, tag).await?;
+                    if rollback_to && status == TransactionStatus::Error {
+                        status = TransactionStatus::Transaction;
+                    }
+                }
+                Response::TransactionStart(tag) => {
+                    send_execution_response(client, tag).await?;
+                    status = status.to_in_transaction_state();
+                }
+                Response::TransactionEnd(tag) => {
+                    let tag = if commit_in_failed {
+                        Tag::new("ROLLBACK")
+                    } else {
+                        tag
+                    };
+                    send_execution_response(client, tag).await?;
+                    status = TransactionStatus::Idle;
+                }
+                Response::CopyIn(r) => {
+                    pgwire::api::copy::send_copy_in_response(client, r).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    client.set_transaction_status(status);
+                    return Ok(());
+                }
+                Response::CopyOut(r) => {
+                    if let Err(e) = pgwire::api::copy::send_copy_out_response(client, r).await {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(
+                                ErrorInfo::from(e).into(),
+                            ))
+                            .await?;
+                        status = status.to_error_state();
+                        break;
+                    }
+                }
+                Response::Error(e) => {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                        .await?;
+                    status = status.to_error_state();
+                    break;
+                }
+                Response::EmptyQuery | Response::CopyBoth(_) => {}
+            }
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Err(to_pg(BrookError::internal(
+            "simple queries are handled by on_query",
+        )))
+    }
+}
+
+/// Decode the bound parameters of a portal to PostgreSQL text with their cast types.
+fn bound_params(portal: &Portal<Prepared>) -> PgWireResult<Vec<BoundParam>> {
+    let types = &portal.statement.statement.params;
+    let declared = &portal.statement.parameter_types;
+    let mut out = Vec::with_capacity(portal.parameter_len());
+    for i in 0..portal.parameter_len() {
+        let ty = declared
+            .get(i)
+            .cloned()
+            .flatten()
+            .or_else(|| types.get(i).cloned())
+            .unwrap_or(Type::UNKNOWN);
+        let raw = portal.parameters.get(i).cloned().flatten();
+        let text = match raw {
+            None => None,
+            Some(bytes) if !portal.parameter_format.is_binary(i) => {
+                Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
+                    to_pg(BrookError::InvalidText(
+                        "invalid byte sequence for encoding \"UTF8\" in parameter".into(),
+                    ))
+                })?)
+            }
+            Some(bytes) => Some(binary_param_text(&bytes, &ty).map_err(to_pg)?),
+        };
+        out.push(BoundParam {
+            text,
+            type_name: cast_name(&ty).map(str::to_string),
+        });
+    }
+    Ok(out)
+}
+
+/// A binary-format parameter as PostgreSQL text.
+fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookError> {
+    use postgres_types::FromSql;
+    let bad = |e: Box<dyn std::error::Error + Sync + Send>| {
+        BrookError::Protocol(format!(
+            "incorrect binary data format in bind parameter: {e}"
+        ))
+    };
+    Ok(match *ty {
+        Type::BOOL => bool::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT2 => i16::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT4 => i32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT8 => i64::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::OID => u32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::FLOAT4 => f32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::FLOAT8 => f64::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::NUMERIC => rust_decimal::Decimal::from_sql(ty, b)
+            .map_err(bad)?
+            .to_string(),
+        Type::DATE => chrono::NaiveDate::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::TIMESTAMP => chrono::NaiveDateTime::from_sql(ty, b)
+            .map_err(bad)?
+            .to_string(),
+        Type::TIMESTAMPTZ => chrono::DateTime::<chrono::Utc>::from_sql(ty, b)
+            .map_err(bad)?
+            .naive_utc()
+            .to_string(),
+        Type::BYTEA => {
+            let mut s = String::from("\\x");
+            for x in b {
+                s.push_str(&format!("{x:02x}"));
+            }
+            s
+        }
+        _ => String::from_utf8(b.to_vec()).map_err(|_| {
+            BrookError::Protocol(format!(
+                "binary parameters of type {} are not supported",
+                ty.name()
+            ))
+        })?,
+    })
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for BrookHandler {
+    type Statement = Prepared;
+    type QueryParser = BrookParser;
+
+    fn query_parser(&self) -> Arc<BrookParser> {
+        self.parser.clone()
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        target: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = &target.statement;
+        let Some(stmt) = &p.stmt else {
+            return Ok(DescribeStatementResponse::no_data());
+        };
+        let g = self.session(client).await?;
+        let s = g
+            .as_ref()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let (types, schema) = s
+            .describe_with_params(stmt, &p.params)
+            .await
+            .map_err(to_pg)?;
+        let fields = schema
+            .map(|sc| field_infos(&sc, &|_| FieldFormat::Text))
+            .unwrap_or_default();
+        Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(stmt) = portal.statement.statement.stmt.clone() else {
+            return Ok(DescribePortalResponse::no_data());
+        };
+        let stmt = bind(stmt, &bound_params(portal)?)?;
+        let g = self.session(client).await?;
+        let s = g
+            .as_ref()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let schema = s.describe(&stmt).await.map_err(to_pg)?;
+        Ok(match schema {
+            Some(sc) if !sc.fields().is_empty() => {
+                DescribePortalResponse::new(field_infos(&sc, &|i| {
+                    portal.result_column_format.format_for(i)
+                }))
+            }
+            _ => DescribePortalResponse::no_data(),
+        })
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(stmt) = portal.statement.statement.stmt.clone() else {
+            return Ok(Response::EmptyQuery);
+        };
+        if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
+            return Err(to_pg(BrookError::InFailedTransaction));
+        }
+        let stmt = bind(stmt, &bound_params(portal)?)?;
+        let mut g = self.session(client).await?;
+        let s = g
+            .as_mut()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let outcome = s.execute(stmt).await.map_err(to_pg)?;
+        let fmt = portal.result_column_format.clone();
+        Self::respond(outcome, &|i| fmt.format_for(i))
+    }
+}
+
+fn bind(stmt: BrookStatement, params: &[BoundParam]) -> PgWireResult<BrookStatement> {
+    match stmt {
+        BrookStatement::Sql(mut s) => {
+            bind_parameters(&mut s, params).map_err(to_pg)?;
+            Ok(BrookStatement::Sql(s))
+        }
+        other => Ok(other),
+    }
+}
+
+#[async_trait]
+impl CopyHandler for BrookHandler {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut g = self.session.lock().await;
+        let s = g
+            .as_mut()
+            .ok_or_else(|| to_pg(BrookError::Protocol("COPY data without a session".into())))?;
+        let r = s.copy_data(&copy_data.data).map_err(to_pg);
+        if r.is_err() && matches!(client.state(), PgWireConnectionState::CopyInProgress(false)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+        }
+        r
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let n = {
+            let mut g = self.session.lock().await;
+            let s = g
+                .as_mut()
+                .ok_or_else(|| to_pg(BrookError::Protocol("CopyDone without a session".into())))?;
+            s.copy_done().map_err(to_pg)?
+        };
+        client
+            .send(PgWireBackendMessage::CommandComplete(
+                Tag::new("COPY").with_rows(n).into(),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(s) = self.session.lock().await.as_mut() {
+            s.copy_fail();
+        }
+        to_pg(BrookError::BadCopyFormat(format!(
+            "COPY from stdin failed: {}",
+            fail.message
+        )))
+    }
+}

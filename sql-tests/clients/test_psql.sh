@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# psql: connect, meta-commands, COPY FROM STDIN / TO STDOUT, error reporting.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+start_brook
+P=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -At)
+check() { # expected actual what
+  if [ "$1" != "$2" ]; then echo "psql: $3: expected [$1] got [$2]"; exit 1; fi
+}
+"${P[@]}" -c "CREATE TABLE items (id int PRIMARY KEY, name text, price numeric(10,2))" >/dev/null
+printf '1\tapple\t1.50\n2\tpear\t\\N\n' | "${P[@]}" -c "COPY items FROM STDIN" >/dev/null
+check "2" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after COPY"
+check "1|apple|1.50" "$("${P[@]}" -c "SELECT * FROM items WHERE id = 1")" "row"
+printf 'id,name,price\n3,"fig, dried",2\n' | "${P[@]}" -c "COPY items FROM STDIN WITH (FORMAT csv, HEADER)" >/dev/null
+check $'1,apple,1.50\n2,pear,\n3,"fig, dried",2.00' "$("${P[@]}" -c "COPY (SELECT * FROM items ORDER BY id) TO STDOUT WITH (FORMAT csv)")" "COPY TO csv"
+# a bad row aborts the whole COPY: nothing of it is visible
+if printf '4\tok\t1\nfive\tbad\t1\n' | "${P[@]}" -c "COPY items FROM STDIN" 2>/tmp/psql_err.$$; then echo "bad COPY succeeded"; exit 1; fi
+grep -q 'invalid input syntax for type integer' /tmp/psql_err.$$ || { echo "psql: wrong error: $(cat /tmp/psql_err.$$)"; exit 1; }
+check "3" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after failed COPY"
+# meta-commands
+"${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
+"${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }
+rm -f /tmp/psql_err.$$

@@ -1,0 +1,345 @@
+//! End-to-end test support: start a `brook` server process on a free port with a fresh data
+//! directory, connect to it over the wire, and run sqllogictest files against it.
+//!
+//! # Layout
+//! - [`BrookServer`]: a server process owned by a test (killed on drop).
+//! - [`SltClient`]: the sqllogictest database adapter, in simple or extended protocol mode.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Path of the `brook` binary: `$BROOK_BIN`, else next to the test executable's target dir.
+pub fn brook_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("BROOK_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> -> target/<profile>/brook
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let bin = dir.join("brook");
+    assert!(
+        bin.exists(),
+        "brook binary not found at {}; run `cargo build -p brook` first",
+        bin.display()
+    );
+    bin
+}
+
+/// A running server process.
+pub struct BrookServer {
+    child: Option<Child>,
+    /// `host:port` it listens on.
+    pub addr: String,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl BrookServer {
+    /// Start on a fresh temporary data directory.
+    pub fn start() -> BrookServer {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut s = Self::start_on(&dir, &[]).expect("server starts");
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// Start on `data_dir` (kept), with extra environment.
+    pub fn start_on(data_dir: &Path, env: &[(&str, &str)]) -> Result<BrookServer, String> {
+        let mut cmd = Command::new(brook_bin());
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .env_remove("BROOK_PASSWORD")
+            .env("BROOK_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("spawn brook: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            match lines.next() {
+                Some(Ok(l)) => {
+                    if let Some(a) = l.strip_prefix("brook listening on ") {
+                        break a.trim().to_string();
+                    }
+                }
+                _ => {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        use std::io::Read;
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    let _ = child.wait();
+                    return Err(format!("brook exited before listening: {err}"));
+                }
+            }
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("[brook] {l}");
+                }
+            });
+        }
+        Ok(BrookServer {
+            child: Some(child),
+            addr,
+            data_dir: data_dir.to_path_buf(),
+            _tmp: None,
+        })
+    }
+
+    /// Port it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port")
+    }
+
+    /// libpq-style connection string for database `db`.
+    pub fn conn_str(&self, db: &str) -> String {
+        format!("host=127.0.0.1 port={} user=brook dbname={db}", self.port())
+    }
+
+    /// Connect with tokio-postgres.
+    pub async fn connect(&self, db: &str) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.conn_str(db), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        client
+    }
+
+    /// Kill with SIGKILL (no shutdown work at all) and wait for the process to be gone.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY-free: std's kill sends SIGKILL on Unix.
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Pid of the process.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+}
+
+impl Drop for BrookServer {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Protocol mode of the sqllogictest adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Simple query protocol: results as PostgreSQL text.
+    Simple,
+    /// Extended protocol (Parse/Bind/Execute) with binary results, rendered as text here.
+    Extended,
+}
+
+/// sqllogictest adapter over tokio-postgres.
+pub struct SltClient {
+    client: tokio_postgres::Client,
+    mode: Mode,
+}
+
+impl SltClient {
+    /// Wrap a connected client.
+    pub fn new(client: tokio_postgres::Client, mode: Mode) -> Self {
+        SltClient { client, mode }
+    }
+}
+
+/// Errors as sqllogictest sees them: the server's message (and SQLSTATE).
+#[derive(Debug)]
+pub struct SltError(pub String);
+
+impl std::fmt::Display for SltError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SltError {}
+
+fn pg_err(e: tokio_postgres::Error) -> SltError {
+    match e.as_db_error() {
+        Some(d) => SltError(format!("{} (SQLSTATE {})", d.message(), d.code().code())),
+        None => SltError(e.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl sqllogictest::AsyncDB for SltClient {
+    type Error = SltError;
+    type ColumnType = sqllogictest::DefaultColumnType;
+
+    async fn run(
+        &mut self,
+        sql: &str,
+    ) -> Result<sqllogictest::DBOutput<Self::ColumnType>, SltError> {
+        match self.mode {
+            Mode::Simple => run_simple(&self.client, sql).await,
+            Mode::Extended => run_extended(&self.client, sql).await,
+        }
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        "brook"
+    }
+
+    async fn sleep(dur: Duration) {
+        tokio::time::sleep(dur).await
+    }
+}
+
+async fn run_simple(
+    client: &tokio_postgres::Client,
+    sql: &str,
+) -> Result<sqllogictest::DBOutput<sqllogictest::DefaultColumnType>, SltError> {
+    use tokio_postgres::SimpleQueryMessage as M;
+    let msgs = client.simple_query(sql).await.map_err(pg_err)?;
+    let mut rows = Vec::new();
+    let mut width = None;
+    let mut count = 0;
+    for m in msgs {
+        match m {
+            M::Row(r) => {
+                rows.push((0..r.len()).map(|i| cell(r.get(i))).collect::<Vec<_>>());
+            }
+            M::RowDescription(d) => width = Some(d.len()),
+            M::CommandComplete(n) => count = n,
+            _ => {}
+        }
+    }
+    Ok(match width {
+        Some(w) => sqllogictest::DBOutput::Rows {
+            types: vec![sqllogictest::DefaultColumnType::Any; w],
+            rows,
+        },
+        None => sqllogictest::DBOutput::StatementComplete(count),
+    })
+}
+
+fn cell(v: Option<&str>) -> String {
+    match v {
+        None => "NULL".into(),
+        Some("") => "(empty)".into(),
+        Some(s) => s.to_string(),
+    }
+}
+
+async fn run_extended(
+    client: &tokio_postgres::Client,
+    sql: &str,
+) -> Result<sqllogictest::DBOutput<sqllogictest::DefaultColumnType>, SltError> {
+    let stmt = client.prepare(sql).await.map_err(pg_err)?;
+    if stmt.columns().is_empty() {
+        let n = client.execute(&stmt, &[]).await.map_err(pg_err)?;
+        return Ok(sqllogictest::DBOutput::StatementComplete(n));
+    }
+    let rows = client.query(&stmt, &[]).await.map_err(pg_err)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut line = Vec::with_capacity(r.len());
+        for (i, c) in r.columns().iter().enumerate() {
+            line.push(render(r, i, c.type_())?);
+        }
+        out.push(line);
+    }
+    Ok(sqllogictest::DBOutput::Rows {
+        types: vec![sqllogictest::DefaultColumnType::Any; stmt.columns().len()],
+        rows: out,
+    })
+}
+
+/// Render a binary-format value the way PostgreSQL's text output would show it.
+fn render(
+    r: &tokio_postgres::Row,
+    i: usize,
+    ty: &tokio_postgres::types::Type,
+) -> Result<String, SltError> {
+    use tokio_postgres::types::Type;
+    let e = |e: tokio_postgres::Error| SltError(e.to_string());
+    macro_rules! get {
+        ($t:ty, $f:expr) => {
+            r.try_get::<_, Option<$t>>(i).map_err(e)?.map($f)
+        };
+    }
+    let v: Option<String> = match *ty {
+        Type::BOOL => get!(bool, |b| if b { "t".to_string() } else { "f".to_string() }),
+        Type::INT2 => get!(i16, |v| v.to_string()),
+        Type::INT4 => get!(i32, |v| v.to_string()),
+        Type::INT8 => get!(i64, |v| v.to_string()),
+        Type::FLOAT4 => get!(f32, |v| pg_float(v as f64, 6, Some(v))),
+        Type::FLOAT8 => get!(f64, |v| pg_float(v, 15, None)),
+        Type::NUMERIC => get!(rust_decimal::Decimal, |v| v.to_string()),
+        Type::DATE => get!(chrono::NaiveDate, |v| v.to_string()),
+        Type::TIMESTAMP => get!(chrono::NaiveDateTime, |v| v.to_string()),
+        Type::TIMESTAMPTZ => get!(chrono::DateTime<chrono::Utc>, |v| format!(
+            "{}+00",
+            v.naive_utc()
+        )),
+        Type::BYTEA => get!(Vec<u8>, |v| format!(
+            "\\x{}",
+            v.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )),
+        _ => get!(String, |v| v),
+    };
+    Ok(cell(v.as_deref()))
+}
+
+/// PostgreSQL's shortest float text (exponent form when exp < -4 or >= digits).
+pub fn pg_float(v: f64, digits: i32, f32v: Option<f32>) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let sci = match f32v {
+        Some(f) => format!("{f:e}"),
+        None => format!("{v:e}"),
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= digits {
+        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    } else {
+        match f32v {
+            Some(f) => format!("{f}"),
+            None => format!("{v}"),
+        }
+    }
+}
