@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
-# Installs the clients the tests drive (idempotent: skips what is present).
+# Installs the clients and servers the tests drive (idempotent: skips what is present).
 set -euo pipefail
 need_apt=()
 command -v psql >/dev/null || need_apt+=(postgresql-client)
+[ -f /usr/share/java/postgresql.jar ] || need_apt+=(libpostgresql-jdbc-java)
+odbcinst -q -d 2>/dev/null | grep -q 'PostgreSQL Unicode' || need_apt+=(odbc-postgresql unixodbc unixodbc-dev)
+command -v javac >/dev/null || need_apt+=(default-jdk-headless)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "== installing ${need_apt[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  echo "== apt-get install ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+need_pip=()
+python3 -c 'import psycopg' 2>/dev/null || need_pip+=('psycopg[binary]')
+python3 -c 'import pg8000' 2>/dev/null || need_pip+=(pg8000)
+python3 -c 'import pyodbc' 2>/dev/null || need_pip+=(pyodbc)
+python3 -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
+if [ ${#need_pip[@]} -gt 0 ]; then
+  echo "== pip install ${need_pip[*]}"
+  python3 -m pip install -q --disable-pip-version-check "${need_pip[@]}"
 fi

@@ -101,6 +101,12 @@ pub enum BrookError {
     /// 42P16 / 42601 family for bad definitions (e.g. duplicate column in CREATE).
     #[error("{0}")]
     InvalidDefinition(String),
+    /// 55000: object not in the required state (e.g. FETCH BACKWARD on a forward cursor).
+    #[error("{0}")]
+    ObjectState(String),
+    /// 55006: object in use (e.g. DROP DATABASE with sessions connected).
+    #[error("{0}")]
+    ObjectInUse(String),
     /// XX000: a bug in Brook.
     #[error("internal error: {0}")]
     Internal(String),
@@ -138,6 +144,8 @@ impl BrookError {
             BrookError::Auth(_) => "28P01",
             BrookError::Io(_) => "58030",
             BrookError::InvalidDefinition(_) => "42P16",
+            BrookError::ObjectState(_) => "55000",
+            BrookError::ObjectInUse(_) => "55006",
             BrookError::Internal(_) => "XX000",
         }
     }

@@ -195,6 +195,8 @@ fn figure_colname(e: &Expr) -> Option<String> {
         Expr::TypedString(ts) => Some(type_colname(&ts.data_type)),
         Expr::Nested(inner) => figure_colname(inner),
         Expr::Case { .. } => Some("case".into()),
+        // PostgreSQL reads TRUE/FALSE as 't'::bool / 'f'::bool
+        Expr::Value(v) if matches!(v.value, Value::Boolean(_)) => Some("bool".into()),
         Expr::Exists { .. } => Some("exists".into()),
         Expr::Subquery(q) => {
             let s = leftmost_select(&q.body)?;

@@ -405,11 +405,9 @@ impl Engine {
             )));
         }
         if self.database_in_use(name) {
-            return Err(BrookError::DuplicateObject {
-                what: "database",
-                name: format!("{name}\" is being accessed by other users; \""),
-                code: "55006",
-            });
+            return Err(BrookError::ObjectInUse(format!(
+                "database \"{name}\" is being accessed by other users"
+            )));
         }
         let removed = self
             .catalog

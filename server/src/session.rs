@@ -119,6 +119,53 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     /// COPY FROM STDIN in progress.
     pub copy_in: Option<CopyIn>,
+    cursors: std::collections::HashMap<String, Cursor>,
+}
+
+/// An open cursor (`DECLARE name CURSOR FOR query`): the query's result stream, read on
+/// demand by FETCH so that only what the client asked for is materialized.
+struct Cursor {
+    schema: SchemaRef,
+    /// Behind a mutex only to make the session `Sync`; it is reached through `&mut self`
+    /// (`get_mut`), never locked.
+    stream: std::sync::Mutex<SendableRecordBatchStream>,
+    /// A batch partly handed out, and how many of its rows were.
+    pending: Option<(RecordBatch, usize)>,
+    /// `WITH HOLD`: survives the end of the transaction.
+    hold: bool,
+}
+
+impl Cursor {
+    /// Up to `n` next rows (all remaining when `n` is None).
+    async fn fetch(&mut self, n: Option<usize>) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        let mut want = n.unwrap_or(usize::MAX);
+        while want > 0 {
+            let (batch, off) = match self.pending.take() {
+                Some(p) => p,
+                None => match self
+                    .stream
+                    .get_mut()
+                    .map_err(|_| BrookError::internal("cursor poisoned"))?
+                    .next()
+                    .await
+                {
+                    Some(b) => (b?, 0),
+                    None => break,
+                },
+            };
+            let left = batch.num_rows() - off;
+            let take = left.min(want);
+            if take > 0 {
+                out.push(batch.slice(off, take));
+            }
+            want -= take;
+            if off + take < batch.num_rows() {
+                self.pending = Some((batch, off + take));
+            }
+        }
+        Ok(out)
+    }
 }
 
 fn default_settings() -> BTreeMap<String, String> {
@@ -200,6 +247,7 @@ impl Session {
             user,
             settings: default_settings(),
             copy_in: None,
+            cursors: Default::default(),
         }
     }
 
@@ -305,11 +353,9 @@ impl Session {
                     for n in &names {
                         let name = object_parts(n)?.join(".");
                         if name == self.db.name {
-                            return Err(BrookError::DuplicateObject {
-                                what: "database",
-                                name: format!("{name}\" is the current database; \""),
-                                code: "55006",
-                            });
+                            return Err(BrookError::ObjectInUse(format!(
+                                "cannot drop the currently open database \"{name}\""
+                            )));
                         }
                         self.engine.drop_database(&name, if_exists)?;
                     }
@@ -343,10 +389,32 @@ impl Session {
             Statement::AlterTable(at) => self.alter_table(at).await,
             Statement::Truncate(t) => self.truncate(t).await,
             Statement::StartTransaction { .. } => Ok(Outcome::TxnStart("BEGIN".into())),
-            Statement::Commit { .. } => Ok(Outcome::TxnEnd("COMMIT".into())),
+            Statement::Commit { .. } => {
+                self.end_transaction();
+                Ok(Outcome::TxnEnd("COMMIT".into()))
+            }
             Statement::Rollback {
                 savepoint: None, ..
-            } => Ok(Outcome::TxnEnd("ROLLBACK".into())),
+            } => {
+                self.end_transaction();
+                Ok(Outcome::TxnEnd("ROLLBACK".into()))
+            }
+            Statement::Declare { stmts } => self.declare(stmts).await,
+            Statement::Fetch {
+                name, direction, ..
+            } => self.fetch(&name, &direction).await,
+            Statement::Close { cursor } => {
+                match cursor {
+                    ast::CloseCursor::All => self.cursors.clear(),
+                    ast::CloseCursor::Specific { name } => {
+                        let n = ident_name(&name);
+                        if self.cursors.remove(&n).is_none() {
+                            return Err(BrookError::UndefinedCursor(n));
+                        }
+                    }
+                }
+                Ok(Outcome::Command("CLOSE CURSOR".into()))
+            }
             Statement::Rollback {
                 savepoint: Some(_), ..
             } => Ok(Outcome::Command("ROLLBACK".into())),
@@ -362,6 +430,86 @@ impl Session {
                 first_words(&other.to_string())
             ))),
         }
+    }
+
+    /// COMMIT/ROLLBACK close the cursors not declared WITH HOLD.
+    fn end_transaction(&mut self) {
+        self.cursors.retain(|_, c| c.hold);
+    }
+
+    async fn declare(&mut self, stmts: Vec<ast::Declare>) -> Result<Outcome> {
+        for d in stmts {
+            let [name] = d.names.as_slice() else {
+                return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+            };
+            let name = ident_name(name);
+            let Some(q) = d.for_query else {
+                return Err(BrookError::Syntax(
+                    "DECLARE CURSOR needs FOR <query>".into(),
+                ));
+            };
+            if d.scroll == Some(true) {
+                return Err(BrookError::unsupported(
+                    "SCROLL cursors (cursors scan forward only)",
+                ));
+            }
+            if self.cursors.contains_key(&name) {
+                return Err(BrookError::DuplicateObject {
+                    what: "cursor",
+                    name,
+                    code: "42P03",
+                });
+            }
+            let mut stmt = Statement::Query(q);
+            let names = brook_planner::rewrite::output_names(&stmt);
+            pg_literals(&mut stmt);
+            let Outcome::Rows { schema, stream, .. } =
+                self.run_query(stmt, "SELECT", names).await?
+            else {
+                return Err(BrookError::internal("query did not produce rows"));
+            };
+            self.cursors.insert(
+                name,
+                Cursor {
+                    schema,
+                    stream: std::sync::Mutex::new(stream),
+                    pending: None,
+                    hold: d.hold == Some(true),
+                },
+            );
+        }
+        Ok(Outcome::Command("DECLARE CURSOR".into()))
+    }
+
+    async fn fetch(&mut self, name: &Ident, direction: &ast::FetchDirection) -> Result<Outcome> {
+        use ast::FetchDirection as D;
+        let count = |v: &ast::ValueWithSpan| -> Result<usize> {
+            match &v.value {
+                ast::Value::Number(n, _) => n
+                    .parse::<usize>()
+                    .map_err(|_| BrookError::Syntax(format!("invalid FETCH count {n}"))),
+                other => Err(BrookError::Syntax(format!("invalid FETCH count {other}"))),
+            }
+        };
+        let n = match direction {
+            D::Count { limit } => Some(count(limit)?),
+            D::Next => Some(1),
+            D::Forward { limit: Some(l) } => Some(count(l)?),
+            D::Forward { limit: None } => Some(1),
+            D::All | D::ForwardAll => None,
+            other => {
+                return Err(BrookError::ObjectState(format!(
+                    "FETCH {other}: cursors can only scan forward"
+                )))
+            }
+        };
+        let key = ident_name(name);
+        let cursor = self
+            .cursors
+            .get_mut(&key)
+            .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
+        let batches = cursor.fetch(n).await?;
+        Ok(rows_outcome(cursor.schema.clone(), batches, "FETCH"))
     }
 
     /// Plan a statement with DataFusion.
@@ -500,7 +648,7 @@ impl Session {
                     Some(Arc::new(Schema::empty()))
                 }
             }
-            Statement::ShowVariable { .. } => self.describe(stmt).await?,
+            Statement::ShowVariable { .. } | Statement::Fetch { .. } => self.describe(stmt).await?,
             _ => Some(Arc::new(Schema::empty())),
         };
         let n = brook_planner::rewrite::placeholder_count(s).max(types.len());

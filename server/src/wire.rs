@@ -795,13 +795,54 @@ impl ExtendedQueryHandler for BrookHandler {
             return Err(to_pg(BrookError::InFailedTransaction));
         }
         let stmt = bind(stmt, &bound_params(portal)?)?;
+        let cursor_portals = cursor_portal_changes(&stmt);
         let mut g = self.session(client).await?;
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
         let outcome = s.execute(stmt).await.map_err(to_pg)?;
+        drop(g);
+        // A cursor is also a protocol portal of the same name (clients Describe it).
+        for (name, query) in cursor_portals {
+            match query {
+                Some(q) => {
+                    let prepared = Prepared {
+                        stmt: Some(q),
+                        params: vec![],
+                        schema: None,
+                    };
+                    let stored = Arc::new(StoredStatement::new(name.clone(), prepared, vec![]));
+                    client
+                        .portal_store()
+                        .put_portal(Arc::new(Portal::new_cursor(name, stored)));
+                }
+                None => client.portal_store().rm_portal(&name),
+            }
+        }
         let fmt = portal.result_column_format.clone();
         Self::respond(outcome, &|i| fmt.format_for(i))
+    }
+}
+
+/// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
+fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStatement>)> {
+    use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
+    let BrookStatement::Sql(s) = stmt else {
+        return vec![];
+    };
+    match s.as_ref() {
+        S::Declare { stmts } => stmts
+            .iter()
+            .filter_map(|d| {
+                let name = crate::session::ident_name(d.names.first()?);
+                let q = d.for_query.clone()?;
+                Some((name, Some(BrookStatement::Sql(Box::new(S::Query(q))))))
+            })
+            .collect(),
+        S::Close {
+            cursor: CloseCursor::Specific { name },
+        } => vec![(crate::session::ident_name(name), None)],
+        _ => vec![],
     }
 }
 

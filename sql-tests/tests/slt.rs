@@ -130,12 +130,16 @@ fn main() {
     }
     // The SQLite corpus: the goal is every record, as on PostgreSQL; no file may fall below
     // its baseline in corpus-baseline.txt.
-    let baseline: std::collections::HashMap<String, usize> = std::fs::read_to_string(root.join("corpus-baseline.txt"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' ').and_then(|(f, n)| Some((f.to_string(), n.trim().parse().ok()?))))
-        .collect();
+    let baseline: std::collections::HashMap<String, usize> =
+        std::fs::read_to_string(root.join("corpus-baseline.txt"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                l.split_once(' ')
+                    .and_then(|(f, n)| Some((f.to_string(), n.trim().parse().ok()?)))
+            })
+            .collect();
     let corpus = root.join("../../shared/corpora/sqlite");
     if filter.as_ref().is_none_or(|x| x.contains("sqlite")) && corpus.is_dir() {
         for f in slt_files(&corpus) {
@@ -156,7 +160,9 @@ fn main() {
                     println!("        ({n} records still fail; baseline {min} passing)");
                 }
             } else {
-                failed.push(format!("corpus {name} ({p} passed, below the baseline of {min})"));
+                failed.push(format!(
+                    "corpus {name} ({p} passed, below the baseline of {min})"
+                ));
             }
         }
     } else if filter.is_none() {

@@ -1,0 +1,74 @@
+"""psycopg 3: execute, parameters, executemany, COPY, server-side cursors, errors."""
+import datetime
+import decimal
+
+import psycopg
+import pytest
+
+
+def connect(b):
+    return psycopg.connect(host=b["host"], port=b["port"], user=b["user"], dbname=b["dbname"], autocommit=True)
+
+
+def test_select_literal_types(brook):
+    with connect(brook) as c:
+        cur = c.execute("SELECT 1, 'x', 1.5::float8, true, DATE '2026-01-02', TIMESTAMP '2026-01-01 10:00:00'")
+        assert cur.fetchone() == (1, "x", 1.5, True, datetime.date(2026, 1, 2), datetime.datetime(2026, 1, 1, 10, 0))
+        assert [d.name for d in cur.description] == ["?column?", "?column?", "float8", "bool", "date", "timestamp"]
+
+
+def test_parameters_executemany_and_copy(brook):
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_items (id int PRIMARY KEY, name text, price numeric(10,2))")
+        c.execute("INSERT INTO py_items VALUES (%s, %s, %s)", (1, "apple", decimal.Decimal("1.50")))
+        with c.cursor() as cur:
+            cur.executemany("INSERT INTO py_items VALUES (%s, %s, %s)", [(2, "pear", None), (3, "fig", decimal.Decimal("2.25"))])
+        with c.cursor() as cur:
+            with cur.copy("COPY py_items (id, name, price) FROM STDIN") as cp:
+                for i in range(4, 1004):
+                    cp.write_row((i, f"item{i}", decimal.Decimal(i) / 4))
+        assert c.execute("SELECT count(*) FROM py_items").fetchone()[0] == 1003
+        assert c.execute("SELECT name, price FROM py_items WHERE id = %s", (1,)).fetchone() == ("apple", decimal.Decimal("1.50"))
+        rows = []
+        with c.cursor() as cur:
+            with cur.copy("COPY (SELECT id, name FROM py_items WHERE id < 3 ORDER BY id) TO STDOUT") as cp:
+                for row in cp.rows():
+                    rows.append(row)
+        assert rows == [("1", "apple"), ("2", "pear")]
+
+
+def test_server_side_cursor(brook):
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_big AS SELECT * FROM (VALUES (1), (2), (3), (4), (5)) AS v(x)")
+    with psycopg.connect(host=brook["host"], port=brook["port"], user="brook", dbname="brook") as c:
+        with c.cursor(name="walk") as cur:
+            cur.itersize = 2
+            cur.execute("SELECT x FROM py_big ORDER BY x")
+            assert [r[0] for r in cur] == [1, 2, 3, 4, 5]
+
+
+def test_errors_carry_sqlstate(brook):
+    with connect(brook) as c:
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            c.execute("SELECT * FROM no_such_table")
+        with pytest.raises(psycopg.errors.SyntaxError):
+            c.execute("SELEC 1")
+        c.execute("CREATE TABLE py_pk (id int PRIMARY KEY)")
+        c.execute("INSERT INTO py_pk VALUES (1)")
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            c.execute("INSERT INTO py_pk VALUES (1)")
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            c.execute("INSERT INTO py_pk VALUES ('abc')")
+        # the connection keeps working after errors
+        assert c.execute("SELECT count(*) FROM py_pk").fetchone()[0] == 1
+
+
+def test_transaction_block_and_failed_state(brook):
+    with psycopg.connect(host=brook["host"], port=brook["port"], user="brook", dbname="brook") as c:
+        c.execute("SELECT 1")
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            c.execute("SELECT 1/0")
+        with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+            c.execute("SELECT 1")
+        c.rollback()
+        assert c.execute("SELECT 2").fetchone()[0] == 2

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Python clients (psycopg 3, pg8000, psqlODBC through pyodbc) under pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+python3 -m pytest -q -p no:cacheprovider test_psycopg.py test_pg8000.py test_pyodbc.py
