@@ -7,9 +7,11 @@
 //!
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
+//! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod decorrelate;
 pub mod parser;
 pub mod rewrite;
 

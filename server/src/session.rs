@@ -1991,6 +1991,7 @@ fn pg_literals(stmt: &mut Statement) {
             | Statement::Explain { .. }
     ) {
         brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
         brook_planner::rewrite::alias_outputs(stmt);
     }
 }

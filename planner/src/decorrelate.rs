@@ -1,0 +1,334 @@
+//! Decorrelation of scalar aggregate subqueries with non-equality correlation.
+//!
+//! DataFusion decorrelates correlated scalar subqueries only when the correlation is by
+//! equality; `(SELECT count(*) FROM t AS x WHERE x.b < t.b)` stays a subquery and cannot be
+//! executed. Written here because no library does it: the subquery becomes a grouped join
+//! over the *distinct* outer values it depends on, left-joined back to the outer rows:
+//!
+//! ```sql
+//! SELECT (SELECT count(*) FROM t AS x WHERE x.b < t.b) FROM t
+//! -- becomes
+//! SELECT COALESCE(__brook_sq0.v, 0) FROM t
+//!   LEFT JOIN (SELECT t.b AS k0, count(*) AS v
+//!                FROM (SELECT DISTINCT b FROM t) AS t JOIN t AS x ON x.b < t.b
+//!               GROUP BY t.b) AS __brook_sq0
+//!     ON __brook_sq0.k0 IS NOT DISTINCT FROM t.b
+//! ```
+//!
+//! Invariant: the result equals the subquery evaluated per outer row, because the subquery's
+//! value is a function of the outer columns it references only, the grouped side has exactly
+//! one row per distinct combination of them, and a combination without matches gets the
+//! aggregate of an empty input (0 for count, NULL otherwise).
+//!
+//! Scope (others are left to DataFusion): the outer block has one table in FROM and no
+//! wildcard; the subquery is one aggregate call (`count`, `sum`, `avg`, `min`, `max`) over a
+//! FROM list, with a WHERE clause that references the outer table by its qualified name.
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, VisitMut,
+    VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+/// Rewrite the correlated scalar aggregate subqueries of a statement's outer query blocks.
+pub fn decorrelate_scalar_subqueries(stmt: &mut Statement) {
+    if let Statement::Query(q) = stmt {
+        let mut counter = 0;
+        rewrite_set_expr(&mut q.body, &mut counter);
+    }
+}
+
+fn rewrite_set_expr(body: &mut SetExpr, counter: &mut usize) {
+    match body {
+        SetExpr::Select(s) => rewrite_select(s, counter),
+        SetExpr::SetOperation { left, right, .. } => {
+            rewrite_set_expr(left, counter);
+            rewrite_set_expr(right, counter);
+        }
+        SetExpr::Query(q) => rewrite_set_expr(&mut q.body, counter),
+        _ => {}
+    }
+}
+
+/// The outer block's single table: (SQL of the table name, name it is referenced by).
+fn outer_table(s: &Select) -> Option<(String, String)> {
+    let [twj] = s.from.as_slice() else {
+        return None;
+    };
+    if !twj.joins.is_empty() {
+        return None;
+    }
+    let TableFactor::Table {
+        name,
+        alias,
+        args: None,
+        with_hints,
+        ..
+    } = &twj.relation
+    else {
+        return None;
+    };
+    if !with_hints.is_empty() {
+        return None;
+    }
+    let reference = match alias {
+        Some(a) if a.columns.is_empty() => norm(&a.name.value, a.name.quote_style.is_some()),
+        Some(_) => return None,
+        None => {
+            let last = name.0.last()?.as_ident()?;
+            norm(&last.value, last.quote_style.is_some())
+        }
+    };
+    Some((name.to_string(), reference))
+}
+
+fn norm(v: &str, quoted: bool) -> String {
+    if quoted {
+        v.to_string()
+    } else {
+        v.to_lowercase()
+    }
+}
+
+fn rewrite_select(s: &mut Select, counter: &mut usize) {
+    let Some((table_sql, outer)) = outer_table(s) else {
+        return;
+    };
+    if s.projection.iter().any(|i| {
+        matches!(
+            i,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    }) {
+        return;
+    }
+    let mut finder = Finder {
+        outer: outer.clone(),
+        table_sql,
+        counter,
+        joins: Vec::new(),
+    };
+    for item in s.projection.iter_mut() {
+        let _ = item.visit(&mut finder);
+    }
+    if let Some(w) = s.selection.as_mut() {
+        let _ = w.visit(&mut finder);
+    }
+    if let Some(h) = s.having.as_mut() {
+        let _ = h.visit(&mut finder);
+    }
+    let joins = std::mem::take(&mut finder.joins);
+    if let Some(twj) = s.from.first_mut() {
+        twj.joins.extend(joins);
+    }
+}
+
+struct Finder<'a> {
+    outer: String,
+    table_sql: String,
+    counter: &'a mut usize,
+    joins: Vec<datafusion::sql::sqlparser::ast::Join>,
+}
+
+/// The aggregate of a decorrelatable subquery, its FROM (SQL) and WHERE.
+fn shape(q: &Query) -> Option<(&Expr, String, &Expr, bool)> {
+    if q.with.is_some() || q.order_by.is_some() || q.fetch.is_some() {
+        return None;
+    }
+    if q.limit_clause.is_some() {
+        return None;
+    }
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    let no_group =
+        matches!(&s.group_by, GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if !no_group
+        || s.having.is_some()
+        || s.distinct.is_some()
+        || s.projection.len() != 1
+        || s.from.is_empty()
+    {
+        return None;
+    }
+    let agg = match &s.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return None,
+    };
+    let Expr::Function(f) = agg else { return None };
+    if f.over.is_some() || f.filter.is_some() || f.name.0.len() != 1 {
+        return None;
+    }
+    let fname = f.name.0[0].as_ident()?.value.to_lowercase();
+    if !matches!(fname.as_str(), "count" | "sum" | "avg" | "min" | "max") {
+        return None;
+    }
+    let from = s
+        .from
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some((agg, from, s.selection.as_ref()?, fname == "count"))
+}
+
+/// Qualified references `outer.col` in an expression.
+fn outer_refs(e: &Expr, outer: &str, inner_names: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut cols = BTreeSet::new();
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x| {
+        if let Expr::CompoundIdentifier(parts) = x {
+            if let [q, c] = parts.as_slice() {
+                let qn = norm(&q.value, q.quote_style.is_some());
+                if qn == outer && !inner_names.contains(&qn) {
+                    cols.insert(norm(&c.value, c.quote_style.is_some()));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    cols
+}
+
+/// Names (aliases or table names) the subquery's FROM introduces.
+fn inner_names(q: &Query) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if let SetExpr::Select(s) = q.body.as_ref() {
+        for twj in &s.from {
+            let mut rels = vec![&twj.relation];
+            rels.extend(twj.joins.iter().map(|j| &j.relation));
+            for r in rels {
+                if let TableFactor::Table { name, alias, .. } = r {
+                    match alias {
+                        Some(a) => out.insert(norm(&a.name.value, a.name.quote_style.is_some())),
+                        None => out.insert(
+                            name.0
+                                .last()
+                                .and_then(|p| p.as_ident())
+                                .map(|i| norm(&i.value, i.quote_style.is_some()))
+                                .unwrap_or_default(),
+                        ),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
+fn parse_expr(sql: &str) -> Option<Expr> {
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .ok()?
+        .parse_expr()
+        .ok()
+}
+
+impl VisitorMut for Finder<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        let Expr::Subquery(q) = e else {
+            return ControlFlow::Continue(());
+        };
+        let inner = inner_names(q);
+        let Some((agg, from, pred, is_count)) = shape(q) else {
+            return ControlFlow::Continue(());
+        };
+        let mut cols = outer_refs(pred, &self.outer, &inner);
+        cols.extend(outer_refs(agg, &self.outer, &inner));
+        if cols.is_empty() {
+            return ControlFlow::Continue(()); // not correlated: DataFusion handles it
+        }
+        let i = *self.counter;
+        let sq = format!("__brook_sq{i}");
+        let q_outer = format!("\"{}\"", self.outer.replace('"', "\"\""));
+        let keys: Vec<String> = cols
+            .iter()
+            .enumerate()
+            .map(|(k, c)| format!("{q_outer}.\"{c}\" AS k{k}"))
+            .collect();
+        let group: Vec<String> = cols.iter().map(|c| format!("{q_outer}.\"{c}\"")).collect();
+        let distinct: Vec<String> = cols.iter().map(|c| format!("\"{c}\"")).collect();
+        let derived = format!(
+            "SELECT {}, {agg} AS v FROM (SELECT DISTINCT {} FROM {}) AS {q_outer} JOIN {from} ON {pred} GROUP BY {}",
+            keys.join(", "),
+            distinct.join(", "),
+            self.table_sql,
+            group.join(", ")
+        );
+        let on: Vec<String> = cols
+            .iter()
+            .enumerate()
+            .map(|(k, c)| format!("({sq}.k{k} IS NOT DISTINCT FROM {q_outer}.\"{c}\")"))
+            .collect();
+        let join_sql = format!(
+            "SELECT 1 FROM {q_outer} LEFT JOIN ({derived}) AS {sq} ON {}",
+            on.join(" AND ")
+        );
+        let value = if is_count {
+            format!("COALESCE({sq}.v, 0)")
+        } else {
+            format!("{sq}.v")
+        };
+        let Some(replacement) = parse_expr(&value) else {
+            return ControlFlow::Continue(());
+        };
+        let join = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(&join_sql)
+            .and_then(|mut p| p.parse_query())
+            .ok()
+            .and_then(|q| match *q.body {
+                SetExpr::Select(s) => s
+                    .from
+                    .into_iter()
+                    .next()
+                    .and_then(|t| t.joins.into_iter().next()),
+                _ => None,
+            });
+        if let Some(join) = join {
+            self.joins.push(join);
+            *e = replacement;
+            *self.counter += 1;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::{parse_one, BrookStatement};
+
+    fn rewrite(sql: &str) -> String {
+        let BrookStatement::Sql(mut s) = parse_one(sql).unwrap() else {
+            panic!("not sql")
+        };
+        decorrelate_scalar_subqueries(&mut s);
+        s.to_string()
+    }
+
+    #[test]
+    fn count_with_inequality_becomes_a_grouped_left_join() {
+        let out = rewrite("SELECT a, (SELECT count(*) FROM t1 AS x WHERE x.b < t1.b) FROM t1 WHERE a > 1 ORDER BY 1");
+        assert!(out.contains("COALESCE(__brook_sq0.v, 0)"), "{out}");
+        assert!(out.contains("LEFT JOIN (SELECT \"t1\".\"b\" AS k0, count(*) AS v FROM (SELECT DISTINCT \"b\" FROM t1) AS \"t1\" JOIN t1 AS x ON x.b < t1.b GROUP BY \"t1\".\"b\") AS __brook_sq0"), "{out}");
+        assert!(out.contains("WHERE a > 1 ORDER BY 1"), "{out}");
+    }
+
+    #[test]
+    fn uncorrelated_and_unsupported_shapes_are_left_alone() {
+        let sql = "SELECT (SELECT avg(c) FROM t1), (SELECT count(*) + 1 FROM t1 AS x WHERE x.b < t1.b) FROM t1";
+        assert_eq!(
+            rewrite(sql),
+            parse_one(sql)
+                .map(|s| match s {
+                    BrookStatement::Sql(s) => s.to_string(),
+                    _ => String::new(),
+                })
+                .unwrap()
+        );
+    }
+}
