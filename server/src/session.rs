@@ -569,7 +569,9 @@ impl Session {
                         true,
                     )]))))
                 }
-                Statement::Insert(i) if i.returning.is_some() => Ok(None),
+                Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                    self.returning_schema(s).await
+                }
                 _ => Ok(Some(Arc::new(Schema::empty()))),
             },
             _ => Ok(Some(Arc::new(Schema::empty()))),
@@ -642,13 +644,10 @@ impl Session {
                         }
                     }
                 }
-                if ins.returning.is_some() {
-                    None
-                } else {
-                    Some(Arc::new(Schema::empty()))
-                }
+                self.returning_schema(s).await?
             }
             Statement::ShowVariable { .. } | Statement::Fetch { .. } => self.describe(stmt).await?,
+            Statement::Update(_) | Statement::Delete(_) => self.returning_schema(s).await?,
             _ => Some(Arc::new(Schema::empty())),
         };
         let n = brook_planner::rewrite::placeholder_count(s).max(types.len());
@@ -661,6 +660,56 @@ impl Session {
             }
         }
         Ok((types, schema))
+    }
+
+    /// The result schema of a DML statement: its RETURNING list over the target table, or
+    /// none.
+    async fn returning_schema(&self, stmt: &Statement) -> Result<Option<SchemaRef>> {
+        let (table, items) = match stmt {
+            Statement::Insert(i) => match (&i.table, &i.returning) {
+                (TableObject::TableName(t), Some(items)) => (t.clone(), items.clone()),
+                _ => return Ok(Some(Arc::new(Schema::empty()))),
+            },
+            Statement::Update(u) => match (&u.table.relation, &u.returning) {
+                (TableFactor::Table { name, .. }, Some(items)) => (name.clone(), items.clone()),
+                _ => return Ok(Some(Arc::new(Schema::empty()))),
+            },
+            Statement::Delete(d) => {
+                let tables = match &d.from {
+                    FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+                };
+                match (tables.first().map(|t| &t.relation), &d.returning) {
+                    (Some(TableFactor::Table { name, .. }), Some(items)) => {
+                        (name.clone(), items.clone())
+                    }
+                    _ => return Ok(Some(Arc::new(Schema::empty()))),
+                }
+            }
+            _ => return Ok(Some(Arc::new(Schema::empty()))),
+        };
+        let (schema, name) = self.resolve(&table)?;
+        let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+        let sql = format!(
+            "SELECT {} FROM {}.{} AS {}",
+            items.join(", "),
+            quote_ident(&schema),
+            quote_ident(&name),
+            quote_ident(&name)
+        );
+        let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
+            return Err(BrookError::internal(
+                "RETURNING list did not parse as a query",
+            ));
+        };
+        let names = brook_planner::rewrite::output_names(&q);
+        let mut q = *q;
+        pg_literals(&mut q);
+        let plan = self.plan(q).await?;
+        let out = plan.schema().as_arrow().clone();
+        Ok(Some(match names {
+            Some(n) => brook_planner::rewrite::rename_output(&out, &n),
+            None => Arc::new(out),
+        }))
     }
 
     // ---- DDL ----------------------------------------------------------------------------
@@ -1391,15 +1440,30 @@ impl Session {
         let rctx = SessionContext::new_with_state(state);
         let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
         let sql = format!(
-            "SELECT {} FROM brook_returning.{tmp_schema}.{}",
+            "SELECT {} FROM brook_returning.{tmp_schema}.{} AS {}",
             items.join(", "),
+            quote_ident(name),
             quote_ident(name)
         );
-        let df = rctx.sql(&sql).await?;
+        let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
+            return Err(BrookError::internal(
+                "RETURNING list did not parse as a query",
+            ));
+        };
+        let names = brook_planner::rewrite::output_names(&q);
+        let mut q = *q;
+        pg_literals(&mut q);
+        let plan = rctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(q)))
+            .await?;
+        let df = rctx.execute_logical_plan(plan).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let schema = match names {
+            Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+            None => schema,
+        };
         let out = df.collect().await?;
-        let n: usize = out.iter().map(|b| b.num_rows()).sum();
-        let _ = n;
         Ok(rows_outcome(schema, out, "INSERT"))
     }
 

@@ -46,11 +46,15 @@ use tokio::sync::Mutex;
 pub fn to_pg(e: BrookError) -> PgWireError {
     if let BrookError::Internal(m) = &e {
         tracing::error!(error = %m, "internal error");
+    } else {
+        tracing::debug!(sqlstate = e.sqlstate(), error = %e, "statement failed");
     }
+    // Messages quote user data; a NUL byte would corrupt the protocol message.
+    let message = e.to_string().replace('\0', "\\0");
     PgWireError::UserError(Box::new(ErrorInfo::new(
         "ERROR".into(),
         e.sqlstate().into(),
-        e.to_string(),
+        message,
     )))
 }
 
@@ -633,9 +637,38 @@ impl SimpleQueryHandler for BrookHandler {
     }
 }
 
+/// Parameter types of a portal's statement: as declared at Parse, else inferred (needed to
+/// decode binary parameters the client sent for types it let the server choose).
+async fn portal_param_types(s: &Session, portal: &Portal<Prepared>) -> PgWireResult<Vec<Type>> {
+    let prepared = &portal.statement.statement;
+    let declared: Vec<Type> = (0..prepared.params.len().max(portal.parameter_len()))
+        .map(|i| {
+            portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .or_else(|| prepared.params.get(i).cloned())
+                .unwrap_or(Type::UNKNOWN)
+        })
+        .collect();
+    let needs_inference = declared
+        .iter()
+        .enumerate()
+        .any(|(i, t)| *t == Type::UNKNOWN && portal.parameter_format.is_binary(i));
+    match (&prepared.stmt, needs_inference) {
+        (Some(stmt), true) => Ok(s
+            .describe_with_params(stmt, &declared)
+            .await
+            .map_err(to_pg)?
+            .0),
+        _ => Ok(declared),
+    }
+}
+
 /// Decode the bound parameters of a portal to PostgreSQL text with their cast types.
-fn bound_params(portal: &Portal<Prepared>) -> PgWireResult<Vec<BoundParam>> {
-    let types = &portal.statement.statement.params;
+fn bound_params(portal: &Portal<Prepared>, types: &[Type]) -> PgWireResult<Vec<BoundParam>> {
     let declared = &portal.statement.parameter_types;
     let mut out = Vec::with_capacity(portal.parameter_len());
     for i in 0..portal.parameter_len() {
@@ -760,11 +793,12 @@ impl ExtendedQueryHandler for BrookHandler {
         let Some(stmt) = portal.statement.statement.stmt.clone() else {
             return Ok(DescribePortalResponse::no_data());
         };
-        let stmt = bind(stmt, &bound_params(portal)?)?;
         let g = self.session(client).await?;
         let s = g
             .as_ref()
             .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let types = portal_param_types(s, portal).await?;
+        let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let schema = s.describe(&stmt).await.map_err(to_pg)?;
         Ok(match schema {
             Some(sc) if !sc.fields().is_empty() => {
@@ -794,12 +828,13 @@ impl ExtendedQueryHandler for BrookHandler {
         if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
             return Err(to_pg(BrookError::InFailedTransaction));
         }
-        let stmt = bind(stmt, &bound_params(portal)?)?;
-        let cursor_portals = cursor_portal_changes(&stmt);
         let mut g = self.session(client).await?;
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let types = portal_param_types(s, portal).await?;
+        let stmt = bind(stmt, &bound_params(portal, &types)?)?;
+        let cursor_portals = cursor_portal_changes(&stmt);
         let outcome = s.execute(stmt).await.map_err(to_pg)?;
         drop(g);
         // A cursor is also a protocol portal of the same name (clients Describe it).

@@ -56,7 +56,10 @@ impl BrookServer {
             .arg("--data-dir")
             .arg(data_dir)
             .env_remove("BROOK_PASSWORD")
-            .env("BROOK_LOG", "warn")
+            .env(
+                "BROOK_LOG",
+                std::env::var("BROOK_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {

@@ -1,0 +1,274 @@
+//! Bad input at the protocol and data level: clear errors with the right SQLSTATE, nothing
+//! committed lost, and the server keeps serving other sessions.
+
+use brook_sql_tests::{brook_bin, BrookServer};
+use futures::SinkExt;
+use std::io::Cursor;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| d.code().code().to_string())
+        .unwrap_or_else(|| format!("no db error: {e}"))
+}
+
+async fn copy(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    data: &str,
+) -> Result<u64, tokio_postgres::Error> {
+    let sink = client.copy_in::<_, Cursor<Vec<u8>>>(sql).await?;
+    futures::pin_mut!(sink);
+    sink.send(Cursor::new(data.as_bytes().to_vec())).await?;
+    sink.finish().await
+}
+
+async fn count(c: &tokio_postgres::Client, t: &str) -> i64 {
+    c.query_one(&format!("SELECT count(*) FROM {t}"), &[])
+        .await
+        .expect("count")
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_copy_rows_abort_the_copy_with_line_numbers() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE t (id int, name text, at date)")
+        .await
+        .expect("ddl");
+    assert_eq!(
+        copy(&c, "COPY t FROM STDIN", "1\ta\t2026-01-01\n2\tb\t\\N\n")
+            .await
+            .expect("copy"),
+        2
+    );
+    let cases = [
+        (
+            "COPY t FROM STDIN",
+            "3\tc\t2026-01-01\nx\td\t2026-01-01\n",
+            "22P02",
+            "line 2",
+        ),
+        (
+            "COPY t FROM STDIN",
+            "3\tc\n",
+            "22P04",
+            "missing data for column \"at\"",
+        ),
+        (
+            "COPY t FROM STDIN",
+            "3\tc\t2026-01-01\textra\n",
+            "22P04",
+            "extra data",
+        ),
+        (
+            "COPY t FROM STDIN WITH (FORMAT csv)",
+            "3,\"unterminated,2026-01-01\n",
+            "22P04",
+            "unterminated CSV",
+        ),
+        (
+            "COPY t FROM STDIN WITH (FORMAT csv)",
+            "3,c,2026-13-45\n",
+            "22P02",
+            "invalid input syntax for type date",
+        ),
+        (
+            "COPY t FROM STDIN WITH (FORMAT binary)",
+            "not a binary copy file",
+            "22P04",
+            "signature",
+        ),
+    ];
+    for (sql, data, code, text) in cases {
+        let err = copy(&c, sql, data).await.expect_err("bad COPY must fail");
+        assert_eq!(sqlstate(&err), code, "{sql} {data:?}: {err:?}");
+        let msg = err
+            .as_db_error()
+            .map(|d| d.message().to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.contains(text),
+            "message {msg:?} should mention {text:?}"
+        );
+        assert_eq!(
+            count(&c, "t").await,
+            2,
+            "a failed COPY must leave nothing behind"
+        );
+    }
+    // the relation is not left locked: the next COPY works
+    assert_eq!(
+        copy(&c, "COPY t (id) FROM STDIN WITH (FORMAT csv)", "9\n")
+            .await
+            .expect("copy"),
+        1
+    );
+    assert_eq!(count(&c, "t").await, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_vanishing_mid_copy_commits_nothing() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE STREAM s (id bigint, v text)")
+        .await
+        .expect("ddl");
+    {
+        let (c2, conn) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        let task = tokio::spawn(conn);
+        let sink = c2
+            .copy_in::<_, Cursor<Vec<u8>>>("COPY s FROM STDIN")
+            .await
+            .expect("copy starts");
+        futures::pin_mut!(sink);
+        let mut rows = String::new();
+        for i in 0..50_000 {
+            rows.push_str(&format!("{i}\tvalue {i}\n"));
+        }
+        sink.send(Cursor::new(rows.into_bytes()))
+            .await
+            .expect("send");
+        // vanish without CopyDone: drop the connection
+        task.abort();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(count(&c, "s").await, 0);
+    assert_eq!(
+        copy(&c, "COPY s FROM STDIN", "1\tafter\n")
+            .await
+            .expect("copy after vanish"),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_garbage_gets_an_error_and_others_keep_working() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE k (a int); INSERT INTO k VALUES (1)")
+        .await
+        .expect("setup");
+    for garbage in [
+        &b"\x00\x00\x00\x08\x04\xd2\x16\x2f"[..],
+        b"GET / HTTP/1.1\r\n\r\n",
+        &[0xffu8; 64][..],
+        b"\x00\x00\x00\x03",
+    ] {
+        let mut s = tokio::net::TcpStream::connect(&server.addr)
+            .await
+            .expect("tcp");
+        let _ = s.write_all(garbage).await;
+        let mut buf = vec![0u8; 1024];
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), s.read(&mut buf)).await;
+    }
+    // a started session that then sends an unknown message type
+    let mut s = tokio::net::TcpStream::connect(&server.addr)
+        .await
+        .expect("tcp");
+    let mut startup = Vec::new();
+    let params = b"user\0brook\0database\0brook\0\0";
+    startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
+    startup.extend_from_slice(&196608i32.to_be_bytes());
+    startup.extend_from_slice(params);
+    s.write_all(&startup).await.expect("startup");
+    let mut buf = vec![0u8; 4096];
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), s.read(&mut buf)).await;
+    let _ = s.write_all(b"Z\x00\x00\x00\x04").await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), s.read(&mut buf)).await;
+    drop(s);
+    assert_eq!(count(&c, "k").await, 1, "the other session keeps working");
+    let fresh = server.connect("brook").await;
+    assert_eq!(count(&fresh, "k").await, 1, "new sessions still connect");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_database_is_3d000_and_databases_are_isolated() {
+    let server = BrookServer::start();
+    let err = tokio_postgres::connect(&server.conn_str("nosuchdb"), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("must fail");
+    assert_eq!(sqlstate(&err), "3D000");
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE DATABASE other; CREATE TABLE only_here (a int)")
+        .await
+        .expect("ddl");
+    let o = server.connect("other").await;
+    let err = o
+        .query("SELECT * FROM only_here", &[])
+        .await
+        .expect_err("isolated");
+    assert_eq!(sqlstate(&err), "42P01");
+    o.batch_execute("CREATE TABLE only_here (b text); INSERT INTO only_here VALUES ('x')")
+        .await
+        .expect("same name elsewhere");
+    assert_eq!(count(&c, "only_here").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_all_commit() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE conc (w int, i int)")
+        .await
+        .expect("ddl");
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let conn = server.conn_str("brook");
+        tasks.push(tokio::spawn(async move {
+            let (c, conn) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(conn);
+            for i in 0..25 {
+                c.execute("INSERT INTO conc VALUES ($1, $2)", &[&w, &i])
+                    .await
+                    .expect("insert");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    assert_eq!(count(&c, "conc").await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_turns_on_scram() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = BrookServer::start_on(dir.path(), &[("BROOK_PASSWORD", "s3cret")]).expect("start");
+    let base = format!("host=127.0.0.1 port={} dbname=brook", server.port());
+    let ok = tokio_postgres::connect(
+        &format!("{base} user=brook password=s3cret"),
+        tokio_postgres::NoTls,
+    )
+    .await;
+    assert!(ok.is_ok(), "right password: {:?}", ok.err());
+    let bad = tokio_postgres::connect(
+        &format!("{base} user=brook password=wrong"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .err()
+    .expect("wrong password");
+    assert_eq!(sqlstate(&bad), "28P01");
+    let none = tokio_postgres::connect(&format!("{base} user=brook"), tokio_postgres::NoTls).await;
+    assert!(none.is_err(), "no password must not connect");
+}
+
+#[test]
+fn non_loopback_without_password_is_refused() {
+    let out = std::process::Command::new(brook_bin())
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(tempfile::tempdir().expect("tempdir").path())
+        .env_remove("BROOK_PASSWORD")
+        .output()
+        .expect("run brook");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without a password"), "{err}");
+}
