@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`wire`]: pgwire handlers (startup/auth, simple and extended query, COPY, cancel).
 //! - [`session`]: one connection's state and the execution of every statement kind.
+//! - [`cancel`]: CancelRequest handling (per-statement cancellation tokens).
 //! - [`engine`]: data directory, catalog and one DataFusion context per database.
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
@@ -12,6 +13,7 @@
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
 //! - [`functions`]: SQL functions added for PostgreSQL clients.
 
+pub mod cancel;
 pub mod catalog;
 pub mod copy;
 pub mod encode;

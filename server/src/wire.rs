@@ -2,6 +2,7 @@
 //! extended query protocol, COPY, cancel. Every error is mapped here, once, from
 //! [`BrookError`] to pgwire's `ErrorInfo`.
 
+use crate::cancel::{CancelRegistry, SessionCancel};
 use crate::copy::CopyOutEncoder;
 use crate::encode::{field_infos, RowEncoder};
 use crate::engine::{Engine, SERVER_VERSION};
@@ -16,7 +17,7 @@ use futures::{stream, Sink, SinkExt, StreamExt};
 use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
 use pgwire::api::auth::sasl::SASLAuthStartupHandler;
 use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider, StartupHandler};
-use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{
@@ -29,8 +30,7 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PgWireServerHandlers,
-    Type,
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
@@ -41,6 +41,7 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// Map a Brook error to the wire, once.
 pub fn to_pg(e: BrookError) -> PgWireError {
@@ -72,7 +73,7 @@ pub struct WireConfig {
 /// Creates the handlers of each new connection.
 pub struct Front {
     engine: Arc<Engine>,
-    manager: Arc<ConnectionManager>,
+    cancels: Arc<CancelRegistry>,
     config: WireConfig,
 }
 
@@ -81,7 +82,7 @@ impl Front {
     pub fn new(engine: Arc<Engine>, config: WireConfig) -> Self {
         Front {
             engine,
-            manager: Arc::new(ConnectionManager::new()),
+            cancels: Arc::new(CancelRegistry::default()),
             config,
         }
     }
@@ -92,15 +93,16 @@ impl Front {
             engine: self.engine.clone(),
             session: Mutex::new(None),
             parser: Arc::new(BrookParser),
+            cancel: Arc::new(SessionCancel::default()),
+            cancels: self.cancels.clone(),
+            pid: std::sync::Mutex::new(None),
         });
         ConnHandlers {
             handler,
-            startup: Arc::new(Startup::new(
-                self.engine.clone(),
-                self.manager.clone(),
-                &self.config,
-            )),
-            cancel: Arc::new(DefaultCancelHandler::new(self.manager.clone())),
+            startup: Arc::new(Startup::new(self.engine.clone(), &self.config)),
+            cancel: Arc::new(BrookCancel {
+                registry: self.cancels.clone(),
+            }),
         }
     }
 }
@@ -109,7 +111,19 @@ impl Front {
 pub struct ConnHandlers {
     handler: Arc<BrookHandler>,
     startup: Arc<Startup>,
-    cancel: Arc<DefaultCancelHandler>,
+    cancel: Arc<BrookCancel>,
+}
+
+/// Routes CancelRequests to the session they name.
+pub struct BrookCancel {
+    registry: Arc<CancelRegistry>,
+}
+
+#[async_trait]
+impl CancelHandler for BrookCancel {
+    async fn on_cancel_request(&self, request: pgwire::messages::cancel::CancelRequest) {
+        self.registry.cancel(request.pid, &request.secret_key);
+    }
 }
 
 impl PgWireServerHandlers for ConnHandlers {
@@ -191,28 +205,24 @@ impl AuthSource for PasswordSource {
 /// Startup: checks the database exists, then trust (loopback, no password) or SCRAM.
 pub struct Startup {
     engine: Arc<Engine>,
-    manager: Arc<ConnectionManager>,
     scram: Option<SASLAuthStartupHandler<Params>>,
 }
 
 const SCRAM_ITERATIONS: usize = 4096;
 
+/// Backend "process ids" handed to clients (trust mode); SCRAM mode gets pgwire's own.
+static NEXT_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1000);
+
 impl Startup {
-    fn new(engine: Arc<Engine>, manager: Arc<ConnectionManager>, config: &WireConfig) -> Self {
+    fn new(engine: Arc<Engine>, config: &WireConfig) -> Self {
         let scram = config.password.as_ref().map(|pw| {
             let salt: Vec<u8> = (0..16).map(|_| rand_byte()).collect();
             let salted = gen_salted_password(pw, &salt, SCRAM_ITERATIONS);
             let mut auth = ScramAuth::new(Arc::new(PasswordSource { salted, salt }));
             auth.set_iterations(SCRAM_ITERATIONS);
-            SASLAuthStartupHandler::new(Arc::new(Params))
-                .with_scram(auth)
-                .with_connection_manager(manager.clone())
+            SASLAuthStartupHandler::new(Arc::new(Params)).with_scram(auth)
         });
-        Startup {
-            engine,
-            manager,
-            scram,
-        }
+        Startup { engine, scram }
     }
 }
 
@@ -262,14 +272,12 @@ impl StartupHandler for Startup {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
             pgwire::api::auth::protocol_negotiation(client, startup).await?;
             pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
-            let pid = std::process::id() as i32 ^ (rand_byte() as i32) << 16 ^ rand_byte() as i32;
+            // Unique per connection: cancel requests are routed by pid.
+            let pid = NEXT_PID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let secret = pgwire::messages::startup::SecretKey::I32(
                 ((rand_byte() as i32) << 24) | ((rand_byte() as i32) << 8) | rand_byte() as i32,
             );
-            client.set_pid_and_secret_key(pid, secret.clone());
-            let (handle, guard) = self.manager.register(pid, secret);
-            client.session_extensions().insert(handle);
-            client.session_extensions().insert(guard);
+            client.set_pid_and_secret_key(pid, secret);
             client
                 .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
                 .await?;
@@ -371,6 +379,18 @@ pub struct BrookHandler {
     engine: Arc<Engine>,
     session: Mutex<Option<Session>>,
     parser: Arc<BrookParser>,
+    cancel: Arc<SessionCancel>,
+    cancels: Arc<CancelRegistry>,
+    /// Backend pid under which `cancel` is registered (once the session exists).
+    pid: std::sync::Mutex<Option<i32>>,
+}
+
+impl Drop for BrookHandler {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid.lock().ok().and_then(|p| *p) {
+            self.cancels.unregister(pid);
+        }
+    }
 }
 
 impl BrookHandler {
@@ -381,6 +401,11 @@ impl BrookHandler {
     ) -> PgWireResult<tokio::sync::MutexGuard<'a, Option<Session>>> {
         let mut g = self.session.lock().await;
         if g.is_none() {
+            let (pid, key) = client.pid_and_secret_key();
+            self.cancels.register(pid, key, self.cancel.clone());
+            if let Ok(mut p) = self.pid.lock() {
+                *p = Some(pid);
+            }
             let user = client
                 .metadata()
                 .get("user")
@@ -399,13 +424,17 @@ impl BrookHandler {
     }
 
     /// Turn an outcome into a pgwire response.
-    fn respond(outcome: Outcome, format: &dyn Fn(usize) -> FieldFormat) -> PgWireResult<Response> {
+    fn respond(
+        outcome: Outcome,
+        format: &dyn Fn(usize) -> FieldFormat,
+        token: CancellationToken,
+    ) -> PgWireResult<Response> {
         Ok(match outcome {
             Outcome::Rows {
                 schema,
                 stream,
                 tag,
-            } => Response::Query(rows_response(&schema, stream, tag, format)),
+            } => Response::Query(rows_response(&schema, stream, tag, format, token)),
             Outcome::Command(tag) => Response::Execution(command_tag(&tag)),
             Outcome::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
             Outcome::TxnEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
@@ -454,8 +483,20 @@ fn rows_response(
     stream: datafusion::execution::SendableRecordBatchStream,
     tag: &str,
     format: &dyn Fn(usize) -> FieldFormat,
+    token: CancellationToken,
 ) -> QueryResponse {
     let fields = Arc::new(field_infos(schema, format));
+    // Rows are computed while they are sent: a cancel stops the stream with 57014.
+    let stop = token.clone();
+    let stream = stream.take_until(stop.cancelled_owned()).chain(
+        stream::once(async move { token.is_cancelled() }).filter_map(|c| async move {
+            c.then(|| {
+                Err(datafusion::error::DataFusionError::External(Box::new(
+                    BrookError::Canceled,
+                )))
+            })
+        }),
+    );
     let mut enc = RowEncoder::new(fields.clone());
     let rows = stream.flat_map(move |b| {
         let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> =
@@ -511,15 +552,8 @@ impl SimpleQueryHandler for BrookHandler {
                 ))
                 .await?;
         }
-        let cancel = match client
-            .session_extensions()
-            .get::<Arc<pgwire::api::ConnectionHandle>>()
-        {
-            Some(h) => Some(h.start_query().await),
-            None => None,
-        };
-        let mut cancel = cancel.map(Box::pin);
         for stmt in stmts {
+            let token = self.cancel.begin();
             if status == TransactionStatus::Error && !is_txn_control(&stmt) {
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(
@@ -537,14 +571,13 @@ impl SimpleQueryHandler for BrookHandler {
                     .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
                 s.execute(stmt).await.map_err(to_pg)
             };
-            let outcome = match cancel.as_mut() {
-                Some(rx) => tokio::select! {
-                    r = run => r,
-                    _ = rx => Err(to_pg(BrookError::Canceled)),
-                },
-                None => run.await,
+            let outcome = tokio::select! {
+                r = run => r,
+                _ = token.cancelled() => Err(to_pg(BrookError::Canceled)),
             };
-            let outcome = match outcome.and_then(|o| Self::respond(o, &|_| FieldFormat::Text)) {
+            let outcome = match outcome
+                .and_then(|o| Self::respond(o, &|_| FieldFormat::Text, token.clone()))
+            {
                 Ok(o) => o,
                 Err(e) => {
                     client
@@ -835,7 +868,11 @@ impl ExtendedQueryHandler for BrookHandler {
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);
-        let outcome = s.execute(stmt).await.map_err(to_pg)?;
+        let token = self.cancel.begin();
+        let outcome = tokio::select! {
+            r = s.execute(stmt) => r.map_err(to_pg)?,
+            _ = token.cancelled() => return Err(to_pg(BrookError::Canceled)),
+        };
         drop(g);
         // A cursor is also a protocol portal of the same name (clients Describe it).
         for (name, query) in cursor_portals {
@@ -855,7 +892,7 @@ impl ExtendedQueryHandler for BrookHandler {
             }
         }
         let fmt = portal.result_column_format.clone();
-        Self::respond(outcome, &|i| fmt.format_for(i))
+        Self::respond(outcome, &|i| fmt.format_for(i), token)
     }
 }
 

@@ -72,3 +72,25 @@ def test_transaction_block_and_failed_state(brook):
             c.execute("SELECT 1")
         c.rollback()
         assert c.execute("SELECT 2").fetchone()[0] == 2
+
+
+def test_cancel_stops_a_running_query(brook):
+    import threading
+    with connect(brook) as c:
+        timer = threading.Timer(0.5, c.cancel)
+        timer.start()
+        try:
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                c.execute("SELECT count(*) FROM generate_series(1, 20000000000) AS g(x) WHERE x % 7 = 3")
+        finally:
+            timer.cancel()
+        assert c.execute("SELECT 42").fetchone()[0] == 42
+        # with a parameter the statement runs over the extended protocol
+        timer = threading.Timer(0.5, c.cancel)
+        timer.start()
+        try:
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                c.execute("SELECT count(*) FROM generate_series(1, 20000000000) AS g(x) WHERE x %% %s = 3", (7,))
+        finally:
+            timer.cancel()
+        assert c.execute("SELECT 43").fetchone()[0] == 43
