@@ -8,7 +8,7 @@
 use crate::encode::ColumnView;
 use crate::types::PgType;
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BinaryBuilder, StringBuilder};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -126,8 +126,14 @@ fn single_byte(c: char, what: &str) -> Result<u8> {
     }
 }
 
-/// One parsed field: `None` is SQL NULL. Binary-format fields keep their raw bytes.
-pub type FieldValue = Option<Vec<u8>>;
+/// Receives parsed COPY data field by field; fields borrow the input buffer where no
+/// unescaping is needed, so the hot path copies each byte once, into its column.
+pub trait RowSink {
+    /// The next field of the current row.
+    fn field(&mut self, value: Option<&[u8]>) -> Result<()>;
+    /// The current row (starting at input line `line`) is complete.
+    fn end_row(&mut self, line: u64) -> Result<()>;
+}
 
 /// Incremental parser of COPY IN data.
 pub struct CopyParser {
@@ -138,6 +144,8 @@ pub struct CopyParser {
     header_pending: bool,
     binary_header_done: bool,
     finished: bool,
+    /// Reused buffer for fields that need unescaping.
+    scratch: Vec<u8>,
 }
 
 impl CopyParser {
@@ -151,15 +159,12 @@ impl CopyParser {
             header_pending,
             binary_header_done: false,
             finished: false,
+            scratch: Vec::new(),
         }
     }
 
     /// Add bytes and pass every complete record to `row` (with its line number).
-    pub fn feed(
-        &mut self,
-        data: &[u8],
-        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
-    ) -> Result<()> {
+    pub fn feed(&mut self, data: &[u8], row: &mut dyn RowSink) -> Result<()> {
         if self.finished {
             return Ok(());
         }
@@ -173,10 +178,7 @@ impl CopyParser {
     }
 
     /// End of data: parse what is left (a last line without newline).
-    pub fn finish(
-        &mut self,
-        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
-    ) -> Result<()> {
+    pub fn finish(&mut self, row: &mut dyn RowSink) -> Result<()> {
         if self.finished {
             return Ok(());
         }
@@ -200,11 +202,7 @@ impl CopyParser {
     }
 
     /// Parses complete records from `buf`; returns bytes consumed.
-    fn parse_lines(
-        &mut self,
-        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
-        eof: bool,
-    ) -> Result<usize> {
+    fn parse_lines(&mut self, row: &mut dyn RowSink, eof: bool) -> Result<usize> {
         let mut pos = 0;
         loop {
             if self.finished || pos >= self.buf.len() {
@@ -229,11 +227,11 @@ impl CopyParser {
                 self.header_pending = false;
                 continue;
             }
-            let fields = match self.opts.format {
-                CopyFormat::Csv => split_csv(rec, &self.opts, line)?,
-                _ => split_text(rec, &self.opts, line)?,
-            };
-            row(line, fields)?;
+            match self.opts.format {
+                CopyFormat::Csv => emit_csv(rec, &self.opts, line, &mut self.scratch, row)?,
+                _ => emit_text(rec, &self.opts, &mut self.scratch, row)?,
+            }
+            row.end_row(line)?;
         }
     }
 
@@ -283,10 +281,7 @@ impl CopyParser {
         }
     }
 
-    fn parse_binary(
-        &mut self,
-        row: &mut dyn FnMut(u64, Vec<FieldValue>) -> Result<()>,
-    ) -> Result<usize> {
+    fn parse_binary(&mut self, row: &mut dyn RowSink) -> Result<usize> {
         const SIG: &[u8] = b"PGCOPY\n\xff\r\n\0";
         let b = &self.buf;
         let mut pos = 0;
@@ -327,8 +322,8 @@ impl CopyParser {
                     self.line
                 )));
             }
+            // First check the whole row is buffered, then hand its fields out.
             let mut p = pos + 2;
-            let mut fields = Vec::with_capacity(n as usize);
             let mut complete = true;
             for _ in 0..n {
                 if b.len() < p + 4 {
@@ -337,153 +332,170 @@ impl CopyParser {
                 }
                 let len = i32::from_be_bytes([b[p], b[p + 1], b[p + 2], b[p + 3]]);
                 p += 4;
-                if len == -1 {
-                    fields.push(None);
-                    continue;
-                }
-                if len < 0 {
+                if len < -1 {
                     return Err(BrookError::BadCopyFormat(format!(
                         "invalid field length in binary COPY row {}",
                         self.line
                     )));
                 }
-                if b.len() < p + len as usize {
-                    complete = false;
-                    break;
+                if len > 0 {
+                    if b.len() < p + len as usize {
+                        complete = false;
+                        break;
+                    }
+                    p += len as usize;
                 }
-                fields.push(Some(b[p..p + len as usize].to_vec()));
-                p += len as usize;
             }
             if !complete {
                 return Ok(pos);
             }
+            let mut q = pos + 2;
+            for _ in 0..n {
+                let len = i32::from_be_bytes([b[q], b[q + 1], b[q + 2], b[q + 3]]);
+                q += 4;
+                if len == -1 {
+                    row.field(None)?;
+                } else {
+                    row.field(Some(&b[q..q + len as usize]))?;
+                    q += len as usize;
+                }
+            }
             let line = self.line;
             self.line += 1;
-            row(line, fields)?;
+            row.end_row(line)?;
             pos = p;
         }
     }
 }
 
-fn split_text(rec: &[u8], opts: &CopyOptions, line: u64) -> Result<Vec<FieldValue>> {
-    let mut fields = Vec::new();
+/// Text format: fields split at the delimiter; `\N` (or the NULL string) is NULL; backslash
+/// escapes are decoded into `scratch` only for fields that contain a backslash.
+fn emit_text(
+    rec: &[u8],
+    opts: &CopyOptions,
+    scratch: &mut Vec<u8>,
+    sink: &mut dyn RowSink,
+) -> Result<()> {
     for raw in rec.split(|&c| c == opts.delimiter) {
         if raw == opts.null.as_bytes() {
-            fields.push(None);
-            continue;
+            sink.field(None)?;
+        } else if !raw.contains(&b'\\') {
+            sink.field(Some(raw))?;
+        } else {
+            unescape_text(raw, scratch);
+            sink.field(Some(scratch))?;
         }
-        let mut out = Vec::with_capacity(raw.len());
-        let mut i = 0;
-        while i < raw.len() {
-            let c = raw[i];
-            if c != b'\\' || i + 1 >= raw.len() {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            let n = raw[i + 1];
-            i += 2;
-            match n {
-                b'b' => out.push(8),
-                b'f' => out.push(12),
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b't' => out.push(b'\t'),
-                b'v' => out.push(11),
-                b'0'..=b'7' => {
-                    let mut v = (n - b'0') as u32;
-                    let mut k = 0;
-                    while k < 2 && i < raw.len() && (b'0'..=b'7').contains(&raw[i]) {
-                        v = v * 8 + (raw[i] - b'0') as u32;
-                        i += 1;
-                        k += 1;
-                    }
-                    out.push(v as u8);
-                }
-                b'x' => {
-                    let mut v = 0u32;
-                    let mut k = 0;
-                    while k < 2 && i < raw.len() && raw[i].is_ascii_hexdigit() {
-                        v = v * 16 + (raw[i] as char).to_digit(16).unwrap_or(0);
-                        i += 1;
-                        k += 1;
-                    }
-                    if k == 0 {
-                        out.push(b'x');
-                    } else {
-                        out.push(v as u8);
-                    }
-                }
-                other => out.push(other),
-            }
-        }
-        fields.push(Some(out));
     }
-    let _ = line;
-    Ok(fields)
+    Ok(())
 }
 
-fn split_csv(rec: &[u8], opts: &CopyOptions, line: u64) -> Result<Vec<FieldValue>> {
-    let mut fields = Vec::new();
+fn unescape_text(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while i < raw.len() {
+        let c = raw[i];
+        if c != b'\\' || i + 1 >= raw.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let n = raw[i + 1];
+        i += 2;
+        match n {
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'v' => out.push(11),
+            b'0'..=b'7' => {
+                let mut v = (n - b'0') as u32;
+                let mut k = 0;
+                while k < 2 && i < raw.len() && (b'0'..=b'7').contains(&raw[i]) {
+                    v = v * 8 + (raw[i] - b'0') as u32;
+                    i += 1;
+                    k += 1;
+                }
+                out.push(v as u8);
+            }
+            b'x' => {
+                let mut v = 0u32;
+                let mut k = 0;
+                while k < 2 && i < raw.len() && raw[i].is_ascii_hexdigit() {
+                    v = v * 16 + (raw[i] as char).to_digit(16).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                if k == 0 {
+                    out.push(b'x');
+                } else {
+                    out.push(v as u8);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+}
+
+/// CSV format: unquoted fields are passed as they are (an unquoted field equal to the NULL
+/// string is NULL); quoted fields are unquoted into `scratch`.
+fn emit_csv(
+    rec: &[u8],
+    opts: &CopyOptions,
+    line: u64,
+    scratch: &mut Vec<u8>,
+    sink: &mut dyn RowSink,
+) -> Result<()> {
     let mut i = 0;
     loop {
-        let mut out = Vec::new();
-        let mut quoted = false;
-        let mut any_quote = false;
         let start = i;
+        let mut quoted_any = false;
+        let mut in_quote = false;
+        scratch.clear();
         while i < rec.len() {
             let c = rec[i];
-            if quoted {
-                if c == opts.escape
-                    && i + 1 < rec.len()
-                    && rec[i + 1] == opts.quote
-                    && (opts.escape != opts.quote || true)
-                {
-                    if opts.escape == opts.quote {
-                        // doubled quote inside quotes
-                        out.push(opts.quote);
-                        i += 2;
-                        continue;
-                    }
-                    out.push(opts.quote);
+            if in_quote {
+                if c == opts.escape && i + 1 < rec.len() && rec[i + 1] == opts.quote {
+                    scratch.push(opts.quote);
                     i += 2;
                     continue;
                 }
                 if c == opts.quote {
-                    quoted = false;
-                    i += 1;
-                    continue;
+                    in_quote = false;
+                } else {
+                    scratch.push(c);
                 }
-                out.push(c);
                 i += 1;
             } else if c == opts.quote {
-                quoted = true;
-                any_quote = true;
+                in_quote = true;
+                quoted_any = true;
                 i += 1;
             } else if c == opts.delimiter {
                 break;
             } else {
-                out.push(c);
+                scratch.push(c);
                 i += 1;
             }
         }
-        if quoted {
+        if in_quote {
             return Err(BrookError::BadCopyFormat(format!(
                 "unterminated CSV quoted field (line {line})"
             )));
         }
         let raw = &rec[start..i];
-        if !any_quote && raw == opts.null.as_bytes() {
-            fields.push(None);
+        if !quoted_any && raw == opts.null.as_bytes() {
+            sink.field(None)?;
+        } else if !quoted_any {
+            sink.field(Some(raw))?;
         } else {
-            fields.push(Some(out));
+            sink.field(Some(scratch))?;
         }
         if i >= rec.len() {
             break;
         }
         i += 1; // delimiter
     }
-    Ok(fields)
+    Ok(())
 }
 
 /// Target of a COPY IN: which table columns receive the data fields, and their types.
@@ -505,33 +517,71 @@ pub struct CopyTarget {
     pub binary: bool,
 }
 
-/// Collects rows column-wise and converts them to Arrow batches.
-pub struct BatchBuilder {
-    target: Arc<CopyTarget>,
-    cols: Vec<Vec<FieldValue>>,
-    lines: Vec<u64>,
+/// The raw bytes of one column of buffered rows, laid out as Arrow's variable-width arrays
+/// are (one value buffer and offsets), so that text columns become arrays without copying.
+struct ColBuf {
+    data: Vec<u8>,
+    offsets: Vec<i32>,
+    valid: Vec<bool>,
 }
 
-impl BatchBuilder {
-    /// An empty builder.
-    pub fn new(target: Arc<CopyTarget>) -> Self {
-        let n = target.field_columns.len();
-        BatchBuilder {
-            target,
-            cols: vec![Vec::new(); n],
-            lines: Vec::new(),
+impl ColBuf {
+    fn new() -> Self {
+        ColBuf {
+            data: Vec::new(),
+            offsets: vec![0],
+            valid: Vec::new(),
         }
     }
 
-    /// Add one parsed record.
-    pub fn push(&mut self, line: u64, fields: Vec<FieldValue>) -> Result<()> {
-        let want = self.target.field_columns.len();
-        if fields.len() != want {
-            let msg = if fields.len() < want {
-                let missing = &self
+    fn push(&mut self, v: Option<&[u8]>) {
+        if let Some(v) = v {
+            self.data.extend_from_slice(v);
+        }
+        self.offsets.push(self.data.len() as i32);
+        self.valid.push(v.is_some());
+    }
+
+    fn len(&self) -> usize {
+        self.valid.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        self.valid[i].then(|| &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize])
+    }
+
+    fn values(&self) -> Vec<Option<&[u8]>> {
+        (0..self.len()).map(|i| self.get(i)).collect()
+    }
+}
+
+/// Collects rows column-wise and converts them to Arrow batches.
+pub struct BatchBuilder {
+    target: Arc<CopyTarget>,
+    cols: Vec<ColBuf>,
+    lines: Vec<u64>,
+    /// Fields seen so far in the current row.
+    cur: usize,
+}
+
+impl RowSink for BatchBuilder {
+    fn field(&mut self, value: Option<&[u8]>) -> Result<()> {
+        if let Some(c) = self.cols.get_mut(self.cur) {
+            c.push(value);
+        }
+        self.cur += 1;
+        Ok(())
+    }
+
+    fn end_row(&mut self, line: u64) -> Result<()> {
+        let want = self.cols.len();
+        let got = std::mem::take(&mut self.cur);
+        if got != want {
+            let msg = if got < want {
+                let missing = self
                     .target
                     .schema
-                    .field(self.target.field_columns[fields.len()])
+                    .field(self.target.field_columns[got])
                     .name()
                     .clone();
                 format!(
@@ -546,11 +596,21 @@ impl BatchBuilder {
             };
             return Err(BrookError::BadCopyFormat(msg));
         }
-        for (c, f) in self.cols.iter_mut().zip(fields) {
-            c.push(f);
-        }
         self.lines.push(line);
         Ok(())
+    }
+}
+
+impl BatchBuilder {
+    /// An empty builder.
+    pub fn new(target: Arc<CopyTarget>) -> Self {
+        let n = target.field_columns.len();
+        BatchBuilder {
+            target,
+            cols: (0..n).map(|_| ColBuf::new()).collect(),
+            lines: Vec::new(),
+            cur: 0,
+        }
     }
 
     /// Rows collected.
@@ -568,7 +628,10 @@ impl BatchBuilder {
         let rows = self.lines.len();
         let t = self.target.clone();
         let mut out: Vec<Option<ArrayRef>> = vec![None; t.schema.fields().len()];
-        let cols = std::mem::replace(&mut self.cols, vec![Vec::new(); t.field_columns.len()]);
+        let cols = std::mem::replace(
+            &mut self.cols,
+            (0..t.field_columns.len()).map(|_| ColBuf::new()).collect(),
+        );
         for (values, &ci) in cols.into_iter().zip(&t.field_columns) {
             out[ci] = Some(self.convert(values, ci)?);
         }
@@ -596,15 +659,20 @@ impl BatchBuilder {
         Ok(RecordBatch::try_new(t.schema.clone(), arrays)?)
     }
 
-    fn convert(&self, values: Vec<FieldValue>, ci: usize) -> Result<ArrayRef> {
+    fn convert(&self, col: ColBuf, ci: usize) -> Result<ArrayRef> {
         let t = &self.target;
         let ty = &t.types[ci];
         if t.binary {
-            return binary_values(values, ty, &self.lines, &t.schema.field(ci).name().clone());
+            return binary_values(
+                &col.values(),
+                ty,
+                &self.lines,
+                &t.schema.field(ci).name().clone(),
+            );
         }
         if *ty == PgType::Bytea {
             let mut b = BinaryBuilder::new();
-            for (r, v) in values.iter().enumerate() {
+            for (r, v) in col.values().into_iter().enumerate() {
                 match v {
                     None => b.append_null(),
                     Some(v) => b.append_value(parse_bytea(v).ok_or_else(|| {
@@ -617,30 +685,40 @@ impl BatchBuilder {
             }
             return Ok(Arc::new(b.finish()));
         }
-        let mut sb = StringBuilder::new();
-        for (r, v) in values.iter().enumerate() {
-            match v {
-                None => sb.append_null(),
-                Some(v) => match std::str::from_utf8(v) {
-                    Ok(s) => sb.append_value(s),
-                    Err(_) => {
-                        return Err(BrookError::InvalidText(format!(
-                            "invalid byte sequence for encoding \"UTF8\" (COPY {}, line {})",
-                            t.table, self.lines[r]
-                        )))
-                    }
-                },
-            }
-        }
-        let strings: ArrayRef = Arc::new(sb.finish());
-        let col = t.schema.field(ci).name().clone();
+        let strings: ArrayRef = Arc::new(self.strings(col)?);
+        let name = t.schema.field(ci).name().clone();
         text_to_column(
             &strings,
             ty,
             &|r| self.lines.get(r).copied().unwrap_or(0),
             &t.table,
-            &col,
+            &name,
         )
+    }
+
+    /// The column's bytes as a string array (no copy); invalid UTF-8 is reported by line.
+    fn strings(&self, col: ColBuf) -> Result<datafusion::arrow::array::StringArray> {
+        use datafusion::arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+        if let Some(bad) =
+            (0..col.len()).find(|&r| col.get(r).is_some_and(|v| std::str::from_utf8(v).is_err()))
+        {
+            return Err(BrookError::InvalidText(format!(
+                "invalid byte sequence for encoding \"UTF8\" (COPY {}, line {})",
+                self.target.table,
+                self.lines.get(bad).copied().unwrap_or(0)
+            )));
+        }
+        let nulls = if col.valid.iter().all(|v| *v) {
+            None
+        } else {
+            Some(NullBuffer::from(col.valid))
+        };
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(col.offsets));
+        Ok(datafusion::arrow::array::StringArray::try_new(
+            offsets,
+            Buffer::from_vec(col.data),
+            nulls,
+        )?)
     }
 }
 
@@ -824,7 +902,7 @@ fn normalize_intervals(strings: &ArrayRef) -> ArrayRef {
 
 /// Binary COPY fields, decoded per declared type.
 fn binary_values(
-    values: Vec<FieldValue>,
+    values: &[Option<&[u8]>],
     ty: &PgType,
     lines: &[u64],
     column: &str,
@@ -1081,20 +1159,34 @@ pub fn printable(dt: &DataType) -> bool {
 mod tests {
     use super::*;
 
+    type FieldValue = Option<Vec<u8>>;
+
+    /// Collects parsed rows, for assertions.
+    #[derive(Default)]
+    struct Collect {
+        rows: Vec<(u64, Vec<FieldValue>)>,
+        cur: Vec<FieldValue>,
+    }
+
+    impl RowSink for Collect {
+        fn field(&mut self, value: Option<&[u8]>) -> Result<()> {
+            self.cur.push(value.map(|v| v.to_vec()));
+            Ok(())
+        }
+        fn end_row(&mut self, line: u64) -> Result<()> {
+            self.rows.push((line, std::mem::take(&mut self.cur)));
+            Ok(())
+        }
+    }
+
     fn parse(opts: CopyOptions, chunks: &[&[u8]]) -> Result<Vec<(u64, Vec<FieldValue>)>> {
         let mut p = CopyParser::new(opts);
-        let mut rows = Vec::new();
+        let mut sink = Collect::default();
         for c in chunks {
-            p.feed(c, &mut |l, f| {
-                rows.push((l, f));
-                Ok(())
-            })?;
+            p.feed(c, &mut sink)?;
         }
-        p.finish(&mut |l, f| {
-            rows.push((l, f));
-            Ok(())
-        })?;
-        Ok(rows)
+        p.finish(&mut sink)?;
+        Ok(sink.rows)
     }
 
     fn text() -> CopyOptions {

@@ -422,7 +422,34 @@ impl Session {
             Statement::ReleaseSavepoint { .. } => Ok(Outcome::Command("RELEASE".into())),
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(&variable),
-            Statement::Discard { .. } => Ok(Outcome::Command("DISCARD ALL".into())),
+            Statement::Discard { .. } => {
+                self.cursors.clear();
+                self.reset_all();
+                Ok(Outcome::Command("DISCARD ALL".into()))
+            }
+            Statement::Reset(r) => {
+                match r.reset {
+                    ast::Reset::ALL => self.reset_all(),
+                    ast::Reset::ConfigurationParameter(name) => {
+                        let key = object_parts(&name)?.join(".");
+                        match default_settings().get(&key) {
+                            Some(v) => {
+                                let v = v.clone();
+                                self.set_var(&key, &v)?;
+                            }
+                            None if key.starts_with("datafusion.") || key.contains('.') => {
+                                self.settings.remove(&key);
+                            }
+                            None => {
+                                return Err(BrookError::UndefinedObject(format!(
+                                    "unrecognized configuration parameter \"{key}\""
+                                )))
+                            }
+                        }
+                    }
+                }
+                Ok(Outcome::Command("RESET".into()))
+            }
             Statement::Deallocate { .. } => Ok(Outcome::Command("DEALLOCATE".into())),
             Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
             other => Err(BrookError::unsupported(format!(
@@ -1160,6 +1187,14 @@ impl Session {
             other => return Err(BrookError::unsupported(format!("{other}"))),
         }
         Ok(Outcome::Command("SET".into()))
+    }
+
+    /// RESET ALL: every setting back to its default, the search path included.
+    fn reset_all(&mut self) {
+        self.settings = default_settings();
+        let state = self.ctx.state_ref();
+        let mut st = state.write();
+        st.config_mut().options_mut().catalog.default_schema = DEFAULT_SCHEMA.to_string();
     }
 
     /// Set a session setting (SET name = value), validating the values Brook acts on.
@@ -2005,22 +2040,37 @@ fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
         txn,
         keys,
     } = c;
-    let mut sink = |line: u64, fields| -> Result<()> {
-        builder.push(line, fields)?;
-        if builder.len() >= BATCH_ROWS {
-            flush(builder, txn, keys)?;
-        }
-        Ok(())
-    };
+    let mut sink = CopySink { builder, txn, keys };
     if eof {
         parser.finish(&mut sink)?;
-        if !builder.is_empty() {
-            flush(builder, txn, keys)?;
+        if !sink.builder.is_empty() {
+            flush(sink.builder, sink.txn, sink.keys)?;
         }
     } else {
         parser.feed(data, &mut sink)?;
     }
     Ok(())
+}
+
+/// Routes parsed COPY fields into the batch builder and writes full batches to the log.
+struct CopySink<'a> {
+    builder: &'a mut BatchBuilder,
+    txn: &'a mut WriteTxn,
+    keys: &'a mut Option<KeyCheck>,
+}
+
+impl crate::copy::RowSink for CopySink<'_> {
+    fn field(&mut self, value: Option<&[u8]>) -> Result<()> {
+        self.builder.field(value)
+    }
+
+    fn end_row(&mut self, line: u64) -> Result<()> {
+        self.builder.end_row(line)?;
+        if self.builder.len() >= BATCH_ROWS {
+            flush(self.builder, self.txn, self.keys)?;
+        }
+        Ok(())
+    }
 }
 
 fn flush(

@@ -21,3 +21,12 @@ check "3" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after failed COP
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }
 rm -f /tmp/psql_err.$$
+# TLS is not offered yet: sslmode=prefer falls back to plain, sslmode=require is refused cleanly
+check "1" "$(PGSSLMODE=prefer "${P[@]}" -c "SELECT 1")" "sslmode=prefer"
+if PGSSLMODE=require "${P[@]}" -c "SELECT 1" 2>/tmp/psql_ssl.$$; then echo "sslmode=require connected without TLS"; exit 1; fi
+grep -qi 'ssl' /tmp/psql_ssl.$$ || { echo "psql: unexpected TLS refusal: $(cat /tmp/psql_ssl.$$)"; exit 1; }
+rm -f /tmp/psql_ssl.$$
+# unknown database: FATAL 3D000 at connect
+if psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d nosuchdb -c "SELECT 1" 2>/tmp/psql_db.$$; then echo "connected to a missing database"; exit 1; fi
+grep -q 'database "nosuchdb" does not exist' /tmp/psql_db.$$ || { echo "psql: $(cat /tmp/psql_db.$$)"; exit 1; }
+rm -f /tmp/psql_db.$$
