@@ -1242,4 +1242,61 @@ mod tests {
         );
         assert_eq!(parse_bytea(b"\\x0"), None);
     }
+
+    mod chunking {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn text_field(v: &Option<String>) -> String {
+            match v {
+                None => "\\N".to_string(),
+                Some(s) => s
+                    .replace('\\', "\\\\")
+                    .replace('\t', "\\t")
+                    .replace('\n', "\\n")
+                    .replace('\r', "\\r"),
+            }
+        }
+
+        fn csv_field(v: &Option<String>) -> String {
+            match v {
+                None => String::new(),
+                Some(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+            }
+        }
+
+        fn rows() -> impl Strategy<Value = Vec<Vec<Option<String>>>> {
+            let field = proptest::option::of("[a-z\\\\\t\n\",é ]{0,6}");
+            proptest::collection::vec(proptest::collection::vec(field, 3), 1..20)
+        }
+
+        fn split_at(data: &[u8], cuts: &[usize]) -> Vec<Vec<u8>> {
+            let mut points: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+            points.sort_unstable();
+            let mut out = Vec::new();
+            let mut last = 0;
+            for p in points {
+                out.push(data[last..p].to_vec());
+                last = p;
+            }
+            out.push(data[last..].to_vec());
+            out
+        }
+
+        proptest! {
+            /// The rows parsed do not depend on how the data was cut into CopyData messages.
+            #[test]
+            fn text_and_csv_parse_the_same_whatever_the_chunking(rows in rows(), cuts in proptest::collection::vec(0usize..10_000, 0..8)) {
+                let want: Vec<Vec<FieldValue>> = rows.iter().map(|r| r.iter().map(|f| f.as_ref().map(|s| s.as_bytes().to_vec())).collect()).collect();
+                let text_data: String = rows.iter().map(|r| r.iter().map(text_field).collect::<Vec<_>>().join("\t") + "\n").collect();
+                let csv_data: String = rows.iter().map(|r| r.iter().map(csv_field).collect::<Vec<_>>().join(",") + "\n").collect();
+                for (opts, data) in [(text(), text_data.into_bytes()), (csv(), csv_data.into_bytes())] {
+                    let chunks = split_at(&data, &cuts);
+                    let refs: Vec<&[u8]> = chunks.iter().map(|c| c.as_slice()).collect();
+                    let got: Vec<Vec<FieldValue>> = parse(opts, &refs).unwrap().into_iter().map(|(_, f)| f).collect();
+                    prop_assert_eq!(&got, &want);
+                }
+            }
+        }
+    }
 }

@@ -541,4 +541,38 @@ mod tests {
             vec![1, 2]
         );
     }
+
+    mod batch_boundaries {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(24))]
+            /// The stored contents are the rows written, in order, however they were cut into
+            /// batches and transactions, before and after a reopen.
+            #[test]
+            fn contents_do_not_depend_on_batching(txns in proptest::collection::vec(proptest::collection::vec(1usize..40, 1..4), 1..6), budget in prop_oneof![Just(0i64), Just(1i64 << 20)]) {
+                let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                let dir = tempfile::tempdir().unwrap();
+                let budget = CacheBudget::new(budget);
+                let store = TableStore::create(dir.path(), budget.clone()).unwrap();
+                let mut next = 0i32;
+                let mut want = Vec::new();
+                for sizes in &txns {
+                    let mut t = rt.block_on(store.begin(false)).unwrap();
+                    for &n in sizes {
+                        let ids: Vec<i32> = (next..next + n as i32).collect();
+                        next += n as i32;
+                        want.extend(ids.iter().copied());
+                        t.append(&batch(&ids)).unwrap();
+                    }
+                    t.commit().unwrap();
+                }
+                prop_assert_eq!(ids(&store), want.clone());
+                drop(store);
+                let store = TableStore::open(dir.path(), budget).unwrap();
+                prop_assert_eq!(ids(&store), want);
+            }
+        }
+    }
 }

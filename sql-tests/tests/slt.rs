@@ -40,7 +40,6 @@ async fn run_file(path: &Path, mode: Mode) -> Result<(), String> {
             Ok(SltClient::new(client, mode))
         }
     });
-    runner.with_hash_threshold(8);
     runner
         .run_file_async(path)
         .await
