@@ -556,11 +556,7 @@ impl Session {
     ) -> Result<Outcome> {
         let plan = self.plan(stmt).await?;
         let df = self.ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let schema = match names {
-            Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
-            None => schema,
-        };
+        let schema = pg_named(df.schema().as_arrow().clone(), names);
         let stream = df.execute_stream().await?;
         Ok(Outcome::Rows {
             schema,
@@ -578,11 +574,7 @@ impl Session {
                     let names = brook_planner::rewrite::output_names(&stmt);
                     pg_literals(&mut stmt);
                     let plan = self.plan(stmt).await?;
-                    let schema = plan.schema().as_arrow().clone();
-                    Ok(Some(match names {
-                        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
-                        None => Arc::new(schema),
-                    }))
+                    Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
                 }
                 Statement::ShowVariable { variable } => {
                     let name = variable
@@ -631,11 +623,7 @@ impl Session {
                         inferred.insert(i, crate::types::arrow_wire_type(&dt));
                     }
                 }
-                let schema = plan.schema().as_arrow().clone();
-                Some(match names {
-                    Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
-                    None => Arc::new(schema),
-                })
+                Some(pg_named(plan.schema().as_arrow().clone(), names))
             }
             Statement::Insert(ins) => {
                 if let (TableObject::TableName(tn), Some(src)) = (&ins.table, &ins.source) {
@@ -715,28 +703,15 @@ impl Session {
             _ => return Ok(Some(Arc::new(Schema::empty()))),
         };
         let (schema, name) = self.resolve(&table)?;
-        let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-        let sql = format!(
-            "SELECT {} FROM {}.{} AS {}",
-            items.join(", "),
+        let from = format!(
+            "{}.{} AS {}",
             quote_ident(&schema),
             quote_ident(&name),
             quote_ident(&name)
         );
-        let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
-            return Err(BrookError::internal(
-                "RETURNING list did not parse as a query",
-            ));
-        };
-        let names = brook_planner::rewrite::output_names(&q);
-        let mut q = *q;
-        pg_literals(&mut q);
+        let (q, names) = returning_query(&items, &from)?;
         let plan = self.plan(q).await?;
-        let out = plan.schema().as_arrow().clone();
-        Ok(Some(match names {
-            Some(n) => brook_planner::rewrite::rename_output(&out, &n),
-            None => Arc::new(out),
-        }))
+        Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
     }
 
     // ---- DDL ----------------------------------------------------------------------------
@@ -1473,31 +1448,18 @@ impl Session {
         .with_catalog_list(list)
         .build();
         let rctx = SessionContext::new_with_state(state);
-        let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-        let sql = format!(
-            "SELECT {} FROM brook_returning.{tmp_schema}.{} AS {}",
-            items.join(", "),
+        let from = format!(
+            "brook_returning.{tmp_schema}.{} AS {}",
             quote_ident(name),
             quote_ident(name)
         );
-        let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
-            return Err(BrookError::internal(
-                "RETURNING list did not parse as a query",
-            ));
-        };
-        let names = brook_planner::rewrite::output_names(&q);
-        let mut q = *q;
-        pg_literals(&mut q);
+        let (q, names) = returning_query(items, &from)?;
         let plan = rctx
             .state()
             .statement_to_plan(DFStatement::Statement(Box::new(q)))
             .await?;
         let df = rctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let schema = match names {
-            Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
-            None => schema,
-        };
+        let schema = pg_named(df.schema().as_arrow().clone(), names);
         let out = df.collect().await?;
         Ok(rows_outcome(schema, out, "INSERT"))
     }
@@ -2092,6 +2054,36 @@ fn flush(
 enum WriteMode {
     Append,
     SkipConflicts,
+}
+
+/// The query `SELECT <items> FROM <from>` of a RETURNING list, ready to plan, with the
+/// PostgreSQL names of its columns.
+fn returning_query(
+    items: &[SelectItem],
+    from: &str,
+) -> Result<(Statement, Option<Vec<brook_planner::rewrite::OutputName>>)> {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    let sql = format!("SELECT {} FROM {from}", items.join(", "));
+    let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
+        return Err(BrookError::internal(
+            "RETURNING list did not parse as a query",
+        ));
+    };
+    let names = brook_planner::rewrite::output_names(&q);
+    let mut q = *q;
+    pg_literals(&mut q);
+    Ok((q, names))
+}
+
+/// A planned schema with PostgreSQL's output names applied (when known).
+fn pg_named(
+    schema: datafusion::arrow::datatypes::Schema,
+    names: Option<Vec<brook_planner::rewrite::OutputName>>,
+) -> SchemaRef {
+    match names {
+        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+        None => Arc::new(schema),
+    }
 }
 
 /// PostgreSQL literal typing for statements that evaluate expressions.
