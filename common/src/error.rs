@@ -282,10 +282,7 @@ fn classify_message(m: &str) -> BrookError {
         || lower.contains("failed to coerce")
     {
         BrookError::DatatypeMismatch(m)
-    } else if lower.contains("unsupported")
-        || lower.contains("not supported")
-        || lower.contains("not implemented")
-    {
+    } else if lower.contains("unsupported") || lower.contains("not supported") {
         BrookError::Unsupported(m)
     } else if lower.contains("cannot parse")
         || lower.contains("error parsing")

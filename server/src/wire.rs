@@ -216,7 +216,7 @@ static NEXT_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::ne
 impl Startup {
     fn new(engine: Arc<Engine>, config: &WireConfig) -> Self {
         let scram = config.password.as_ref().map(|pw| {
-            let salt: Vec<u8> = (0..16).map(|_| rand_byte()).collect();
+            let salt: Vec<u8> = rand::random::<[u8; 16]>().to_vec();
             let salted = gen_salted_password(pw, &salt, SCRAM_ITERATIONS);
             let mut auth = ScramAuth::new(Arc::new(PasswordSource { salted, salt }));
             auth.set_iterations(SCRAM_ITERATIONS);
@@ -224,19 +224,6 @@ impl Startup {
         });
         Startup { engine, scram }
     }
-}
-
-/// Random bytes for salts, from the OS via std's hasher seed (no extra crate).
-fn rand_byte() -> u8 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0),
-    );
-    h.finish() as u8
 }
 
 #[async_trait]
@@ -274,9 +261,7 @@ impl StartupHandler for Startup {
             pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
             // Unique per connection: cancel requests are routed by pid.
             let pid = NEXT_PID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let secret = pgwire::messages::startup::SecretKey::I32(
-                ((rand_byte() as i32) << 24) | ((rand_byte() as i32) << 8) | rand_byte() as i32,
-            );
+            let secret = pgwire::messages::startup::SecretKey::I32(rand::random::<i32>());
             client.set_pid_and_secret_key(pid, secret);
             client
                 .feed(PgWireBackendMessage::Authentication(Authentication::Ok))

@@ -149,6 +149,14 @@ impl Drop for BrookServer {
     }
 }
 
+/// `SELECT count(*)` of a relation.
+pub async fn count(c: &tokio_postgres::Client, rel: &str) -> i64 {
+    c.query_one(&format!("SELECT count(*) FROM {rel}"), &[])
+        .await
+        .expect("count")
+        .get(0)
+}
+
 /// Protocol mode of the sqllogictest adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

@@ -3,7 +3,7 @@
 //! are there (plus, at most, the one COPY in flight when the kill hit, whose commit may have
 //! reached the disk before its acknowledgement reached the client).
 
-use brook_sql_tests::BrookServer;
+use brook_sql_tests::{count, BrookServer};
 use futures::SinkExt;
 use std::time::Duration;
 
@@ -15,14 +15,6 @@ fn copy_payload(start: usize) -> Vec<u8> {
         s.push_str(&format!("{i}\tname-{i}\t{}.5\n", i % 97));
     }
     s.into_bytes()
-}
-
-async fn count(server: &BrookServer, rel: &str) -> i64 {
-    let c = server.connect("brook").await;
-    c.query_one(&format!("SELECT count(*) FROM {rel}"), &[])
-        .await
-        .expect("count")
-        .get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +80,8 @@ async fn kill9_keeps_exactly_the_acknowledged_copies() {
             }
         }
         server = BrookServer::start_on(dir.path(), &[]).expect("restart after kill -9");
-        let total = (count(&server, "t").await + count(&server, "s").await) as usize;
+        let c = server.connect("brook").await;
+        let total = (count(&c, "t").await + count(&c, "s").await) as usize;
         assert!(
             total == acked || total == acked + in_flight,
             "round {round}: {total} rows after restart, {acked} acknowledged (+{in_flight} in flight)"

@@ -1,7 +1,7 @@
 //! Bad input at the protocol and data level: clear errors with the right SQLSTATE, nothing
 //! committed lost, and the server keeps serving other sessions.
 
-use brook_sql_tests::{brook_bin, BrookServer};
+use brook_sql_tests::{brook_bin, count, BrookServer};
 use futures::SinkExt;
 use std::io::Cursor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,13 +21,6 @@ async fn copy(
     futures::pin_mut!(sink);
     sink.send(Cursor::new(data.as_bytes().to_vec())).await?;
     sink.finish().await
-}
-
-async fn count(c: &tokio_postgres::Client, t: &str) -> i64 {
-    c.query_one(&format!("SELECT count(*) FROM {t}"), &[])
-        .await
-        .expect("count")
-        .get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
