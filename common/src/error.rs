@@ -107,6 +107,9 @@ pub enum BrookError {
     /// 55006: object in use (e.g. DROP DATABASE with sessions connected).
     #[error("{0}")]
     ObjectInUse(String),
+    /// 21000: cardinality violation (e.g. an upsert touching a row twice).
+    #[error("{0}")]
+    Cardinality(String),
     /// XX000: a bug in Brook.
     #[error("internal error: {0}")]
     Internal(String),
@@ -146,6 +149,7 @@ impl BrookError {
             BrookError::InvalidDefinition(_) => "42P16",
             BrookError::ObjectState(_) => "55000",
             BrookError::ObjectInUse(_) => "55006",
+            BrookError::Cardinality(_) => "21000",
             BrookError::Internal(_) => "XX000",
         }
     }

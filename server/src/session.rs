@@ -1354,8 +1354,34 @@ impl Session {
             None => WriteMode::Append,
             Some(OnInsert::OnConflict(oc)) => match &oc.action {
                 OnConflictAction::DoNothing => WriteMode::SkipConflicts,
-                OnConflictAction::DoUpdate(_) => {
-                    return Err(BrookError::unsupported("INSERT ... ON CONFLICT DO UPDATE"))
+                OnConflictAction::DoUpdate(du) => {
+                    if ins.returning.is_some() {
+                        return Err(BrookError::unsupported(
+                            "RETURNING with ON CONFLICT DO UPDATE",
+                        ));
+                    }
+                    self.check_conflict_target(&meta, oc.conflict_target.as_ref())?;
+                    let Some(q) = ins.source.clone() else {
+                        return Err(BrookError::unsupported(
+                            "DEFAULT VALUES with ON CONFLICT DO UPDATE",
+                        ));
+                    };
+                    let plan = self.plan(Statement::Query(q)).await?;
+                    let stream = self
+                        .ctx
+                        .execute_logical_plan(plan)
+                        .await?
+                        .execute_stream()
+                        .await?;
+                    let targets = if ins.columns.is_empty() {
+                        None
+                    } else {
+                        Some(targets.clone())
+                    };
+                    let n = self
+                        .upsert(&meta, &store, &name, stream, targets, du.clone())
+                        .await?;
+                    return Ok(Outcome::Command(format!("INSERT 0 {n}")));
                 }
             },
             Some(other) => return Err(BrookError::unsupported(format!("INSERT {other}"))),
@@ -1490,76 +1516,14 @@ impl Session {
         mode: WriteMode,
         mut keep: Option<&mut Vec<RecordBatch>>,
     ) -> Result<usize> {
-        let schema = meta.schema();
         let mut txn = store.begin(false).await?;
         let mut keys = self.key_check(meta, store, name).await?;
         let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
         let mut total = 0usize;
         while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            let src_schema = batch.schema();
-            let width = batch.num_columns();
-            let targets: Vec<usize> = match &targets {
-                Some(t) => {
-                    if width > t.len() {
-                        return Err(BrookError::Syntax(
-                            "INSERT has more expressions than target columns".into(),
-                        ));
-                    }
-                    if width < t.len() {
-                        return Err(BrookError::Syntax(
-                            "INSERT has more target columns than expressions".into(),
-                        ));
-                    }
-                    t.clone()
-                }
-                None => {
-                    if width > meta.columns.len() {
-                        return Err(BrookError::Syntax(
-                            "INSERT has more expressions than target columns".into(),
-                        ));
-                    }
-                    (0..width).collect()
-                }
-            };
-            let mut cols: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
-            for (src, &dst) in targets.iter().take(width).enumerate() {
-                let c = &meta.columns[dst];
-                cols[dst] = Some(coerce_column(
-                    batch.column(src),
-                    src_schema.field(src),
-                    &c.ty,
-                    &c.name,
-                )?);
-            }
-            let rows = batch.num_rows();
-            let mut arrays = Vec::with_capacity(cols.len());
-            for (i, c) in cols.into_iter().enumerate() {
-                let a = match c {
-                    Some(a) => a,
-                    None => {
-                        if defaults[i].is_none() {
-                            defaults[i] = Some(self.default_value(meta, i).await?);
-                        }
-                        match &defaults[i] {
-                            Some(d) => repeat_scalar(d, rows)?,
-                            None => return Err(BrookError::internal("default missing")),
-                        }
-                    }
-                };
-                if meta.columns[i].not_null && a.null_count() > 0 {
-                    return Err(BrookError::NotNullViolation(format!(
-                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
-                        meta.columns[i].name
-                    )));
-                }
-                arrays.push(a);
-            }
-            let mut out = RecordBatch::try_new_with_options(
-                schema.clone(),
-                arrays,
-                &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
-            )?;
+            let mut out = self
+                .shape_batch(meta, name, &batch?, targets.as_deref(), &mut defaults)
+                .await?;
             if let Some(k) = keys.as_mut() {
                 let conflicts = k.conflicts(&out, true)?;
                 if let Some(row) = conflicts.iter().position(|&c| c) {
@@ -1579,6 +1543,294 @@ impl Session {
         }
         txn.commit()?;
         Ok(total)
+    }
+
+    /// Turn one batch of INSERT values into a batch of the relation: map to target columns,
+    /// fill defaults, cast with PostgreSQL's assignment rules, check NOT NULL.
+    async fn shape_batch(
+        &self,
+        meta: &RelationMeta,
+        name: &str,
+        batch: &RecordBatch,
+        targets: Option<&[usize]>,
+        defaults: &mut [Option<ArrayRef>],
+    ) -> Result<RecordBatch> {
+        let schema = meta.schema();
+        let src_schema = batch.schema();
+        let width = batch.num_columns();
+        let targets: Vec<usize> = match targets {
+            Some(t) => {
+                if width > t.len() {
+                    return Err(BrookError::Syntax(
+                        "INSERT has more expressions than target columns".into(),
+                    ));
+                }
+                if width < t.len() {
+                    return Err(BrookError::Syntax(
+                        "INSERT has more target columns than expressions".into(),
+                    ));
+                }
+                t.to_vec()
+            }
+            None => {
+                if width > meta.columns.len() {
+                    return Err(BrookError::Syntax(
+                        "INSERT has more expressions than target columns".into(),
+                    ));
+                }
+                (0..width).collect()
+            }
+        };
+        let mut cols: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+        for (src, &dst) in targets.iter().enumerate() {
+            let c = &meta.columns[dst];
+            cols[dst] = Some(coerce_column(
+                batch.column(src),
+                src_schema.field(src),
+                &c.ty,
+                &c.name,
+            )?);
+        }
+        let rows = batch.num_rows();
+        let mut arrays = Vec::with_capacity(cols.len());
+        for (i, c) in cols.into_iter().enumerate() {
+            let a = match c {
+                Some(a) => a,
+                None => {
+                    if defaults[i].is_none() {
+                        defaults[i] = Some(self.default_value(meta, i).await?);
+                    }
+                    match &defaults[i] {
+                        Some(d) => repeat_scalar(d, rows)?,
+                        None => return Err(BrookError::internal("default missing")),
+                    }
+                }
+            };
+            if meta.columns[i].not_null && a.null_count() > 0 {
+                return Err(BrookError::NotNullViolation(format!(
+                    "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                    meta.columns[i].name
+                )));
+            }
+            arrays.push(a);
+        }
+        Ok(RecordBatch::try_new_with_options(
+            schema,
+            arrays,
+            &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+
+    /// ON CONFLICT (key): the target must be the primary key (42P10 otherwise).
+    fn check_conflict_target(
+        &self,
+        meta: &RelationMeta,
+        target: Option<&ast::ConflictTarget>,
+    ) -> Result<()> {
+        let no_match = || {
+            BrookError::InvalidDefinition(
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification"
+                    .into(),
+            )
+        };
+        match target {
+            Some(ast::ConflictTarget::Columns(cols)) => {
+                let mut want: Vec<&str> = meta
+                    .primary_key
+                    .iter()
+                    .map(|&i| meta.columns[i].name.as_str())
+                    .collect();
+                let mut got: Vec<String> = cols.iter().map(ident_name).collect();
+                want.sort_unstable();
+                got.sort_unstable();
+                if want.is_empty() || got != want {
+                    return Err(no_match());
+                }
+                Ok(())
+            }
+            Some(ast::ConflictTarget::OnConstraint(_)) => {
+                Err(BrookError::unsupported("ON CONFLICT ON CONSTRAINT"))
+            }
+            None => Err(BrookError::Syntax(
+                "ON CONFLICT DO UPDATE requires a conflict target".into(),
+            )),
+        }
+    }
+
+    /// INSERT ... ON CONFLICT (pk) DO UPDATE: new keys are inserted; rows whose key exists
+    /// are updated with the SET list, where `excluded.col` is the proposed row. One atomic
+    /// replace of the relation (like UPDATE). Returns inserted + updated rows.
+    async fn upsert(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+        mut stream: SendableRecordBatchStream,
+        targets: Option<Vec<usize>>,
+        du: ast::DoUpdate,
+    ) -> Result<usize> {
+        let schema = meta.schema();
+        let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+        let mut incoming = Vec::new();
+        while let Some(b) = stream.next().await {
+            incoming.push(
+                self.shape_batch(meta, name, &b?, targets.as_deref(), &mut defaults)
+                    .await?,
+            );
+        }
+        let incoming = datafusion::arrow::compute::concat_batches(&schema, &incoming)?;
+        let mut txn = store.begin(true).await?;
+        let existing_batches = store
+            .snapshot()
+            .iter()
+            .map(|c| crate::storage::adapt_batch(store.read(c)?, &schema))
+            .collect::<Result<Vec<_>>>()?;
+        // Split the proposed rows by whether their key exists; a key proposed twice is an
+        // error, as in PostgreSQL.
+        let fields: Vec<SortField> = meta
+            .primary_key
+            .iter()
+            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+            .collect();
+        let converter = RowConverter::new(fields)?;
+        let key_cols = |b: &RecordBatch| -> Vec<ArrayRef> {
+            meta.primary_key
+                .iter()
+                .map(|&i| b.column(i).clone())
+                .collect()
+        };
+        let mut existing: HashSet<Box<[u8]>> = HashSet::new();
+        for b in &existing_batches {
+            for r in converter.convert_columns(&key_cols(b))?.iter() {
+                existing.insert(r.as_ref().into());
+            }
+        }
+        let mut proposed: HashSet<Box<[u8]>> = HashSet::new();
+        let mut conflict = Vec::with_capacity(incoming.num_rows());
+        for r in converter.convert_columns(&key_cols(&incoming))?.iter() {
+            let key: Box<[u8]> = r.as_ref().into();
+            if !proposed.insert(key.clone()) {
+                return Err(BrookError::Cardinality(
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time".into(),
+                ));
+            }
+            conflict.push(existing.contains(&key));
+        }
+        let conflict = BooleanArray::from(conflict);
+        let fresh = filter_record_batch(&incoming, &datafusion::arrow::compute::not(&conflict)?)?;
+        let excluded = filter_record_batch(&incoming, &conflict)?;
+        // Rewrite the relation: each row joined with its proposed replacement, if any.
+        let ctx = SessionContext::new();
+        ctx.register_batch("excluded", excluded)?;
+        let target = Arc::new(datafusion::datasource::MemTable::try_new(
+            schema.clone(),
+            vec![existing_batches],
+        )?);
+        ctx.register_table(datafusion::common::TableReference::bare(name), target)?;
+        let t = quote_ident(name);
+        let mut sets: BTreeMap<usize, String> = BTreeMap::new();
+        for a in &du.assignments {
+            let AssignmentTarget::ColumnName(c) = &a.target else {
+                return Err(BrookError::unsupported(
+                    "ON CONFLICT DO UPDATE of a column tuple",
+                ));
+            };
+            let cname = object_parts(c)?.pop().unwrap_or_default();
+            let i = meta
+                .columns
+                .iter()
+                .position(|m| m.name == cname)
+                .ok_or_else(|| {
+                    BrookError::UndefinedColumn(format!(
+                        "column \"{cname}\" of relation \"{name}\" does not exist"
+                    ))
+                })?;
+            sets.insert(i, qualify_bare_columns(&a.value, name).to_string());
+        }
+        let cond = match &du.selection {
+            Some(w) => format!(
+                "excluded.\"__brook_hit\" IS TRUE AND ({}) IS TRUE",
+                qualify_bare_columns(w, name)
+            ),
+            None => "excluded.\"__brook_hit\" IS TRUE".to_string(),
+        };
+        let mut items = Vec::new();
+        for (i, c) in meta.columns.iter().enumerate() {
+            let col = format!("{t}.{}", quote_ident(&c.name));
+            match sets.get(&i) {
+                Some(v) => items.push(format!(
+                    "CASE WHEN {cond} THEN {v} ELSE {col} END AS {}",
+                    quote_ident(&c.name)
+                )),
+                None => items.push(format!("{col} AS {}", quote_ident(&c.name))),
+            }
+        }
+        items.push(format!("{cond} AS \"__brook_hit\""));
+        let on: Vec<String> = meta
+            .primary_key
+            .iter()
+            .map(|&i| {
+                format!(
+                    "{t}.{q} = excluded.{q}",
+                    q = quote_ident(&meta.columns[i].name)
+                )
+            })
+            .collect();
+        let sql = format!(
+            "SELECT {} FROM {t} LEFT JOIN (SELECT *, TRUE AS \"__brook_hit\" FROM excluded) AS excluded ON {}",
+            items.join(", "),
+            on.join(" AND ")
+        );
+        let rows = ctx.sql(&sql).await?.collect().await?;
+        let mut keys = KeyCheck {
+            columns: meta.primary_key.clone(),
+            converter,
+            seen: HashSet::new(),
+            table: name.to_string(),
+            names: meta
+                .primary_key
+                .iter()
+                .map(|&i| meta.columns[i].name.clone())
+                .collect(),
+        };
+        let mut updated = 0usize;
+        for b in rows.iter().chain(std::iter::once(&fresh)) {
+            let (cols, hits) = if b.num_columns() == meta.columns.len() + 1 {
+                let hit = b
+                    .column(meta.columns.len())
+                    .as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .map(|h| h.true_count());
+                (meta.columns.len(), hit.unwrap_or(0))
+            } else {
+                (meta.columns.len(), 0)
+            };
+            updated += hits;
+            let bs = b.schema();
+            let mut arrays = Vec::with_capacity(cols);
+            for (i, c) in meta.columns.iter().enumerate() {
+                let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
+                if c.not_null && a.null_count() > 0 {
+                    return Err(BrookError::NotNullViolation(format!(
+                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                        c.name
+                    )));
+                }
+                arrays.push(a);
+            }
+            let out = RecordBatch::try_new_with_options(
+                schema.clone(),
+                arrays,
+                &datafusion::arrow::array::RecordBatchOptions::new()
+                    .with_row_count(Some(b.num_rows())),
+            )?;
+            if let Some(row) = keys.conflicts(&out, true)?.iter().position(|&c| c) {
+                return Err(keys.violation(&out, row));
+            }
+            txn.append(&out)?;
+        }
+        txn.commit()?;
+        Ok(fresh.num_rows() + updated)
     }
 
     /// Primary-key state for a write: the keys already committed.
@@ -2084,6 +2336,19 @@ fn pg_named(
         Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
         None => Arc::new(schema),
     }
+}
+
+/// In ON CONFLICT DO UPDATE, unqualified columns mean the target table's (the proposed row
+/// is `excluded.col`); qualify them so the rewrite query is unambiguous.
+fn qualify_bare_columns(e: &Expr, table: &str) -> Expr {
+    let mut e = e.clone();
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        if let Expr::Identifier(i) = x {
+            *x = Expr::CompoundIdentifier(vec![Ident::with_quote('"', table), i.clone()]);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    e
 }
 
 /// PostgreSQL literal typing for statements that evaluate expressions.
