@@ -1728,25 +1728,9 @@ impl Session {
         )?);
         ctx.register_table(datafusion::common::TableReference::bare(name), target)?;
         let t = quote_ident(name);
-        let mut sets: BTreeMap<usize, String> = BTreeMap::new();
-        for a in &du.assignments {
-            let AssignmentTarget::ColumnName(c) = &a.target else {
-                return Err(BrookError::unsupported(
-                    "ON CONFLICT DO UPDATE of a column tuple",
-                ));
-            };
-            let cname = object_parts(c)?.pop().unwrap_or_default();
-            let i = meta
-                .columns
-                .iter()
-                .position(|m| m.name == cname)
-                .ok_or_else(|| {
-                    BrookError::UndefinedColumn(format!(
-                        "column \"{cname}\" of relation \"{name}\" does not exist"
-                    ))
-                })?;
-            sets.insert(i, qualify_bare_columns(&a.value, name).to_string());
-        }
+        let sets = assignments(meta, name, &du.assignments, |e| {
+            qualify_bare_columns(e, name).to_string()
+        })?;
         let cond = match &du.selection {
             Some(w) => format!(
                 "excluded.\"__brook_hit\" IS TRUE AND ({}) IS TRUE",
@@ -1795,35 +1779,15 @@ impl Session {
         };
         let mut updated = 0usize;
         for b in rows.iter().chain(std::iter::once(&fresh)) {
-            let (cols, hits) = if b.num_columns() == meta.columns.len() + 1 {
-                let hit = b
-                    .column(meta.columns.len())
-                    .as_any()
-                    .downcast_ref::<BooleanArray>()
-                    .map(|h| h.true_count());
-                (meta.columns.len(), hit.unwrap_or(0))
-            } else {
-                (meta.columns.len(), 0)
-            };
-            updated += hits;
-            let bs = b.schema();
-            let mut arrays = Vec::with_capacity(cols);
-            for (i, c) in meta.columns.iter().enumerate() {
-                let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
-                if c.not_null && a.null_count() > 0 {
-                    return Err(BrookError::NotNullViolation(format!(
-                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
-                        c.name
-                    )));
-                }
-                arrays.push(a);
+            // rewritten rows carry the hit flag after the relation's columns; fresh rows do not
+            if let Some(hit) = b
+                .columns()
+                .get(meta.columns.len())
+                .and_then(|h| h.as_any().downcast_ref::<BooleanArray>())
+            {
+                updated += hit.true_count();
             }
-            let out = RecordBatch::try_new_with_options(
-                schema.clone(),
-                arrays,
-                &datafusion::arrow::array::RecordBatchOptions::new()
-                    .with_row_count(Some(b.num_rows())),
-            )?;
+            let out = to_relation_batch(meta, name, b)?;
             if let Some(row) = keys.conflicts(&out, true)?.iter().position(|&c| c) {
                 return Err(keys.violation(&out, row));
             }
@@ -1908,30 +1872,7 @@ impl Session {
             return Err(BrookError::unsupported("UPDATE with joins"));
         }
         let (schema, name, alias, meta, store) = self.dml_target(&u.table.relation, "UPDATE")?;
-        let mut sets: BTreeMap<usize, String> = BTreeMap::new();
-        for a in &u.assignments {
-            let AssignmentTarget::ColumnName(c) = &a.target else {
-                return Err(BrookError::unsupported("UPDATE of a column tuple"));
-            };
-            let cname = object_parts(c)?.pop().unwrap_or_default();
-            let i = meta
-                .columns
-                .iter()
-                .position(|m| m.name == cname)
-                .ok_or_else(|| {
-                    BrookError::UndefinedColumn(format!(
-                        "column \"{cname}\" of relation \"{name}\" does not exist"
-                    ))
-                })?;
-            if sets.insert(i, a.value.to_string()).is_some() {
-                return Err(BrookError::Syntax(format!(
-                    "multiple assignments to same column \"{cname}\""
-                )));
-            }
-            if meta.primary_key.contains(&i) {
-                // allowed; uniqueness is rechecked below
-            }
-        }
+        let sets = assignments(&meta, &name, &u.assignments, |e| e.to_string())?;
         let pred = u
             .selection
             .as_ref()
@@ -2045,19 +1986,7 @@ impl Session {
                 .ok_or_else(|| BrookError::internal("hit flag is not boolean"))?
                 .clone();
             hits += hit.true_count();
-            let bschema = b.schema();
-            let mut cols = Vec::with_capacity(n - 1);
-            for (i, c) in meta.columns.iter().enumerate() {
-                let a = coerce_column(b.column(i), bschema.field(i), &c.ty, &c.name)?;
-                if c.not_null && a.null_count() > 0 {
-                    return Err(BrookError::NotNullViolation(format!(
-                        "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
-                        c.name
-                    )));
-                }
-                cols.push(a);
-            }
-            let rows = RecordBatch::try_new(schema.clone(), cols)?;
+            let rows = to_relation_batch(meta, name, &b)?;
             if returning.is_some() {
                 affected.push(filter_record_batch(&rows, &hit)?);
             }
@@ -2336,6 +2265,60 @@ fn pg_named(
         Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
         None => Arc::new(schema),
     }
+}
+
+/// The `SET col = expr` list of UPDATE / ON CONFLICT DO UPDATE as column index -> SQL text
+/// (42703 for unknown columns, 42601 for a column assigned twice).
+fn assignments(
+    meta: &RelationMeta,
+    name: &str,
+    list: &[ast::Assignment],
+    render: impl Fn(&Expr) -> String,
+) -> Result<BTreeMap<usize, String>> {
+    let mut sets = BTreeMap::new();
+    for a in list {
+        let AssignmentTarget::ColumnName(c) = &a.target else {
+            return Err(BrookError::unsupported("assignment to a column tuple"));
+        };
+        let cname = object_parts(c)?.pop().unwrap_or_default();
+        let i = meta
+            .columns
+            .iter()
+            .position(|m| m.name == cname)
+            .ok_or_else(|| {
+                BrookError::UndefinedColumn(format!(
+                    "column \"{cname}\" of relation \"{name}\" does not exist"
+                ))
+            })?;
+        if sets.insert(i, render(&a.value)).is_some() {
+            return Err(BrookError::Syntax(format!(
+                "multiple assignments to same column \"{cname}\""
+            )));
+        }
+    }
+    Ok(sets)
+}
+
+/// Cast a query result (relation columns first, in order) to the relation's types and
+/// check NOT NULL: the rows a rewrite writes back.
+fn to_relation_batch(meta: &RelationMeta, name: &str, b: &RecordBatch) -> Result<RecordBatch> {
+    let bs = b.schema();
+    let mut cols = Vec::with_capacity(meta.columns.len());
+    for (i, c) in meta.columns.iter().enumerate() {
+        let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
+        if c.not_null && a.null_count() > 0 {
+            return Err(BrookError::NotNullViolation(format!(
+                "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                c.name
+            )));
+        }
+        cols.push(a);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        meta.schema(),
+        cols,
+        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
 }
 
 /// In ON CONFLICT DO UPDATE, unqualified columns mean the target table's (the proposed row
