@@ -65,6 +65,30 @@ struct KeyCheck {
 }
 
 impl KeyCheck {
+    /// An empty key set for the primary key of `meta` (None when it has no key).
+    fn new(meta: &RelationMeta, table: &str) -> Result<Option<KeyCheck>> {
+        if meta.primary_key.is_empty() {
+            return Ok(None);
+        }
+        let schema = meta.schema();
+        let fields: Vec<SortField> = meta
+            .primary_key
+            .iter()
+            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+            .collect();
+        Ok(Some(KeyCheck {
+            columns: meta.primary_key.clone(),
+            converter: RowConverter::new(fields)?,
+            seen: HashSet::new(),
+            table: table.to_string(),
+            names: meta
+                .primary_key
+                .iter()
+                .map(|&i| meta.columns[i].name.clone())
+                .collect(),
+        }))
+    }
+
     /// Rows of `batch` whose key already exists (or repeats within the batch).
     fn conflicts(&mut self, batch: &RecordBatch, insert: bool) -> Result<Vec<bool>> {
         let cols: Vec<ArrayRef> = self
@@ -1766,16 +1790,10 @@ impl Session {
             on.join(" AND ")
         );
         let rows = ctx.sql(&sql).await?.collect().await?;
-        let mut keys = KeyCheck {
-            columns: meta.primary_key.clone(),
-            converter,
-            seen: HashSet::new(),
-            table: name.to_string(),
-            names: meta
-                .primary_key
-                .iter()
-                .map(|&i| meta.columns[i].name.clone())
-                .collect(),
+        let Some(mut keys) = KeyCheck::new(meta, name)? else {
+            return Err(BrookError::internal(
+                "upsert on a relation without a primary key",
+            ));
         };
         let mut updated = 0usize;
         for b in rows.iter().chain(std::iter::once(&fresh)) {
@@ -1804,26 +1822,10 @@ impl Session {
         store: &Arc<TableStore>,
         name: &str,
     ) -> Result<Option<KeyCheck>> {
-        if meta.primary_key.is_empty() {
+        let Some(mut k) = KeyCheck::new(meta, name)? else {
             return Ok(None);
-        }
-        let schema = meta.schema();
-        let fields: Vec<SortField> = meta
-            .primary_key
-            .iter()
-            .map(|&i| SortField::new(schema.field(i).data_type().clone()))
-            .collect();
-        let mut k = KeyCheck {
-            columns: meta.primary_key.clone(),
-            converter: RowConverter::new(fields)?,
-            seen: HashSet::new(),
-            table: name.to_string(),
-            names: meta
-                .primary_key
-                .iter()
-                .map(|&i| meta.columns[i].name.clone())
-                .collect(),
         };
+        let schema = meta.schema();
         for c in store.snapshot().iter() {
             let b = crate::storage::adapt_batch(store.read(c)?, &schema)?;
             k.conflicts(&b, true)?;
@@ -1949,31 +1951,10 @@ impl Session {
         keep_hits: bool,
         returning: Option<&[SelectItem]>,
     ) -> Result<Outcome> {
-        let schema = meta.schema();
         let mut txn = store.begin(true).await?;
         let df = self.ctx.sql(sql).await?;
         let mut stream = df.execute_stream().await?;
-        let mut keys = match meta.primary_key.is_empty() {
-            true => None,
-            false => {
-                let fields: Vec<SortField> = meta
-                    .primary_key
-                    .iter()
-                    .map(|&i| SortField::new(schema.field(i).data_type().clone()))
-                    .collect();
-                Some(KeyCheck {
-                    columns: meta.primary_key.clone(),
-                    converter: RowConverter::new(fields)?,
-                    seen: HashSet::new(),
-                    table: name.to_string(),
-                    names: meta
-                        .primary_key
-                        .iter()
-                        .map(|&i| meta.columns[i].name.clone())
-                        .collect(),
-                })
-            }
-        };
+        let mut keys = KeyCheck::new(meta, name)?;
         let mut hits = 0usize;
         let mut affected = Vec::new();
         while let Some(b) = stream.next().await {
