@@ -7,10 +7,12 @@
 //!
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
+//! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod checked;
 pub mod decorrelate;
 pub mod parser;
 pub mod rewrite;
