@@ -201,7 +201,9 @@ fn classify_arrow(e: ArrowError) -> BrookError {
         ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
             BrookError::OutOfRange(m)
         }
-        ArrowError::ArithmeticOverflow(m) => BrookError::OutOfRange(format!("integer out of range ({m})")),
+        ArrowError::ArithmeticOverflow(m) => {
+            BrookError::OutOfRange(format!("integer out of range ({m})"))
+        }
         ArrowError::ExternalError(inner) => match inner.downcast::<BrookError>() {
             Ok(b) => *b,
             Err(other) => match other.downcast::<DataFusionError>() {

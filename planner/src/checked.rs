@@ -14,8 +14,8 @@ use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
@@ -35,7 +35,11 @@ impl CheckedArith {
             Operator::Minus => "brook_checked_sub",
             _ => "brook_checked_mul",
         };
-        ScalarUDF::new_from_impl(CheckedArith { op, name, signature: Signature::any(2, Volatility::Immutable) })
+        ScalarUDF::new_from_impl(CheckedArith {
+            op,
+            name,
+            signature: Signature::any(2, Volatility::Immutable),
+        })
     }
 }
 
@@ -53,7 +57,10 @@ impl ScalarUDFImpl for CheckedArith {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let (l, r) = (&arrays[0], &arrays[1]);
         let out = match self.op {
@@ -94,7 +101,9 @@ fn is_int(t: &DataType) -> bool {
 impl CheckedIntegerArithmetic {
     fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         e.transform_up(|e| {
-            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else { return Ok(Transformed::no(e)) };
+            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
+                return Ok(Transformed::no(e));
+            };
             let udf = match op {
                 Operator::Plus => &self.add,
                 Operator::Minus => &self.sub,
@@ -109,7 +118,9 @@ impl CheckedIntegerArithmetic {
                 return Ok(Transformed::no(e));
             }
             let args = vec![left.as_ref().clone(), right.as_ref().clone()];
-            Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(udf.clone(), args))))
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(udf.clone(), args),
+            )))
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::types::PgType;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption};
 use std::sync::Arc;
@@ -1111,8 +1111,8 @@ impl CopyOutEncoder {
 
     fn csv_field(&self, s: &str) -> String {
         let q = self.opts.quote as char;
-        let needs = s.is_empty() && !self.opts.null.is_empty() && false
-            || s == self.opts.null
+        // the NULL string (empty by default) is quoted so that it reads back as a value
+        let needs = s == self.opts.null
             || s.contains(self.opts.delimiter as char)
             || s.contains(q)
             || s.contains('\n')
@@ -1148,11 +1148,6 @@ fn escape_text(s: &str, delim: u8, out: &mut String) {
             c => out.push(c),
         }
     }
-}
-
-/// True when `dt` is a type COPY TO can format.
-pub fn printable(dt: &DataType) -> bool {
-    !matches!(dt, DataType::Null)
 }
 
 #[cfg(test)]

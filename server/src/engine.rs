@@ -174,7 +174,9 @@ impl Engine {
             .with_default_features()
             .build();
         let ctx = SessionContext::new_with_state(state);
-        ctx.add_analyzer_rule(Arc::new(brook_planner::checked::CheckedIntegerArithmetic::default()));
+        ctx.add_analyzer_rule(Arc::new(
+            brook_planner::checked::CheckedIntegerArithmetic::default(),
+        ));
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);

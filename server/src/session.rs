@@ -275,13 +275,6 @@ impl Session {
         }
     }
 
-    /// The value of a setting, if known.
-    pub fn setting(&self, name: &str) -> Option<&str> {
-        self.settings
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
-    }
-
     fn current_schema(&self) -> String {
         self.ctx
             .state()
@@ -857,17 +850,10 @@ impl Session {
             options: BTreeMap::new(),
         };
         self.validate_defaults(&meta).await?;
-        let created =
-            self.engine
-                .create_relation(&self.db, &schema, &name, meta, ct.if_not_exists)?;
-        Ok(Outcome::Command(
-            if created {
-                "CREATE TABLE"
-            } else {
-                "CREATE TABLE"
-            }
-            .into(),
-        ))
+        // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
+        self.engine
+            .create_relation(&self.db, &schema, &name, meta, ct.if_not_exists)?;
+        Ok(Outcome::Command("CREATE TABLE".into()))
     }
 
     async fn create_table_as(
@@ -1833,17 +1819,7 @@ impl Session {
         Ok(Some(k))
     }
 
-    fn dml_target(
-        &self,
-        tf: &TableFactor,
-        verb: &str,
-    ) -> Result<(
-        String,
-        String,
-        Option<String>,
-        RelationMeta,
-        Arc<TableStore>,
-    )> {
+    fn dml_target(&self, tf: &TableFactor, verb: &str) -> Result<DmlTarget> {
         let TableFactor::Table { name, alias, .. } = tf else {
             return Err(BrookError::unsupported(format!(
                 "{verb} of a derived table"
@@ -1857,13 +1833,13 @@ impl Session {
                 verb.to_lowercase()
             )));
         }
-        Ok((
+        Ok(DmlTarget {
             schema,
-            tname,
-            alias.as_ref().map(|a| ident_name(&a.name)),
+            name: tname,
+            alias: alias.as_ref().map(|a| ident_name(&a.name)),
             meta,
             store,
-        ))
+        })
     }
 
     async fn update(&mut self, u: ast::Update) -> Result<Outcome> {
@@ -1873,7 +1849,13 @@ impl Session {
         if !u.table.joins.is_empty() {
             return Err(BrookError::unsupported("UPDATE with joins"));
         }
-        let (schema, name, alias, meta, store) = self.dml_target(&u.table.relation, "UPDATE")?;
+        let DmlTarget {
+            schema,
+            name,
+            alias,
+            meta,
+            store,
+        } = self.dml_target(&u.table.relation, "UPDATE")?;
         let sets = assignments(&meta, &name, &u.assignments, |e| e.to_string())?;
         let pred = u
             .selection
@@ -1916,7 +1898,13 @@ impl Session {
         let [twj] = tables.as_slice() else {
             return Err(BrookError::unsupported("DELETE from several tables"));
         };
-        let (schema, name, alias, meta, store) = self.dml_target(&twj.relation, "DELETE FROM")?;
+        let DmlTarget {
+            schema,
+            name,
+            alias,
+            meta,
+            store,
+        } = self.dml_target(&twj.relation, "DELETE FROM")?;
         let pred = d
             .selection
             .as_ref()
@@ -2209,6 +2197,15 @@ fn flush(
         }
     }
     txn.append(&batch)
+}
+
+/// The table an UPDATE or DELETE changes.
+struct DmlTarget {
+    schema: String,
+    name: String,
+    alias: Option<String>,
+    meta: RelationMeta,
+    store: Arc<TableStore>,
 }
 
 /// How INSERT treats key conflicts.

@@ -1,6 +1,6 @@
 //! Tables and streams as DataFusion table providers (ad-hoc queries read a snapshot).
 
-use crate::catalog::{RelKind, RelationMeta};
+use crate::catalog::RelationMeta;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -33,11 +33,6 @@ impl BrookTable {
             store,
             schema,
         }
-    }
-
-    /// Table or stream.
-    pub fn kind(&self) -> RelKind {
-        self.meta.kind
     }
 }
 
