@@ -79,6 +79,18 @@ pub struct RelationMeta {
 }
 
 impl RelationMeta {
+    /// Position of column `column` (42703 naming the relation when absent).
+    pub fn column_index(&self, column: &str, relation: &str) -> Result<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name == column)
+            .ok_or_else(|| {
+                BrookError::UndefinedColumn(format!(
+                    "column \"{column}\" of relation \"{relation}\" does not exist"
+                ))
+            })
+    }
+
     /// The Arrow schema of the relation's rows.
     pub fn schema(&self) -> SchemaRef {
         Arc::new(Schema::new(

@@ -1344,15 +1344,7 @@ impl Session {
         for c in &ins.columns {
             let parts = object_parts(c)?;
             let cname = parts.last().cloned().unwrap_or_default();
-            let i = meta
-                .columns
-                .iter()
-                .position(|m| m.name == cname)
-                .ok_or_else(|| {
-                    BrookError::UndefinedColumn(format!(
-                        "column \"{cname}\" of relation \"{name}\" does not exist"
-                    ))
-                })?;
+            let i = meta.column_index(&cname, &name)?;
             if targets.contains(&i) {
                 return Err(BrookError::Syntax(format!(
                     "column \"{cname}\" specified more than once"
@@ -2066,15 +2058,7 @@ impl Session {
             let mut v = Vec::new();
             for c in &columns {
                 let n = ident_name(c);
-                let i = meta
-                    .columns
-                    .iter()
-                    .position(|m| m.name == n)
-                    .ok_or_else(|| {
-                        BrookError::UndefinedColumn(format!(
-                            "column \"{n}\" of relation \"{name}\" does not exist"
-                        ))
-                    })?;
+                let i = meta.column_index(&n, &name)?;
                 if v.contains(&i) {
                     return Err(BrookError::Syntax(format!(
                         "column \"{n}\" specified more than once"
@@ -2259,15 +2243,7 @@ fn assignments(
             return Err(BrookError::unsupported("assignment to a column tuple"));
         };
         let cname = object_parts(c)?.pop().unwrap_or_default();
-        let i = meta
-            .columns
-            .iter()
-            .position(|m| m.name == cname)
-            .ok_or_else(|| {
-                BrookError::UndefinedColumn(format!(
-                    "column \"{cname}\" of relation \"{name}\" does not exist"
-                ))
-            })?;
+        let i = meta.column_index(&cname, &name)?;
         if sets.insert(i, render(&a.value)).is_some() {
             return Err(BrookError::Syntax(format!(
                 "multiple assignments to same column \"{cname}\""
