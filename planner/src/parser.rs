@@ -9,10 +9,9 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use datafusion_pg_catalog::sql::rules::{
-    AliasDuplicatedProjectionRewrite, CurrentUserVariableToSessionUserFunctionCall,
-    FixArrayLiteral, PrependUnqualifiedPgTableName, RewriteArrayAnyAllOperation,
-    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
-    StripCallableQualifier, StripCollate,
+    AliasDuplicatedProjectionRewrite, FixArrayLiteral, PrependUnqualifiedPgTableName,
+    RewriteArrayAnyAllOperation, RewritePgCatalogOperator, RewriteRegCastToSubquery,
+    SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
 };
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use std::sync::{Arc, LazyLock};
@@ -32,7 +31,6 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(PrependUnqualifiedPgTableName),
         Arc::new(StripCallableQualifier),
         Arc::new(FixArrayLiteral),
-        Arc::new(CurrentUserVariableToSessionUserFunctionCall),
         Arc::new(StripCollate),
         Arc::new(RewritePgCatalogOperator),
         Arc::new(RewriteRegCastToSubquery::new()),

@@ -1,7 +1,14 @@
 //! SQL functions Brook adds to DataFusion's library for PostgreSQL clients.
+//!
+//! Database-wide ones are registered on the database context ([`register`]); the ones that
+//! read the session (its role, its settings) on each session's own context
+//! ([`register_session`]).
 
 use crate::engine::SERVER_VERSION;
+use crate::session::Settings;
+use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
@@ -25,4 +32,112 @@ pub fn register(ctx: &SessionContext) {
             ))))
         }),
     ));
+}
+
+/// Register the session-bound functions: `current_user`, `session_user`, `current_role`
+/// (the connected role) and `current_setting(name [, missing_ok])`.
+pub fn register_session(ctx: &SessionContext, user: &str, settings: Settings) {
+    for name in ["current_user", "session_user", "current_role", "user"] {
+        let user = user.to_string();
+        ctx.register_udf(create_udf(
+            name,
+            vec![],
+            DataType::Utf8,
+            Volatility::Stable,
+            Arc::new(move |_args: &[ColumnarValue]| {
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(user.clone()))))
+            }),
+        ));
+    }
+    ctx.register_udf(datafusion::logical_expr::ScalarUDF::new_from_impl(
+        CurrentSetting {
+            settings,
+            signature: datafusion::logical_expr::Signature::one_of(
+                vec![
+                    datafusion::logical_expr::TypeSignature::Exact(vec![DataType::Utf8]),
+                    datafusion::logical_expr::TypeSignature::Exact(vec![
+                        DataType::Utf8,
+                        DataType::Boolean,
+                    ]),
+                ],
+                Volatility::Stable,
+            ),
+        },
+    ));
+}
+
+/// `current_setting(name [, missing_ok])`: a session setting's value.
+#[derive(Debug)]
+struct CurrentSetting {
+    settings: Settings,
+    signature: datafusion::logical_expr::Signature,
+}
+
+// Equality and hashing by name: one instance per session, never compared across sessions.
+impl PartialEq for CurrentSetting {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+impl Eq for CurrentSetting {}
+impl std::hash::Hash for CurrentSetting {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        "current_setting".hash(state);
+    }
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for CurrentSetting {
+    fn name(&self) -> &str {
+        "current_setting"
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let missing_ok = matches!(
+            args.args.get(1),
+            Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))))
+        );
+        let find = |name: &str| -> datafusion::error::Result<Option<String>> {
+            match self.settings.get(&name.to_ascii_lowercase()) {
+                Some(v) => Ok(Some(v)),
+                None if missing_ok => Ok(None),
+                None => Err(DataFusionError::External(Box::new(
+                    brook_common::BrookError::UndefinedObject(format!(
+                        "unrecognized configuration parameter \"{name}\""
+                    )),
+                ))),
+            }
+        };
+        let names = ColumnarValue::values_to_arrays(&args.args[..1])?;
+        let names = names[0]
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| {
+                DataFusionError::Plan("current_setting expects a text argument".into())
+            })?;
+        let mut out = Vec::with_capacity(names.len());
+        for i in 0..names.len() {
+            out.push(if names.is_null(i) {
+                None
+            } else {
+                find(names.value(i))?
+            });
+        }
+        let out = StringArray::from(out);
+        if matches!(args.args[0], ColumnarValue::Scalar(_)) {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }
+    }
 }

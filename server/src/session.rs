@@ -140,7 +140,7 @@ pub struct Session {
     pub ctx: SessionContext,
     /// Role name.
     pub user: String,
-    settings: BTreeMap<String, String>,
+    settings: Settings,
     /// COPY FROM STDIN in progress.
     pub copy_in: Option<CopyIn>,
     cursors: std::collections::HashMap<String, Cursor>,
@@ -189,6 +189,54 @@ impl Cursor {
             }
         }
         Ok(out)
+    }
+}
+
+/// A session's settings, shared with its `current_setting()` function.
+#[derive(Debug, Clone)]
+pub struct Settings(Arc<std::sync::RwLock<BTreeMap<String, String>>>);
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings(Arc::new(std::sync::RwLock::new(default_settings())))
+    }
+}
+
+impl Settings {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, String>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, String>> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The value of `key` (lower case).
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.read().get(key).cloned()
+    }
+
+    fn set(&self, key: impl Into<String>, value: impl Into<String>) {
+        self.write().insert(key.into(), value.into());
+    }
+
+    fn remove(&self, key: &str) {
+        self.write().remove(key);
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.read().contains_key(key)
+    }
+
+    fn reset(&self) {
+        *self.write() = default_settings();
+    }
+
+    fn entries(&self) -> Vec<(String, String)> {
+        self.read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 }
 
@@ -264,12 +312,14 @@ impl Session {
     /// A new session on database `db` for role `user`.
     pub fn new(engine: Arc<Engine>, db: Arc<Database>, user: String) -> Session {
         let ctx = SessionContext::new_with_state(db.ctx.state());
+        let settings = Settings::default();
+        crate::functions::register_session(&ctx, &user, settings.clone());
         Session {
             engine,
             db,
             ctx,
             user,
-            settings: default_settings(),
+            settings,
             copy_in: None,
             cursors: Default::default(),
         }
@@ -1176,7 +1226,7 @@ impl Session {
 
     /// RESET ALL: every setting back to its default, the search path included.
     fn reset_all(&mut self) {
-        self.settings = default_settings();
+        self.settings.reset();
         let state = self.ctx.state_ref();
         let mut st = state.write();
         st.config_mut().options_mut().catalog.default_schema = DEFAULT_SCHEMA.to_string();
@@ -1211,7 +1261,7 @@ impl Session {
                         "time zone \"{v}\" (sessions run in UTC)"
                     )));
                 }
-                self.settings.insert("timezone".into(), "UTC".into());
+                self.settings.set("timezone", "UTC");
             }
             "search_path" => {
                 let first = value
@@ -1224,7 +1274,7 @@ impl Session {
                     let mut st = state.write();
                     st.config_mut().options_mut().catalog.default_schema = schema;
                 }
-                self.settings.insert(key, value.to_string());
+                self.settings.set(key, value.to_string());
             }
             "client_encoding" | "names" => {
                 let v = value
@@ -1244,7 +1294,7 @@ impl Session {
                         "DateStyle {value} (only ISO output is supported)"
                     )));
                 }
-                self.settings.insert(key, "ISO, MDY".into());
+                self.settings.set(key, "ISO, MDY");
             }
             "extra_float_digits" => {
                 let v: i32 = value.parse().map_err(|_| {
@@ -1257,10 +1307,10 @@ impl Session {
                         "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"
                     )));
                 }
-                self.settings.insert(key, value.to_string());
+                self.settings.set(key, value.to_string());
             }
-            _ if self.settings.contains_key(&key) || key.contains('.') => {
-                self.settings.insert(key, value.to_string());
+            _ if self.settings.contains(&key) || key.contains('.') => {
+                self.settings.set(key, value.to_string());
             }
             _ => {
                 return Err(BrookError::UndefinedObject(format!(
@@ -1283,8 +1333,8 @@ impl Session {
             other => other.to_string(),
         };
         if key == "all" {
-            let names: Vec<String> = self.settings.keys().cloned().collect();
-            let values: Vec<String> = self.settings.values().cloned().collect();
+            let (names, values): (Vec<String>, Vec<String>) =
+                self.settings.entries().into_iter().unzip();
             let schema = Arc::new(Schema::new(vec![
                 Field::new("name", DataType::Utf8, false),
                 Field::new("setting", DataType::Utf8, false),
@@ -1304,7 +1354,7 @@ impl Session {
                 .find(|e| e.key == key)
                 .and_then(|e| e.value)
         } else {
-            self.settings.get(&key).cloned()
+            self.settings.get(&key)
         };
         let value = value.ok_or_else(|| {
             BrookError::UndefinedObject(format!("unrecognized configuration parameter \"{name}\""))
