@@ -951,7 +951,7 @@ impl Session {
         let (meta, store) = self.relation(&schema, &name)?;
         let stream = df.execute_stream().await?;
         let n = self
-            .write_stream(&meta, &store, &name, stream, None, WriteMode::Append)
+            .write_stream_mapped(&meta, &store, &name, stream, None, WriteMode::Append, None)
             .await?;
         Ok(Outcome::Command(format!("SELECT {n}")))
     }
@@ -1540,19 +1540,6 @@ impl Session {
         let schema = pg_named(df.schema().as_arrow().clone(), names);
         let out = df.collect().await?;
         Ok(rows_outcome(schema, out, "INSERT"))
-    }
-
-    async fn write_stream(
-        &self,
-        meta: &RelationMeta,
-        store: &Arc<TableStore>,
-        name: &str,
-        stream: SendableRecordBatchStream,
-        targets: Option<Vec<usize>>,
-        mode: WriteMode,
-    ) -> Result<usize> {
-        self.write_stream_mapped(meta, store, name, stream, targets, mode, None)
-            .await
     }
 
     /// Write query output into a relation: map columns, fill defaults, cast, check
