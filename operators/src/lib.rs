@@ -1,24 +1,70 @@
-//! Push-based incremental operators over Arrow `RecordBatch`es (the continuous engine).
+//! Push-based incremental operators over Arrow `RecordBatch`es: the continuous engine.
+//!
+//! Every batch inside a continuous plan carries its change kind as a trailing `Int8` column
+//! named [`brook_common::columns::CHANGE_KIND`] (`+1` insert, `-1` delete), so one
+//! `RecordBatch` type carries appends and retractions alike. Expressions and accumulators are
+//! DataFusion's (`PhysicalExpr`, `Accumulator`); only the incremental bookkeeping is Brook's.
 //!
 //! # Layout
-//! - [`Operator`]: the push trait with default hooks. Operators (one per file) arrive with the
-//!   continuous-queries work; ad-hoc queries run on DataFusion today.
+//! - [`Operator`]: the push trait with default hooks; [`NodeSpec`]: a plan node that builds
+//!   an operator's runtime state (plan apart from state, so one plan can run many times).
+//! - [`change`]: the change-kind column: add, read, strip, negate.
+//! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
+//!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
+//!   update or on window close), [`union`].
+//! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
+//!   through it.
+//! - [`testing`]: `from_pretty`, readable test batches.
 
+pub mod aggregate;
+pub mod change;
+pub mod filter;
+pub mod graph;
+pub mod project;
+pub mod source;
+pub mod testing;
+pub mod union;
+
+use brook_common::Result;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 
 /// A push operator: receives batches, watermarks and barriers, emits batches.
 ///
-/// Invariant: an operator emits only `RecordBatch`es whose schema is its output schema; the
-/// change kind and event time travel as reserved columns (see `brook_common::columns`).
+/// Invariants: every batch an operator receives or emits ends with the change-kind column;
+/// an operator emits only batches whose schema is its node's output schema plus that column.
 pub trait Operator: Send {
-    /// A batch of input rows arrived; returns the batches to emit downstream.
-    fn on_data(&mut self, batch: RecordBatch) -> brook_common::Result<Vec<RecordBatch>>;
-    /// Event time advanced to `watermark` (microseconds since the epoch).
-    fn on_watermark(&mut self, _watermark: i64) -> brook_common::Result<Vec<RecordBatch>> {
+    /// Rows emitted before any input (a global aggregate's row over nothing).
+    fn on_start(&mut self) -> Result<Vec<RecordBatch>> {
+        Ok(Vec::new())
+    }
+    /// A batch arrived on input `port`; returns the batches to emit downstream.
+    fn on_data(&mut self, port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>>;
+    /// Event time of every input advanced to `watermark` (microseconds since the epoch):
+    /// no row with an earlier event time will follow.
+    fn on_watermark(&mut self, _watermark: i64) -> Result<Vec<RecordBatch>> {
         Ok(Vec::new())
     }
     /// A checkpoint barrier passed; state must be consistent up to here.
-    fn on_barrier(&mut self, _epoch: u64) -> brook_common::Result<()> {
+    fn on_barrier(&mut self, _epoch: u64) -> Result<()> {
         Ok(())
     }
+    /// Bytes of state the operator holds (shown by statistics; bounded by what the SQL needs).
+    fn state_size(&self) -> usize {
+        0
+    }
+    /// Rows dropped because they arrived after the watermark closed their window.
+    fn late_rows(&self) -> u64 {
+        0
+    }
+}
+
+/// A node of a continuous plan: what to compute, without runtime state.
+pub trait NodeSpec: std::fmt::Display + Send + Sync {
+    /// Output schema, without the change-kind column.
+    fn schema(&self) -> SchemaRef;
+    /// True when the output can retract rows it emitted (an updating result).
+    fn updating(&self) -> bool;
+    /// Build fresh runtime state.
+    fn instantiate(&self) -> Result<Box<dyn Operator>>;
 }

@@ -7,14 +7,18 @@
 //!
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
+//! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000).
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
+//! - [`windows`]: `TUMBLE`/`HOP` window table functions as plain SQL (date_bin).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
 pub mod checked;
+pub mod continuous;
 pub mod decorrelate;
 pub mod parser;
 pub mod rewrite;
+pub mod windows;
 
 pub use parser::{parse_sql, BrookStatement, CreateStream, Watermark};

@@ -63,6 +63,16 @@ pub enum BrookStatement {
         names: Vec<ObjectName>,
         if_exists: bool,
     },
+    /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
+    FetchWith {
+        /// The FETCH itself.
+        fetch: Box<Statement>,
+        /// How long to wait for rows of a continuous cursor (interval text).
+        timeout: Option<String>,
+    },
+    /// A statement (DECLARE or EXPLAIN DECLARE) whose query ended in
+    /// `EMIT ON WINDOW CLOSE`; the clause is removed from the statement.
+    EmitOnWindowClose(Box<Statement>),
 }
 
 /// `CREATE STREAM [IF NOT EXISTS] name (columns [, WATERMARK FOR col AS expr]) [WITH (...)]`.
@@ -184,6 +194,45 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         expect_end(&mut p)?;
         return Ok(BrookStatement::DropStream { names, if_exists });
     }
+    if let Some(rest) = strip_emit_on_window_close(text)? {
+        return match parse_one(&rest)? {
+            BrookStatement::Sql(s) => Ok(BrookStatement::EmitOnWindowClose(s)),
+            _ => Err(BrookError::Syntax(
+                "syntax error at or near \"EMIT\"".into(),
+            )),
+        };
+    }
+    if p.peek_keyword(Keyword::FETCH) {
+        let fetch = p.parse_statement()?;
+        if p.peek_keyword(Keyword::WITH) {
+            let mut timeout = None;
+            for o in p.parse_options(Keyword::WITH)? {
+                match o {
+                    SqlOption::KeyValue { key, value }
+                        if key.value.eq_ignore_ascii_case("timeout") =>
+                    {
+                        timeout = Some(match value {
+                            datafusion::sql::sqlparser::ast::Expr::Value(v) => match v.value {
+                                datafusion::sql::sqlparser::ast::Value::SingleQuotedString(s) => s,
+                                other => other.to_string(),
+                            },
+                            other => other.to_string(),
+                        });
+                    }
+                    other => {
+                        return Err(BrookError::Syntax(format!(
+                            "unrecognized FETCH option {other} (FETCH takes timeout)"
+                        )))
+                    }
+                }
+            }
+            expect_end(&mut p)?;
+            return Ok(BrookStatement::FetchWith {
+                fetch: Box::new(fetch),
+                timeout,
+            });
+        }
+    }
     let mut stmts = if is_catalog_query(text) {
         COMPAT.parse(text)?
     } else {
@@ -202,6 +251,32 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             "statement splitting left several statements together",
         )),
     }
+}
+
+/// The statement text without a top-level `EMIT ON WINDOW CLOSE` clause, when it has one.
+fn strip_emit_on_window_close(text: &str) -> Result<Option<String>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+    let words: Vec<(usize, &TokenWithSpan)> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
+        .collect();
+    let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let offsets = LineOffsets::new(text);
+    for win in words.windows(4) {
+        if is(win[0].1, "EMIT")
+            && is(win[1].1, "ON")
+            && is(win[2].1, "WINDOW")
+            && is(win[3].1, "CLOSE")
+        {
+            let (start, _) = span_bytes(&offsets, win[0].1);
+            let (_, end) = span_bytes(&offsets, win[3].1);
+            return Ok(Some(format!("{}{}", &text[..start], &text[end..])));
+        }
+    }
+    Ok(None)
 }
 
 /// Consume the next token when it is the (non-reserved) word `word`.
@@ -312,6 +387,29 @@ mod tests {
         assert!(
             matches!(s, BrookStatement::DropStream { if_exists: true, ref names } if names.len() == 2)
         );
+    }
+
+    #[test]
+    fn fetch_with_timeout() {
+        let s = parse_one("FETCH 10 FROM c WITH (timeout = '250ms')").unwrap();
+        let BrookStatement::FetchWith { timeout, .. } = s else {
+            panic!("not a FETCH WITH: {s:?}")
+        };
+        assert_eq!(timeout.as_deref(), Some("250ms"));
+        let e = parse_one("FETCH 10 FROM c WITH (speed = 1)").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601");
+    }
+
+    #[test]
+    fn emit_on_window_close_is_lifted() {
+        let s = parse_one(
+            "DECLARE c CURSOR FOR SELECT window_end, count(*) FROM t GROUP BY 1 EMIT ON WINDOW CLOSE",
+        )
+        .unwrap();
+        assert!(matches!(s, BrookStatement::EmitOnWindowClose(_)));
+        // Inside a string it is just text.
+        let s = parse_one("SELECT 'EMIT ON WINDOW CLOSE'").unwrap();
+        assert!(matches!(s, BrookStatement::Sql(_)));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
 //! - [`table`]: tables and streams as DataFusion table providers.
+//! - [`continuous`]: running continuous queries (one task per query, fed by commits).
 //! - [`copy`]: COPY text/CSV/binary parsing and formatting.
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
@@ -15,6 +16,7 @@
 
 pub mod cancel;
 pub mod catalog;
+pub mod continuous;
 pub mod copy;
 pub mod encode;
 pub mod engine;

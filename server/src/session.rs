@@ -1,11 +1,14 @@
 //! A client session: settings, transaction state and the execution of every statement kind.
 
 use crate::catalog::{ColumnMeta, IndexMeta, RelKind, RelationMeta, WatermarkMeta, DEFAULT_SCHEMA};
+use crate::continuous::QueryStats;
 use crate::copy::{BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget, BATCH_ROWS};
 use crate::engine::{Database, Engine, SERVER_VERSION};
 use crate::storage::{TableStore, WriteTxn};
 use crate::types::PgType;
 use brook_common::{BrookError, Result};
+use brook_operators::graph::GraphPlan;
+use brook_planner::continuous::{plan_continuous, ContinuousOptions};
 use brook_planner::{BrookStatement, CreateStream};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
@@ -157,9 +160,61 @@ struct Cursor {
     pending: Option<(RecordBatch, usize)>,
     /// `WITH HOLD`: survives the end of the transaction.
     hold: bool,
+    /// Set for a continuous cursor: its query's statistics. Its stream never ends; FETCH
+    /// returns what is ready, waiting up to a timeout for the first rows.
+    continuous: Option<Arc<QueryStats>>,
 }
 
 impl Cursor {
+    /// Up to `n` rows of a continuous cursor: what is ready now, or, when nothing is, the
+    /// first rows that arrive within `timeout` (none at timeout: an empty result, not an error).
+    async fn fetch_ready(
+        &mut self,
+        n: Option<usize>,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<RecordBatch>> {
+        use futures::FutureExt;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut out: Vec<RecordBatch> = Vec::new();
+        let mut want = n.unwrap_or(usize::MAX);
+        while want > 0 {
+            let (batch, off) = match self.pending.take() {
+                Some(p) => p,
+                None => {
+                    let stream = self
+                        .stream
+                        .get_mut()
+                        .map_err(|_| BrookError::internal("cursor poisoned"))?;
+                    let next = if out.is_empty() {
+                        match tokio::time::timeout_at(deadline, stream.next()).await {
+                            Ok(next) => next,
+                            Err(_) => break,
+                        }
+                    } else {
+                        match stream.next().now_or_never() {
+                            Some(next) => next,
+                            None => break,
+                        }
+                    };
+                    match next {
+                        Some(b) => (b?, 0),
+                        None => break,
+                    }
+                }
+            };
+            let left = batch.num_rows() - off;
+            let take = left.min(want);
+            if take > 0 {
+                out.push(batch.slice(off, take));
+            }
+            want -= take;
+            if off + take < batch.num_rows() {
+                self.pending = Some((batch, off + take));
+            }
+        }
+        Ok(out)
+    }
+
     /// Up to `n` next rows (all remaining when `n` is None).
     async fn fetch(&mut self, n: Option<usize>) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
@@ -277,10 +332,47 @@ fn default_settings() -> BTreeMap<String, String> {
         ("work_mem", "4MB"),
         ("max_connections", "100"),
         ("default_with_oids", "off"),
+        (FETCH_TIMEOUT, "1s"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
+}
+
+/// Setting: how long FETCH on a continuous cursor waits for rows when none are ready.
+pub const FETCH_TIMEOUT: &str = "brook.fetch_timeout";
+
+/// A duration setting: a number with unit `ms`, `s`, `min` (or their long names); a bare
+/// number is milliseconds, as PostgreSQL's `statement_timeout`.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
+    let t = text.trim().trim_matches('\'').trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        BrookError::InvalidParameter(format!(
+            "invalid timeout \"{text}\" (use e.g. '500ms' or '2s')"
+        ))
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" | "millisecond" | "milliseconds" => 0.001,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "min" | "mins" | "minute" | "minutes" => 60.0,
+        _ => return Err(bad()),
+    };
+    let secs = n * scale;
+    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+fn emit_misplaced() -> BrookError {
+    BrookError::unsupported(
+        "EMIT ON WINDOW CLOSE outside DECLARE CURSOR (it applies to continuous queries)",
+    )
 }
 
 /// Normalise an identifier as PostgreSQL does: unquoted names fold to lower case.
@@ -373,13 +465,47 @@ impl Session {
                 self.drop_relations(&names, RelKind::Stream, if_exists, "DROP STREAM")
             }
             BrookStatement::Sql(s) => self.execute_sql(*s).await,
+            BrookStatement::FetchWith { fetch, timeout } => {
+                let timeout = match timeout {
+                    Some(t) => Some(parse_timeout(&t)?),
+                    None => None,
+                };
+                match *fetch {
+                    Statement::Fetch {
+                        name, direction, ..
+                    } => self.fetch(&name, &direction, timeout).await,
+                    _ => Err(BrookError::internal("FETCH WITH is not a FETCH")),
+                }
+            }
+            BrookStatement::EmitOnWindowClose(s) => {
+                let options = ContinuousOptions {
+                    emit_on_window_close: true,
+                };
+                match *s {
+                    Statement::Declare { stmts } => self.declare(stmts, options).await,
+                    Statement::Explain { statement, .. } => match *statement {
+                        Statement::Declare { stmts } => self.explain_declare(stmts, options).await,
+                        _ => Err(emit_misplaced()),
+                    },
+                    _ => Err(emit_misplaced()),
+                }
+            }
         }
     }
 
     async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
         let names = brook_planner::rewrite::output_names(&stmt);
-        pg_literals(&mut stmt);
+        pg_literals(&mut stmt)?;
         match stmt {
+            Statement::Explain { statement, .. }
+                if matches!(*statement, Statement::Declare { .. }) =>
+            {
+                let Statement::Declare { stmts } = *statement else {
+                    return Err(BrookError::internal("EXPLAIN DECLARE lost its DECLARE"));
+                };
+                self.explain_declare(stmts, ContinuousOptions::default())
+                    .await
+            }
             Statement::Query(_) | Statement::Explain { .. } => {
                 self.run_query(stmt, "SELECT", names).await
             }
@@ -466,10 +592,10 @@ impl Session {
                 self.end_transaction();
                 Ok(Outcome::TxnEnd("ROLLBACK".into()))
             }
-            Statement::Declare { stmts } => self.declare(stmts).await,
+            Statement::Declare { stmts } => self.declare(stmts, ContinuousOptions::default()).await,
             Statement::Fetch {
                 name, direction, ..
-            } => self.fetch(&name, &direction).await,
+            } => self.fetch(&name, &direction, None).await,
             Statement::Close { cursor } => {
                 match cursor {
                     ast::CloseCursor::All => self.cursors.clear(),
@@ -531,7 +657,11 @@ impl Session {
         self.cursors.retain(|_, c| c.hold);
     }
 
-    async fn declare(&mut self, stmts: Vec<ast::Declare>) -> Result<Outcome> {
+    async fn declare(
+        &mut self,
+        stmts: Vec<ast::Declare>,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
         for d in stmts {
             let [name] = d.names.as_slice() else {
                 return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
@@ -556,11 +686,23 @@ impl Session {
             }
             let mut stmt = Statement::Query(q);
             let names = brook_planner::rewrite::output_names(&stmt);
-            pg_literals(&mut stmt);
-            let Outcome::Rows { schema, stream, .. } =
-                self.run_query(stmt, "SELECT", names).await?
-            else {
-                return Err(BrookError::internal("query did not produce rows"));
+            pg_literals(&mut stmt)?;
+            let plan = self.plan(stmt).await?;
+            let (schema, stream, continuous) = match self.continuous(&plan, options)? {
+                Some(graph) => {
+                    let (schema, stream, stats) = self.start_continuous(graph, names)?;
+                    (schema, stream, Some(stats))
+                }
+                None => {
+                    if options.emit_on_window_close {
+                        return Err(BrookError::unsupported(
+                            "EMIT ON WINDOW CLOSE over tables only (it applies to queries over streams)",
+                        ));
+                    }
+                    let df = self.ctx.execute_logical_plan(plan).await?;
+                    let schema = pg_named(df.schema().as_arrow().clone(), names);
+                    (schema, df.execute_stream().await?, None)
+                }
             };
             self.cursors.insert(
                 name,
@@ -569,13 +711,19 @@ impl Session {
                     stream: std::sync::Mutex::new(stream),
                     pending: None,
                     hold: d.hold == Some(true),
+                    continuous,
                 },
             );
         }
         Ok(Outcome::Command("DECLARE CURSOR".into()))
     }
 
-    async fn fetch(&mut self, name: &Ident, direction: &ast::FetchDirection) -> Result<Outcome> {
+    async fn fetch(
+        &mut self,
+        name: &Ident,
+        direction: &ast::FetchDirection,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Outcome> {
         use ast::FetchDirection as D;
         let count = |v: &ast::ValueWithSpan| -> Result<usize> {
             match &v.value {
@@ -598,11 +746,19 @@ impl Session {
             }
         };
         let key = ident_name(name);
+        let timeout = match timeout {
+            Some(t) => t,
+            None => parse_timeout(&self.settings.get(FETCH_TIMEOUT).unwrap_or_default())?,
+        };
         let cursor = self
             .cursors
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
-        let batches = cursor.fetch(n).await?;
+        let batches = if cursor.continuous.is_some() {
+            cursor.fetch_ready(n, timeout).await?
+        } else {
+            cursor.fetch(n).await?
+        };
         Ok(rows_outcome(cursor.schema.clone(), batches, "FETCH"))
     }
 
@@ -612,6 +768,94 @@ impl Session {
         Ok(state
             .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
             .await?)
+    }
+
+    /// The continuous plan of a query that reads a stream; `None` for queries over tables
+    /// only (they run once, ad hoc).
+    fn continuous(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+        options: ContinuousOptions,
+    ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
+        let state = self.ctx.state();
+        let optimized = state.optimize(plan)?;
+        if !crate::continuous::reads_stream(&optimized) {
+            return Ok(None);
+        }
+        let resolver = crate::continuous::Resolver::new(&state);
+        let graph = plan_continuous(&optimized, &state, &resolver, options)?;
+        Ok(Some((graph, resolver.stores.into_inner())))
+    }
+
+    /// Start a continuous query; its wire schema carries `_brook_op` when it is updating.
+    fn start_continuous(
+        &self,
+        (graph, stores): (GraphPlan, Vec<Arc<TableStore>>),
+        names: Option<Vec<brook_planner::rewrite::OutputName>>,
+    ) -> Result<(SchemaRef, SendableRecordBatchStream, Arc<QueryStats>)> {
+        let mut schema = pg_named(graph.schema().as_ref().clone(), names);
+        if graph.updating() {
+            schema = brook_operators::change::with_change_field(&schema);
+        }
+        let stats = Arc::new(QueryStats::default());
+        let stream =
+            crate::continuous::start(Arc::new(graph), stores, schema.clone(), stats.clone());
+        Ok((schema, stream, stats))
+    }
+
+    /// `EXPLAIN DECLARE c CURSOR FOR q`: the continuous plan of `q` (or its ad-hoc plan when it
+    /// reads no stream).
+    async fn explain_declare(
+        &mut self,
+        stmts: Vec<ast::Declare>,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
+        let [d] = stmts.as_slice() else {
+            return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+        };
+        let Some(q) = d.for_query.clone() else {
+            return Err(BrookError::Syntax(
+                "DECLARE CURSOR needs FOR <query>".into(),
+            ));
+        };
+        let mut stmt = Statement::Query(q);
+        pg_literals(&mut stmt)?;
+        let plan = self.plan(stmt.clone()).await?;
+        let text = match self.continuous(&plan, options)? {
+            Some((graph, _)) => format!(
+                "Continuous plan ({} result)\n{}",
+                if graph.updating() {
+                    "updating"
+                } else {
+                    "append-only"
+                },
+                graph.explain()
+            ),
+            None => {
+                let explain = Statement::Explain {
+                    describe_alias: ast::DescribeAlias::Explain,
+                    analyze: false,
+                    verbose: false,
+                    query_plan: false,
+                    estimate: false,
+                    statement: Box::new(stmt),
+                    format: None,
+                    options: None,
+                };
+                return self.run_query(explain, "EXPLAIN", None).await;
+            }
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "QUERY PLAN",
+            DataType::Utf8,
+            false,
+        )]));
+        let lines: Vec<&str> = text.lines().collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(datafusion::arrow::array::StringArray::from(lines))],
+        )?;
+        Ok(rows_outcome(schema, vec![batch], "EXPLAIN"))
     }
 
     /// Run a query and stream its rows.
@@ -634,12 +878,30 @@ impl Session {
 
     /// The result schema of a query without running it (for Describe).
     pub async fn describe(&self, stmt: &BrookStatement) -> Result<Option<SchemaRef>> {
+        let plan_schema = || -> SchemaRef {
+            Arc::new(Schema::new(vec![Field::new(
+                "QUERY PLAN",
+                DataType::Utf8,
+                false,
+            )]))
+        };
         match stmt {
+            BrookStatement::FetchWith { fetch, .. } => self.describe_fetch(fetch),
+            BrookStatement::EmitOnWindowClose(s) => Ok(Some(match s.as_ref() {
+                Statement::Explain { .. } => plan_schema(),
+                _ => Arc::new(Schema::empty()),
+            })),
             BrookStatement::Sql(s) => match s.as_ref() {
+                Statement::Fetch { .. } => self.describe_fetch(s),
+                Statement::Explain { statement, .. }
+                    if matches!(statement.as_ref(), Statement::Declare { .. }) =>
+                {
+                    Ok(Some(plan_schema()))
+                }
                 Statement::Query(_) | Statement::Explain { .. } => {
                     let mut stmt = (**s).clone();
                     let names = brook_planner::rewrite::output_names(&stmt);
-                    pg_literals(&mut stmt);
+                    pg_literals(&mut stmt)?;
                     let plan = self.plan(stmt).await?;
                     Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
                 }
@@ -664,6 +926,18 @@ impl Session {
         }
     }
 
+    /// The row shape of a FETCH: its cursor's.
+    fn describe_fetch(&self, fetch: &Statement) -> Result<Option<SchemaRef>> {
+        let Statement::Fetch { name, .. } = fetch else {
+            return Err(BrookError::internal("not a FETCH"));
+        };
+        let key = ident_name(name);
+        match self.cursors.get(&key) {
+            Some(c) => Ok(Some(c.schema.clone())),
+            None => Err(BrookError::UndefinedCursor(key)),
+        }
+    }
+
     /// Parameter types and result schema of a prepared statement (for Describe). Declared
     /// types win; others are inferred from the plan (queries) or the target columns (INSERT).
     pub async fn describe_with_params(
@@ -674,14 +948,19 @@ impl Session {
         use pgwire::api::Type;
         let mut types: Vec<Type> = declared.to_vec();
         let BrookStatement::Sql(s) = stmt else {
-            return Ok((types, Some(Arc::new(Schema::empty()))));
+            return Ok((types, self.describe(stmt).await?));
         };
         let mut inferred: BTreeMap<usize, Type> = BTreeMap::new();
         let schema = match s.as_ref() {
+            Statement::Explain { statement, .. }
+                if matches!(statement.as_ref(), Statement::Declare { .. }) =>
+            {
+                self.describe(stmt).await?
+            }
             Statement::Query(_) | Statement::Explain { .. } => {
                 let mut q = (**s).clone();
                 let names = brook_planner::rewrite::output_names(&q);
-                pg_literals(&mut q);
+                pg_literals(&mut q)?;
                 let plan = self.plan(q).await?;
                 for (k, v) in plan.get_parameter_types()? {
                     if let (Some(i), Some(dt)) =
@@ -2251,7 +2530,7 @@ fn returning_query(
     };
     let names = brook_planner::rewrite::output_names(&q);
     let mut q = *q;
-    pg_literals(&mut q);
+    pg_literals(&mut q)?;
     Ok((q, names))
 }
 
@@ -2326,7 +2605,7 @@ fn qualify_bare_columns(e: &Expr, table: &str) -> Expr {
 }
 
 /// PostgreSQL literal typing for statements that evaluate expressions.
-fn pg_literals(stmt: &mut Statement) {
+fn pg_literals(stmt: &mut Statement) -> Result<()> {
     if matches!(
         stmt,
         Statement::Query(_)
@@ -2335,10 +2614,12 @@ fn pg_literals(stmt: &mut Statement) {
             | Statement::Delete(_)
             | Statement::Explain { .. }
     ) {
+        brook_planner::windows::rewrite_windows(stmt)?;
         brook_planner::rewrite::int4_literals(stmt);
         brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
         brook_planner::rewrite::alias_outputs(stmt);
     }
+    Ok(())
 }
 
 fn setting_value(e: &Expr) -> String {

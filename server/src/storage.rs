@@ -102,6 +102,8 @@ pub struct TableStore {
     write_lock: Arc<tokio::sync::Mutex<()>>,
     next_txid: AtomicU64,
     budget: Arc<CacheBudget>,
+    /// Bumped after every commit; continuous queries wait on it.
+    commits: tokio::sync::watch::Sender<u64>,
 }
 
 impl TableStore {
@@ -156,7 +158,14 @@ impl TableStore {
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
             next_txid: AtomicU64::new(next_txid),
             budget,
+            commits: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// A receiver that wakes after each commit. Subscribe before taking the snapshot you
+    /// diff against, so that no commit in between goes unnoticed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.commits.subscribe()
     }
 
     /// The committed chunks now.
@@ -300,7 +309,9 @@ impl WriteTxn {
         };
         next.append(&mut self.chunks);
         *committed = Arc::new(next);
+        drop(committed);
         self.done = true;
+        self.store.commits.send_modify(|v| *v += 1);
         Ok(())
     }
 }

@@ -884,16 +884,25 @@ impl ExtendedQueryHandler for BrookHandler {
 /// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
 fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStatement>)> {
     use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
-    let BrookStatement::Sql(s) = stmt else {
-        return vec![];
+    let s = match stmt {
+        BrookStatement::Sql(s) | BrookStatement::EmitOnWindowClose(s) => s,
+        _ => return vec![],
     };
     match s.as_ref() {
+        // Executing or describing the portal reads the cursor, as `FETCH ALL` does (a
+        // continuous cursor's rows carry its change kind, which its query's plan lacks).
         S::Declare { stmts } => stmts
             .iter()
             .filter_map(|d| {
-                let name = crate::session::ident_name(d.names.first()?);
-                let q = d.for_query.clone()?;
-                Some((name, Some(BrookStatement::Sql(Box::new(S::Query(q))))))
+                let ident = d.names.first()?.clone();
+                let name = crate::session::ident_name(&ident);
+                let fetch = S::Fetch {
+                    name: ident,
+                    direction: datafusion::sql::sqlparser::ast::FetchDirection::All,
+                    position: datafusion::sql::sqlparser::ast::FetchPosition::From,
+                    into: None,
+                };
+                Some((name, Some(BrookStatement::Sql(Box::new(fetch)))))
             })
             .collect(),
         S::Close {

@@ -1,0 +1,691 @@
+//! GROUP BY with retraction: a changelog of each group's current aggregate values.
+//!
+//! Each group keeps one DataFusion `Accumulator` per aggregate. A batch is split by group
+//! (one `update_batch`/`retract_batch` call per group and batch, never per row), then every
+//! group the batch touched emits the delete of its previous output row and the insert of its
+//! new one, unless the values did not change. A group whose rows were all retracted is
+//! deleted and its state freed. A global aggregate (no GROUP BY) always has its one row, as
+//! `SELECT count(*) FROM empty` has in SQL.
+//!
+//! Windowed grouping (a `window_end` key over event time): once the watermark passes a
+//! window's end its state is freed and rows that still arrive for it are counted as late and
+//! dropped. With `EMIT ON WINDOW CLOSE` nothing is emitted before that moment, and then only
+//! the final insert: an append-only result.
+
+use crate::{change, NodeSpec, Operator};
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, UInt32Array};
+use datafusion::arrow::compute::{filter, take};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::Accumulator;
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::PhysicalExpr;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+/// One aggregate call of the node.
+#[derive(Debug, Clone)]
+pub struct AggregateCall {
+    /// The aggregate function with its argument expressions.
+    pub expr: Arc<AggregateFunctionExpr>,
+    /// `FILTER (WHERE ...)`.
+    pub filter: Option<Arc<dyn PhysicalExpr>>,
+}
+
+/// Windowed grouping: which group key is the window's end (event-time microseconds).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowClose {
+    /// Index of the `window_end` key among the group expressions.
+    pub end_key: usize,
+    /// `EMIT ON WINDOW CLOSE`: emit each window once, when the watermark passes its end.
+    pub emit_on_close: bool,
+}
+
+/// Plan node of a grouped aggregation.
+#[derive(Debug)]
+pub struct AggregateNode {
+    /// Group key expressions over the input schema.
+    pub group_exprs: Vec<Arc<dyn PhysicalExpr>>,
+    /// The aggregates.
+    pub aggs: Vec<AggregateCall>,
+    /// Output schema: group keys, then aggregates.
+    pub schema: SchemaRef,
+    /// Whether the input retracts (accumulators must then support retraction).
+    pub input_updating: bool,
+    /// Windowed grouping, when a key is a window end over event time.
+    pub window: Option<WindowClose>,
+}
+
+impl AggregateNode {
+    /// Check that every aggregate can run on this input (retraction where the input retracts).
+    pub fn validate(&self) -> Result<()> {
+        for a in &self.aggs {
+            self.accumulator(a)?;
+        }
+        Ok(())
+    }
+
+    fn accumulator(&self, a: &AggregateCall) -> Result<Box<dyn Accumulator>> {
+        if !self.input_updating {
+            return Ok(a.expr.create_accumulator()?);
+        }
+        // min/max/first/last have sliding accumulators that retract only in arrival order
+        // (for window frames); a changelog retracts any row, so they would be wrong.
+        let name = a.expr.fun().name().to_ascii_lowercase();
+        let order_only = ["min", "max", "first_value", "last_value", "nth_value"];
+        let ok = !order_only.contains(&name.as_str());
+        match a.expr.create_sliding_accumulator() {
+            Ok(acc) if ok => Ok(acc),
+            _ => Err(BrookError::unsupported(format!(
+                "{name}() over an updating input in a continuous query (its accumulator cannot retract rows)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for AggregateNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys: Vec<String> = self.group_exprs.iter().map(|e| e.to_string()).collect();
+        let aggs: Vec<String> = self
+            .aggs
+            .iter()
+            .map(|a| a.expr.name().to_string())
+            .collect();
+        write!(
+            f,
+            "Aggregate: keys=[{}] aggs=[{}] state=per-group accumulators{}",
+            keys.join(", "),
+            aggs.join(", "),
+            if self.input_updating {
+                " (retracting)"
+            } else {
+                ""
+            }
+        )?;
+        if let Some(w) = &self.window {
+            write!(
+                f,
+                " window_end=key#{} emit={}",
+                w.end_key,
+                if w.emit_on_close {
+                    "on window close"
+                } else {
+                    "on update"
+                }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl NodeSpec for AggregateNode {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn updating(&self) -> bool {
+        // Emit-on-close emits final rows only; a pure GROUP BY (DISTINCT) over appends only
+        // ever adds groups.
+        if self.window.is_some_and(|w| w.emit_on_close) {
+            return false;
+        }
+        self.input_updating || !self.aggs.is_empty()
+    }
+    fn instantiate(&self) -> Result<Box<dyn Operator>> {
+        let fields: Vec<SortField> = self
+            .schema
+            .fields()
+            .iter()
+            .take(self.group_exprs.len())
+            .map(|f| SortField::new(f.data_type().clone()))
+            .collect();
+        let converter = RowConverter::new(fields)?;
+        Ok(Box::new(AggregateOp {
+            node: AggregateNode {
+                group_exprs: self.group_exprs.clone(),
+                aggs: self.aggs.clone(),
+                schema: self.schema.clone(),
+                input_updating: self.input_updating,
+                window: self.window,
+            },
+            converter,
+            index: HashMap::new(),
+            groups: Vec::new(),
+            free: Vec::new(),
+            by_end: BTreeMap::new(),
+            watermark: None,
+            late: 0,
+            started: false,
+        }))
+    }
+}
+
+/// State of one group.
+struct Group {
+    /// Encoded key (the index's key), to remove the group.
+    row: Box<[u8]>,
+    key: Vec<ScalarValue>,
+    accs: Vec<Box<dyn Accumulator>>,
+    /// Net input rows (inserts minus deletes).
+    rows: i64,
+    /// Aggregate values last emitted (so they can be retracted).
+    emitted: Option<Vec<ScalarValue>>,
+}
+
+/// Rows of one batch that belong to one group.
+struct Touch {
+    group: usize,
+    inserts: Vec<u32>,
+    deletes: Vec<u32>,
+}
+
+struct AggregateOp {
+    node: AggregateNode,
+    converter: RowConverter,
+    index: HashMap<Box<[u8]>, usize>,
+    groups: Vec<Option<Group>>,
+    free: Vec<usize>,
+    /// Window end → groups of that window (windowed grouping only).
+    by_end: BTreeMap<i64, Vec<usize>>,
+    watermark: Option<i64>,
+    late: u64,
+    started: bool,
+}
+
+/// Microseconds of a timestamp key value.
+fn micros(v: &ScalarValue) -> Option<i64> {
+    match v {
+        ScalarValue::TimestampMicrosecond(Some(t), _) => Some(*t),
+        ScalarValue::TimestampMillisecond(Some(t), _) => Some(t.saturating_mul(1000)),
+        ScalarValue::TimestampSecond(Some(t), _) => Some(t.saturating_mul(1_000_000)),
+        ScalarValue::TimestampNanosecond(Some(t), _) => Some(t / 1000),
+        _ => None,
+    }
+}
+
+impl AggregateOp {
+    fn global(&self) -> bool {
+        self.node.group_exprs.is_empty()
+    }
+
+    fn new_group(&mut self, row: Box<[u8]>, key: Vec<ScalarValue>) -> Result<usize> {
+        let accs = self
+            .node
+            .aggs
+            .iter()
+            .map(|a| self.node.accumulator(a))
+            .collect::<Result<Vec<_>>>()?;
+        let end = self
+            .node
+            .window
+            .and_then(|w| key.get(w.end_key))
+            .and_then(micros);
+        let g = Group {
+            row: row.clone(),
+            key,
+            accs,
+            rows: 0,
+            emitted: None,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.groups[s] = Some(g);
+                s
+            }
+            None => {
+                self.groups.push(Some(g));
+                self.groups.len() - 1
+            }
+        };
+        self.index.insert(row, slot);
+        if let Some(end) = end {
+            self.by_end.entry(end).or_default().push(slot);
+        }
+        Ok(slot)
+    }
+
+    fn remove_group(&mut self, slot: usize) {
+        if let Some(g) = self.groups[slot].take() {
+            self.index.remove(&g.row);
+            self.free.push(slot);
+        }
+    }
+
+    /// Current aggregate values of a group.
+    fn evaluate(&mut self, slot: usize) -> Result<Vec<ScalarValue>> {
+        let g = self.groups[slot]
+            .as_mut()
+            .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
+        g.accs.iter_mut().map(|a| Ok(a.evaluate()?)).collect()
+    }
+
+    /// Emit the change of each touched group (on-update mode), freeing emptied groups.
+    fn changes(&mut self, touched: &[usize], out: &mut Rows) -> Result<()> {
+        for &slot in touched {
+            let Some(g) = self.groups[slot].as_ref() else {
+                continue;
+            };
+            let alive = g.rows > 0 || self.global();
+            let new = if alive {
+                Some(self.evaluate(slot)?)
+            } else {
+                None
+            };
+            let g = self.groups[slot]
+                .as_mut()
+                .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
+            if new != g.emitted {
+                if let Some(old) = g.emitted.take() {
+                    out.push(&g.key, old, change::DELETE);
+                }
+                if let Some(new) = new {
+                    out.push(&g.key, new.clone(), change::INSERT);
+                    g.emitted = Some(new);
+                }
+            }
+            if !alive {
+                self.remove_group(slot);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Output rows being collected, as scalar values per column.
+struct Rows {
+    columns: Vec<Vec<ScalarValue>>,
+    kinds: Vec<i8>,
+}
+
+impl Rows {
+    fn new(width: usize) -> Self {
+        Rows {
+            columns: vec![Vec::new(); width],
+            kinds: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &[ScalarValue], values: Vec<ScalarValue>, kind: i8) {
+        for (c, v) in self
+            .columns
+            .iter_mut()
+            .zip(key.iter().cloned().chain(values))
+        {
+            c.push(v);
+        }
+        self.kinds.push(kind);
+    }
+
+    fn into_batches(self, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+        if self.kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for (values, field) in self.columns.into_iter().zip(schema.fields()) {
+            let a = ScalarValue::iter_to_array(values)?;
+            let a = if a.data_type() != field.data_type() {
+                datafusion::arrow::compute::cast(&a, field.data_type())?
+            } else {
+                a
+            };
+            arrays.push(a);
+        }
+        let kinds: ArrayRef = Arc::new(datafusion::arrow::array::Int8Array::from(self.kinds));
+        Ok(vec![change::attach(schema, arrays, kinds)?])
+    }
+}
+
+impl Operator for AggregateOp {
+    fn on_start(&mut self) -> Result<Vec<RecordBatch>> {
+        if std::mem::replace(&mut self.started, true) || !self.global() {
+            return Ok(Vec::new());
+        }
+        let slot = self.new_group(Box::new([]), Vec::new())?;
+        let mut out = Rows::new(self.node.schema.fields().len());
+        self.changes(&[slot], &mut out)?;
+        out.into_batches(&self.node.schema)
+    }
+
+    fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+        if !self.started {
+            // A global aggregate's row exists before any data.
+            let mut first = self.on_start()?;
+            first.extend(self.on_data(0, batch)?);
+            return Ok(first);
+        }
+        let n = batch.num_rows();
+        let kinds = change::kinds(&batch)?.clone();
+        let keys: Vec<ArrayRef> = self
+            .node
+            .group_exprs
+            .iter()
+            .map(|e| Ok(e.evaluate(&batch)?.into_array(n)?))
+            .collect::<Result<_>>()?;
+        // Row encoding of the keys; a global aggregate has none (its one group has key []).
+        let rows = if self.global() {
+            None
+        } else {
+            Some(self.converter.convert_columns(&keys)?)
+        };
+
+        // Assign rows to groups, in order of first appearance in the batch.
+        let mut touched: Vec<Touch> = Vec::new();
+        let mut touch_of: HashMap<usize, usize> = HashMap::new();
+        for r in 0..n {
+            let row: &[u8] = match &rows {
+                Some(rows) => rows.row(r).data(),
+                None => &[],
+            };
+            let slot = match self.index.get(row) {
+                Some(s) => *s,
+                None => {
+                    let key = keys
+                        .iter()
+                        .map(|k| ScalarValue::try_from_array(k, r))
+                        .collect::<datafusion::common::Result<Vec<_>>>()?;
+                    if let (Some(w), Some(wm)) = (self.node.window, self.watermark) {
+                        if key
+                            .get(w.end_key)
+                            .and_then(micros)
+                            .is_some_and(|end| end <= wm)
+                        {
+                            self.late += 1;
+                            continue;
+                        }
+                    }
+                    self.new_group(row.into(), key)?
+                }
+            };
+            let t = *touch_of.entry(slot).or_insert_with(|| {
+                touched.push(Touch {
+                    group: slot,
+                    inserts: Vec::new(),
+                    deletes: Vec::new(),
+                });
+                touched.len() - 1
+            });
+            if kinds.value(r) == change::DELETE {
+                touched[t].deletes.push(r as u32);
+            } else {
+                touched[t].inserts.push(r as u32);
+            }
+        }
+
+        // Aggregate arguments once per batch; FILTER masks fold into the row selection.
+        let mut args: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.node.aggs.len());
+        let mut masks: Vec<Option<BooleanArray>> = Vec::with_capacity(self.node.aggs.len());
+        for a in &self.node.aggs {
+            let vals = a
+                .expr
+                .expressions()
+                .iter()
+                .map(|e| Ok(e.evaluate(&batch)?.into_array(n)?))
+                .collect::<Result<Vec<_>>>()?;
+            args.push(vals);
+            masks.push(match &a.filter {
+                Some(f) => {
+                    let m = f.evaluate(&batch)?.into_array(n)?;
+                    let m = m
+                        .as_any()
+                        .downcast_ref::<BooleanArray>()
+                        .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?
+                        .clone();
+                    Some(m)
+                }
+                None => None,
+            });
+        }
+
+        for t in &touched {
+            let g = self.groups[t.group]
+                .as_mut()
+                .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
+            g.rows += t.inserts.len() as i64 - t.deletes.len() as i64;
+            for (i, acc) in g.accs.iter_mut().enumerate() {
+                for (rows, retract) in [(&t.inserts, false), (&t.deletes, true)] {
+                    if rows.is_empty() {
+                        continue;
+                    }
+                    let idx = UInt32Array::from(rows.clone());
+                    let mut vals = args[i]
+                        .iter()
+                        .map(|a| Ok(take(a.as_ref(), &idx, None)?))
+                        .collect::<Result<Vec<_>>>()?;
+                    if let Some(m) = &masks[i] {
+                        let m = take(m, &idx, None)?;
+                        let m = m
+                            .as_any()
+                            .downcast_ref::<BooleanArray>()
+                            .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?;
+                        let m = datafusion::arrow::compute::prep_null_mask_filter(m);
+                        vals = vals
+                            .iter()
+                            .map(|a| Ok(filter(a.as_ref(), &m)?))
+                            .collect::<Result<Vec<_>>>()?;
+                    }
+                    if retract {
+                        acc.retract_batch(&vals)?;
+                    } else {
+                        acc.update_batch(&vals)?;
+                    }
+                }
+            }
+        }
+
+        let emit_on_close = self.node.window.is_some_and(|w| w.emit_on_close);
+        let mut out = Rows::new(self.node.schema.fields().len());
+        if emit_on_close {
+            // Groups only emptied by retractions still go away.
+            for t in &touched {
+                if self.groups[t.group].as_ref().is_some_and(|g| g.rows <= 0) {
+                    self.remove_group(t.group);
+                }
+            }
+        } else {
+            let slots: Vec<usize> = touched.iter().map(|t| t.group).collect();
+            self.changes(&slots, &mut out)?;
+        }
+        out.into_batches(&self.node.schema)
+    }
+
+    fn on_watermark(&mut self, watermark: i64) -> Result<Vec<RecordBatch>> {
+        if self.watermark.is_some_and(|w| w >= watermark) {
+            return Ok(Vec::new());
+        }
+        self.watermark = Some(watermark);
+        let Some(w) = self.node.window else {
+            return Ok(Vec::new());
+        };
+        let mut out = Rows::new(self.node.schema.fields().len());
+        // Windows whose end is at or before the watermark are complete.
+        let open = self.by_end.split_off(&(watermark.saturating_add(1)));
+        let closed = std::mem::replace(&mut self.by_end, open);
+        for slot in closed.into_values().flatten() {
+            if w.emit_on_close {
+                let alive = self.groups[slot].as_ref().is_some_and(|g| g.rows > 0);
+                if alive {
+                    let values = self.evaluate(slot)?;
+                    if let Some(g) = &self.groups[slot] {
+                        out.push(&g.key, values, change::INSERT);
+                    }
+                }
+            }
+            self.remove_group(slot);
+        }
+        out.into_batches(&self.node.schema)
+    }
+
+    fn state_size(&self) -> usize {
+        self.groups
+            .iter()
+            .flatten()
+            .map(|g| {
+                g.row.len()
+                    + g.key.iter().map(ScalarValue::size).sum::<usize>()
+                    + g.accs.iter().map(|a| a.size()).sum::<usize>()
+            })
+            .sum()
+    }
+
+    fn late_rows(&self) -> u64 {
+        self.late
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{from_pretty, to_sorted_rows};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+    use datafusion::functions_aggregate::count::count_udaf;
+    use datafusion::functions_aggregate::min_max::min_udaf;
+    use datafusion::functions_aggregate::sum::sum_udaf;
+    use datafusion::physical_expr::aggregate::AggregateExprBuilder;
+    use datafusion::physical_expr::expressions::col;
+
+    fn call(
+        udaf: Arc<datafusion::logical_expr::AggregateUDF>,
+        arg: &str,
+        schema: &SchemaRef,
+    ) -> AggregateCall {
+        let expr = AggregateExprBuilder::new(udaf, vec![col(arg, schema).unwrap()])
+            .schema(schema.clone())
+            .alias(arg)
+            .build()
+            .unwrap();
+        AggregateCall {
+            expr: Arc::new(expr),
+            filter: None,
+        }
+    }
+
+    fn node(input: &RecordBatch, updating: bool) -> AggregateNode {
+        let schema = input.schema();
+        AggregateNode {
+            group_exprs: vec![col("k", &schema).unwrap()],
+            aggs: vec![
+                call(sum_udaf(), "v", &schema),
+                call(count_udaf(), "v", &schema),
+            ],
+            schema: Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Utf8, true),
+                Field::new("sum", DataType::Int64, true),
+                Field::new("count", DataType::Int64, false),
+            ])),
+            input_updating: updating,
+            window: None,
+        }
+    }
+
+    #[test]
+    fn emits_changelog_per_group() {
+        let b1 = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             a      | 1       | 1
+             b      | 2       | 1
+             a      | 3       | 1",
+        );
+        let mut op = node(&b1, true).instantiate().unwrap();
+        assert_eq!(
+            to_sorted_rows(&op.on_data(0, b1).unwrap()),
+            vec!["a | 4 | 2 | 1", "b | 2 | 1 | 1"]
+        );
+        let b2 = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             a      | 1       | -1
+             b      | 2       | -1",
+        );
+        // a changes (delete old, insert new); b is gone.
+        assert_eq!(
+            to_sorted_rows(&op.on_data(0, b2).unwrap()),
+            vec!["a | 3 | 1 | 1", "a | 4 | 2 | -1", "b | 2 | 1 | -1"]
+        );
+        assert!(op.state_size() > 0);
+    }
+
+    #[test]
+    fn global_aggregate_has_a_row_before_data() {
+        let b = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             a      | 5       | 1",
+        );
+        let schema = b.schema();
+        let n = AggregateNode {
+            group_exprs: vec![],
+            aggs: vec![call(count_udaf(), "v", &schema)],
+            schema: Arc::new(Schema::new(vec![Field::new(
+                "count",
+                DataType::Int64,
+                false,
+            )])),
+            input_updating: false,
+            window: None,
+        };
+        let mut op = n.instantiate().unwrap();
+        assert_eq!(to_sorted_rows(&op.on_start().unwrap()), vec!["0 | 1"]);
+        assert_eq!(
+            to_sorted_rows(&op.on_data(0, b).unwrap()),
+            vec!["0 | -1", "1 | 1"]
+        );
+    }
+
+    #[test]
+    fn min_over_retracting_input_is_refused() {
+        let b = from_pretty("k:text | v:int64 | _brook_op:int8");
+        let schema = b.schema();
+        let mut n = node(&b, true);
+        n.aggs = vec![call(min_udaf(), "v", &schema)];
+        let err = n.validate().unwrap_err();
+        assert_eq!(err.sqlstate(), "0A000");
+        n.input_updating = false;
+        assert!(n.validate().is_ok());
+    }
+
+    #[test]
+    fn window_emits_on_close_and_drops_late_rows() {
+        let ts = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let b1 = from_pretty(
+            "k:text | w:timestamp          | v:int64 | _brook_op:int8
+             a      | 2026-01-01T00:01:00 | 1       | 1
+             a      | 2026-01-01T00:01:00 | 2       | 1
+             a      | 2026-01-01T00:02:00 | 5       | 1",
+        );
+        let schema = b1.schema();
+        let n = AggregateNode {
+            group_exprs: vec![col("k", &schema).unwrap(), col("w", &schema).unwrap()],
+            aggs: vec![call(sum_udaf(), "v", &schema)],
+            schema: Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Utf8, true),
+                Field::new("w", ts, true),
+                Field::new("sum", DataType::Int64, true),
+            ])),
+            input_updating: false,
+            window: Some(WindowClose {
+                end_key: 1,
+                emit_on_close: true,
+            }),
+        };
+        let mut op = n.instantiate().unwrap();
+        assert!(op.on_data(0, b1).unwrap().is_empty());
+        // 00:01:00 in microseconds since the epoch.
+        let wm = 1_767_225_660_000_000;
+        assert_eq!(
+            to_sorted_rows(&op.on_watermark(wm).unwrap()),
+            vec!["a | 2026-01-01T00:01:00 | 3 | 1"]
+        );
+        let late = from_pretty(
+            "k:text | w:timestamp          | v:int64 | _brook_op:int8
+             a      | 2026-01-01T00:01:00 | 9       | 1",
+        );
+        assert!(op.on_data(0, late).unwrap().is_empty());
+        assert_eq!(op.late_rows(), 1);
+        assert_eq!(
+            to_sorted_rows(&op.on_watermark(wm + 60_000_000).unwrap()),
+            vec!["a | 2026-01-01T00:02:00 | 5 | 1"]
+        );
+        assert_eq!(op.state_size(), 0);
+    }
+}

@@ -1,0 +1,250 @@
+//! A continuous plan as a graph of nodes, and the runtime that pushes data through it.
+//!
+//! Nodes are stored in topological order (every input of node `i` is a source or a node
+//! before `i`), so a watermark sweep visits nodes in index order and a node sees the
+//! watermark only after all its inputs did. A node's watermark is the minimum of its inputs'.
+
+use crate::source::{SourceSpec, SourceState};
+use crate::{change, NodeSpec, Operator};
+use brook_common::{BrookError, Result};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// Where a node reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A source, by index into [`GraphPlan::sources`].
+    Source(usize),
+    /// A node, by index into [`GraphPlan::nodes`].
+    Node(usize),
+}
+
+/// A node and its inputs (in port order).
+pub struct PlanNode {
+    /// What the node computes.
+    pub spec: Arc<dyn NodeSpec>,
+    /// Its inputs; port `i` is `inputs[i]`.
+    pub inputs: Vec<Endpoint>,
+}
+
+/// A continuous plan: sources, nodes in topological order, and the endpoint of the result.
+pub struct GraphPlan {
+    /// Relations the plan reads.
+    pub sources: Vec<SourceSpec>,
+    /// Operators.
+    pub nodes: Vec<PlanNode>,
+    /// The result.
+    pub root: Endpoint,
+}
+
+impl GraphPlan {
+    /// Schema of the result (without change kind).
+    pub fn schema(&self) -> SchemaRef {
+        match self.root {
+            Endpoint::Source(s) => self.sources[s].schema.clone(),
+            Endpoint::Node(n) => self.nodes[n].spec.schema(),
+        }
+    }
+
+    /// True when the result retracts rows (an updating result carrying the change kind).
+    pub fn updating(&self) -> bool {
+        match self.root {
+            Endpoint::Source(s) => self.sources[s].updating,
+            Endpoint::Node(n) => self.nodes[n].spec.updating(),
+        }
+    }
+
+    /// An indented tree, root first (EXPLAIN).
+    pub fn explain(&self) -> String {
+        let mut out = String::new();
+        self.explain_at(self.root, 0, &mut out);
+        out
+    }
+
+    fn explain_at(&self, at: Endpoint, depth: usize, out: &mut String) {
+        let pad = "  ".repeat(depth);
+        match at {
+            Endpoint::Source(s) => {
+                let _ = writeln!(out, "{pad}{}", self.sources[s]);
+            }
+            Endpoint::Node(n) => {
+                let _ = writeln!(out, "{pad}{}", self.nodes[n].spec);
+                for i in &self.nodes[n].inputs {
+                    self.explain_at(*i, depth + 1, out);
+                }
+            }
+        }
+    }
+}
+
+/// Statistics of a running graph.
+#[derive(Debug, Clone, Default)]
+pub struct GraphStats {
+    /// Bytes of operator state.
+    pub state_bytes: usize,
+    /// Rows dropped as late.
+    pub late_rows: u64,
+    /// Lowest watermark over the sources, if every source has one.
+    pub watermark: Option<i64>,
+}
+
+/// A running continuous plan.
+pub struct Graph {
+    plan: Arc<GraphPlan>,
+    sources: Vec<SourceState>,
+    ops: Vec<Box<dyn Operator>>,
+    /// Consumers of each source: (node, port).
+    source_consumers: Vec<Vec<(usize, usize)>>,
+    /// Consumers of each node: (node, port).
+    node_consumers: Vec<Vec<(usize, usize)>>,
+    /// Watermark seen on each port of each node.
+    port_watermarks: Vec<Vec<Option<i64>>>,
+    /// Watermark each node passed on.
+    node_watermarks: Vec<Option<i64>>,
+}
+
+impl Graph {
+    /// Instantiate a plan; returns the graph and the rows it emits before any input.
+    pub fn new(plan: Arc<GraphPlan>) -> Result<(Graph, Vec<RecordBatch>)> {
+        let mut source_consumers = vec![Vec::new(); plan.sources.len()];
+        let mut node_consumers = vec![Vec::new(); plan.nodes.len()];
+        for (n, node) in plan.nodes.iter().enumerate() {
+            for (port, input) in node.inputs.iter().enumerate() {
+                match *input {
+                    Endpoint::Source(s) => source_consumers[s].push((n, port)),
+                    Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
+                    Endpoint::Node(_) => {
+                        return Err(BrookError::internal(
+                            "continuous plan is not in topological order",
+                        ))
+                    }
+                }
+            }
+        }
+        let ops = plan
+            .nodes
+            .iter()
+            .map(|n| n.spec.instantiate())
+            .collect::<Result<Vec<_>>>()?;
+        let mut graph = Graph {
+            sources: plan.sources.iter().cloned().map(SourceState::new).collect(),
+            port_watermarks: plan
+                .nodes
+                .iter()
+                .map(|n| vec![None; n.inputs.len()])
+                .collect(),
+            node_watermarks: vec![None; plan.nodes.len()],
+            plan,
+            ops,
+            source_consumers,
+            node_consumers,
+        };
+        let mut out = Vec::new();
+        for n in 0..graph.ops.len() {
+            let first = graph.ops[n].on_start()?;
+            graph.emit(Endpoint::Node(n), first, &mut out)?;
+        }
+        Ok((graph, out))
+    }
+
+    /// The plan this graph runs.
+    pub fn plan(&self) -> &Arc<GraphPlan> {
+        &self.plan
+    }
+
+    /// Push rows of source `source` (its full table schema, no change kind) with change
+    /// `kind`; returns the result rows this produced (with the change-kind column).
+    pub fn push(&mut self, source: usize, raw: &RecordBatch, kind: i8) -> Result<Vec<RecordBatch>> {
+        let state = self
+            .sources
+            .get_mut(source)
+            .ok_or_else(|| BrookError::internal("no such source in continuous plan"))?;
+        let (batch, moved) = state.ingest(raw, kind)?;
+        let mut out = Vec::new();
+        if batch.num_rows() > 0 {
+            self.emit(Endpoint::Source(source), vec![batch], &mut out)?;
+        }
+        if let Some(wm) = moved {
+            self.advance(source, wm, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn emit(
+        &mut self,
+        from: Endpoint,
+        batches: Vec<RecordBatch>,
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<()> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        if from == self.plan.root {
+            out.extend(batches.iter().cloned());
+        }
+        let consumers = match from {
+            Endpoint::Source(s) => self.source_consumers[s].clone(),
+            Endpoint::Node(n) => self.node_consumers[n].clone(),
+        };
+        for (node, port) in consumers {
+            for b in &batches {
+                let produced = self.ops[node].on_data(port, b.clone())?;
+                self.emit(Endpoint::Node(node), produced, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Propagate source `source`'s new watermark through the nodes in topological order.
+    fn advance(&mut self, source: usize, wm: i64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        for &(node, port) in &self.source_consumers[source] {
+            self.port_watermarks[node][port] = Some(wm);
+        }
+        for n in 0..self.ops.len() {
+            let ports = &self.port_watermarks[n];
+            let Some(min) = ports
+                .iter()
+                .copied()
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().min())
+            else {
+                continue;
+            };
+            if self.node_watermarks[n].is_some_and(|w| w >= min) {
+                continue;
+            }
+            self.node_watermarks[n] = Some(min);
+            let produced = self.ops[n].on_watermark(min)?;
+            self.emit(Endpoint::Node(n), produced, out)?;
+            for (c, p) in self.node_consumers[n].clone() {
+                self.port_watermarks[c][p] = Some(min);
+            }
+        }
+        Ok(())
+    }
+
+    /// State size, late rows and watermark.
+    pub fn stats(&self) -> GraphStats {
+        GraphStats {
+            state_bytes: self.ops.iter().map(|o| o.state_size()).sum(),
+            late_rows: self.ops.iter().map(|o| o.late_rows()).sum(),
+            watermark: self
+                .sources
+                .iter()
+                .map(|s| s.watermark())
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().min()),
+        }
+    }
+}
+
+/// Drop the change-kind column of append-only results; keep it on updating ones.
+pub fn present(batch: &RecordBatch, updating: bool) -> Result<RecordBatch> {
+    if updating {
+        Ok(batch.clone())
+    } else {
+        change::strip(batch)
+    }
+}

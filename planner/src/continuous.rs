@@ -1,0 +1,254 @@
+//! SQL over streams as a continuous operator graph.
+//!
+//! The input is DataFusion's optimized logical plan of the query (the same plan an ad-hoc
+//! query runs), so continuous and ad-hoc answers share parsing, name resolution, type
+//! coercion and expression semantics; only the execution differs. Each logical node maps to
+//! one push operator with DataFusion's physical expressions and accumulators. A node that
+//! has no incremental form is refused with SQLSTATE 0A000 naming why — never run as a batch
+//! query behind the user's back.
+
+use brook_common::{BrookError, Result};
+use brook_operators::aggregate::{AggregateCall, AggregateNode, WindowClose};
+use brook_operators::filter::FilterNode;
+use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
+use brook_operators::project::ProjectNode;
+use brook_operators::source::SourceSpec;
+use brook_operators::union::UnionNode;
+use brook_operators::NodeSpec;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{DFSchema, TableReference};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
+use datafusion::physical_expr::aggregate::LoweredAggregateBuilder;
+use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+use std::sync::Arc;
+
+/// What the planner needs to know about a scanned relation.
+#[derive(Debug, Clone)]
+pub struct SourceFacts {
+    /// The relation's full schema.
+    pub table_schema: SchemaRef,
+    /// True when the relation may retract rows (a table), false for an append-only stream.
+    pub updating: bool,
+    /// The watermark expression over the relation's columns.
+    pub watermark: Option<Expr>,
+    /// The watermark as declared (SQL text, for EXPLAIN).
+    pub watermark_sql: Option<String>,
+}
+
+/// The server's catalog, as the planner sees it.
+pub trait SourceResolver {
+    /// Facts about the relation a scan reads.
+    fn resolve(&self, table: &TableReference, source: &Arc<dyn TableSource>)
+        -> Result<SourceFacts>;
+}
+
+/// Options of the continuous query.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ContinuousOptions {
+    /// `EMIT ON WINDOW CLOSE`: windowed aggregates emit each window once, when it closes.
+    pub emit_on_window_close: bool,
+}
+
+/// Plan `plan` (optimized) as a continuous graph.
+pub fn plan_continuous(
+    plan: &LogicalPlan,
+    state: &SessionState,
+    resolver: &dyn SourceResolver,
+    options: ContinuousOptions,
+) -> Result<GraphPlan> {
+    let mut b = Builder {
+        state,
+        resolver,
+        options,
+        sources: Vec::new(),
+        nodes: Vec::new(),
+        windowed: false,
+    };
+    let root = b.build(plan)?;
+    if options.emit_on_window_close && !b.windowed {
+        return Err(BrookError::unsupported(
+            "EMIT ON WINDOW CLOSE without a GROUP BY over window_end of TUMBLE or HOP",
+        ));
+    }
+    Ok(GraphPlan {
+        sources: b.sources,
+        nodes: b.nodes,
+        root,
+    })
+}
+
+struct Builder<'a> {
+    state: &'a SessionState,
+    resolver: &'a dyn SourceResolver,
+    options: ContinuousOptions,
+    sources: Vec<SourceSpec>,
+    nodes: Vec<PlanNode>,
+    /// A windowed aggregate was planned.
+    windowed: bool,
+}
+
+fn refuse(what: &str) -> BrookError {
+    BrookError::unsupported(format!("{what} in a continuous query (over a stream)"))
+}
+
+impl Builder<'_> {
+    fn add(&mut self, spec: Arc<dyn NodeSpec>, inputs: Vec<Endpoint>) -> Endpoint {
+        self.nodes.push(PlanNode { spec, inputs });
+        Endpoint::Node(self.nodes.len() - 1)
+    }
+
+    fn updating(&self, at: Endpoint) -> bool {
+        match at {
+            Endpoint::Source(s) => self.sources[s].updating,
+            Endpoint::Node(n) => self.nodes[n].spec.updating(),
+        }
+    }
+
+    fn physical(&self, e: &Expr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+        Ok(create_physical_expr(
+            e,
+            schema,
+            self.state.execution_props(),
+            &PhysicalPlanningContext::default(),
+        )?)
+    }
+
+    fn build(&mut self, plan: &LogicalPlan) -> Result<Endpoint> {
+        match plan {
+            LogicalPlan::TableScan(scan) => {
+                if scan.fetch.is_some() {
+                    return Err(refuse("LIMIT"));
+                }
+                if !scan.filters.is_empty() {
+                    return Err(BrookError::internal(
+                        "filters pushed into a continuous scan",
+                    ));
+                }
+                let facts = self.resolver.resolve(&scan.table_name, &scan.source)?;
+                let watermark = match &facts.watermark {
+                    Some(w) => {
+                        let schema = DFSchema::try_from(facts.table_schema.as_ref().clone())?;
+                        Some(self.physical(w, &schema)?)
+                    }
+                    None => None,
+                };
+                self.sources.push(SourceSpec {
+                    relation: scan.table_name.to_string(),
+                    projection: scan.projection.clone(),
+                    table_schema: facts.table_schema,
+                    schema: Arc::new(scan.projected_schema.as_arrow().clone()),
+                    watermark,
+                    watermark_sql: facts.watermark_sql,
+                    updating: facts.updating,
+                });
+                Ok(Endpoint::Source(self.sources.len() - 1))
+            }
+            LogicalPlan::Projection(p) => {
+                let input = self.build(&p.input)?;
+                let exprs = p
+                    .expr
+                    .iter()
+                    .map(|e| self.physical(e, p.input.schema()))
+                    .collect::<Result<Vec<_>>>()?;
+                let updating = self.updating(input);
+                let node = ProjectNode {
+                    exprs,
+                    schema: Arc::new(p.schema.as_arrow().clone()),
+                    updating,
+                };
+                Ok(self.add(Arc::new(node), vec![input]))
+            }
+            LogicalPlan::Filter(f) => {
+                let input = self.build(&f.input)?;
+                let node = FilterNode {
+                    predicate: self.physical(&f.predicate, f.input.schema())?,
+                    schema: Arc::new(f.input.schema().as_arrow().clone()),
+                    updating: self.updating(input),
+                };
+                Ok(self.add(Arc::new(node), vec![input]))
+            }
+            LogicalPlan::SubqueryAlias(s) => self.build(&s.input),
+            LogicalPlan::Union(u) => {
+                let inputs = u
+                    .inputs
+                    .iter()
+                    .map(|i| self.build(i))
+                    .collect::<Result<Vec<_>>>()?;
+                let updating = inputs.iter().any(|i| self.updating(*i));
+                let node = UnionNode {
+                    schema: Arc::new(u.schema.as_arrow().clone()),
+                    updating,
+                };
+                Ok(self.add(Arc::new(node), inputs))
+            }
+            LogicalPlan::Aggregate(a) => self.aggregate(a),
+            LogicalPlan::Sort(_) => Err(BrookError::unsupported(
+                "ORDER BY in a continuous query (over a stream, results arrive as they \
+                 change: sort what FETCH returns, or use a window)",
+            )),
+            LogicalPlan::Limit(_) => Err(refuse("LIMIT")),
+            LogicalPlan::Join(_) => Err(refuse("JOIN")),
+            LogicalPlan::Window(_) => Err(refuse("window functions (OVER)")),
+            LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
+                Err(refuse("a constant relation (VALUES or no FROM)"))
+            }
+            other => Err(refuse(&format!("{} node", other.display()))),
+        }
+    }
+
+    fn aggregate(&mut self, a: &datafusion::logical_expr::Aggregate) -> Result<Endpoint> {
+        if a.group_expr
+            .iter()
+            .any(|e| matches!(e, Expr::GroupingSet(_)))
+        {
+            return Err(refuse("GROUPING SETS, CUBE or ROLLUP"));
+        }
+        let input = self.build(&a.input)?;
+        let in_schema = a.input.schema();
+        let group_exprs = a
+            .group_expr
+            .iter()
+            .map(|e| self.physical(e, in_schema))
+            .collect::<Result<Vec<_>>>()?;
+        let mut aggs = Vec::with_capacity(a.aggr_expr.len());
+        for e in &a.aggr_expr {
+            let lowered = LoweredAggregateBuilder::new(
+                e,
+                in_schema,
+                in_schema.as_arrow(),
+                self.state.execution_props(),
+                &PhysicalPlanningContext::default(),
+            )
+            .build()?;
+            aggs.push(AggregateCall {
+                expr: lowered.aggregate,
+                filter: lowered.filter,
+            });
+        }
+        let schema: SchemaRef = Arc::new(a.schema.as_arrow().clone());
+        // A key named window_end of timestamp type is the end of a TUMBLE/HOP window.
+        let end_key = schema
+            .fields()
+            .iter()
+            .take(group_exprs.len())
+            .position(|f| {
+                f.name() == "window_end" && matches!(f.data_type(), DataType::Timestamp(_, _))
+            });
+        let window = end_key.map(|end_key| WindowClose {
+            end_key,
+            emit_on_close: self.options.emit_on_window_close,
+        });
+        self.windowed |= window.is_some();
+        let node = AggregateNode {
+            group_exprs,
+            aggs,
+            schema,
+            input_updating: self.updating(input),
+            window,
+        };
+        node.validate()?;
+        Ok(self.add(Arc::new(node), vec![input]))
+    }
+}

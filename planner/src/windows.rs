@@ -1,0 +1,241 @@
+//! `TUMBLE` and `HOP` window table functions in FROM, as plain SQL over the relation.
+//!
+//! `TUMBLE(rel, ts, size)` is `rel` with `window_start = date_bin(size, ts)` and
+//! `window_end = window_start + size`; `HOP(rel, ts, slide, size)` (size a whole multiple
+//! of slide, as in Flink) is the UNION ALL of `size / slide` such projections, one per
+//! window a row falls in. Being ordinary SQL, the same rewrite serves ad-hoc queries over
+//! tables and continuous queries over streams (where it plans as stateless projections and
+//! the aggregate above recognises `window_end` as a key the watermark closes).
+
+use brook_common::{BrookError, Result};
+use datafusion::arrow::compute::kernels::cast_utils::parse_interval_month_day_nano;
+use datafusion::sql::sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Query, Statement, TableAlias,
+    TableFactor, Value, VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use std::ops::ControlFlow;
+
+/// Replace every `TUMBLE(...)` / `HOP(...)` in FROM clauses by its derived table.
+pub fn rewrite_windows(stmt: &mut Statement) -> Result<()> {
+    let mut v = Windows;
+    match stmt.visit(&mut v) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+struct Windows;
+
+impl VisitorMut for Windows {
+    type Break = BrookError;
+
+    fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<BrookError> {
+        let TableFactor::Table {
+            name,
+            alias,
+            args: Some(args),
+            ..
+        } = tf
+        else {
+            return ControlFlow::Continue(());
+        };
+        let func = name.to_string().to_ascii_lowercase();
+        if !matches!(func.as_str(), "tumble" | "hop" | "session") {
+            return ControlFlow::Continue(());
+        }
+        match window_table(&func, &args.args, alias.take()) {
+            Ok(derived) => {
+                *tf = derived;
+                ControlFlow::Continue(())
+            }
+            Err(e) => ControlFlow::Break(e),
+        }
+    }
+}
+
+fn arg_expr(a: &FunctionArg) -> Result<&Expr> {
+    match a {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+        other => Err(BrookError::Syntax(format!(
+            "window function argument {other} must be a plain expression"
+        ))),
+    }
+}
+
+/// Microseconds of a fixed-length interval literal (`INTERVAL '5 seconds'`,
+/// `INTERVAL '5' SECOND`).
+fn interval_micros(e: &Expr) -> Result<i64> {
+    let bad = || {
+        BrookError::DatatypeMismatch(format!(
+            "window size {e} must be an interval literal such as INTERVAL '10 seconds'"
+        ))
+    };
+    let Expr::Interval(iv) = e else {
+        return Err(bad());
+    };
+    let text = match iv.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => s.clone(),
+            Value::Number(n, _) => n.clone(),
+            _ => return Err(bad()),
+        },
+        _ => return Err(bad()),
+    };
+    let text = match &iv.leading_field {
+        Some(f) => format!("{text} {f}"),
+        None => text,
+    };
+    let v = parse_interval_month_day_nano(&text).map_err(|_| bad())?;
+    if v.months != 0 {
+        return Err(BrookError::unsupported(
+            "windows measured in months or years (their length varies; use days)",
+        ));
+    }
+    let micros = i64::from(v.days) * 86_400_000_000 + v.nanoseconds / 1000;
+    if micros <= 0 {
+        return Err(BrookError::InvalidParameter(format!(
+            "window size {e} must be positive"
+        )));
+    }
+    Ok(micros)
+}
+
+fn parse_query(sql: &str) -> Result<Query> {
+    let mut p = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql)?;
+    Ok(*p.parse_query()?)
+}
+
+fn window_table(
+    func: &str,
+    args: &[FunctionArg],
+    alias: Option<TableAlias>,
+) -> Result<TableFactor> {
+    if func == "session" {
+        return Err(BrookError::unsupported("SESSION windows"));
+    }
+    let want = if func == "tumble" { 3 } else { 4 };
+    if args.len() != want {
+        return Err(BrookError::Syntax(format!(
+            "{} takes {want} arguments: {}",
+            func.to_uppercase(),
+            if func == "tumble" {
+                "(relation, time column, size)"
+            } else {
+                "(relation, time column, slide, size)"
+            }
+        )));
+    }
+    let rel = match arg_expr(&args[0])? {
+        Expr::Identifier(i) => ObjectName::from(vec![i.clone()]),
+        Expr::CompoundIdentifier(parts) => ObjectName::from(parts.clone()),
+        other => {
+            return Err(BrookError::Syntax(format!(
+                "first argument of {} must name a table or stream, not {other}",
+                func.to_uppercase()
+            )))
+        }
+    };
+    let ts = arg_expr(&args[1])?;
+    let sql = if func == "tumble" {
+        let size = arg_expr(&args[2])?;
+        interval_micros(size)?;
+        format!(
+            "SELECT *, date_bin({size}, {ts}) AS window_start, \
+             date_bin({size}, {ts}) + {size} AS window_end FROM {rel}"
+        )
+    } else {
+        let (slide_e, size_e) = (arg_expr(&args[2])?, arg_expr(&args[3])?);
+        let (slide, size) = (interval_micros(slide_e)?, interval_micros(size_e)?);
+        if size % slide != 0 {
+            return Err(BrookError::InvalidParameter(format!(
+                "HOP size {size_e} must be a whole multiple of its slide {slide_e}"
+            )));
+        }
+        let k = size / slide;
+        if k > 1000 {
+            return Err(BrookError::unsupported(
+                "HOP windows with more than 1000 windows per row",
+            ));
+        }
+        (0..k)
+            .map(|i| {
+                format!(
+                    "SELECT *, date_bin({slide_e}, {ts}) - INTERVAL '{} microseconds' AS window_start, \
+                     date_bin({slide_e}, {ts}) - INTERVAL '{} microseconds' + {size_e} AS window_end FROM {rel}",
+                    i * slide,
+                    i * slide
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    };
+    let alias_name = rel
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .cloned()
+        .unwrap_or_else(|| Ident::new(func));
+    Ok(TableFactor::Derived {
+        lateral: false,
+        subquery: Box::new(parse_query(&sql)?),
+        alias: Some(alias.unwrap_or(TableAlias {
+            explicit: true,
+            name: alias_name,
+            columns: Vec::new(),
+            at: None,
+        })),
+        sample: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> Result<String> {
+        let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)?;
+        rewrite_windows(&mut stmts[0])?;
+        Ok(stmts[0].to_string())
+    }
+
+    #[test]
+    fn tumble_becomes_date_bin() {
+        let s = rewritten(
+            "SELECT window_start, count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute') GROUP BY 1",
+        )
+        .unwrap();
+        assert!(
+            s.contains("date_bin(INTERVAL '1 minute', ts) AS window_start"),
+            "{s}"
+        );
+        assert!(s.contains("AS s GROUP BY"), "{s}");
+    }
+
+    #[test]
+    fn hop_is_one_projection_per_window() {
+        let s =
+            rewritten("SELECT * FROM HOP(s, ts, INTERVAL '1' MINUTE, INTERVAL '3' MINUTE) AS h")
+                .unwrap();
+        assert_eq!(s.matches("UNION ALL").count(), 2, "{s}");
+        assert!(s.ends_with("AS h"), "{s}");
+    }
+
+    #[test]
+    fn bad_windows_are_named_errors() {
+        let cases = [
+            (
+                "SELECT * FROM HOP(s, ts, INTERVAL '2 minutes', INTERVAL '3 minutes')",
+                "22023",
+            ),
+            ("SELECT * FROM TUMBLE(s, ts, INTERVAL '1 month')", "0A000"),
+            ("SELECT * FROM TUMBLE(s, ts, 5)", "42804"),
+            ("SELECT * FROM TUMBLE(s, ts)", "42601"),
+            ("SELECT * FROM SESSION(s, ts, INTERVAL '1 minute')", "0A000"),
+        ];
+        for (sql, code) in cases {
+            assert_eq!(rewritten(sql).unwrap_err().sqlstate(), code, "{sql}");
+        }
+    }
+}
