@@ -14,7 +14,7 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{ArrayRef, BooleanArray, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
 use datafusion::arrow::compute::{filter, take};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -460,7 +460,12 @@ impl Operator for AggregateOp {
                             .as_any()
                             .downcast_ref::<BooleanArray>()
                             .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?;
-                        let m = datafusion::arrow::compute::prep_null_mask_filter(m);
+                        // FILTER (WHERE NULL) skips the row, as false does.
+                        let m = if m.null_count() > 0 {
+                            datafusion::arrow::compute::prep_null_mask_filter(m)
+                        } else {
+                            m.clone()
+                        };
                         vals = vals
                             .iter()
                             .map(|a| Ok(filter(a.as_ref(), &m)?))

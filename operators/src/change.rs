@@ -74,6 +74,58 @@ pub fn strip(batch: &RecordBatch) -> Result<RecordBatch> {
     Ok(batch.project(&indices)?)
 }
 
+/// Cancel out inserts and deletes of identical rows within a changelog batch (a group that
+/// changed and changed back, a table rewrite that kept most rows). The result lists the
+/// remaining deletes first, then the inserts, each in order of first appearance.
+pub fn consolidate(batch: &RecordBatch) -> Result<RecordBatch> {
+    use datafusion::arrow::array::UInt32Array;
+    use datafusion::arrow::row::{RowConverter, SortField};
+    let data = strip(batch)?;
+    let kinds = kinds(batch)?;
+    let fields = data
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| SortField::new(f.data_type().clone()))
+        .collect();
+    let rows = RowConverter::new(fields)?.convert_columns(data.columns())?;
+    // Net count and first position of each distinct row.
+    let mut net: std::collections::HashMap<&[u8], (i64, u32)> = std::collections::HashMap::new();
+    let mut order: Vec<&[u8]> = Vec::new();
+    for i in 0..batch.num_rows() {
+        let key = rows.row(i).data();
+        let e = net.entry(key).or_insert_with(|| {
+            order.push(key);
+            (0, i as u32)
+        });
+        e.0 += i64::from(kinds.value(i));
+    }
+    let mut take: Vec<u32> = Vec::new();
+    let mut out_kinds: Vec<i8> = Vec::new();
+    for (want, kind) in [(-1i64, DELETE), (1, INSERT)] {
+        for key in &order {
+            let (n, at) = net[key];
+            if n.signum() == want {
+                for _ in 0..n.unsigned_abs() {
+                    take.push(at);
+                    out_kinds.push(kind);
+                }
+            }
+        }
+    }
+    let idx = UInt32Array::from(take);
+    let columns = data
+        .columns()
+        .iter()
+        .map(|c| Ok(datafusion::arrow::compute::take(c.as_ref(), &idx, None)?))
+        .collect::<Result<Vec<_>>>()?;
+    attach(
+        &data.schema(),
+        columns,
+        Arc::new(Int8Array::from(out_kinds)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +141,23 @@ mod tests {
         assert_eq!(kinds(&b).unwrap().values().to_vec(), vec![1, -1]);
         assert!(!all_inserts(&b).unwrap());
         assert_eq!(strip(&b).unwrap().num_columns(), 1);
+    }
+
+    #[test]
+    fn consolidate_cancels_opposite_changes() {
+        let b = from_pretty(
+            "k:int64 | _brook_op:int8
+             1       | 1
+             2       | -1
+             1       | -1
+             3       | 1
+             2       | 1
+             4       | -1",
+        );
+        let c = consolidate(&b).unwrap();
+        assert_eq!(
+            crate::testing::to_sorted_rows(&[c]),
+            vec!["3 | 1", "4 | -1"]
+        );
     }
 }

@@ -225,6 +225,17 @@ impl Graph {
         Ok(())
     }
 
+    /// Every source ended (a bounded input read to its end): the watermark moves past all
+    /// event times, so every window closes. Returns the rows this produced.
+    pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for s in 0..self.sources.len() {
+            self.sources[s].finish();
+            self.advance(s, i64::MAX, &mut out)?;
+        }
+        Ok(out)
+    }
+
     /// State size, late rows and watermark.
     pub fn stats(&self) -> GraphStats {
         GraphStats {

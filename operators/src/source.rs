@@ -76,6 +76,11 @@ impl SourceState {
         self.watermark
     }
 
+    /// The input ended: nothing earlier than the end of time follows.
+    pub fn finish(&mut self) {
+        self.watermark = Some(i64::MAX);
+    }
+
     /// Turn rows of the relation (full schema) into plan input with change `kind`; advances
     /// the watermark over inserted rows. Returns the batch and the new watermark if it moved.
     pub fn ingest(&mut self, raw: &RecordBatch, kind: i8) -> Result<(RecordBatch, Option<i64>)> {

@@ -21,6 +21,7 @@ use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
 use datafusion::physical_expr::aggregate::LoweredAggregateBuilder;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use std::sync::Arc;
 
@@ -126,24 +127,60 @@ impl Builder<'_> {
                         "filters pushed into a continuous scan",
                     ));
                 }
-                let facts = self.resolver.resolve(&scan.table_name, &scan.source)?;
-                let watermark = match &facts.watermark {
-                    Some(w) => {
-                        let schema = DFSchema::try_from(facts.table_schema.as_ref().clone())?;
-                        Some(self.physical(w, &schema)?)
+                // One source per relation, however often the query scans it (a self-union
+                // or HOP's one branch per window): its log is read once.
+                let name = scan.table_name.to_string();
+                let source = match self.sources.iter().position(|s| s.relation == name) {
+                    Some(i) => i,
+                    None => {
+                        let facts = self.resolver.resolve(&scan.table_name, &scan.source)?;
+                        let watermark = match &facts.watermark {
+                            Some(w) => {
+                                let schema =
+                                    DFSchema::try_from(facts.table_schema.as_ref().clone())?;
+                                Some(self.physical(w, &schema)?)
+                            }
+                            None => None,
+                        };
+                        self.sources.push(SourceSpec {
+                            relation: name,
+                            projection: None,
+                            schema: facts.table_schema.clone(),
+                            table_schema: facts.table_schema,
+                            watermark,
+                            watermark_sql: facts.watermark_sql,
+                            updating: facts.updating,
+                        });
+                        self.sources.len() - 1
                     }
-                    None => None,
                 };
-                self.sources.push(SourceSpec {
-                    relation: scan.table_name.to_string(),
-                    projection: scan.projection.clone(),
-                    table_schema: facts.table_schema,
+                let at = Endpoint::Source(source);
+                let table_schema = self.sources[source].table_schema.clone();
+                let Some(projection) = &scan.projection else {
+                    return Ok(at);
+                };
+                if projection
+                    .iter()
+                    .copied()
+                    .eq(0..table_schema.fields().len())
+                {
+                    return Ok(at);
+                }
+                // The scan's columns: a projection of plain column references.
+                let exprs = projection
+                    .iter()
+                    .map(|&i| {
+                        let e: Arc<dyn PhysicalExpr> =
+                            Arc::new(Column::new(table_schema.field(i).name(), i));
+                        e
+                    })
+                    .collect();
+                let node = ProjectNode {
+                    exprs,
                     schema: Arc::new(scan.projected_schema.as_arrow().clone()),
-                    watermark,
-                    watermark_sql: facts.watermark_sql,
-                    updating: facts.updating,
-                });
-                Ok(Endpoint::Source(self.sources.len() - 1))
+                    updating: self.sources[source].updating,
+                };
+                Ok(self.add(Arc::new(node), vec![at]))
             }
             LogicalPlan::Projection(p) => {
                 let input = self.build(&p.input)?;

@@ -70,9 +70,15 @@ pub enum BrookStatement {
         /// How long to wait for rows of a continuous cursor (interval text).
         timeout: Option<String>,
     },
-    /// A statement (DECLARE or EXPLAIN DECLARE) whose query ended in
-    /// `EMIT ON WINDOW CLOSE`; the clause is removed from the statement.
-    EmitOnWindowClose(Box<Statement>),
+    /// A statement whose query carries an `EMIT` clause (removed from the statement):
+    /// `EMIT CHANGES` makes a SELECT or COPY continuous (a push query, as in ksqlDB);
+    /// `EMIT ON WINDOW CLOSE` also makes windowed aggregates emit once per window.
+    Emit {
+        /// The statement without its clause (SELECT, COPY, DECLARE or EXPLAIN).
+        stmt: Box<Statement>,
+        /// `EMIT ON WINDOW CLOSE` rather than `EMIT CHANGES`.
+        on_window_close: bool,
+    },
 }
 
 /// `CREATE STREAM [IF NOT EXISTS] name (columns [, WATERMARK FOR col AS expr]) [WITH (...)]`.
@@ -194,9 +200,12 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         expect_end(&mut p)?;
         return Ok(BrookStatement::DropStream { names, if_exists });
     }
-    if let Some(rest) = strip_emit_on_window_close(text)? {
+    if let Some((rest, on_window_close)) = strip_emit(text)? {
         return match parse_one(&rest)? {
-            BrookStatement::Sql(s) => Ok(BrookStatement::EmitOnWindowClose(s)),
+            BrookStatement::Sql(stmt) => Ok(BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            }),
             _ => Err(BrookError::Syntax(
                 "syntax error at or near \"EMIT\"".into(),
             )),
@@ -253,27 +262,33 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     }
 }
 
-/// The statement text without a top-level `EMIT ON WINDOW CLOSE` clause, when it has one.
-fn strip_emit_on_window_close(text: &str) -> Result<Option<String>> {
+/// The statement text without its `EMIT CHANGES` / `EMIT ON WINDOW CLOSE` clause, and
+/// whether it was the latter.
+fn strip_emit(text: &str) -> Result<Option<(String, bool)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize_with_location()
         .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
-    let words: Vec<(usize, &TokenWithSpan)> = tokens
+    let words: Vec<&TokenWithSpan> = tokens
         .iter()
-        .enumerate()
-        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .collect();
     let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let offsets = LineOffsets::new(text);
-    for win in words.windows(4) {
-        if is(win[0].1, "EMIT")
-            && is(win[1].1, "ON")
-            && is(win[2].1, "WINDOW")
-            && is(win[3].1, "CLOSE")
-        {
-            let (start, _) = span_bytes(&offsets, win[0].1);
-            let (_, end) = span_bytes(&offsets, win[3].1);
-            return Ok(Some(format!("{}{}", &text[..start], &text[end..])));
+    let cut = |first: &TokenWithSpan, last: &TokenWithSpan| {
+        let (start, _) = span_bytes(&offsets, first);
+        let (_, end) = span_bytes(&offsets, last);
+        format!("{}{}", &text[..start], &text[end..])
+    };
+    for (i, w) in words.iter().enumerate() {
+        if !is(w, "EMIT") {
+            continue;
+        }
+        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
+        if next(1, "CHANGES") {
+            return Ok(Some((cut(w, words[i + 1]), false)));
+        }
+        if next(1, "ON") && next(2, "WINDOW") && next(3, "CLOSE") {
+            return Ok(Some((cut(w, words[i + 3]), true)));
         }
     }
     Ok(None)
@@ -406,7 +421,21 @@ mod tests {
             "DECLARE c CURSOR FOR SELECT window_end, count(*) FROM t GROUP BY 1 EMIT ON WINDOW CLOSE",
         )
         .unwrap();
-        assert!(matches!(s, BrookStatement::EmitOnWindowClose(_)));
+        assert!(matches!(
+            s,
+            BrookStatement::Emit {
+                on_window_close: true,
+                ..
+            }
+        ));
+        let s = parse_one("COPY (SELECT * FROM s EMIT CHANGES) TO STDOUT").unwrap();
+        assert!(matches!(
+            s,
+            BrookStatement::Emit {
+                on_window_close: false,
+                ..
+            }
+        ));
         // Inside a string it is just text.
         let s = parse_one("SELECT 'EMIT ON WINDOW CLOSE'").unwrap();
         assert!(matches!(s, BrookStatement::Sql(_)));

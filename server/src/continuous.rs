@@ -142,24 +142,53 @@ pub fn start(
 
 type Sender = mpsc::Sender<std::result::Result<RecordBatch, DataFusionError>>;
 
-/// Send results under the wire schema; false when the reader is gone.
-async fn deliver(
-    tx: &Sender,
-    schema: &SchemaRef,
+/// Results of one round (what the commits seen so far produced), sent as few batches:
+/// a reader that FETCHes after a commit sees all of that commit's changes together.
+struct Outbox {
+    tx: Sender,
+    schema: SchemaRef,
     updating: bool,
-    batches: Vec<RecordBatch>,
-) -> Result<bool> {
-    for b in batches {
-        if b.num_rows() == 0 {
-            continue;
+    pending: Vec<RecordBatch>,
+    rows: usize,
+}
+
+/// Rows gathered before a batch goes out even mid-round (bounds memory on big backlogs).
+const OUTBOX_ROWS: usize = 8192;
+
+impl Outbox {
+    /// Queue results; sends when enough are gathered. False when the reader is gone.
+    async fn push(&mut self, batches: Vec<RecordBatch>) -> Result<bool> {
+        for b in batches {
+            if b.num_rows() == 0 {
+                continue;
+            }
+            self.rows += b.num_rows();
+            self.pending.push(present(&b, self.updating)?);
         }
-        let b = present(&b, updating)?;
-        let b = RecordBatch::try_new(schema.clone(), b.columns().to_vec())?;
-        if tx.send(Ok(b)).await.is_err() {
-            return Ok(false);
+        if self.rows >= OUTBOX_ROWS {
+            return self.flush().await;
         }
+        Ok(true)
     }
-    Ok(true)
+
+    /// Send what is gathered. False when the reader is gone.
+    async fn flush(&mut self) -> Result<bool> {
+        if self.pending.is_empty() {
+            return Ok(true);
+        }
+        let parts = std::mem::take(&mut self.pending);
+        self.rows = 0;
+        let inner = parts[0].schema();
+        let mut one = datafusion::arrow::compute::concat_batches(&inner, &parts)?;
+        if self.updating {
+            one = change::consolidate(&one)?;
+            if one.num_rows() == 0 {
+                return Ok(true);
+            }
+        }
+        let b = RecordBatch::try_new(self.schema.clone(), one.columns().to_vec())?;
+        Ok(self.tx.send(Ok(b)).await.is_ok())
+    }
 }
 
 async fn run(
@@ -169,14 +198,20 @@ async fn run(
     tx: Sender,
     stats: Arc<QueryStats>,
 ) -> Result<()> {
-    let updating = plan.updating();
     let table_schemas: Vec<SchemaRef> = plan
         .sources
         .iter()
         .map(|s| s.table_schema.clone())
         .collect();
+    let mut out = Outbox {
+        tx: tx.clone(),
+        schema,
+        updating: plan.updating(),
+        pending: Vec::new(),
+        rows: 0,
+    };
     let (mut graph, first) = Graph::new(plan)?;
-    if !deliver(&tx, &schema, updating, first).await? {
+    if !out.push(first).await? {
         return Ok(());
     }
     let mut commits: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
@@ -189,13 +224,15 @@ async fn run(
             for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
                 for c in chunks {
                     let raw = adapt_batch(store.read(&c)?, &table_schemas[i])?;
-                    let out = graph.push(i, &raw, kind)?;
-                    if !deliver(&tx, &schema, updating, out).await? {
+                    if !out.push(graph.push(i, &raw, kind)?).await? {
                         return Ok(());
                     }
                 }
             }
             seen[i] = now;
+        }
+        if !out.flush().await? {
+            return Ok(());
         }
         if let Ok(mut g) = stats.graph.lock() {
             *g = graph.stats();

@@ -369,6 +369,19 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// The columns a continuous query sends: its own, plus `_brook_op` when it is updating.
+fn wire_schema(
+    graph: &GraphPlan,
+    names: Option<Vec<brook_planner::rewrite::OutputName>>,
+) -> SchemaRef {
+    let schema = pg_named(graph.schema().as_ref().clone(), names);
+    if graph.updating() {
+        brook_operators::change::with_change_field(&schema)
+    } else {
+        schema
+    }
+}
+
 fn emit_misplaced() -> BrookError {
     BrookError::unsupported(
         "EMIT ON WINDOW CLOSE outside DECLARE CURSOR (it applies to continuous queries)",
@@ -477,18 +490,14 @@ impl Session {
                     _ => Err(BrookError::internal("FETCH WITH is not a FETCH")),
                 }
             }
-            BrookStatement::EmitOnWindowClose(s) => {
+            BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            } => {
                 let options = ContinuousOptions {
-                    emit_on_window_close: true,
+                    emit_on_window_close: on_window_close,
                 };
-                match *s {
-                    Statement::Declare { stmts } => self.declare(stmts, options).await,
-                    Statement::Explain { statement, .. } => match *statement {
-                        Statement::Declare { stmts } => self.explain_declare(stmts, options).await,
-                        _ => Err(emit_misplaced()),
-                    },
-                    _ => Err(emit_misplaced()),
-                }
+                self.execute_emit(*stmt, options).await
             }
         }
     }
@@ -503,8 +512,19 @@ impl Session {
                 let Statement::Declare { stmts } = *statement else {
                     return Err(BrookError::internal("EXPLAIN DECLARE lost its DECLARE"));
                 };
-                self.explain_declare(stmts, ContinuousOptions::default())
-                    .await
+                let [d] = stmts.as_slice() else {
+                    return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+                };
+                let q = d
+                    .for_query
+                    .clone()
+                    .ok_or_else(|| BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into()))?;
+                let q = Box::pin(self.explain_continuous(
+                    Statement::Query(q),
+                    ContinuousOptions::default(),
+                    false,
+                ));
+                q.await
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 self.run_query(stmt, "SELECT", names).await
@@ -592,7 +612,10 @@ impl Session {
                 self.end_transaction();
                 Ok(Outcome::TxnEnd("ROLLBACK".into()))
             }
-            Statement::Declare { stmts } => self.declare(stmts, ContinuousOptions::default()).await,
+            Statement::Declare { stmts } => {
+                self.declare(stmts, ContinuousOptions::default(), false)
+                    .await
+            }
             Statement::Fetch {
                 name, direction, ..
             } => self.fetch(&name, &direction, None).await,
@@ -652,15 +675,83 @@ impl Session {
         }
     }
 
+    /// A statement with an `EMIT` clause: its query runs continuously, over streams and
+    /// tables alike (a table contributes its rows, then its changes).
+    async fn execute_emit(
+        &mut self,
+        stmt: Statement,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
+        match stmt {
+            Statement::Declare { stmts } => self.declare(stmts, options, true).await,
+            Statement::Explain { statement, .. } => match *statement {
+                Statement::Declare { stmts } => {
+                    let [d] = stmts.as_slice() else {
+                        return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+                    };
+                    let q = d.for_query.clone().ok_or_else(|| {
+                        BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into())
+                    })?;
+                    self.explain_continuous(Statement::Query(q), options, true)
+                        .await
+                }
+                q @ Statement::Query(_) => self.explain_continuous(q, options, true).await,
+                _ => Err(emit_misplaced()),
+            },
+            mut q @ Statement::Query(_) => {
+                let names = brook_planner::rewrite::output_names(&q);
+                pg_literals(&mut q)?;
+                let plan = self.plan(q).await?;
+                let graph = self
+                    .continuous(&plan, options, true)?
+                    .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+                let (schema, stream, _) = self.start_continuous(graph, names)?;
+                Ok(Outcome::Rows {
+                    schema,
+                    stream,
+                    tag: "SELECT",
+                })
+            }
+            Statement::Copy {
+                source: CopySource::Query(q),
+                to: true,
+                target,
+                options: copy_options,
+                legacy_options,
+                ..
+            } => {
+                if !matches!(target, SqlCopyTarget::Stdout) {
+                    return Err(BrookError::unsupported(
+                        "COPY TO a file or program (use COPY ... TO STDOUT)",
+                    ));
+                }
+                let opts = CopyOptions::from_sql(&copy_options, &legacy_options)?;
+                let mut q = Statement::Query(q);
+                let names = brook_planner::rewrite::output_names(&q);
+                pg_literals(&mut q)?;
+                let plan = self.plan(q).await?;
+                let graph = self
+                    .continuous(&plan, options, true)?
+                    .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+                let (_, stream, _) = self.start_continuous(graph, names)?;
+                Ok(Outcome::CopyOut { opts, stream })
+            }
+            _ => Err(emit_misplaced()),
+        }
+    }
+
     /// COMMIT/ROLLBACK close the cursors not declared WITH HOLD.
     fn end_transaction(&mut self) {
         self.cursors.retain(|_, c| c.hold);
     }
 
+    /// DECLARE: a continuous cursor when the query reads a stream (or `force`, for
+    /// `EMIT`), else a cursor over a snapshot.
     async fn declare(
         &mut self,
         stmts: Vec<ast::Declare>,
         options: ContinuousOptions,
+        force: bool,
     ) -> Result<Outcome> {
         for d in stmts {
             let [name] = d.names.as_slice() else {
@@ -688,7 +779,7 @@ impl Session {
             let names = brook_planner::rewrite::output_names(&stmt);
             pg_literals(&mut stmt)?;
             let plan = self.plan(stmt).await?;
-            let (schema, stream, continuous) = match self.continuous(&plan, options)? {
+            let (schema, stream, continuous) = match self.continuous(&plan, options, force)? {
                 Some(graph) => {
                     let (schema, stream, stats) = self.start_continuous(graph, names)?;
                     (schema, stream, Some(stats))
@@ -776,10 +867,11 @@ impl Session {
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
         options: ContinuousOptions,
+        force: bool,
     ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
         let state = self.ctx.state();
         let optimized = state.optimize(plan)?;
-        if !crate::continuous::reads_stream(&optimized) {
+        if !force && !crate::continuous::reads_stream(&optimized) {
             return Ok(None);
         }
         let resolver = crate::continuous::Resolver::new(&state);
@@ -793,35 +885,24 @@ impl Session {
         (graph, stores): (GraphPlan, Vec<Arc<TableStore>>),
         names: Option<Vec<brook_planner::rewrite::OutputName>>,
     ) -> Result<(SchemaRef, SendableRecordBatchStream, Arc<QueryStats>)> {
-        let mut schema = pg_named(graph.schema().as_ref().clone(), names);
-        if graph.updating() {
-            schema = brook_operators::change::with_change_field(&schema);
-        }
+        let schema = wire_schema(&graph, names);
         let stats = Arc::new(QueryStats::default());
         let stream =
             crate::continuous::start(Arc::new(graph), stores, schema.clone(), stats.clone());
         Ok((schema, stream, stats))
     }
 
-    /// `EXPLAIN DECLARE c CURSOR FOR q`: the continuous plan of `q` (or its ad-hoc plan when it
-    /// reads no stream).
-    async fn explain_declare(
+    /// `EXPLAIN DECLARE c CURSOR FOR q` (and `EXPLAIN q EMIT ...`): the continuous plan of
+    /// `q`, or its ad-hoc plan when it runs once (a cursor over tables only).
+    async fn explain_continuous(
         &mut self,
-        stmts: Vec<ast::Declare>,
+        mut stmt: Statement,
         options: ContinuousOptions,
+        force: bool,
     ) -> Result<Outcome> {
-        let [d] = stmts.as_slice() else {
-            return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
-        };
-        let Some(q) = d.for_query.clone() else {
-            return Err(BrookError::Syntax(
-                "DECLARE CURSOR needs FOR <query>".into(),
-            ));
-        };
-        let mut stmt = Statement::Query(q);
         pg_literals(&mut stmt)?;
         let plan = self.plan(stmt.clone()).await?;
-        let text = match self.continuous(&plan, options)? {
+        let text = match self.continuous(&plan, options, force)? {
             Some((graph, _)) => format!(
                 "Continuous plan ({} result)\n{}",
                 if graph.updating() {
@@ -887,10 +968,27 @@ impl Session {
         };
         match stmt {
             BrookStatement::FetchWith { fetch, .. } => self.describe_fetch(fetch),
-            BrookStatement::EmitOnWindowClose(s) => Ok(Some(match s.as_ref() {
-                Statement::Explain { .. } => plan_schema(),
-                _ => Arc::new(Schema::empty()),
-            })),
+            BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            } => match stmt.as_ref() {
+                Statement::Explain { .. } => Ok(Some(plan_schema())),
+                Statement::Query(_) => {
+                    // The continuous result: with the change kind when it is updating.
+                    let mut q = stmt.as_ref().clone();
+                    let names = brook_planner::rewrite::output_names(&q);
+                    pg_literals(&mut q)?;
+                    let plan = self.plan(q).await?;
+                    let options = ContinuousOptions {
+                        emit_on_window_close: *on_window_close,
+                    };
+                    let (graph, _) = self
+                        .continuous(&plan, options, true)?
+                        .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+                    Ok(Some(wire_schema(&graph, names)))
+                }
+                _ => Ok(Some(Arc::new(Schema::empty()))),
+            },
             BrookStatement::Sql(s) => match s.as_ref() {
                 Statement::Fetch { .. } => self.describe_fetch(s),
                 Statement::Explain { statement, .. }
@@ -899,11 +997,7 @@ impl Session {
                     Ok(Some(plan_schema()))
                 }
                 Statement::Query(_) | Statement::Explain { .. } => {
-                    let mut stmt = (**s).clone();
-                    let names = brook_planner::rewrite::output_names(&stmt);
-                    pg_literals(&mut stmt)?;
-                    let plan = self.plan(stmt).await?;
-                    Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
+                    self.describe_query(s).await.map(Some)
                 }
                 Statement::ShowVariable { variable } => {
                     let name = variable
@@ -924,6 +1018,15 @@ impl Session {
             },
             _ => Ok(Some(Arc::new(Schema::empty()))),
         }
+    }
+
+    /// The row shape of a query (or EXPLAIN) from its plan, with PostgreSQL's column names.
+    async fn describe_query(&self, stmt: &Statement) -> Result<SchemaRef> {
+        let mut stmt = stmt.clone();
+        let names = brook_planner::rewrite::output_names(&stmt);
+        pg_literals(&mut stmt)?;
+        let plan = self.plan(stmt).await?;
+        Ok(pg_named(plan.schema().as_arrow().clone(), names))
     }
 
     /// The row shape of a FETCH: its cursor's.

@@ -20,9 +20,7 @@ use pgwire::api::auth::{AuthSource, LoginInfo, Password, ServerParameterProvider
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{
-    send_execution_response, send_query_response, ExtendedQueryHandler, SimpleQueryHandler,
-};
+use pgwire::api::query::{send_execution_response, ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
     CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat,
     FieldInfo, QueryResponse, Response, Tag,
@@ -431,7 +429,7 @@ impl BrookHandler {
             Outcome::CopyOut { opts, stream: rows } => {
                 let columns = rows.schema().fields().len();
                 let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
-                let data = rows.flat_map(move |b| {
+                let data = cancellable(rows, token).flat_map(move |b| {
                     let items: Vec<PgWireResult<CopyData>> =
                         match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
                             Ok(lines) => lines
@@ -463,6 +461,24 @@ fn command_tag(tag: &str) -> Tag {
     }
 }
 
+/// Rows are computed while they are sent: a cancel ends the stream with 57014.
+fn cancellable(
+    stream: datafusion::execution::SendableRecordBatchStream,
+    token: CancellationToken,
+) -> impl futures::Stream<Item = datafusion::error::Result<datafusion::arrow::record_batch::RecordBatch>>
+{
+    let stop = token.clone();
+    stream.take_until(stop.cancelled_owned()).chain(
+        stream::once(async move { token.is_cancelled() }).filter_map(|c| async move {
+            c.then(|| {
+                Err(datafusion::error::DataFusionError::External(Box::new(
+                    BrookError::Canceled,
+                )))
+            })
+        }),
+    )
+}
+
 fn rows_response(
     schema: &SchemaRef,
     stream: datafusion::execution::SendableRecordBatchStream,
@@ -471,17 +487,7 @@ fn rows_response(
     token: CancellationToken,
 ) -> QueryResponse {
     let fields = Arc::new(field_infos(schema, format));
-    // Rows are computed while they are sent: a cancel stops the stream with 57014.
-    let stop = token.clone();
-    let stream = stream.take_until(stop.cancelled_owned()).chain(
-        stream::once(async move { token.is_cancelled() }).filter_map(|c| async move {
-            c.then(|| {
-                Err(datafusion::error::DataFusionError::External(Box::new(
-                    BrookError::Canceled,
-                )))
-            })
-        }),
-    );
+    let stream = cancellable(stream, token);
     let mut enc = RowEncoder::new(fields.clone());
     let rows = stream.flat_map(move |b| {
         let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> =
@@ -494,6 +500,97 @@ fn rows_response(
     let mut r = QueryResponse::new(fields, rows);
     r.set_command_tag(tag);
     r
+}
+
+/// Send a query's rows, flushing whenever the producer has nothing ready: a continuous
+/// query's row is on the wire as soon as it exists, while a finished result still goes out
+/// in large writes. (pgwire's `send_query_response` only feeds, flushing at the end.)
+async fn send_rows<C>(client: &mut C, mut q: QueryResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::FutureExt;
+    let fields = q.row_schema();
+    let desc = pgwire::messages::data::RowDescription::new(fields.iter().map(Into::into).collect());
+    client
+        .feed(PgWireBackendMessage::RowDescription(desc))
+        .await?;
+    let tag = q.command_tag().to_string();
+    let rows = q.data_rows();
+    let mut count = 0;
+    loop {
+        let next = match rows.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                client.flush().await?;
+                rows.next().await
+            }
+        };
+        match next {
+            Some(row) => {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                count += 1;
+            }
+            None => break,
+        }
+    }
+    let done = Tag::new(&tag).with_rows(count);
+    client
+        .feed(PgWireBackendMessage::CommandComplete(done.into()))
+        .await?;
+    Ok(())
+}
+
+/// COPY TO STDOUT, flushing whenever the producer has nothing ready (as [`send_rows`]), so
+/// `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is produced.
+async fn send_copy_out<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::FutureExt;
+    let formats = resp.column_formats();
+    let CopyResponse {
+        format,
+        columns,
+        mut data_stream,
+        ..
+    } = resp;
+    let head = pgwire::messages::copy::CopyOutResponse::new(format, columns as i16, formats);
+    client
+        .send(PgWireBackendMessage::CopyOutResponse(head))
+        .await?;
+    let mut rows = 0;
+    loop {
+        let next = match data_stream.next().now_or_never() {
+            Some(next) => next,
+            None => {
+                client.flush().await?;
+                data_stream.next().await
+            }
+        };
+        let Some(data) = next else { break };
+        let data = data?;
+        if data.data.is_empty() {
+            continue;
+        }
+        // The binary trailer is not a row.
+        if data.data.as_ref() != [0xFF, 0xFF] {
+            rows += 1;
+        }
+        client.feed(PgWireBackendMessage::CopyData(data)).await?;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    let tag = Tag::new("COPY").with_rows(rows);
+    client
+        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+        .await?;
+    Ok(())
 }
 
 fn is_txn_control(s: &BrookStatement) -> bool {
@@ -576,7 +673,7 @@ impl SimpleQueryHandler for BrookHandler {
             };
             match outcome {
                 Response::Query(q) => {
-                    if let Err(e) = send_query_response(client, q, true).await {
+                    if let Err(e) = send_rows(client, q).await {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(
                                 ErrorInfo::from(e).into(),
@@ -612,7 +709,7 @@ impl SimpleQueryHandler for BrookHandler {
                     return Ok(());
                 }
                 Response::CopyOut(r) => {
-                    if let Err(e) = pgwire::api::copy::send_copy_out_response(client, r).await {
+                    if let Err(e) = send_copy_out(client, r).await {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(
                                 ErrorInfo::from(e).into(),
@@ -885,7 +982,7 @@ impl ExtendedQueryHandler for BrookHandler {
 fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStatement>)> {
     use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
     let s = match stmt {
-        BrookStatement::Sql(s) | BrookStatement::EmitOnWindowClose(s) => s,
+        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => s,
         _ => return vec![],
     };
     match s.as_ref() {

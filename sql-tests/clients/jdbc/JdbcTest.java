@@ -69,6 +69,29 @@ public class JdbcTest {
                 check(rows == 12, "fetched 12 rows, got " + rows);
             }
             c.commit();
+            // a continuous query (EMIT CHANGES) streams through the portal: each next() yields
+            // rows as they are committed by another connection
+            try (Connection w = DriverManager.getConnection(url, "brook", "");
+                 Statement ws = w.createStatement();
+                 Statement s = c.createStatement()) {
+                ws.execute("CREATE STREAM jticks (sym text, px int)");
+                ws.execute("INSERT INTO jticks VALUES ('A', 1)");
+                s.setFetchSize(1);
+                try (ResultSet rs = s.executeQuery("SELECT sym, px * 10 AS px10 FROM jticks EMIT CHANGES")) {
+                    check(rs.next(), "history row");
+                    check(rs.getInt("px10") == 10, "px10 10, got " + rs.getInt("px10"));
+                    ws.execute("INSERT INTO jticks VALUES ('B', 2)");
+                    check(rs.next(), "live row");
+                    check("B".equals(rs.getString(1)) && rs.getInt(2) == 20, "live row B 20");
+                    ws.execute("INSERT INTO jticks VALUES ('C', 3)");
+                    check(rs.next(), "second live row");
+                    check(rs.getInt(2) == 30, "px10 30");
+                    s.cancel();
+                }
+            } catch (SQLException e) {
+                check("57014".equals(e.getSQLState()), "continuous portal: " + e.getSQLState() + " " + e.getMessage());
+            }
+            c.rollback();
             c.setAutoCommit(true);
             try (Statement s = c.createStatement()) {
                 s.executeQuery("SELECT * FROM missing_table");

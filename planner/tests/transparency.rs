@@ -1,0 +1,294 @@
+//! Relational transparency, as a property: the final state of a continuous query's changelog
+//! equals the same SQL run ad hoc (by DataFusion) over a table holding the same rows —
+//! whatever the batch boundaries of the input, with retractions, and with windows closed by
+//! watermarks.
+
+use brook_common::{BrookError, Result};
+use brook_operators::change;
+use brook_operators::graph::Graph;
+use brook_planner::continuous::{plan_continuous, ContinuousOptions, SourceFacts, SourceResolver};
+use datafusion::arrow::array::{ArrayRef, Int32Array, StringArray, TimestampMicrosecondArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::common::TableReference;
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{col, LogicalPlan, TableSource};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Queries over `t(k text, v int, ts timestamp)`; every one must run continuously.
+const QUERIES: &[&str] = &[
+    "SELECT k, v FROM t WHERE v > 3",
+    "SELECT k, v * 2 + 1 AS w, upper(k) AS u FROM t WHERE v IS NOT NULL",
+    "SELECT k, count(*), sum(v), avg(v) FROM t GROUP BY k",
+    "SELECT count(*), sum(v), count(v) FROM t",
+    "SELECT DISTINCT k FROM t",
+    "SELECT k, count(DISTINCT v) FROM t GROUP BY k",
+    "SELECT k, sum(v) FROM t GROUP BY k HAVING sum(v) > 10",
+    "SELECT k, count(*) FILTER (WHERE v > 2) AS big FROM t GROUP BY k",
+    "SELECT v % 3 AS m, count(*) FROM t GROUP BY v % 3",
+    "SELECT k, v FROM t WHERE v > 5 UNION ALL SELECT k, v FROM t WHERE v < 2",
+    "SELECT c, count(*) FROM (SELECT k, count(*) AS c FROM t GROUP BY k) AS g GROUP BY c",
+    "SELECT window_start, window_end, k, sum(v), count(*) FROM TUMBLE(t, ts, INTERVAL '10 seconds') GROUP BY window_start, window_end, k",
+    "SELECT window_start, window_end, count(*) FROM HOP(t, ts, INTERVAL '5 seconds', INTERVAL '15 seconds') GROUP BY window_start, window_end",
+];
+
+/// Queries whose aggregates cannot retract (min/max): append-only input only.
+const APPEND_ONLY_QUERIES: &[&str] = &[
+    "SELECT k, min(v), max(v) FROM t GROUP BY k",
+    "SELECT window_start, window_end, max(v) FROM TUMBLE(t, ts, INTERVAL '10 seconds') GROUP BY window_start, window_end",
+];
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("v", DataType::Int32, true),
+        Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+    ]))
+}
+
+/// One event: key, value, event time in seconds.
+type Row = (u8, Option<i32>, i64);
+
+fn batch(rows: &[Row]) -> RecordBatch {
+    let k: StringArray = rows.iter().map(|r| Some(format!("k{}", r.0))).collect();
+    let v: Int32Array = rows.iter().map(|r| r.1).collect();
+    let ts: TimestampMicrosecondArray = rows.iter().map(|r| Some(r.2 * 1_000_000)).collect();
+    let cols: Vec<ArrayRef> = vec![Arc::new(k), Arc::new(v), Arc::new(ts)];
+    RecordBatch::try_new(schema(), cols).expect("test batch")
+}
+
+struct Facts {
+    updating: bool,
+    watermark: bool,
+}
+
+impl SourceResolver for Facts {
+    fn resolve(&self, _t: &TableReference, _s: &Arc<dyn TableSource>) -> Result<SourceFacts> {
+        Ok(SourceFacts {
+            table_schema: schema(),
+            updating: self.updating,
+            watermark: self.watermark.then(|| col("ts")),
+            watermark_sql: None,
+        })
+    }
+}
+
+fn context(rows: &[Row]) -> SessionContext {
+    let ctx = SessionContext::new();
+    let table = MemTable::try_new(schema(), vec![vec![batch(rows)]]).expect("mem table");
+    ctx.register_table("t", Arc::new(table)).expect("register");
+    ctx
+}
+
+async fn logical(ctx: &SessionContext, sql: &str) -> Result<LogicalPlan> {
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)?;
+    let mut stmt = stmts.remove(0);
+    brook_planner::windows::rewrite_windows(&mut stmt)?;
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+        .await?;
+    Ok(state.optimize(&plan)?)
+}
+
+fn row_strings(b: &RecordBatch) -> Vec<String> {
+    let opts = FormatOptions::default().with_null("NULL");
+    let fmts: Vec<_> = b
+        .columns()
+        .iter()
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).expect("formatter"))
+        .collect();
+    (0..b.num_rows())
+        .map(|r| {
+            fmts.iter()
+                .map(|f| f.value(r).to_string())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect()
+}
+
+/// The ad-hoc answer as a multiset.
+async fn adhoc(sql: &str, rows: &[Row]) -> Result<BTreeMap<String, i64>> {
+    let ctx = context(rows);
+    let plan = logical(&ctx, sql).await?;
+    let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
+    let mut out = BTreeMap::new();
+    for b in &batches {
+        for r in row_strings(b) {
+            *out.entry(r).or_insert(0) += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Apply a changelog to a multiset.
+fn fold(state: &mut BTreeMap<String, i64>, batches: &[RecordBatch]) -> Result<()> {
+    for b in batches {
+        let kinds = change::kinds(b)?.clone();
+        for (i, r) in row_strings(&change::strip(b)?).into_iter().enumerate() {
+            *state.entry(r).or_insert(0) += i64::from(kinds.value(i));
+        }
+    }
+    state.retain(|_, n| *n != 0);
+    Ok(())
+}
+
+/// Run `sql` continuously: insert `rows` cut at `cuts`, then retract `deleted` in batches.
+async fn continuous(
+    sql: &str,
+    rows: &[Row],
+    cuts: &[usize],
+    deleted: &[bool],
+    emit_on_close: bool,
+) -> Result<BTreeMap<String, i64>> {
+    let updating = deleted.iter().any(|d| *d);
+    let ctx = context(&[]);
+    let plan = logical(&ctx, sql).await?;
+    let facts = Facts {
+        updating,
+        watermark: emit_on_close,
+    };
+    let options = ContinuousOptions {
+        emit_on_window_close: emit_on_close,
+    };
+    let graph_plan = plan_continuous(&plan, &ctx.state(), &facts, options)?;
+    let (mut graph, first) = Graph::new(Arc::new(graph_plan))?;
+    let mut state = BTreeMap::new();
+    fold(&mut state, &first)?;
+    let feed = |graph: &mut Graph,
+                state: &mut BTreeMap<String, i64>,
+                part: &[Row],
+                kind: i8|
+     -> Result<()> {
+        if part.is_empty() {
+            return Ok(());
+        }
+        let out = graph.push(0, &batch(part), kind)?;
+        fold(state, &out)
+    };
+    let mut at = 0;
+    let mut c = 0;
+    while at < rows.len() {
+        let n = cuts
+            .get(c)
+            .copied()
+            .unwrap_or(3)
+            .max(1)
+            .min(rows.len() - at);
+        feed(&mut graph, &mut state, &rows[at..at + n], change::INSERT)?;
+        at += n;
+        c += 1;
+    }
+    let gone: Vec<Row> = rows
+        .iter()
+        .zip(deleted.iter().chain(std::iter::repeat(&false)))
+        .filter(|(_, d)| **d)
+        .map(|(r, _)| *r)
+        .collect();
+    for part in gone.chunks(cuts.first().copied().unwrap_or(2).max(1)) {
+        feed(&mut graph, &mut state, part, change::DELETE)?;
+    }
+    let last = graph.finish()?;
+    fold(&mut state, &last)?;
+    if let Some((row, n)) = state.iter().find(|(_, n)| **n < 0) {
+        return Err(BrookError::internal(format!(
+            "row {row} retracted more than inserted ({n})"
+        )));
+    }
+    Ok(state)
+}
+
+fn rows_strategy() -> impl Strategy<Value = Vec<Row>> {
+    prop::collection::vec(
+        (0u8..4, prop::option::weighted(0.9, 0i32..10), 0i64..4),
+        0..48,
+    )
+    .prop_map(|mut v| {
+        // Event time moves forward by 0..3 s per row (in order, so no row is late).
+        let mut t = 1_767_225_600; // 2026-01-01 00:00:00
+        for r in &mut v {
+            t += r.2;
+            r.2 = t;
+        }
+        v
+    })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn appends_in_any_batches_end_as_the_table_answer(
+        rows in rows_strategy(),
+        cuts in prop::collection::vec(1usize..9, 1..20),
+    ) {
+        let rt = runtime();
+        for sql in QUERIES.iter().chain(APPEND_ONLY_QUERIES) {
+            let want = rt.block_on(adhoc(sql, &rows)).expect(sql);
+            let got = rt.block_on(continuous(sql, &rows, &cuts, &[], false)).expect(sql);
+            prop_assert_eq!(&got, &want, "{}", sql);
+        }
+    }
+
+    #[test]
+    fn retractions_end_as_the_table_answer(
+        rows in rows_strategy(),
+        cuts in prop::collection::vec(1usize..9, 1..20),
+        deleted in prop::collection::vec(any::<bool>(), 48),
+    ) {
+        let rt = runtime();
+        let mut deleted = deleted;
+        deleted.truncate(rows.len());
+        if !deleted.iter().any(|d| *d) && !deleted.is_empty() {
+            deleted[0] = true;
+        }
+        let kept: Vec<Row> = rows.iter().zip(&deleted).filter(|(_, d)| !**d).map(|(r, _)| *r).collect();
+        for sql in QUERIES {
+            let want = rt.block_on(adhoc(sql, &kept)).expect(sql);
+            let got = rt.block_on(continuous(sql, &rows, &cuts, &deleted, false)).expect(sql);
+            prop_assert_eq!(&got, &want, "{}", sql);
+        }
+    }
+
+    #[test]
+    fn windows_emitted_on_close_end_as_the_table_answer(
+        rows in rows_strategy(),
+        cuts in prop::collection::vec(1usize..9, 1..20),
+    ) {
+        let rt = runtime();
+        for sql in QUERIES.iter().chain(APPEND_ONLY_QUERIES).filter(|q| q.contains("window_end")) {
+            let want = rt.block_on(adhoc(sql, &rows)).expect(sql);
+            let got = rt.block_on(continuous(sql, &rows, &cuts, &[], true)).expect(sql);
+            prop_assert_eq!(&got, &want, "{}", sql);
+        }
+    }
+}
+
+#[test]
+fn min_over_retracting_input_is_refused() {
+    let rt = runtime();
+    let err = rt
+        .block_on(continuous(
+            APPEND_ONLY_QUERIES[0],
+            &[(0, Some(1), 0)],
+            &[1],
+            &[true],
+            false,
+        ))
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "0A000");
+}
