@@ -27,6 +27,8 @@ pub enum RelKind {
     Table,
     /// An append-only stream (INSERT and COPY only).
     Stream,
+    /// A materialized view: a continuous query's maintained result (read-only).
+    MaterializedView,
 }
 
 impl RelKind {
@@ -35,6 +37,7 @@ impl RelKind {
         match self {
             RelKind::Table => "table",
             RelKind::Stream => "stream",
+            RelKind::MaterializedView => "materialized view",
         }
     }
 }
@@ -76,6 +79,9 @@ pub struct RelationMeta {
     pub watermark: Option<WatermarkMeta>,
     /// `WITH (...)` options as given.
     pub options: BTreeMap<String, String>,
+    /// A materialized view's defining query (SQL text, with its EMIT clause if any).
+    #[serde(default)]
+    pub query: Option<String>,
 }
 
 impl RelationMeta {

@@ -13,6 +13,7 @@
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
 use crate::table::BrookTable;
+use crate::view::ViewState;
 use brook_common::{BrookError, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
@@ -28,8 +29,9 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use std::cell::RefCell;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Batches of results buffered between a query's task and its reader.
 const RESULT_BUFFER: usize = 4;
@@ -130,8 +132,15 @@ pub fn start(
     let (tx, rx) =
         mpsc::channel::<std::result::Result<RecordBatch, DataFusionError>>(RESULT_BUFFER);
     let out_schema = schema.clone();
+    let sink = Sink::Reader(Outbox {
+        tx: tx.clone(),
+        schema: out_schema,
+        updating: plan.updating(),
+        pending: Vec::new(),
+        rows: 0,
+    });
     tokio::spawn(async move {
-        if let Err(e) = run(plan, stores, out_schema, tx.clone(), stats).await {
+        if let Err(e) = run(plan, stores, sink, stats).await {
             let _ = tx.send(Err(DataFusionError::External(Box::new(e)))).await;
         }
     });
@@ -191,11 +200,72 @@ impl Outbox {
     }
 }
 
+/// Where a running query's results go.
+enum Sink {
+    /// A reader (cursor, push query): batches on a bounded channel.
+    Reader(Outbox),
+    /// A materialized view's state (held weakly: dropping the view ends the query).
+    View(Weak<ViewState>, CancellationToken),
+}
+
+impl Sink {
+    /// Take results; false when nobody wants them any more.
+    async fn push(&mut self, batches: Vec<RecordBatch>) -> Result<bool> {
+        match self {
+            Sink::Reader(out) => out.push(batches).await,
+            Sink::View(view, _) => {
+                let Some(view) = view.upgrade() else {
+                    return Ok(false);
+                };
+                for b in batches.iter().filter(|b| b.num_rows() > 0) {
+                    view.apply(b)?;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// A round ended with every source applied up to `versions`.
+    async fn end_round(&mut self, versions: &[u64]) -> Result<bool> {
+        match self {
+            Sink::Reader(out) => out.flush().await,
+            Sink::View(view, _) => match view.upgrade() {
+                Some(v) => {
+                    v.processed(versions.to_vec());
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+        }
+    }
+
+    /// Resolves when the results are no longer wanted.
+    async fn gone(&self) {
+        match self {
+            Sink::Reader(out) => out.tx.closed().await,
+            Sink::View(_, stop) => stop.cancelled().await,
+        }
+    }
+}
+
+/// Maintain a materialized view: run `plan` over `stores` into `view` until it is dropped.
+pub fn start_view(plan: Arc<GraphPlan>, stores: Vec<Arc<TableStore>>, view: &Arc<ViewState>) {
+    let weak = Arc::downgrade(view);
+    let stop = view.stop_token();
+    tokio::spawn(async move {
+        let sink = Sink::View(weak.clone(), stop);
+        if let Err(e) = run(plan, stores, sink, Arc::new(QueryStats::default())).await {
+            if let Some(v) = weak.upgrade() {
+                v.fail(&e);
+            }
+        }
+    });
+}
+
 async fn run(
     plan: Arc<GraphPlan>,
     stores: Vec<Arc<TableStore>>,
-    schema: SchemaRef,
-    tx: Sender,
+    mut sink: Sink,
     stats: Arc<QueryStats>,
 ) -> Result<()> {
     let table_schemas: Vec<SchemaRef> = plan
@@ -203,45 +273,39 @@ async fn run(
         .iter()
         .map(|s| s.table_schema.clone())
         .collect();
-    let mut out = Outbox {
-        tx: tx.clone(),
-        schema,
-        updating: plan.updating(),
-        pending: Vec::new(),
-        rows: 0,
-    };
     let (mut graph, first) = Graph::new(plan)?;
-    if !out.push(first).await? {
+    if !sink.push(first).await? {
         return Ok(());
     }
     let mut commits: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
     let mut seen: Vec<Snapshot> = stores.iter().map(|_| Arc::new(Vec::new())).collect();
+    let mut versions = vec![0u64; stores.len()];
     loop {
         for (i, store) in stores.iter().enumerate() {
-            commits[i].borrow_and_update();
+            versions[i] = *commits[i].borrow_and_update();
             let now = store.snapshot();
             let (retract, insert) = diff(&seen[i], &now);
             for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
                 for c in chunks {
                     let raw = adapt_batch(store.read(&c)?, &table_schemas[i])?;
-                    if !out.push(graph.push(i, &raw, kind)?).await? {
+                    if !sink.push(graph.push(i, &raw, kind)?).await? {
                         return Ok(());
                     }
                 }
             }
             seen[i] = now;
         }
-        if !out.flush().await? {
+        if !sink.end_round(&versions).await? {
             return Ok(());
         }
         if let Ok(mut g) = stats.graph.lock() {
             *g = graph.stats();
         }
-        // Wait for the next commit on any source, or for the reader to go away.
+        // Wait for the next commit on any source, or until the results are not wanted.
         let waits = commits.iter_mut().map(|r| Box::pin(r.changed()));
         tokio::select! {
             _ = futures::future::select_all(waits) => {}
-            _ = tx.closed() => return Ok(()),
+            _ = sink.gone() => return Ok(()),
         }
     }
 }

@@ -126,6 +126,7 @@ impl Engine {
         }
         let db = Arc::new(self.build_database(name)?);
         dbs.insert(name.to_string(), Arc::downgrade(&db));
+        self.start_views(&db)?;
         Ok(db)
     }
 
@@ -144,10 +145,7 @@ impl Engine {
         for (sname, schema) in &meta.schemas {
             let provider = Arc::new(MemorySchemaProvider::new());
             for (rname, rel) in &schema.relations {
-                provider.register_table(
-                    rname.clone(),
-                    Arc::new(BrookTable::new(rel.clone(), self.store(rel.id)?)),
-                )?;
+                provider.register_table(rname.clone(), self.provider(rel.clone())?)?;
             }
             catalog.register_schema(sname, provider)?;
         }
@@ -236,23 +234,74 @@ impl Engine {
             Ok(m)
         })?;
         lock(&self.stores).insert(created.id, store.clone());
-        self.register(db, schema, name, created, store)?;
+        self.register(db, schema, name, created)?;
         Ok(true)
     }
 
-    fn register(
-        &self,
-        db: &Database,
-        schema: &str,
-        name: &str,
-        meta: RelationMeta,
-        store: Arc<TableStore>,
-    ) -> Result<()> {
+    fn register(&self, db: &Database, schema: &str, name: &str, meta: RelationMeta) -> Result<()> {
         let provider = db
             .schema_provider(schema)
             .ok_or_else(|| BrookError::internal(format!("schema {schema} missing from context")))?;
         provider.deregister_table(name)?;
-        provider.register_table(name.to_string(), Arc::new(BrookTable::new(meta, store)))?;
+        provider.register_table(name.to_string(), self.provider(meta)?)?;
+        Ok(())
+    }
+
+    /// How DataFusion reads a relation: a table or stream from its log, a materialized
+    /// view from its maintained state (fresh, not yet maintained).
+    fn provider(&self, meta: RelationMeta) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
+        Ok(match meta.kind {
+            RelKind::MaterializedView => Arc::new(crate::view::ViewTable {
+                state: crate::view::ViewState::new(meta.schema())?,
+            }),
+            _ => Arc::new(BrookTable::new(meta.clone(), self.store(meta.id)?)),
+        })
+    }
+
+    /// The state of materialized view `schema.name` in `db`.
+    pub fn view_state(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+    ) -> Result<Arc<crate::view::ViewState>> {
+        let provider = db
+            .schema_provider(schema)
+            .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
+        let table = futures::executor::block_on(provider.table(name))?
+            .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
+        table
+            .downcast_ref::<crate::view::ViewTable>()
+            .map(|v| v.state.clone())
+            .ok_or_else(|| {
+                BrookError::WrongObjectType(format!("\"{name}\" is not a materialized view"))
+            })
+    }
+
+    /// Start maintaining every materialized view of a freshly opened database: each replays
+    /// its inputs from the start (the durability choice of `view`).
+    fn start_views(&self, db: &Arc<Database>) -> Result<()> {
+        let doc = self.catalog.read().clone();
+        let meta = doc.database(&db.name)?;
+        for (sname, schema) in &meta.schemas {
+            for (rname, rel) in &schema.relations {
+                let (RelKind::MaterializedView, Some(sql)) = (rel.kind, rel.query.clone()) else {
+                    continue;
+                };
+                let state = self.view_state(db, sname, rname)?;
+                let ctx = db.ctx.clone();
+                tokio::spawn(async move {
+                    // Plan with the database's context, then let it go: the maintenance task
+                    // must not keep the database alive.
+                    let planned = crate::session::plan_view_sql(&ctx, &sql).await;
+                    drop(ctx);
+                    match planned {
+                        Ok((graph, stores, _)) => state.start(Arc::new(graph), stores),
+                        Err(e) => state.fail(&e),
+                    }
+                });
+            }
+        }
         Ok(())
     }
 
@@ -269,8 +318,7 @@ impl Engine {
             s.relations.insert(name.to_string(), meta.clone());
             Ok(())
         })?;
-        let store = self.store(meta.id)?;
-        self.register(db, schema, name, meta, store)
+        self.register(db, schema, name, meta)
     }
 
     /// Drop a relation of kind `kind`: catalog first, then the data.

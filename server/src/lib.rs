@@ -9,6 +9,7 @@
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
 //! - [`table`]: tables and streams as DataFusion table providers.
 //! - [`continuous`]: running continuous queries (one task per query, fed by commits).
+//! - [`view`]: materialized views (state rebuilt from durable inputs, read by scans).
 //! - [`copy`]: COPY text/CSV/binary parsing and formatting.
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
@@ -25,4 +26,5 @@ pub mod session;
 pub mod storage;
 pub mod table;
 pub mod types;
+pub mod view;
 pub mod wire;

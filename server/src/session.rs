@@ -369,6 +369,58 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// The continuous plan of `plan` and the stores of its sources (see `Session::continuous`).
+pub fn continuous_plan(
+    ctx: &SessionContext,
+    plan: &datafusion::logical_expr::LogicalPlan,
+    options: ContinuousOptions,
+    force: bool,
+) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
+    let state = ctx.state();
+    let optimized = state.optimize(plan)?;
+    if !force && !crate::continuous::reads_stream(&optimized) {
+        return Ok(None);
+    }
+    let resolver = crate::continuous::Resolver::new(&state);
+    let graph = plan_continuous(&optimized, &state, &resolver, options)?;
+    Ok(Some((graph, resolver.stores.into_inner())))
+}
+
+/// Plan a materialized view's SQL (a query, possibly ending in an EMIT clause): its graph,
+/// input stores and result schema with PostgreSQL column names.
+pub async fn plan_view_sql(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(GraphPlan, Vec<Arc<TableStore>>, SchemaRef)> {
+    let (stmt, options) = match brook_planner::parser::parse_one(sql)? {
+        BrookStatement::Sql(s) => (*s, ContinuousOptions::default()),
+        BrookStatement::Emit {
+            stmt,
+            on_window_close,
+        } => (
+            *stmt,
+            ContinuousOptions {
+                emit_on_window_close: on_window_close,
+            },
+        ),
+        _ => return Err(BrookError::Syntax("a view is defined by a query".into())),
+    };
+    if !matches!(stmt, Statement::Query(_)) {
+        return Err(BrookError::Syntax("a view is defined by a query".into()));
+    }
+    let mut q = stmt;
+    let names = brook_planner::rewrite::output_names(&q);
+    pg_literals(&mut q)?;
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(q)))
+        .await?;
+    let (graph, stores) = continuous_plan(ctx, &plan, options, true)?
+        .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+    let schema = pg_named(graph.schema().as_ref().clone(), names);
+    Ok((graph, stores, schema))
+}
+
 /// The columns a continuous query sends: its own, plus `_brook_op` when it is updating.
 fn wire_schema(
     graph: &GraphPlan,
@@ -470,6 +522,17 @@ impl Session {
         Ok((meta, store))
     }
 
+    /// A relation that statements may write (not a materialized view: 42809, as PostgreSQL).
+    fn writable(&self, schema: &str, name: &str) -> Result<(RelationMeta, Arc<TableStore>)> {
+        let (meta, store) = self.relation(schema, name)?;
+        if meta.kind == RelKind::MaterializedView {
+            return Err(BrookError::WrongObjectType(format!(
+                "cannot change materialized view \"{name}\""
+            )));
+        }
+        Ok((meta, store))
+    }
+
     /// Execute one statement.
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
         match stmt {
@@ -529,6 +592,10 @@ impl Session {
             Statement::Query(_) | Statement::Explain { .. } => {
                 self.run_query(stmt, "SELECT", names).await
             }
+            Statement::CreateView(cv) if cv.materialized => {
+                self.create_materialized_view(cv, ContinuousOptions::default())
+                    .await
+            }
             Statement::Insert(ins) => self.insert(ins).await,
             Statement::Update(u) => self.update(u).await,
             Statement::Delete(d) => self.delete(d).await,
@@ -554,6 +621,12 @@ impl Session {
                 ObjectType::Table => {
                     self.drop_relations(&names, RelKind::Table, if_exists, "DROP TABLE")
                 }
+                ObjectType::MaterializedView => self.drop_relations(
+                    &names,
+                    RelKind::MaterializedView,
+                    if_exists,
+                    "DROP MATERIALIZED VIEW",
+                ),
                 ObjectType::Schema => {
                     for n in &names {
                         let name = object_parts(n)?.join(".");
@@ -684,6 +757,9 @@ impl Session {
     ) -> Result<Outcome> {
         match stmt {
             Statement::Declare { stmts } => self.declare(stmts, options, true).await,
+            Statement::CreateView(cv) if cv.materialized => {
+                self.create_materialized_view(cv, options).await
+            }
             Statement::Explain { statement, .. } => match *statement {
                 Statement::Declare { stmts } => {
                     let [d] = stmts.as_slice() else {
@@ -738,6 +814,68 @@ impl Session {
             }
             _ => Err(emit_misplaced()),
         }
+    }
+
+    /// CREATE MATERIALIZED VIEW: plan the query continuously (refusing what cannot run
+    /// incrementally), record it in the catalog, and start its maintenance.
+    async fn create_materialized_view(
+        &mut self,
+        cv: ast::CreateView,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
+        if cv.or_replace || cv.or_alter {
+            return Err(BrookError::unsupported(
+                "CREATE OR REPLACE MATERIALIZED VIEW",
+            ));
+        }
+        if !cv.columns.is_empty() {
+            return Err(BrookError::unsupported(
+                "a column list in CREATE MATERIALIZED VIEW (alias the query's columns)",
+            ));
+        }
+        let (schema, name) = self.resolve(&cv.name)?;
+        let mut sql = cv.query.to_string();
+        if options.emit_on_window_close {
+            sql.push_str(" EMIT ON WINDOW CLOSE");
+        }
+        let (graph, stores, wire) = plan_view_sql(&self.ctx, &sql).await?;
+        let mut columns = Vec::new();
+        for f in graph.schema().fields().iter().zip(wire.fields()) {
+            let (f, named) = f;
+            let ty = PgType::from_field(f)
+                .or_else(|| pg_type_of_arrow(f.data_type()))
+                .ok_or_else(|| {
+                    BrookError::unsupported(format!(
+                        "column \"{}\" has type {} which a view cannot store",
+                        named.name(),
+                        f.data_type()
+                    ))
+                })?;
+            columns.push(ColumnMeta {
+                name: named.name().clone(),
+                ty,
+                not_null: false,
+                default: None,
+            });
+        }
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::MaterializedView,
+            columns,
+            primary_key: vec![],
+            watermark: None,
+            options: BTreeMap::new(),
+            query: Some(sql),
+        };
+        if !self
+            .engine
+            .create_relation(&self.db, &schema, &name, meta, cv.if_not_exists)?
+        {
+            return Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()));
+        }
+        let view = self.engine.view_state(&self.db, &schema, &name)?;
+        view.start(Arc::new(graph), stores);
+        Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
     }
 
     /// COMMIT/ROLLBACK close the cursors not declared WITH HOLD.
@@ -861,22 +999,15 @@ impl Session {
             .await?)
     }
 
-    /// The continuous plan of a query that reads a stream; `None` for queries over tables
-    /// only (they run once, ad hoc).
+    /// The continuous plan of a query that reads a stream (or any query when `force`);
+    /// `None` for queries over tables only (they run once, ad hoc).
     fn continuous(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
         options: ContinuousOptions,
         force: bool,
     ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
-        let state = self.ctx.state();
-        let optimized = state.optimize(plan)?;
-        if !force && !crate::continuous::reads_stream(&optimized) {
-            return Ok(None);
-        }
-        let resolver = crate::continuous::Resolver::new(&state);
-        let graph = plan_continuous(&optimized, &state, &resolver, options)?;
-        Ok(Some((graph, resolver.stores.into_inner())))
+        continuous_plan(&self.ctx, plan, options, force)
     }
 
     /// Start a continuous query; its wire schema carries `_brook_op` when it is updating.
@@ -1280,6 +1411,7 @@ impl Session {
             primary_key,
             watermark: None,
             options: BTreeMap::new(),
+            query: None,
         };
         self.validate_defaults(&meta).await?;
         // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
@@ -1323,6 +1455,7 @@ impl Session {
             primary_key: vec![],
             watermark: None,
             options: BTreeMap::new(),
+            query: None,
         };
         if !self
             .engine
@@ -1384,6 +1517,7 @@ impl Session {
             primary_key: vec![],
             watermark,
             options,
+            query: None,
         };
         self.validate_defaults(&meta).await?;
         self.engine
@@ -1490,7 +1624,7 @@ impl Session {
 
     async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
         let (schema, name) = self.resolve(&at.name)?;
-        let (mut meta, store) = match self.relation(&schema, &name) {
+        let (mut meta, store) = match self.writable(&schema, &name) {
             Ok(r) => r,
             Err(BrookError::UndefinedTable(_)) if at.if_exists => {
                 return Ok(Outcome::Command("ALTER TABLE".into()))
@@ -1566,7 +1700,7 @@ impl Session {
     async fn truncate(&mut self, t: ast::Truncate) -> Result<Outcome> {
         for target in &t.table_names {
             let (schema, name) = self.resolve(&target.name)?;
-            let (meta, store) = self.relation(&schema, &name)?;
+            let (meta, store) = self.writable(&schema, &name)?;
             if meta.kind == RelKind::Stream {
                 return Err(BrookError::WrongObjectType(format!(
                     "cannot truncate stream \"{name}\": streams are append-only"
@@ -1771,7 +1905,7 @@ impl Session {
             return Err(BrookError::unsupported("INSERT INTO TABLE FUNCTION"));
         };
         let (schema, name) = self.resolve(tn)?;
-        let (meta, store) = self.relation(&schema, &name)?;
+        let (meta, store) = self.writable(&schema, &name)?;
         let mut targets = Vec::new();
         for c in &ins.columns {
             let parts = object_parts(c)?;
@@ -2237,7 +2371,7 @@ impl Session {
             )));
         };
         let (schema, tname) = self.resolve(name)?;
-        let (meta, store) = self.relation(&schema, &tname)?;
+        let (meta, store) = self.writable(&schema, &tname)?;
         if meta.kind == RelKind::Stream {
             return Err(BrookError::WrongObjectType(format!(
                 "cannot {} stream \"{tname}\": streams are append-only",
@@ -2470,7 +2604,7 @@ impl Session {
             ));
         };
         let (schema, name) = self.resolve(&table_name)?;
-        let (meta, store) = self.relation(&schema, &name)?;
+        let (meta, store) = self.writable(&schema, &name)?;
         let field_columns = if columns.is_empty() {
             (0..meta.columns.len()).collect::<Vec<_>>()
         } else {

@@ -162,6 +162,11 @@ impl TableStore {
         }
     }
 
+    /// How many commits the relation has had since it was opened.
+    pub fn version(&self) -> u64 {
+        *self.commits.borrow()
+    }
+
     /// A receiver that wakes after each commit. Subscribe before taking the snapshot you
     /// diff against, so that no commit in between goes unnoticed.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
