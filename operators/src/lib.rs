@@ -11,7 +11,7 @@
 //! - [`change`]: the change-kind column: add, read, strip, negate.
 //! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
-//!   update or on window close), [`union`].
+//!   update or on window close), [`join`] (inner equi-join with retraction), [`union`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - [`testing`]: `from_pretty`, readable test batches.
@@ -20,6 +20,7 @@ pub mod aggregate;
 pub mod change;
 pub mod filter;
 pub mod graph;
+pub mod join;
 pub mod project;
 pub mod source;
 pub mod testing;

@@ -11,6 +11,7 @@ use brook_common::{BrookError, Result};
 use brook_operators::aggregate::{AggregateCall, AggregateNode, WindowClose};
 use brook_operators::filter::FilterNode;
 use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
+use brook_operators::join::JoinNode;
 use brook_operators::project::ProjectNode;
 use brook_operators::source::SourceSpec;
 use brook_operators::union::UnionNode;
@@ -226,13 +227,57 @@ impl Builder<'_> {
                  change: sort what FETCH returns, or use a window)",
             )),
             LogicalPlan::Limit(_) => Err(refuse("LIMIT")),
-            LogicalPlan::Join(_) => Err(refuse("JOIN")),
+            LogicalPlan::Join(j) => self.join(j),
             LogicalPlan::Window(_) => Err(refuse("window functions (OVER)")),
             LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
                 Err(refuse("a constant relation (VALUES or no FROM)"))
             }
             other => Err(refuse(&format!("{} node", other.display()))),
         }
+    }
+
+    fn join(&mut self, j: &datafusion::logical_expr::Join) -> Result<Endpoint> {
+        use datafusion::logical_expr::JoinType;
+        if j.join_type != JoinType::Inner {
+            return Err(refuse(&format!(
+                "{} JOIN",
+                j.join_type.to_string().to_uppercase()
+            )));
+        }
+        let left = self.build(&j.left)?;
+        let right = self.build(&j.right)?;
+        if !self.updating(left) && !self.updating(right) {
+            return Err(BrookError::unsupported(
+                "a join of two streams without a time bound in a continuous query (its state \
+                 would grow without bound; join a stream with a table, or aggregate a side first)",
+            ));
+        }
+        let (ls, rs) = (j.left.schema(), j.right.schema());
+        let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());
+        for (l, r) in &j.on {
+            left_keys.push(self.physical(l, ls)?);
+            right_keys.push(self.physical(r, rs)?);
+        }
+        if left_keys.is_empty() {
+            // A cross join: every row shares the one key.
+            let t: Expr = datafusion::logical_expr::lit(true);
+            left_keys.push(self.physical(&t, ls)?);
+            right_keys.push(self.physical(&t, rs)?);
+        }
+        let filter = match &j.filter {
+            Some(f) => Some(self.physical(f, &j.schema)?),
+            None => None,
+        };
+        let node = JoinNode {
+            left_keys,
+            right_keys,
+            filter,
+            left_schema: Arc::new(ls.as_arrow().clone()),
+            right_schema: Arc::new(rs.as_arrow().clone()),
+            schema: Arc::new(j.schema.as_arrow().clone()),
+            updating: true,
+        };
+        Ok(self.add(Arc::new(node), vec![left, right]))
     }
 
     fn aggregate(&mut self, a: &datafusion::logical_expr::Aggregate) -> Result<Endpoint> {

@@ -37,13 +37,34 @@ const QUERIES: &[&str] = &[
     "SELECT c, count(*) FROM (SELECT k, count(*) AS c FROM t GROUP BY k) AS g GROUP BY c",
     "SELECT window_start, window_end, k, sum(v), count(*) FROM TUMBLE(t, ts, INTERVAL '10 seconds') GROUP BY window_start, window_end, k",
     "SELECT window_start, window_end, count(*) FROM HOP(t, ts, INTERVAL '5 seconds', INTERVAL '15 seconds') GROUP BY window_start, window_end",
+    "SELECT t.k, d.label, t.v FROM t JOIN d ON t.k = d.k WHERE t.v > 2",
+    "SELECT d.label, count(*), sum(t.v) FROM t JOIN d ON t.k = d.k GROUP BY d.label",
+    "SELECT t.k, d.label FROM t, d WHERE t.k = d.k AND t.v < d.w",
 ];
+
+/// Joins of `t` with itself: admitted only when `t` is a table (bounded state).
+const TABLE_ONLY_QUERIES: &[&str] =
+    &["SELECT a.k, count(*) FROM t a JOIN t b ON a.k = b.k AND a.v < b.v GROUP BY a.k"];
 
 /// Queries whose aggregates cannot retract (min/max): append-only input only.
 const APPEND_ONLY_QUERIES: &[&str] = &[
     "SELECT k, min(v), max(v) FROM t GROUP BY k",
     "SELECT window_start, window_end, max(v) FROM TUMBLE(t, ts, INTERVAL '10 seconds') GROUP BY window_start, window_end",
 ];
+
+/// The dimension table `d(k, label, w)`, always a table, loaded before `t`'s rows.
+fn dims() -> RecordBatch {
+    let k: StringArray = ["k0", "k1", "k2"].into_iter().map(Some).collect();
+    let label: StringArray = ["zero", "one", "two"].into_iter().map(Some).collect();
+    let w = Int32Array::from(vec![5, 8, 3]);
+    let cols: Vec<ArrayRef> = vec![Arc::new(k), Arc::new(label), Arc::new(w)];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("label", DataType::Utf8, true),
+        Field::new("w", DataType::Int32, true),
+    ]));
+    RecordBatch::try_new(schema, cols).expect("dims batch")
+}
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -70,7 +91,15 @@ struct Facts {
 }
 
 impl SourceResolver for Facts {
-    fn resolve(&self, _t: &TableReference, _s: &Arc<dyn TableSource>) -> Result<SourceFacts> {
+    fn resolve(&self, t: &TableReference, _s: &Arc<dyn TableSource>) -> Result<SourceFacts> {
+        if t.table() == "d" {
+            return Ok(SourceFacts {
+                table_schema: dims().schema(),
+                updating: true,
+                watermark: None,
+                watermark_sql: None,
+            });
+        }
         Ok(SourceFacts {
             table_schema: schema(),
             updating: self.updating,
@@ -84,6 +113,8 @@ fn context(rows: &[Row]) -> SessionContext {
     let ctx = SessionContext::new();
     let table = MemTable::try_new(schema(), vec![vec![batch(rows)]]).expect("mem table");
     ctx.register_table("t", Arc::new(table)).expect("register");
+    let d = MemTable::try_new(dims().schema(), vec![vec![dims()]]).expect("mem table");
+    ctx.register_table("d", Arc::new(d)).expect("register");
     ctx
 }
 
@@ -160,18 +191,27 @@ async fn continuous(
         emit_on_window_close: emit_on_close,
     };
     let graph_plan = plan_continuous(&plan, &ctx.state(), &facts, options)?;
+    let t_source = graph_plan.sources.iter().position(|s| s.relation == "t");
+    let d_source = graph_plan.sources.iter().position(|s| s.relation == "d");
     let (mut graph, first) = Graph::new(Arc::new(graph_plan))?;
     let mut state = BTreeMap::new();
     fold(&mut state, &first)?;
+    if let Some(d) = d_source {
+        let out = graph.push(d, &dims(), change::INSERT)?;
+        fold(&mut state, &out)?;
+    }
     let feed = |graph: &mut Graph,
                 state: &mut BTreeMap<String, i64>,
                 part: &[Row],
                 kind: i8|
      -> Result<()> {
+        let Some(t) = t_source else {
+            return Ok(());
+        };
         if part.is_empty() {
             return Ok(());
         }
-        let out = graph.push(0, &batch(part), kind)?;
+        let out = graph.push(t, &batch(part), kind)?;
         fold(state, &out)
     };
     let mut at = 0;
@@ -257,7 +297,7 @@ proptest! {
             deleted[0] = true;
         }
         let kept: Vec<Row> = rows.iter().zip(&deleted).filter(|(_, d)| !**d).map(|(r, _)| *r).collect();
-        for sql in QUERIES {
+        for sql in QUERIES.iter().chain(TABLE_ONLY_QUERIES) {
             let want = rt.block_on(adhoc(sql, &kept)).expect(sql);
             let got = rt.block_on(continuous(sql, &rows, &cuts, &deleted, false)).expect(sql);
             prop_assert_eq!(&got, &want, "{}", sql);
@@ -276,6 +316,21 @@ proptest! {
             prop_assert_eq!(&got, &want, "{}", sql);
         }
     }
+}
+
+#[test]
+fn join_of_two_streams_without_bound_is_refused() {
+    let rt = runtime();
+    let err = rt
+        .block_on(continuous(
+            TABLE_ONLY_QUERIES[0],
+            &[(0, Some(1), 0)],
+            &[1],
+            &[],
+            false,
+        ))
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "0A000");
 }
 
 #[test]
