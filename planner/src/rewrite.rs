@@ -289,6 +289,23 @@ impl VisitorMut for Int4Literals {
     type Break = ();
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        // Window frame offsets (`ROWS 2 PRECEDING`) are row counts, not int4 values.
+        if let Expr::Function(f) = e {
+            if let Some(datafusion::sql::sqlparser::ast::WindowType::WindowSpec(spec)) =
+                f.over.as_mut()
+            {
+                if let Some(frame) = spec.window_frame.as_mut() {
+                    let bounds =
+                        std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut());
+                    for b in bounds {
+                        use datafusion::sql::sqlparser::ast::WindowFrameBound as B;
+                        if let B::Preceding(Some(x)) | B::Following(Some(x)) = b {
+                            unwrap_int_cast(x);
+                        }
+                    }
+                }
+            }
+        }
         if is_small_int(e) {
             let lit = std::mem::replace(e, Expr::value(Value::Null));
             *e = Expr::Cast {

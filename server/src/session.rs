@@ -839,6 +839,16 @@ impl Session {
             sql.push_str(" EMIT ON WINDOW CLOSE");
         }
         let (graph, stores, wire) = plan_view_sql(&self.ctx, &sql).await?;
+        let mut seen = HashSet::new();
+        for f in wire.fields() {
+            if !seen.insert(f.name()) {
+                return Err(BrookError::DuplicateObject {
+                    what: "column",
+                    name: f.name().clone(),
+                    code: "42701",
+                });
+            }
+        }
         let mut columns = Vec::new();
         for f in graph.schema().fields().iter().zip(wire.fields()) {
             let (f, named) = f;

@@ -4,6 +4,9 @@
 //! # Layout
 //! - [`BrookServer`]: a server process owned by a test (killed on drop).
 //! - [`SltClient`]: the sqllogictest database adapter, in simple or extended protocol mode.
+//! - [`postgres`]: a throw-away PostgreSQL server for differential tests.
+
+pub mod postgres;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
