@@ -29,6 +29,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -113,11 +114,66 @@ impl SourceResolver for Resolver<'_> {
     }
 }
 
-/// A running continuous query's shared statistics.
-#[derive(Debug, Default)]
+/// A running continuous query's identity and statistics (a row of
+/// `brook_continuous_queries()`).
+#[derive(Debug)]
 pub struct QueryStats {
-    /// Latest statistics of the graph.
+    /// Unique among the server's queries.
+    pub id: u64,
+    /// Database the query runs in.
+    pub database: String,
+    /// `cursor`, `push` (SELECT/COPY ... EMIT) or `materialized view`.
+    pub kind: &'static str,
+    /// Cursor or view name (empty for push queries).
+    pub name: String,
+    /// Start time, microseconds since the epoch.
+    pub started: i64,
+    /// Input rows processed.
+    pub rows_in: AtomicU64,
+    /// Result rows produced (changes included).
+    pub rows_out: AtomicU64,
+    /// Latest statistics of the graph (state size, late rows, watermark).
     pub graph: Mutex<GraphStats>,
+}
+
+/// Every running continuous query of the server, for the statistics view.
+#[derive(Debug, Default)]
+pub struct QueryRegistry {
+    next: AtomicU64,
+    list: Mutex<Vec<Weak<QueryStats>>>,
+}
+
+impl QueryRegistry {
+    /// Statistics for a new query; it is listed while the returned `Arc` lives.
+    pub fn register(&self, database: &str, kind: &'static str, name: &str) -> Arc<QueryStats> {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+        let stats = Arc::new(QueryStats {
+            id: self.next.fetch_add(1, Ordering::Relaxed) + 1,
+            database: database.to_string(),
+            kind,
+            name: name.to_string(),
+            started,
+            rows_in: AtomicU64::new(0),
+            rows_out: AtomicU64::new(0),
+            graph: Mutex::new(GraphStats::default()),
+        });
+        if let Ok(mut l) = self.list.lock() {
+            l.retain(|w| w.strong_count() > 0);
+            l.push(Arc::downgrade(&stats));
+        }
+        stats
+    }
+
+    /// The queries running now.
+    pub fn live(&self) -> Vec<Arc<QueryStats>> {
+        match self.list.lock() {
+            Ok(l) => l.iter().filter_map(Weak::upgrade).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
 }
 
 /// Start a continuous query; its results (schema `schema`, with the change-kind column when
@@ -249,12 +305,17 @@ impl Sink {
 }
 
 /// Maintain a materialized view: run `plan` over `stores` into `view` until it is dropped.
-pub fn start_view(plan: Arc<GraphPlan>, stores: Vec<Arc<TableStore>>, view: &Arc<ViewState>) {
+pub fn start_view(
+    plan: Arc<GraphPlan>,
+    stores: Vec<Arc<TableStore>>,
+    view: &Arc<ViewState>,
+    stats: Arc<QueryStats>,
+) {
     let weak = Arc::downgrade(view);
     let stop = view.stop_token();
     tokio::spawn(async move {
         let sink = Sink::View(weak.clone(), stop);
-        if let Err(e) = run(plan, stores, sink, Arc::new(QueryStats::default())).await {
+        if let Err(e) = run(plan, stores, sink, stats).await {
             if let Some(v) = weak.upgrade() {
                 v.fail(&e);
             }
@@ -288,7 +349,13 @@ async fn run(
             for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
                 for c in chunks {
                     let raw = adapt_batch(store.read(&c)?, &table_schemas[i])?;
-                    if !sink.push(graph.push(i, &raw, kind)?).await? {
+                    let out = graph.push(i, &raw, kind)?;
+                    stats
+                        .rows_in
+                        .fetch_add(raw.num_rows() as u64, Ordering::Relaxed);
+                    let produced: usize = out.iter().map(|b| b.num_rows()).sum();
+                    stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
+                    if !sink.push(out).await? {
                         return Ok(());
                     }
                 }
@@ -307,6 +374,76 @@ async fn run(
             _ = futures::future::select_all(waits) => {}
             _ = sink.gone() => return Ok(()),
         }
+    }
+}
+
+/// `brook_continuous_queries()`: one row per continuous query running in the database.
+#[derive(Debug)]
+pub struct QueriesFunction {
+    /// The server's registry.
+    pub registry: Arc<QueryRegistry>,
+    /// The database whose queries are listed.
+    pub database: String,
+}
+
+impl datafusion::catalog::TableFunctionImpl for QueriesFunction {
+    fn call_with_args(
+        &self,
+        _args: datafusion::catalog::TableFunctionArgs<'_, '_>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
+        use datafusion::arrow::array::{Int64Array, StringArray, TimestampMicrosecondArray};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        let ts = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("kind", DataType::Utf8, false),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("started", ts.clone(), false),
+            Field::new("rows_in", DataType::Int64, false),
+            Field::new("rows_out", DataType::Int64, false),
+            Field::new("state_bytes", DataType::Int64, false),
+            Field::new("late_rows", DataType::Int64, false),
+            Field::new("watermark", ts, true),
+        ]));
+        let mut live = self.registry.live();
+        live.retain(|q| q.database == self.database);
+        live.sort_by_key(|q| q.id);
+        let graphs: Vec<GraphStats> = live
+            .iter()
+            .map(|q| q.graph.lock().map(|g| g.clone()).unwrap_or_default())
+            .collect();
+        let i64s = |f: &dyn Fn(usize) -> i64| -> Arc<Int64Array> {
+            Arc::new((0..live.len()).map(f).collect::<Vec<_>>().into())
+        };
+        let columns: Vec<datafusion::arrow::array::ArrayRef> = vec![
+            i64s(&|i| live[i].id as i64),
+            Arc::new(live.iter().map(|q| Some(q.kind)).collect::<StringArray>()),
+            Arc::new(
+                live.iter()
+                    .map(|q| Some(q.name.as_str()))
+                    .collect::<StringArray>(),
+            ),
+            Arc::new(
+                live.iter()
+                    .map(|q| Some(q.started))
+                    .collect::<TimestampMicrosecondArray>(),
+            ),
+            i64s(&|i| live[i].rows_in.load(Ordering::Relaxed) as i64),
+            i64s(&|i| live[i].rows_out.load(Ordering::Relaxed) as i64),
+            i64s(&|i| graphs[i].state_bytes as i64),
+            i64s(&|i| graphs[i].late_rows as i64),
+            Arc::new(
+                graphs
+                    .iter()
+                    .map(|g| g.watermark.filter(|w| *w != i64::MAX))
+                    .collect::<TimestampMicrosecondArray>(),
+            ),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
+        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?))
     }
 }
 

@@ -56,6 +56,8 @@ pub struct Engine {
     stores: Mutex<HashMap<u64, Arc<TableStore>>>,
     databases: Mutex<HashMap<String, Weak<Database>>>,
     budget: Arc<CacheBudget>,
+    /// Running continuous queries (for `brook_continuous_queries()`).
+    pub queries: Arc<crate::continuous::QueryRegistry>,
     _lock: File,
 }
 
@@ -114,6 +116,7 @@ impl Engine {
             stores: Mutex::new(stores),
             databases: Mutex::new(HashMap::new()),
             budget,
+            queries: Arc::default(),
             _lock: lock_file,
         }))
     }
@@ -178,6 +181,13 @@ impl Engine {
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
+        ctx.register_udtf(
+            "brook_continuous_queries",
+            Arc::new(crate::continuous::QueriesFunction {
+                registry: self.queries.clone(),
+                database: name.to_string(),
+            }),
+        );
         Ok(Database {
             name: name.to_string(),
             ctx,
@@ -289,6 +299,7 @@ impl Engine {
                     continue;
                 };
                 let state = self.view_state(db, sname, rname)?;
+                let stats = self.queries.register(&db.name, "materialized view", rname);
                 let ctx = db.ctx.clone();
                 tokio::spawn(async move {
                     // Plan with the database's context, then let it go: the maintenance task
@@ -296,7 +307,7 @@ impl Engine {
                     let planned = crate::session::plan_view_sql(&ctx, &sql).await;
                     drop(ctx);
                     match planned {
-                        Ok((graph, stores, _)) => state.start(Arc::new(graph), stores),
+                        Ok((graph, stores, _)) => state.start(Arc::new(graph), stores, stats),
                         Err(e) => state.fail(&e),
                     }
                 });

@@ -781,7 +781,7 @@ impl Session {
                 let graph = self
                     .continuous(&plan, options, true)?
                     .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-                let (schema, stream, _) = self.start_continuous(graph, names)?;
+                let (schema, stream, _) = self.start_continuous(graph, names, None)?;
                 Ok(Outcome::Rows {
                     schema,
                     stream,
@@ -809,7 +809,7 @@ impl Session {
                 let graph = self
                     .continuous(&plan, options, true)?
                     .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-                let (_, stream, _) = self.start_continuous(graph, names)?;
+                let (_, stream, _) = self.start_continuous(graph, names, None)?;
                 Ok(Outcome::CopyOut { opts, stream })
             }
             _ => Err(emit_misplaced()),
@@ -884,7 +884,11 @@ impl Session {
             return Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()));
         }
         let view = self.engine.view_state(&self.db, &schema, &name)?;
-        view.start(Arc::new(graph), stores);
+        let stats = self
+            .engine
+            .queries
+            .register(&self.db.name, "materialized view", &name);
+        view.start(Arc::new(graph), stores, stats);
         Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
     }
 
@@ -929,7 +933,8 @@ impl Session {
             let plan = self.plan(stmt).await?;
             let (schema, stream, continuous) = match self.continuous(&plan, options, force)? {
                 Some(graph) => {
-                    let (schema, stream, stats) = self.start_continuous(graph, names)?;
+                    let (schema, stream, stats) =
+                        self.start_continuous(graph, names, Some(&name))?;
                     (schema, stream, Some(stats))
                 }
                 None => {
@@ -1025,9 +1030,13 @@ impl Session {
         &self,
         (graph, stores): (GraphPlan, Vec<Arc<TableStore>>),
         names: Option<Vec<brook_planner::rewrite::OutputName>>,
+        cursor: Option<&str>,
     ) -> Result<(SchemaRef, SendableRecordBatchStream, Arc<QueryStats>)> {
         let schema = wire_schema(&graph, names);
-        let stats = Arc::new(QueryStats::default());
+        let stats = match cursor {
+            Some(name) => self.engine.queries.register(&self.db.name, "cursor", name),
+            None => self.engine.queries.register(&self.db.name, "push", ""),
+        };
         let stream =
             crate::continuous::start(Arc::new(graph), stores, schema.clone(), stats.clone());
         Ok((schema, stream, stats))

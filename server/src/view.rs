@@ -83,11 +83,12 @@ impl ViewState {
         self: &Arc<Self>,
         plan: Arc<brook_operators::graph::GraphPlan>,
         stores: Vec<Arc<TableStore>>,
+        stats: Arc<crate::continuous::QueryStats>,
     ) {
         if self.stores.set(stores.clone()).is_err() {
             return;
         }
-        crate::continuous::start_view(plan, stores, self);
+        crate::continuous::start_view(plan, stores, self, stats);
         self.processed.send_modify(|_| {});
     }
 
