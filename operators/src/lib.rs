@@ -11,7 +11,8 @@
 //! - [`change`]: the change-kind column: add, read, strip, negate.
 //! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
-//!   update or on window close), [`join`] (inner equi-join with retraction), [`union`].
+//!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
+//!   functions: running aggregates, LAG/LEAD, frames), [`union`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - [`testing`]: `from_pretty`, readable test batches.
@@ -21,6 +22,7 @@ pub mod change;
 pub mod filter;
 pub mod graph;
 pub mod join;
+pub mod over;
 pub mod project;
 pub mod source;
 pub mod testing;

@@ -228,12 +228,47 @@ impl Builder<'_> {
             )),
             LogicalPlan::Limit(_) => Err(refuse("LIMIT")),
             LogicalPlan::Join(j) => self.join(j),
-            LogicalPlan::Window(_) => Err(refuse("window functions (OVER)")),
+            LogicalPlan::Window(w) => self.over(w),
             LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
                 Err(refuse("a constant relation (VALUES or no FROM)"))
             }
             other => Err(refuse(&format!("{} node", other.display()))),
         }
+    }
+
+    fn over(&mut self, w: &datafusion::logical_expr::Window) -> Result<Endpoint> {
+        let input = self.build(&w.input)?;
+        let exprs = w
+            .window_expr
+            .iter()
+            .map(|e| {
+                Ok(datafusion::physical_planner::create_window_expr(
+                    e,
+                    w.input.schema(),
+                    self.state.execution_props(),
+                    &PhysicalPlanningContext::default(),
+                )?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let partition_by = exprs
+            .first()
+            .map(|e| e.partition_by().to_vec())
+            .unwrap_or_default();
+        let same = |a: &[Arc<dyn PhysicalExpr>], b: &[Arc<dyn PhysicalExpr>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_string() == y.to_string())
+        };
+        if exprs.iter().any(|e| !same(e.partition_by(), &partition_by)) {
+            return Err(refuse(
+                "window functions with different PARTITION BY in one SELECT",
+            ));
+        }
+        let node = brook_operators::over::OverNode {
+            exprs,
+            partition_by,
+            input_schema: Arc::new(w.input.schema().as_arrow().clone()),
+            schema: Arc::new(w.schema.as_arrow().clone()),
+        };
+        Ok(self.add(Arc::new(node), vec![input]))
     }
 
     fn join(&mut self, j: &datafusion::logical_expr::Join) -> Result<Endpoint> {

@@ -69,10 +69,10 @@ SELECT n, count(*) FROM (SELECT k, count(*) AS n FROM {t} GROUP BY k) g GROUP BY
 SELECT k, total FROM (SELECT k, sum(v) AS total FROM {t} GROUP BY k) s WHERE total > 1000
 SELECT k, hi FROM (SELECT k, max(v) AS hi FROM {t} WHERE v IS NOT NULL GROUP BY k) s
 SELECT m, count(*) FROM (SELECT id, v % 4 AS m FROM {t}) s GROUP BY m
--- OVER frames, running aggregates, LAG (not yet continuous)
-[adhoc] SELECT id, sum(v) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running FROM {t}
-[adhoc] SELECT id, lag(v) OVER (PARTITION BY k ORDER BY id) AS prev FROM {t}
-[adhoc] SELECT id, avg(v) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS moving FROM {t}
-[adhoc] SELECT id, count(*) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS recent FROM {t}
-[adhoc] SELECT id, lead(v, 2) OVER (PARTITION BY k ORDER BY id) AS next2 FROM {t}
-[adhoc] SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS rn FROM {t}
+-- OVER frames, running aggregates, LAG/LEAD, ranking
+SELECT id, sum(v) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running FROM {t}
+SELECT id, lag(v) OVER (PARTITION BY k ORDER BY id) AS prev FROM {t}
+SELECT id, avg(v) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS moving FROM {t}
+SELECT id, count(*) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS recent FROM {t}
+SELECT id, lead(v, 2) OVER (PARTITION BY k ORDER BY id) AS next2 FROM {t}
+SELECT id, row_number() OVER (PARTITION BY k ORDER BY id) AS rn FROM {t}
