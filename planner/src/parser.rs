@@ -51,6 +51,23 @@ fn is_catalog_query(text: &str) -> bool {
         || lower.contains("information_schema")
 }
 
+/// psql's relation lists (`\d`, `\dt`, `\dv`) name a kind by `pg_class.relkind`, which
+/// knows no streams: there the kind's name comes from `brook_relkind(schema, name)`, so
+/// streams list as `stream` and materialized views as `materialized view`.
+fn describe_brook_kinds(text: &str) -> String {
+    if !(text.contains("c.relname") && text.contains("n.nspname")) {
+        return text.to_string();
+    }
+    text.replace(
+        "WHEN 'r' THEN 'table'",
+        "WHEN 'r' THEN COALESCE(brook_relkind(n.nspname, c.relname), 'table')",
+    )
+    .replace(
+        "WHEN 'v' THEN 'view'",
+        "WHEN 'v' THEN COALESCE(brook_relkind(n.nspname, c.relname), 'view')",
+    )
+}
+
 /// A parsed statement: standard SQL, or one of Brook's extensions.
 #[derive(Debug, Clone)]
 pub enum BrookStatement {
@@ -243,7 +260,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
     }
     let mut stmts = if is_catalog_query(text) {
-        COMPAT.parse(text)?
+        COMPAT.parse(&describe_brook_kinds(text))?
     } else {
         let mut parsed = Parser::new(&dialect)
             .try_with_sql(text)?

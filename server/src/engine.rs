@@ -181,6 +181,7 @@ impl Engine {
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
+        crate::functions::register_relkind(&ctx, catalog.clone());
         ctx.register_udtf(
             "brook_continuous_queries",
             Arc::new(crate::continuous::QueriesFunction {

@@ -141,3 +141,55 @@ impl datafusion::logical_expr::ScalarUDFImpl for CurrentSetting {
         }
     }
 }
+
+/// `brook_relkind(schema, name)`: `stream` or `materialized view` for Brook's relations that
+/// `pg_class.relkind` cannot tell apart from tables and views; NULL otherwise (psql's `\d`).
+pub fn register_relkind(
+    ctx: &SessionContext,
+    catalog: Arc<datafusion::catalog::MemoryCatalogProvider>,
+) {
+    use datafusion::arrow::array::{Array, AsArray, StringArray};
+    use datafusion::catalog::CatalogProvider;
+    let kind = move |schema: &str, name: &str| -> Option<&'static str> {
+        let provider = catalog.schema(schema)?;
+        let table = futures::executor::block_on(provider.table(name)).ok()??;
+        if let Some(t) = table.downcast_ref::<crate::table::BrookTable>() {
+            return (t.meta.kind == crate::catalog::RelKind::Stream).then_some("stream");
+        }
+        table
+            .downcast_ref::<crate::view::ViewTable>()
+            .map(|_| "materialized view")
+    };
+    ctx.register_udf(create_udf(
+        "brook_relkind",
+        vec![DataType::Utf8, DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let rows = args
+                .iter()
+                .map(|a| match a {
+                    ColumnarValue::Array(a) => a.len(),
+                    ColumnarValue::Scalar(_) => 1,
+                })
+                .max()
+                .unwrap_or(1);
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let cast = |a: &datafusion::arrow::array::ArrayRef| {
+                datafusion::arrow::compute::cast(a, &DataType::Utf8)
+            };
+            let (schemas, names) = (cast(&arrays[0])?, cast(&arrays[1])?);
+            let (schemas, names) = (schemas.as_string::<i32>(), names.as_string::<i32>());
+            let out: StringArray = (0..rows)
+                .map(|i| {
+                    if schemas.is_null(i) || names.is_null(i) {
+                        None
+                    } else {
+                        kind(schemas.value(i), names.value(i))
+                    }
+                })
+                .collect();
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }),
+    ));
+}

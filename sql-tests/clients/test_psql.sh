@@ -20,7 +20,20 @@ check "3" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after failed COP
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }
-rm -f /tmp/psql_err.$$
+# streams and materialized views list as such
+"${P[@]}" -c "CREATE STREAM ticks (sym text, px int)" -c "CREATE MATERIALIZED VIEW last_px AS SELECT sym, max(px) AS px FROM ticks GROUP BY sym" >/dev/null
+check "public|items|table|postgres
+public|last_px|materialized view|postgres
+public|ticks|stream|postgres" "$("${P[@]}" -c '\d')" "\\d lists kinds"
+"${P[@]}" -c '\d ticks' | grep -q sym || { echo "psql: \\d ticks does not show columns"; exit 1; }
+# a continuous cursor from psql: FETCH waits for rows up to brook.fetch_timeout
+printf "BEGIN;\nDECLARE c CURSOR FOR SELECT sym, px FROM ticks WHERE px > 1;\nINSERT INTO ticks VALUES ('A', 5), ('B', 1);\nFETCH ALL FROM c;\nFETCH ALL FROM c WITH (timeout = '10ms');\nCOMMIT;\n" | "${P[@]}" >/tmp/psql_cur.$$
+check "BEGIN
+DECLARE CURSOR
+INSERT 0 2
+A|5
+COMMIT" "$(cat /tmp/psql_cur.$$)" "continuous cursor"
+rm -f /tmp/psql_err.$$ /tmp/psql_cur.$$
 # TLS is not offered yet: sslmode=prefer falls back to plain, sslmode=require is refused cleanly
 check "1" "$(PGSSLMODE=prefer "${P[@]}" -c "SELECT 1")" "sslmode=prefer"
 if PGSSLMODE=require "${P[@]}" -c "SELECT 1" 2>/tmp/psql_ssl.$$; then echo "sslmode=require connected without TLS"; exit 1; fi
