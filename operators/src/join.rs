@@ -1,9 +1,13 @@
-//! Inner equi-join of two changelogs (a symmetric hash join with retraction).
+//! Equi-joins of two changelogs (a symmetric hash join with retraction): inner joins, and
+//! semi joins (`EXISTS`/`IN` subqueries, and inner joins whose other side only filters).
 //!
-//! Each side keeps its live rows indexed by join key. A change on one side joins with the
-//! other side's live rows (emitting joined rows with the change's kind), then updates its
-//! own side. So inserts and deletes on either side — a stream row arriving, a table row
-//! updated — keep the result equal to the join of the two inputs' current contents.
+//! Each side keeps its live rows indexed by join key. A change on one side is paired with
+//! the other side's live rows of the same key (the extra join condition, if any, decides
+//! which pairs match), then updates its own side. An inner join emits the matching pairs
+//! with the change's kind. A semi join emits a row of its kept side while it has at least
+//! one match: each kept row counts its matches, and a change on the other side that moves a
+//! count between zero and non-zero inserts or retracts that row. Either way the result stays
+//! equal to the join of the two inputs' current contents.
 //!
 //! State holds every live row of both inputs: the planner admits a join only when that is
 //! bounded by what the SQL reads (at least one side comes from a table or an aggregate),
@@ -21,20 +25,31 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// Plan node of an inner equi-join.
+/// What a join emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Matching pairs (left columns, then right columns).
+    Inner,
+    /// Rows of input `0` (left) or `1` (right) that have at least one match.
+    Semi(usize),
+}
+
+/// Plan node of an equi-join.
 #[derive(Debug)]
 pub struct JoinNode {
+    /// Inner or semi.
+    pub kind: JoinKind,
     /// Key expressions over the left input.
     pub left_keys: Vec<Arc<dyn PhysicalExpr>>,
     /// Key expressions over the right input (same count and types as the left).
     pub right_keys: Vec<Arc<dyn PhysicalExpr>>,
-    /// Extra (non-equi) condition over the joined row.
+    /// Extra (non-equi) condition over a pair (left columns, then right columns).
     pub filter: Option<Arc<dyn PhysicalExpr>>,
     /// Left input schema.
     pub left_schema: SchemaRef,
     /// Right input schema.
     pub right_schema: SchemaRef,
-    /// Output schema: left columns, then right columns.
+    /// Output schema: left columns then right columns (inner), or the kept side's (semi).
     pub schema: SchemaRef,
     /// Whether either input retracts.
     pub updating: bool,
@@ -48,7 +63,12 @@ impl fmt::Display for JoinNode {
             .zip(&self.right_keys)
             .map(|(l, r)| format!("{l} = {r}"))
             .collect();
-        write!(f, "Join: inner on [{}]", pairs.join(", "))?;
+        let kind = match self.kind {
+            JoinKind::Inner => "inner".to_string(),
+            JoinKind::Semi(0) => "left semi".to_string(),
+            JoinKind::Semi(_) => "right semi".to_string(),
+        };
+        write!(f, "Join: {kind} on [{}]", pairs.join(", "))?;
         if let Some(c) = &self.filter {
             write!(f, " filter={c}")?;
         }
@@ -80,12 +100,20 @@ impl NodeSpec for JoinNode {
                 .map(|f| SortField::new(f.data_type().clone()))
                 .collect()
         };
+        let mut fields: Vec<_> = self.left_schema.fields().iter().cloned().collect();
+        fields.extend(self.right_schema.fields().iter().cloned());
         Ok(Box::new(JoinOp {
+            kind: self.kind,
+            pair_schema: Arc::new(datafusion::arrow::datatypes::Schema::new(fields)),
             keys: [self.left_keys.clone(), self.right_keys.clone()],
             key_rows: RowConverter::new(left_types)?,
             full_rows: [
                 RowConverter::new(all(&self.left_schema))?,
                 RowConverter::new(all(&self.right_schema))?,
+            ],
+            widths: [
+                self.left_schema.fields().len(),
+                self.right_schema.fields().len(),
             ],
             filter: self.filter.clone(),
             schema: self.schema.clone(),
@@ -102,6 +130,8 @@ struct Entry {
     at: (usize, usize),
     /// How many copies are live.
     count: i64,
+    /// Semi join, kept side: how many live rows of the other side match this row.
+    matches: i64,
 }
 
 #[derive(Default)]
@@ -115,9 +145,14 @@ struct Side {
 }
 
 struct JoinOp {
+    kind: JoinKind,
+    /// Schema of a pair: left columns, then right columns (what the condition reads).
+    pair_schema: SchemaRef,
     keys: [Vec<Arc<dyn PhysicalExpr>>; 2],
     key_rows: RowConverter,
     full_rows: [RowConverter; 2],
+    /// Column counts of the inputs.
+    widths: [usize; 2],
     filter: Option<Arc<dyn PhysicalExpr>>,
     schema: SchemaRef,
     sides: [Side; 2],
@@ -143,85 +178,296 @@ impl JoinOp {
     }
 }
 
+/// A change row paired with a live row of the other side.
+struct Pair {
+    /// Row of the change batch.
+    row: u32,
+    /// Key of the other side's entry and its position under that key.
+    key: usize,
+    entry: usize,
+}
+
+impl JoinOp {
+    /// Pairs of change rows with the other side's live rows of the same key, and whether each
+    /// pair satisfies the extra condition. `keys` lists the distinct keys the pairs refer to.
+    fn pairs(
+        &self,
+        port: usize,
+        data: &RecordBatch,
+        keys: &Rows,
+        valid: &[bool],
+    ) -> Result<(Vec<Pair>, Vec<Box<[u8]>>, Vec<bool>)> {
+        let other = &self.sides[1 - port];
+        let mut pairs = Vec::new();
+        let mut key_list: Vec<Box<[u8]>> = Vec::new();
+        let mut key_pos: HashMap<&[u8], usize> = HashMap::new();
+        for i in 0..data.num_rows() {
+            if !valid[i] {
+                continue;
+            }
+            let k = keys.row(i).data();
+            let Some(entries) = other.index.get(k) else {
+                continue;
+            };
+            let key = *key_pos.entry(k).or_insert_with(|| {
+                key_list.push(k.into());
+                key_list.len() - 1
+            });
+            for entry in 0..entries.len() {
+                pairs.push(Pair {
+                    row: i as u32,
+                    key,
+                    entry,
+                });
+            }
+        }
+        let matched = match (&self.filter, pairs.is_empty()) {
+            (Some(f), false) => {
+                let joined = self.pair_batch(port, data, &pairs, &key_list)?;
+                let mask = f.evaluate(&joined)?.into_array(joined.num_rows())?;
+                let mask = mask
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::BooleanArray>()
+                    .ok_or_else(|| BrookError::internal("join condition is not boolean"))?
+                    .clone();
+                (0..mask.len())
+                    .map(|i| mask.is_valid(i) && mask.value(i))
+                    .collect()
+            }
+            _ => vec![true; pairs.len()],
+        };
+        Ok((pairs, key_list, matched))
+    }
+
+    /// The pairs as rows: left columns, then right columns.
+    fn pair_batch(
+        &self,
+        port: usize,
+        data: &RecordBatch,
+        pairs: &[Pair],
+        keys: &[Box<[u8]>],
+    ) -> Result<RecordBatch> {
+        let other = &self.sides[1 - port];
+        let idx = UInt32Array::from(pairs.iter().map(|p| p.row).collect::<Vec<_>>());
+        let mine: Vec<ArrayRef> = data
+            .columns()
+            .iter()
+            .map(|c| Ok(take(c.as_ref(), &idx, None)?))
+            .collect::<Result<_>>()?;
+        let at: Vec<(usize, usize)> = pairs
+            .iter()
+            .map(|p| {
+                other
+                    .index
+                    .get(&keys[p.key])
+                    .and_then(|e| e.get(p.entry))
+                    .map(|e| e.at)
+                    .ok_or_else(|| BrookError::internal("join entry vanished"))
+            })
+            .collect::<Result<_>>()?;
+        let width = self.sides_width(1 - port);
+        let mut theirs = Vec::with_capacity(width);
+        for c in 0..width {
+            let arrays: Vec<&dyn Array> =
+                other.batches.iter().map(|b| b.column(c).as_ref()).collect();
+            theirs.push(interleave(&arrays, &at)?);
+        }
+        let columns = if port == 0 {
+            mine.into_iter().chain(theirs).collect()
+        } else {
+            theirs.into_iter().chain(mine).collect()
+        };
+        Ok(RecordBatch::try_new(self.pair_schema.clone(), columns)?)
+    }
+
+    /// Number of columns of input `side`.
+    fn sides_width(&self, side: usize) -> usize {
+        self.widths[side]
+    }
+}
 impl Operator for JoinOp {
     fn on_data(&mut self, port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         if port > 1 {
             return Err(BrookError::internal("join has two inputs"));
         }
-        let other = 1 - port;
         let kinds = change::kinds(&batch)?.clone();
         let data = change::strip(&batch)?;
         let (keys, valid) = self.encode_keys(port, &data)?;
+        let (pairs, key_list, matched) = self.pairs(port, &data, &keys, &valid)?;
+        let out = match self.kind {
+            JoinKind::Inner => self.emit_pairs(port, &data, &kinds, &pairs, &key_list, &matched)?,
+            JoinKind::Semi(kept) if kept == port => {
+                self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched)?
+            }
+            JoinKind::Semi(_) => self.emit_flips(port, &kinds, &pairs, &key_list, &matched)?,
+        };
+        self.apply(
+            port, &data, &kinds, &keys, &valid, &pairs, &key_list, &matched,
+        )?;
+        Ok(out)
+    }
 
-        // 1. Join the changes with the other side's live rows.
-        let mut mine: Vec<u32> = Vec::new();
-        let mut theirs: Vec<(usize, usize)> = Vec::new();
-        let mut out_kinds: Vec<i8> = Vec::new();
-        for i in 0..data.num_rows() {
-            if !valid[i] {
+    fn state_size(&self) -> usize {
+        self.sides.iter().map(|s| s.bytes).sum()
+    }
+}
+
+impl JoinOp {
+    /// Inner join: every matching pair, as often as the other row is live.
+    fn emit_pairs(
+        &self,
+        port: usize,
+        data: &RecordBatch,
+        kinds: &Int8Array,
+        pairs: &[Pair],
+        keys: &[Box<[u8]>],
+        matched: &[bool],
+    ) -> Result<Vec<RecordBatch>> {
+        let other = &self.sides[1 - port];
+        let mut chosen = Vec::new();
+        let mut out_kinds = Vec::new();
+        for (p, ok) in pairs.iter().zip(matched) {
+            if !ok {
                 continue;
             }
-            if let Some(entries) = self.sides[other].index.get(keys.row(i).data()) {
-                for e in entries {
-                    for _ in 0..e.count.max(0) {
-                        mine.push(i as u32);
-                        theirs.push(e.at);
-                        out_kinds.push(kinds.value(i));
-                    }
-                }
+            let count = other.index[&keys[p.key]][p.entry].count;
+            for _ in 0..count.max(0) {
+                chosen.push(Pair {
+                    row: p.row,
+                    key: p.key,
+                    entry: p.entry,
+                });
+                out_kinds.push(kinds.value(p.row as usize));
             }
         }
-        let mut out = Vec::new();
-        if !mine.is_empty() {
-            let idx = UInt32Array::from(mine);
-            let mine_cols: Vec<ArrayRef> = data
-                .columns()
-                .iter()
-                .map(|c| Ok(take(c.as_ref(), &idx, None)?))
-                .collect::<Result<_>>()?;
-            let other_side = &self.sides[other];
-            let width = other_side
-                .batches
-                .first()
-                .map(|b| b.num_columns())
-                .unwrap_or(0);
-            let mut their_cols = Vec::with_capacity(width);
-            for c in 0..width {
-                let arrays: Vec<&dyn Array> = other_side
-                    .batches
-                    .iter()
-                    .map(|b| b.column(c).as_ref())
-                    .collect();
-                their_cols.push(interleave(&arrays, &theirs)?);
-            }
-            let columns = if port == 0 {
-                mine_cols.into_iter().chain(their_cols).collect()
-            } else {
-                their_cols.into_iter().chain(mine_cols).collect()
-            };
-            let joined =
-                change::attach(&self.schema, columns, Arc::new(Int8Array::from(out_kinds)))?;
-            let joined = match &self.filter {
-                Some(f) => {
-                    let mask = f.evaluate(&joined)?.into_array(joined.num_rows())?;
-                    if mask.data_type() != &DataType::Boolean {
-                        return Err(BrookError::internal("join condition is not boolean"));
-                    }
-                    let mask = mask
-                        .as_any()
-                        .downcast_ref::<datafusion::arrow::array::BooleanArray>()
-                        .ok_or_else(|| BrookError::internal("join condition is not boolean"))?
-                        .clone();
-                    datafusion::arrow::compute::filter_record_batch(&joined, &mask)?
-                }
-                None => joined,
-            };
-            if joined.num_rows() > 0 {
-                out.push(joined);
-            }
+        if chosen.is_empty() {
+            return Ok(Vec::new());
         }
+        let joined = self.pair_batch(port, data, &chosen, keys)?;
+        Ok(vec![change::attach(
+            &self.schema,
+            joined.columns().to_vec(),
+            Arc::new(Int8Array::from(out_kinds)),
+        )?])
+    }
 
-        // 2. Apply the changes to this side's live rows.
+    /// Semi join, a change on the kept side: the row is emitted when it has matches.
+    fn emit_kept(
+        &self,
+        port: usize,
+        data: &RecordBatch,
+        kinds: &Int8Array,
+        pairs: &[Pair],
+        key_list: &[Box<[u8]>],
+        matched: &[bool],
+    ) -> Result<Vec<RecordBatch>> {
+        let other = &self.sides[1 - port];
+        let mut has = vec![false; data.num_rows()];
+        for (p, ok) in pairs.iter().zip(matched) {
+            if *ok && other.index[&key_list[p.key]][p.entry].count > 0 {
+                has[p.row as usize] = true;
+            }
+        }
+        let rows: Vec<u32> = (0..data.num_rows() as u32)
+            .filter(|i| has[*i as usize])
+            .collect();
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let idx = UInt32Array::from(rows.clone());
+        let cols: Vec<ArrayRef> = data
+            .columns()
+            .iter()
+            .map(|c| Ok(take(c.as_ref(), &idx, None)?))
+            .collect::<Result<_>>()?;
+        let k: Vec<i8> = rows.iter().map(|i| kinds.value(*i as usize)).collect();
+        Ok(vec![change::attach(
+            &self.schema,
+            cols,
+            Arc::new(Int8Array::from(k)),
+        )?])
+    }
+
+    /// Semi join, a change on the other side: kept rows whose match count leaves or reaches
+    /// zero are inserted or retracted (as many times as they are live).
+    fn emit_flips(
+        &mut self,
+        port: usize,
+        kinds: &Int8Array,
+        pairs: &[Pair],
+        key_list: &[Box<[u8]>],
+        matched: &[bool],
+    ) -> Result<Vec<RecordBatch>> {
+        let kept = 1 - port;
+        let mut delta: HashMap<(usize, usize), i64> = HashMap::new();
+        for (p, ok) in pairs.iter().zip(matched) {
+            if *ok {
+                *delta.entry((p.key, p.entry)).or_insert(0) +=
+                    i64::from(kinds.value(p.row as usize));
+            }
+        }
+        let mut at = Vec::new();
+        let mut out_kinds = Vec::new();
+        let side = &mut self.sides[kept];
+        for ((key, entry), d) in delta {
+            let Some(e) = side
+                .index
+                .get_mut(&key_list[key])
+                .and_then(|v| v.get_mut(entry))
+            else {
+                continue;
+            };
+            let before = e.matches;
+            e.matches += d;
+            let kind = match (before > 0, e.matches > 0) {
+                (false, true) => change::INSERT,
+                (true, false) => change::DELETE,
+                _ => continue,
+            };
+            for _ in 0..e.count.max(0) {
+                at.push(e.at);
+                out_kinds.push(kind);
+            }
+        }
+        if at.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cols = Vec::with_capacity(self.widths[kept]);
+        for c in 0..self.widths[kept] {
+            let arrays: Vec<&dyn Array> =
+                side.batches.iter().map(|b| b.column(c).as_ref()).collect();
+            cols.push(interleave(&arrays, &at)?);
+        }
+        Ok(vec![change::attach(
+            &self.schema,
+            cols,
+            Arc::new(Int8Array::from(out_kinds)),
+        )?])
+    }
+
+    /// Apply the changes to this side's live rows (and, on a semi join's kept side, record
+    /// each new row's match count).
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &mut self,
+        port: usize,
+        data: &RecordBatch,
+        kinds: &Int8Array,
+        keys: &Rows,
+        valid: &[bool],
+        pairs: &[Pair],
+        key_list: &[Box<[u8]>],
+        matched: &[bool],
+    ) -> Result<()> {
+        let mut match_count = vec![0i64; data.num_rows()];
+        if self.kind == JoinKind::Semi(port) {
+            let other = &self.sides[1 - port];
+            for (p, ok) in pairs.iter().zip(matched) {
+                if *ok {
+                    match_count[p.row as usize] += other.index[&key_list[p.key]][p.entry].count;
+                }
+            }
+        }
         let full = self.full_rows[port].convert_columns(data.columns())?;
         let side = &mut self.sides[port];
         let batch_no = side.batches.len();
@@ -247,11 +493,12 @@ impl Operator for JoinOp {
                 match found {
                     Some(e) => e.count += 1,
                     None => {
-                        side.bytes += row.len() + 32;
+                        side.bytes += row.len() + 40;
                         entries.push(Entry {
                             full: row.into(),
                             at: (batch_no, i),
                             count: 1,
+                            matches: match_count[i],
                         });
                         stored = true;
                     }
@@ -261,13 +508,9 @@ impl Operator for JoinOp {
         side.index.retain(|_, v| !v.is_empty());
         if stored {
             side.bytes += data.get_array_memory_size();
-            side.batches.push(data);
+            side.batches.push(data.clone());
         }
-        Ok(out)
-    }
-
-    fn state_size(&self) -> usize {
-        self.sides.iter().map(|s| s.bytes).sum()
+        Ok(())
     }
 }
 
@@ -297,6 +540,7 @@ mod tests {
             right_schema: rs,
             schema: Arc::new(Schema::new(fields)),
             updating: true,
+            kind: JoinKind::Inner,
         }
     }
 

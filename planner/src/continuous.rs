@@ -11,7 +11,7 @@ use brook_common::{BrookError, Result};
 use brook_operators::aggregate::{AggregateCall, AggregateNode, WindowClose};
 use brook_operators::filter::FilterNode;
 use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
-use brook_operators::join::JoinNode;
+use brook_operators::join::{JoinKind, JoinNode};
 use brook_operators::project::ProjectNode;
 use brook_operators::source::SourceSpec;
 use brook_operators::union::UnionNode;
@@ -273,12 +273,17 @@ impl Builder<'_> {
 
     fn join(&mut self, j: &datafusion::logical_expr::Join) -> Result<Endpoint> {
         use datafusion::logical_expr::JoinType;
-        if j.join_type != JoinType::Inner {
-            return Err(refuse(&format!(
-                "{} JOIN",
-                j.join_type.to_string().to_uppercase()
-            )));
-        }
+        let kind = match j.join_type {
+            JoinType::Inner => JoinKind::Inner,
+            JoinType::LeftSemi => JoinKind::Semi(0),
+            JoinType::RightSemi => JoinKind::Semi(1),
+            other => {
+                return Err(refuse(&format!(
+                    "{} JOIN",
+                    other.to_string().to_uppercase()
+                )))
+            }
+        };
         let left = self.build(&j.left)?;
         let right = self.build(&j.right)?;
         if !self.updating(left) && !self.updating(right) {
@@ -299,11 +304,14 @@ impl Builder<'_> {
             left_keys.push(self.physical(&t, ls)?);
             right_keys.push(self.physical(&t, rs)?);
         }
+        // The extra condition reads a pair: left columns, then right columns.
+        let pair_schema = ls.join(rs)?;
         let filter = match &j.filter {
-            Some(f) => Some(self.physical(f, &j.schema)?),
+            Some(f) => Some(self.physical(f, &pair_schema)?),
             None => None,
         };
         let node = JoinNode {
+            kind,
             left_keys,
             right_keys,
             filter,

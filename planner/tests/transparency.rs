@@ -40,6 +40,8 @@ const QUERIES: &[&str] = &[
     "SELECT t.k, d.label, t.v FROM t JOIN d ON t.k = d.k WHERE t.v > 2",
     "SELECT d.label, count(*), sum(t.v) FROM t JOIN d ON t.k = d.k GROUP BY d.label",
     "SELECT t.k, d.label FROM t, d WHERE t.k = d.k AND t.v < d.w",
+    "SELECT k, v FROM t WHERE k IN (SELECT k FROM d WHERE w > 4)",
+    "SELECT d.label FROM d WHERE EXISTS (SELECT 1 FROM t WHERE t.k = d.k AND t.v > d.w)",
     "SELECT k, ts, v, sum(v) OVER (PARTITION BY k ORDER BY ts, v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM t",
     "SELECT k, v, lag(v) OVER (PARTITION BY k ORDER BY ts, v) AS prev, lead(v) OVER (PARTITION BY k ORDER BY ts, v) AS next FROM t",
     "SELECT k, v, count(*) OVER (PARTITION BY k) AS n FROM t",

@@ -182,6 +182,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
         crate::functions::register_relkind(&ctx, catalog.clone());
+        ctx.register_udtf("nexmark", Arc::new(crate::nexmark::NexmarkFunction));
         ctx.register_udtf(
             "brook_continuous_queries",
             Arc::new(crate::continuous::QueriesFunction {

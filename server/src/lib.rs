@@ -14,6 +14,7 @@
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
 //! - [`functions`]: SQL functions added for PostgreSQL clients.
+//! - [`nexmark`]: the built-in Nexmark generator, `nexmark(kind, events [, rate])`.
 
 pub mod cancel;
 pub mod catalog;
@@ -22,6 +23,7 @@ pub mod copy;
 pub mod encode;
 pub mod engine;
 pub mod functions;
+pub mod nexmark;
 pub mod session;
 pub mod storage;
 pub mod table;
