@@ -166,15 +166,19 @@ struct Cursor {
 }
 
 impl Cursor {
-    /// Up to `n` rows of a continuous cursor: what is ready now, or, when nothing is, the
-    /// first rows that arrive within `timeout` (none at timeout: an empty result, not an error).
-    async fn fetch_ready(
+    /// Up to `n` next rows (all remaining when `n` is None).
+    ///
+    /// A snapshot cursor (`wait` None) reads until it has `n` rows or its query ends. A
+    /// continuous cursor's query never ends: it returns what is ready now, or, when nothing
+    /// is, the first rows that arrive within `wait` (none at timeout: an empty result, not
+    /// an error).
+    async fn fetch(
         &mut self,
         n: Option<usize>,
-        timeout: std::time::Duration,
+        wait: Option<std::time::Duration>,
     ) -> Result<Vec<RecordBatch>> {
         use futures::FutureExt;
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
         let mut out: Vec<RecordBatch> = Vec::new();
         let mut want = n.unwrap_or(usize::MAX);
         while want > 0 {
@@ -185,53 +189,24 @@ impl Cursor {
                         .stream
                         .get_mut()
                         .map_err(|_| BrookError::internal("cursor poisoned"))?;
-                    let next = if out.is_empty() {
-                        match tokio::time::timeout_at(deadline, stream.next()).await {
-                            Ok(next) => next,
-                            Err(_) => break,
+                    let next = match deadline {
+                        None => stream.next().await,
+                        Some(d) if out.is_empty() => {
+                            match tokio::time::timeout_at(d, stream.next()).await {
+                                Ok(next) => next,
+                                Err(_) => break,
+                            }
                         }
-                    } else {
-                        match stream.next().now_or_never() {
+                        Some(_) => match stream.next().now_or_never() {
                             Some(next) => next,
                             None => break,
-                        }
+                        },
                     };
                     match next {
                         Some(b) => (b?, 0),
                         None => break,
                     }
                 }
-            };
-            let left = batch.num_rows() - off;
-            let take = left.min(want);
-            if take > 0 {
-                out.push(batch.slice(off, take));
-            }
-            want -= take;
-            if off + take < batch.num_rows() {
-                self.pending = Some((batch, off + take));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Up to `n` next rows (all remaining when `n` is None).
-    async fn fetch(&mut self, n: Option<usize>) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
-        let mut want = n.unwrap_or(usize::MAX);
-        while want > 0 {
-            let (batch, off) = match self.pending.take() {
-                Some(p) => p,
-                None => match self
-                    .stream
-                    .get_mut()
-                    .map_err(|_| BrookError::internal("cursor poisoned"))?
-                    .next()
-                    .await
-                {
-                    Some(b) => (b?, 0),
-                    None => break,
-                },
             };
             let left = batch.num_rows() - off;
             let take = left.min(want);
@@ -998,11 +973,8 @@ impl Session {
             .cursors
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
-        let batches = if cursor.continuous.is_some() {
-            cursor.fetch_ready(n, timeout).await?
-        } else {
-            cursor.fetch(n).await?
-        };
+        let wait = cursor.continuous.is_some().then_some(timeout);
+        let batches = cursor.fetch(n, wait).await?;
         Ok(rows_outcome(cursor.schema.clone(), batches, "FETCH"))
     }
 
