@@ -107,6 +107,9 @@ pub enum BrookError {
     /// 55006: object in use (e.g. DROP DATABASE with sessions connected).
     #[error("{0}")]
     ObjectInUse(String),
+    /// 2BP01: DROP of an object others depend on (a stream a materialized view reads).
+    #[error("{0}")]
+    DependentObjects(String),
     /// 21000: cardinality violation (e.g. an upsert touching a row twice).
     #[error("{0}")]
     Cardinality(String),
@@ -140,6 +143,7 @@ impl BrookError {
             BrookError::UniqueViolation(_) => "23505",
             BrookError::Unsupported(_) => "0A000",
             BrookError::WrongObjectType(_) => "42809",
+            BrookError::DependentObjects(_) => "2BP01",
             BrookError::InFailedTransaction => "25P02",
             BrookError::Canceled => "57014",
             BrookError::Protocol(_) => "08P01",

@@ -82,6 +82,9 @@ pub struct RelationMeta {
     /// A materialized view's defining query (SQL text, with its EMIT clause if any).
     #[serde(default)]
     pub query: Option<String>,
+    /// A materialized view's inputs as (schema, name): DROP of one of them is refused.
+    #[serde(default)]
+    pub depends_on: Vec<(String, String)>,
 }
 
 impl RelationMeta {

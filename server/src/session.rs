@@ -851,6 +851,7 @@ impl Session {
             watermark: None,
             options: BTreeMap::new(),
             query: Some(sql),
+            depends_on: self.relations_read(&cv.query),
         };
         if !self
             .engine
@@ -1403,6 +1404,7 @@ impl Session {
             watermark: None,
             options: BTreeMap::new(),
             query: None,
+            depends_on: Vec::new(),
         };
         self.validate_defaults(&meta).await?;
         // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
@@ -1447,6 +1449,7 @@ impl Session {
             watermark: None,
             options: BTreeMap::new(),
             query: None,
+            depends_on: Vec::new(),
         };
         if !self
             .engine
@@ -1509,6 +1512,7 @@ impl Session {
             watermark,
             options,
             query: None,
+            depends_on: Vec::new(),
         };
         self.validate_defaults(&meta).await?;
         self.engine
@@ -1526,6 +1530,39 @@ impl Session {
         Ok(())
     }
 
+    /// The existing relations a query names, as (schema, name).
+    fn relations_read(&self, q: &ast::Query) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let _ = ast::visit_relations(q, |name| {
+            if let Ok((schema, rel)) = self.resolve(name) {
+                if self.relation(&schema, &rel).is_ok()
+                    && !out.contains(&(schema.clone(), rel.clone()))
+                {
+                    out.push((schema, rel));
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// 2BP01 when a materialized view reads `schema.name`.
+    fn check_no_dependents(&self, schema: &str, name: &str, kind: RelKind) -> Result<()> {
+        let doc = self.engine.catalog.read();
+        let db = doc.database(&self.db.name)?;
+        for (vschema, s) in &db.schemas {
+            for (vname, rel) in &s.relations {
+                if rel.depends_on.iter().any(|(a, b)| a == schema && b == name) {
+                    return Err(BrookError::DependentObjects(format!(
+                        "cannot drop {} {name} because materialized view {vschema}.{vname} depends on it",
+                        kind.noun()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn drop_relations(
         &mut self,
         names: &[ObjectName],
@@ -1535,6 +1572,7 @@ impl Session {
     ) -> Result<Outcome> {
         for n in names {
             let (schema, name) = self.resolve(n)?;
+            self.check_no_dependents(&schema, &name, kind)?;
             self.engine
                 .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
         }
