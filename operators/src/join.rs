@@ -32,6 +32,9 @@ pub enum JoinKind {
     Inner,
     /// Rows of input `0` (left) or `1` (right) that have at least one match.
     Semi(usize),
+    /// Matching pairs, plus each row of the kept input (`0`: LEFT JOIN, `1`: RIGHT JOIN)
+    /// that has no match, with NULLs for the other side's columns.
+    Outer(usize),
 }
 
 /// Plan node of an equi-join.
@@ -67,6 +70,8 @@ impl fmt::Display for JoinNode {
             JoinKind::Inner => "inner".to_string(),
             JoinKind::Semi(0) => "left semi".to_string(),
             JoinKind::Semi(_) => "right semi".to_string(),
+            JoinKind::Outer(0) => "left outer".to_string(),
+            JoinKind::Outer(_) => "right outer".to_string(),
         };
         write!(f, "Join: {kind} on [{}]", pairs.join(", "))?;
         if let Some(c) = &self.filter {
@@ -297,9 +302,20 @@ impl Operator for JoinOp {
         let out = match self.kind {
             JoinKind::Inner => self.emit_pairs(port, &data, &kinds, &pairs, &key_list, &matched)?,
             JoinKind::Semi(kept) if kept == port => {
-                self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched)?
+                self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched, true)?
             }
-            JoinKind::Semi(_) => self.emit_flips(port, &kinds, &pairs, &key_list, &matched)?,
+            JoinKind::Semi(_) => {
+                self.emit_flips(port, &kinds, &pairs, &key_list, &matched, false)?
+            }
+            JoinKind::Outer(kept) => {
+                let mut out = self.emit_pairs(port, &data, &kinds, &pairs, &key_list, &matched)?;
+                out.extend(if kept == port {
+                    self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched, false)?
+                } else {
+                    self.emit_flips(port, &kinds, &pairs, &key_list, &matched, true)?
+                });
+                out
+            }
         };
         self.apply(
             port, &data, &kinds, &keys, &valid, &pairs, &key_list, &matched,
@@ -351,7 +367,9 @@ impl JoinOp {
         )?])
     }
 
-    /// Semi join, a change on the kept side: the row is emitted when it has matches.
+    /// A change on the kept side: a semi join emits the rows that have matches
+    /// (`want_matched`), an outer join the ones that have none (padded with NULLs).
+    #[allow(clippy::too_many_arguments)]
     fn emit_kept(
         &self,
         port: usize,
@@ -360,6 +378,7 @@ impl JoinOp {
         pairs: &[Pair],
         key_list: &[Box<[u8]>],
         matched: &[bool],
+        want_matched: bool,
     ) -> Result<Vec<RecordBatch>> {
         let other = &self.sides[1 - port];
         let mut has = vec![false; data.num_rows()];
@@ -369,7 +388,7 @@ impl JoinOp {
             }
         }
         let rows: Vec<u32> = (0..data.num_rows() as u32)
-            .filter(|i| has[*i as usize])
+            .filter(|i| has[*i as usize] == want_matched)
             .collect();
         if rows.is_empty() {
             return Ok(Vec::new());
@@ -383,13 +402,38 @@ impl JoinOp {
         let k: Vec<i8> = rows.iter().map(|i| kinds.value(*i as usize)).collect();
         Ok(vec![change::attach(
             &self.schema,
-            cols,
+            self.shape_kept(port, cols),
             Arc::new(Int8Array::from(k)),
         )?])
     }
 
-    /// Semi join, a change on the other side: kept rows whose match count leaves or reaches
-    /// zero are inserted or retracted (as many times as they are live).
+    /// Columns of kept-side rows as output columns: as they are for a semi join; for an
+    /// outer join beside NULLs for the other side.
+    fn shape_kept(&self, kept: usize, cols: Vec<ArrayRef>) -> Vec<ArrayRef> {
+        if !matches!(self.kind, JoinKind::Outer(_)) {
+            return cols;
+        }
+        let rows = cols.first().map(|c| c.len()).unwrap_or(0);
+        let other = 1 - kept;
+        let offset = if other == 0 { 0 } else { self.widths[0] };
+        let nulls: Vec<ArrayRef> = (0..self.widths[other])
+            .map(|c| {
+                datafusion::arrow::array::new_null_array(
+                    self.schema.field(offset + c).data_type(),
+                    rows,
+                )
+            })
+            .collect();
+        if kept == 0 {
+            cols.into_iter().chain(nulls).collect()
+        } else {
+            nulls.into_iter().chain(cols).collect()
+        }
+    }
+
+    /// A change on the other side: kept rows whose match count leaves or reaches zero are
+    /// inserted or retracted (as many times as they are live) — for a semi join the row, for
+    /// an outer join (`padded`) its NULL-padded row, the other way round.
     fn emit_flips(
         &mut self,
         port: usize,
@@ -397,6 +441,7 @@ impl JoinOp {
         pairs: &[Pair],
         key_list: &[Box<[u8]>],
         matched: &[bool],
+        padded: bool,
     ) -> Result<Vec<RecordBatch>> {
         let kept = 1 - port;
         let mut delta: HashMap<(usize, usize), i64> = HashMap::new();
@@ -419,9 +464,9 @@ impl JoinOp {
             };
             let before = e.matches;
             e.matches += d;
-            let kind = match (before > 0, e.matches > 0) {
-                (false, true) => change::INSERT,
-                (true, false) => change::DELETE,
+            let kind = match (before > 0, e.matches > 0, padded) {
+                (false, true, false) | (true, false, true) => change::INSERT,
+                (true, false, false) | (false, true, true) => change::DELETE,
                 _ => continue,
             };
             for _ in 0..e.count.max(0) {
@@ -440,7 +485,7 @@ impl JoinOp {
         }
         Ok(vec![change::attach(
             &self.schema,
-            cols,
+            self.shape_kept(kept, cols),
             Arc::new(Int8Array::from(out_kinds)),
         )?])
     }
@@ -460,7 +505,7 @@ impl JoinOp {
         matched: &[bool],
     ) -> Result<()> {
         let mut match_count = vec![0i64; data.num_rows()];
-        if self.kind == JoinKind::Semi(port) {
+        if self.kind == JoinKind::Semi(port) || self.kind == JoinKind::Outer(port) {
             let other = &self.sides[1 - port];
             for (p, ok) in pairs.iter().zip(matched) {
                 if *ok {

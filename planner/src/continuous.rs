@@ -277,6 +277,8 @@ impl Builder<'_> {
             JoinType::Inner => JoinKind::Inner,
             JoinType::LeftSemi => JoinKind::Semi(0),
             JoinType::RightSemi => JoinKind::Semi(1),
+            JoinType::Left => JoinKind::Outer(0),
+            JoinType::Right => JoinKind::Outer(1),
             other => {
                 return Err(refuse(&format!(
                     "{} JOIN",

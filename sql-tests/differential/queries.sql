@@ -62,6 +62,9 @@ SELECT e.id FROM {t} e JOIN dim d ON e.k = d.k AND e.v > d.weight
 SELECT e.k, d.region, count(*) FROM {t} e, dim d WHERE e.k = d.k AND e.v < 10 GROUP BY e.k, d.region
 SELECT d.region, avg(e.v) FROM dim d JOIN {t} e ON d.k = e.k GROUP BY d.region
 SELECT x.region, x.n FROM (SELECT d.region, count(*) AS n FROM {t} e JOIN dim d ON e.k = d.k GROUP BY d.region) x WHERE x.n > 100
+SELECT e.id, d.region FROM {t} e LEFT JOIN dim d ON e.k = d.k WHERE e.v > 80
+SELECT d.k, count(e.id) FROM dim d LEFT JOIN {t} e ON d.k = e.k AND e.v > 98 GROUP BY d.k
+SELECT e.id FROM {t} e WHERE e.k IN (SELECT k FROM dim WHERE weight > 1) AND e.v < 5
 -- unions and subqueries
 SELECT id, k FROM {t} WHERE v > 90 UNION ALL SELECT id, k FROM {t} WHERE v < 5
 SELECT k, count(*) FROM (SELECT k, v FROM {t} WHERE v > 50 UNION ALL SELECT k, v FROM {t} WHERE v IS NULL) u GROUP BY k
