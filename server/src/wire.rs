@@ -502,22 +502,38 @@ fn rows_response(
     r
 }
 
-/// Send a query's rows, flushing whenever the producer has nothing ready: a continuous
-/// query's row is on the wire as soon as it exists, while a finished result still goes out
-/// in large writes. (pgwire's `send_query_response` only feeds, flushing at the end.)
+/// Send a query's rows (simple protocol: with its RowDescription and CommandComplete).
 async fn send_rows<C>(client: &mut C, mut q: QueryResponse) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    use futures::FutureExt;
     let fields = q.row_schema();
     let desc = pgwire::messages::data::RowDescription::new(fields.iter().map(Into::into).collect());
     client
         .feed(PgWireBackendMessage::RowDescription(desc))
         .await?;
     let tag = q.command_tag().to_string();
+    let count = send_data_rows(client, &mut q).await?;
+    let done = Tag::new(&tag).with_rows(count);
+    client
+        .feed(PgWireBackendMessage::CommandComplete(done.into()))
+        .await?;
+    Ok(())
+}
+
+/// Send a query's DataRows, flushing whenever the producer has nothing ready: a continuous
+/// query's row is on the wire as soon as it exists, while a finished result still goes out
+/// in large writes. (pgwire's senders only feed, flushing at the end or at 8 KiB.) Returns
+/// how many rows went out.
+async fn send_data_rows<C>(client: &mut C, q: &mut QueryResponse) -> PgWireResult<usize>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::FutureExt;
     let rows = q.data_rows();
     let mut count = 0;
     loop {
@@ -533,19 +549,30 @@ where
                 client.feed(PgWireBackendMessage::DataRow(row?)).await?;
                 count += 1;
             }
-            None => break,
+            None => return Ok(count),
         }
     }
-    let done = Tag::new(&tag).with_rows(count);
+}
+
+/// COPY TO STDOUT (simple protocol): the copy body, then CommandComplete.
+async fn send_copy_out<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let rows = send_copy_body(client, resp).await?;
+    let tag = Tag::new("COPY").with_rows(rows);
     client
-        .feed(PgWireBackendMessage::CommandComplete(done.into()))
+        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
         .await?;
     Ok(())
 }
 
-/// COPY TO STDOUT, flushing whenever the producer has nothing ready (as [`send_rows`]), so
-/// `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is produced.
-async fn send_copy_out<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<()>
+/// CopyOutResponse, the data (flushed whenever the producer has nothing ready, as in
+/// [`send_data_rows`], so `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is
+/// produced) and CopyDone. Returns the number of rows.
+async fn send_copy_body<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<usize>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
@@ -586,11 +613,7 @@ where
     client
         .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
         .await?;
-    let tag = Tag::new("COPY").with_rows(rows);
-    client
-        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
-        .await?;
-    Ok(())
+    Ok(rows)
 }
 
 fn is_txn_control(s: &BrookStatement) -> bool {
@@ -929,7 +952,7 @@ impl ExtendedQueryHandler for BrookHandler {
         &self,
         client: &mut C,
         portal: &Portal<Prepared>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -974,7 +997,22 @@ impl ExtendedQueryHandler for BrookHandler {
             }
         }
         let fmt = portal.result_column_format.clone();
-        Self::respond(outcome, &|i| fmt.format_for(i), token)
+        // pgwire sends an Execute's rows and COPY data by feeding only (flushing at 8 KiB or
+        // at the end), which would hold a continuous query's rows back and never notice a
+        // vanished client: without a row limit, send them here, flushing as they come, and
+        // leave pgwire the CommandComplete. (With a row limit pgwire flushes at each suspend.)
+        match Self::respond(outcome, &|i| fmt.format_for(i), token)? {
+            Response::CopyOut(r) => {
+                let rows = send_copy_body(client, r).await?;
+                Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
+            }
+            Response::Query(mut q) if max_rows == 0 => {
+                let tag = q.command_tag().to_string();
+                let rows = send_data_rows(client, &mut q).await?;
+                Ok(Response::Execution(Tag::new(&tag).with_rows(rows)))
+            }
+            other => Ok(other),
+        }
     }
 }
 

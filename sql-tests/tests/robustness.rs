@@ -138,6 +138,102 @@ async fn client_vanishing_mid_copy_commits_nothing() {
     );
 }
 
+/// Continuous queries running in the database.
+async fn running(c: &tokio_postgres::Client) -> i64 {
+    c.query_one("SELECT count(*) FROM brook_continuous_queries()", &[])
+        .await
+        .expect("list queries")
+        .get(0)
+}
+
+/// A reader of a continuous query that vanishes (a push over COPY, a cursor on a dropped
+/// connection) stops its query and frees its state; other sessions keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vanished_continuous_readers_stop_their_queries() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute(
+        "CREATE STREAM ticks (sym text, px integer); INSERT INTO ticks VALUES ('a', 1)",
+    )
+    .await
+    .expect("setup");
+    {
+        let (c2, conn) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        let task = tokio::spawn(conn);
+        let reader = tokio::spawn(async move {
+            let stream = c2
+                .copy_out(
+                    "COPY (SELECT sym, sum(px) FROM ticks GROUP BY sym EMIT CHANGES) TO STDOUT",
+                )
+                .await;
+            if let Ok(stream) = stream {
+                futures::pin_mut!(stream);
+                while let Some(Ok(_)) = futures::StreamExt::next(&mut stream).await {}
+            }
+        });
+        let (c3, conn3) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        let task3 = tokio::spawn(conn3);
+        c3.batch_execute("BEGIN; DECLARE cur CURSOR FOR SELECT sym FROM ticks")
+            .await
+            .expect("declare");
+        // Both queries are running.
+        let mut seen = 0;
+        for _ in 0..100 {
+            seen = running(&c).await;
+            if seen == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(seen, 2);
+        // Vanish: drop both connections without a word.
+        task.abort();
+        reader.abort();
+        task3.abort();
+    }
+    // New rows make the push query write to its vanished client, which fails (TCP may take
+    // a write or two to notice); a dropped cursor's query ends at once.
+    let mut left = -1;
+    let mut rows = 1;
+    for _ in 0..200 {
+        c.batch_execute("INSERT INTO ticks VALUES ('b', 2)")
+            .await
+            .expect("insert");
+        rows += 1;
+        left = running(&c).await;
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    if left != 0 {
+        let rows = c
+            .query(
+                "SELECT kind, name, rows_out FROM brook_continuous_queries()",
+                &[],
+            )
+            .await
+            .expect("list");
+        let list: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {}",
+                    r.get::<_, String>(0),
+                    r.get::<_, String>(1),
+                    r.get::<_, i64>(2)
+                )
+            })
+            .collect();
+        panic!("continuous queries outlived their readers: {list:?}");
+    }
+    assert_eq!(count(&c, "ticks").await, rows);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protocol_garbage_gets_an_error_and_others_keep_working() {
     let server = BrookServer::start();
