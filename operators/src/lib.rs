@@ -15,7 +15,7 @@
 //!   functions: running aggregates, LAG/LEAD, frames), [`union`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
-//! - [`testing`]: `from_pretty`, readable test batches.
+//! - `testing` (tests only): `from_pretty`, readable test batches.
 
 pub mod aggregate;
 pub mod change;
@@ -25,6 +25,7 @@ pub mod join;
 pub mod over;
 pub mod project;
 pub mod source;
+#[cfg(test)]
 pub mod testing;
 pub mod union;
 
