@@ -1023,18 +1023,40 @@ impl Session {
         options: ContinuousOptions,
         force: bool,
     ) -> Result<Outcome> {
+        let names = brook_planner::rewrite::output_names(&stmt);
         pg_literals(&mut stmt)?;
         let plan = self.plan(stmt.clone()).await?;
         let text = match self.continuous(&plan, options, force)? {
-            Some((graph, _)) => format!(
-                "Continuous plan ({} result)\n{}",
-                if graph.updating() {
-                    "updating"
-                } else {
-                    "append-only"
-                },
-                graph.explain()
-            ),
+            Some((graph, _)) => {
+                let mut text = graph.explain();
+                // Show the result columns by the names the client sees, not the internal
+                // aliases that keep duplicate output names apart.
+                let shown = pg_named(graph.schema().as_ref().clone(), names);
+                for (inner, outer) in graph.schema().fields().iter().zip(shown.fields()) {
+                    if inner.name() != outer.name() && inner.name().starts_with("__brook_col_") {
+                        let name = outer.name();
+                        let plain = name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                            && !name.starts_with(|c: char| c.is_ascii_digit());
+                        let shown = if plain {
+                            name.clone()
+                        } else {
+                            quote_ident(name)
+                        };
+                        text =
+                            text.replace(&format!("AS {}", inner.name()), &format!("AS {shown}"));
+                    }
+                }
+                format!(
+                    "Continuous plan ({} result)\n{text}",
+                    if graph.updating() {
+                        "updating"
+                    } else {
+                        "append-only"
+                    }
+                )
+            }
             None => {
                 let explain = Statement::Explain {
                     describe_alias: ast::DescribeAlias::Explain,
