@@ -89,9 +89,14 @@ impl SourceResolver for Resolver<'_> {
         source: &Arc<dyn TableSource>,
     ) -> Result<SourceFacts> {
         let provider = brook_table(source).ok_or_else(|| {
-            BrookError::unsupported(format!(
-                "reading {table} (a system view) in a continuous query"
-            ))
+            let is_view = source_as_provider(source)
+                .map(|p| p.is::<crate::view::ViewTable>())
+                .unwrap_or(false);
+            BrookError::unsupported(if is_view {
+                format!("materialized view {table} as the input of a continuous query (read the stream it is built on)")
+            } else {
+                format!("reading {table} (a system view or table function) in a continuous query")
+            })
         })?;
         let t = provider
             .downcast_ref::<BrookTable>()
