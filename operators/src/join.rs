@@ -183,6 +183,9 @@ impl JoinOp {
     }
 }
 
+/// Pairs, the distinct keys they refer to, and whether each pair meets the join condition.
+type Pairing = (Vec<Pair>, Vec<Box<[u8]>>, Vec<bool>);
+
 /// A change row paired with a live row of the other side.
 struct Pair {
     /// Row of the change batch.
@@ -201,13 +204,13 @@ impl JoinOp {
         data: &RecordBatch,
         keys: &Rows,
         valid: &[bool],
-    ) -> Result<(Vec<Pair>, Vec<Box<[u8]>>, Vec<bool>)> {
+    ) -> Result<Pairing> {
         let other = &self.sides[1 - port];
         let mut pairs = Vec::new();
         let mut key_list: Vec<Box<[u8]>> = Vec::new();
         let mut key_pos: HashMap<&[u8], usize> = HashMap::new();
-        for i in 0..data.num_rows() {
-            if !valid[i] {
+        for (i, ok) in valid.iter().enumerate().take(data.num_rows()) {
+            if !ok {
                 continue;
             }
             let k = keys.row(i).data();

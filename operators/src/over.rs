@@ -161,7 +161,7 @@ impl Operator for OverOp {
         };
         // Rows of the batch per partition, inserts and deletes apart.
         let mut touched: Vec<Box<[u8]>> = Vec::new();
-        let mut changes: HashMap<Box<[u8]>, (Vec<u32>, Vec<u32>)> = HashMap::new();
+        let mut changes: HashMap<Box<[u8]>, InsertsDeletes> = HashMap::new();
         for i in 0..n {
             let key: Box<[u8]> = match &key_rows {
                 Some(r) => r.row(i).data().into(),
@@ -232,6 +232,9 @@ impl Operator for OverOp {
             .sum()
     }
 }
+
+/// Rows of a batch (by index) inserted into and deleted from one partition.
+type InsertsDeletes = (Vec<u32>, Vec<u32>);
 
 fn take_rows(b: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {
     let idx = UInt32Array::from(idx.to_vec());

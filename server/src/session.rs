@@ -338,7 +338,7 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
         _ => return Err(bad()),
     };
     let secs = n * scale;
-    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 {
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
         return Err(bad());
     }
     Ok(std::time::Duration::from_secs_f64(secs))
@@ -2847,7 +2847,7 @@ fn assignments(
             return Err(BrookError::unsupported("assignment to a column tuple"));
         };
         let cname = object_parts(c)?.pop().unwrap_or_default();
-        let i = meta.column_index(&cname, &name)?;
+        let i = meta.column_index(&cname, name)?;
         if sets.insert(i, render(&a.value)).is_some() {
             return Err(BrookError::Syntax(format!(
                 "multiple assignments to same column \"{cname}\""

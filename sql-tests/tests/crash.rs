@@ -37,7 +37,7 @@ async fn kill9_keeps_exactly_the_acknowledged_copies() {
         let writer = tokio::spawn(async move {
             let mut i = 0usize;
             loop {
-                let rel = if i % 2 == 0 { "t" } else { "s" };
+                let rel = if i.is_multiple_of(2) { "t" } else { "s" };
                 // announce the COPY in flight, then report whether it was acknowledged
                 let _ = tx.send((ROWS_PER_COPY, false));
                 let sink = match client

@@ -91,7 +91,7 @@ async fn run_corpus_file(path: &Path) -> (usize, usize, Vec<String>) {
         }
     }
     let mut kinds: Vec<(String, usize)> = kinds.into_iter().collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1));
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
     let samples = kinds
         .into_iter()
         .take(6)
