@@ -396,6 +396,33 @@ pub async fn plan_view_sql(
     Ok((graph, stores, schema))
 }
 
+/// Catalog columns for a query result stored by `what` (CREATE TABLE AS, a view): types
+/// from `types`, names from `names` (the names the client sees).
+fn stored_columns(types: &SchemaRef, names: &SchemaRef, what: &str) -> Result<Vec<ColumnMeta>> {
+    types
+        .fields()
+        .iter()
+        .zip(names.fields())
+        .map(|(f, named)| {
+            let ty = PgType::from_field(f)
+                .or_else(|| pg_type_of_arrow(f.data_type()))
+                .ok_or_else(|| {
+                    BrookError::unsupported(format!(
+                        "column \"{}\" has type {} which {what} cannot store",
+                        named.name(),
+                        f.data_type()
+                    ))
+                })?;
+            Ok(ColumnMeta {
+                name: named.name().clone(),
+                ty,
+                not_null: false,
+                default: None,
+            })
+        })
+        .collect()
+}
+
 /// The columns a continuous query sends: its own, plus `_brook_op` when it is updating.
 fn wire_schema(
     graph: &GraphPlan,
@@ -824,25 +851,7 @@ impl Session {
                 });
             }
         }
-        let mut columns = Vec::new();
-        for f in graph.schema().fields().iter().zip(wire.fields()) {
-            let (f, named) = f;
-            let ty = PgType::from_field(f)
-                .or_else(|| pg_type_of_arrow(f.data_type()))
-                .ok_or_else(|| {
-                    BrookError::unsupported(format!(
-                        "column \"{}\" has type {} which a view cannot store",
-                        named.name(),
-                        f.data_type()
-                    ))
-                })?;
-            columns.push(ColumnMeta {
-                name: named.name().clone(),
-                ty,
-                not_null: false,
-                default: None,
-            });
-        }
+        let columns = stored_columns(&graph.schema(), &wire, "a view")?;
         let meta = RelationMeta {
             id: 0,
             kind: RelKind::MaterializedView,
@@ -1444,25 +1453,8 @@ impl Session {
     ) -> Result<Outcome> {
         let plan = self.plan(Statement::Query(Box::new(q))).await?;
         let df = self.ctx.execute_logical_plan(plan).await?;
-        let arrow_schema = df.schema().as_arrow().clone();
-        let mut columns = Vec::new();
-        for f in arrow_schema.fields() {
-            let ty = PgType::from_field(f)
-                .or_else(|| pg_type_of_arrow(f.data_type()))
-                .ok_or_else(|| {
-                    BrookError::unsupported(format!(
-                        "column \"{}\" has type {} which a table cannot store",
-                        f.name(),
-                        f.data_type()
-                    ))
-                })?;
-            columns.push(ColumnMeta {
-                name: f.name().clone(),
-                ty,
-                not_null: false,
-                default: None,
-            });
-        }
+        let arrow_schema = Arc::new(df.schema().as_arrow().clone());
+        let columns = stored_columns(&arrow_schema, &arrow_schema, "a table")?;
         let meta = RelationMeta {
             id: 0,
             kind: RelKind::Table,
