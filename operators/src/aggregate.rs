@@ -159,6 +159,7 @@ impl NodeSpec for AggregateNode {
             watermark: None,
             late: 0,
             started: false,
+            bytes: 0,
         }))
     }
 }
@@ -167,6 +168,8 @@ impl NodeSpec for AggregateNode {
 struct Group {
     /// Encoded key (the index's key), to remove the group.
     row: Box<[u8]>,
+    /// Bytes the group held when last touched (its part of `AggregateOp::bytes`).
+    size: usize,
     key: Vec<ScalarValue>,
     accs: Vec<Box<dyn Accumulator>>,
     /// Net input rows (inserts minus deletes).
@@ -193,6 +196,16 @@ struct AggregateOp {
     watermark: Option<i64>,
     late: u64,
     started: bool,
+    /// Bytes of all groups' state, kept up to date as groups are touched (statistics read
+    /// it after every round, so it must not cost a walk over all groups).
+    bytes: usize,
+}
+
+/// Bytes a group holds: its key and its accumulators.
+fn group_size(g: &Group) -> usize {
+    g.row.len()
+        + g.key.iter().map(ScalarValue::size).sum::<usize>()
+        + g.accs.iter().map(|a| a.size()).sum::<usize>()
 }
 
 /// Microseconds of a timestamp key value.
@@ -223,13 +236,16 @@ impl AggregateOp {
             .window
             .and_then(|w| key.get(w.end_key))
             .and_then(micros);
-        let g = Group {
+        let mut g = Group {
             row: row.clone(),
             key,
             accs,
             rows: 0,
             emitted: None,
+            size: 0,
         };
+        g.size = group_size(&g);
+        self.bytes += g.size;
         let slot = match self.free.pop() {
             Some(s) => {
                 self.groups[s] = Some(g);
@@ -249,6 +265,7 @@ impl AggregateOp {
 
     fn remove_group(&mut self, slot: usize) {
         if let Some(g) = self.groups[slot].take() {
+            self.bytes = self.bytes.saturating_sub(g.size);
             self.index.remove(&g.row);
             self.free.push(slot);
         }
@@ -444,12 +461,12 @@ impl Operator for AggregateOp {
                 .as_mut()
                 .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
             g.rows += t.inserts.len() as i64 - t.deletes.len() as i64;
-            for (i, acc) in g.accs.iter_mut().enumerate() {
-                for (rows, retract) in [(&t.inserts, false), (&t.deletes, true)] {
-                    if rows.is_empty() {
-                        continue;
-                    }
-                    let idx = UInt32Array::from(rows.clone());
+            for (rows, retract) in [(&t.inserts, false), (&t.deletes, true)] {
+                if rows.is_empty() {
+                    continue;
+                }
+                let idx = UInt32Array::from(rows.clone());
+                for (i, acc) in g.accs.iter_mut().enumerate() {
                     let mut vals = args[i]
                         .iter()
                         .map(|a| Ok(take(a.as_ref(), &idx, None)?))
@@ -478,6 +495,9 @@ impl Operator for AggregateOp {
                     }
                 }
             }
+            let size = group_size(g);
+            self.bytes = self.bytes.saturating_sub(g.size) + size;
+            g.size = size;
         }
 
         let emit_on_close = self.node.window.is_some_and(|w| w.emit_on_close);
@@ -524,15 +544,7 @@ impl Operator for AggregateOp {
     }
 
     fn state_size(&self) -> usize {
-        self.groups
-            .iter()
-            .flatten()
-            .map(|g| {
-                g.row.len()
-                    + g.key.iter().map(ScalarValue::size).sum::<usize>()
-                    + g.accs.iter().map(|a| a.size()).sum::<usize>()
-            })
-            .sum()
+        self.bytes
     }
 
     fn late_rows(&self) -> u64 {

@@ -127,10 +127,12 @@ impl NodeSpec for JoinNode {
     }
 }
 
-/// One live row of a side.
+/// One live row of a side (with its copies).
 struct Entry {
-    /// The whole row, row-encoded (to find the row a delete names).
+    /// The whole row, row-encoded (the `by_row` key).
     full: Box<[u8]>,
+    /// Its join key, row-encoded (the `index` key).
+    key: Box<[u8]>,
     /// Where its values are: (batch, row) in the side's batches.
     at: (usize, usize),
     /// How many copies are live.
@@ -139,14 +141,96 @@ struct Entry {
     matches: i64,
 }
 
+/// The live rows of one input: entries in slots, found by join key (to pair) and by whole
+/// row (to count a copy or apply a delete without scanning the key's rows).
 #[derive(Default)]
 struct Side {
     /// Batches holding rows the side has seen (data columns only).
     batches: Vec<RecordBatch>,
-    /// Join key (row-encoded) → live rows with that key.
-    index: HashMap<Box<[u8]>, Vec<Entry>>,
+    /// Live rows; `None` marks a freed slot.
+    slots: Vec<Option<Entry>>,
+    /// Freed slots to reuse.
+    free: Vec<usize>,
+    /// Join key (row-encoded) → slots of the live rows with that key.
+    index: HashMap<Box<[u8]>, Vec<usize>>,
+    /// Whole row (row-encoded) → its slot.
+    by_row: HashMap<Box<[u8]>, usize>,
     /// Bytes held, for statistics.
     bytes: usize,
+}
+
+impl Side {
+    fn entry(&self, slot: usize) -> Result<&Entry> {
+        self.slots
+            .get(slot)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| BrookError::internal("join entry vanished"))
+    }
+
+    fn entry_mut(&mut self, slot: usize) -> Result<&mut Entry> {
+        self.slots
+            .get_mut(slot)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| BrookError::internal("join entry vanished"))
+    }
+
+    /// One more copy of `row` (key `key`, values at `at`); a new row starts with `matches`.
+    /// Returns true when the row's values must be kept (a new entry points at them).
+    fn insert(&mut self, row: &[u8], key: &[u8], at: (usize, usize), matches: i64) -> bool {
+        if let Some(&slot) = self.by_row.get(row) {
+            if let Some(e) = self.slots[slot].as_mut() {
+                e.count += 1;
+                return false;
+            }
+        }
+        let entry = Entry {
+            full: row.into(),
+            key: key.into(),
+            at,
+            count: 1,
+            matches,
+        };
+        self.bytes += 2 * row.len() + 48;
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s] = Some(entry);
+                s
+            }
+            None => {
+                self.slots.push(Some(entry));
+                self.slots.len() - 1
+            }
+        };
+        self.by_row.insert(row.into(), slot);
+        self.index.entry(key.into()).or_default().push(slot);
+        true
+    }
+
+    /// One copy of `row` fewer; the entry goes when none is left.
+    fn delete(&mut self, row: &[u8]) -> Result<()> {
+        let slot = *self
+            .by_row
+            .get(row)
+            .ok_or_else(|| BrookError::internal("join input retracted a row it never inserted"))?;
+        let e = self.entry_mut(slot)?;
+        e.count -= 1;
+        if e.count > 0 {
+            return Ok(());
+        }
+        let Some(e) = self.slots[slot].take() else {
+            return Ok(());
+        };
+        self.by_row.remove(&e.full);
+        if let Some(slots) = self.index.get_mut(&e.key) {
+            slots.retain(|s| *s != slot);
+            if slots.is_empty() {
+                self.index.remove(&e.key);
+            }
+        }
+        self.bytes = self.bytes.saturating_sub(2 * e.full.len() + 48);
+        self.free.push(slot);
+        Ok(())
+    }
 }
 
 struct JoinOp {
@@ -183,55 +267,41 @@ impl JoinOp {
     }
 }
 
-/// Pairs, the distinct keys they refer to, and whether each pair meets the join condition.
-type Pairing = (Vec<Pair>, Vec<Box<[u8]>>, Vec<bool>);
-
 /// A change row paired with a live row of the other side.
+#[derive(Clone, Copy)]
 struct Pair {
     /// Row of the change batch.
     row: u32,
-    /// Key of the other side's entry and its position under that key.
-    key: usize,
-    entry: usize,
+    /// Slot of the other side's entry.
+    slot: usize,
 }
 
 impl JoinOp {
     /// Pairs of change rows with the other side's live rows of the same key, and whether each
-    /// pair satisfies the extra condition. `keys` lists the distinct keys the pairs refer to.
+    /// pair satisfies the extra condition.
     fn pairs(
         &self,
         port: usize,
         data: &RecordBatch,
         keys: &Rows,
         valid: &[bool],
-    ) -> Result<Pairing> {
+    ) -> Result<(Vec<Pair>, Vec<bool>)> {
         let other = &self.sides[1 - port];
         let mut pairs = Vec::new();
-        let mut key_list: Vec<Box<[u8]>> = Vec::new();
-        let mut key_pos: HashMap<&[u8], usize> = HashMap::new();
         for (i, ok) in valid.iter().enumerate().take(data.num_rows()) {
             if !ok {
                 continue;
             }
-            let k = keys.row(i).data();
-            let Some(entries) = other.index.get(k) else {
-                continue;
-            };
-            let key = *key_pos.entry(k).or_insert_with(|| {
-                key_list.push(k.into());
-                key_list.len() - 1
-            });
-            for entry in 0..entries.len() {
-                pairs.push(Pair {
+            if let Some(slots) = other.index.get(keys.row(i).data()) {
+                pairs.extend(slots.iter().map(|&slot| Pair {
                     row: i as u32,
-                    key,
-                    entry,
-                });
+                    slot,
+                }));
             }
         }
         let matched = match (&self.filter, pairs.is_empty()) {
             (Some(f), false) => {
-                let joined = self.pair_batch(port, data, &pairs, &key_list)?;
+                let joined = self.pair_batch(port, data, &pairs)?;
                 let mask = f.evaluate(&joined)?.into_array(joined.num_rows())?;
                 let mask = mask
                     .as_any()
@@ -244,17 +314,11 @@ impl JoinOp {
             }
             _ => vec![true; pairs.len()],
         };
-        Ok((pairs, key_list, matched))
+        Ok((pairs, matched))
     }
 
     /// The pairs as rows: left columns, then right columns.
-    fn pair_batch(
-        &self,
-        port: usize,
-        data: &RecordBatch,
-        pairs: &[Pair],
-        keys: &[Box<[u8]>],
-    ) -> Result<RecordBatch> {
+    fn pair_batch(&self, port: usize, data: &RecordBatch, pairs: &[Pair]) -> Result<RecordBatch> {
         let other = &self.sides[1 - port];
         let idx = UInt32Array::from(pairs.iter().map(|p| p.row).collect::<Vec<_>>());
         let mine: Vec<ArrayRef> = data
@@ -264,16 +328,9 @@ impl JoinOp {
             .collect::<Result<_>>()?;
         let at: Vec<(usize, usize)> = pairs
             .iter()
-            .map(|p| {
-                other
-                    .index
-                    .get(&keys[p.key])
-                    .and_then(|e| e.get(p.entry))
-                    .map(|e| e.at)
-                    .ok_or_else(|| BrookError::internal("join entry vanished"))
-            })
+            .map(|p| Ok(other.entry(p.slot)?.at))
             .collect::<Result<_>>()?;
-        let width = self.sides_width(1 - port);
+        let width = self.widths[1 - port];
         let mut theirs = Vec::with_capacity(width);
         for c in 0..width {
             let arrays: Vec<&dyn Array> =
@@ -287,12 +344,8 @@ impl JoinOp {
         };
         Ok(RecordBatch::try_new(self.pair_schema.clone(), columns)?)
     }
-
-    /// Number of columns of input `side`.
-    fn sides_width(&self, side: usize) -> usize {
-        self.widths[side]
-    }
 }
+
 impl Operator for JoinOp {
     fn on_data(&mut self, port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         if port > 1 {
@@ -301,28 +354,24 @@ impl Operator for JoinOp {
         let kinds = change::kinds(&batch)?.clone();
         let data = change::strip(&batch)?;
         let (keys, valid) = self.encode_keys(port, &data)?;
-        let (pairs, key_list, matched) = self.pairs(port, &data, &keys, &valid)?;
+        let (pairs, matched) = self.pairs(port, &data, &keys, &valid)?;
         let out = match self.kind {
-            JoinKind::Inner => self.emit_pairs(port, &data, &kinds, &pairs, &key_list, &matched)?,
+            JoinKind::Inner => self.emit_pairs(port, &data, &kinds, &pairs, &matched)?,
             JoinKind::Semi(kept) if kept == port => {
-                self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched, true)?
+                self.emit_kept(port, &data, &kinds, &pairs, &matched, true)?
             }
-            JoinKind::Semi(_) => {
-                self.emit_flips(port, &kinds, &pairs, &key_list, &matched, false)?
-            }
+            JoinKind::Semi(_) => self.emit_flips(port, &kinds, &pairs, &matched, false)?,
             JoinKind::Outer(kept) => {
-                let mut out = self.emit_pairs(port, &data, &kinds, &pairs, &key_list, &matched)?;
+                let mut out = self.emit_pairs(port, &data, &kinds, &pairs, &matched)?;
                 out.extend(if kept == port {
-                    self.emit_kept(port, &data, &kinds, &pairs, &key_list, &matched, false)?
+                    self.emit_kept(port, &data, &kinds, &pairs, &matched, false)?
                 } else {
-                    self.emit_flips(port, &kinds, &pairs, &key_list, &matched, true)?
+                    self.emit_flips(port, &kinds, &pairs, &matched, true)?
                 });
                 out
             }
         };
-        self.apply(
-            port, &data, &kinds, &keys, &valid, &pairs, &key_list, &matched,
-        )?;
+        self.apply(port, &data, &kinds, &keys, &valid, &pairs, &matched)?;
         Ok(out)
     }
 
@@ -339,7 +388,6 @@ impl JoinOp {
         data: &RecordBatch,
         kinds: &Int8Array,
         pairs: &[Pair],
-        keys: &[Box<[u8]>],
         matched: &[bool],
     ) -> Result<Vec<RecordBatch>> {
         let other = &self.sides[1 - port];
@@ -349,20 +397,16 @@ impl JoinOp {
             if !ok {
                 continue;
             }
-            let count = other.index[&keys[p.key]][p.entry].count;
+            let count = other.entry(p.slot)?.count;
             for _ in 0..count.max(0) {
-                chosen.push(Pair {
-                    row: p.row,
-                    key: p.key,
-                    entry: p.entry,
-                });
+                chosen.push(*p);
                 out_kinds.push(kinds.value(p.row as usize));
             }
         }
         if chosen.is_empty() {
             return Ok(Vec::new());
         }
-        let joined = self.pair_batch(port, data, &chosen, keys)?;
+        let joined = self.pair_batch(port, data, &chosen)?;
         Ok(vec![change::attach(
             &self.schema,
             joined.columns().to_vec(),
@@ -379,14 +423,13 @@ impl JoinOp {
         data: &RecordBatch,
         kinds: &Int8Array,
         pairs: &[Pair],
-        key_list: &[Box<[u8]>],
         matched: &[bool],
         want_matched: bool,
     ) -> Result<Vec<RecordBatch>> {
         let other = &self.sides[1 - port];
         let mut has = vec![false; data.num_rows()];
         for (p, ok) in pairs.iter().zip(matched) {
-            if *ok && other.index[&key_list[p.key]][p.entry].count > 0 {
+            if *ok && other.entry(p.slot)?.count > 0 {
                 has[p.row as usize] = true;
             }
         }
@@ -442,29 +485,21 @@ impl JoinOp {
         port: usize,
         kinds: &Int8Array,
         pairs: &[Pair],
-        key_list: &[Box<[u8]>],
         matched: &[bool],
         padded: bool,
     ) -> Result<Vec<RecordBatch>> {
         let kept = 1 - port;
-        let mut delta: HashMap<(usize, usize), i64> = HashMap::new();
+        let mut delta: HashMap<usize, i64> = HashMap::new();
         for (p, ok) in pairs.iter().zip(matched) {
             if *ok {
-                *delta.entry((p.key, p.entry)).or_insert(0) +=
-                    i64::from(kinds.value(p.row as usize));
+                *delta.entry(p.slot).or_insert(0) += i64::from(kinds.value(p.row as usize));
             }
         }
         let mut at = Vec::new();
         let mut out_kinds = Vec::new();
         let side = &mut self.sides[kept];
-        for ((key, entry), d) in delta {
-            let Some(e) = side
-                .index
-                .get_mut(&key_list[key])
-                .and_then(|v| v.get_mut(entry))
-            else {
-                continue;
-            };
+        for (slot, d) in delta {
+            let e = side.entry_mut(slot)?;
             let before = e.matches;
             e.matches += d;
             let kind = match (before > 0, e.matches > 0, padded) {
@@ -504,7 +539,6 @@ impl JoinOp {
         keys: &Rows,
         valid: &[bool],
         pairs: &[Pair],
-        key_list: &[Box<[u8]>],
         matched: &[bool],
     ) -> Result<()> {
         let mut match_count = vec![0i64; data.num_rows()];
@@ -512,7 +546,7 @@ impl JoinOp {
             let other = &self.sides[1 - port];
             for (p, ok) in pairs.iter().zip(matched) {
                 if *ok {
-                    match_count[p.row as usize] += other.index[&key_list[p.key]][p.entry].count;
+                    match_count[p.row as usize] += other.entry(p.slot)?.count;
                 }
             }
         }
@@ -520,40 +554,17 @@ impl JoinOp {
         let side = &mut self.sides[port];
         let batch_no = side.batches.len();
         let mut stored = false;
-        for i in 0..data.num_rows() {
-            if !valid[i] {
+        for (i, ok) in valid.iter().enumerate() {
+            if !ok {
                 continue;
             }
             let row = full.row(i).data();
-            let entries = side.index.entry(keys.row(i).data().into()).or_default();
-            let found = entries.iter_mut().find(|e| &*e.full == row);
             if kinds.value(i) == change::DELETE {
-                match found {
-                    Some(e) => e.count -= 1,
-                    None => {
-                        return Err(BrookError::internal(
-                            "join input retracted a row it never inserted",
-                        ))
-                    }
-                }
-                entries.retain(|e| e.count > 0);
+                side.delete(row)?;
             } else {
-                match found {
-                    Some(e) => e.count += 1,
-                    None => {
-                        side.bytes += row.len() + 40;
-                        entries.push(Entry {
-                            full: row.into(),
-                            at: (batch_no, i),
-                            count: 1,
-                            matches: match_count[i],
-                        });
-                        stored = true;
-                    }
-                }
+                stored |= side.insert(row, keys.row(i).data(), (batch_no, i), match_count[i]);
             }
         }
-        side.index.retain(|_, v| !v.is_empty());
         if stored {
             side.bytes += data.get_array_memory_size();
             side.batches.push(data.clone());

@@ -75,6 +75,7 @@ impl NodeSpec for OverNode {
                 .transpose()?,
             rows: RowConverter::new(all)?,
             partitions: HashMap::new(),
+            bytes: 0,
         }))
     }
 }
@@ -95,6 +96,18 @@ struct OverOp {
     /// Row encoding of whole input rows (to find the row a delete names).
     rows: RowConverter,
     partitions: HashMap<Box<[u8]>, Partition>,
+    /// Bytes of all partitions, kept up to date as partitions change (statistics read it
+    /// after every round, so it must not cost a walk over all partitions).
+    bytes: usize,
+}
+
+/// Bytes a partition holds: its rows and the result rows last emitted.
+fn partition_size(p: &Partition) -> usize {
+    p.rows.get_array_memory_size()
+        + p.emitted
+            .as_ref()
+            .map(|e| e.get_array_memory_size())
+            .unwrap_or(0)
 }
 
 impl OverOp {
@@ -181,6 +194,9 @@ impl Operator for OverOp {
         for key in touched {
             let (ins, del) = changes.remove(&key).unwrap_or_default();
             let old = self.partitions.remove(&key);
+            if let Some(p) = &old {
+                self.bytes = self.bytes.saturating_sub(partition_size(p));
+            }
             let mut rows = match &old {
                 Some(p) => p.rows.clone(),
                 None => RecordBatch::new_empty(self.input_schema.clone()),
@@ -212,24 +228,16 @@ impl Operator for OverOp {
                 }
             }
             if rows.num_rows() > 0 {
-                self.partitions
-                    .insert(key, Partition { rows, emitted: new });
+                let p = Partition { rows, emitted: new };
+                self.bytes += partition_size(&p);
+                self.partitions.insert(key, p);
             }
         }
         Ok(out)
     }
 
     fn state_size(&self) -> usize {
-        self.partitions
-            .values()
-            .map(|p| {
-                p.rows.get_array_memory_size()
-                    + p.emitted
-                        .as_ref()
-                        .map(|e| e.get_array_memory_size())
-                        .unwrap_or(0)
-            })
-            .sum()
+        self.bytes
     }
 }
 
@@ -238,12 +246,7 @@ type InsertsDeletes = (Vec<u32>, Vec<u32>);
 
 fn take_rows(b: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {
     let idx = UInt32Array::from(idx.to_vec());
-    let cols = b
-        .columns()
-        .iter()
-        .map(|c| Ok(take(c.as_ref(), &idx, None)?))
-        .collect::<Result<Vec<ArrayRef>>>()?;
-    Ok(RecordBatch::try_new(b.schema(), cols)?)
+    Ok(datafusion::arrow::compute::take_record_batch(b, &idx)?)
 }
 
 /// `rows` without one copy of each row of `gone`.

@@ -383,17 +383,41 @@ pub async fn plan_view_sql(
     if !matches!(stmt, Statement::Query(_)) {
         return Err(BrookError::Syntax("a view is defined by a query".into()));
     }
-    let mut q = stmt;
+    let planned = plan_query_continuous(ctx, stmt, options).await?;
+    let schema = pg_named(planned.graph.schema().as_ref().clone(), planned.names);
+    Ok((planned.graph, planned.stores, schema))
+}
+
+/// A query planned to run continuously.
+pub struct PlannedContinuous {
+    /// The operator graph.
+    pub graph: GraphPlan,
+    /// The stores of its sources, in source order.
+    pub stores: Vec<Arc<TableStore>>,
+    /// PostgreSQL's names of its result columns.
+    pub names: Option<Vec<brook_planner::rewrite::OutputName>>,
+}
+
+/// Plan a query statement to run continuously, over streams and tables alike (what `EMIT`
+/// and materialized views ask for).
+pub async fn plan_query_continuous(
+    ctx: &SessionContext,
+    mut q: Statement,
+    options: ContinuousOptions,
+) -> Result<PlannedContinuous> {
     let names = brook_planner::rewrite::output_names(&q);
     pg_literals(&mut q)?;
-    let state = ctx.state();
-    let plan = state
+    let plan = ctx
+        .state()
         .statement_to_plan(DFStatement::Statement(Box::new(q)))
         .await?;
     let (graph, stores) = continuous_plan(ctx, &plan, options, true)?
         .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-    let schema = pg_named(graph.schema().as_ref().clone(), names);
-    Ok((graph, stores, schema))
+    Ok(PlannedContinuous {
+        graph,
+        stores,
+        names,
+    })
 }
 
 /// Catalog columns for a query result stored by `what` (CREATE TABLE AS, a view): types
@@ -776,14 +800,10 @@ impl Session {
                 q @ Statement::Query(_) => self.explain_continuous(q, options, true).await,
                 _ => Err(emit_misplaced()),
             },
-            mut q @ Statement::Query(_) => {
-                let names = brook_planner::rewrite::output_names(&q);
-                pg_literals(&mut q)?;
-                let plan = self.plan(q).await?;
-                let graph = self
-                    .continuous(&plan, options, true)?
-                    .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-                let (schema, stream, _) = self.start_continuous(graph, names, None)?;
+            q @ Statement::Query(_) => {
+                let p = plan_query_continuous(&self.ctx, q, options).await?;
+                let (schema, stream, _) =
+                    self.start_continuous((p.graph, p.stores), p.names, None)?;
                 Ok(Outcome::Rows {
                     schema,
                     stream,
@@ -804,14 +824,8 @@ impl Session {
                     ));
                 }
                 let opts = CopyOptions::from_sql(&copy_options, &legacy_options)?;
-                let mut q = Statement::Query(q);
-                let names = brook_planner::rewrite::output_names(&q);
-                pg_literals(&mut q)?;
-                let plan = self.plan(q).await?;
-                let graph = self
-                    .continuous(&plan, options, true)?
-                    .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-                let (_, stream, _) = self.start_continuous(graph, names, None)?;
+                let p = plan_query_continuous(&self.ctx, Statement::Query(q), options).await?;
+                let (_, stream, _) = self.start_continuous((p.graph, p.stores), p.names, None)?;
                 Ok(Outcome::CopyOut { opts, stream })
             }
             _ => Err(emit_misplaced()),
@@ -1129,17 +1143,12 @@ impl Session {
                 Statement::Explain { .. } => Ok(Some(plan_schema())),
                 Statement::Query(_) => {
                     // The continuous result: with the change kind when it is updating.
-                    let mut q = stmt.as_ref().clone();
-                    let names = brook_planner::rewrite::output_names(&q);
-                    pg_literals(&mut q)?;
-                    let plan = self.plan(q).await?;
                     let options = ContinuousOptions {
                         emit_on_window_close: *on_window_close,
                     };
-                    let (graph, _) = self
-                        .continuous(&plan, options, true)?
-                        .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
-                    Ok(Some(wire_schema(&graph, names)))
+                    let p =
+                        plan_query_continuous(&self.ctx, stmt.as_ref().clone(), options).await?;
+                    Ok(Some(wire_schema(&p.graph, p.names)))
                 }
                 _ => Ok(Some(Arc::new(Schema::empty()))),
             },
