@@ -65,6 +65,9 @@ pub enum BrookError {
     /// 22023: invalid parameter value (e.g. an unknown setting value).
     #[error("{0}")]
     InvalidParameter(String),
+    /// 22P03: bytes that do not decode as the expected binary format (e.g. a sketch).
+    #[error("{0}")]
+    InvalidBinary(String),
     /// 42704: unrecognized configuration parameter or type.
     #[error("{0}")]
     UndefinedObject(String),
@@ -138,6 +141,7 @@ impl BrookError {
             BrookError::DivisionByZero => "22012",
             BrookError::StringTooLong(_) => "22001",
             BrookError::InvalidParameter(_) => "22023",
+            BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
             BrookError::NotNullViolation(_) => "23502",
             BrookError::UniqueViolation(_) => "23505",

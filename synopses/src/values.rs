@@ -1,0 +1,223 @@
+//! How Arrow values reach a sketch.
+//!
+//! Hash-based sketches (HLL, CPC, theta, count-min, bloom) must hash a value the way
+//! DataSketches Java/C++/Python do, or sketches built elsewhere over the same data would not
+//! merge with ours: integers of every width as a 64-bit long, floats through the canonical
+//! double (so `-0.0 = 0.0` and every NaN is one value), strings and bytes as their raw bytes.
+//! Temporal values hash as their 64-bit count, decimals as their 16 little-endian bytes.
+//!
+//! One deviation, for SQL: the empty string is a value (`COUNT(DISTINCT)` counts it), while
+//! DataSketches' string updates skip it.
+
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{Array, AsArray, Float64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, Date64Type, Decimal128Type, Float16Type, Float32Type, Float64Type,
+    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use datasketches::hash::value::canonical_float;
+use std::hash::{Hash, Hasher};
+
+/// One non-null value as a hash-based sketch sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Hashed<'a> {
+    /// Any integer, date, time or timestamp, widened to 64 bits.
+    Int(i64),
+    /// Any float, widened to a double.
+    Float(f64),
+    /// Decimals (their unscaled 128-bit value).
+    Wide(i128),
+    /// Strings (UTF-8 bytes) and binary values.
+    Bytes(&'a [u8]),
+}
+
+impl Hash for Hashed<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Hashed::Int(v) => state.write_i64(*v),
+            Hashed::Float(v) => canonical_float::from_f64(*v).hash(state),
+            Hashed::Wide(v) => state.write(&v.to_le_bytes()),
+            Hashed::Bytes(b) => state.write(b),
+        }
+    }
+}
+
+/// Call `f` with every non-null value of `values`, hashed as DataSketches would.
+///
+/// Types without a defined hashing (lists, structs, intervals, ...) are 0A000.
+pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Result<()> {
+    macro_rules! ints {
+        ($t:ty) => {
+            values
+                .as_primitive::<$t>()
+                .iter()
+                .flatten()
+                .for_each(|v| f(Hashed::Int(v as i64)))
+        };
+    }
+    match values.data_type() {
+        DataType::Null => {}
+        DataType::Boolean => values
+            .as_boolean()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Int(i64::from(v)))),
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Date32 => ints!(Date32Type),
+        DataType::Date64 => ints!(Date64Type),
+        DataType::Float16 => values
+            .as_primitive::<Float16Type>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Float(f64::from(v)))),
+        DataType::Float32 => values
+            .as_primitive::<Float32Type>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Float(f64::from(v)))),
+        DataType::Float64 => values
+            .as_primitive::<Float64Type>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Float(v))),
+        DataType::Decimal128(_, _) => values
+            .as_primitive::<Decimal128Type>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Wide(v))),
+        DataType::Utf8 => values
+            .as_string::<i32>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+        DataType::LargeUtf8 => values
+            .as_string::<i64>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+        DataType::Utf8View => values
+            .as_string_view()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+        DataType::Binary => values
+            .as_binary::<i32>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v))),
+        DataType::LargeBinary => values
+            .as_binary::<i64>()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v))),
+        DataType::BinaryView => values
+            .as_binary_view()
+            .iter()
+            .flatten()
+            .for_each(|v| f(Hashed::Bytes(v))),
+        DataType::Timestamp(_, _) | DataType::Time32(_) | DataType::Time64(_) => {
+            let wide = cast(values, &DataType::Int64)?;
+            for_each_hashed(&wide, f)?;
+        }
+        DataType::Dictionary(_, value_type) => {
+            let plain = cast(values, value_type)?;
+            for_each_hashed(&plain, f)?;
+        }
+        other => {
+            return Err(BrookError::unsupported(format!(
+                "sketches over values of type {other}"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Whether [`for_each_hashed`] accepts values of this type.
+pub fn is_hashable(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Dictionary(_, v) => is_hashable(v),
+        t => {
+            t.is_integer()
+                || t.is_floating()
+                || matches!(
+                    t,
+                    DataType::Null
+                        | DataType::Boolean
+                        | DataType::Date32
+                        | DataType::Date64
+                        | DataType::Decimal128(_, _)
+                        | DataType::Utf8
+                        | DataType::LargeUtf8
+                        | DataType::Utf8View
+                        | DataType::Binary
+                        | DataType::LargeBinary
+                        | DataType::BinaryView
+                        | DataType::Timestamp(_, _)
+                        | DataType::Time32(_)
+                        | DataType::Time64(_)
+                )
+        }
+    }
+}
+
+/// The values as doubles, for quantile sketches: numeric types only (others are 42804).
+pub fn as_f64(values: &dyn Array) -> Result<Float64Array> {
+    let t = values.data_type();
+    if !(t.is_numeric() || t.is_null()) {
+        return Err(BrookError::DatatypeMismatch(format!(
+            "quantiles need numeric values, got {t}"
+        )));
+    }
+    let doubles = cast(values, &DataType::Float64)?;
+    Ok(doubles.as_primitive::<Float64Type>().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int32Array, Int64Array, ListArray, StringArray};
+    use datafusion::arrow::datatypes::Int32Type as I32;
+
+    fn collect(values: &dyn Array) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_hashed(values, |h| out.push(format!("{h:?}"))).unwrap();
+        out
+    }
+
+    #[test]
+    fn integers_of_every_width_hash_as_longs() {
+        let a = collect(&Int32Array::from(vec![Some(1), None, Some(-2)]));
+        let b = collect(&Int64Array::from(vec![1, -2]));
+        assert_eq!(a, b);
+        assert_eq!(a, vec!["Int(1)", "Int(-2)"]);
+    }
+
+    #[test]
+    fn strings_hash_as_bytes_and_the_empty_string_counts() {
+        let a = collect(&StringArray::from(vec![Some("ab"), Some(""), None]));
+        assert_eq!(a, vec!["Bytes([97, 98])", "Bytes([])"]);
+    }
+
+    #[test]
+    fn nested_values_are_refused() {
+        let list = ListArray::from_iter_primitive::<I32, _, _>(vec![Some(vec![Some(1)])]);
+        let err = for_each_hashed(&list, |_| {}).unwrap_err();
+        assert_eq!(err.sqlstate(), "0A000");
+        assert!(!is_hashable(list.data_type()));
+    }
+
+    #[test]
+    fn quantile_input_must_be_numeric() {
+        let err = as_f64(&StringArray::from(vec!["x"])).unwrap_err();
+        assert_eq!(err.sqlstate(), "42804");
+        assert_eq!(as_f64(&Int32Array::from(vec![3])).unwrap().value(0), 3.0);
+    }
+}
