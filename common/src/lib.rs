@@ -5,8 +5,10 @@
 //! - [`error`]: [`BrookError`], the single error enum; `sqlstate()` maps every variant to the
 //!   PostgreSQL code a client sees.
 //! - [`columns`]: names of reserved columns (change kind, event time).
+//! - [`types`]: PostgreSQL names of Arrow types, for messages.
 
 pub mod columns;
 pub mod error;
+pub mod types;
 
 pub use error::{BrookError, Result};

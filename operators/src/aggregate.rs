@@ -79,7 +79,7 @@ impl AggregateNode {
         let order_only = ["min", "max", "first_value", "last_value", "nth_value"];
         let ok = !order_only.contains(&name.as_str());
         match a.expr.create_sliding_accumulator() {
-            Ok(acc) if ok => Ok(acc),
+            Ok(acc) if ok && acc.supports_retract_batch() => Ok(acc),
             _ => Err(BrookError::unsupported(format!(
                 "{name}() over an updating input in a continuous query (its accumulator cannot retract rows)"
             ))),

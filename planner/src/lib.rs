@@ -8,12 +8,14 @@
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000).
+//! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`windows`]: `TUMBLE`/`HOP` window table functions as plain SQL (date_bin).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod bytea;
 pub mod checked;
 pub mod continuous;
 pub mod decorrelate;

@@ -670,21 +670,6 @@ impl BatchBuilder {
                 &t.schema.field(ci).name().clone(),
             );
         }
-        if *ty == PgType::Bytea {
-            let mut b = BinaryBuilder::new();
-            for (r, v) in col.values().into_iter().enumerate() {
-                match v {
-                    None => b.append_null(),
-                    Some(v) => b.append_value(parse_bytea(v).ok_or_else(|| {
-                        BrookError::InvalidText(format!(
-                            "invalid input syntax for type bytea (COPY {}, line {})",
-                            t.table, self.lines[r]
-                        ))
-                    })?),
-                }
-            }
-            return Ok(Arc::new(b.finish()));
-        }
         let strings: ArrayRef = Arc::new(self.strings(col)?);
         let name = t.schema.field(ci).name().clone();
         text_to_column(
@@ -727,38 +712,6 @@ fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
     Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
 }
 
-/// Parse `\x...` hex (or escape-format) bytea text.
-pub fn parse_bytea(v: &[u8]) -> Option<Vec<u8>> {
-    if let Some(hex) = v.strip_prefix(b"\\x") {
-        if hex.len() % 2 != 0 {
-            return None;
-        }
-        return hex
-            .chunks(2)
-            .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
-            .collect();
-    }
-    let mut out = Vec::with_capacity(v.len());
-    let mut i = 0;
-    while i < v.len() {
-        if v[i] == b'\\' {
-            if v.get(i + 1) == Some(&b'\\') {
-                out.push(b'\\');
-                i += 2;
-            } else {
-                let oct = v.get(i + 1..i + 4)?;
-                let s = std::str::from_utf8(oct).ok()?;
-                out.push(u8::from_str_radix(s, 8).ok()?);
-                i += 4;
-            }
-        } else {
-            out.push(v[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
-
 /// Cast a column of text to a column type, reporting the first bad value as PostgreSQL does
 /// (22P02 for malformed input, 22003 for out-of-range numbers, 22001 for too-long strings).
 pub fn text_to_column(
@@ -769,6 +722,32 @@ pub fn text_to_column(
     column: &str,
 ) -> Result<ArrayRef> {
     let target = ty.arrow();
+    if *ty == PgType::Bytea {
+        // PostgreSQL's hex or escape format, not the text's own bytes.
+        let text = cast_with_options(
+            strings,
+            &datafusion::arrow::datatypes::DataType::Utf8,
+            &CastOptions::default(),
+        )?;
+        let mut b = BinaryBuilder::new();
+        for (r, v) in datafusion::arrow::array::AsArray::as_string::<i32>(&text)
+            .iter()
+            .enumerate()
+        {
+            match v {
+                None => b.append_null(),
+                Some(v) => b.append_value(
+                    brook_planner::bytea::parse_bytea(v.as_bytes()).ok_or_else(|| {
+                        BrookError::InvalidText(format!(
+                            "invalid input syntax for type bytea (COPY {table}, line {})",
+                            line_of(r)
+                        ))
+                    })?,
+                ),
+            }
+        }
+        return Ok(Arc::new(b.finish()));
+    }
     let prepared: ArrayRef = match ty {
         PgType::Bool => {
             let s = strings
@@ -1226,16 +1205,6 @@ mod tests {
     fn unterminated_csv_quote_is_22p04() {
         let e = parse(csv(), &[b"1,\"abc\n"]).unwrap_err();
         assert_eq!(e.sqlstate(), "22P04");
-    }
-
-    #[test]
-    fn bytea_hex_and_escape() {
-        assert_eq!(parse_bytea(b"\\x0aff"), Some(vec![10, 255]));
-        assert_eq!(
-            parse_bytea(b"a\\\\b\\001"),
-            Some(vec![b'a', b'\\', b'b', 1])
-        );
-        assert_eq!(parse_bytea(b"\\x0"), None);
     }
 
     mod chunking {

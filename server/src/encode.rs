@@ -223,7 +223,8 @@ impl<'a> ColumnView<'a> {
                 postgres_types::ToSql::to_sql(&d, &Type::NUMERIC, out)
                     .map_err(|e| BrookError::internal(e.to_string()))?;
             }
-            ColumnView::List(_) | ColumnView::Other(..) => {
+            ColumnView::List(a) => write_binary_list(*a, i, ty, out)?,
+            ColumnView::Other(..) => {
                 return Err(BrookError::unsupported(format!(
                     "binary result format for type {} is not supported; request text format",
                     ty.name()
@@ -459,12 +460,57 @@ pub fn format_interval(v: IntervalMonthDayNano, out: &mut String) {
     out.push_str(&parts.join(" "));
 }
 
-fn format_list(a: &dyn Array, i: usize, out: &mut String) {
-    let values: ArrayRef = match a.data_type() {
+/// PostgreSQL's binary array: dimensions, null flag, element type, then each element
+/// length-prefixed (-1 for NULL). Arrow lists are one-dimensional; an empty list is written
+/// with zero dimensions, as PostgreSQL writes `'{}'`.
+fn write_binary_list(a: &dyn Array, i: usize, ty: &Type, out: &mut BytesMut) -> Result<()> {
+    let values = list_values(a, i);
+    let elem = match ty.kind() {
+        postgres_types::Kind::Array(e) => e.clone(),
+        _ => Type::TEXT,
+    };
+    let field = Field::new("item", values.data_type().clone(), true);
+    let view = ColumnView::new(&values, &field)?;
+    // Elements without a binary form of their own travel as text (`text[]`).
+    let as_text = elem == Type::TEXT && !matches!(view, ColumnView::Str(..));
+    out.put_i32(i32::from(!values.is_empty()));
+    out.put_i32(i32::from(values.null_count() > 0));
+    out.put_u32(elem.oid());
+    if !values.is_empty() {
+        out.put_i32(values.len() as i32);
+        out.put_i32(1);
+    }
+    let mut cell = BytesMut::new();
+    for j in 0..values.len() {
+        if view.is_null(j) {
+            out.put_i32(-1);
+            continue;
+        }
+        cell.clear();
+        if as_text {
+            let mut s = String::new();
+            view.write_text(j, &mut s);
+            cell.put_slice(s.as_bytes());
+        } else {
+            view.write_binary(j, &elem, &mut cell)?;
+        }
+        out.put_i32(cell.len() as i32);
+        out.put_slice(&cell);
+    }
+    Ok(())
+}
+
+/// The elements of list row `i`.
+fn list_values(a: &dyn Array, i: usize) -> ArrayRef {
+    match a.data_type() {
         DataType::List(_) => a.as_list::<i32>().value(i),
         DataType::LargeList(_) => a.as_list::<i64>().value(i),
         _ => a.as_fixed_size_list().value(i),
-    };
+    }
+}
+
+fn format_list(a: &dyn Array, i: usize, out: &mut String) {
+    let values = list_values(a, i);
     let field = Field::new("item", values.data_type().clone(), true);
     out.push('{');
     match ColumnView::new(&values, &field) {
@@ -607,5 +653,39 @@ mod tests {
         s.clear();
         format_timestamp(1_767_225_600_250_000, true, &mut s);
         assert_eq!(s, "2026-01-01 00:00:00.25+00");
+    }
+
+    #[test]
+    fn binary_arrays_read_back_with_postgres_types() {
+        use datafusion::arrow::datatypes::Int64Type;
+        use postgres_types::FromSql;
+        let list: ArrayRef = Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(vec![
+            Some(vec![Some(5), None, Some(-1)]),
+            Some(vec![]),
+        ]));
+        let field = Field::new("l", list.data_type().clone(), true);
+        let view = ColumnView::new(&list, &field).unwrap();
+        let mut out = BytesMut::new();
+        view.write_binary(0, &Type::INT8_ARRAY, &mut out).unwrap();
+        let back = Vec::<Option<i64>>::from_sql(&Type::INT8_ARRAY, &out).unwrap();
+        assert_eq!(back, vec![Some(5), None, Some(-1)]);
+        out.clear();
+        view.write_binary(1, &Type::INT8_ARRAY, &mut out).unwrap();
+        assert!(Vec::<i64>::from_sql(&Type::INT8_ARRAY, &out)
+            .unwrap()
+            .is_empty());
+
+        let words: ArrayRef = Arc::new(ListArray::new(
+            Arc::new(Field::new_list_field(DataType::Utf8, true)),
+            datafusion::arrow::buffer::OffsetBuffer::from_lengths([2]),
+            Arc::new(StringArray::from(vec!["a b", "c"])),
+            None,
+        ));
+        let field = Field::new("w", words.data_type().clone(), true);
+        let view = ColumnView::new(&words, &field).unwrap();
+        out.clear();
+        view.write_binary(0, &Type::TEXT_ARRAY, &mut out).unwrap();
+        let back = Vec::<String>::from_sql(&Type::TEXT_ARRAY, &out).unwrap();
+        assert_eq!(back, vec!["a b".to_string(), "c".to_string()]);
     }
 }

@@ -178,9 +178,11 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::checked::CheckedIntegerArithmetic::default(),
         ));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::bytea::ByteaInput::default()));
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
+        brook_synopses::functions::register(&ctx);
         crate::functions::register_relkind(&ctx, catalog.clone());
         ctx.register_udtf("nexmark", Arc::new(crate::nexmark::NexmarkFunction));
         ctx.register_udtf(

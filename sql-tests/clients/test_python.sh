@@ -2,4 +2,4 @@
 # Python clients (psycopg 3, pg8000, psqlODBC through pyodbc) under pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m pytest -q -p no:cacheprovider test_psycopg.py test_continuous.py test_pg8000.py test_pyodbc.py
+python3 -m pytest -q -p no:cacheprovider test_psycopg.py test_continuous.py test_synopses.py test_pg8000.py test_pyodbc.py

@@ -318,9 +318,37 @@ fn render(
             "\\x{}",
             v.iter().map(|b| format!("{b:02x}")).collect::<String>()
         )),
+        Type::INT2_ARRAY => get!(Vec<Option<i16>>, |v| pg_array(v, |x| x.to_string())),
+        Type::INT4_ARRAY => get!(Vec<Option<i32>>, |v| pg_array(v, |x| x.to_string())),
+        Type::INT8_ARRAY => get!(Vec<Option<i64>>, |v| pg_array(v, |x| x.to_string())),
+        Type::FLOAT8_ARRAY => get!(Vec<Option<f64>>, |v| pg_array(v, |x| pg_float(x, 15, None))),
+        Type::TEXT_ARRAY => get!(Vec<Option<String>>, |v| pg_array(v, |x| x)),
         _ => get!(String, |v| v),
     };
     Ok(cell(v.as_deref()))
+}
+
+/// PostgreSQL's array text output: `{a,NULL,"b c"}`.
+fn pg_array<T>(items: Vec<Option<T>>, show: impl Fn(T) -> String) -> String {
+    let shown: Vec<String> = items
+        .into_iter()
+        .map(|x| match x {
+            None => "NULL".to_string(),
+            Some(x) => {
+                let t = show(x);
+                let quote = t.is_empty()
+                    || t.eq_ignore_ascii_case("null")
+                    || t.chars()
+                        .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+                if quote {
+                    format!("\"{}\"", t.replace('\\', "\\\\").replace('"', "\\\""))
+                } else {
+                    t
+                }
+            }
+        })
+        .collect();
+    format!("{{{}}}", shown.join(","))
 }
 
 /// PostgreSQL's shortest float text (exponent form when exp < -4 or >= digits).

@@ -15,12 +15,15 @@
 //! - Membership: [`bloom`].
 //! - Written here because no library has them: [`reservoir`] (uniform sample),
 //!   [`ams`] (L2 norm and inner product).
+//! - [`functions`]: the SQL surface (approximate aggregates, sketch aggregates, functions
+//!   over sketch bytes), registered on a DataFusion context.
 
 pub mod ams;
 pub mod bloom;
 pub mod countmin;
 pub mod cpc;
 pub mod frequent;
+pub mod functions;
 pub mod hll;
 pub mod kll;
 pub mod req;

@@ -76,6 +76,11 @@ impl Reservoir {
         self.seen
     }
 
+    /// Type of the sampled values.
+    pub fn data_type(&self) -> DataType {
+        self.data_type.clone()
+    }
+
     /// The sample.
     pub fn items(&self) -> &[ScalarValue] {
         &self.items

@@ -9,6 +9,7 @@
 //! One deviation, for SQL: the empty string is a value (`COUNT(DISTINCT)` counts it), while
 //! DataSketches' string updates skip it.
 
+use brook_common::types::sql_name;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, AsArray, Float64Array};
 use datafusion::arrow::compute::cast;
@@ -133,7 +134,8 @@ pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Res
         }
         other => {
             return Err(BrookError::unsupported(format!(
-                "sketches over values of type {other}"
+                "sketches over values of type {}",
+                sql_name(other)
             )))
         }
     }
@@ -173,7 +175,8 @@ pub fn as_f64(values: &dyn Array) -> Result<Float64Array> {
     let t = values.data_type();
     if !(t.is_numeric() || t.is_null()) {
         return Err(BrookError::DatatypeMismatch(format!(
-            "quantiles need numeric values, got {t}"
+            "quantiles need numeric values, got {}",
+            sql_name(t)
         )));
     }
     let doubles = cast(values, &DataType::Float64)?;

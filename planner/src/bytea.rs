@@ -1,0 +1,203 @@
+//! Text to `bytea` as PostgreSQL reads it.
+//!
+//! DataFusion casts text to binary by taking the UTF-8 bytes, so `'\x0102'::bytea` would be
+//! six bytes; PostgreSQL reads the hex format (`\x0102`, two bytes) or the escape format
+//! (`a\\b\001`). Every bound `bytea` parameter arrives as such text, so sketches and other
+//! binary values sent by drivers depend on it. This analyzer rule replaces each text-to-binary
+//! cast (written or inserted by coercion, e.g. for `INSERT` into a `bytea` column) with
+//! `brook_bytea_in`, which decodes PostgreSQL's formats and rejects malformed text with 22P02.
+
+use brook_common::BrookError;
+use datafusion::arrow::array::{Array, AsArray, BinaryBuilder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+use std::sync::Arc;
+
+/// Decode PostgreSQL's `bytea` text input: hex (`\x` then pairs of hex digits) or the
+/// escape format (`\\` for a backslash, `\ooo` octal, other bytes as themselves).
+pub fn parse_bytea(v: &[u8]) -> Option<Vec<u8>> {
+    if let Some(hex) = v.strip_prefix(b"\\x") {
+        if hex.len() % 2 != 0 {
+            return None;
+        }
+        return hex
+            .chunks(2)
+            .map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+            .collect();
+    }
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        if v[i] == b'\\' {
+            if v.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else {
+                let oct = v.get(i + 1..i + 4)?;
+                let s = std::str::from_utf8(oct).ok()?;
+                out.push(u8::from_str_radix(s, 8).ok()?);
+                i += 4;
+            }
+        } else {
+            out.push(v[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// `brook_bytea_in(text) -> bytea`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ByteaIn {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ByteaIn {
+    fn name(&self) -> &str {
+        "brook_bytea_in"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let text = cast(&arrays[0], &DataType::Utf8)?;
+        let text = text.as_string::<i32>();
+        let mut out = BinaryBuilder::with_capacity(text.len(), text.value_data().len());
+        for v in text.iter() {
+            match v {
+                None => out.append_null(),
+                Some(v) => match parse_bytea(v.as_bytes()) {
+                    Some(b) => out.append_value(b),
+                    None => {
+                        return Err(DataFusionError::External(Box::new(
+                            BrookError::InvalidText("invalid input syntax for type bytea".into()),
+                        )))
+                    }
+                },
+            }
+        }
+        let out = out.finish();
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }
+    }
+}
+
+/// The analyzer rule (runs after type coercion, so coercion's casts are seen too).
+#[derive(Debug)]
+pub struct ByteaInput {
+    udf: Arc<ScalarUDF>,
+}
+
+impl Default for ByteaInput {
+    fn default() -> Self {
+        ByteaInput {
+            udf: Arc::new(ScalarUDF::new_from_impl(ByteaIn {
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
+        }
+    }
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+fn is_binary(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    )
+}
+
+impl ByteaInput {
+    fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        e.transform_up(|e| {
+            let (inner, target) = match &e {
+                Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field })
+                    if is_binary(field.data_type()) =>
+                {
+                    (expr.as_ref(), field.data_type().clone())
+                }
+                _ => return Ok(Transformed::no(e)),
+            };
+            match inner.get_type(schema) {
+                Ok(t) if is_text(&t) => {}
+                _ => return Ok(Transformed::no(e)),
+            }
+            let decoded = Expr::ScalarFunction(ScalarFunction::new_udf(
+                self.udf.clone(),
+                vec![inner.clone()],
+            ));
+            Ok(Transformed::yes(if target == DataType::Binary {
+                decoded
+            } else {
+                Expr::Cast(Cast::new(Box::new(decoded), target))
+            }))
+        })
+    }
+}
+
+impl AnalyzerRule for ByteaInput {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|plan| {
+            if matches!(plan, LogicalPlan::TableScan(_)) {
+                return Ok(Transformed::no(plan));
+            }
+            let mut schema = DFSchema::empty();
+            for input in plan.inputs() {
+                schema.merge(input.schema());
+            }
+            let preserver = NamePreserver::new(&plan);
+            let plan = plan.map_expressions(|e| {
+                let saved = preserver.save(&e);
+                let t = self.rewrite_expr(e, &schema)?;
+                Ok(t.update_data(|e| saved.restore(e)))
+            })?;
+            if plan.transformed {
+                plan.map_data(|p| p.recompute_schema())
+            } else {
+                Ok(plan)
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "brook_bytea_input"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_and_escape_formats() {
+        assert_eq!(parse_bytea(b"\\x0a0B"), Some(vec![10, 11]));
+        assert_eq!(parse_bytea(b"ab\\\\c\\001"), Some(b"ab\\c\x01".to_vec()));
+        assert_eq!(parse_bytea(b"\\x0"), None);
+        assert_eq!(parse_bytea(b"\\9"), None);
+    }
+}

@@ -1,0 +1,216 @@
+//! Frequencies, membership and samples: `approx_top_k(x, k [, error])`,
+//! `approx_count(x, item [, error])` (count-min: retracts, so it also runs over updating
+//! inputs), `approx_contains(x, item [, max_items [, fpp]])` (bloom),
+//! `frequent_items_sketch_agg(x [, lg_map_size])` and `sample(x, n)`.
+
+use super::distinct::bytes_of;
+use super::{
+    constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type, SynopsisAccumulator,
+    SynopsisAggregate,
+};
+use crate::bloom::Bloom;
+use crate::countmin::CountMin;
+use crate::frequent::{self, Frequent, Item};
+use crate::reservoir::Reservoir;
+use crate::values::is_hashable;
+use crate::{Confidence, Synopsis};
+use brook_common::types::sql_name;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::logical_expr::function::AccumulatorArgs;
+use datafusion::logical_expr::{Accumulator, AggregateUDF, Signature, TypeSignature, Volatility};
+use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
+
+pub(super) fn aggregates() -> Vec<AggregateUDF> {
+    let arities = |n: &[usize]| {
+        Signature::one_of(
+            n.iter().map(|n| TypeSignature::Any(*n)).collect(),
+            Volatility::Immutable,
+        )
+    };
+    vec![
+        SynopsisAggregate::udaf(
+            "approx_top_k",
+            arities(&[2, 3]),
+            list_of_items,
+            approx_top_k,
+        ),
+        SynopsisAggregate::udaf("approx_count", arities(&[2, 3]), count_type, approx_count),
+        SynopsisAggregate::udaf(
+            "approx_contains",
+            arities(&[2, 3, 4]),
+            contains_type,
+            approx_contains,
+        ),
+        SynopsisAggregate::udaf(
+            "frequent_items_sketch_agg",
+            arities(&[1, 2]),
+            frequent_sketch_type,
+            frequent_items_sketch,
+        ),
+        // Volatile: two calls over the same rows draw different samples.
+        SynopsisAggregate::udaf(
+            "sample",
+            Signature::any(2, Volatility::Volatile),
+            list_of_values,
+            sample,
+        ),
+    ]
+}
+
+fn check_hashable(what: &str, types: &[DataType]) -> Result<()> {
+    match types.first() {
+        Some(t) if !is_hashable(t) => Err(BrookError::unsupported(format!(
+            "{what} over values of type {}",
+            sql_name(t)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Integer columns keep integer items; any other column counts its values as text.
+fn item_type(t: &DataType) -> DataType {
+    if t.is_integer() {
+        DataType::Int64
+    } else {
+        DataType::Utf8
+    }
+}
+
+fn list_of_items(types: &[DataType]) -> Result<DataType> {
+    check_hashable("approx_top_k()", types)?;
+    let item = item_type(types.first().unwrap_or(&DataType::Utf8));
+    Ok(DataType::List(Arc::new(Field::new_list_field(item, true))))
+}
+
+fn list_of_values(types: &[DataType]) -> Result<DataType> {
+    let t = types.first().cloned().unwrap_or(DataType::Null);
+    Ok(DataType::List(Arc::new(Field::new_list_field(t, true))))
+}
+
+fn count_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("approx_count()", types)?;
+    Ok(DataType::Int64)
+}
+
+fn contains_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("approx_contains()", types)?;
+    Ok(DataType::Boolean)
+}
+
+fn frequent_sketch_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("frequent_items_sketch_agg()", types)?;
+    returns_binary(types)
+}
+
+fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let k = int_arg(args, 1, 1..=10_000)?
+        .ok_or_else(|| BrookError::InvalidParameter("approx_top_k() needs k".into()))?
+        as usize;
+    // Enough counters that the k-th item of a skewed stream is still tracked: at least 8k,
+    // and as many as the stated error needs.
+    let for_k = (usize::BITS - (8 * k).leading_zeros()) as u8;
+    let lg = match f64_arg(args, 2)? {
+        Some(error) => Frequent::lg_map_size_for(error)?.max(for_k),
+        None => frequent::DEFAULT_LG_MAP_SIZE.max(for_k),
+    };
+    let t = value_type(args)?;
+    let sketch = Frequent::for_type(&t, lg.min(frequent::MAX_LG_MAP_SIZE))?;
+    let decode = if t.is_integer() {
+        Frequent::longs_from_bytes
+    } else {
+        Frequent::from_bytes
+    };
+    let item = item_type(&t);
+    let finish = move |s: &Frequent| {
+        let items: Vec<ScalarValue> = s
+            .top_k(k)
+            .into_iter()
+            .map(|r| match r.item {
+                Item::Long(v) => ScalarValue::Int64(Some(v)),
+                Item::Text(v) => ScalarValue::Utf8(Some(v)),
+            })
+            .collect();
+        Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+            &items, &item,
+        )))
+    };
+    Ok(SynopsisAccumulator::values(sketch, decode, finish))
+}
+
+/// The probed item (argument 2) as a one-row array of the column's type, so it hashes as
+/// the column's values do (`approx_count(int_col, 7)` finds the int 7).
+fn probe_item(args: &AccumulatorArgs<'_>) -> Result<ArrayRef> {
+    let t = value_type(args)?;
+    let item = constant_arg(args, 1)?.ok_or_else(|| {
+        BrookError::InvalidParameter(format!("{}() needs an item", function_name(args)))
+    })?;
+    let item = item.cast_to(&t).map_err(|_| {
+        BrookError::DatatypeMismatch(format!(
+            "{}(): item {item} is not a value of type {}",
+            function_name(args),
+            sql_name(&t)
+        ))
+    })?;
+    Ok(item.to_array()?)
+}
+
+fn approx_count(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let item = probe_item(args)?;
+    let error = f64_arg(args, 2)?.unwrap_or(0.01);
+    let sketch = CountMin::for_error(error, Confidence::default())?;
+    let finish = move |s: &CountMin| {
+        let e = s.count_of(item.as_ref())?;
+        Ok(ScalarValue::Int64(Some(e.value as i64)))
+    };
+    Ok(SynopsisAccumulator::retracting(
+        sketch,
+        CountMin::from_bytes,
+        finish,
+        CountMin::retract,
+    ))
+}
+
+fn approx_contains(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let item = probe_item(args)?;
+    let max_items = int_arg(args, 2, 1..=1_000_000_000)?.unwrap_or(100_000) as u64;
+    let fpp = f64_arg(args, 3)?.unwrap_or(0.01);
+    let finish = move |s: &Bloom| Ok(ScalarValue::Boolean(Some(s.contains(item.as_ref())?)));
+    Ok(SynopsisAccumulator::values(
+        Bloom::for_items(max_items, fpp)?,
+        Bloom::from_bytes,
+        finish,
+    ))
+}
+
+fn frequent_items_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let lg = int_arg(args, 1, 3..=i64::from(frequent::MAX_LG_MAP_SIZE))?
+        .map_or(frequent::DEFAULT_LG_MAP_SIZE, |v| v as u8);
+    // Text items always: DataSketches' frequent_strings_sketch, readable everywhere.
+    Ok(SynopsisAccumulator::values(
+        Frequent::texts(lg)?,
+        Frequent::from_bytes,
+        bytes_of,
+    ))
+}
+
+fn sample(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let n = int_arg(args, 1, 1..=1 << 24)?
+        .ok_or_else(|| BrookError::InvalidParameter("sample() needs a size".into()))?
+        as usize;
+    let t = value_type(args)?;
+    let finish = |s: &Reservoir| {
+        let values = s.items().to_vec();
+        Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+            &values,
+            &s.data_type(),
+        )))
+    };
+    Ok(SynopsisAccumulator::values(
+        Reservoir::new(n, t)?,
+        Reservoir::from_bytes,
+        finish,
+    ))
+}

@@ -1,0 +1,408 @@
+//! SQL functions over synopses: approximate aggregates, sketch-valued aggregates (`bytea` in
+//! DataSketches format) and scalar functions that read sketch bytes.
+//!
+//! Every aggregate is one [`SynopsisAggregate`] — a name, a signature, a return type and a
+//! constructor for its accumulator — so the DataFusion boilerplate is written once; the
+//! per-function files only say which synopsis to build and what to answer. Their
+//! accumulators are [`SynopsisAccumulator`]s whose partial state is the synopsis' bytes, so
+//! DataFusion's two-phase (partial/final) aggregation merges sketches as DataSketches would.
+//!
+//! # Layout
+//! - `distinct.rs`: `approx_count_distinct`, `hll_/cpc_/theta_sketch_agg` and `_union_agg`.
+//! - `quantiles.rs`: `approx_percentile … WITHIN GROUP`, `kll_/req_/tdigest_sketch_agg`,
+//!   `kll_union_agg`.
+//! - `frequency.rs`: `approx_top_k`, `approx_count` (count-min, retractable),
+//!   `approx_contains` (bloom), `frequent_items_sketch_agg`, `sample`.
+//! - `scalar.rs`: `estimate`, `lower_bound`, `upper_bound`, `quantile`, `top_k`,
+//!   `theta_intersection`, `theta_a_not_b`.
+
+mod distinct;
+mod frequency;
+mod quantiles;
+mod scalar;
+
+use crate::Synopsis;
+use brook_common::types::sql_name;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::AggregateOrderSensitivity;
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature};
+use datafusion::physical_expr::expressions::Literal;
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// Register every synopsis function on a context.
+pub fn register(ctx: &SessionContext) {
+    for udaf in distinct::aggregates()
+        .into_iter()
+        .chain(quantiles::aggregates())
+        .chain(frequency::aggregates())
+    {
+        ctx.register_udaf(udaf);
+    }
+    for udf in scalar::functions() {
+        ctx.register_udf(udf);
+    }
+}
+
+/// Builds the accumulator of one call (reads the call's constant arguments).
+type MakeAccumulator = fn(&AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>>;
+/// The result type for the given argument types.
+type ReturnType = fn(&[DataType]) -> Result<DataType>;
+
+/// An aggregate function whose state is a synopsis.
+pub struct SynopsisAggregate {
+    name: &'static str,
+    signature: Signature,
+    return_type: ReturnType,
+    make: MakeAccumulator,
+    /// `f(p) WITHIN GROUP (ORDER BY x)` syntax (the ordered value becomes the first argument).
+    within_group: bool,
+}
+
+impl SynopsisAggregate {
+    /// An aggregate taking its arguments as written.
+    pub fn udaf(
+        name: &'static str,
+        signature: Signature,
+        return_type: ReturnType,
+        make: MakeAccumulator,
+    ) -> AggregateUDF {
+        AggregateUDF::new_from_impl(SynopsisAggregate {
+            name,
+            signature,
+            return_type,
+            make,
+            within_group: false,
+        })
+    }
+
+    /// An ordered-set aggregate (`WITHIN GROUP (ORDER BY x)`).
+    pub fn ordered_set_udaf(
+        name: &'static str,
+        signature: Signature,
+        return_type: ReturnType,
+        make: MakeAccumulator,
+    ) -> AggregateUDF {
+        AggregateUDF::new_from_impl(SynopsisAggregate {
+            name,
+            signature,
+            return_type,
+            make,
+            within_group: true,
+        })
+    }
+}
+
+impl fmt::Debug for SynopsisAggregate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SynopsisAggregate")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+// Functions are identified by name: two instances with one name are the same function.
+impl PartialEq for SynopsisAggregate {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for SynopsisAggregate {}
+
+impl Hash for SynopsisAggregate {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl AggregateUDFImpl for SynopsisAggregate {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        (self.return_type)(arg_types).map_err(external)
+    }
+
+    fn accumulator(
+        &self,
+        acc_args: AccumulatorArgs<'_>,
+    ) -> datafusion::error::Result<Box<dyn Accumulator>> {
+        (self.make)(&acc_args).map_err(external)
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs<'_>) -> datafusion::error::Result<Vec<FieldRef>> {
+        Ok(vec![Arc::new(Field::new(
+            format!("{}[sketch]", args.name),
+            DataType::Binary,
+            true,
+        ))])
+    }
+
+    fn supports_within_group_clause(&self) -> bool {
+        self.within_group
+    }
+
+    fn order_sensitivity(&self) -> AggregateOrderSensitivity {
+        // A sketch does not care in which order values arrive: never sort for it.
+        AggregateOrderSensitivity::Insensitive
+    }
+}
+
+/// A Brook error inside DataFusion (keeps its SQLSTATE through the engine).
+pub(crate) fn external(e: BrookError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// What an accumulator's input column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// Values to summarise.
+    Values,
+    /// Serialized sketches to union.
+    Sketches,
+}
+
+/// Reads sketch bytes of the accumulator's kind (its partial state, or a union's input).
+pub type Decode<S> = fn(&[u8]) -> Result<S>;
+/// The aggregate's answer from the final synopsis (may capture the call's constants, e.g.
+/// the asked percentile).
+pub type Finish<S> = Box<dyn Fn(&S) -> Result<ScalarValue> + Send + Sync>;
+/// Takes rows back out, for kinds that support deletion.
+pub type Retract<S> = fn(&mut S, &dyn Array) -> Result<()>;
+
+/// An accumulator whose state is one synopsis.
+pub struct SynopsisAccumulator<S: Synopsis> {
+    synopsis: S,
+    input: Input,
+    decode: Decode<S>,
+    finish: Finish<S>,
+    retract: Option<Retract<S>>,
+}
+
+impl<S: Synopsis> fmt::Debug for SynopsisAccumulator<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SynopsisAccumulator")
+            .field("input", &self.input)
+            .field("bytes", &self.synopsis.memory_bytes())
+            .finish()
+    }
+}
+
+impl<S: Synopsis + 'static> SynopsisAccumulator<S> {
+    /// An accumulator summarising values into `synopsis`.
+    pub fn values(
+        synopsis: S,
+        decode: Decode<S>,
+        finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
+    ) -> Box<dyn Accumulator> {
+        Box::new(SynopsisAccumulator {
+            synopsis,
+            input: Input::Values,
+            decode,
+            finish: Box::new(finish),
+            retract: None,
+        })
+    }
+
+    /// An accumulator that also retracts rows (for updating inputs in continuous queries).
+    pub fn retracting(
+        synopsis: S,
+        decode: Decode<S>,
+        finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
+        retract: Retract<S>,
+    ) -> Box<dyn Accumulator> {
+        Box::new(SynopsisAccumulator {
+            synopsis,
+            input: Input::Values,
+            decode,
+            finish: Box::new(finish),
+            retract: Some(retract),
+        })
+    }
+
+    /// An accumulator unioning serialized sketches into `synopsis`.
+    pub fn sketches(
+        synopsis: S,
+        decode: Decode<S>,
+        finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
+    ) -> Box<dyn Accumulator> {
+        Box::new(SynopsisAccumulator {
+            synopsis,
+            input: Input::Sketches,
+            decode,
+            finish: Box::new(finish),
+            retract: None,
+        })
+    }
+
+    fn merge_bytes(&mut self, sketches: &dyn Array) -> Result<()> {
+        for bytes in binary_values(sketches)?.into_iter().flatten() {
+            let other = (self.decode)(bytes)?;
+            self.synopsis.merge(&other)?;
+        }
+        Ok(())
+    }
+}
+
+impl<S: Synopsis + 'static> Accumulator for SynopsisAccumulator<S> {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> datafusion::error::Result<()> {
+        let Some(first) = values.first() else {
+            return Ok(());
+        };
+        match self.input {
+            Input::Values => self.synopsis.add(first.as_ref()),
+            Input::Sketches => self.merge_bytes(first.as_ref()),
+        }
+        .map_err(external)
+    }
+
+    fn evaluate(&mut self) -> datafusion::error::Result<ScalarValue> {
+        (self.finish)(&self.synopsis).map_err(external)
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of::<Self>() + self.synopsis.memory_bytes()
+    }
+
+    fn state(&mut self) -> datafusion::error::Result<Vec<ScalarValue>> {
+        Ok(vec![ScalarValue::Binary(Some(self.synopsis.to_bytes()))])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> datafusion::error::Result<()> {
+        match states.first() {
+            Some(s) => self.merge_bytes(s.as_ref()).map_err(external),
+            None => Ok(()),
+        }
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> datafusion::error::Result<()> {
+        match (self.retract, values.first()) {
+            (Some(retract), Some(v)) => retract(&mut self.synopsis, v.as_ref()).map_err(external),
+            (Some(_), None) => Ok(()),
+            (None, _) => Err(external(BrookError::internal(
+                "retract_batch on a synopsis without deletions",
+            ))),
+        }
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        self.retract.is_some()
+    }
+}
+
+/// The values of a binary column (`bytea`), any of Arrow's three binary layouts.
+pub(crate) fn binary_values(array: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
+    Ok(match array.data_type() {
+        DataType::Binary => array.as_binary::<i32>().iter().collect(),
+        DataType::LargeBinary => array.as_binary::<i64>().iter().collect(),
+        DataType::BinaryView => array.as_binary_view().iter().collect(),
+        DataType::Null => vec![None; array.len()],
+        other => {
+            return Err(BrookError::DatatypeMismatch(format!(
+                "expected a sketch (bytea), got {}",
+                sql_name(other)
+            )))
+        }
+    })
+}
+
+/// The called function's name (`args.name` is the whole call as displayed).
+pub(crate) fn function_name<'a>(args: &'a AccumulatorArgs<'_>) -> &'a str {
+    args.name.split('(').next().unwrap_or(args.name)
+}
+
+/// The constant argument `i` of a call, `None` when not given.
+///
+/// Sketch parameters (sizes, errors, the probed item) fix the synopsis' shape, so they must
+/// be constants; a column there is 22023.
+pub(crate) fn constant_arg(args: &AccumulatorArgs<'_>, i: usize) -> Result<Option<ScalarValue>> {
+    let Some(expr) = args.exprs.get(i) else {
+        return Ok(None);
+    };
+    match expr.as_ref().downcast_ref::<Literal>() {
+        Some(lit) => Ok(Some(lit.value().clone())),
+        None => Err(BrookError::InvalidParameter(format!(
+            "argument {} of {}() must be a constant",
+            i + 1,
+            function_name(args)
+        ))),
+    }
+}
+
+/// Constant argument `i` as a double (`None` when absent or NULL).
+pub(crate) fn f64_arg(args: &AccumulatorArgs<'_>, i: usize) -> Result<Option<f64>> {
+    let Some(v) = constant_arg(args, i)? else {
+        return Ok(None);
+    };
+    if v.is_null() {
+        return Ok(None);
+    }
+    match v.cast_to(&DataType::Float64)? {
+        ScalarValue::Float64(f) => Ok(f),
+        other => Err(BrookError::DatatypeMismatch(format!(
+            "argument {} of {}() must be a number, got {other}",
+            i + 1,
+            function_name(args)
+        ))),
+    }
+}
+
+/// Constant argument `i` as a whole number within `range` (22023 outside).
+pub(crate) fn int_arg(
+    args: &AccumulatorArgs<'_>,
+    i: usize,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<Option<i64>> {
+    let Some(v) = constant_arg(args, i)? else {
+        return Ok(None);
+    };
+    if v.is_null() {
+        return Ok(None);
+    }
+    let n = match v.cast_to(&DataType::Int64) {
+        Ok(ScalarValue::Int64(Some(n))) => n,
+        _ => {
+            return Err(BrookError::DatatypeMismatch(format!(
+                "argument {} of {}() must be an integer, got {v}",
+                i + 1,
+                function_name(args)
+            )))
+        }
+    };
+    if !range.contains(&n) {
+        return Err(BrookError::InvalidParameter(format!(
+            "argument {} of {}() must be between {} and {}, got {n}",
+            i + 1,
+            function_name(args),
+            range.start(),
+            range.end()
+        )));
+    }
+    Ok(Some(n))
+}
+
+/// The type of the summarised (first) argument.
+pub(crate) fn value_type(args: &AccumulatorArgs<'_>) -> Result<DataType> {
+    args.expr_fields
+        .first()
+        .map(|f| f.data_type().clone())
+        .ok_or_else(|| BrookError::internal("aggregate without arguments"))
+}
+
+/// Result type `bytea`.
+pub(crate) fn returns_binary(_: &[DataType]) -> Result<DataType> {
+    Ok(DataType::Binary)
+}

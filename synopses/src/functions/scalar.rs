@@ -1,0 +1,276 @@
+//! Scalar functions over sketch bytes, which recognise the kind from the DataSketches
+//! preamble (its family byte): `estimate(s)`, `lower_bound(s [, confidence])`,
+//! `upper_bound(s [, confidence])` for distinct-count sketches (HLL, CPC, theta),
+//! `quantile(s, p)` for KLL, REQ and t-digest, and the theta set operations
+//! `theta_intersection(a, b)`, `theta_a_not_b(a, b)`.
+
+use super::{binary_values, external};
+use crate::cpc::Cpc;
+use crate::hll::Hll;
+use crate::kll::Kll;
+use crate::req::Req;
+use crate::tdigest::TDigest;
+use crate::theta::Theta;
+use crate::{check_rank, Confidence, Estimate, Quantiles, Synopsis};
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryArray, Float64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
+};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// DataSketches family ids (byte 2 of every serialized sketch).
+const THETA: u8 = 3;
+const HLL: u8 = 7;
+const KLL: u8 = 15;
+const CPC: u8 = 16;
+const REQ: u8 = 17;
+const TDIGEST: u8 = 20;
+const FREQUENCY: u8 = 10;
+const COUNTMIN: u8 = 18;
+const BLOOM: u8 = 21;
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let bytes_and_optional_double = || {
+        Signature::one_of(
+            vec![
+                TypeSignature::Exact(vec![DataType::Binary]),
+                TypeSignature::Exact(vec![DataType::Binary, DataType::Float64]),
+            ],
+            Volatility::Immutable,
+        )
+    };
+    vec![
+        SketchFunction::udf(
+            "estimate",
+            Signature::exact(vec![DataType::Binary], Volatility::Immutable),
+            DataType::Float64,
+            |args| distinct_bound(args, |e| e.value),
+        ),
+        SketchFunction::udf(
+            "lower_bound",
+            bytes_and_optional_double(),
+            DataType::Float64,
+            |args| distinct_bound(args, |e| e.lower),
+        ),
+        SketchFunction::udf(
+            "upper_bound",
+            bytes_and_optional_double(),
+            DataType::Float64,
+            |args| distinct_bound(args, |e| e.upper),
+        ),
+        SketchFunction::udf(
+            "quantile",
+            Signature::exact(
+                vec![DataType::Binary, DataType::Float64],
+                Volatility::Immutable,
+            ),
+            DataType::Float64,
+            quantile,
+        ),
+        SketchFunction::udf(
+            "theta_intersection",
+            Signature::exact(
+                vec![DataType::Binary, DataType::Binary],
+                Volatility::Immutable,
+            ),
+            DataType::Binary,
+            |args| theta_pair(args, Theta::intersect),
+        ),
+        SketchFunction::udf(
+            "theta_a_not_b",
+            Signature::exact(
+                vec![DataType::Binary, DataType::Binary],
+                Volatility::Immutable,
+            ),
+            DataType::Binary,
+            |args| theta_pair(args, Theta::difference),
+        ),
+    ]
+}
+
+/// Evaluates the function over whole argument columns.
+type Eval = fn(&[ArrayRef]) -> Result<ArrayRef>;
+
+/// A scalar function over sketches (one struct for all of them; each is a name, a
+/// signature, a result type and a column-wise evaluation).
+struct SketchFunction {
+    name: &'static str,
+    signature: Signature,
+    return_type: DataType,
+    eval: Eval,
+}
+
+impl SketchFunction {
+    fn udf(
+        name: &'static str,
+        signature: Signature,
+        return_type: DataType,
+        eval: Eval,
+    ) -> ScalarUDF {
+        ScalarUDF::new_from_impl(SketchFunction {
+            name,
+            signature,
+            return_type,
+            eval,
+        })
+    }
+}
+
+impl fmt::Debug for SketchFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+// Identified by name, as the aggregates are.
+impl PartialEq for SketchFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for SketchFunction {}
+
+impl Hash for SketchFunction {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for SketchFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(self.return_type.clone())
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        Ok(ColumnarValue::Array(
+            (self.eval)(&arrays).map_err(external)?,
+        ))
+    }
+}
+
+/// The family byte of serialized sketch bytes (22P03 when no DataSketches family).
+fn family(bytes: &[u8]) -> Result<u8> {
+    match bytes.get(2).copied() {
+        Some(f @ (THETA | HLL | KLL | CPC | REQ | TDIGEST | FREQUENCY | COUNTMIN | BLOOM)) => Ok(f),
+        _ => Err(BrookError::InvalidBinary(
+            "not a DataSketches sketch (unknown family in its preamble)".into(),
+        )),
+    }
+}
+
+/// The family's name, for errors.
+fn family_name(family: u8) -> &'static str {
+    match family {
+        THETA => "theta",
+        HLL => "HLL",
+        KLL => "KLL",
+        CPC => "CPC",
+        REQ => "REQ",
+        TDIGEST => "t-digest",
+        FREQUENCY => "frequent items",
+        COUNTMIN => "count-min",
+        _ => "bloom filter",
+    }
+}
+
+/// Optional double argument `i` as a column (NULL where absent).
+fn doubles(args: &[ArrayRef], i: usize, rows: usize) -> Result<Float64Array> {
+    match args.get(i) {
+        Some(a) => Ok(cast(a, &DataType::Float64)?
+            .as_primitive::<Float64Type>()
+            .clone()),
+        None => Ok(Float64Array::from(vec![None; rows])),
+    }
+}
+
+fn distinct_estimate(bytes: &[u8], confidence: Confidence) -> Result<Estimate> {
+    match family(bytes)? {
+        HLL => Ok(Hll::from_bytes(bytes)?.estimate(confidence)),
+        CPC => Ok(Cpc::from_bytes(bytes)?.estimate(confidence)),
+        THETA => Ok(Theta::from_bytes(bytes)?.estimate(confidence)),
+        other => Err(BrookError::DatatypeMismatch(format!(
+            "estimate/lower_bound/upper_bound take a distinct-count sketch (HLL, CPC, theta), not a {} sketch",
+            family_name(other)
+        ))),
+    }
+}
+
+fn distinct_bound(args: &[ArrayRef], pick: fn(&Estimate) -> f64) -> Result<ArrayRef> {
+    let sketches = binary_values(args[0].as_ref())?;
+    let confidences = doubles(args, 1, sketches.len())?;
+    let mut out = Vec::with_capacity(sketches.len());
+    for (i, bytes) in sketches.iter().enumerate() {
+        let Some(bytes) = bytes else {
+            out.push(None);
+            continue;
+        };
+        let confidence = if confidences.is_null(i) {
+            Confidence::default()
+        } else {
+            Confidence::new(confidences.value(i))?
+        };
+        out.push(Some(pick(&distinct_estimate(bytes, confidence)?)));
+    }
+    Ok(Arc::new(Float64Array::from(out)))
+}
+
+fn quantile_of(bytes: &[u8], rank: f64) -> Result<Option<f64>> {
+    let rank = check_rank(rank)?;
+    match family(bytes)? {
+        KLL => Ok(Kll::from_bytes(bytes)?.quantile(rank)),
+        REQ => Ok(Req::from_bytes(bytes)?.quantile(rank)),
+        TDIGEST => Ok(TDigest::from_bytes(bytes)?.quantile(rank)),
+        other => Err(BrookError::DatatypeMismatch(format!(
+            "quantile() takes a quantiles sketch (KLL, REQ, t-digest), not a {} sketch",
+            family_name(other)
+        ))),
+    }
+}
+
+fn quantile(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let sketches = binary_values(args[0].as_ref())?;
+    let ranks = doubles(args, 1, sketches.len())?;
+    let mut out = Vec::with_capacity(sketches.len());
+    for (i, bytes) in sketches.iter().enumerate() {
+        match bytes {
+            Some(b) if !ranks.is_null(i) => out.push(quantile_of(b, ranks.value(i))?),
+            _ => out.push(None),
+        }
+    }
+    Ok(Arc::new(Float64Array::from(out)))
+}
+
+fn theta_pair(args: &[ArrayRef], op: fn(&Theta, &Theta) -> Result<Theta>) -> Result<ArrayRef> {
+    let a = binary_values(args[0].as_ref())?;
+    let b = binary_values(args[1].as_ref())?;
+    let mut out: Vec<Option<Vec<u8>>> = Vec::with_capacity(a.len());
+    for (x, y) in a.iter().zip(&b) {
+        match (x, y) {
+            (Some(x), Some(y)) => {
+                let r = op(&Theta::from_bytes(x)?, &Theta::from_bytes(y)?)?;
+                out.push(Some(r.to_bytes()));
+            }
+            _ => out.push(None),
+        }
+    }
+    Ok(Arc::new(BinaryArray::from_iter(out)))
+}
