@@ -8,6 +8,7 @@
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000).
+//! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
 //! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
@@ -15,6 +16,7 @@
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod approx;
 pub mod bytea;
 pub mod checked;
 pub mod continuous;

@@ -87,6 +87,16 @@ pub enum BrookStatement {
         /// How long to wait for rows of a continuous cursor (interval text).
         timeout: Option<String>,
     },
+    /// A statement with an accuracy budget clause, `... WITH ERROR e [CONFIDENCE c]`
+    /// (removed from the statement): exact aggregates may be replaced by synopses.
+    Approx {
+        /// The statement without its clause.
+        stmt: Box<BrookStatement>,
+        /// The accepted error.
+        error: f64,
+        /// How sure the bound must be (the session's `approx.confidence` when absent).
+        confidence: Option<f64>,
+    },
     /// A statement whose query carries an `EMIT` clause (removed from the statement):
     /// `EMIT CHANGES` makes a SELECT or COPY continuous (a push query, as in ksqlDB);
     /// `EMIT ON WINDOW CLOSE` also makes windowed aggregates emit once per window.
@@ -217,6 +227,13 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         expect_end(&mut p)?;
         return Ok(BrookStatement::DropStream { names, if_exists });
     }
+    if let Some((rest, error, confidence)) = strip_budget(text)? {
+        return Ok(BrookStatement::Approx {
+            stmt: Box::new(parse_one(&rest)?),
+            error,
+            confidence,
+        });
+    }
     if let Some((rest, on_window_close)) = strip_emit(text)? {
         return match parse_one(&rest)? {
             BrookStatement::Sql(stmt) => Ok(BrookStatement::Emit {
@@ -309,6 +326,52 @@ fn strip_emit(text: &str) -> Result<Option<(String, bool)>> {
         }
     }
     Ok(None)
+}
+
+/// A trailing `WITH ERROR e [CONFIDENCE c]`: the text without it and its two numbers.
+fn strip_budget(text: &str) -> Result<Option<(String, f64, Option<f64>)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| {
+            !matches!(
+                t.token,
+                Token::Whitespace(_) | Token::EOF | Token::SemiColon
+            )
+        })
+        .collect();
+    let is = |i: usize, w: &str| {
+        words.get(i).is_some_and(|t| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w)))
+    };
+    let number = |i: usize| match words.get(i).map(|t| &t.token) {
+        Some(Token::Number(n, _)) => n.parse::<f64>().ok(),
+        _ => None,
+    };
+    let n = words.len();
+    let (start, confidence) =
+        if n >= 5 && is(n - 5, "WITH") && is(n - 4, "ERROR") && is(n - 2, "CONFIDENCE") {
+            (n - 5, Some(number(n - 1)))
+        } else if n >= 3 && is(n - 3, "WITH") && is(n - 2, "ERROR") {
+            (n - 3, None)
+        } else {
+            return Ok(None);
+        };
+    let bad = || {
+        BrookError::Syntax(
+            "syntax error: WITH ERROR needs numbers, e.g. WITH ERROR 0.01 CONFIDENCE 0.95".into(),
+        )
+    };
+    let error = number(start + 2).ok_or_else(bad)?;
+    let confidence = match confidence {
+        Some(Some(c)) => Some(c),
+        Some(None) => return Err(bad()),
+        None => None,
+    };
+    let offsets = LineOffsets::new(text);
+    let (cut, _) = span_bytes(&offsets, words[start]);
+    Ok(Some((text[..cut].to_string(), error, confidence)))
 }
 
 /// Consume the next token when it is the (non-reserved) word `word`.

@@ -147,6 +147,8 @@ pub struct Session {
     /// COPY FROM STDIN in progress.
     pub copy_in: Option<CopyIn>,
     cursors: std::collections::HashMap<String, Cursor>,
+    /// NOTICE messages of the last statement (the wire layer sends and clears them).
+    notices: Vec<String>,
 }
 
 /// An open cursor (`DECLARE name CURSOR FOR query`): the query's result stream, read on
@@ -308,6 +310,9 @@ fn default_settings() -> BTreeMap<String, String> {
         ("max_connections", "100"),
         ("default_with_oids", "off"),
         (FETCH_TIMEOUT, "1s"),
+        (APPROX_ERROR, "0"),
+        (APPROX_CONFIDENCE, "0.95"),
+        (APPROX_REPORT, "notice"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -316,6 +321,21 @@ fn default_settings() -> BTreeMap<String, String> {
 
 /// Setting: how long FETCH on a continuous cursor waits for rows when none are ready.
 pub const FETCH_TIMEOUT: &str = "brook.fetch_timeout";
+/// Setting: the accepted error of approximate answers (`0`: every answer exact).
+pub const APPROX_ERROR: &str = "approx.error";
+/// Setting: how sure the error bound of an approximate answer must be.
+pub const APPROX_CONFIDENCE: &str = "approx.confidence";
+/// Setting: how approximate answers report their bound (`notice` or `columns`).
+pub const APPROX_REPORT: &str = "approx.report";
+
+/// A numeric setting's value (22023 when not a number).
+fn parse_setting_f64(name: &str, value: &str) -> Result<f64> {
+    value.trim().parse().map_err(|_| {
+        BrookError::InvalidParameter(format!(
+            "invalid value for parameter \"{name}\": \"{value}\""
+        ))
+    })
+}
 
 /// A duration setting: a number with unit `ms`, `s`, `min` (or their long names); a bare
 /// number is milliseconds, as PostgreSQL's `statement_timeout`.
@@ -505,6 +525,7 @@ impl Session {
             settings,
             copy_in: None,
             cursors: Default::default(),
+            notices: Vec::new(),
         }
     }
 
@@ -561,12 +582,17 @@ impl Session {
 
     /// Execute one statement.
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        let (stmt, replaced) = self.approximated(stmt)?;
+        self.notices.extend(replaced.iter().map(|r| r.notice()));
         match stmt {
             BrookStatement::CreateStream(cs) => self.create_stream(*cs).await,
             BrookStatement::DropStream { names, if_exists } => {
                 self.drop_relations(&names, RelKind::Stream, if_exists, "DROP STREAM")
             }
             BrookStatement::Sql(s) => self.execute_sql(*s).await,
+            BrookStatement::Approx { .. } => Err(BrookError::Syntax(
+                "syntax error: WITH ERROR given twice".into(),
+            )),
             BrookStatement::FetchWith { fetch, timeout } => {
                 let timeout = match timeout {
                     Some(t) => Some(parse_timeout(&t)?),
@@ -588,6 +614,75 @@ impl Session {
                 };
                 self.execute_emit(*stmt, options).await
             }
+        }
+    }
+
+    /// NOTICE messages of the statements run since the last call.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// The session's accuracy budget (`approx.error` > 0), if any.
+    fn session_budget(&self) -> Result<Option<brook_planner::approx::Budget>> {
+        let error = self.settings.get(APPROX_ERROR).unwrap_or_default();
+        let error = error.trim();
+        if error.is_empty() || error == "0" || error.eq_ignore_ascii_case("off") {
+            return Ok(None);
+        }
+        let confidence = self.settings.get(APPROX_CONFIDENCE).unwrap_or_default();
+        Ok(Some(brook_planner::approx::Budget::new(
+            parse_setting_f64(APPROX_ERROR, error)?,
+            parse_setting_f64(APPROX_CONFIDENCE, &confidence)?,
+        )?))
+    }
+
+    /// Apply the accuracy budget (the statement's `WITH ERROR` clause, else the session's):
+    /// the statement with exact aggregates replaced by synopses, and what was replaced.
+    fn approximated(
+        &self,
+        stmt: BrookStatement,
+    ) -> Result<(BrookStatement, Vec<brook_planner::approx::Replacement>)> {
+        use brook_planner::approx::{approximate, Budget, Report};
+        let (inner, budget) = match stmt {
+            BrookStatement::Approx {
+                stmt,
+                error,
+                confidence,
+            } => {
+                let confidence = match confidence {
+                    Some(c) => c,
+                    None => parse_setting_f64(
+                        APPROX_CONFIDENCE,
+                        &self.settings.get(APPROX_CONFIDENCE).unwrap_or_default(),
+                    )?,
+                };
+                (*stmt, Some(Budget::new(error, confidence)?))
+            }
+            other => (other, self.session_budget()?),
+        };
+        let Some(budget) = budget else {
+            return Ok((inner, Vec::new()));
+        };
+        let report = Report::parse(&self.settings.get(APPROX_REPORT).unwrap_or_default())?;
+        match inner {
+            BrookStatement::Sql(mut s) => {
+                let done = approximate(&mut s, budget, report)?;
+                Ok((BrookStatement::Sql(s), done))
+            }
+            BrookStatement::Emit {
+                mut stmt,
+                on_window_close,
+            } => {
+                let done = approximate(&mut stmt, budget, report)?;
+                Ok((
+                    BrookStatement::Emit {
+                        stmt,
+                        on_window_close,
+                    },
+                    done,
+                ))
+            }
+            other => Ok((other, Vec::new())),
         }
     }
 
@@ -1127,6 +1222,8 @@ impl Session {
 
     /// The result schema of a query without running it (for Describe).
     pub async fn describe(&self, stmt: &BrookStatement) -> Result<Option<SchemaRef>> {
+        let (stmt, _) = self.approximated(stmt.clone())?;
+        let stmt = &stmt;
         let plan_schema = || -> SchemaRef {
             Arc::new(Schema::new(vec![Field::new(
                 "QUERY PLAN",
@@ -1213,6 +1310,8 @@ impl Session {
     ) -> Result<(Vec<pgwire::api::Type>, Option<SchemaRef>)> {
         use pgwire::api::Type;
         let mut types: Vec<Type> = declared.to_vec();
+        let (stmt, _) = self.approximated(stmt.clone())?;
+        let stmt = &stmt;
         let BrookStatement::Sql(s) = stmt else {
             return Ok((types, self.describe(stmt).await?));
         };
@@ -1876,6 +1975,21 @@ impl Session {
                     )));
                 }
                 self.settings.set(key, value.to_string());
+            }
+            APPROX_ERROR => {
+                let v = value.trim();
+                if v != "0" && !v.eq_ignore_ascii_case("off") {
+                    brook_synopses::check_error(parse_setting_f64(APPROX_ERROR, v)?)?;
+                }
+                self.settings.set(key, v.to_string());
+            }
+            APPROX_CONFIDENCE => {
+                brook_synopses::Confidence::new(parse_setting_f64(APPROX_CONFIDENCE, value)?)?;
+                self.settings.set(key, value.trim().to_string());
+            }
+            APPROX_REPORT => {
+                brook_planner::approx::Report::parse(value)?;
+                self.settings.set(key, value.trim().to_ascii_lowercase());
             }
             _ if self.settings.contains(&key) || key.contains('.') => {
                 self.settings.set(key, value.to_string());

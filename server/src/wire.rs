@@ -325,10 +325,7 @@ impl QueryParser for BrookParser {
             )));
         }
         let stmt = stmts.pop();
-        let n = match &stmt {
-            Some(BrookStatement::Sql(s)) => placeholder_count(s),
-            _ => 0,
-        };
+        let n = stmt.as_ref().map_or(0, statement_placeholders);
         let params = (0..n.max(types.len()))
             .map(|i| types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN))
             .collect();
@@ -500,6 +497,22 @@ fn rows_response(
     let mut r = QueryResponse::new(fields, rows);
     r.set_command_tag(tag);
     r
+}
+
+/// Send NOTICE messages (e.g. the bound of an approximate answer) ahead of the result.
+async fn send_notices<C>(client: &mut C, notices: Vec<String>) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for text in notices {
+        let info = ErrorInfo::new("NOTICE".to_string(), "00000".to_string(), text);
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(info.into()))
+            .await?;
+    }
+    Ok(())
 }
 
 /// Send a query's rows (simple protocol: with its RowDescription and CommandComplete).
@@ -674,11 +687,19 @@ impl SimpleQueryHandler for BrookHandler {
                 let s = g
                     .as_mut()
                     .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
-                s.execute(stmt).await.map_err(to_pg)
+                let outcome = s.execute(stmt).await.map_err(to_pg)?;
+                Ok((outcome, s.take_notices()))
             };
             let outcome = tokio::select! {
                 r = run => r,
                 _ = token.cancelled() => Err(to_pg(BrookError::Canceled)),
+            };
+            let outcome = match outcome {
+                Ok((o, notices)) => {
+                    send_notices(client, notices).await?;
+                    Ok(o)
+                }
+                Err(e) => Err(e),
             };
             let outcome = match outcome
                 .and_then(|o| Self::respond(o, &|_| FieldFormat::Text, token.clone()))
@@ -978,7 +999,9 @@ impl ExtendedQueryHandler for BrookHandler {
             r = s.execute(stmt) => r.map_err(to_pg)?,
             _ = token.cancelled() => return Err(to_pg(BrookError::Canceled)),
         };
+        let notices = s.take_notices();
         drop(g);
+        send_notices(client, notices).await?;
         // A cursor is also a protocol portal of the same name (clients Describe it).
         for (name, query) in cursor_portals {
             match query {
@@ -1017,10 +1040,20 @@ impl ExtendedQueryHandler for BrookHandler {
 }
 
 /// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
+/// How many `$n` parameters a statement takes.
+fn statement_placeholders(stmt: &BrookStatement) -> usize {
+    match stmt {
+        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => placeholder_count(s),
+        BrookStatement::Approx { stmt, .. } => statement_placeholders(stmt),
+        _ => 0,
+    }
+}
+
 fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStatement>)> {
     use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
     let s = match stmt {
         BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => s,
+        BrookStatement::Approx { stmt, .. } => return cursor_portal_changes(stmt),
         _ => return vec![],
     };
     match s.as_ref() {
@@ -1053,6 +1086,25 @@ fn bind(stmt: BrookStatement, params: &[BoundParam]) -> PgWireResult<BrookStatem
             bind_parameters(&mut s, params).map_err(to_pg)?;
             Ok(BrookStatement::Sql(s))
         }
+        BrookStatement::Emit {
+            mut stmt,
+            on_window_close,
+        } => {
+            bind_parameters(&mut stmt, params).map_err(to_pg)?;
+            Ok(BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            })
+        }
+        BrookStatement::Approx {
+            stmt,
+            error,
+            confidence,
+        } => Ok(BrookStatement::Approx {
+            stmt: Box::new(bind(*stmt, params)?),
+            error,
+            confidence,
+        }),
         other => Ok(other),
     }
 }

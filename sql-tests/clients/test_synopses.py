@@ -107,3 +107,21 @@ def test_bad_sketch_bytes_are_22p03(brook):
             assert e.sqlstate == "22P03", e
         # The session keeps working.
         assert one(c, "SELECT 1") == 1
+
+
+def test_budget_reports_its_bound_in_a_notice_and_explain_shows_the_sketch(brook):
+    with connect(brook) as c:
+        load(c)
+        notices = []
+        c.add_notice_handler(lambda d: notices.append(d.message_primary))
+        exact = one(c, "SELECT count(DISTINCT x) FROM ds_t")
+        assert notices == []
+        approx = one(c, "SELECT count(DISTINCT x) FROM ds_t WITH ERROR 0.01 CONFIDENCE 0.95")
+        assert abs(approx - exact) <= 0.01 * exact
+        assert len(notices) == 1
+        assert "HLL sketch, lg_k=16" in notices[0] and "1% at 95% confidence" in notices[0], notices
+        plan = "\n".join(r[1] for r in c.execute("EXPLAIN SELECT count(DISTINCT x) FROM ds_t WITH ERROR 0.01"))
+        assert "hll_sketch_agg(ds_t.x, 16)" in plan, plan
+        # Prepared (extended protocol) statements take the clause and parameters too.
+        got = c.execute("SELECT count(DISTINCT x) FROM ds_t WHERE x < %s WITH ERROR 0.01", (100,), prepare=True).fetchone()[0]
+        assert got == 100
