@@ -11,6 +11,7 @@
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
 //! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
+//! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`windows`]: `TUMBLE`/`HOP` window table functions as plain SQL (date_bin).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
@@ -23,6 +24,7 @@ pub mod continuous;
 pub mod decorrelate;
 pub mod parser;
 pub mod rewrite;
+pub mod synopsis;
 pub mod windows;
 
 pub use parser::{parse_sql, BrookStatement, CreateStream, Watermark};

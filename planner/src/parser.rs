@@ -2,7 +2,7 @@
 
 use brook_common::{BrookError, Result};
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, ObjectName, SqlOption, Statement, TableConstraint,
+    ColumnDef, Expr, ObjectName, SqlOption, Statement, TableConstraint,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -75,6 +75,13 @@ pub enum BrookStatement {
     Sql(Box<Statement>),
     /// `CREATE STREAM`.
     CreateStream(Box<CreateStream>),
+    /// `CREATE SYNOPSIS`.
+    CreateSynopsis(Box<CreateSynopsis>),
+    /// `DROP SYNOPSIS [IF EXISTS] name [, ...]`.
+    DropSynopsis {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
     /// `DROP STREAM [IF EXISTS] name [, ...]`.
     DropStream {
         names: Vec<ObjectName>,
@@ -106,6 +113,29 @@ pub enum BrookStatement {
         /// `EMIT ON WINDOW CLOSE` rather than `EMIT CHANGES`.
         on_window_close: bool,
     },
+}
+
+/// `CREATE SYNOPSIS [IF NOT EXISTS] name ON source USING kind(column [, size])
+/// [PARTITION BY key [, ...]] [WINDOW TUMBLE(ts, size) | HOP(ts, slide, size)]
+/// [WITH (error = e, confidence = c)]`: a synopsis per key, maintained as data arrives.
+#[derive(Debug, Clone)]
+pub struct CreateSynopsis {
+    /// Synopsis name (possibly schema-qualified).
+    pub name: ObjectName,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+    /// The stream or table summarised.
+    pub source: ObjectName,
+    /// The kind (`hll`, `kll`, `sample`, ...), lower-cased.
+    pub kind: String,
+    /// The summarised column, then an optional size parameter.
+    pub args: Vec<Expr>,
+    /// One synopsis per value of these keys.
+    pub partition_by: Vec<Expr>,
+    /// A time window (`TUMBLE` or `HOP`) and its arguments after the source.
+    pub window: Option<(String, Vec<Expr>)>,
+    /// `WITH (...)` options (error, confidence).
+    pub options: Vec<SqlOption>,
 }
 
 /// `CREATE STREAM [IF NOT EXISTS] name (columns [, WATERMARK FOR col AS expr]) [WITH (...)]`.
@@ -219,6 +249,24 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         return Ok(BrookStatement::CreateStream(Box::new(parse_create_stream(
             &mut p,
         )?)));
+    }
+    if p.parse_keyword(Keyword::CREATE) {
+        if parse_word(&mut p, "SYNOPSIS") {
+            return Ok(BrookStatement::CreateSynopsis(Box::new(
+                parse_create_synopsis(&mut p)?,
+            )));
+        }
+        p.prev_token();
+    }
+    if p.parse_keyword(Keyword::DROP) {
+        if parse_word(&mut p, "SYNOPSIS") {
+            let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+            let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;
+            let _ = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT]);
+            expect_end(&mut p)?;
+            return Ok(BrookStatement::DropSynopsis { names, if_exists });
+        }
+        p.prev_token();
     }
     if p.parse_keywords(&[Keyword::DROP, Keyword::STREAM]) {
         let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
@@ -444,9 +492,86 @@ fn parse_create_stream(p: &mut Parser<'_>) -> Result<CreateStream> {
     })
 }
 
+fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = p.parse_object_name(false)?;
+    p.expect_keyword(Keyword::ON)?;
+    let source = p.parse_object_name(false)?;
+    p.expect_keyword(Keyword::USING)?;
+    let kind = p.parse_identifier()?.value.to_ascii_lowercase();
+    p.expect_token(&Token::LParen)?;
+    let args = p.parse_comma_separated(Parser::parse_expr)?;
+    p.expect_token(&Token::RParen)?;
+    let partition_by = if p.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+        p.parse_comma_separated(Parser::parse_expr)?
+    } else {
+        Vec::new()
+    };
+    let window = if p.parse_keyword(Keyword::WINDOW) {
+        let kind = p.parse_identifier()?.value.to_ascii_uppercase();
+        if kind != "TUMBLE" && kind != "HOP" {
+            return Err(BrookError::unsupported(format!(
+                "WINDOW {kind} for a synopsis (use TUMBLE or HOP)"
+            )));
+        }
+        p.expect_token(&Token::LParen)?;
+        let args = p.parse_comma_separated(Parser::parse_expr)?;
+        p.expect_token(&Token::RParen)?;
+        Some((kind, args))
+    } else {
+        None
+    };
+    let options = if p.peek_keyword(Keyword::WITH) {
+        p.parse_options(Keyword::WITH)?
+    } else {
+        Vec::new()
+    };
+    expect_end(p)?;
+    Ok(CreateSynopsis {
+        name,
+        if_not_exists,
+        source,
+        kind,
+        args,
+        partition_by,
+        window,
+        options,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_create_and_drop_synopsis() {
+        let s = parse_one(
+            "CREATE SYNOPSIS IF NOT EXISTS px ON trades USING kll(price, 400) PARTITION BY sym WINDOW TUMBLE(ts, INTERVAL '1 minute') WITH (error = 0.01)",
+        )
+        .unwrap();
+        let BrookStatement::CreateSynopsis(c) = s else {
+            panic!("not a CREATE SYNOPSIS");
+        };
+        assert!(c.if_not_exists);
+        assert_eq!(c.kind, "kll");
+        assert_eq!(c.args.len(), 2);
+        assert_eq!(c.partition_by.len(), 1);
+        assert_eq!(c.window.as_ref().map(|w| w.0.as_str()), Some("TUMBLE"));
+        assert_eq!(c.options.len(), 1);
+        let d = parse_one("DROP SYNOPSIS IF EXISTS px, py").unwrap();
+        assert!(
+            matches!(d, BrookStatement::DropSynopsis { if_exists: true, ref names } if names.len() == 2)
+        );
+        // Other CREATE/DROP statements still reach sqlparser.
+        assert!(matches!(
+            parse_one("CREATE TABLE x (a int)").unwrap(),
+            BrookStatement::Sql(_)
+        ));
+        assert!(matches!(
+            parse_one("DROP TABLE x").unwrap(),
+            BrookStatement::Sql(_)
+        ));
+    }
 
     #[test]
     fn splits_on_top_level_semicolons_only() {

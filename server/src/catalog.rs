@@ -29,15 +29,23 @@ pub enum RelKind {
     Stream,
     /// A materialized view: a continuous query's maintained result (read-only).
     MaterializedView,
+    /// A synopsis (`CREATE SYNOPSIS`): a maintained sketch or sample per key (read-only).
+    Synopsis,
 }
 
 impl RelKind {
+    /// Whether the relation is a continuous query's maintained result (a view or synopsis).
+    pub fn is_maintained(self) -> bool {
+        matches!(self, RelKind::MaterializedView | RelKind::Synopsis)
+    }
+
     /// How PostgreSQL-style messages name this kind.
     pub fn noun(self) -> &'static str {
         match self {
             RelKind::Table => "table",
             RelKind::Stream => "stream",
             RelKind::MaterializedView => "materialized view",
+            RelKind::Synopsis => "synopsis",
         }
     }
 }

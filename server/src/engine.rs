@@ -192,6 +192,14 @@ impl Engine {
                 database: name.to_string(),
             }),
         );
+        ctx.register_udtf(
+            "brook_synopses",
+            Arc::new(crate::synopses::SynopsesFunction {
+                registry: self.queries.clone(),
+                database: name.to_string(),
+                catalog: catalog.clone(),
+            }),
+        );
         Ok(Database {
             name: name.to_string(),
             ctx,
@@ -265,8 +273,10 @@ impl Engine {
     /// view from its maintained state (fresh, not yet maintained).
     fn provider(&self, meta: RelationMeta) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
         Ok(match meta.kind {
-            RelKind::MaterializedView => Arc::new(crate::view::ViewTable {
+            RelKind::MaterializedView | RelKind::Synopsis => Arc::new(crate::view::ViewTable {
                 state: crate::view::ViewState::new(meta.schema())?,
+                kind: meta.kind,
+                options: meta.options.clone(),
             }),
             _ => Arc::new(BrookTable::new(meta.clone(), self.store(meta.id)?)),
         })
@@ -288,7 +298,9 @@ impl Engine {
             .downcast_ref::<crate::view::ViewTable>()
             .map(|v| v.state.clone())
             .ok_or_else(|| {
-                BrookError::WrongObjectType(format!("\"{name}\" is not a materialized view"))
+                BrookError::WrongObjectType(format!(
+                    "\"{name}\" is not a materialized view or synopsis"
+                ))
             })
     }
 
@@ -299,11 +311,11 @@ impl Engine {
         let meta = doc.database(&db.name)?;
         for (sname, schema) in &meta.schemas {
             for (rname, rel) in &schema.relations {
-                let (RelKind::MaterializedView, Some(sql)) = (rel.kind, rel.query.clone()) else {
+                let (true, Some(sql)) = (rel.kind.is_maintained(), rel.query.clone()) else {
                     continue;
                 };
                 let state = self.view_state(db, sname, rname)?;
-                let stats = self.queries.register(&db.name, "materialized view", rname);
+                let stats = self.queries.register(&db.name, rel.kind.noun(), rname);
                 let ctx = db.ctx.clone();
                 tokio::spawn(async move {
                     // Plan with the database's context, then let it go: the maintenance task

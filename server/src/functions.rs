@@ -142,7 +142,7 @@ impl datafusion::logical_expr::ScalarUDFImpl for CurrentSetting {
     }
 }
 
-/// `brook_relkind(schema, name)`: `stream` or `materialized view` for Brook's relations that
+/// `brook_relkind(schema, name)`: `stream`, `materialized view` or `synopsis` for Brook's relations that
 /// `pg_class.relkind` cannot tell apart from tables and views; NULL otherwise (psql's `\d`).
 pub fn register_relkind(
     ctx: &SessionContext,
@@ -158,7 +158,7 @@ pub fn register_relkind(
         }
         table
             .downcast_ref::<crate::view::ViewTable>()
-            .map(|_| "materialized view")
+            .map(|v| v.kind.noun())
     };
     ctx.register_udf(create_udf(
         "brook_relkind",

@@ -14,6 +14,7 @@
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
 //! - [`functions`]: SQL functions added for PostgreSQL clients.
+//! - [`synopses`]: `brook_synopses()`, the status report of the database's synopses.
 //! - [`nexmark`]: the built-in Nexmark generator, `nexmark(kind, events [, rate])`.
 
 pub mod cancel;
@@ -26,6 +27,7 @@ pub mod functions;
 pub mod nexmark;
 pub mod session;
 pub mod storage;
+pub mod synopses;
 pub mod table;
 pub mod types;
 pub mod view;

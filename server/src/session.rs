@@ -151,6 +151,17 @@ pub struct Session {
     notices: Vec<String>,
 }
 
+/// A maintained relation to create: where, its query, and how the catalog records it.
+struct Maintained {
+    schema: String,
+    name: String,
+    sql: String,
+    kind: RelKind,
+    options: BTreeMap<String, String>,
+    depends_on: Vec<(String, String)>,
+    if_not_exists: bool,
+}
+
 /// An open cursor (`DECLARE name CURSOR FOR query`): the query's result stream, read on
 /// demand by FETCH so that only what the client asked for is materialized.
 struct Cursor {
@@ -572,9 +583,10 @@ impl Session {
     /// A relation that statements may write (not a materialized view: 42809, as PostgreSQL).
     fn writable(&self, schema: &str, name: &str) -> Result<(RelationMeta, Arc<TableStore>)> {
         let (meta, store) = self.relation(schema, name)?;
-        if meta.kind == RelKind::MaterializedView {
+        if meta.kind.is_maintained() {
             return Err(BrookError::WrongObjectType(format!(
-                "cannot change materialized view \"{name}\""
+                "cannot change {} \"{name}\"",
+                meta.kind.noun()
             )));
         }
         Ok((meta, store))
@@ -590,6 +602,10 @@ impl Session {
                 self.drop_relations(&names, RelKind::Stream, if_exists, "DROP STREAM")
             }
             BrookStatement::Sql(s) => self.execute_sql(*s).await,
+            BrookStatement::CreateSynopsis(cs) => self.create_synopsis(*cs).await,
+            BrookStatement::DropSynopsis { names, if_exists } => {
+                self.drop_relations(&names, RelKind::Synopsis, if_exists, "DROP SYNOPSIS")
+            }
             BrookStatement::Approx { .. } => Err(BrookError::Syntax(
                 "syntax error: WITH ERROR given twice".into(),
             )),
@@ -960,30 +976,93 @@ impl Session {
                 });
             }
         }
+        let depends_on = self.relations_read(&cv.query);
+        self.create_maintained(
+            Maintained {
+                schema,
+                name,
+                sql,
+                kind: RelKind::MaterializedView,
+                options: BTreeMap::new(),
+                depends_on,
+                if_not_exists: cv.if_not_exists,
+            },
+            (graph, stores, wire),
+        )?;
+        Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
+    }
+
+    /// Record a maintained relation (view or synopsis) in the catalog and start the
+    /// continuous query that maintains it (unless it existed and `IF NOT EXISTS` was given).
+    fn create_maintained(
+        &mut self,
+        m: Maintained,
+        (graph, stores, wire): (GraphPlan, Vec<Arc<TableStore>>, SchemaRef),
+    ) -> Result<()> {
         let columns = stored_columns(&graph.schema(), &wire, "a view")?;
         let meta = RelationMeta {
             id: 0,
-            kind: RelKind::MaterializedView,
+            kind: m.kind,
             columns,
             primary_key: vec![],
             watermark: None,
-            options: BTreeMap::new(),
-            query: Some(sql),
-            depends_on: self.relations_read(&cv.query),
+            options: m.options,
+            query: Some(m.sql),
+            depends_on: m.depends_on,
         };
         if !self
             .engine
-            .create_relation(&self.db, &schema, &name, meta, cv.if_not_exists)?
+            .create_relation(&self.db, &m.schema, &m.name, meta, m.if_not_exists)?
         {
-            return Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()));
+            return Ok(());
         }
-        let view = self.engine.view_state(&self.db, &schema, &name)?;
+        let view = self.engine.view_state(&self.db, &m.schema, &m.name)?;
         let stats = self
             .engine
             .queries
-            .register(&self.db.name, "materialized view", &name);
+            .register(&self.db.name, m.kind.noun(), &m.name);
         view.start(Arc::new(graph), stores, stats);
-        Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
+        Ok(())
+    }
+
+    /// `CREATE SYNOPSIS`: a sketch (or sample) per key, maintained like a materialized view
+    /// by the query `brook_planner::synopsis` derives from the statement.
+    async fn create_synopsis(
+        &mut self,
+        cs: brook_planner::parser::CreateSynopsis,
+    ) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&cs.name)?;
+        let plan = brook_planner::synopsis::plan_synopsis(&cs)?;
+        let query = match brook_planner::parser::parse_one(&plan.sql)? {
+            BrookStatement::Sql(s) => match *s {
+                Statement::Query(q) => q,
+                _ => return Err(BrookError::internal("synopsis query is not a query")),
+            },
+            _ => return Err(BrookError::internal("synopsis query is not a query")),
+        };
+        let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
+        let options = BTreeMap::from([
+            ("synopsis.kind".to_string(), plan.kind.clone()),
+            ("synopsis.column".to_string(), plan.column.clone()),
+            ("synopsis.parameters".to_string(), plan.parameters.clone()),
+            ("synopsis.keys".to_string(), plan.keys.join(", ")),
+            ("synopsis.bound".to_string(), plan.bound.clone()),
+            ("synopsis.source".to_string(), cs.source.to_string()),
+        ]);
+        let depends_on = self.relations_read(&query);
+        self.create_maintained(
+            Maintained {
+                schema,
+                name,
+                sql: plan.sql,
+                kind: RelKind::Synopsis,
+                options,
+                depends_on,
+                if_not_exists: cs.if_not_exists,
+            },
+            planned,
+        )?;
+        Ok(Outcome::Command("CREATE SYNOPSIS".into()))
     }
 
     /// COMMIT/ROLLBACK close the cursors not declared WITH HOLD.
@@ -1668,7 +1747,7 @@ impl Session {
         out
     }
 
-    /// 2BP01 when a materialized view reads `schema.name`.
+    /// 2BP01 when a materialized view or synopsis reads `schema.name`.
     fn check_no_dependents(&self, schema: &str, name: &str, kind: RelKind) -> Result<()> {
         let doc = self.engine.catalog.read();
         let db = doc.database(&self.db.name)?;
@@ -1676,8 +1755,9 @@ impl Session {
             for (vname, rel) in &s.relations {
                 if rel.depends_on.iter().any(|(a, b)| a == schema && b == name) {
                     return Err(BrookError::DependentObjects(format!(
-                        "cannot drop {} {name} because materialized view {vschema}.{vname} depends on it",
-                        kind.noun()
+                        "cannot drop {} {name} because {} {vschema}.{vname} depends on it",
+                        kind.noun(),
+                        rel.kind.noun()
                     )));
                 }
             }

@@ -223,6 +223,10 @@ impl ViewState {
 pub struct ViewTable {
     /// The maintained state.
     pub state: Arc<ViewState>,
+    /// A materialized view or a synopsis.
+    pub kind: crate::catalog::RelKind,
+    /// The catalog's options of the relation (a synopsis' kind, size and bound).
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 #[async_trait]
@@ -243,7 +247,11 @@ impl TableProvider for ViewTable {
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let ext = |e: BrookError| DataFusionError::External(Box::new(e));
-        self.state.wait_fresh().await.map_err(ext)?;
+        // A view reads its writer's writes. A synopsis answers from its latest maintained
+        // state at once: a flood of input must not delay estimates.
+        if self.kind != crate::catalog::RelKind::Synopsis {
+            self.state.wait_fresh().await.map_err(ext)?;
+        }
         let batch = self.state.snapshot().map_err(ext)?;
         let exec = MemorySourceConfig::try_new_exec(
             &[vec![batch]],

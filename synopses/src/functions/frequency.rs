@@ -1,7 +1,8 @@
 //! Frequencies, membership and samples: `approx_top_k(x, k [, error])`,
 //! `approx_count(x, item [, error])` (count-min: retracts, so it also runs over updating
 //! inputs), `approx_contains(x, item [, max_items [, fpp]])` (bloom),
-//! `frequent_items_sketch_agg(x [, lg_map_size])` and `sample(x, n)`.
+//! `frequent_items_sketch_agg(x [, lg_map_size])`, `sample(x, n)` and its serialized form
+//! `sample_sketch_agg(x, n)`.
 
 use super::distinct::bytes_of;
 use super::{
@@ -56,6 +57,12 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             Signature::any(2, Volatility::Volatile),
             list_of_values,
             sample,
+        ),
+        SynopsisAggregate::udaf(
+            "sample_sketch_agg",
+            Signature::any(2, Volatility::Volatile),
+            returns_binary,
+            sample_sketch,
         ),
     ]
 }
@@ -196,11 +203,23 @@ fn frequent_items_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulat
     ))
 }
 
+/// The reservoir of `sample(x, n)` / `sample_sketch_agg(x, n)`.
+fn reservoir(args: &AccumulatorArgs<'_>) -> Result<Reservoir> {
+    let n = int_arg(args, 1, 1..=1 << 24)?.ok_or_else(|| {
+        BrookError::InvalidParameter(format!("{}() needs a size", function_name(args)))
+    })? as usize;
+    Reservoir::new(n, value_type(args)?)
+}
+
+fn sample_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    Ok(SynopsisAccumulator::values(
+        reservoir(args)?,
+        Reservoir::from_bytes,
+        bytes_of,
+    ))
+}
+
 fn sample(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
-    let n = int_arg(args, 1, 1..=1 << 24)?
-        .ok_or_else(|| BrookError::InvalidParameter("sample() needs a size".into()))?
-        as usize;
-    let t = value_type(args)?;
     let finish = |s: &Reservoir| {
         let values = s.items().to_vec();
         Ok(ScalarValue::List(ScalarValue::new_list_nullable(
@@ -209,7 +228,7 @@ fn sample(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
         )))
     };
     Ok(SynopsisAccumulator::values(
-        Reservoir::new(n, t)?,
+        reservoir(args)?,
         Reservoir::from_bytes,
         finish,
     ))

@@ -2,20 +2,23 @@
 //! preamble (its family byte): `estimate(s)`, `lower_bound(s [, confidence])`,
 //! `upper_bound(s [, confidence])` for distinct-count sketches (HLL, CPC, theta),
 //! `quantile(s, p)` for KLL, REQ and t-digest, and the theta set operations
-//! `theta_intersection(a, b)`, `theta_a_not_b(a, b)`.
+//! `theta_intersection(a, b)`, `theta_a_not_b(a, b)`, and `sample_values(s)` for samples.
 
 use super::{binary_values, external};
 use crate::cpc::Cpc;
 use crate::hll::Hll;
 use crate::kll::Kll;
 use crate::req::Req;
+use crate::reservoir::Reservoir;
 use crate::tdigest::TDigest;
 use crate::theta::Theta;
 use crate::{check_rank, Confidence, Estimate, Quantiles, Synopsis};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryArray, Float64Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, Float64Array, ListBuilder, StringBuilder,
+};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
     Volatility,
@@ -72,6 +75,12 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             ),
             DataType::Float64,
             quantile,
+        ),
+        SketchFunction::udf(
+            "sample_values",
+            Signature::exact(vec![DataType::Binary], Volatility::Immutable),
+            DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
+            sample_values,
         ),
         SketchFunction::udf(
             "theta_intersection",
@@ -257,6 +266,27 @@ fn quantile(args: &[ArrayRef]) -> Result<ArrayRef> {
         }
     }
     Ok(Arc::new(Float64Array::from(out)))
+}
+
+/// A serialized sample's values as text (their type lives in the bytes, while a function's
+/// result type is fixed when the query is planned; cast the elements back).
+fn sample_values(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let samples = binary_values(args[0].as_ref())?;
+    let mut out = ListBuilder::new(StringBuilder::new());
+    for bytes in samples {
+        match bytes {
+            Some(b) => {
+                let values = Reservoir::from_bytes(b)?.to_array()?;
+                let text = cast(&values, &DataType::Utf8)?;
+                for v in text.as_string::<i32>().iter() {
+                    out.values().append_option(v);
+                }
+                out.append(true);
+            }
+            None => out.append(false),
+        }
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 fn theta_pair(args: &[ArrayRef], op: fn(&Theta, &Theta) -> Result<Theta>) -> Result<ArrayRef> {

@@ -1,0 +1,289 @@
+//! `CREATE SYNOPSIS` as the continuous query that maintains it.
+//!
+//! A synopsis is a materialized relation with one row per key (and window): the key
+//! columns, the sketch (`bytea`, DataSketches format) or sample (`bytea`, read with
+//! `sample_values`), and `rows_seen`.
+//! It is maintained by the continuous engine like a materialized view, so it starts, stops
+//! and survives restarts the same way, and `SELECT key, estimate(sketch) FROM name` reads it.
+//! This module turns the statement into that query and describes the synopsis for the
+//! catalog (kind, size parameter, the error bound the size gives).
+
+use crate::parser::CreateSynopsis;
+use brook_common::{BrookError, Result};
+use brook_synopses::frequent::{self, Frequent};
+use brook_synopses::hll::{self, Hll};
+use brook_synopses::kll::{self, Kll};
+use brook_synopses::{check_error, cpc, req, tdigest, theta, Confidence};
+use datafusion::sql::sqlparser::ast::{Expr, SqlOption, Value};
+
+/// The query maintaining a synopsis and how the catalog describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynopsisPlan {
+    /// `SELECT keys..., <aggregate> AS sketch, count(*) AS rows_seen FROM ... GROUP BY keys`.
+    pub sql: String,
+    /// The kind (`hll`, `kll`, `sample`, ...).
+    pub kind: String,
+    /// The summarised column (as written).
+    pub column: String,
+    /// The size parameter (`lg_k=12`, `k=200`, `n=100`).
+    pub parameters: String,
+    /// The key columns (window bounds first when windowed).
+    pub keys: Vec<String>,
+    /// The error the size gives (`relative error 3.2% at 95%`).
+    pub bound: String,
+}
+
+/// A number from `WITH (name = value)`.
+fn option_f64(options: &[SqlOption], name: &str) -> Result<Option<f64>> {
+    for o in options {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(BrookError::Syntax(format!("invalid synopsis option {o}")));
+        };
+        let key = key.value.to_ascii_lowercase();
+        if !matches!(key.as_str(), "error" | "confidence") {
+            return Err(BrookError::InvalidParameter(format!(
+                "unknown synopsis option \"{key}\" (use error, confidence)"
+            )));
+        }
+        if key == name {
+            return match value {
+                Expr::Value(v) => match &v.value {
+                    Value::Number(n, _) => n.parse().map(Some).map_err(|_| bad_number(name)),
+                    _ => Err(bad_number(name)),
+                },
+                _ => Err(bad_number(name)),
+            };
+        }
+    }
+    Ok(None)
+}
+
+fn bad_number(name: &str) -> BrookError {
+    BrookError::InvalidParameter(format!("synopsis option {name} must be a number"))
+}
+
+/// The size argument (second of `USING kind(column, size)`), a positive integer constant.
+fn size_arg(cs: &CreateSynopsis) -> Result<Option<i64>> {
+    match cs.args.get(1) {
+        None => Ok(None),
+        Some(Expr::Value(v)) => match &v.value {
+            Value::Number(n, _) => n.parse::<i64>().map(Some).map_err(|_| {
+                BrookError::InvalidParameter(format!("synopsis size {n} is not an integer"))
+            }),
+            _ => Err(BrookError::InvalidParameter(format!(
+                "synopsis size {v} is not a number"
+            ))),
+        },
+        Some(other) => Err(BrookError::InvalidParameter(format!(
+            "synopsis size {other} must be a constant"
+        ))),
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.2}%", v * 100.0)
+}
+
+/// Plan `cs`: its maintaining query and its catalog description.
+pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
+    let Some(column) = cs.args.first() else {
+        return Err(BrookError::Syntax(format!(
+            "USING {}() needs the column to summarise",
+            cs.kind
+        )));
+    };
+    if cs.args.len() > 2 {
+        return Err(BrookError::Syntax(format!(
+            "USING {}(column [, size]) takes at most two arguments",
+            cs.kind
+        )));
+    }
+    let error = option_f64(&cs.options, "error")?
+        .map(check_error)
+        .transpose()?;
+    let confidence = match option_f64(&cs.options, "confidence")? {
+        Some(c) => Confidence::new(c)?,
+        None => Confidence::default(),
+    };
+    let size = size_arg(cs)?;
+    if size.is_some() && error.is_some() {
+        return Err(BrookError::InvalidParameter(
+            "give a synopsis either a size or an error, not both".into(),
+        ));
+    }
+    let conf = pct(confidence.probability());
+    let z = confidence.z();
+    let lg = |range: (u8, u8), default: u8, for_error: &dyn Fn(f64) -> Result<u8>| -> Result<u8> {
+        match (size, error) {
+            (Some(s), _) if s >= i64::from(range.0) && s <= i64::from(range.1) => Ok(s as u8),
+            (Some(s), _) => Err(BrookError::InvalidParameter(format!(
+                "{} lg_k must be between {} and {}, got {s}",
+                cs.kind, range.0, range.1
+            ))),
+            (None, Some(e)) => for_error(e),
+            (None, None) => Ok(default),
+        }
+    };
+    let rse_bound = |lg_k: u8, c: f64| -> String {
+        let rse = c / f64::from(1u32 << lg_k).sqrt();
+        format!("relative error {} at {conf}", pct(rse * z))
+    };
+    let (aggregate, output, parameters, bound) = match cs.kind.as_str() {
+        "hll" => {
+            let lg_k = lg(hll::LG_K_RANGE, hll::DEFAULT_LG_K, &|e| Hll::lg_k_for(e, confidence))?;
+            (format!("hll_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 1.04))
+        }
+        "cpc" => {
+            let lg_k = lg(cpc::LG_K_RANGE, cpc::DEFAULT_LG_K, &|e| cpc::Cpc::lg_k_for(e, confidence))?;
+            (format!("cpc_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 0.7))
+        }
+        "theta" => {
+            let lg_k = lg(theta::LG_K_RANGE, theta::DEFAULT_LG_K, &|e| theta::Theta::lg_k_for(e, confidence))?;
+            (format!("theta_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 1.0))
+        }
+        "kll" => {
+            let k = match (size, error) {
+                (Some(s), _) => u16::try_from(s)
+                    .ok()
+                    .filter(|k| *k >= kll::K_RANGE.0)
+                    .ok_or_else(|| BrookError::InvalidParameter(format!("kll k must be between {} and {}, got {s}", kll::K_RANGE.0, kll::K_RANGE.1)))?,
+                (None, Some(e)) => Kll::k_for(e, confidence)?,
+                (None, None) => kll::DEFAULT_K,
+            };
+            let eps = Kll::new(k)?.rank_error(confidence);
+            (format!("kll_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), format!("rank error {} at {conf}", pct(eps)))
+        }
+        "req" => {
+            let k = match (size, error) {
+                (Some(s), _) if s >= i64::from(req::K_RANGE.0) && s <= i64::from(req::K_RANGE.1) && s % 2 == 0 => s as u16,
+                (Some(s), _) => return Err(BrookError::InvalidParameter(format!("req k must be even, between {} and {}, got {s}", req::K_RANGE.0, req::K_RANGE.1))),
+                (None, Some(e)) => req::Req::k_for(e, confidence)?,
+                (None, None) => req::DEFAULT_K,
+            };
+            (format!("req_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), format!("relative rank error about {} at 95% (high ranks)", pct(0.01 * f64::from(req::DEFAULT_K) / f64::from(k))))
+        }
+        "tdigest" => {
+            if error.is_some() {
+                return Err(BrookError::InvalidParameter("a t-digest has no error bound to size it by; give its compression k".into()));
+            }
+            let k = match size {
+                Some(s) if (10..=i64::from(u16::MAX)).contains(&s) => s as u16,
+                Some(s) => return Err(BrookError::InvalidParameter(format!("tdigest k must be between 10 and {}, got {s}", u16::MAX))),
+                None => tdigest::DEFAULT_K,
+            };
+            (format!("tdigest_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), "no a-priori bound (t-digest)".to_string())
+        }
+        "frequent_items" => {
+            let lg = lg((3, frequent::MAX_LG_MAP_SIZE), frequent::DEFAULT_LG_MAP_SIZE, &Frequent::lg_map_size_for)?;
+            let eps = 3.5 / f64::from(1u32 << lg);
+            (format!("frequent_items_sketch_agg({column}, {lg})"), "sketch", format!("lg_map_size={lg}"), format!("count error at most {} of the rows (always)", pct(eps)))
+        }
+        "sample" => {
+            if error.is_some() {
+                return Err(BrookError::InvalidParameter("a sample is sized by its row count: USING sample(column, n)".into()));
+            }
+            let n = size.unwrap_or(100);
+            if !(1..=1 << 24).contains(&n) {
+                return Err(BrookError::InvalidParameter(format!("sample size must be between 1 and {}, got {n}", 1 << 24)));
+            }
+            (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string())
+        }
+        other => {
+            return Err(BrookError::unsupported(format!(
+                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items or sample)"
+            )))
+        }
+    };
+    let source = cs.source.to_string();
+    let (from, mut keys) = match &cs.window {
+        Some((kind, args)) => {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            (
+                format!("{kind}({source}, {})", args.join(", ")),
+                vec!["window_start".to_string(), "window_end".to_string()],
+            )
+        }
+        None => (source.clone(), Vec::new()),
+    };
+    keys.extend(cs.partition_by.iter().map(|e| e.to_string()));
+    let mut select = keys.clone();
+    select.push(format!("{aggregate} AS {output}"));
+    select.push("count(*) AS rows_seen".to_string());
+    let mut sql = format!("SELECT {} FROM {from}", select.join(", "));
+    if !keys.is_empty() {
+        sql.push_str(&format!(" GROUP BY {}", keys.join(", ")));
+    }
+    Ok(SynopsisPlan {
+        sql,
+        kind: cs.kind.clone(),
+        column: column.to_string(),
+        parameters,
+        keys,
+        bound,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::{parse_one, BrookStatement};
+
+    fn plan(sql: &str) -> Result<SynopsisPlan> {
+        let BrookStatement::CreateSynopsis(cs) = parse_one(sql)? else {
+            panic!("not CREATE SYNOPSIS");
+        };
+        plan_synopsis(&cs)
+    }
+
+    #[test]
+    fn keyed_sketch_sized_by_error() {
+        let p = plan(
+            "CREATE SYNOPSIS u ON clicks USING hll(user_id) PARTITION BY page WITH (error = 0.01)",
+        )
+        .unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT page, hll_sketch_agg(user_id, 16) AS sketch, count(*) AS rows_seen FROM clicks GROUP BY page"
+        );
+        assert_eq!(p.parameters, "lg_k=16");
+        assert!(
+            p.bound.starts_with("relative error 0.80% at 95.00%"),
+            "{}",
+            p.bound
+        );
+    }
+
+    #[test]
+    fn windowed_sample_and_global_quantiles() {
+        let p = plan("CREATE SYNOPSIS s ON trades USING sample(price, 10) PARTITION BY sym WINDOW TUMBLE(ts, INTERVAL '1 minute')").unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT window_start, window_end, sym, sample_sketch_agg(price, 10) AS sample, count(*) AS rows_seen FROM TUMBLE(trades, ts, INTERVAL '1 minute') GROUP BY window_start, window_end, sym"
+        );
+        let q = plan("CREATE SYNOPSIS q ON trades USING kll(price)").unwrap();
+        assert_eq!(
+            q.sql,
+            "SELECT kll_sketch_agg(price, 200) AS sketch, count(*) AS rows_seen FROM trades"
+        );
+    }
+
+    #[test]
+    fn bad_definitions_are_named_errors() {
+        let code = |sql: &str| plan(sql).unwrap_err().sqlstate();
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING wavelet(v)"), "0A000");
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING hll(v, 40)"), "22023");
+        assert_eq!(
+            code("CREATE SYNOPSIS x ON t USING hll(v, 12) WITH (error = 0.01)"),
+            "22023"
+        );
+        assert_eq!(
+            code("CREATE SYNOPSIS x ON t USING hll(v) WITH (colour = 1)"),
+            "22023"
+        );
+        assert_eq!(
+            code("CREATE SYNOPSIS x ON t USING sample(v) WITH (error = 0.1)"),
+            "22023"
+        );
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING hll()"), "42601");
+    }
+}
