@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What the server reports as its version (clients parse the leading PostgreSQL version).
 pub const SERVER_VERSION: &str = "16.6";
@@ -29,6 +29,25 @@ pub struct Database {
     /// Template context; sessions clone its state.
     pub ctx: SessionContext,
     catalog: Arc<MemoryCatalogProvider>,
+}
+
+impl Database {
+    /// Stop maintaining every materialized view and synopsis (the database is dropped).
+    fn stop_maintenance(&self) {
+        use datafusion::catalog::CatalogProvider;
+        for schema in self.catalog.schema_names() {
+            let Some(provider) = self.catalog.schema(&schema) else {
+                continue;
+            };
+            for name in provider.table_names() {
+                if let Ok(Some(t)) = futures::executor::block_on(provider.table(&name)) {
+                    if let Some(v) = t.downcast_ref::<crate::view::ViewTable>() {
+                        v.state.stop_token().cancel();
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {
@@ -54,7 +73,10 @@ pub struct Engine {
     /// The persistent catalog.
     pub catalog: Catalog,
     stores: Mutex<HashMap<u64, Arc<TableStore>>>,
-    databases: Mutex<HashMap<String, Weak<Database>>>,
+    /// Every database opened since the server started. Kept open (not dropped with its last
+    /// session) so its materialized views and synopses stay maintained without clients, and
+    /// are started once: a context is never rebuilt per connection.
+    databases: Mutex<HashMap<String, Arc<Database>>>,
     budget: Arc<CacheBudget>,
     /// Running continuous queries (for `brook_continuous_queries()`).
     pub queries: Arc<crate::continuous::QueryRegistry>,
@@ -124,21 +146,20 @@ impl Engine {
     /// The database `name`, building its context on first use (3D000 when it does not exist).
     pub fn database(&self, name: &str) -> Result<Arc<Database>> {
         let mut dbs = lock(&self.databases);
-        if let Some(db) = dbs.get(name).and_then(Weak::upgrade) {
-            return Ok(db);
+        if let Some(db) = dbs.get(name) {
+            return Ok(db.clone());
         }
         let db = Arc::new(self.build_database(name)?);
-        dbs.insert(name.to_string(), Arc::downgrade(&db));
+        dbs.insert(name.to_string(), db.clone());
         self.start_views(&db)?;
         Ok(db)
     }
 
-    /// True when some session is connected to database `name`.
+    /// True when some session is connected to database `name` (holds it besides the engine).
     pub fn database_in_use(&self, name: &str) -> bool {
         lock(&self.databases)
             .get(name)
-            .and_then(Weak::upgrade)
-            .is_some()
+            .is_some_and(|db| Arc::strong_count(db) > 1)
     }
 
     fn build_database(&self, name: &str) -> Result<Database> {
@@ -382,7 +403,12 @@ impl Engine {
             return Ok(false);
         };
         if let Some(p) = db.schema_provider(schema) {
-            p.deregister_table(name)?;
+            // A view's maintenance stops now, not whenever the last reference goes.
+            if let Some(t) = p.deregister_table(name)? {
+                if let Some(v) = t.downcast_ref::<crate::view::ViewTable>() {
+                    v.state.stop_token().cancel();
+                }
+            }
         }
         lock(&self.stores).remove(&meta.id);
         let dir = relation_dir(&self.data_dir, meta.id);
@@ -494,6 +520,9 @@ impl Engine {
                 None if if_exists => Ok(None),
                 None => Err(BrookError::UndefinedDatabase(name.into())),
             })?;
+        if let Some(db) = lock(&self.databases).remove(name) {
+            db.stop_maintenance();
+        }
         if let Some(d) = removed {
             for s in d.schemas.values() {
                 for r in s.relations.values() {
