@@ -192,7 +192,10 @@ async fn synopsis_survives_kill9() {
     // Rebuilt from the durable stream: the same sketch, so the same estimate.
     assert_eq!(poll_i64(&c, count, 40).await, 40);
     let n: i64 = c
-        .query_one("SELECT rows_seen FROM brook_synopses() WHERE name = 'uniq'", &[])
+        .query_one(
+            "SELECT rows_seen FROM brook_synopses() WHERE name = 'uniq'",
+            &[],
+        )
         .await
         .expect("status")
         .get(0);

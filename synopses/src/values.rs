@@ -48,14 +48,16 @@ impl Hash for Hashed<'_> {
 ///
 /// Types without a defined hashing (lists, structs, intervals, ...) are 0A000.
 pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Result<()> {
+    // Hot path: without nulls, walk the value buffer directly (no Option per value).
     macro_rules! ints {
-        ($t:ty) => {
-            values
-                .as_primitive::<$t>()
-                .iter()
-                .flatten()
-                .for_each(|v| f(Hashed::Int(v as i64)))
-        };
+        ($t:ty) => {{
+            let a = values.as_primitive::<$t>();
+            if a.null_count() == 0 {
+                a.values().iter().for_each(|v| f(Hashed::Int(*v as i64)))
+            } else {
+                a.iter().flatten().for_each(|v| f(Hashed::Int(v as i64)))
+            }
+        }};
     }
     match values.data_type() {
         DataType::Null => {}
