@@ -16,7 +16,6 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
@@ -161,27 +160,10 @@ impl ByteaInput {
 
 impl AnalyzerRule for ByteaInput {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            if matches!(plan, LogicalPlan::TableScan(_)) {
-                return Ok(Transformed::no(plan));
-            }
-            let mut schema = DFSchema::empty();
-            for input in plan.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&plan);
-            let plan = plan.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                let t = self.rewrite_expr(e, &schema)?;
-                Ok(t.update_data(|e| saved.restore(e)))
-            })?;
-            if plan.transformed {
-                plan.map_data(|p| p.recompute_schema())
-            } else {
-                Ok(plan)
-            }
+        // VALUES rows are visited too: their text literals may be cast to bytea in place.
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            self.rewrite_expr(e, schema)
         })
-        .map(|t| t.data)
     }
 
     fn name(&self) -> &str {

@@ -125,29 +125,46 @@ impl CheckedIntegerArithmetic {
     }
 }
 
+/// Rewrite the expressions of every node of `plan` (subqueries included, bottom up) with
+/// `rewrite`, which sees the merged schema of the node's inputs; result names are kept and
+/// schemas recomputed where something changed. Table scans are left alone, and `VALUES`
+/// rows too unless `values` (the analyzer rules share this walk).
+pub(crate) fn rewrite_plan_expressions(
+    plan: LogicalPlan,
+    values: bool,
+    rewrite: &dyn Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
+) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|plan| {
+        let skip = match plan {
+            LogicalPlan::TableScan(_) => true,
+            LogicalPlan::Values(_) => !values,
+            _ => false,
+        };
+        if skip {
+            return Ok(Transformed::no(plan));
+        }
+        let mut schema = DFSchema::empty();
+        for input in plan.inputs() {
+            schema.merge(input.schema());
+        }
+        let preserver = NamePreserver::new(&plan);
+        let plan = plan.map_expressions(|e| {
+            let saved = preserver.save(&e);
+            let t = rewrite(e, &schema)?;
+            Ok(t.update_data(|e| saved.restore(e)))
+        })?;
+        if plan.transformed {
+            plan.map_data(|p| p.recompute_schema())
+        } else {
+            Ok(plan)
+        }
+    })
+    .map(|t| t.data)
+}
+
 impl AnalyzerRule for CheckedIntegerArithmetic {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        plan.transform_up_with_subqueries(|plan| {
-            if matches!(plan, LogicalPlan::TableScan(_) | LogicalPlan::Values(_)) {
-                return Ok(Transformed::no(plan));
-            }
-            let mut schema = DFSchema::empty();
-            for input in plan.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&plan);
-            let plan = plan.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                let t = self.rewrite_expr(e, &schema)?;
-                Ok(t.update_data(|e| saved.restore(e)))
-            })?;
-            if plan.transformed {
-                plan.map_data(|p| p.recompute_schema())
-            } else {
-                Ok(plan)
-            }
-        })
-        .map(|t| t.data)
+        rewrite_plan_expressions(plan, false, &|e, schema| self.rewrite_expr(e, schema))
     }
 
     fn name(&self) -> &str {

@@ -202,19 +202,29 @@ impl<S: Synopsis> fmt::Debug for SynopsisAccumulator<S> {
 }
 
 impl<S: Synopsis + 'static> SynopsisAccumulator<S> {
+    fn boxed(
+        synopsis: S,
+        input: Input,
+        decode: Decode<S>,
+        finish: Finish<S>,
+        retract: Option<Retract<S>>,
+    ) -> Box<dyn Accumulator> {
+        Box::new(SynopsisAccumulator {
+            synopsis,
+            input,
+            decode,
+            finish,
+            retract,
+        })
+    }
+
     /// An accumulator summarising values into `synopsis`.
     pub fn values(
         synopsis: S,
         decode: Decode<S>,
         finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
     ) -> Box<dyn Accumulator> {
-        Box::new(SynopsisAccumulator {
-            synopsis,
-            input: Input::Values,
-            decode,
-            finish: Box::new(finish),
-            retract: None,
-        })
+        Self::boxed(synopsis, Input::Values, decode, Box::new(finish), None)
     }
 
     /// An accumulator that also retracts rows (for updating inputs in continuous queries).
@@ -224,13 +234,13 @@ impl<S: Synopsis + 'static> SynopsisAccumulator<S> {
         finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
         retract: Retract<S>,
     ) -> Box<dyn Accumulator> {
-        Box::new(SynopsisAccumulator {
+        Self::boxed(
             synopsis,
-            input: Input::Values,
+            Input::Values,
             decode,
-            finish: Box::new(finish),
-            retract: Some(retract),
-        })
+            Box::new(finish),
+            Some(retract),
+        )
     }
 
     /// An accumulator unioning serialized sketches into `synopsis`.
@@ -239,13 +249,7 @@ impl<S: Synopsis + 'static> SynopsisAccumulator<S> {
         decode: Decode<S>,
         finish: impl Fn(&S) -> Result<ScalarValue> + Send + Sync + 'static,
     ) -> Box<dyn Accumulator> {
-        Box::new(SynopsisAccumulator {
-            synopsis,
-            input: Input::Sketches,
-            decode,
-            finish: Box::new(finish),
-            retract: None,
-        })
+        Self::boxed(synopsis, Input::Sketches, decode, Box::new(finish), None)
     }
 
     fn merge_bytes(&mut self, sketches: &dyn Array) -> Result<()> {
