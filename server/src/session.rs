@@ -1033,13 +1033,8 @@ impl Session {
     ) -> Result<Outcome> {
         let (schema, name) = self.resolve(&cs.name)?;
         let plan = brook_planner::synopsis::plan_synopsis(&cs)?;
-        let query = match brook_planner::parser::parse_one(&plan.sql)? {
-            BrookStatement::Sql(s) => match *s {
-                Statement::Query(q) => q,
-                _ => return Err(BrookError::internal("synopsis query is not a query")),
-            },
-            _ => return Err(BrookError::internal("synopsis query is not a query")),
-        };
+        // The one relation a synopsis reads (dropping it answers 2BP01).
+        let depends_on = vec![self.resolve(&cs.source)?];
         let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
         let options = BTreeMap::from([
             ("synopsis.kind".to_string(), plan.kind.clone()),
@@ -1049,7 +1044,6 @@ impl Session {
             ("synopsis.bound".to_string(), plan.bound.clone()),
             ("synopsis.source".to_string(), cs.source.to_string()),
         ]);
-        let depends_on = self.relations_read(&query);
         self.create_maintained(
             Maintained {
                 schema,

@@ -2,7 +2,7 @@
 //! `hll_sketch_agg(x [, lg_k])`, `cpc_sketch_agg(x [, lg_k])`, `theta_sketch_agg(x [, lg_k])`
 //! with their `*_union_agg(sketch)`.
 
-use super::{f64_arg, int_arg, returns_binary, value_type, SynopsisAccumulator, SynopsisAggregate};
+use super::{f64_arg, int_arg, returns_binary, SynopsisAccumulator, SynopsisAggregate};
 use crate::cpc::{self, Cpc};
 use crate::hll::{self, Hll};
 use crate::theta::{self, Theta};
@@ -95,7 +95,6 @@ fn approx_count_distinct(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulat
         Some(error) => Hll::lg_k_for(error, Confidence::default())?,
         None => hll::DEFAULT_LG_K,
     };
-    value_type(args)?;
     let finish = |s: &Hll| {
         let e = s.estimate(Confidence::default());
         Ok(ScalarValue::Int64(Some(e.value.round() as i64)))

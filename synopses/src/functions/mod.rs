@@ -74,13 +74,7 @@ impl SynopsisAggregate {
         return_type: ReturnType,
         make: MakeAccumulator,
     ) -> AggregateUDF {
-        AggregateUDF::new_from_impl(SynopsisAggregate {
-            name,
-            signature,
-            return_type,
-            make,
-            within_group: false,
-        })
+        Self::build(name, signature, return_type, make, false)
     }
 
     /// An ordered-set aggregate (`WITHIN GROUP (ORDER BY x)`).
@@ -90,12 +84,22 @@ impl SynopsisAggregate {
         return_type: ReturnType,
         make: MakeAccumulator,
     ) -> AggregateUDF {
+        Self::build(name, signature, return_type, make, true)
+    }
+
+    fn build(
+        name: &'static str,
+        signature: Signature,
+        return_type: ReturnType,
+        make: MakeAccumulator,
+        within_group: bool,
+    ) -> AggregateUDF {
         AggregateUDF::new_from_impl(SynopsisAggregate {
             name,
             signature,
             return_type,
             make,
-            within_group: true,
+            within_group,
         })
     }
 }
