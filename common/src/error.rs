@@ -285,6 +285,18 @@ fn classify_message(m: &str) -> BrookError {
         || lower.contains("column") && lower.contains("not found")
     {
         BrookError::UndefinedColumn(m)
+    } else if lower.contains("failed to match any signature") {
+        // PostgreSQL: a call with the wrong number or types of arguments names no function.
+        let name = m.split('\'').nth(1).unwrap_or("the function");
+        let why = m
+            .split("errors: ")
+            .nth(1)
+            .and_then(|e| e.split(',').next())
+            .map(|e| e.trim_start_matches("Error during planning: "))
+            .unwrap_or("");
+        BrookError::UndefinedFunction(format!(
+            "function {name} does not accept these arguments: {why}"
+        ))
     } else if lower.contains("invalid function") || lower.contains("no function matches") {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {
@@ -325,6 +337,19 @@ mod tests {
     fn division_by_zero_is_22012() {
         let e: BrookError = ArrowError::DivideByZero.into();
         assert_eq!(e.sqlstate(), "22012");
+    }
+
+    #[test]
+    fn wrong_arguments_name_no_function_42883() {
+        let e: BrookError = DataFusionError::Plan(
+            "Internal error: Function 'f' failed to match any signature, errors: Error during planning: The function 'f' expected 2 arguments but received 1,Error during planning: x".into(),
+        )
+        .into();
+        assert_eq!(e.sqlstate(), "42883");
+        assert_eq!(
+            e.to_string(),
+            "function f does not accept these arguments: The function 'f' expected 2 arguments but received 1"
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! GROUP BY with retraction: a changelog of each group's current aggregate values.
 //!
 //! Each group keeps one DataFusion `Accumulator` per aggregate. A batch is split by group
-//! (one `update_batch`/`retract_batch` call per group and batch, never per row), then every
-//! group the batch touched emits the delete of its previous output row and the insert of its
-//! new one, unless the values did not change. A group whose rows were all retracted is
+//! (one `update_batch`/`retract_batch` call per group and batch, never per row). At the next
+//! barrier (the end of a transaction's input) or watermark, every group touched since emits
+//! the delete of its previous output row and the insert of its new one, unless the values
+//! did not change: a COPY of a million rows in many batches emits each group once, not once
+//! per batch (which, for large values such as sketches, cost more than the aggregation). A group whose rows were all retracted is
 //! deleted and its state freed. A global aggregate (no GROUP BY) always has its one row, as
 //! `SELECT count(*) FROM empty` has in SQL.
 //!
@@ -160,6 +162,7 @@ impl NodeSpec for AggregateNode {
             late: 0,
             started: false,
             bytes: 0,
+            pending: Vec::new(),
         }))
     }
 }
@@ -176,6 +179,8 @@ struct Group {
     rows: i64,
     /// Aggregate values last emitted (so they can be retracted).
     emitted: Option<Vec<ScalarValue>>,
+    /// Touched since the last emission (listed in `AggregateOp::pending`).
+    pending: bool,
 }
 
 /// Rows of one batch that belong to one group.
@@ -199,6 +204,9 @@ struct AggregateOp {
     /// Bytes of all groups' state, kept up to date as groups are touched (statistics read
     /// it after every round, so it must not cost a walk over all groups).
     bytes: usize,
+    /// Groups touched since the last emission (on-update mode). Invariant: flushed before
+    /// any group is removed by a watermark, so every slot here is the group it was.
+    pending: Vec<usize>,
 }
 
 /// Bytes a group holds: its key and its accumulators.
@@ -242,6 +250,7 @@ impl AggregateOp {
             accs,
             rows: 0,
             emitted: None,
+            pending: false,
             size: 0,
         };
         g.size = group_size(&g);
@@ -277,6 +286,19 @@ impl AggregateOp {
             .as_mut()
             .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
         g.accs.iter_mut().map(|a| Ok(a.evaluate()?)).collect()
+    }
+
+    /// Emit the change of every group touched since the last emission.
+    fn flush(&mut self) -> Result<Vec<RecordBatch>> {
+        let slots = std::mem::take(&mut self.pending);
+        for &slot in &slots {
+            if let Some(g) = self.groups[slot].as_mut() {
+                g.pending = false;
+            }
+        }
+        let mut out = Rows::new(self.node.schema.fields().len());
+        self.changes(&slots, &mut out)?;
+        out.into_batches(&self.node.schema)
     }
 
     /// Emit the change of each touched group (on-update mode), freeing emptied groups.
@@ -435,10 +457,13 @@ impl Operator for AggregateOp {
         let mut args: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.node.aggs.len());
         let mut masks: Vec<Option<BooleanArray>> = Vec::with_capacity(self.node.aggs.len());
         for a in &self.node.aggs {
+            // Order-sensitive aggregates (`array_agg(x ORDER BY t)`) also take their ORDER BY
+            // values, as DataFusion's own aggregation passes them.
             let vals = a
                 .expr
                 .expressions()
                 .iter()
+                .chain(a.expr.order_bys().iter().map(|s| &s.expr))
                 .map(|e| Ok(e.evaluate(&batch)?.into_array(n)?))
                 .collect::<Result<Vec<_>>>()?;
             args.push(vals);
@@ -500,8 +525,9 @@ impl Operator for AggregateOp {
             g.size = size;
         }
 
+        // Nothing leaves here: on-update groups emit at the barrier, closing windows at the
+        // watermark.
         let emit_on_close = self.node.window.is_some_and(|w| w.emit_on_close);
-        let mut out = Rows::new(self.node.schema.fields().len());
         if emit_on_close {
             // Groups only emptied by retractions still go away.
             for t in &touched {
@@ -510,10 +536,19 @@ impl Operator for AggregateOp {
                 }
             }
         } else {
-            let slots: Vec<usize> = touched.iter().map(|t| t.group).collect();
-            self.changes(&slots, &mut out)?;
+            for t in &touched {
+                if let Some(g) = self.groups[t.group].as_mut() {
+                    if !std::mem::replace(&mut g.pending, true) {
+                        self.pending.push(t.group);
+                    }
+                }
+            }
         }
-        out.into_batches(&self.node.schema)
+        Ok(Vec::new())
+    }
+
+    fn on_barrier(&mut self, _epoch: u64) -> Result<Vec<RecordBatch>> {
+        self.flush()
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<Vec<RecordBatch>> {
@@ -521,8 +556,10 @@ impl Operator for AggregateOp {
             return Ok(Vec::new());
         }
         self.watermark = Some(watermark);
+        // Touched groups emit first: closing windows frees groups (and their slots).
+        let mut flushed = self.flush()?;
         let Some(w) = self.node.window else {
-            return Ok(Vec::new());
+            return Ok(flushed);
         };
         let mut out = Rows::new(self.node.schema.fields().len());
         // Windows whose end is at or before the watermark are complete.
@@ -540,7 +577,8 @@ impl Operator for AggregateOp {
             }
             self.remove_group(slot);
         }
-        out.into_batches(&self.node.schema)
+        flushed.extend(out.into_batches(&self.node.schema)?);
+        Ok(flushed)
     }
 
     fn state_size(&self) -> usize {
@@ -597,6 +635,16 @@ mod tests {
         }
     }
 
+    /// One round: the batches, then the barrier that ends it; everything emitted.
+    fn round(op: &mut Box<dyn Operator>, batches: Vec<RecordBatch>) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in batches {
+            out.extend(op.on_data(0, b).unwrap());
+        }
+        out.extend(op.on_barrier(0).unwrap());
+        to_sorted_rows(&out)
+    }
+
     #[test]
     fn emits_changelog_per_group() {
         let b1 = from_pretty(
@@ -606,9 +654,17 @@ mod tests {
              a      | 3       | 1",
         );
         let mut op = node(&b1, true).instantiate().unwrap();
+        // Nothing leaves before the round ends.
+        assert!(op.on_data(0, b1.clone()).unwrap().is_empty());
         assert_eq!(
-            to_sorted_rows(&op.on_data(0, b1).unwrap()),
+            to_sorted_rows(&op.on_barrier(0).unwrap()),
             vec!["a | 4 | 2 | 1", "b | 2 | 1 | 1"]
+        );
+        let mut twice = node(&b1, true).instantiate().unwrap();
+        assert_eq!(
+            round(&mut twice, vec![b1.clone(), b1]),
+            vec!["a | 8 | 4 | 1", "b | 4 | 2 | 1"],
+            "two batches in one round emit each group once"
         );
         let b2 = from_pretty(
             "k:text | v:int64 | _brook_op:int8
@@ -617,7 +673,7 @@ mod tests {
         );
         // a changes (delete old, insert new); b is gone.
         assert_eq!(
-            to_sorted_rows(&op.on_data(0, b2).unwrap()),
+            round(&mut op, vec![b2]),
             vec!["a | 3 | 1 | 1", "a | 4 | 2 | -1", "b | 2 | 1 | -1"]
         );
         assert!(op.state_size() > 0);
@@ -643,10 +699,7 @@ mod tests {
         };
         let mut op = n.instantiate().unwrap();
         assert_eq!(to_sorted_rows(&op.on_start().unwrap()), vec!["0 | 1"]);
-        assert_eq!(
-            to_sorted_rows(&op.on_data(0, b).unwrap()),
-            vec!["0 | -1", "1 | 1"]
-        );
+        assert_eq!(round(&mut op, vec![b]), vec!["0 | -1", "1 | 1"]);
     }
 
     #[test]

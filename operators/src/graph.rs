@@ -225,10 +225,21 @@ impl Graph {
         Ok(())
     }
 
+    /// The input of one round is complete: each node, in topological order, emits what it
+    /// held back (so a node sees its inputs' flushed rows before its own barrier).
+    pub fn barrier(&mut self, epoch: u64) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for n in 0..self.ops.len() {
+            let produced = self.ops[n].on_barrier(epoch)?;
+            self.emit(Endpoint::Node(n), produced, &mut out)?;
+        }
+        Ok(out)
+    }
+
     /// Every source ended (a bounded input read to its end): the watermark moves past all
     /// event times, so every window closes. Returns the rows this produced.
     pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
+        let mut out = self.barrier(u64::MAX)?;
         for s in 0..self.sources.len() {
             self.sources[s].finish();
             self.advance(s, i64::MAX, &mut out)?;

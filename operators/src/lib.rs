@@ -49,9 +49,11 @@ pub trait Operator: Send {
     fn on_watermark(&mut self, _watermark: i64) -> Result<Vec<RecordBatch>> {
         Ok(Vec::new())
     }
-    /// A checkpoint barrier passed; state must be consistent up to here.
-    fn on_barrier(&mut self, _epoch: u64) -> Result<()> {
-        Ok(())
+    /// A barrier passed: the input of one round of commits is complete. Operators that
+    /// batch their output (a grouped aggregate emits each touched group once per barrier)
+    /// emit it now; state must be consistent up to here.
+    fn on_barrier(&mut self, _epoch: u64) -> Result<Vec<RecordBatch>> {
+        Ok(Vec::new())
     }
     /// Bytes of state the operator holds (shown by statistics; bounded by what the SQL needs).
     fn state_size(&self) -> usize {

@@ -2,8 +2,9 @@
 //!
 //! With a budget (`SET approx.error`/`approx.confidence`, or a query's
 //! `WITH ERROR e [CONFIDENCE c]`), `count(DISTINCT x)` becomes an HLL sketch and
-//! `percentile_cont`/`percentile_disc(p) WITHIN GROUP (ORDER BY x)` a KLL sketch, each sized
-//! so the error holds at the confidence. The rewrite is on the SQL text's syntax tree, before
+//! `percentile_cont`/`percentile_disc(p) WITHIN GROUP (ORDER BY x)` a KLL sketch and
+//! `mode() WITHIN GROUP (ORDER BY x)` a frequent-items sketch, each sized so the error holds
+//! at the confidence. The rewrite is on the SQL text's syntax tree, before
 //! DataFusion plans it, so the same replacement runs ad hoc, in cursors and in views, and
 //! `EXPLAIN` shows the sketch and its size. Each replacement is reported back (for a NOTICE);
 //! with [`Report::Columns`] every replaced top-level result column gets `<name>_lower` and
@@ -14,6 +15,7 @@
 //! fraction stay exact.
 
 use brook_common::{BrookError, Result};
+use brook_synopses::frequent::Frequent;
 use brook_synopses::hll::Hll;
 use brook_synopses::kll::Kll;
 use brook_synopses::{check_error, check_rank, Confidence};
@@ -170,8 +172,8 @@ fn select(s: &mut Select, b: Budget, report: Report, done: &mut Vec<Replacement>
                 expr: parse_expr(&r.value)?,
                 alias: name.clone(),
             });
-            if report == Report::Columns {
-                for (suffix, text) in [("lower", &r.lower), ("upper", &r.upper)] {
+            if let (Report::Columns, Some((lower, upper))) = (report, &r.interval) {
+                for (suffix, text) in [("lower", lower), ("upper", upper)] {
                     items.push(SelectItem::ExprWithAlias {
                         expr: parse_expr(text)?,
                         alias: Ident::with_quote('"', format!("{}_{suffix}", name.value)),
@@ -229,8 +231,8 @@ fn nested(e: &mut Expr, b: Budget, done: &mut Vec<Replacement>) -> Result<()> {
 struct Rewritten {
     pg_name: &'static str,
     value: String,
-    lower: String,
-    upper: String,
+    /// The interval's ends, for kinds whose answer has one (a mode's bound is on its count).
+    interval: Option<(String, String)>,
     replacement: Replacement,
 }
 
@@ -280,8 +282,10 @@ fn replaceable(e: &Expr, b: Budget) -> Result<Option<Rewritten>> {
             Ok(Some(Rewritten {
                 pg_name: "count",
                 value: format!("CAST(round(estimate({sketch})) AS BIGINT)"),
-                lower: format!("CAST(floor(lower_bound({sketch}, {conf})) AS BIGINT)"),
-                upper: format!("CAST(ceil(upper_bound({sketch}, {conf})) AS BIGINT)"),
+                interval: Some((
+                    format!("CAST(floor(lower_bound({sketch}, {conf})) AS BIGINT)"),
+                    format!("CAST(ceil(upper_bound({sketch}, {conf})) AS BIGINT)"),
+                )),
                 replacement: Replacement {
                     original: e.to_string(),
                     synopsis: format!("an HLL sketch, lg_k={lg_k}"),
@@ -319,8 +323,10 @@ fn replaceable(e: &Expr, b: Budget) -> Result<Option<Rewritten>> {
                     "percentile_disc"
                 },
                 value: format!("quantile({sketch}, {p})"),
-                lower: format!("quantile({sketch}, {lo})"),
-                upper: format!("quantile({sketch}, {hi})"),
+                interval: Some((
+                    format!("quantile({sketch}, {lo})"),
+                    format!("quantile({sketch}, {hi})"),
+                )),
                 replacement: Replacement {
                     original: e.to_string(),
                     synopsis: format!("a KLL sketch, k={k}"),
@@ -328,6 +334,26 @@ fn replaceable(e: &Expr, b: Budget) -> Result<Option<Rewritten>> {
                         "rank error within {} at {} confidence",
                         percent(eps),
                         percent(conf)
+                    ),
+                },
+            }))
+        }
+        "mode" if list.args.is_empty() => {
+            let [order] = f.within_group.as_slice() else {
+                return Ok(None);
+            };
+            let x = &order.expr;
+            let lg = Frequent::lg_map_size_for(b.error)?;
+            Ok(Some(Rewritten {
+                pg_name: "mode",
+                value: format!("approx_mode({x}, {}){filter}", b.error),
+                interval: None,
+                replacement: Replacement {
+                    original: e.to_string(),
+                    synopsis: format!("a frequent-items sketch, lg_map_size={lg}"),
+                    bound: format!(
+                        "its count within {} of the rows of the mode's count, always",
+                        percent(b.error)
                     ),
                 },
             }))
@@ -412,6 +438,16 @@ mod tests {
         );
         assert!(sql.contains("count(DISTINCT x) OVER ()"), "{sql}");
         assert_eq!(done.len(), 1);
+    }
+
+    #[test]
+    fn mode_becomes_a_frequent_items_sketch_without_interval_columns() {
+        let (sql, done) = rewrite(
+            "SELECT mode() WITHIN GROUP (ORDER BY page) FROM t",
+            Report::Columns,
+        );
+        assert_eq!(sql, "SELECT approx_mode(page, 0.01) AS mode FROM t");
+        assert!(done[0].synopsis.contains("lg_map_size="), "{:?}", done[0]);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use crate::parser::CreateSynopsis;
 use brook_common::{BrookError, Result};
+use brook_synopses::dft::{self, Dft};
 use brook_synopses::frequent::{self, Frequent};
 use brook_synopses::hll::{self, Hll};
 use brook_synopses::kll::{self, Kll};
@@ -92,9 +93,11 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             cs.kind
         )));
     };
-    if cs.args.len() > 2 {
+    // Only a DFT synopsis has a third argument (its coefficient count).
+    let max_args = if cs.kind == "dft" { 3 } else { 2 };
+    if cs.args.len() > max_args {
         return Err(BrookError::Syntax(format!(
-            "USING {}(column [, size]) takes at most two arguments",
+            "USING {}(column [, size]) takes at most {max_args} arguments",
             cs.kind
         )));
     }
@@ -188,9 +191,29 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             }
             (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string())
         }
+        "dft" => {
+            if error.is_some() {
+                return Err(BrookError::InvalidParameter("a DFT synopsis is sized by its window and coefficients: USING dft(column, window [, coefficients])".into()));
+            }
+            if cs.window.is_some() {
+                return Err(BrookError::unsupported("WINDOW on a dft synopsis (it keeps its own sliding window of the last `window` values)"));
+            }
+            let window = size.ok_or_else(|| BrookError::InvalidParameter("a DFT synopsis needs its window: USING dft(column, window [, coefficients])".into()))?;
+            let coefficients = match cs.args.get(2) {
+                Some(Expr::Value(v)) => match &v.value {
+                    Value::Number(n, _) => n.parse::<usize>().map_err(|_| BrookError::InvalidParameter(format!("DFT coefficients {n} is not a positive integer")))?,
+                    _ => return Err(BrookError::InvalidParameter(format!("DFT coefficients {v} is not a number"))),
+                },
+                Some(other) => return Err(BrookError::InvalidParameter(format!("DFT coefficients {other} must be a constant"))),
+                None => dft::DEFAULT_COEFFICIENTS.min(usize::try_from(window).unwrap_or(0).saturating_sub(1) / 2),
+            };
+            // Checks the window and coefficients now, so a bad definition fails at CREATE.
+            Dft::new(usize::try_from(window).unwrap_or(0), coefficients)?;
+            (format!("dft_sketch_agg({column}, {window}, {coefficients})"), "sketch", format!("window={window}, coefficients={coefficients}"), "correlation bounds from the energy outside the kept coefficients (always hold)".to_string())
+        }
         other => {
             return Err(BrookError::unsupported(format!(
-                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items or sample)"
+                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, sample or dft)"
             )))
         }
     };
@@ -285,5 +308,22 @@ mod tests {
             "22023"
         );
         assert_eq!(code("CREATE SYNOPSIS x ON t USING hll()"), "42601");
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING dft(v)"), "22023");
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING dft(v, 16, 8)"), "22023");
+        assert_eq!(
+            code("CREATE SYNOPSIS x ON t USING dft(v, 64) WINDOW TUMBLE(ts, INTERVAL '1 minute')"),
+            "0A000"
+        );
+        assert_eq!(code("CREATE SYNOPSIS x ON t USING hll(v, 12, 3)"), "42601");
+    }
+
+    #[test]
+    fn correlation_synopsis_per_series() {
+        let p = plan("CREATE SYNOPSIS c ON ticks USING dft(price, 128) PARTITION BY sym").unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT sym, dft_sketch_agg(price, 128, 8) AS sketch, count(*) AS rows_seen FROM ticks GROUP BY sym"
+        );
+        assert_eq!(p.parameters, "window=128, coefficients=8");
     }
 }

@@ -210,6 +210,7 @@ async fn continuous(
     if let Some(d) = d_source {
         let out = graph.push(d, &dims(), change::INSERT)?;
         fold(&mut state, &out)?;
+        fold(&mut state, &graph.barrier(0)?)?;
     }
     let feed = |graph: &mut Graph,
                 state: &mut BTreeMap<String, i64>,
@@ -223,7 +224,13 @@ async fn continuous(
             return Ok(());
         }
         let out = graph.push(t, &batch(part), kind)?;
-        fold(state, &out)
+        fold(state, &out)?;
+        // Some parts end a commit (a barrier); others share one with the next part (the
+        // part sizes are random, so which ones is too).
+        if part.len().is_multiple_of(2) {
+            fold(state, &graph.barrier(0)?)?;
+        }
+        Ok(())
     };
     let mut at = 0;
     let mut c = 0;

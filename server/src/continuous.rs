@@ -346,6 +346,7 @@ async fn run(
     let mut commits: Vec<_> = stores.iter().map(|s| s.subscribe()).collect();
     let mut seen: Vec<Snapshot> = stores.iter().map(|_| Arc::new(Vec::new())).collect();
     let mut versions = vec![0u64; stores.len()];
+    let mut epoch = 0u64;
     loop {
         for (i, store) in stores.iter().enumerate() {
             versions[i] = *commits[i].borrow_and_update();
@@ -366,6 +367,14 @@ async fn run(
                 }
             }
             seen[i] = now;
+        }
+        // The round's input is complete: operators that hold back output emit it now.
+        epoch += 1;
+        let out = graph.barrier(epoch)?;
+        let produced: usize = out.iter().map(|b| b.num_rows()).sum();
+        stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
+        if !sink.push(out).await? {
+            return Ok(());
         }
         if !sink.end_round(&versions).await? {
             return Ok(());

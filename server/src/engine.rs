@@ -204,6 +204,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
         brook_synopses::functions::register(&ctx);
+        ctx.register_udaf(crate::mode::udaf());
         crate::functions::register_relkind(&ctx, catalog.clone());
         ctx.register_udtf("nexmark", Arc::new(crate::nexmark::NexmarkFunction));
         ctx.register_udtf(
@@ -211,6 +212,12 @@ impl Engine {
             Arc::new(crate::continuous::QueriesFunction {
                 registry: self.queries.clone(),
                 database: name.to_string(),
+            }),
+        );
+        ctx.register_udtf(
+            "correlated_pairs",
+            Arc::new(crate::synopses::CorrelatedPairsFunction {
+                catalog: catalog.clone(),
             }),
         );
         ctx.register_udtf(

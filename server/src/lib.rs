@@ -24,6 +24,7 @@ pub mod copy;
 pub mod encode;
 pub mod engine;
 pub mod functions;
+pub mod mode;
 pub mod nexmark;
 pub mod session;
 pub mod storage;

@@ -1,16 +1,29 @@
-//! `brook_synopses()`: the status report of every synopsis of the database — what it
-//! summarises, its kind and size, its keys, rows seen, memory and the error its size gives —
-//! the table users check before adding another.
+//! Table functions over synopses.
+//!
+//! - `brook_synopses()`: the status report of every synopsis of the database — what it
+//!   summarises, its kind and size, its keys, rows seen, memory and the error its size
+//!   gives — the table users check before adding another.
+//! - `correlated_pairs('name', threshold)`: every pair of keys of a `dft` synopsis whose
+//!   current windows correlate at `threshold` or more (StatStream's grid search).
 
 use crate::catalog::RelKind;
 use crate::continuous::QueryRegistry;
-use crate::view::ViewTable;
-use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
+use crate::view::{ViewState, ViewTable};
+use brook_common::BrookError;
+use brook_synopses::dft::{correlated_pairs, Dft};
+use brook_synopses::Synopsis;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, Int64Array, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{
-    CatalogProvider, MemoryCatalogProvider, TableFunctionImpl, TableProvider,
+    CatalogProvider, MemoryCatalogProvider, TableFunctionArgs, TableFunctionImpl, TableProvider,
 };
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::Expr;
+use datafusion::scalar::ScalarValue;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -122,6 +135,118 @@ impl TableFunctionImpl for SynopsesFunction {
             Arc::new(rows.iter().map(|r| r.memory_bytes).collect::<Int64Array>()),
             text("synopsis.bound"),
         ];
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
+        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?))
+    }
+}
+
+/// `correlated_pairs('name', threshold)`.
+#[derive(Debug)]
+pub struct CorrelatedPairsFunction {
+    /// The database's relations.
+    pub catalog: Arc<MemoryCatalogProvider>,
+}
+
+fn user_error(e: BrookError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+impl CorrelatedPairsFunction {
+    /// The `dft` synopsis named by the first argument (`name` or `schema.name`).
+    fn synopsis(&self, name: &str) -> Result<Arc<ViewState>, BrookError> {
+        let (schema, table) = match name.split_once('.') {
+            Some((s, t)) => (s.to_string(), t.to_string()),
+            None => ("public".to_string(), name.to_string()),
+        };
+        let missing = || BrookError::UndefinedTable(format!("synopsis \"{name}\" does not exist"));
+        let provider = self.catalog.schema(&schema).ok_or_else(missing)?;
+        let table = futures::executor::block_on(provider.table(&table))
+            .map_err(|e| BrookError::internal(e.to_string()))?
+            .ok_or_else(missing)?;
+        let not_dft = || {
+            BrookError::WrongObjectType(format!(
+                "\"{name}\" is not a dft synopsis (CREATE SYNOPSIS ... USING dft(column, window))"
+            ))
+        };
+        let view = table.downcast_ref::<ViewTable>().ok_or_else(not_dft)?;
+        let kind = view.options.get("synopsis.kind").map(String::as_str);
+        if view.kind != RelKind::Synopsis || kind != Some("dft") {
+            return Err(not_dft());
+        }
+        Ok(view.state.clone())
+    }
+}
+
+impl TableFunctionImpl for CorrelatedPairsFunction {
+    fn call_with_args(
+        &self,
+        args: TableFunctionArgs<'_, '_>,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let usage = || {
+            user_error(BrookError::InvalidParameter(
+                "correlated_pairs(synopsis, threshold): a synopsis name and a correlation between -1 and 1"
+                    .into(),
+            ))
+        };
+        let exprs = args.exprs();
+        let name = match exprs.first() {
+            Some(Expr::Literal(ScalarValue::Utf8(Some(n)), _)) => n.clone(),
+            _ => return Err(usage()),
+        };
+        let threshold = match exprs.get(1) {
+            Some(Expr::Literal(v, _)) if !v.is_null() => match v.cast_to(&DataType::Float64) {
+                Ok(ScalarValue::Float64(Some(t))) => t,
+                _ => return Err(usage()),
+            },
+            _ => return Err(usage()),
+        };
+        if exprs.len() != 2 {
+            return Err(usage());
+        }
+        let state = self.synopsis(&name).map_err(user_error)?;
+        let snapshot = state.snapshot().map_err(user_error)?;
+        let schema = snapshot.schema();
+        let sketch_at = schema.index_of("sketch")?;
+        let keys: Vec<usize> = (0..schema.fields().len())
+            .filter(|&i| i != sketch_at && schema.field(i).name() != "rows_seen")
+            .collect();
+        let sketches = snapshot
+            .column(sketch_at)
+            .as_binary_opt::<i32>()
+            .ok_or_else(|| user_error(BrookError::internal("dft synopsis sketch is not bytea")))?;
+        let mut series = Vec::with_capacity(sketches.len());
+        for bytes in sketches.iter() {
+            let bytes = bytes.ok_or_else(|| user_error(BrookError::internal("null sketch")))?;
+            series.push(Dft::from_bytes(bytes).map_err(user_error)?);
+        }
+        let refs: Vec<&Dft> = series.iter().collect();
+        let mut pairs = correlated_pairs(&refs, threshold)
+            .map_err(user_error)?
+            .pairs;
+        pairs.sort_by(|a, b| b.correlation.total_cmp(&a.correlation));
+        let left = UInt32Array::from_iter_values(pairs.iter().map(|p| p.left as u32));
+        let right = UInt32Array::from_iter_values(pairs.iter().map(|p| p.right as u32));
+        let mut fields = Vec::new();
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        for (side, rows) in [("left", &left), ("right", &right)] {
+            for &k in &keys {
+                let f = schema.field(k);
+                fields.push(Field::new(
+                    format!("{side}_{}", f.name()),
+                    f.data_type().clone(),
+                    true,
+                ));
+                columns.push(take(snapshot.column(k), rows, None)?);
+            }
+        }
+        fields.push(Field::new("correlation", DataType::Float64, false));
+        columns.push(Arc::new(Float64Array::from_iter_values(
+            pairs.iter().map(|p| p.correlation),
+        )));
+        let schema = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema.clone(), columns)?;
         Ok(Arc::new(datafusion::datasource::MemTable::try_new(
             schema,

@@ -122,6 +122,13 @@ def test_budget_reports_its_bound_in_a_notice_and_explain_shows_the_sketch(brook
         assert "HLL sketch, lg_k=16" in notices[0] and "1% at 95% confidence" in notices[0], notices
         plan = "\n".join(r[1] for r in c.execute("EXPLAIN SELECT count(DISTINCT x) FROM ds_t WITH ERROR 0.01"))
         assert "hll_sketch_agg(ds_t.x, 16)" in plan, plan
+        # mode() becomes a frequent-items sketch; its bound (on the answer's count) is a NOTICE.
+        notices.clear()
+        assert one(c, "SELECT mode() WITHIN GROUP (ORDER BY least(x %% 5, 2)) FROM ds_t WITH ERROR 0.01") == 2 == \
+            one(c, "SELECT mode() WITHIN GROUP (ORDER BY least(x %% 5, 2)) FROM ds_t")
+        assert len(notices) == 1 and "frequent-items sketch, lg_map_size=" in notices[0], notices
+        plan = "\n".join(r[1] for r in c.execute("EXPLAIN SELECT mode() WITHIN GROUP (ORDER BY x) FROM ds_t WITH ERROR 0.01"))
+        assert "approx_mode(ds_t.x, Float64(0.01))" in plan, plan
         # Prepared (extended protocol) statements take the clause and parameters too.
         got = c.execute("SELECT count(DISTINCT x) FROM ds_t WHERE x < %s WITH ERROR 0.01", (100,), prepare=True).fetchone()[0]
         assert got == 100

@@ -125,8 +125,11 @@ mod tests {
 
     #[test]
     fn merge_equals_sketch_of_union_and_bytes_round_trip() {
+        // Compared in rank space: a randomized merge moves ranks by at most its rank error,
+        // but a quantile of discrete (Zipf) values can jump to the neighbouring value.
+        let rank = |s: &Kll| s.rank(20.0).unwrap_or(f64::NAN);
+        check_merge_within(|| Kll::new(200).unwrap(), rank, 0.05);
         let value = |s: &Kll| s.quantile(0.5).unwrap_or(f64::NAN);
-        check_merge_within(|| Kll::new(200).unwrap(), value, 0.05);
         check_round_trip(|| Kll::new(200).unwrap(), value);
     }
 

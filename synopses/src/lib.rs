@@ -14,7 +14,7 @@
 //! - Frequencies: [`frequent`] (heavy hitters / top-k), [`countmin`] (per-item counts).
 //! - Membership: [`bloom`].
 //! - Written here because no library has them: [`reservoir`] (uniform sample),
-//!   [`ams`] (L2 norm and inner product).
+//!   [`ams`] (L2 norm and inner product), [`dft`] (correlated pairs among many series).
 //! - [`functions`]: the SQL surface (approximate aggregates, sketch aggregates, functions
 //!   over sketch bytes), registered on a DataFusion context.
 
@@ -22,6 +22,7 @@ pub mod ams;
 pub mod bloom;
 pub mod countmin;
 pub mod cpc;
+pub mod dft;
 pub mod frequent;
 pub mod functions;
 pub mod hll;

@@ -1,4 +1,5 @@
 //! Frequencies, membership and samples: `approx_top_k(x, k [, error])`,
+//! `approx_mode(x [, error])`,
 //! `approx_count(x, item [, error])` (count-min: retracts, so it also runs over updating
 //! inputs), `approx_contains(x, item [, max_items [, fpp]])` (bloom),
 //! `frequent_items_sketch_agg(x [, lg_map_size])`, `sample(x, n)` and its serialized form
@@ -38,6 +39,7 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             list_of_items,
             approx_top_k,
         ),
+        SynopsisAggregate::udaf("approx_mode", arities(&[1, 2]), mode_type, approx_mode),
         SynopsisAggregate::udaf("approx_count", arities(&[2, 3]), count_type, approx_count),
         SynopsisAggregate::udaf(
             "approx_contains",
@@ -125,11 +127,7 @@ fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     };
     let t = value_type(args)?;
     let sketch = Frequent::for_type(&t, lg.min(frequent::MAX_LG_MAP_SIZE))?;
-    let decode = if t.is_integer() {
-        Frequent::longs_from_bytes
-    } else {
-        Frequent::from_bytes
-    };
+    let decode = decoder(&t);
     let item = item_type(&t);
     let finish = move |s: &Frequent| {
         let items: Vec<ScalarValue> = s
@@ -143,6 +141,42 @@ fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
         Ok(ScalarValue::List(ScalarValue::new_list_nullable(
             &items, &item,
         )))
+    };
+    Ok(SynopsisAccumulator::values(sketch, decode, finish))
+}
+
+/// Reads the partial state of a frequent-items sketch over values of type `t`.
+fn decoder(t: &DataType) -> super::Decode<Frequent> {
+    if t.is_integer() {
+        Frequent::longs_from_bytes
+    } else {
+        Frequent::from_bytes
+    }
+}
+
+fn mode_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("approx_mode()", types)?;
+    Ok(types.first().cloned().unwrap_or(DataType::Null))
+}
+
+/// `approx_mode(x [, error])`: the most frequent value by a frequent-items sketch. Its true
+/// count is within `error · rows` of the mode's (the sketch's deterministic bound), and it is
+/// returned as the column's type.
+fn approx_mode(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let lg = match f64_arg(args, 1)? {
+        Some(error) => Frequent::lg_map_size_for(error)?,
+        None => frequent::DEFAULT_LG_MAP_SIZE,
+    };
+    let t = value_type(args)?;
+    let sketch = Frequent::for_type(&t, lg)?;
+    let decode = decoder(&t);
+    let finish = move |s: &Frequent| {
+        let value = match s.top_k(1).into_iter().next().map(|r| r.item) {
+            None => return Ok(ScalarValue::try_from(&t)?),
+            Some(Item::Long(v)) => ScalarValue::Int64(Some(v)),
+            Some(Item::Text(v)) => ScalarValue::Utf8(Some(v)),
+        };
+        Ok(value.cast_to(&t)?)
     };
     Ok(SynopsisAccumulator::values(sketch, decode, finish))
 }

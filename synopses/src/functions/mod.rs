@@ -13,9 +13,12 @@
 //!   `kll_union_agg`.
 //! - `frequency.rs`: `approx_top_k`, `approx_count` (count-min, retractable),
 //!   `approx_contains` (bloom), `frequent_items_sketch_agg`, `sample`.
+//! - `correlation.rs`: `dft_sketch_agg(x, window [, k] ORDER BY t)` (DFT synopsis of a
+//!   series' last window) and `approx_corr(a, b)` over two of them.
 //! - `scalar.rs`: `estimate`, `lower_bound`, `upper_bound`, `quantile`, `top_k`,
 //!   `theta_intersection`, `theta_a_not_b`.
 
+mod correlation;
 mod distinct;
 mod frequency;
 mod quantiles;
@@ -43,10 +46,14 @@ pub fn register(ctx: &SessionContext) {
         .into_iter()
         .chain(quantiles::aggregates())
         .chain(frequency::aggregates())
+        .chain(correlation::aggregates())
     {
         ctx.register_udaf(udaf);
     }
-    for udf in scalar::functions() {
+    for udf in scalar::functions()
+        .into_iter()
+        .chain(correlation::functions())
+    {
         ctx.register_udf(udf);
     }
 }
@@ -62,8 +69,19 @@ pub struct SynopsisAggregate {
     signature: Signature,
     return_type: ReturnType,
     make: MakeAccumulator,
-    /// `f(p) WITHIN GROUP (ORDER BY x)` syntax (the ordered value becomes the first argument).
-    within_group: bool,
+    order: Order,
+}
+
+/// What an aggregate's ORDER BY means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// Nothing: a sketch does not care in which order values arrive (never sort for it).
+    Free,
+    /// `f(p) WITHIN GROUP (ORDER BY x)` names the summarised value (the first argument).
+    WithinGroup,
+    /// `f(x ORDER BY t)` orders the values (windows of a series); the accumulator gets the
+    /// ordering value after its arguments.
+    Sequence,
 }
 
 impl SynopsisAggregate {
@@ -74,7 +92,7 @@ impl SynopsisAggregate {
         return_type: ReturnType,
         make: MakeAccumulator,
     ) -> AggregateUDF {
-        Self::build(name, signature, return_type, make, false)
+        Self::build(name, signature, return_type, make, Order::Free)
     }
 
     /// An ordered-set aggregate (`WITHIN GROUP (ORDER BY x)`).
@@ -84,7 +102,17 @@ impl SynopsisAggregate {
         return_type: ReturnType,
         make: MakeAccumulator,
     ) -> AggregateUDF {
-        Self::build(name, signature, return_type, make, true)
+        Self::build(name, signature, return_type, make, Order::WithinGroup)
+    }
+
+    /// An aggregate over a sequence: `f(x ORDER BY t)` feeds values in `t` order.
+    pub fn sequence_udaf(
+        name: &'static str,
+        signature: Signature,
+        return_type: ReturnType,
+        make: MakeAccumulator,
+    ) -> AggregateUDF {
+        Self::build(name, signature, return_type, make, Order::Sequence)
     }
 
     fn build(
@@ -92,14 +120,14 @@ impl SynopsisAggregate {
         signature: Signature,
         return_type: ReturnType,
         make: MakeAccumulator,
-        within_group: bool,
+        order: Order,
     ) -> AggregateUDF {
         AggregateUDF::new_from_impl(SynopsisAggregate {
             name,
             signature,
             return_type,
             make,
-            within_group,
+            order,
         })
     }
 }
@@ -148,20 +176,32 @@ impl AggregateUDFImpl for SynopsisAggregate {
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> datafusion::error::Result<Vec<FieldRef>> {
-        Ok(vec![Arc::new(Field::new(
+        let mut fields = vec![Arc::new(Field::new(
             format!("{}[sketch]", args.name),
             DataType::Binary,
             true,
-        ))])
+        ))];
+        // An ordered sequence also carries the ORDER BY value of each held value, so that
+        // partial windows from different partitions merge in order.
+        if let (Order::Sequence, Some(key)) = (self.order, args.ordering_fields.first()) {
+            fields.push(Arc::new(Field::new_list(
+                format!("{}[order]", args.name),
+                Field::new_list_field(key.data_type().clone(), true),
+                true,
+            )));
+        }
+        Ok(fields)
     }
 
     fn supports_within_group_clause(&self) -> bool {
-        self.within_group
+        self.order == Order::WithinGroup
     }
 
     fn order_sensitivity(&self) -> AggregateOrderSensitivity {
-        // A sketch does not care in which order values arrive: never sort for it.
-        AggregateOrderSensitivity::Insensitive
+        match self.order {
+            Order::Sequence => AggregateOrderSensitivity::HardRequirement,
+            Order::Free | Order::WithinGroup => AggregateOrderSensitivity::Insensitive,
+        }
     }
 }
 

@@ -104,11 +104,11 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 }
 
 /// Evaluates the function over whole argument columns.
-type Eval = fn(&[ArrayRef]) -> Result<ArrayRef>;
+pub(super) type Eval = fn(&[ArrayRef]) -> Result<ArrayRef>;
 
 /// A scalar function over sketches (one struct for all of them; each is a name, a
 /// signature, a result type and a column-wise evaluation).
-struct SketchFunction {
+pub(super) struct SketchFunction {
     name: &'static str,
     signature: Signature,
     return_type: DataType,
@@ -116,7 +116,8 @@ struct SketchFunction {
 }
 
 impl SketchFunction {
-    fn udf(
+    /// The function `name` evaluating `eval` over whole argument columns.
+    pub(super) fn udf(
         name: &'static str,
         signature: Signature,
         return_type: DataType,
