@@ -3,8 +3,9 @@
 //! With a budget (`SET approx.error`/`approx.confidence`, or a query's
 //! `WITH ERROR e [CONFIDENCE c]`), `count(DISTINCT x)` becomes an HLL sketch and
 //! `percentile_cont`/`percentile_disc(p) WITHIN GROUP (ORDER BY x)` a KLL sketch and
-//! `mode() WITHIN GROUP (ORDER BY x)` a frequent-items sketch, each sized so the error holds
-//! at the confidence. The rewrite is on the SQL text's syntax tree, before
+//! `mode() WITHIN GROUP (ORDER BY x)` and top-k shaped queries (`SELECT x, count(*) … GROUP
+//! BY x ORDER BY count(*) DESC LIMIT k`) a frequent-items sketch, each sized so the error
+//! holds at the confidence. The rewrite is on the SQL text's syntax tree, before
 //! DataFusion plans it, so the same replacement runs ad hoc, in cursors and in views, and
 //! `EXPLAIN` shows the sketch and its size. Each replacement is reported back (for a NOTICE);
 //! with [`Report::Columns`] every replaced top-level result column gets `<name>_lower` and
@@ -20,8 +21,8 @@ use brook_synopses::hll::Hll;
 use brook_synopses::kll::Kll;
 use brook_synopses::{check_error, check_rank, Confidence};
 use datafusion::sql::sqlparser::ast::{
-    DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Query,
-    Select, SelectItem, SetExpr, Statement, Value,
+    DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Ident,
+    LimitClause, OrderBy, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -133,7 +134,182 @@ fn query(q: &mut Query, b: Budget, report: Report, done: &mut Vec<Replacement>) 
             query(&mut cte.query, b, report, done)?;
         }
     }
+    if top_k(q, b, report, done)? {
+        return Ok(());
+    }
     set_expr(&mut q.body, b, report, done)
+}
+
+/// A top-k shaped query: `SELECT x, count(*) FROM … [WHERE …] GROUP BY x ORDER BY count(*)
+/// DESC LIMIT k` (either column order, any aliases).
+struct TopK {
+    x: Expr,
+    k: usize,
+    /// Result names of the value and the count, in the query's column order.
+    value_name: Ident,
+    count_name: Ident,
+    value_first: bool,
+}
+
+/// `count(*)` or `count(<constant>)`: counts rows.
+fn counts_rows(e: &Expr) -> bool {
+    let Expr::Function(f) = e else {
+        return false;
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return false;
+    };
+    f.name.to_string().eq_ignore_ascii_case("count")
+        && f.over.is_none()
+        && f.filter.is_none()
+        && list.duplicate_treatment.is_none()
+        && matches!(
+            list.args.as_slice(),
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)]
+                | [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(_)))]
+        )
+}
+
+/// The name a result column gets: its alias, else a column's own name, else the text.
+fn result_name(e: &Expr, alias: Option<&Ident>, default: &str) -> Ident {
+    match (alias, e) {
+        (Some(a), _) => a.clone(),
+        (None, Expr::Identifier(i)) => i.clone(),
+        (None, Expr::CompoundIdentifier(parts)) => {
+            parts.last().cloned().unwrap_or_else(|| Ident::new(default))
+        }
+        (None, _) if default.is_empty() => Ident::with_quote('"', e.to_string()),
+        (None, _) => Ident::new(default),
+    }
+}
+
+fn top_k_shape(q: &Query) -> Option<TopK> {
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    if s.distinct.is_some()
+        || s.having.is_some()
+        || s.qualify.is_some()
+        || s.from.is_empty()
+        || !s.named_window.is_empty()
+        || q.fetch.is_some()
+    {
+        return None;
+    }
+    let GroupByExpr::Expressions(keys, modifiers) = &s.group_by else {
+        return None;
+    };
+    let ([x], true) = (keys.as_slice(), modifiers.is_empty()) else {
+        return None;
+    };
+    let Some(LimitClause::LimitOffset {
+        limit: Some(limit),
+        offset: None,
+        limit_by,
+    }) = &q.limit_clause
+    else {
+        return None;
+    };
+    let k = numeric_literal(limit).filter(|k| k.fract() == 0.0 && (1.0..=10_000.0).contains(k))?;
+    if !limit_by.is_empty() {
+        return None;
+    }
+    let item = |i: &SelectItem| match i {
+        SelectItem::UnnamedExpr(e) => Some((e.clone(), None)),
+        SelectItem::ExprWithAlias { expr, alias } => Some((expr.clone(), Some(alias.clone()))),
+        _ => None,
+    };
+    let [first, second] = s.projection.as_slice() else {
+        return None;
+    };
+    let (first, second) = (item(first)?, item(second)?);
+    let value_first = first.0 == *x && counts_rows(&second.0);
+    if !value_first && !(second.0 == *x && counts_rows(&first.0)) {
+        return None;
+    }
+    let (value, count) = if value_first {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let value_name = result_name(&value.0, value.1.as_ref(), "");
+    let count_name = result_name(&count.0, count.1.as_ref(), "count");
+    let Some(OrderBy {
+        kind: OrderByKind::Expressions(order),
+        interpolate: None,
+    }) = &q.order_by
+    else {
+        return None;
+    };
+    let [by] = order.as_slice() else {
+        return None;
+    };
+    let by_count = counts_rows(&by.expr)
+        || matches!(&by.expr, Expr::Identifier(i) if count.1.as_ref() == Some(i));
+    if !by_count || by.options.asc != Some(false) {
+        return None;
+    }
+    Some(TopK {
+        x: x.clone(),
+        k: k as usize,
+        value_name,
+        count_name,
+        value_first,
+    })
+}
+
+/// Replace a top-k shaped query by the `k` heaviest items of a frequent-items sketch sized
+/// for the error (each count is then within `error` of the rows, always). Returns whether
+/// `q` was replaced.
+fn top_k(q: &mut Query, b: Budget, report: Report, done: &mut Vec<Replacement>) -> Result<bool> {
+    let Some(t) = top_k_shape(q) else {
+        return Ok(false);
+    };
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return Ok(false);
+    };
+    let from: Vec<String> = s.from.iter().map(|f| f.to_string()).collect();
+    let filter = s
+        .selection
+        .as_ref()
+        .map(|w| format!(" WHERE {w}"))
+        .unwrap_or_default();
+    let (x, k) = (&t.x, t.k);
+    let field = |f: &str| format!("__brook_top['{f}']");
+    let value = format!("{} AS {}", field("value"), t.value_name);
+    let mut count = format!("{} AS {}", field("count"), t.count_name);
+    if report == Report::Columns {
+        for suffix in ["lower", "upper"] {
+            let name = Ident::with_quote('"', format!("{}_{suffix}", t.count_name.value));
+            count.push_str(&format!(
+                ", {} AS {name}",
+                field(&format!("count_{suffix}"))
+            ));
+        }
+    }
+    let columns = if t.value_first {
+        format!("{value}, {count}")
+    } else {
+        format!("{count}, {value}")
+    };
+    let sql = format!(
+        "SELECT {columns} FROM (SELECT unnest(approx_top_k_counts({x}, {k}, {})) AS __brook_top FROM {}{filter}) AS __brook_topk ORDER BY {} DESC LIMIT {k}",
+        b.error,
+        from.join(", "),
+        field("count"),
+    );
+    let mut replaced = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&sql)?
+        .parse_query()?;
+    replaced.with = q.with.take();
+    let lg = Frequent::lg_map_size_for_top_k(k, Some(b.error))?;
+    done.push(Replacement {
+        original: format!("GROUP BY {x} ORDER BY count(*) DESC LIMIT {k}"),
+        synopsis: format!("a frequent-items sketch, lg_map_size={lg}"),
+        bound: format!("each count within {} of the rows, always", percent(b.error)),
+    });
+    *q = *replaced;
+    Ok(true)
 }
 
 fn set_expr(
@@ -448,6 +624,29 @@ mod tests {
         );
         assert_eq!(sql, "SELECT approx_mode(page, 0.01) AS mode FROM t");
         assert!(done[0].synopsis.contains("lg_map_size="), "{:?}", done[0]);
+    }
+
+    #[test]
+    fn top_k_shaped_queries_become_the_heaviest_items_of_a_sketch() {
+        let (sql, done) = rewrite(
+            "SELECT count(*) AS hits, page FROM v WHERE n > 3 GROUP BY page ORDER BY hits DESC LIMIT 5",
+            Report::Columns,
+        );
+        assert_eq!(
+            sql,
+            "SELECT __brook_top['count'] AS hits, __brook_top['count_lower'] AS \"hits_lower\", __brook_top['count_upper'] AS \"hits_upper\", __brook_top['value'] AS page FROM (SELECT unnest(approx_top_k_counts(page, 5, 0.01)) AS __brook_top FROM v WHERE n > 3) AS __brook_topk ORDER BY __brook_top['count'] DESC LIMIT 5"
+        );
+        assert!(done[0].synopsis.contains("lg_map_size="), "{:?}", done[0]);
+        // Other shapes are left alone: ascending order, a second aggregate, OFFSET.
+        for sql in [
+            "SELECT page, count(*) FROM v GROUP BY page ORDER BY count(*) LIMIT 5",
+            "SELECT page, count(*), sum(n) FROM v GROUP BY page ORDER BY count(*) DESC LIMIT 5",
+            "SELECT page, count(*) FROM v GROUP BY page ORDER BY count(*) DESC LIMIT 5 OFFSET 1",
+        ] {
+            let (same, done) = rewrite(sql, Report::Notice);
+            assert_eq!(same, sql);
+            assert!(done.is_empty());
+        }
     }
 
     #[test]

@@ -13,6 +13,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// This crate's directory (test files live under it). Read when the test runs — cargo sets
+/// it — so a test binary built from another checkout sharing the build directory still
+/// finds this checkout's files.
+pub fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// Path of the `brook` binary: `$BROOK_BIN`, else next to the test executable's target dir.
 pub fn brook_bin() -> PathBuf {
     if let Ok(p) = std::env::var("BROOK_BIN") {

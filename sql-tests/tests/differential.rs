@@ -121,11 +121,9 @@ fn show(m: &BTreeMap<String, usize>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_ways_agree() {
-    let corpus = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/differential/queries.sql"
-    ))
-    .expect("corpus");
+    let corpus =
+        std::fs::read_to_string(brook_sql_tests::crate_dir().join("differential/queries.sql"))
+            .expect("corpus");
     let queries: Vec<(bool, &str)> = corpus
         .lines()
         .map(str::trim)

@@ -105,7 +105,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root_dir = brook_sql_tests::crate_dir();
+    let root = root_dir.as_path();
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let mut passed = 0;
     let mut failed = Vec::new();

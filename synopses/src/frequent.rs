@@ -80,6 +80,17 @@ impl Frequent {
         }
     }
 
+    /// `lg` of the map size for the `k` heaviest items: at least 8k counters (so the k-th
+    /// item of a skewed stream is still tracked) and as many as `error` needs.
+    pub fn lg_map_size_for_top_k(k: usize, error: Option<f64>) -> Result<u8> {
+        let for_k = (usize::BITS - (8 * k).leading_zeros()) as u8;
+        let for_error = match error {
+            Some(e) => Self::lg_map_size_for(e)?,
+            None => DEFAULT_LG_MAP_SIZE,
+        };
+        Ok(for_k.max(for_error).min(MAX_LG_MAP_SIZE))
+    }
+
     /// `lg` of the map size that keeps the count error within `error` of the total weight.
     pub fn lg_map_size_for(error: f64) -> Result<u8> {
         let error = check_error(error)?;

@@ -1,4 +1,5 @@
 //! Frequencies, membership and samples: `approx_top_k(x, k [, error])`,
+//! `approx_top_k_counts(x, k [, error])` (with counts and their bounds),
 //! `approx_mode(x [, error])`,
 //! `approx_count(x, item [, error])` (count-min: retracts, so it also runs over updating
 //! inputs), `approx_contains(x, item [, max_items [, fpp]])` (bloom),
@@ -19,7 +20,8 @@ use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::ArrayRef;
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::scalar::ScalarStructBuilder;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{Accumulator, AggregateUDF, Signature, TypeSignature, Volatility};
 use datafusion::scalar::ScalarValue;
@@ -38,6 +40,12 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             arities(&[2, 3]),
             list_of_items,
             approx_top_k,
+        ),
+        SynopsisAggregate::udaf(
+            "approx_top_k_counts",
+            arities(&[2, 3]),
+            list_of_counts,
+            approx_top_k_counts,
         ),
         SynopsisAggregate::udaf("approx_mode", arities(&[1, 2]), mode_type, approx_mode),
         SynopsisAggregate::udaf("approx_count", arities(&[2, 3]), count_type, approx_count),
@@ -114,19 +122,82 @@ fn frequent_sketch_type(types: &[DataType]) -> Result<DataType> {
     returns_binary(types)
 }
 
-fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+/// The `k` and the sketch of `approx_top_k(x, k [, error])` and `approx_top_k_counts`.
+fn top_k_sketch(args: &AccumulatorArgs<'_>) -> Result<(usize, Frequent)> {
     let k = int_arg(args, 1, 1..=10_000)?
-        .ok_or_else(|| BrookError::InvalidParameter("approx_top_k() needs k".into()))?
+        .ok_or_else(|| BrookError::InvalidParameter(format!("{}() needs k", function_name(args))))?
         as usize;
-    // Enough counters that the k-th item of a skewed stream is still tracked: at least 8k,
-    // and as many as the stated error needs.
-    let for_k = (usize::BITS - (8 * k).leading_zeros()) as u8;
-    let lg = match f64_arg(args, 2)? {
-        Some(error) => Frequent::lg_map_size_for(error)?.max(for_k),
-        None => frequent::DEFAULT_LG_MAP_SIZE.max(for_k),
+    let lg = Frequent::lg_map_size_for_top_k(k, f64_arg(args, 2)?)?;
+    let sketch = Frequent::for_type(&value_type(args)?, lg)?;
+    Ok((k, sketch))
+}
+
+/// Fields of each element of `approx_top_k_counts`: the value, its estimated count and the
+/// interval that always holds its true count.
+fn top_k_count_fields(t: &DataType) -> Fields {
+    Fields::from(vec![
+        Field::new("value", t.clone(), true),
+        Field::new("count", DataType::Int64, false),
+        Field::new("count_lower", DataType::Int64, false),
+        Field::new("count_upper", DataType::Int64, false),
+    ])
+}
+
+fn list_of_counts(types: &[DataType]) -> Result<DataType> {
+    check_hashable("approx_top_k_counts()", types)?;
+    let t = types.first().cloned().unwrap_or(DataType::Utf8);
+    Ok(DataType::List(Arc::new(Field::new_list_field(
+        DataType::Struct(top_k_count_fields(&t)),
+        true,
+    ))))
+}
+
+/// A sketch item as a value of the summarised column's type `t`.
+fn item_value(item: Item, t: &DataType) -> Result<ScalarValue> {
+    let value = match item {
+        Item::Long(v) => ScalarValue::Int64(Some(v)),
+        Item::Text(v) => ScalarValue::Utf8(Some(v)),
     };
+    Ok(value.cast_to(t)?)
+}
+
+/// `approx_top_k_counts(x, k [, error])`: the `k` most frequent values with their counts and
+/// count bounds, heaviest first (the budget's replacement of `GROUP BY x ORDER BY count(*)
+/// DESC LIMIT k`).
+fn approx_top_k_counts(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let (k, sketch) = top_k_sketch(args)?;
     let t = value_type(args)?;
-    let sketch = Frequent::for_type(&t, lg.min(frequent::MAX_LG_MAP_SIZE))?;
+    let fields = top_k_count_fields(&t);
+    let finish = move |s: &Frequent| {
+        let mut rows = Vec::new();
+        for r in s.top_k(k) {
+            let count = |n: u64| ScalarValue::Int64(Some(i64::try_from(n).unwrap_or(i64::MAX)));
+            let (estimate, lower, upper) = (count(r.estimate), count(r.lower), count(r.upper));
+            let mut row = ScalarStructBuilder::new();
+            for (field, value) in
+                fields
+                    .iter()
+                    .zip([item_value(r.item, &t)?, estimate, lower, upper])
+            {
+                row = row.with_scalar(field.as_ref().clone(), value);
+            }
+            rows.push(row.build()?);
+        }
+        Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+            &rows,
+            &DataType::Struct(fields.clone()),
+        )))
+    };
+    Ok(SynopsisAccumulator::values(
+        sketch,
+        decoder(&value_type(args)?),
+        finish,
+    ))
+}
+
+fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let (k, sketch) = top_k_sketch(args)?;
+    let t = value_type(args)?;
     let decode = decoder(&t);
     let item = item_type(&t);
     let finish = move |s: &Frequent| {
@@ -170,13 +241,9 @@ fn approx_mode(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     let t = value_type(args)?;
     let sketch = Frequent::for_type(&t, lg)?;
     let decode = decoder(&t);
-    let finish = move |s: &Frequent| {
-        let value = match s.top_k(1).into_iter().next().map(|r| r.item) {
-            None => return Ok(ScalarValue::try_from(&t)?),
-            Some(Item::Long(v)) => ScalarValue::Int64(Some(v)),
-            Some(Item::Text(v)) => ScalarValue::Utf8(Some(v)),
-        };
-        Ok(value.cast_to(&t)?)
+    let finish = move |s: &Frequent| match s.top_k(1).into_iter().next() {
+        None => Ok(ScalarValue::try_from(&t)?),
+        Some(top) => item_value(top.item, &t),
     };
     Ok(SynopsisAccumulator::values(sketch, decode, finish))
 }
