@@ -99,7 +99,8 @@ def keyed_synopses(binary, work, csv, rows, keys):
         t0 = time.perf_counter()
         psql(port, f"\\copy s FROM '{csv}' WITH (FORMAT csv)")
         copied = time.perf_counter() - t0
-        while int(psql(port, "SELECT rows_seen FROM brook_synopses() WHERE name = 'u'")) < rows:
+        # Applied means visible to a reader: every key's sketch counts its rows.
+        while int(psql(port, "SELECT coalesce(sum(rows_seen), 0) FROM u")) < rows:
             time.sleep(0.02)
         elapsed = time.perf_counter() - t0
         n = int(psql(port, "SELECT synopses FROM brook_synopses() WHERE name = 'u'"))

@@ -13,8 +13,9 @@ use crate::dft::{self, Dft};
 use crate::Synopsis;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array};
-use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::compute::{filter, is_not_null, sort_to_indices, SortOptions};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::Float64Type;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, ScalarUDF, Signature, TypeSignature, Volatility,
@@ -150,19 +151,24 @@ impl Accumulator for OrderedWindow {
             return Ok(());
         };
         let x: Float64Array = crate::values::as_f64(x.as_ref()).map_err(external)?;
-        let rows: Vec<usize> = (0..x.len()).filter(|&i| x.is_valid(i)).collect();
-        self.seen += rows.len() as u64;
-        // Only the last `window` rows can stay; the input is in `t` order per partition.
-        let tail = &rows[rows.len().saturating_sub(self.window)..];
+        if let Some(v) = x.iter().flatten().find(|v| !v.is_finite()) {
+            return Err(external(BrookError::OutOfRange(format!(
+                "a DFT synopsis needs finite values, got {v}"
+            ))));
+        }
+        let valid = is_not_null(&x)?;
+        let (x, t) = (filter(&x, &valid)?, filter(t.as_ref(), &valid)?);
+        let x = x.as_primitive::<Float64Type>();
+        self.seen += x.len() as u64;
+        // DataFusion feeds each partition in `t` order, a continuous query in arrival order:
+        // sort either way; only the last `window` rows by `t` can stay.
+        let order = sort_to_indices(&t, Some(self.options), None)?;
+        let order = order.values();
+        let tail = &order[order.len().saturating_sub(self.window)..];
         let mut incoming = Vec::with_capacity(tail.len());
         for &i in tail {
-            let v = x.value(i);
-            if !v.is_finite() {
-                return Err(external(BrookError::OutOfRange(format!(
-                    "a DFT synopsis needs finite values, got {v}"
-                ))));
-            }
-            incoming.push((ScalarValue::try_from_array(t, i)?, v));
+            let i = i as usize;
+            incoming.push((ScalarValue::try_from_array(&t, i)?, x.value(i)));
         }
         self.absorb(incoming);
         Ok(())
