@@ -10,7 +10,10 @@
     fed by COPY over the wire: throughput, the view's operator state and the server's peak
     resident memory;
 (c) ingest throughput while maintaining 100, 1,000 and 10,000 keyed synopses
-    (`CREATE SYNOPSIS ... USING hll(v) PARTITION BY k`), COPY to every row applied.
+    (`CREATE SYNOPSIS ... USING hll(v) PARTITION BY k`), COPY to every update visible;
+(d) with --cargo-benches, the criterion benches too: Brook's update cost against the raw crate
+    (`--bench update`) and the DFT correlation search against naive all-pairs on 500 and
+    5,000 series (`--bench correlation`; a release build, slow the first time).
 
     pip install datasketches numpy   # once
     python3 sql-tests/bench/synopses_bench.py --brook target/release/brook [--rows 10000000]
@@ -116,6 +119,8 @@ def main():
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--distinct", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=10)
+    ap.add_argument("--cargo-benches", action="store_true",
+                    help="also run the criterion benches of (a) and (d)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="brook-sbench-")
     try:
@@ -145,7 +150,10 @@ def main():
             print(f"  {keys:>6,} synopses: {rate:>12,.0f} updates/s applied (COPY alone done at "
                   f"{copy_rate:,.0f} rows/s)  {n:,} sketches  {mem / 2**20:.1f} MiB  peak RSS {peak:.0f} MiB")
             os.remove(kcsv)
-        print("(d) DFT correlation synopsis: not implemented yet.")
+        if args.cargo_benches:
+            for bench in ("update", "correlation"):
+                print(f"(a)/(d) cargo bench -p brook-synopses --bench {bench}:", flush=True)
+                subprocess.run(["cargo", "bench", "-p", "brook-synopses", "--bench", bench], check=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
