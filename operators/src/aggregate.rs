@@ -5,9 +5,9 @@
 //! barrier (the end of a transaction's input) or watermark, every group touched since emits
 //! the delete of its previous output row and the insert of its new one, unless the values
 //! did not change: a COPY of a million rows in many batches emits each group once, not once
-//! per batch (which, for large values such as sketches, cost more than the aggregation). A group whose rows were all retracted is
-//! deleted and its state freed. A global aggregate (no GROUP BY) always has its one row, as
-//! `SELECT count(*) FROM empty` has in SQL.
+//! per batch (which, for large values such as sketches, cost more than the aggregation). A
+//! group whose rows were all retracted is deleted and its state freed. A global aggregate
+//! (no GROUP BY) always has its one row, as `SELECT count(*) FROM empty` has in SQL.
 //!
 //! Windowed grouping (a `window_end` key over event time): once the watermark passes a
 //! window's end its state is freed and rows that still arrive for it are counted as late and

@@ -85,6 +85,61 @@ fn pct(v: f64) -> String {
     format!("{:.2}%", v * 100.0)
 }
 
+/// The DFT kind: `USING dft(column, window [, coefficients])`, sized by its window (no error
+/// option, no WINDOW clause: it keeps its own sliding window). Returns the aggregate, its
+/// output column, the parameters and the bound, as the other kinds' arms do.
+fn dft_synopsis(
+    cs: &CreateSynopsis,
+    column: &Expr,
+    size: Option<i64>,
+    has_error: bool,
+) -> Result<(String, &'static str, String, String)> {
+    let usage = "USING dft(column, window [, coefficients])";
+    if has_error {
+        return Err(BrookError::InvalidParameter(format!(
+            "a DFT synopsis is sized by its window and coefficients: {usage}"
+        )));
+    }
+    if cs.window.is_some() {
+        return Err(BrookError::unsupported(
+            "WINDOW on a dft synopsis (it keeps its own sliding window of the last `window` values)",
+        ));
+    }
+    let window = size.ok_or_else(|| {
+        BrookError::InvalidParameter(format!("a DFT synopsis needs its window: {usage}"))
+    })?;
+    let window = usize::try_from(window).unwrap_or(0);
+    let coefficients = match cs.args.get(2) {
+        None => dft::DEFAULT_COEFFICIENTS.min(window.saturating_sub(1) / 2),
+        Some(Expr::Value(v)) => match &v.value {
+            Value::Number(n, _) => n.parse::<usize>().map_err(|_| {
+                BrookError::InvalidParameter(format!(
+                    "DFT coefficients {n} is not a positive integer"
+                ))
+            })?,
+            _ => {
+                return Err(BrookError::InvalidParameter(format!(
+                    "DFT coefficients {v} is not a number"
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(BrookError::InvalidParameter(format!(
+                "DFT coefficients {other} must be a constant"
+            )))
+        }
+    };
+    // Checks window and coefficients now, so a bad definition fails at CREATE.
+    Dft::new(window, coefficients)?;
+    Ok((
+        format!("dft_sketch_agg({column}, {window}, {coefficients})"),
+        "sketch",
+        format!("window={window}, coefficients={coefficients}"),
+        "correlation bounds from the energy outside the kept coefficients (always hold)"
+            .to_string(),
+    ))
+}
+
 /// Plan `cs`: its maintaining query and its catalog description.
 pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let Some(column) = cs.args.first() else {
@@ -191,26 +246,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             }
             (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string())
         }
-        "dft" => {
-            if error.is_some() {
-                return Err(BrookError::InvalidParameter("a DFT synopsis is sized by its window and coefficients: USING dft(column, window [, coefficients])".into()));
-            }
-            if cs.window.is_some() {
-                return Err(BrookError::unsupported("WINDOW on a dft synopsis (it keeps its own sliding window of the last `window` values)"));
-            }
-            let window = size.ok_or_else(|| BrookError::InvalidParameter("a DFT synopsis needs its window: USING dft(column, window [, coefficients])".into()))?;
-            let coefficients = match cs.args.get(2) {
-                Some(Expr::Value(v)) => match &v.value {
-                    Value::Number(n, _) => n.parse::<usize>().map_err(|_| BrookError::InvalidParameter(format!("DFT coefficients {n} is not a positive integer")))?,
-                    _ => return Err(BrookError::InvalidParameter(format!("DFT coefficients {v} is not a number"))),
-                },
-                Some(other) => return Err(BrookError::InvalidParameter(format!("DFT coefficients {other} must be a constant"))),
-                None => dft::DEFAULT_COEFFICIENTS.min(usize::try_from(window).unwrap_or(0).saturating_sub(1) / 2),
-            };
-            // Checks the window and coefficients now, so a bad definition fails at CREATE.
-            Dft::new(usize::try_from(window).unwrap_or(0), coefficients)?;
-            (format!("dft_sketch_agg({column}, {window}, {coefficients})"), "sketch", format!("window={window}, coefficients={coefficients}"), "correlation bounds from the energy outside the kept coefficients (always hold)".to_string())
-        }
+        "dft" => dft_synopsis(cs, column, size, error.is_some())?,
         other => {
             return Err(BrookError::unsupported(format!(
                 "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, sample or dft)"

@@ -155,11 +155,16 @@ fn user_error(e: BrookError) -> DataFusionError {
 }
 
 impl CorrelatedPairsFunction {
-    /// The `dft` synopsis named by the first argument (`name` or `schema.name`).
+    /// The `dft` synopsis named by the first argument (`name` or `schema.name`; folded to
+    /// lower case unless double-quoted, as identifiers are).
     fn synopsis(&self, name: &str) -> Result<Arc<ViewState>, BrookError> {
+        let ident = |part: &str| match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+            Some(quoted) => quoted.to_string(),
+            None => part.to_ascii_lowercase(),
+        };
         let (schema, table) = match name.split_once('.') {
-            Some((s, t)) => (s.to_string(), t.to_string()),
-            None => ("public".to_string(), name.to_string()),
+            Some((s, t)) => (ident(s), ident(t)),
+            None => ("public".to_string(), ident(name)),
         };
         let missing = || BrookError::UndefinedTable(format!("synopsis \"{name}\" does not exist"));
         let provider = self.catalog.schema(&schema).ok_or_else(missing)?;
