@@ -224,7 +224,8 @@ fn top_k_shape(q: &Query) -> Option<TopK> {
     };
     let (first, second) = (item(first)?, item(second)?);
     let value_first = first.0 == *x && counts_rows(&second.0);
-    if !value_first && !(second.0 == *x && counts_rows(&first.0)) {
+    let count_first = second.0 == *x && counts_rows(&first.0);
+    if !(value_first || count_first) {
         return None;
     }
     let (value, count) = if value_first {
