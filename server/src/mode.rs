@@ -97,10 +97,15 @@ impl ModeAccumulator {
                 continue;
             }
             let v = ScalarValue::try_from_array(values, i)?;
-            let n = self.counts.entry(v.clone()).or_insert(0);
-            *n += sign;
-            if *n <= 0 {
-                self.counts.remove(&v);
+            match self.counts.get_mut(&v) {
+                Some(n) if *n + sign <= 0 => {
+                    self.counts.remove(&v);
+                }
+                Some(n) => *n += sign,
+                None if sign > 0 => {
+                    self.counts.insert(v, sign);
+                }
+                None => {}
             }
         }
         Ok(())

@@ -123,6 +123,17 @@ impl Spectrum {
     }
 }
 
+thread_local! {
+    /// One planner per thread: it keeps the plans it made, so the thousands of synopses of
+    /// one window size (one per key, and one per sketch read back) share one plan.
+    static PLANNER: std::cell::RefCell<FftPlanner<f64>> = std::cell::RefCell::new(FftPlanner::new());
+}
+
+/// The forward FFT of `window` points.
+fn plan(window: usize) -> Arc<dyn Fft<f64>> {
+    PLANNER.with(|p| p.borrow_mut().plan_fft_forward(window))
+}
+
 impl Dft {
     /// An empty synopsis of the last `window` values keeping `coefficients` coefficients.
     /// The kept coefficients and their mirrors must not overlap: `2·k < window` (22023).
@@ -153,7 +164,7 @@ impl Dft {
             sum: 0.0,
             sum_sq: 0.0,
             slides: 0,
-            fft: FftPlanner::new().plan_fft_forward(window),
+            fft: plan(window),
         })
     }
 
@@ -344,11 +355,7 @@ impl Synopsis for Dft {
     }
 
     fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + 8 * self.values.capacity()
-            + 32 * self.coefficients
-            // The FFT plan's twiddle factors.
-            + 16 * self.window
+        std::mem::size_of::<Self>() + 8 * self.values.capacity() + 32 * self.coefficients
     }
 }
 

@@ -167,6 +167,7 @@ fn item_value(item: Item, t: &DataType) -> Result<ScalarValue> {
 fn approx_top_k_counts(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     let (k, sketch) = top_k_sketch(args)?;
     let t = value_type(args)?;
+    let decode = decoder(&t);
     let fields = top_k_count_fields(&t);
     let finish = move |s: &Frequent| {
         let mut rows = Vec::new();
@@ -188,11 +189,7 @@ fn approx_top_k_counts(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator
             &DataType::Struct(fields.clone()),
         )))
     };
-    Ok(SynopsisAccumulator::values(
-        sketch,
-        decoder(&value_type(args)?),
-        finish,
-    ))
+    Ok(SynopsisAccumulator::values(sketch, decode, finish))
 }
 
 fn approx_top_k(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
