@@ -1,13 +1,23 @@
 //! GROUP BY with retraction: a changelog of each group's current aggregate values.
 //!
-//! Each group keeps one DataFusion `Accumulator` per aggregate. A batch is split by group
-//! (one `update_batch`/`retract_batch` call per group and batch, never per row). At the next
-//! barrier (the end of a transaction's input) or watermark, every group touched since emits
-//! the delete of its previous output row and the insert of its new one, unless the values
-//! did not change: a COPY of a million rows in many batches emits each group once, not once
-//! per batch (which, for large values such as sketches, cost more than the aggregation). A
-//! group whose rows were all retracted is deleted and its state freed. A global aggregate
-//! (no GROUP BY) always has its one row, as `SELECT count(*) FROM empty` has in SQL.
+//! Each group keeps one DataFusion `Accumulator` per aggregate: it can be evaluated at any
+//! time without losing state, and freed on its own. A batch reaches them in one of two ways:
+//! - over an append-only input, an aggregate with a DataFusion `GroupsAccumulator` (sum,
+//!   count, avg, min, max, ...) is fed whole batches with a group index per row (no per-group
+//!   work per batch); at the barrier its state for the groups touched in the round is merged
+//!   into their accumulators, one merge per group and round. (A `GroupsAccumulator` alone
+//!   will not do: it can only be read by emptying it, and frees no single group.)
+//! - otherwise the batch is sorted by group (a counting sort, then one `take`) and each
+//!   group's accumulator gets zero-copy slices of its rows: one `update_batch` /
+//!   `retract_batch` call per group and batch, never per row.
+//!
+//! At the next barrier (the end of a transaction's input) or watermark, every group touched
+//! since emits the delete of its previous output row and the insert of its new one, unless
+//! the values did not change: a COPY of a million rows in many batches emits each group once,
+//! not once per batch (which, for large values such as sketches, cost more than the
+//! aggregation). A group whose rows were all retracted is deleted and its state freed. A
+//! global aggregate (no GROUP BY) always has its one row, as `SELECT count(*) FROM empty` has
+//! in SQL.
 //!
 //! Windowed grouping (a `window_end` key over event time): once the watermark passes a
 //! window's end its state is freed and rows that still arrive for it are counted as late and
@@ -16,13 +26,14 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt32Array};
-use datafusion::arrow::compute::{filter, take};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int8Array, UInt32Array};
+use datafusion::arrow::compute::kernels::boolean::and;
+use datafusion::arrow::compute::{filter, prep_null_mask_filter, take};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::ScalarValue;
-use datafusion::logical_expr::Accumulator;
+use datafusion::logical_expr::{Accumulator, EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
 use std::collections::{BTreeMap, HashMap};
@@ -145,6 +156,16 @@ impl NodeSpec for AggregateNode {
             .map(|f| SortField::new(f.data_type().clone()))
             .collect();
         let converter = RowConverter::new(fields)?;
+        let vectorised = self
+            .aggs
+            .iter()
+            .map(|a| {
+                if self.input_updating || !a.expr.groups_accumulator_supported() {
+                    return Ok(None);
+                }
+                Ok(Some(a.expr.create_groups_accumulator()?))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Box::new(AggregateOp {
             node: AggregateNode {
                 group_exprs: self.group_exprs.clone(),
@@ -157,6 +178,8 @@ impl NodeSpec for AggregateNode {
             index: HashMap::new(),
             groups: Vec::new(),
             free: Vec::new(),
+            vectorised,
+            delta_slots: Vec::new(),
             by_end: BTreeMap::new(),
             watermark: None,
             late: 0,
@@ -171,7 +194,7 @@ impl NodeSpec for AggregateNode {
 struct Group {
     /// Encoded key (the index's key), to remove the group.
     row: Box<[u8]>,
-    /// Bytes the group held when last touched (its part of `AggregateOp::bytes`).
+    /// Bytes the group held when last measured (its part of `AggregateOp::bytes`).
     size: usize,
     key: Vec<ScalarValue>,
     accs: Vec<Box<dyn Accumulator>>,
@@ -179,15 +202,28 @@ struct Group {
     rows: i64,
     /// Aggregate values last emitted (so they can be retracted).
     emitted: Option<Vec<ScalarValue>>,
-    /// Touched since the last emission (listed in `AggregateOp::pending`).
+    /// Touched since the last barrier (listed in `AggregateOp::pending`).
     pending: bool,
+    /// Index among the groups of the batch being applied; `NONE` between batches.
+    local: u32,
+    /// Index in the vectorised accumulators (`AggregateOp::delta_slots`); `NONE` when the
+    /// group has nothing there.
+    delta: u32,
+    /// Its window's end (windowed grouping), under which `AggregateOp::by_end` lists it.
+    end: Option<i64>,
 }
 
-/// Rows of one batch that belong to one group.
-struct Touch {
-    group: usize,
-    inserts: Vec<u32>,
-    deletes: Vec<u32>,
+/// No index (see `Group::local` and `Group::delta`).
+const NONE: u32 = u32::MAX;
+
+/// The groups one batch touches, and which of them each row belongs to.
+struct Assignment {
+    /// Slots, in order of first appearance in the batch.
+    slots: Vec<usize>,
+    /// Per row, its group's index in `slots`; `NONE` for a late row that is dropped.
+    local: Vec<u32>,
+    /// Whether some row was dropped.
+    dropped: bool,
 }
 
 struct AggregateOp {
@@ -196,16 +232,21 @@ struct AggregateOp {
     index: HashMap<Box<[u8]>, usize>,
     groups: Vec<Option<Group>>,
     free: Vec<usize>,
+    /// Per aggregate: a vectorised accumulator over the groups touched since the last
+    /// barrier, or `None` when the aggregate is fed to each group's own accumulator.
+    vectorised: Vec<Option<Box<dyn GroupsAccumulator>>>,
+    /// Slots of the groups in the vectorised accumulators, by their index there.
+    delta_slots: Vec<usize>,
     /// Window end → groups of that window (windowed grouping only).
     by_end: BTreeMap<i64, Vec<usize>>,
     watermark: Option<i64>,
     late: u64,
     started: bool,
-    /// Bytes of all groups' state, kept up to date as groups are touched (statistics read
-    /// it after every round, so it must not cost a walk over all groups).
+    /// Bytes of all groups' state, brought up to date at each barrier (statistics read it
+    /// after every round, so it must not cost a walk over all groups).
     bytes: usize,
-    /// Groups touched since the last emission (on-update mode). Invariant: flushed before
-    /// any group is removed by a watermark, so every slot here is the group it was.
+    /// Groups touched since the last barrier. Invariant: flushed before any group is removed
+    /// (by a watermark, or for having no rows left), so every slot here is the group it was.
     pending: Vec<usize>,
 }
 
@@ -227,9 +268,52 @@ fn micros(v: &ScalarValue) -> Option<i64> {
     }
 }
 
+/// A FILTER mask where NULL skips the row, as false does.
+fn filter_mask(m: &ArrayRef) -> Result<BooleanArray> {
+    let m = m
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?;
+    Ok(if m.null_count() > 0 {
+        prep_null_mask_filter(m)
+    } else {
+        m.clone()
+    })
+}
+
+/// Row order that puts each group's rows together, inserts before deletes: returns the
+/// permutation and, per group `t`, its inserts at `bounds[2t]..bounds[2t+1]` and its deletes
+/// at `bounds[2t+1]..bounds[2t+2]` of the permuted rows. A counting sort: O(rows + groups).
+fn group_order(a: &Assignment, kinds: &Int8Array) -> (UInt32Array, Vec<usize>) {
+    let bucket = |r: usize, t: u32| 2 * t as usize + usize::from(kinds.value(r) == change::DELETE);
+    let mut bounds = vec![0usize; 2 * a.slots.len() + 1];
+    for (r, &t) in a.local.iter().enumerate() {
+        if t != NONE {
+            bounds[bucket(r, t) + 1] += 1;
+        }
+    }
+    for b in 1..bounds.len() {
+        bounds[b] += bounds[b - 1];
+    }
+    let mut next = bounds.clone();
+    let mut perm = vec![0u32; bounds.last().copied().unwrap_or(0)];
+    for (r, &t) in a.local.iter().enumerate() {
+        if t != NONE {
+            let b = bucket(r, t);
+            perm[next[b]] = r as u32;
+            next[b] += 1;
+        }
+    }
+    (UInt32Array::from(perm), bounds)
+}
+
 impl AggregateOp {
     fn global(&self) -> bool {
         self.node.group_exprs.is_empty()
+    }
+
+    fn emit_on_close(&self) -> bool {
+        self.node.window.is_some_and(|w| w.emit_on_close)
     }
 
     fn new_group(&mut self, row: Box<[u8]>, key: Vec<ScalarValue>) -> Result<usize> {
@@ -252,6 +336,9 @@ impl AggregateOp {
             emitted: None,
             pending: false,
             size: 0,
+            local: NONE,
+            delta: NONE,
+            end,
         };
         g.size = group_size(&g);
         self.bytes += g.size;
@@ -280,21 +367,236 @@ impl AggregateOp {
         }
     }
 
+    fn group(&mut self, slot: usize) -> Result<&mut Group> {
+        self.groups[slot]
+            .as_mut()
+            .ok_or_else(|| BrookError::internal("aggregate group vanished"))
+    }
+
     /// Current aggregate values of a group.
     fn evaluate(&mut self, slot: usize) -> Result<Vec<ScalarValue>> {
-        let g = self.groups[slot]
-            .as_mut()
-            .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
+        let g = self.group(slot)?;
         g.accs.iter_mut().map(|a| Ok(a.evaluate()?)).collect()
     }
 
-    /// Emit the change of every group touched since the last emission.
+    /// Find (or create) the group of every row, dropping rows of windows already closed.
+    fn assign(&mut self, keys: &[ArrayRef], kinds: &Int8Array) -> Result<Assignment> {
+        let n = kinds.len();
+        // Row encoding of the keys; a global aggregate has none (its one group has key []).
+        let rows = if self.global() {
+            None
+        } else {
+            Some(self.converter.convert_columns(keys)?)
+        };
+        let mut a = Assignment {
+            slots: Vec::new(),
+            local: Vec::with_capacity(n),
+            dropped: false,
+        };
+        for r in 0..n {
+            let row: &[u8] = match &rows {
+                Some(rows) => rows.row(r).data(),
+                None => &[],
+            };
+            let slot = match self.index.get(row) {
+                Some(s) => *s,
+                None => {
+                    let key = keys
+                        .iter()
+                        .map(|k| ScalarValue::try_from_array(k, r))
+                        .collect::<datafusion::common::Result<Vec<_>>>()?;
+                    if let (Some(w), Some(wm)) = (self.node.window, self.watermark) {
+                        if key
+                            .get(w.end_key)
+                            .and_then(micros)
+                            .is_some_and(|end| end <= wm)
+                        {
+                            self.late += 1;
+                            a.local.push(NONE);
+                            a.dropped = true;
+                            continue;
+                        }
+                    }
+                    self.new_group(row.into(), key)?
+                }
+            };
+            let next = a.slots.len() as u32;
+            let g = self.group(slot)?;
+            if g.local == NONE {
+                g.local = next;
+            }
+            g.rows += if kinds.value(r) == change::DELETE {
+                -1
+            } else {
+                1
+            };
+            let local = g.local;
+            if local == next {
+                a.slots.push(slot);
+            }
+            a.local.push(local);
+        }
+        Ok(a)
+    }
+
+    /// Feed each group's accumulators its rows of the batch: one call per group and
+    /// aggregate, on zero-copy slices of the batch sorted by group.
+    fn feed_groups(
+        &mut self,
+        a: &Assignment,
+        kinds: &Int8Array,
+        args: &[Vec<ArrayRef>],
+        masks: &[Option<ArrayRef>],
+    ) -> Result<()> {
+        let per_group: Vec<usize> = (0..self.node.aggs.len())
+            .filter(|&i| self.vectorised[i].is_none())
+            .collect();
+        if per_group.is_empty() {
+            return Ok(());
+        }
+        let (perm, bounds) = group_order(a, kinds);
+        // Rows already in group order (one group, nothing dropped) need no copy.
+        let sorted = perm
+            .values()
+            .iter()
+            .enumerate()
+            .all(|(i, &r)| i == r as usize);
+        let arrange = |x: &ArrayRef| -> Result<ArrayRef> {
+            Ok(if sorted {
+                x.clone()
+            } else {
+                take(x, &perm, None)?
+            })
+        };
+        let mut sorted_args: Vec<Vec<ArrayRef>> = vec![Vec::new(); self.node.aggs.len()];
+        let mut sorted_masks: Vec<Option<BooleanArray>> = vec![None; self.node.aggs.len()];
+        for &i in &per_group {
+            sorted_args[i] = args[i].iter().map(arrange).collect::<Result<_>>()?;
+            sorted_masks[i] = masks[i]
+                .as_ref()
+                .map(|m| filter_mask(&arrange(m)?))
+                .transpose()?;
+        }
+        for (t, &slot) in a.slots.iter().enumerate() {
+            let g = self.group(slot)?;
+            for (part, retract) in [(2 * t, false), (2 * t + 1, true)] {
+                let (from, len) = (bounds[part], bounds[part + 1] - bounds[part]);
+                if len == 0 {
+                    continue;
+                }
+                for &i in &per_group {
+                    let mut vals: Vec<ArrayRef> =
+                        sorted_args[i].iter().map(|x| x.slice(from, len)).collect();
+                    if let Some(m) = &sorted_masks[i] {
+                        let m = m.slice(from, len);
+                        vals = vals
+                            .iter()
+                            .map(|x| Ok(filter(x.as_ref(), &m)?))
+                            .collect::<Result<_>>()?;
+                    }
+                    if retract {
+                        g.accs[i].retract_batch(&vals)?;
+                    } else {
+                        g.accs[i].update_batch(&vals)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Feed the vectorised accumulators the whole batch (append-only input: inserts only).
+    fn feed_vectorised(
+        &mut self,
+        a: &Assignment,
+        args: &[Vec<ArrayRef>],
+        masks: &[Option<ArrayRef>],
+    ) -> Result<()> {
+        if self.vectorised.iter().all(Option::is_none) || a.slots.is_empty() {
+            return Ok(());
+        }
+        let mut delta_of = Vec::with_capacity(a.slots.len());
+        for &slot in &a.slots {
+            let next = self.delta_slots.len() as u32;
+            let g = self.group(slot)?;
+            if g.delta == NONE {
+                g.delta = next;
+                self.delta_slots.push(slot);
+            }
+            delta_of.push(self.group(slot)?.delta as usize);
+        }
+        // Dropped rows go to group 0 under a false mask.
+        let indices: Vec<usize> = a
+            .local
+            .iter()
+            .map(|&t| if t == NONE { 0 } else { delta_of[t as usize] })
+            .collect();
+        let kept = a
+            .dropped
+            .then(|| BooleanArray::from_iter(a.local.iter().map(|&t| Some(t != NONE))));
+        let total = self.delta_slots.len();
+        for (i, acc) in self.vectorised.iter_mut().enumerate() {
+            let Some(acc) = acc else { continue };
+            let mask = match (&masks[i], &kept) {
+                (Some(m), Some(k)) => Some(and(&filter_mask(m)?, k)?),
+                (Some(m), None) => Some(filter_mask(m)?),
+                (None, k) => k.clone(),
+            };
+            acc.update_batch(&args[i], &indices, mask.as_ref(), total)?;
+        }
+        Ok(())
+    }
+
+    /// Move what the vectorised accumulators gathered into each group's accumulators (one
+    /// state merge per group and aggregate since the last barrier).
+    fn merge_vectorised(&mut self) -> Result<()> {
+        let slots = std::mem::take(&mut self.delta_slots);
+        if slots.is_empty() {
+            return Ok(());
+        }
+        for i in 0..self.vectorised.len() {
+            let Some(acc) = self.vectorised[i].as_mut() else {
+                continue;
+            };
+            let state = acc.state(EmitTo::All)?;
+            if state.iter().any(|s| s.len() != slots.len()) {
+                return Err(BrookError::internal(
+                    "vectorised aggregate state does not cover its groups",
+                ));
+            }
+            for (d, &slot) in slots.iter().enumerate() {
+                let part: Vec<ArrayRef> = state.iter().map(|s| s.slice(d, 1)).collect();
+                self.group(slot)?.accs[i].merge_batch(&part)?;
+            }
+        }
+        for &slot in &slots {
+            self.group(slot)?.delta = NONE;
+        }
+        Ok(())
+    }
+
+    /// End of a round: bring the touched groups up to date, measure them, free emptied
+    /// ones and (on-update mode) emit their changes.
     fn flush(&mut self) -> Result<Vec<RecordBatch>> {
+        self.merge_vectorised()?;
         let slots = std::mem::take(&mut self.pending);
         for &slot in &slots {
             if let Some(g) = self.groups[slot].as_mut() {
                 g.pending = false;
+                let size = group_size(g);
+                self.bytes = self.bytes.saturating_sub(g.size) + size;
+                g.size = size;
             }
+        }
+        if self.emit_on_close() {
+            // Nothing to emit before the window closes; groups only emptied by retractions
+            // still go away.
+            for &slot in &slots {
+                if self.groups[slot].as_ref().is_some_and(|g| g.rows <= 0) {
+                    self.remove_group(slot);
+                }
+            }
+            return Ok(Vec::new());
         }
         let mut out = Rows::new(self.node.schema.fields().len());
         self.changes(&slots, &mut out)?;
@@ -313,9 +615,7 @@ impl AggregateOp {
             } else {
                 None
             };
-            let g = self.groups[slot]
-                .as_mut()
-                .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
+            let g = self.group(slot)?;
             if new != g.emitted {
                 if let Some(old) = g.emitted.take() {
                     out.push(&g.key, old, change::DELETE);
@@ -372,7 +672,7 @@ impl Rows {
             };
             arrays.push(a);
         }
-        let kinds: ArrayRef = Arc::new(datafusion::arrow::array::Int8Array::from(self.kinds));
+        let kinds: ArrayRef = Arc::new(Int8Array::from(self.kinds));
         Ok(vec![change::attach(schema, arrays, kinds)?])
     }
 }
@@ -403,59 +703,11 @@ impl Operator for AggregateOp {
             .iter()
             .map(|e| Ok(e.evaluate(&batch)?.into_array(n)?))
             .collect::<Result<_>>()?;
-        // Row encoding of the keys; a global aggregate has none (its one group has key []).
-        let rows = if self.global() {
-            None
-        } else {
-            Some(self.converter.convert_columns(&keys)?)
-        };
+        let assignment = self.assign(&keys, &kinds)?;
 
-        // Assign rows to groups, in order of first appearance in the batch.
-        let mut touched: Vec<Touch> = Vec::new();
-        let mut touch_of: HashMap<usize, usize> = HashMap::new();
-        for r in 0..n {
-            let row: &[u8] = match &rows {
-                Some(rows) => rows.row(r).data(),
-                None => &[],
-            };
-            let slot = match self.index.get(row) {
-                Some(s) => *s,
-                None => {
-                    let key = keys
-                        .iter()
-                        .map(|k| ScalarValue::try_from_array(k, r))
-                        .collect::<datafusion::common::Result<Vec<_>>>()?;
-                    if let (Some(w), Some(wm)) = (self.node.window, self.watermark) {
-                        if key
-                            .get(w.end_key)
-                            .and_then(micros)
-                            .is_some_and(|end| end <= wm)
-                        {
-                            self.late += 1;
-                            continue;
-                        }
-                    }
-                    self.new_group(row.into(), key)?
-                }
-            };
-            let t = *touch_of.entry(slot).or_insert_with(|| {
-                touched.push(Touch {
-                    group: slot,
-                    inserts: Vec::new(),
-                    deletes: Vec::new(),
-                });
-                touched.len() - 1
-            });
-            if kinds.value(r) == change::DELETE {
-                touched[t].deletes.push(r as u32);
-            } else {
-                touched[t].inserts.push(r as u32);
-            }
-        }
-
-        // Aggregate arguments once per batch; FILTER masks fold into the row selection.
+        // Aggregate arguments once per batch, with their FILTER masks.
         let mut args: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.node.aggs.len());
-        let mut masks: Vec<Option<BooleanArray>> = Vec::with_capacity(self.node.aggs.len());
+        let mut masks: Vec<Option<ArrayRef>> = Vec::with_capacity(self.node.aggs.len());
         for a in &self.node.aggs {
             // Order-sensitive aggregates (`array_agg(x ORDER BY t)`) also take their ORDER BY
             // values, as DataFusion's own aggregation passes them.
@@ -468,80 +720,20 @@ impl Operator for AggregateOp {
                 .collect::<Result<Vec<_>>>()?;
             args.push(vals);
             masks.push(match &a.filter {
-                Some(f) => {
-                    let m = f.evaluate(&batch)?.into_array(n)?;
-                    let m = m
-                        .as_any()
-                        .downcast_ref::<BooleanArray>()
-                        .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?
-                        .clone();
-                    Some(m)
-                }
+                Some(f) => Some(f.evaluate(&batch)?.into_array(n)?),
                 None => None,
             });
         }
+        self.feed_groups(&assignment, &kinds, &args, &masks)?;
+        self.feed_vectorised(&assignment, &args, &masks)?;
 
-        for t in &touched {
-            let g = self.groups[t.group]
-                .as_mut()
-                .ok_or_else(|| BrookError::internal("aggregate group vanished"))?;
-            g.rows += t.inserts.len() as i64 - t.deletes.len() as i64;
-            for (rows, retract) in [(&t.inserts, false), (&t.deletes, true)] {
-                if rows.is_empty() {
-                    continue;
-                }
-                let idx = UInt32Array::from(rows.clone());
-                for (i, acc) in g.accs.iter_mut().enumerate() {
-                    let mut vals = args[i]
-                        .iter()
-                        .map(|a| Ok(take(a.as_ref(), &idx, None)?))
-                        .collect::<Result<Vec<_>>>()?;
-                    if let Some(m) = &masks[i] {
-                        let m = take(m, &idx, None)?;
-                        let m = m
-                            .as_any()
-                            .downcast_ref::<BooleanArray>()
-                            .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?;
-                        // FILTER (WHERE NULL) skips the row, as false does.
-                        let m = if m.null_count() > 0 {
-                            datafusion::arrow::compute::prep_null_mask_filter(m)
-                        } else {
-                            m.clone()
-                        };
-                        vals = vals
-                            .iter()
-                            .map(|a| Ok(filter(a.as_ref(), &m)?))
-                            .collect::<Result<Vec<_>>>()?;
-                    }
-                    if retract {
-                        acc.retract_batch(&vals)?;
-                    } else {
-                        acc.update_batch(&vals)?;
-                    }
-                }
-            }
-            let size = group_size(g);
-            self.bytes = self.bytes.saturating_sub(g.size) + size;
-            g.size = size;
-        }
-
-        // Nothing leaves here: on-update groups emit at the barrier, closing windows at the
-        // watermark.
-        let emit_on_close = self.node.window.is_some_and(|w| w.emit_on_close);
-        if emit_on_close {
-            // Groups only emptied by retractions still go away.
-            for t in &touched {
-                if self.groups[t.group].as_ref().is_some_and(|g| g.rows <= 0) {
-                    self.remove_group(t.group);
-                }
-            }
-        } else {
-            for t in &touched {
-                if let Some(g) = self.groups[t.group].as_mut() {
-                    if !std::mem::replace(&mut g.pending, true) {
-                        self.pending.push(t.group);
-                    }
-                }
+        // Nothing leaves here: groups are brought up to date and emit at the barrier,
+        // closing windows at the watermark.
+        for &slot in &assignment.slots {
+            let g = self.group(slot)?;
+            g.local = NONE;
+            if !std::mem::replace(&mut g.pending, true) {
+                self.pending.push(slot);
             }
         }
         Ok(Vec::new())
@@ -556,7 +748,7 @@ impl Operator for AggregateOp {
             return Ok(Vec::new());
         }
         self.watermark = Some(watermark);
-        // Touched groups emit first: closing windows frees groups (and their slots).
+        // Touched groups are flushed first: closing windows frees groups (and their slots).
         let mut flushed = self.flush()?;
         let Some(w) = self.node.window else {
             return Ok(flushed);
@@ -565,7 +757,17 @@ impl Operator for AggregateOp {
         // Windows whose end is at or before the watermark are complete.
         let open = self.by_end.split_off(&(watermark.saturating_add(1)));
         let closed = std::mem::replace(&mut self.by_end, open);
-        for slot in closed.into_values().flatten() {
+        for (end, slot) in closed
+            .into_iter()
+            .flat_map(|(end, slots)| slots.into_iter().map(move |s| (end, s)))
+        {
+            // The slot may have been freed (all rows retracted) and reused by another window.
+            if self.groups[slot]
+                .as_ref()
+                .is_none_or(|g| g.end != Some(end))
+            {
+                continue;
+            }
             if w.emit_on_close {
                 let alive = self.groups[slot].as_ref().is_some_and(|g| g.rows > 0);
                 if alive {
@@ -583,6 +785,12 @@ impl Operator for AggregateOp {
 
     fn state_size(&self) -> usize {
         self.bytes
+            + self
+                .vectorised
+                .iter()
+                .flatten()
+                .map(|a| a.size())
+                .sum::<usize>()
     }
 
     fn late_rows(&self) -> u64 {
@@ -598,8 +806,9 @@ mod tests {
     use datafusion::functions_aggregate::count::count_udaf;
     use datafusion::functions_aggregate::min_max::min_udaf;
     use datafusion::functions_aggregate::sum::sum_udaf;
+    use datafusion::logical_expr::Operator as BinaryOp;
     use datafusion::physical_expr::aggregate::AggregateExprBuilder;
-    use datafusion::physical_expr::expressions::col;
+    use datafusion::physical_expr::expressions::{binary, col, lit};
 
     fn call(
         udaf: Arc<datafusion::logical_expr::AggregateUDF>,
@@ -680,6 +889,64 @@ mod tests {
     }
 
     #[test]
+    fn append_only_input_is_vectorised_and_merged_at_the_barrier() {
+        let b1 = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             a      | 1       | 1
+             b      | 2       | 1
+             a      | 3       | 1
+             c      |         | 1",
+        );
+        let b2 = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             b      | 10      | 1
+             a      | 5       | 1",
+        );
+        let schema = b1.schema();
+        let mut n = node(&b1, false);
+        // sum(v) FILTER (WHERE v > 1): NULL and false both skip the row.
+        n.aggs[0].filter =
+            Some(binary(col("v", &schema).unwrap(), BinaryOp::Gt, lit(1i64), &schema).unwrap());
+        let mut op = n.instantiate().unwrap();
+        assert_eq!(
+            round(&mut op, vec![b1, b2.clone()]),
+            vec!["a | 8 | 3 | 1", "b | 12 | 2 | 1", "c | NULL | 0 | 1"]
+        );
+        let before = op.state_size();
+        assert!(before > 0);
+        // The next round updates from the merged state.
+        assert_eq!(
+            round(&mut op, vec![b2]),
+            vec![
+                "a | 13 | 4 | 1",
+                "a | 8 | 3 | -1",
+                "b | 12 | 2 | -1",
+                "b | 22 | 3 | 1"
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_of_many_groups_in_one_batch_reach_their_groups() {
+        // Interleaved inserts and deletes of three groups in one batch (sorted by group).
+        let b = from_pretty(
+            "k:text | v:int64 | _brook_op:int8
+             a      | 1       | 1
+             b      | 2       | 1
+             c      | 4       | 1
+             a      | 8       | 1
+             b      | 2       | -1
+             c      | 16      | 1
+             a      | 1       | -1",
+        );
+        let mut op = node(&b, true).instantiate().unwrap();
+        assert_eq!(
+            round(&mut op, vec![b]),
+            vec!["a | 8 | 1 | 1", "c | 20 | 2 | 1"]
+        );
+    }
+
+    #[test]
     fn global_aggregate_has_a_row_before_data() {
         let b = from_pretty(
             "k:text | v:int64 | _brook_op:int8
@@ -714,36 +981,39 @@ mod tests {
         assert!(n.validate().is_ok());
     }
 
+    fn window_node(input: &RecordBatch, updating: bool) -> AggregateNode {
+        let schema = input.schema();
+        AggregateNode {
+            group_exprs: vec![col("k", &schema).unwrap(), col("w", &schema).unwrap()],
+            aggs: vec![call(sum_udaf(), "v", &schema)],
+            schema: Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Utf8, true),
+                Field::new("w", DataType::Timestamp(TimeUnit::Microsecond, None), true),
+                Field::new("sum", DataType::Int64, true),
+            ])),
+            input_updating: updating,
+            window: Some(WindowClose {
+                end_key: 1,
+                emit_on_close: true,
+            }),
+        }
+    }
+
+    /// 2026-01-01T00:01:00 in microseconds since the epoch.
+    const MINUTE_1: i64 = 1_767_225_660_000_000;
+
     #[test]
     fn window_emits_on_close_and_drops_late_rows() {
-        let ts = DataType::Timestamp(TimeUnit::Microsecond, None);
         let b1 = from_pretty(
             "k:text | w:timestamp          | v:int64 | _brook_op:int8
              a      | 2026-01-01T00:01:00 | 1       | 1
              a      | 2026-01-01T00:01:00 | 2       | 1
              a      | 2026-01-01T00:02:00 | 5       | 1",
         );
-        let schema = b1.schema();
-        let n = AggregateNode {
-            group_exprs: vec![col("k", &schema).unwrap(), col("w", &schema).unwrap()],
-            aggs: vec![call(sum_udaf(), "v", &schema)],
-            schema: Arc::new(Schema::new(vec![
-                Field::new("k", DataType::Utf8, true),
-                Field::new("w", ts, true),
-                Field::new("sum", DataType::Int64, true),
-            ])),
-            input_updating: false,
-            window: Some(WindowClose {
-                end_key: 1,
-                emit_on_close: true,
-            }),
-        };
-        let mut op = n.instantiate().unwrap();
+        let mut op = window_node(&b1, false).instantiate().unwrap();
         assert!(op.on_data(0, b1).unwrap().is_empty());
-        // 00:01:00 in microseconds since the epoch.
-        let wm = 1_767_225_660_000_000;
         assert_eq!(
-            to_sorted_rows(&op.on_watermark(wm).unwrap()),
+            to_sorted_rows(&op.on_watermark(MINUTE_1).unwrap()),
             vec!["a | 2026-01-01T00:01:00 | 3 | 1"]
         );
         let late = from_pretty(
@@ -753,9 +1023,31 @@ mod tests {
         assert!(op.on_data(0, late).unwrap().is_empty());
         assert_eq!(op.late_rows(), 1);
         assert_eq!(
-            to_sorted_rows(&op.on_watermark(wm + 60_000_000).unwrap()),
+            to_sorted_rows(&op.on_watermark(MINUTE_1 + 60_000_000).unwrap()),
             vec!["a | 2026-01-01T00:02:00 | 5 | 1"]
         );
         assert_eq!(op.state_size(), 0);
+    }
+
+    #[test]
+    fn a_reused_slot_is_not_closed_with_its_old_window() {
+        // (a, 00:01) is retracted entirely and freed; (b, 00:02) takes its slot.
+        let b1 = from_pretty(
+            "k:text | w:timestamp          | v:int64 | _brook_op:int8
+             a      | 2026-01-01T00:01:00 | 1       | 1
+             a      | 2026-01-01T00:01:00 | 1       | -1",
+        );
+        let b2 = from_pretty(
+            "k:text | w:timestamp          | v:int64 | _brook_op:int8
+             b      | 2026-01-01T00:02:00 | 7       | 1",
+        );
+        let mut op = window_node(&b1, true).instantiate().unwrap();
+        assert!(round(&mut op, vec![b1]).is_empty());
+        assert!(round(&mut op, vec![b2]).is_empty());
+        assert!(op.on_watermark(MINUTE_1).unwrap().is_empty());
+        assert_eq!(
+            to_sorted_rows(&op.on_watermark(MINUTE_1 + 60_000_000).unwrap()),
+            vec!["b | 2026-01-01T00:02:00 | 7 | 1"]
+        );
     }
 }
