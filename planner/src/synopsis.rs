@@ -10,6 +10,9 @@
 
 use crate::parser::CreateSynopsis;
 use brook_common::{BrookError, Result};
+use brook_synopses::ams::{self, Ams};
+use brook_synopses::bloom::{self, Bloom};
+use brook_synopses::countmin::CountMin;
 use brook_synopses::dft::{self, Dft};
 use brook_synopses::frequent::{self, Frequent};
 use brook_synopses::hll::{self, Hll};
@@ -164,7 +167,8 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         None => Confidence::default(),
     };
     let size = size_arg(cs)?;
-    if size.is_some() && error.is_some() {
+    // A bloom filter's size (distinct values) and error (false-positive rate) are separate.
+    if size.is_some() && error.is_some() && cs.kind != "bloom" {
         return Err(BrookError::InvalidParameter(
             "give a synopsis either a size or an error, not both".into(),
         ));
@@ -246,10 +250,40 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             }
             (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string())
         }
+        "countmin" => {
+            if size.is_some() {
+                return Err(BrookError::InvalidParameter("a count-min sketch is sized by its error: USING countmin(column) WITH (error = 0.001)".into()));
+            }
+            let e = error.unwrap_or(0.01);
+            let sketch = CountMin::for_error(e, confidence)?;
+            let (depth, width) = sketch.shape();
+            (format!("countmin_sketch_agg({column}, {e}, {})", confidence.probability()), "sketch", format!("width={width}, depth={depth}"), format!("count overestimate at most {} of the rows at {}", pct(e), pct(sketch.confidence())))
+        }
+        "bloom" => {
+            if option_f64(&cs.options, "confidence")?.is_some() {
+                return Err(BrookError::InvalidParameter("a bloom filter has no confidence; its error is the false-positive probability".into()));
+            }
+            let max_items = match size {
+                Some(n) if (1..=1_000_000_000).contains(&n) => n,
+                Some(n) => return Err(BrookError::InvalidParameter(format!("bloom max_items must be between 1 and 1000000000, got {n}"))),
+                None => bloom::DEFAULT_MAX_ITEMS,
+            };
+            let fpp = error.unwrap_or(bloom::DEFAULT_FPP);
+            Bloom::for_items(max_items as u64, fpp)?;
+            (format!("bloom_sketch_agg({column}, {max_items}, {fpp})"), "sketch", format!("max_items={max_items}"), format!("false-positive probability {} up to {max_items} distinct values, no false negatives", pct(fpp)))
+        }
+        "ams" => {
+            if size.is_some() {
+                return Err(BrookError::InvalidParameter("an AMS sketch is sized by its error: USING ams(column) WITH (error = 0.05)".into()));
+            }
+            let e = error.unwrap_or(ams::DEFAULT_ERROR);
+            let sketch = Ams::for_error(e, confidence, ams::SEED)?;
+            (format!("ams_sketch_agg({column}, {e}, {})", confidence.probability()), "sketch", format!("width={}, depth={}", sketch.width(), sketch.depth()), format!("self-join size within {} at {}", pct(sketch.relative_error()), pct(sketch.confidence())))
+        }
         "dft" => dft_synopsis(cs, column, size, error.is_some())?,
         other => {
             return Err(BrookError::unsupported(format!(
-                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, sample or dft)"
+                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, countmin, bloom, ams, sample or dft)"
             )))
         }
     };
@@ -292,6 +326,41 @@ mod tests {
             panic!("not CREATE SYNOPSIS");
         };
         plan_synopsis(&cs)
+    }
+
+    #[test]
+    fn frequency_membership_and_moment_kinds() {
+        let p = plan("CREATE SYNOPSIS f ON clicks USING countmin(page) WITH (error = 0.001, confidence = 0.99)")
+            .unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT countmin_sketch_agg(page, 0.001, 0.99) AS sketch, count(*) AS rows_seen FROM clicks"
+        );
+        assert_eq!(p.parameters, "width=2719, depth=5");
+        // A bloom filter's size and error are separate settings.
+        let p = plan("CREATE SYNOPSIS b ON clicks USING bloom(user_id, 5000) PARTITION BY page WITH (error = 0.02)")
+            .unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT page, bloom_sketch_agg(user_id, 5000, 0.02) AS sketch, count(*) AS rows_seen FROM clicks GROUP BY page"
+        );
+        let p = plan("CREATE SYNOPSIS a ON clicks USING ams(user_id) WITH (error = 0.1)").unwrap();
+        assert_eq!(p.parameters, "width=800, depth=9");
+        for (sql, state) in [
+            ("CREATE SYNOPSIS x ON c USING countmin(v, 10)", "22023"),
+            ("CREATE SYNOPSIS x ON c USING ams(v, 10)", "22023"),
+            ("CREATE SYNOPSIS x ON c USING bloom(v, 0)", "22023"),
+            (
+                "CREATE SYNOPSIS x ON c USING bloom(v) WITH (error = 2)",
+                "22023",
+            ),
+            (
+                "CREATE SYNOPSIS x ON c USING bloom(v) WITH (confidence = 0.9)",
+                "22023",
+            ),
+        ] {
+            assert_eq!(plan(sql).unwrap_err().sqlstate(), state, "{sql}");
+        }
     }
 
     #[test]

@@ -19,6 +19,11 @@ use datafusion::arrow::array::Array;
 use std::hash::{Hash, Hasher};
 
 const MAGIC: &[u8; 4] = b"BRAM";
+/// The seed Brook's SQL functions build every AMS sketch with, so that any two sketches of
+/// the same error and confidence combine (join sizes across streams and keys).
+pub const SEED: u64 = 0x4252_4f4f_4b41_4d53;
+/// Relative error of a sketch built without one (`ams_sketch_agg(x)`).
+pub const DEFAULT_ERROR: f64 = 0.05;
 const VERSION: u8 = 1;
 /// 2^61 − 1, the Mersenne prime the hash polynomials work modulo.
 const P: u64 = (1 << 61) - 1;
@@ -136,6 +141,16 @@ impl Ams {
             depth += 2;
         }
         Self::new(width, depth, seed)
+    }
+
+    /// Counters per row.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Rows (independent estimates, of which the median is taken).
+    pub fn depth(&self) -> u32 {
+        self.depth
     }
 
     /// The relative error of an estimate: `sqrt(8 / width)`.

@@ -7,6 +7,11 @@ use brook_common::{BrookError, Result};
 use datafusion::arrow::array::Array;
 use datasketches::bloom::{BloomFilter, BloomFilterBuilder};
 
+/// Distinct values a filter is sized for when not told.
+pub const DEFAULT_MAX_ITEMS: i64 = 100_000;
+/// False-positive probability a filter is sized for when not told.
+pub const DEFAULT_FPP: f64 = 0.01;
+
 /// A Bloom filter.
 #[derive(Debug, Clone)]
 pub struct Bloom {

@@ -39,6 +39,11 @@ impl CountMin {
         Self::new(hashes, buckets)
     }
 
+    /// Its shape: (rows of hashes, counters per row).
+    pub fn shape(&self) -> (u8, u32) {
+        (self.sketch.num_hashes(), self.sketch.num_buckets())
+    }
+
     /// Probability that an estimate is within its bound: `1 − e^(−depth)`.
     pub fn confidence(&self) -> f64 {
         1.0 - (-f64::from(self.sketch.num_hashes())).exp()

@@ -4,14 +4,16 @@
 //! `approx_count(x, item [, error])` (count-min: retracts, so it also runs over updating
 //! inputs), `approx_contains(x, item [, max_items [, fpp]])` (bloom),
 //! `frequent_items_sketch_agg(x [, lg_map_size])`, `sample(x, n)` and its serialized form
-//! `sample_sketch_agg(x, n)`.
+//! `sample_sketch_agg(x, n)`; the sketch values `countmin_sketch_agg(x [, error [,
+//! confidence]])` (retracts too) and `bloom_sketch_agg(x [, max_items [, fpp]])`, read with
+//! `frequency(s, item)` and `might_contain(s, item)`.
 
 use super::distinct::bytes_of;
 use super::{
     constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type, SynopsisAccumulator,
     SynopsisAggregate,
 };
-use crate::bloom::Bloom;
+use crate::bloom::{self, Bloom};
 use crate::countmin::CountMin;
 use crate::frequent::{self, Frequent, Item};
 use crate::reservoir::Reservoir;
@@ -54,6 +56,18 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             arities(&[2, 3, 4]),
             contains_type,
             approx_contains,
+        ),
+        SynopsisAggregate::udaf(
+            "countmin_sketch_agg",
+            arities(&[1, 2, 3]),
+            countmin_sketch_type,
+            countmin_sketch,
+        ),
+        SynopsisAggregate::udaf(
+            "bloom_sketch_agg",
+            arities(&[1, 2, 3]),
+            bloom_sketch_type,
+            bloom_sketch,
         ),
         SynopsisAggregate::udaf(
             "frequent_items_sketch_agg",
@@ -115,6 +129,16 @@ fn count_type(types: &[DataType]) -> Result<DataType> {
 fn contains_type(types: &[DataType]) -> Result<DataType> {
     check_hashable("approx_contains()", types)?;
     Ok(DataType::Boolean)
+}
+
+fn countmin_sketch_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("countmin_sketch_agg()", types)?;
+    Ok(DataType::Binary)
+}
+
+fn bloom_sketch_type(types: &[DataType]) -> Result<DataType> {
+    check_hashable("bloom_sketch_agg()", types)?;
+    Ok(DataType::Binary)
 }
 
 fn frequent_sketch_type(types: &[DataType]) -> Result<DataType> {
@@ -280,13 +304,37 @@ fn approx_count(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
 
 fn approx_contains(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     let item = probe_item(args)?;
-    let max_items = int_arg(args, 2, 1..=1_000_000_000)?.unwrap_or(100_000) as u64;
-    let fpp = f64_arg(args, 3)?.unwrap_or(0.01);
+    let max_items = int_arg(args, 2, 1..=1_000_000_000)?.unwrap_or(bloom::DEFAULT_MAX_ITEMS) as u64;
+    let fpp = f64_arg(args, 3)?.unwrap_or(bloom::DEFAULT_FPP);
     let finish = move |s: &Bloom| Ok(ScalarValue::Boolean(Some(s.contains(item.as_ref())?)));
     Ok(SynopsisAccumulator::values(
         Bloom::for_items(max_items, fpp)?,
         Bloom::from_bytes,
         finish,
+    ))
+}
+
+fn countmin_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let error = f64_arg(args, 1)?.unwrap_or(0.01);
+    let confidence = match f64_arg(args, 2)? {
+        Some(c) => Confidence::new(c)?,
+        None => Confidence::default(),
+    };
+    Ok(SynopsisAccumulator::retracting(
+        CountMin::for_error(error, confidence)?,
+        CountMin::from_bytes,
+        bytes_of,
+        CountMin::retract,
+    ))
+}
+
+fn bloom_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let max_items = int_arg(args, 1, 1..=1_000_000_000)?.unwrap_or(bloom::DEFAULT_MAX_ITEMS) as u64;
+    let fpp = f64_arg(args, 2)?.unwrap_or(bloom::DEFAULT_FPP);
+    Ok(SynopsisAccumulator::values(
+        Bloom::for_items(max_items, fpp)?,
+        Bloom::from_bytes,
+        bytes_of,
     ))
 }
 

@@ -13,14 +13,17 @@
 //!   `kll_union_agg`.
 //! - `frequency.rs`: `approx_top_k`, `approx_count` (count-min, retractable),
 //!   `approx_contains` (bloom), `frequent_items_sketch_agg`, `sample`.
+//! - `moments.rs`: `ams_sketch_agg` and the join sizes it estimates (`self_join_size`,
+//!   `join_size`).
 //! - `correlation.rs`: `dft_sketch_agg(x, window [, k] ORDER BY t)` (DFT synopsis of a
 //!   series' last window) and `approx_corr(a, b)` over two of them.
-//! - `scalar.rs`: `estimate`, `lower_bound`, `upper_bound`, `quantile`, `top_k`,
-//!   `theta_intersection`, `theta_a_not_b`.
+//! - `scalar.rs`: `estimate`, `lower_bound`, `upper_bound`, `quantile`, `frequency`,
+//!   `might_contain`, `theta_intersection`, `theta_a_not_b`, `sample_values`.
 
 mod correlation;
 mod distinct;
 mod frequency;
+mod moments;
 mod quantiles;
 mod scalar;
 
@@ -47,12 +50,14 @@ pub fn register(ctx: &SessionContext) {
         .chain(quantiles::aggregates())
         .chain(frequency::aggregates())
         .chain(correlation::aggregates())
+        .chain(moments::aggregates())
     {
         ctx.register_udaf(udaf);
     }
     for udf in scalar::functions()
         .into_iter()
         .chain(correlation::functions())
+        .chain(moments::functions())
     {
         ctx.register_udf(udf);
     }

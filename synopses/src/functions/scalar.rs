@@ -1,10 +1,17 @@
 //! Scalar functions over sketch bytes, which recognise the kind from the DataSketches
 //! preamble (its family byte): `estimate(s)`, `lower_bound(s [, confidence])`,
 //! `upper_bound(s [, confidence])` for distinct-count sketches (HLL, CPC, theta),
-//! `quantile(s, p)` for KLL, REQ and t-digest, and the theta set operations
+//! `quantile(s, p)` for KLL, REQ and t-digest, `frequency(s, item)` for count-min,
+//! `might_contain(s, item)` for bloom filters, the theta set operations
 //! `theta_intersection(a, b)`, `theta_a_not_b(a, b)`, and `sample_values(s)` for samples.
+//!
+//! A probed item hashes as the summarised column's values did when it has the same kind of
+//! type: every integer width hashes alike (`frequency(s, 7)` finds the `integer` 7), text as
+//! its bytes; an item of another kind (`'7'` for an integer column) is simply not found.
 
 use super::{binary_values, external};
+use crate::bloom::Bloom;
+use crate::countmin::CountMin;
 use crate::cpc::Cpc;
 use crate::hll::Hll;
 use crate::kll::Kll;
@@ -15,7 +22,8 @@ use crate::theta::Theta;
 use crate::{check_rank, Confidence, Estimate, Quantiles, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, Float64Array, ListBuilder, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array, ListBuilder,
+    StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type};
@@ -75,6 +83,18 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             ),
             DataType::Float64,
             quantile,
+        ),
+        SketchFunction::udf(
+            "frequency",
+            Signature::any(2, Volatility::Immutable),
+            DataType::Int64,
+            frequency,
+        ),
+        SketchFunction::udf(
+            "might_contain",
+            Signature::any(2, Volatility::Immutable),
+            DataType::Boolean,
+            might_contain,
         ),
         SketchFunction::udf(
             "sample_values",
@@ -267,6 +287,55 @@ fn quantile(args: &[ArrayRef]) -> Result<ArrayRef> {
         }
     }
     Ok(Arc::new(Float64Array::from(out)))
+}
+
+/// The sketch bytes of one kind: 42804 for another family.
+fn expect_family(bytes: &[u8], want: u8, function: &str) -> Result<()> {
+    match family(bytes)? {
+        f if f == want => Ok(()),
+        other => Err(BrookError::DatatypeMismatch(format!(
+            "{function}() takes a {} sketch, not a {} sketch",
+            family_name(want),
+            family_name(other)
+        ))),
+    }
+}
+
+/// Per row, `probe(sketch bytes, item as a one-row array)`; NULL where the sketch is NULL.
+fn probe_each<T>(
+    args: &[ArrayRef],
+    mut probe: impl FnMut(&[u8], &dyn Array) -> Result<T>,
+) -> Result<Vec<Option<T>>> {
+    let sketches = binary_values(args[0].as_ref())?;
+    let items = &args[1];
+    let mut out = Vec::with_capacity(sketches.len());
+    for (i, bytes) in sketches.iter().enumerate() {
+        match bytes {
+            Some(b) => out.push(Some(probe(b, items.slice(i, 1).as_ref())?)),
+            None => out.push(None),
+        }
+    }
+    Ok(out)
+}
+
+/// `frequency(s, item)`: the count-min estimate of the item's count (never below the true
+/// count; above it by at most the sketch's error times the rows, at its confidence).
+fn frequency(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let counts = probe_each(args, |b, item| {
+        expect_family(b, COUNTMIN, "frequency")?;
+        Ok(CountMin::from_bytes(b)?.count_of(item)?.value as i64)
+    })?;
+    Ok(Arc::new(Int64Array::from(counts)))
+}
+
+/// `might_contain(s, item)`: false when the bloom filter never saw the item; true when it
+/// did, or (at the filter's false-positive rate) when it did not.
+fn might_contain(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let found = probe_each(args, |b, item| {
+        expect_family(b, BLOOM, "might_contain")?;
+        Bloom::from_bytes(b)?.contains(item)
+    })?;
+    Ok(Arc::new(BooleanArray::from(found)))
 }
 
 /// A serialized sample's values as text (their type lives in the bytes, while a function's
