@@ -36,7 +36,10 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Accumulator, EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
-use std::collections::{BTreeMap, HashMap};
+// hashbrown with its default (foldhash) hasher, as DataFusion's own grouping uses: std's
+// SipHash showed in profiles of many-key aggregation.
+use datafusion::common::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 

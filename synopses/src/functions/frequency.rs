@@ -6,12 +6,13 @@
 //! `frequent_items_sketch_agg(x [, lg_map_size])`, `sample(x, n)` and its serialized form
 //! `sample_sketch_agg(x, n)`; the sketch values `countmin_sketch_agg(x [, error [,
 //! confidence]])` (retracts too) and `bloom_sketch_agg(x [, max_items [, fpp]])`, read with
-//! `frequency(s, item)` and `might_contain(s, item)`.
+//! `frequency(s, item)` and `might_contain(s, item)`, with their `countmin_union_agg(s)` and
+//! `bloom_union_agg(s)`.
 
-use super::distinct::bytes_of;
+use super::distinct::{bytes_of, sketch_of_sketches};
 use super::{
-    constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type, SynopsisAccumulator,
-    SynopsisAggregate,
+    constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type, ShapedUnion,
+    SynopsisAccumulator, SynopsisAggregate,
 };
 use crate::bloom::{self, Bloom};
 use crate::countmin::CountMin;
@@ -69,6 +70,15 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             bloom_sketch_type,
             bloom_sketch,
         ),
+        SynopsisAggregate::udaf(
+            "countmin_union_agg",
+            arities(&[1]),
+            sketch_of_sketches,
+            |_| Ok(ShapedUnion::<CountMin>::boxed("count-min")),
+        ),
+        SynopsisAggregate::udaf("bloom_union_agg", arities(&[1]), sketch_of_sketches, |_| {
+            Ok(ShapedUnion::<Bloom>::boxed("bloom"))
+        }),
         SynopsisAggregate::udaf(
             "frequent_items_sketch_agg",
             arities(&[1, 2]),

@@ -356,6 +356,72 @@ impl<S: Synopsis + 'static> Accumulator for SynopsisAccumulator<S> {
     }
 }
 
+/// A union of sketches whose shape (size, hash seeds) is fixed when built and must match to
+/// merge — count-min, bloom, AMS: the first sketch met gives the shape, the others merge into
+/// it (an error names the mismatch). Over no sketches the union is NULL, as there is no shape
+/// to build an empty one with.
+pub struct ShapedUnion<S: Synopsis> {
+    union: Option<S>,
+    kind: &'static str,
+}
+
+impl<S: Synopsis> fmt::Debug for ShapedUnion<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShapedUnion")
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl<S: Synopsis + 'static> ShapedUnion<S> {
+    /// An empty union of `kind` sketches (the name is for errors).
+    pub fn boxed(kind: &'static str) -> Box<dyn Accumulator> {
+        Box::new(ShapedUnion::<S> { union: None, kind })
+    }
+
+    fn add(&mut self, sketches: &dyn Array) -> Result<()> {
+        for bytes in binary_values(sketches)?.into_iter().flatten() {
+            let other = S::from_bytes(bytes)?;
+            match &mut self.union {
+                Some(u) => u.merge(&other).map_err(|e| {
+                    BrookError::InvalidParameter(format!("{} union: {e}", self.kind))
+                })?,
+                None => self.union = Some(other),
+            }
+        }
+        Ok(())
+    }
+
+    fn value(&self) -> ScalarValue {
+        ScalarValue::Binary(self.union.as_ref().map(Synopsis::to_bytes))
+    }
+}
+
+impl<S: Synopsis + 'static> Accumulator for ShapedUnion<S> {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> datafusion::error::Result<()> {
+        match values.first() {
+            Some(v) => self.add(v.as_ref()).map_err(external),
+            None => Ok(()),
+        }
+    }
+
+    fn evaluate(&mut self) -> datafusion::error::Result<ScalarValue> {
+        Ok(self.value())
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of::<Self>() + self.union.as_ref().map_or(0, Synopsis::memory_bytes)
+    }
+
+    fn state(&mut self) -> datafusion::error::Result<Vec<ScalarValue>> {
+        Ok(vec![self.value()])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> datafusion::error::Result<()> {
+        self.update_batch(states)
+    }
+}
+
 /// The values of a binary column (`bytea`), any of Arrow's three binary layouts.
 pub(crate) fn binary_values(array: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
     Ok(match array.data_type() {

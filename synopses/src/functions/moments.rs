@@ -1,5 +1,5 @@
 //! Frequency moments with the AMS sketch: `ams_sketch_agg(x [, error [, confidence]])`
-//! (retracts too), `self_join_size(s)` — F2, Σ count(v)², the size of the stream's equi-join
+//! (retracts too) and `ams_union_agg(s)`, `self_join_size(s)` — F2, Σ count(v)², the size of the stream's equi-join
 //! with itself on `x` — and `join_size(a, b)`, the estimated size of the equi-join of two
 //! streams on their sketched columns.
 //!
@@ -7,9 +7,9 @@
 //! confidence combine: sketches of two streams (or two keys of one synopsis) give their join
 //! size without either stream being stored.
 
-use super::distinct::bytes_of;
+use super::distinct::{bytes_of, sketch_of_sketches};
 use super::scalar::SketchFunction;
-use super::{binary_values, f64_arg, SynopsisAccumulator, SynopsisAggregate};
+use super::{binary_values, f64_arg, ShapedUnion, SynopsisAccumulator, SynopsisAggregate};
 use crate::ams::{self, Ams};
 use crate::values::is_hashable;
 use crate::{Confidence, Synopsis};
@@ -24,15 +24,23 @@ use datafusion::logical_expr::{
 use std::sync::Arc;
 
 pub(super) fn aggregates() -> Vec<AggregateUDF> {
-    vec![SynopsisAggregate::udaf(
-        "ams_sketch_agg",
-        Signature::one_of(
-            [1, 2, 3].into_iter().map(TypeSignature::Any).collect(),
-            Volatility::Immutable,
+    vec![
+        SynopsisAggregate::udaf(
+            "ams_sketch_agg",
+            Signature::one_of(
+                [1, 2, 3].into_iter().map(TypeSignature::Any).collect(),
+                Volatility::Immutable,
+            ),
+            ams_sketch_type,
+            ams_sketch,
         ),
-        ams_sketch_type,
-        ams_sketch,
-    )]
+        SynopsisAggregate::udaf(
+            "ams_union_agg",
+            Signature::any(1, Volatility::Immutable),
+            sketch_of_sketches,
+            |_| Ok(ShapedUnion::<Ams>::boxed("AMS")),
+        ),
+    ]
 }
 
 pub(super) fn functions() -> Vec<ScalarUDF> {

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Nexmark q0, q1, q2, q5, q7, q8 through Brook and through Apache Flink, in one run.
+
+The events come from Brook's built-in generator (`nexmark(kind, events)`, the Nexmark
+spec's generator with a fixed base time, so every run has the same rows), written once to
+CSV files. Each query then reads the same CSV:
+
+- Brook: a fresh server, the query as a materialized view over streams (person is a table,
+  as in sql-tests/slt/nexmark.slt), the inputs sent with psql's \\copy (COPY over the wire);
+  the clock stops when the view has applied every row.
+- Flink (PyFlink, local mini-cluster, parallelism 2, streaming mode): the Nexmark project's
+  SQL for the query over CSV filesystem tables (watermark 4 s behind, as Brook's streams
+  declare) into a blackhole sink; the clock includes job start-up.
+
+Prints events/s per query for both, per core (both use the machine's 2 cores), and the
+ratio. Events are the rows the query reads (bids for q0-q2, q5, q7; persons and auctions
+for q8).
+
+    pip install apache-flink   # once
+    python3 sql-tests/bench/nexmark_bench.py --brook target/release/brook [--events 2000000]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from continuous_bench import PeakRss, psql
+from synopses_bench import start_brook
+
+COLUMNS = {
+    "person": "id bigint, name text, email_address text, credit_card text, city text, "
+              "state text, date_time timestamp, extra text",
+    "auction": "id bigint, item_name text, description text, initial_bid bigint, reserve bigint, "
+               "date_time timestamp, expires timestamp, seller bigint, category bigint, extra text",
+    "bid": "auction bigint, bidder bigint, price bigint, channel text, url text, "
+           "date_time timestamp, extra text",
+}
+WATERMARK = "WATERMARK FOR date_time AS date_time - INTERVAL '4 seconds'"
+
+# Brook SQL, as in sql-tests/slt/nexmark.slt.
+BROOK = {
+    "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
+    "q1": "SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid",
+    "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
+    "q5": "SELECT ab.auction, ab.num, ab.starttime FROM (SELECT auction, count(*) AS num, "
+          "window_start AS starttime, window_end AS endtime FROM HOP(bid, date_time, INTERVAL '2 seconds', "
+          "INTERVAL '10 seconds') GROUP BY auction, window_start, window_end) AS ab JOIN (SELECT "
+          "max(cb.num) AS maxn, cb.starttime, cb.endtime FROM (SELECT count(*) AS num, window_start AS "
+          "starttime, window_end AS endtime FROM HOP(bid, date_time, INTERVAL '2 seconds', INTERVAL "
+          "'10 seconds') GROUP BY auction, window_start, window_end) AS cb GROUP BY cb.starttime, "
+          "cb.endtime) AS mb ON ab.starttime = mb.starttime AND ab.endtime = mb.endtime AND ab.num "
+          ">= mb.maxn EMIT ON WINDOW CLOSE",
+    "q7": "SELECT b.auction, b.price, b.bidder, b.date_time, b.extra FROM bid b JOIN (SELECT "
+          "max(price) AS maxprice, window_end AS date_time FROM TUMBLE(bid, date_time, INTERVAL "
+          "'10 seconds') GROUP BY window_start, window_end) b1 ON b.price = b1.maxprice WHERE "
+          "b.date_time BETWEEN b1.date_time - INTERVAL '10 seconds' AND b1.date_time",
+    "q8": "SELECT p.id, p.name, p.starttime FROM (SELECT id, name, window_start AS starttime, "
+          "window_end AS endtime FROM TUMBLE(person, date_time, INTERVAL '10 seconds') GROUP BY id, "
+          "name, window_start, window_end) p JOIN (SELECT seller, window_start AS starttime, "
+          "window_end AS endtime FROM TUMBLE(auction, date_time, INTERVAL '10 seconds') GROUP BY "
+          "seller, window_start, window_end) a ON p.id = a.seller AND p.starttime = a.starttime AND "
+          "p.endtime = a.endtime",
+}
+INPUTS = {"q0": ["bid"], "q1": ["bid"], "q2": ["bid"], "q5": ["bid"], "q7": ["bid"],
+          "q8": ["person", "auction"]}
+
+# Flink SQL: the Nexmark project's queries (window TVFs), into a blackhole sink.
+FLINK = {
+    "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
+    "q1": "SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid",
+    "q2": "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0",
+    "q5": "SELECT AuctionBids.auction, AuctionBids.num FROM (SELECT auction, count(*) AS num, "
+          "window_start AS starttime, window_end AS endtime FROM TABLE(HOP(TABLE bid, "
+          "DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY auction, "
+          "window_start, window_end) AS AuctionBids JOIN (SELECT max(CountBids.num) AS maxn, "
+          "CountBids.starttime, CountBids.endtime FROM (SELECT count(*) AS num, window_start AS "
+          "starttime, window_end AS endtime FROM TABLE(HOP(TABLE bid, DESCRIPTOR(date_time), "
+          "INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY auction, window_start, window_end) "
+          "AS CountBids GROUP BY CountBids.starttime, CountBids.endtime) AS MaxBids ON "
+          "AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime AND "
+          "AuctionBids.num >= MaxBids.maxn",
+    "q7": "SELECT B.auction, B.price, B.bidder, B.date_time, B.extra FROM bid B JOIN (SELECT "
+          "MAX(price) AS maxprice, window_end AS date_time FROM TABLE(TUMBLE(TABLE bid, "
+          "DESCRIPTOR(date_time), INTERVAL '10' SECOND)) GROUP BY window_start, window_end) B1 ON "
+          "B.price = B1.maxprice WHERE B.date_time BETWEEN B1.date_time - INTERVAL '10' SECOND AND "
+          "B1.date_time",
+    "q8": "SELECT P.id, P.name, P.starttime FROM (SELECT id, name, window_start AS starttime, "
+          "window_end AS endtime FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(date_time), INTERVAL "
+          "'10' SECOND)) GROUP BY id, name, window_start, window_end) P JOIN (SELECT seller, "
+          "window_start AS starttime, window_end AS endtime FROM TABLE(TUMBLE(TABLE auction, "
+          "DESCRIPTOR(date_time), INTERVAL '10' SECOND)) GROUP BY seller, window_start, window_end) "
+          "A ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime",
+}
+FLINK_TYPES = {"bigint": "BIGINT", "text": "STRING", "timestamp": "TIMESTAMP(3)"}
+
+FLINK_JOB = """
+import json, sys, time
+from pyflink.table import EnvironmentSettings, TableEnvironment
+tables, query, columns = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+env.get_config().set("parallelism.default", "2")
+for name, (path, schema) in tables.items():
+    env.execute_sql(f"CREATE TABLE {name} ({schema}, WATERMARK FOR date_time AS date_time - INTERVAL '4' SECOND) "
+                    f"WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
+env.execute_sql(f"CREATE TABLE sink ({columns}) WITH ('connector' = 'blackhole')")
+t0 = time.perf_counter()
+env.execute_sql(f"INSERT INTO sink {query}").wait()
+print(f"FLINK {time.perf_counter() - t0}")
+"""
+
+
+def flink_schema(columns):
+    out = []
+    for col in columns.split(", "):
+        name, typ = col.split(" ")
+        out.append(f"{name} {FLINK_TYPES[typ]}")
+    return ", ".join(out)
+
+
+def generate(binary, work, events):
+    """CSV files of the first `events` Nexmark events; returns {kind: (path, rows)}."""
+    proc, port = start_brook(binary, work, "gen")
+    try:
+        files = {}
+        for kind in COLUMNS:
+            path = os.path.join(work, f"{kind}.csv")
+            psql(port, f"\\copy (SELECT * FROM nexmark('{kind}', {events})) TO '{path}' WITH (FORMAT csv)")
+            with open(path) as f:
+                rows = sum(1 for _ in f)
+            files[kind] = (path, rows)
+        return files
+    finally:
+        proc.kill()
+
+
+def run_brook(binary, work, q, files):
+    proc, port = start_brook(binary, work, f"brook-{q}")
+    try:
+        for kind, cols in COLUMNS.items():
+            if kind == "person":
+                psql(port, f"CREATE TABLE person ({cols})")
+            else:
+                psql(port, f"CREATE STREAM {kind} ({cols}, {WATERMARK})")
+        psql(port, f"CREATE MATERIALIZED VIEW {q} AS {BROOK[q]}")
+        rss = PeakRss(proc.pid)
+        t0 = time.perf_counter()
+        for kind in INPUTS[q]:
+            psql(port, f"\\copy {kind} FROM '{files[kind][0]}' WITH (FORMAT csv)")
+        rows = int(psql(port, f"SELECT count(*) FROM {q}"))  # waits until every row is applied
+        return time.perf_counter() - t0, rss.mib(), rows
+    finally:
+        proc.kill()
+
+
+def sink_columns(q):
+    """The blackhole sink's columns: the query's output, typed as Flink infers them."""
+    return {
+        "q0": "auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3), extra STRING",
+        "q1": "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), date_time TIMESTAMP(3), extra STRING",
+        "q2": "auction BIGINT, price BIGINT",
+        "q5": "auction BIGINT, num BIGINT",
+        "q7": "auction BIGINT, price BIGINT, bidder BIGINT, date_time TIMESTAMP(3), extra STRING",
+        "q8": "id BIGINT, name STRING, starttime TIMESTAMP(3)",
+    }[q]
+
+
+def run_flink(work, q, files):
+    import json
+    job = os.path.join(work, "nexmark_flink_job.py")
+    with open(job, "w") as f:
+        f.write(FLINK_JOB)
+    tables = {k: (files[k][0], flink_schema(COLUMNS[k])) for k in INPUTS[q]}
+    proc = subprocess.Popen([sys.executable, job, json.dumps(tables), FLINK[q], sink_columns(q)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rss = PeakRss(proc.pid)
+    out, err = proc.communicate()
+    peak = rss.mib()
+    m = re.search(r"FLINK ([\d.]+)", out)
+    if not m:
+        raise RuntimeError(f"PyFlink {q} failed:\n{out}\n{err[-3000:]}")
+    return float(m.group(1)), peak
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brook", default=os.environ.get("BROOK_BIN", "target/release/brook"))
+    ap.add_argument("--events", type=int, default=2_000_000)
+    ap.add_argument("--queries", default="q0,q1,q2,q5,q7,q8")
+    ap.add_argument("--no-flink", action="store_true", help="run Brook only")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="brook-nexmark-")
+    try:
+        files = generate(args.brook, work, args.events)
+        print(f"Nexmark, first {args.events:,} events (" +
+              ", ".join(f"{rows:,} {kind}s" for kind, (_, rows) in files.items()) +
+              "), CSV read by both; events/s (per core: / 2):")
+        for q in args.queries.split(","):
+            events = sum(files[k][1] for k in INPUTS[q])
+            b_t, b_mem, b_rows = run_brook(args.brook, work, q, files)
+            line = (f"  {q}: Brook {events / b_t:>11,.0f} /s ({events / b_t / 2:>10,.0f} per core, "
+                    f"{b_mem:>5,.0f} MiB, {b_rows:,} rows)")
+            if not args.no_flink:
+                f_t, f_mem = run_flink(work, q, files)
+                line += (f"   Flink {events / f_t:>10,.0f} /s ({f_mem:>5,.0f} MiB)"
+                         f"   Brook/Flink {f_t / b_t:5.2f}x")
+            print(line, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
