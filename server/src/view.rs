@@ -1,5 +1,8 @@
 //! Materialized views: a continuous query whose changelog is applied to an in-memory
-//! multiset of rows, read by ad-hoc queries.
+//! multiset of rows, read by ad-hoc queries. A view whose query never retracts (its result is
+//! append-only: projections, filters, windows emitted on close) keeps its rows as the Arrow
+//! batches that arrived instead: nothing will ever look a row up to delete it, so indexing
+//! each row would only cost time (a hash per row) and memory (a row-format copy).
 //!
 //! Durability choice: a view's state is rebuilt by replaying its durable inputs when its
 //! database opens (after a restart too), never checkpointed. Replay runs the same operators
@@ -15,6 +18,7 @@ use async_trait::async_trait;
 use brook_common::{BrookError, Result};
 use brook_operators::change;
 use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -45,12 +49,26 @@ pub struct ViewState {
     stop: CancellationToken,
 }
 
-/// Distinct rows (row-format bytes) with their multiplicity.
+/// Distinct rows (row-format bytes) with their multiplicity, and the batches of an
+/// append-only view.
 #[derive(Debug)]
 struct Rows {
     converter: RowConverter,
     counts: HashMap<Box<[u8]>, i64>,
+    /// Set when maintenance starts, from the plan: the result never retracts, so inserts are
+    /// kept in `appended` as they came.
+    append_only: bool,
+    /// Inserted batches (append-only views).
+    appended: Vec<RecordBatch>,
+    /// How many batches at the end of `appended` are small (see `APPEND_COALESCE`).
+    small_tail: usize,
 }
+
+/// Small batches (a few rows per INSERT) are merged once this many are at the end of an
+/// append-only view, so that a view fed row by row does not hold one batch per row.
+const APPEND_COALESCE: usize = 32;
+/// Batches below this many rows count as small.
+const SMALL_BATCH: usize = 1024;
 
 impl Drop for ViewState {
     fn drop(&mut self) {
@@ -71,6 +89,9 @@ impl ViewState {
             rows: Mutex::new(Rows {
                 converter: RowConverter::new(fields)?,
                 counts: HashMap::new(),
+                append_only: false,
+                appended: Vec::new(),
+                small_tail: 0,
             }),
             schema,
             processed,
@@ -89,6 +110,9 @@ impl ViewState {
     ) {
         if self.stores.set(stores.clone()).is_err() {
             return;
+        }
+        if let Ok(mut rows) = self.rows.lock() {
+            rows.append_only = !plan.updating();
         }
         crate::continuous::start_view(plan, stores, self, stats);
         self.processed.send_modify(|_| {});
@@ -120,6 +144,10 @@ impl ViewState {
             .rows
             .lock()
             .map_err(|_| BrookError::internal("view state poisoned"))?;
+        if rows.append_only && kinds.values().iter().all(|k| *k == change::INSERT) {
+            let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
+            return rows.append(batch, &self.schema);
+        }
         let encoded = rows.converter.convert_columns(&columns)?;
         for i in 0..batch.num_rows() {
             let key = encoded.row(i).data();
@@ -201,10 +229,13 @@ impl ViewState {
         let options = datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(
             Some(rows.counts.values().map(|n| (*n).max(0) as usize).sum()),
         );
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            columns,
-            &options,
+        let counted = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        if rows.appended.is_empty() {
+            return Ok(counted);
+        }
+        Ok(concat_batches(
+            &self.schema,
+            rows.appended.iter().chain(std::iter::once(&counted)),
         )?)
     }
 
@@ -212,11 +243,39 @@ impl ViewState {
     pub fn size(&self) -> (usize, usize) {
         match self.rows.lock() {
             Ok(r) => (
-                r.counts.values().map(|n| (*n).max(0) as usize).sum(),
-                r.counts.keys().map(|k| k.len() + 16).sum(),
+                r.counts
+                    .values()
+                    .map(|n| (*n).max(0) as usize)
+                    .sum::<usize>()
+                    + r.appended.iter().map(RecordBatch::num_rows).sum::<usize>(),
+                r.counts.keys().map(|k| k.len() + 16).sum::<usize>()
+                    + r.appended
+                        .iter()
+                        .map(RecordBatch::get_array_memory_size)
+                        .sum::<usize>(),
             ),
             Err(_) => (0, 0),
         }
+    }
+}
+
+impl Rows {
+    /// Keep an inserted batch of an append-only view, merging runs of small ones.
+    fn append(&mut self, batch: RecordBatch, schema: &SchemaRef) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let small = batch.num_rows() < SMALL_BATCH;
+        self.appended.push(batch);
+        self.small_tail = if small { self.small_tail + 1 } else { 0 };
+        if self.small_tail >= APPEND_COALESCE {
+            let tail = self
+                .appended
+                .split_off(self.appended.len() - self.small_tail);
+            self.appended.push(concat_batches(schema, &tail)?);
+            self.small_tail = 0;
+        }
+        Ok(())
     }
 }
 
@@ -261,5 +320,61 @@ impl TableProvider for ViewTable {
             projection.cloned(),
         )?;
         Ok(exec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int64Array, Int8Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, true)]))
+    }
+
+    /// A changelog batch of `v` values with their change kinds.
+    fn changes(values: &[i64], kinds: &[i8]) -> RecordBatch {
+        let v: ArrayRef = Arc::new(Int64Array::from(values.to_vec()));
+        let k: ArrayRef = Arc::new(Int8Array::from(kinds.to_vec()));
+        change::attach(&schema(), vec![v], k).unwrap()
+    }
+
+    fn sorted(state: &ViewState) -> Vec<i64> {
+        let batch = state.snapshot().unwrap();
+        let mut v: Vec<i64> = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .values()
+            .to_vec();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn updating_view_keeps_a_multiset() {
+        let state = ViewState::new(schema()).unwrap();
+        state.apply(&changes(&[1, 2, 2], &[1, 1, 1])).unwrap();
+        state.apply(&changes(&[2, 1], &[-1, -1])).unwrap();
+        assert_eq!(sorted(&state), vec![2]);
+        assert_eq!(state.size().0, 1);
+    }
+
+    #[test]
+    fn append_only_view_keeps_batches_and_merges_small_ones() {
+        let state = ViewState::new(schema()).unwrap();
+        state.rows.lock().unwrap().append_only = true;
+        for i in 0..(APPEND_COALESCE as i64 + 3) {
+            state.apply(&changes(&[i, i], &[1, 1])).unwrap();
+        }
+        let n = APPEND_COALESCE + 3;
+        assert_eq!(state.size().0, 2 * n);
+        // The first run of small batches became one batch; three are still apart.
+        assert_eq!(state.rows.lock().unwrap().appended.len(), 4);
+        let mut want: Vec<i64> = (0..n as i64).flat_map(|i| [i, i]).collect();
+        want.sort_unstable();
+        assert_eq!(sorted(&state), want);
     }
 }
