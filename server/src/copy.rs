@@ -217,7 +217,8 @@ impl CopyParser {
                 rec = &rec[..rec.len() - 1];
             }
             let line = self.line;
-            self.line += 1 + rec.iter().filter(|&&b| b == b'\n').count() as u64;
+            // A record holds newlines only inside quoted CSV fields.
+            self.line += 1 + memchr::memchr_iter(b'\n', rec).count() as u64;
             pos = next;
             if rec == b"\\." {
                 self.finished = true;
@@ -242,23 +243,30 @@ impl CopyParser {
             let mut in_quote = false;
             let mut i = 0;
             while i < b.len() {
+                if !in_quote {
+                    // Outside quotes only a quote or the newline matters: jump to the next.
+                    match memchr::memchr2(self.opts.quote, b'\n', &b[i..]) {
+                        Some(j) if b[i + j] == b'\n' => return Ok(Some(pos + i + j)),
+                        Some(j) => {
+                            in_quote = true;
+                            i += j + 1;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+                // Inside quotes: an escaped quote is skipped, a quote ends the field's quoting.
                 let c = b[i];
-                if in_quote {
-                    if c == self.opts.escape
-                        && self.opts.escape != self.opts.quote
-                        && i + 1 < b.len()
-                        && b[i + 1] == self.opts.quote
-                    {
-                        i += 2;
-                        continue;
-                    }
-                    if c == self.opts.quote {
-                        in_quote = false;
-                    }
-                } else if c == self.opts.quote {
-                    in_quote = true;
-                } else if c == b'\n' {
-                    return Ok(Some(pos + i));
+                if c == self.opts.escape
+                    && self.opts.escape != self.opts.quote
+                    && i + 1 < b.len()
+                    && b[i + 1] == self.opts.quote
+                {
+                    i += 2;
+                    continue;
+                }
+                if c == self.opts.quote {
+                    in_quote = false;
                 }
                 i += 1;
             }
@@ -449,6 +457,23 @@ fn emit_csv(
     let mut i = 0;
     loop {
         let start = i;
+        // Fast path: a field without quotes is the bytes up to the next delimiter, passed on
+        // without a copy.
+        let stop = memchr::memchr2(opts.delimiter, opts.quote, &rec[i..]).map(|j| i + j);
+        if stop.is_none_or(|s| rec[s] == opts.delimiter) {
+            let end = stop.unwrap_or(rec.len());
+            let raw = &rec[start..end];
+            sink.field(if raw == opts.null.as_bytes() {
+                None
+            } else {
+                Some(raw)
+            })?;
+            if end >= rec.len() {
+                break;
+            }
+            i = end + 1;
+            continue;
+        }
         let mut quoted_any = false;
         let mut in_quote = false;
         scratch.clear();
@@ -1222,10 +1247,15 @@ mod tests {
             }
         }
 
+        /// Quoted only when it must be (as PostgreSQL writes CSV), so that both the quoted and
+        /// the unquoted field paths are parsed.
         fn csv_field(v: &Option<String>) -> String {
             match v {
                 None => String::new(),
-                Some(s) => format!("\"{}\"", s.replace('"', "\"\"")),
+                Some(s) if s.is_empty() || s.contains([',', '"', '\n', '\r']) => {
+                    format!("\"{}\"", s.replace('"', "\"\""))
+                }
+                Some(s) => s.clone(),
             }
         }
 
