@@ -272,8 +272,11 @@ impl Rows {
             let tail = self
                 .appended
                 .split_off(self.appended.len() - self.small_tail);
-            self.appended.push(concat_batches(schema, &tail)?);
-            self.small_tail = 0;
+            let merged = concat_batches(schema, &tail)?;
+            // A merged batch still small is merged again with the next run, so batches grow
+            // to SMALL_BATCH rows (each row is copied a bounded number of times).
+            self.small_tail = usize::from(merged.num_rows() < SMALL_BATCH);
+            self.appended.push(merged);
         }
         Ok(())
     }
@@ -373,6 +376,7 @@ mod tests {
         assert_eq!(state.size().0, 2 * n);
         // The first run of small batches became one batch; three are still apart.
         assert_eq!(state.rows.lock().unwrap().appended.len(), 4);
+        assert_eq!(state.rows.lock().unwrap().small_tail, 4);
         let mut want: Vec<i64> = (0..n as i64).flat_map(|i| [i, i]).collect();
         want.sort_unstable();
         assert_eq!(sorted(&state), want);
