@@ -131,17 +131,24 @@ print(f"FLINK {elapsed} {rows}")
 """
 
 
-def run_flink(work, csv):
+def run_python_job(work, source, args, pattern):
+    """Run a PyFlink job script; returns the match of `pattern` in its output and the job's
+    peak resident memory (MiB)."""
     job = os.path.join(work, "flink_job.py")
     with open(job, "w") as f:
-        f.write(FLINK_JOB)
-    proc = subprocess.Popen([sys.executable, job, csv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        f.write(source)
+    proc = subprocess.Popen([sys.executable, job, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rss = PeakRss(proc.pid)
     out, err = proc.communicate()
     peak = rss.mib()
-    m = re.search(r"FLINK ([\d.]+) (\d+)", out)
+    m = re.search(pattern, out)
     if not m:
         raise RuntimeError(f"PyFlink job failed:\n{out}\n{err[-3000:]}")
+    return m, peak
+
+
+def run_flink(work, csv):
+    m, peak = run_python_job(work, FLINK_JOB, [csv], r"FLINK ([\d.]+) (\d+)")
     return float(m.group(1)), peak, int(m.group(2))
 
 

@@ -20,15 +20,13 @@ for q8).
     python3 sql-tests/bench/nexmark_bench.py --brook target/release/brook [--events 2000000]
 """
 import argparse
+import json
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
-from continuous_bench import PeakRss, psql
+from continuous_bench import PeakRss, psql, run_python_job
 from synopses_bench import start_brook
 
 COLUMNS = {
@@ -169,19 +167,9 @@ def sink_columns(q):
 
 
 def run_flink(work, q, files):
-    import json
-    job = os.path.join(work, "nexmark_flink_job.py")
-    with open(job, "w") as f:
-        f.write(FLINK_JOB)
     tables = {k: (files[k][0], flink_schema(COLUMNS[k])) for k in INPUTS[q]}
-    proc = subprocess.Popen([sys.executable, job, json.dumps(tables), FLINK[q], sink_columns(q)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    rss = PeakRss(proc.pid)
-    out, err = proc.communicate()
-    peak = rss.mib()
-    m = re.search(r"FLINK ([\d.]+)", out)
-    if not m:
-        raise RuntimeError(f"PyFlink {q} failed:\n{out}\n{err[-3000:]}")
+    m, peak = run_python_job(work, FLINK_JOB, [json.dumps(tables), FLINK[q], sink_columns(q)],
+                             r"FLINK ([\d.]+)")
     return float(m.group(1)), peak
 
 
