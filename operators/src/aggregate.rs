@@ -539,9 +539,12 @@ impl AggregateOp {
             let g = self.group(slot)?;
             if g.delta == NONE {
                 g.delta = next;
+            }
+            let delta = g.delta;
+            if delta == next {
                 self.delta_slots.push(slot);
             }
-            delta_of.push(self.group(slot)?.delta as usize);
+            delta_of.push(delta as usize);
         }
         // Dropped rows go to group 0 under a false mask.
         let indices: Vec<usize> = a

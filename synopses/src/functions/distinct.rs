@@ -2,11 +2,12 @@
 //! `hll_sketch_agg(x [, lg_k])`, `cpc_sketch_agg(x [, lg_k])`, `theta_sketch_agg(x [, lg_k])`
 //! with their `*_union_agg(sketch)`.
 
-use super::{f64_arg, int_arg, returns_binary, SynopsisAccumulator, SynopsisAggregate};
+use super::{
+    check_hashable, f64_arg, int_arg, returns_binary, SynopsisAccumulator, SynopsisAggregate,
+};
 use crate::cpc::{self, Cpc};
 use crate::hll::{self, Hll};
 use crate::theta::{self, Theta};
-use crate::values::is_hashable;
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
 use brook_common::{BrookError, Result};
@@ -51,23 +52,17 @@ fn one_or_two() -> Signature {
 }
 
 /// Checked at planning: the values must be hashable (0A000 names the type otherwise).
-fn check_hashable(types: &[DataType]) -> Result<()> {
-    match types.first() {
-        Some(t) if !is_hashable(t) => Err(BrookError::unsupported(format!(
-            "approximate distinct counts over values of type {}",
-            sql_name(t)
-        ))),
-        _ => Ok(()),
-    }
+fn check_distinct_input(types: &[DataType]) -> Result<()> {
+    check_hashable("approximate distinct counts", types)
 }
 
 fn count_return_type(types: &[DataType]) -> Result<DataType> {
-    check_hashable(types)?;
+    check_distinct_input(types)?;
     Ok(DataType::Int64)
 }
 
 fn sketch_of_values(types: &[DataType]) -> Result<DataType> {
-    check_hashable(types)?;
+    check_distinct_input(types)?;
     returns_binary(types)
 }
 

@@ -11,14 +11,13 @@
 
 use super::distinct::{bytes_of, sketch_of_sketches};
 use super::{
-    constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type, ShapedUnion,
-    SynopsisAccumulator, SynopsisAggregate,
+    check_hashable, constant_arg, f64_arg, function_name, int_arg, returns_binary, value_type,
+    ShapedUnion, SynopsisAccumulator, SynopsisAggregate,
 };
 use crate::bloom::{self, Bloom};
 use crate::countmin::CountMin;
 use crate::frequent::{self, Frequent, Item};
 use crate::reservoir::Reservoir;
-use crate::values::is_hashable;
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
 use brook_common::{BrookError, Result};
@@ -99,16 +98,6 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             sample_sketch,
         ),
     ]
-}
-
-fn check_hashable(what: &str, types: &[DataType]) -> Result<()> {
-    match types.first() {
-        Some(t) if !is_hashable(t) => Err(BrookError::unsupported(format!(
-            "{what} over values of type {}",
-            sql_name(t)
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// Integer columns keep integer items; any other column counts its values as text.

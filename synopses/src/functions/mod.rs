@@ -521,6 +521,18 @@ pub(crate) fn value_type(args: &AccumulatorArgs<'_>) -> Result<DataType> {
         .ok_or_else(|| BrookError::internal("aggregate without arguments"))
 }
 
+/// Checked when a call is planned: the summarised (first) argument must have a defined
+/// hashing; 0A000 names `what` and the type otherwise.
+pub(crate) fn check_hashable(what: &str, types: &[DataType]) -> Result<()> {
+    match types.first() {
+        Some(t) if !crate::values::is_hashable(t) => Err(BrookError::unsupported(format!(
+            "{what} over values of type {}",
+            sql_name(t)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Result type `bytea`.
 pub(crate) fn returns_binary(_: &[DataType]) -> Result<DataType> {
     Ok(DataType::Binary)

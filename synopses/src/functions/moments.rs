@@ -9,12 +9,12 @@
 
 use super::distinct::{bytes_of, sketch_of_sketches};
 use super::scalar::SketchFunction;
-use super::{binary_values, f64_arg, ShapedUnion, SynopsisAccumulator, SynopsisAggregate};
+use super::{
+    binary_values, check_hashable, f64_arg, ShapedUnion, SynopsisAccumulator, SynopsisAggregate,
+};
 use crate::ams::{self, Ams};
-use crate::values::is_hashable;
 use crate::{Confidence, Synopsis};
-use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::Result;
 use datafusion::arrow::array::{ArrayRef, Float64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::function::AccumulatorArgs;
@@ -64,13 +64,8 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 }
 
 fn ams_sketch_type(types: &[DataType]) -> Result<DataType> {
-    match types.first() {
-        Some(t) if !is_hashable(t) => Err(BrookError::unsupported(format!(
-            "ams_sketch_agg() over values of type {}",
-            sql_name(t)
-        ))),
-        _ => Ok(DataType::Binary),
-    }
+    check_hashable("ams_sketch_agg()", types)?;
+    Ok(DataType::Binary)
 }
 
 fn ams_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
