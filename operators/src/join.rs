@@ -10,18 +10,26 @@
 //! equal to the join of the two inputs' current contents.
 //!
 //! State holds every live row of both inputs: the planner admits a join only when that is
-//! bounded by what the SQL reads (at least one side comes from a table or an aggregate),
-//! never a join of two unbounded streams without a time bound.
+//! bounded by what the SQL reads (a side from a table or an aggregate), or when the join
+//! condition bounds a stream side in event time. An interval join (`b.ts BETWEEN a.ts AND
+//! a.ts + INTERVAL '1 hour'`) says how late a row of the other side may come to still match
+//! a row: each such row carries an expiry time (the latest event time a partner can have),
+//! and once the watermark passes it nothing still to come can pair with it, so it leaves
+//! the state. Rows of a stream that arrive behind the watermark could have paired with rows
+//! already dropped; they are counted as late and dropped, as windows drop theirs.
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, Int8Array, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array};
+use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::compute::{interleave, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{Int64Type, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use datafusion::physical_expr::PhysicalExpr;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -56,6 +64,27 @@ pub struct JoinNode {
     pub schema: SchemaRef,
     /// Whether either input retracts.
     pub updating: bool,
+    /// Per input (`[left, right]`), its time bound in an interval join, if the condition
+    /// gives one (see [`TimeBound`]).
+    pub bounds: [Option<TimeBound>; 2],
+}
+
+/// How the join condition bounds one input in event time: a conjunct `other.t <= expiry`
+/// (or `<`, or `BETWEEN .. AND expiry`), where `other.t` is the other input's event-time
+/// column (the one its watermark is declared on, or a window's end).
+///
+/// Invariant: only an append-only input has a bound (a retraction of a row already dropped
+/// would have nothing to take back), and its partner's rows behind the watermark are
+/// dropped as late, so no row still to come can match a dropped one.
+#[derive(Debug, Clone)]
+pub struct TimeBound {
+    /// Over this input's columns: the latest event time a partner row can have.
+    pub expiry: Arc<dyn PhysicalExpr>,
+    /// Over the other input's columns: its event time (rows behind the watermark are late).
+    pub partner_time: Arc<dyn PhysicalExpr>,
+    /// The other input retracts (its rows are then never dropped as late: a window's
+    /// changes come before the watermark passes its end).
+    pub partner_updating: bool,
 }
 
 impl fmt::Display for JoinNode {
@@ -77,7 +106,17 @@ impl fmt::Display for JoinNode {
         if let Some(c) = &self.filter {
             write!(f, " filter={c}")?;
         }
-        write!(f, " state=live rows of both inputs by key")
+        write!(f, " state=live rows of both inputs by key")?;
+        for (side, b) in ["left", "right"].iter().zip(&self.bounds) {
+            if let Some(b) = b {
+                write!(
+                    f,
+                    ", {side} rows dropped once the watermark passes {}",
+                    b.expiry
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -123,6 +162,9 @@ impl NodeSpec for JoinNode {
             filter: self.filter.clone(),
             schema: self.schema.clone(),
             sides: [Side::default(), Side::default()],
+            bounds: self.bounds.clone(),
+            watermark: None,
+            late: 0,
         }))
     }
 }
@@ -155,8 +197,16 @@ struct Side {
     index: HashMap<Box<[u8]>, Vec<usize>>,
     /// Whole row (row-encoded) → its slot.
     by_row: HashMap<Box<[u8]>, usize>,
-    /// Bytes held, for statistics.
+    /// Bytes of the entries, for statistics.
     bytes: usize,
+    /// Bytes of `batches`.
+    batch_bytes: usize,
+    /// Rows in `batches` (live or not): compaction starts when most are dead.
+    held_rows: usize,
+    /// Live entries.
+    live: usize,
+    /// Interval join: (expiry, slot) of every entry, earliest first.
+    expiries: BinaryHeap<Reverse<(i64, usize)>>,
 }
 
 impl Side {
@@ -175,12 +225,18 @@ impl Side {
     }
 
     /// One more copy of `row` (key `key`, values at `at`); a new row starts with `matches`.
-    /// Returns true when the row's values must be kept (a new entry points at them).
-    fn insert(&mut self, row: &[u8], key: &[u8], at: (usize, usize), matches: i64) -> bool {
+    /// Returns the slot of a new entry (whose values must then be kept), `None` for a copy.
+    fn insert(
+        &mut self,
+        row: &[u8],
+        key: &[u8],
+        at: (usize, usize),
+        matches: i64,
+    ) -> Option<usize> {
         if let Some(&slot) = self.by_row.get(row) {
             if let Some(e) = self.slots[slot].as_mut() {
                 e.count += 1;
-                return false;
+                return None;
             }
         }
         let entry = Entry {
@@ -203,7 +259,8 @@ impl Side {
         };
         self.by_row.insert(row.into(), slot);
         self.index.entry(key.into()).or_default().push(slot);
-        true
+        self.live += 1;
+        Some(slot)
     }
 
     /// One copy of `row` fewer; the entry goes when none is left.
@@ -217,9 +274,16 @@ impl Side {
         if e.count > 0 {
             return Ok(());
         }
-        let Some(e) = self.slots[slot].take() else {
-            return Ok(());
+        self.remove(slot);
+        Ok(())
+    }
+
+    /// Drop the entry in `slot`, every copy.
+    fn remove(&mut self, slot: usize) {
+        let Some(e) = self.slots.get_mut(slot).and_then(Option::take) else {
+            return;
         };
+        self.live -= 1;
         self.by_row.remove(&e.full);
         if let Some(slots) = self.index.get_mut(&e.key) {
             slots.retain(|s| *s != slot);
@@ -229,8 +293,57 @@ impl Side {
         }
         self.bytes = self.bytes.saturating_sub(2 * e.full.len() + 48);
         self.free.push(slot);
+    }
+
+    /// Keep `data`'s rows (new entries point into it).
+    fn keep(&mut self, data: &RecordBatch) {
+        self.batch_bytes += data.get_array_memory_size();
+        self.held_rows += data.num_rows();
+        self.batches.push(data.clone());
+    }
+
+    /// When most held rows are dead (deleted or expired), copy the live ones into one batch
+    /// so memory follows the live rows, not everything ever seen.
+    fn compact(&mut self) -> Result<()> {
+        if self.live == 0 {
+            self.batches.clear();
+            (self.batch_bytes, self.held_rows) = (0, 0);
+            return Ok(());
+        }
+        if self.held_rows < 4096 || self.held_rows < 2 * self.live {
+            return Ok(());
+        }
+        let Some(schema) = self.batches.first().map(|b| b.schema()) else {
+            return Ok(());
+        };
+        let live: Vec<usize> = (0..self.slots.len())
+            .filter(|&s| self.slots[s].is_some())
+            .collect();
+        let at: Vec<(usize, usize)> = live
+            .iter()
+            .map(|&s| Ok(self.entry(s)?.at))
+            .collect::<Result<_>>()?;
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for c in 0..schema.fields().len() {
+            let arrays: Vec<&dyn Array> =
+                self.batches.iter().map(|b| b.column(c).as_ref()).collect();
+            columns.push(interleave(&arrays, &at)?);
+        }
+        let merged = RecordBatch::try_new(schema, columns)?;
+        for (i, &s) in live.iter().enumerate() {
+            self.entry_mut(s)?.at = (0, i);
+        }
+        self.batches.clear();
+        (self.batch_bytes, self.held_rows) = (0, 0);
+        self.keep(&merged);
         Ok(())
     }
+}
+
+/// Microseconds since the epoch of a timestamp array's values (NULL stays NULL).
+fn micros(values: &ArrayRef) -> Result<ArrayRef> {
+    let us = cast(values, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+    Ok(cast(&us, &DataType::Int64)?)
 }
 
 struct JoinOp {
@@ -245,6 +358,11 @@ struct JoinOp {
     filter: Option<Arc<dyn PhysicalExpr>>,
     schema: SchemaRef,
     sides: [Side; 2],
+    bounds: [Option<TimeBound>; 2],
+    /// The watermark seen so far.
+    watermark: Option<i64>,
+    /// Rows dropped as late.
+    late: u64,
 }
 
 impl JoinOp {
@@ -351,6 +469,7 @@ impl Operator for JoinOp {
         if port > 1 {
             return Err(BrookError::internal("join has two inputs"));
         }
+        let batch = self.drop_late(port, batch)?;
         let kinds = change::kinds(&batch)?.clone();
         let data = change::strip(&batch)?;
         let (keys, valid) = self.encode_keys(port, &data)?;
@@ -375,8 +494,36 @@ impl Operator for JoinOp {
         Ok(out)
     }
 
+    fn on_watermark(&mut self, watermark: i64) -> Result<Vec<RecordBatch>> {
+        if self.watermark.is_some_and(|w| w >= watermark) {
+            return Ok(Vec::new());
+        }
+        self.watermark = Some(watermark);
+        for (side, bound) in self.sides.iter_mut().zip(&self.bounds) {
+            if bound.is_none() {
+                continue;
+            }
+            while let Some(&Reverse((t, slot))) = side.expiries.peek() {
+                if t >= watermark {
+                    break;
+                }
+                side.expiries.pop();
+                side.remove(slot);
+            }
+            side.compact()?;
+        }
+        Ok(Vec::new())
+    }
+
     fn state_size(&self) -> usize {
-        self.sides.iter().map(|s| s.bytes).sum()
+        self.sides
+            .iter()
+            .map(|s| s.bytes + s.batch_bytes + s.expiries.len() * 16)
+            .sum()
+    }
+
+    fn late_rows(&self) -> u64 {
+        self.late
     }
 }
 
@@ -550,6 +697,14 @@ impl JoinOp {
                 }
             }
         }
+        let expiry = match &self.bounds[port] {
+            Some(b) => Some(micros(
+                &b.expiry.evaluate(data)?.into_array(data.num_rows())?,
+            )?),
+            None => None,
+        };
+        let expiry = expiry.as_ref().map(|e| e.as_primitive::<Int64Type>());
+        let watermark = self.watermark;
         let full = self.full_rows[port].convert_columns(data.columns())?;
         let side = &mut self.sides[port];
         let batch_no = side.batches.len();
@@ -561,15 +716,55 @@ impl JoinOp {
             let row = full.row(i).data();
             if kinds.value(i) == change::DELETE {
                 side.delete(row)?;
-            } else {
-                stored |= side.insert(row, keys.row(i).data(), (batch_no, i), match_count[i]);
+                continue;
+            }
+            // A row whose partners' time is unknown or already behind the watermark can
+            // match nothing still to come: it paired with what is here and is not kept.
+            let expires = match expiry {
+                Some(e) if e.is_null(i) => continue,
+                Some(e) if watermark.is_some_and(|w| e.value(i) < w) => continue,
+                Some(e) => Some(e.value(i)),
+                None => None,
+            };
+            if let Some(slot) = side.insert(row, keys.row(i).data(), (batch_no, i), match_count[i])
+            {
+                stored = true;
+                if let Some(t) = expires {
+                    side.expiries.push(Reverse((t, slot)));
+                }
             }
         }
         if stored {
-            side.bytes += data.get_array_memory_size();
-            side.batches.push(data.clone());
+            side.keep(data);
         }
-        Ok(())
+        side.compact()
+    }
+
+    /// Drop rows on `port` behind the watermark (late), and rows without an event time (they
+    /// cannot match), when the other side is dropped on the watermark by their time.
+    fn drop_late(&mut self, port: usize, batch: RecordBatch) -> Result<RecordBatch> {
+        let (Some(bound), Some(w)) = (&self.bounds[1 - port], self.watermark) else {
+            return Ok(batch);
+        };
+        if bound.partner_updating {
+            return Ok(batch);
+        }
+        let times = micros(
+            &bound
+                .partner_time
+                .evaluate(&batch)?
+                .into_array(batch.num_rows())?,
+        )?;
+        let times = times.as_primitive::<Int64Type>();
+        let keep: BooleanArray = times
+            .iter()
+            .map(|t| Some(t.is_some_and(|t| t >= w)))
+            .collect();
+        self.late += times.iter().filter(|t| t.is_some_and(|t| t < w)).count() as u64;
+        if keep.true_count() == batch.num_rows() {
+            return Ok(batch);
+        }
+        Ok(filter_record_batch(&batch, &keep)?)
     }
 }
 
@@ -600,7 +795,147 @@ mod tests {
             schema: Arc::new(Schema::new(fields)),
             updating: true,
             kind: JoinKind::Inner,
+            bounds: [None, None],
         }
+    }
+
+    /// Auctions (open from `t` to `expires`) joined with their bids
+    /// `ON a = auction AND bt BETWEEN t AND expires`.
+    fn interval_node() -> JoinNode {
+        use datafusion::logical_expr::Operator as Op;
+        use datafusion::physical_expr::expressions::binary;
+        let auctions = auctions(&[]);
+        let bids = bids(&[]);
+        let (ls, rs) = (
+            change::strip(&auctions).unwrap().schema(),
+            change::strip(&bids).unwrap().schema(),
+        );
+        let fields: Vec<_> = ls
+            .fields()
+            .iter()
+            .chain(rs.fields().iter())
+            .cloned()
+            .collect();
+        let pair = Arc::new(Schema::new(fields));
+        let c = |name: &str, schema: &SchemaRef| col(name, schema).unwrap();
+        let cmp = |l, op, r| binary(c(l, &pair), op, c(r, &pair), &pair).unwrap();
+        let condition = binary(
+            cmp("bt", Op::GtEq, "t"),
+            Op::And,
+            cmp("bt", Op::LtEq, "expires"),
+            &pair,
+        )
+        .unwrap();
+        JoinNode {
+            kind: JoinKind::Inner,
+            left_keys: vec![c("a", &ls)],
+            right_keys: vec![c("auction", &rs)],
+            filter: Some(condition),
+            schema: pair,
+            updating: false,
+            bounds: [
+                Some(TimeBound {
+                    expiry: c("expires", &ls),
+                    partner_time: c("bt", &rs),
+                    partner_updating: false,
+                }),
+                Some(TimeBound {
+                    expiry: c("bt", &rs),
+                    partner_time: c("t", &ls),
+                    partner_updating: false,
+                }),
+            ],
+            left_schema: ls,
+            right_schema: rs,
+        }
+    }
+
+    fn auctions(rows: &[&str]) -> RecordBatch {
+        from_pretty(&format!(
+            "a:int64 | t:timestamp | expires:timestamp | _brook_op:int8\n{}",
+            rows.join("\n")
+        ))
+    }
+
+    fn bids(rows: &[&str]) -> RecordBatch {
+        from_pretty(&format!(
+            "auction:int64 | bt:timestamp | _brook_op:int8\n{}",
+            rows.join("\n")
+        ))
+    }
+
+    /// Seconds since the epoch in microseconds.
+    const S: i64 = 1_000_000;
+
+    #[test]
+    fn an_interval_join_drops_rows_the_watermark_passed() {
+        let mut op = interval_node().instantiate().unwrap();
+        let opened = auctions(&[
+            "1 | 1970-01-01T00:00:10 | 1970-01-01T00:00:20 | 1",
+            "2 | 1970-01-01T00:00:10 | 1970-01-01T00:00:40 | 1",
+        ]);
+        assert!(op.on_data(0, opened).unwrap().is_empty());
+        let early = bids(&["1 | 1970-01-01T00:00:15 | 1", "2 | 1970-01-01T00:00:05 | 1"]);
+        assert_eq!(
+            to_sorted_rows(&op.on_data(1, early).unwrap()),
+            vec!["1 | 1970-01-01T00:00:10 | 1970-01-01T00:00:20 | 1 | 1970-01-01T00:00:15 | 1"]
+        );
+        let before = op.state_size();
+        // Auction 1 closed at 20 s and both bids are behind 21 s: only auction 2 stays.
+        op.on_watermark(21 * S).unwrap();
+        assert!(op.state_size() < before, "{} !< {before}", op.state_size());
+        let later = bids(&[
+            "1 | 1970-01-01T00:00:22 | 1",
+            "2 | 1970-01-01T00:00:25 | 1",
+            "2 | 1970-01-01T00:00:12 | 1",
+        ]);
+        assert_eq!(
+            to_sorted_rows(&op.on_data(1, later).unwrap()),
+            vec!["2 | 1970-01-01T00:00:10 | 1970-01-01T00:00:40 | 2 | 1970-01-01T00:00:25 | 1"]
+        );
+        assert_eq!(
+            op.late_rows(),
+            1,
+            "the bid at 12 s came behind the watermark"
+        );
+        // An auction opening behind the watermark is late too, and one that ends before the
+        // watermark is matched with what is there but not kept.
+        let more = auctions(&[
+            "3 | 1970-01-01T00:00:01 | 1970-01-01T00:00:50 | 1",
+            "2 | 1970-01-01T00:00:21 | 1970-01-01T00:00:21 | 1",
+        ]);
+        assert!(op.on_data(0, more).unwrap().is_empty());
+        assert_eq!(op.late_rows(), 2);
+        op.on_watermark(i64::MAX).unwrap();
+        assert_eq!(op.state_size(), 0, "everything expires at the end of input");
+    }
+
+    #[test]
+    fn dead_rows_are_compacted_away() {
+        let mut op = interval_node().instantiate().unwrap();
+        for round in 0..20i64 {
+            let rows: Vec<String> = (0..1000)
+                .map(|i| format!("{} | 1970-01-01T00:00:{:02} | 1", i, 10 + round))
+                .collect();
+            let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+            op.on_data(1, bids(&rows)).unwrap();
+            op.on_watermark((10 + round) * S).unwrap();
+        }
+        // Only the newest round's bids are live; the batches holding the old ones are gone.
+        let one_round = {
+            let mut fresh = interval_node().instantiate().unwrap();
+            let rows: Vec<String> = (0..1000)
+                .map(|i| format!("{i} | 1970-01-01T00:00:10 | 1"))
+                .collect();
+            let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+            fresh.on_data(1, bids(&rows)).unwrap();
+            fresh.state_size()
+        };
+        assert!(
+            op.state_size() < 6 * one_round,
+            "{} vs one round {one_round}",
+            op.state_size()
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use brook_common::{BrookError, Result};
 use brook_operators::aggregate::{AggregateCall, AggregateNode, WindowClose};
 use brook_operators::filter::FilterNode;
 use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
-use brook_operators::join::{JoinKind, JoinNode};
+use brook_operators::join::{JoinKind, JoinNode, TimeBound};
 use brook_operators::project::ProjectNode;
 use brook_operators::source::SourceSpec;
 use brook_operators::union::UnionNode;
@@ -20,7 +20,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::{DFSchema, TableReference};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, TableSource};
 use datafusion::physical_expr::aggregate::LoweredAggregateBuilder;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
@@ -66,6 +66,8 @@ pub fn plan_continuous(
         options,
         sources: Vec::new(),
         nodes: Vec::new(),
+        source_times: Vec::new(),
+        node_times: Vec::new(),
         windowed: false,
     };
     let root = b.build(plan)?;
@@ -87,6 +89,10 @@ struct Builder<'a> {
     options: ContinuousOptions,
     sources: Vec<SourceSpec>,
     nodes: Vec<PlanNode>,
+    /// Per source, its event-time column (see [`Builder::time_of`]).
+    source_times: Vec<Option<usize>>,
+    /// Per node, its output's event-time column.
+    node_times: Vec<Option<usize>>,
     /// A windowed aggregate was planned.
     windowed: bool,
 }
@@ -96,9 +102,35 @@ fn refuse(what: &str) -> BrookError {
 }
 
 impl Builder<'_> {
-    fn add(&mut self, spec: Arc<dyn NodeSpec>, inputs: Vec<Endpoint>) -> Endpoint {
+    /// Add a node whose output has event-time column `time` (see [`Builder::time_of`]).
+    fn add(
+        &mut self,
+        spec: Arc<dyn NodeSpec>,
+        inputs: Vec<Endpoint>,
+        time: Option<usize>,
+    ) -> Endpoint {
         self.nodes.push(PlanNode { spec, inputs });
+        self.node_times.push(time);
         Endpoint::Node(self.nodes.len() - 1)
+    }
+
+    /// The column of `at`'s output that the watermark bounds: no row (or, for a windowed
+    /// aggregate, no change) still to come has a value behind the watermark, except late
+    /// rows. A stream's `WATERMARK FOR` column, kept through filters and projections, or a
+    /// window's end.
+    fn time_of(&self, at: Endpoint) -> Option<usize> {
+        match at {
+            Endpoint::Source(s) => self.source_times[s],
+            Endpoint::Node(n) => self.node_times[n],
+        }
+    }
+
+    /// The output position of `input_time` among projection `exprs` (a plain column).
+    fn projected_time(exprs: &[Arc<dyn PhysicalExpr>], input_time: Option<usize>) -> Option<usize> {
+        let t = input_time?;
+        exprs
+            .iter()
+            .position(|e| e.downcast_ref::<Column>().is_some_and(|c| c.index() == t))
     }
 
     fn updating(&self, at: Endpoint) -> bool {
@@ -143,6 +175,20 @@ impl Builder<'_> {
                             }
                             None => None,
                         };
+                        // A stream's event time: the one column its watermark reads.
+                        let time = match &facts.watermark {
+                            Some(w) if !facts.updating => {
+                                let refs = w.column_refs();
+                                match refs.iter().next() {
+                                    Some(c) if refs.len() == 1 => {
+                                        facts.table_schema.index_of(&c.name).ok()
+                                    }
+                                    _ => None,
+                                }
+                            }
+                            _ => None,
+                        };
+                        self.source_times.push(time);
                         self.sources.push(SourceSpec {
                             relation: name,
                             projection: None,
@@ -168,7 +214,7 @@ impl Builder<'_> {
                     return Ok(at);
                 }
                 // The scan's columns: a projection of plain column references.
-                let exprs = projection
+                let exprs: Vec<Arc<dyn PhysicalExpr>> = projection
                     .iter()
                     .map(|&i| {
                         let e: Arc<dyn PhysicalExpr> =
@@ -176,12 +222,13 @@ impl Builder<'_> {
                         e
                     })
                     .collect();
+                let time = Self::projected_time(&exprs, self.time_of(at));
                 let node = ProjectNode {
                     exprs,
                     schema: Arc::new(scan.projected_schema.as_arrow().clone()),
                     updating: self.sources[source].updating,
                 };
-                Ok(self.add(Arc::new(node), vec![at]))
+                Ok(self.add(Arc::new(node), vec![at], time))
             }
             LogicalPlan::Projection(p) => {
                 let input = self.build(&p.input)?;
@@ -191,12 +238,13 @@ impl Builder<'_> {
                     .map(|e| self.physical(e, p.input.schema()))
                     .collect::<Result<Vec<_>>>()?;
                 let updating = self.updating(input);
+                let time = Self::projected_time(&exprs, self.time_of(input));
                 let node = ProjectNode {
                     exprs,
                     schema: Arc::new(p.schema.as_arrow().clone()),
                     updating,
                 };
-                Ok(self.add(Arc::new(node), vec![input]))
+                Ok(self.add(Arc::new(node), vec![input], time))
             }
             LogicalPlan::Filter(f) => {
                 let input = self.build(&f.input)?;
@@ -205,7 +253,8 @@ impl Builder<'_> {
                     schema: Arc::new(f.input.schema().as_arrow().clone()),
                     updating: self.updating(input),
                 };
-                Ok(self.add(Arc::new(node), vec![input]))
+                let time = self.time_of(input);
+                Ok(self.add(Arc::new(node), vec![input], time))
             }
             LogicalPlan::SubqueryAlias(s) => self.build(&s.input),
             LogicalPlan::Union(u) => {
@@ -215,11 +264,17 @@ impl Builder<'_> {
                     .map(|i| self.build(i))
                     .collect::<Result<Vec<_>>>()?;
                 let updating = inputs.iter().any(|i| self.updating(*i));
+                let times: Vec<Option<usize>> = inputs.iter().map(|i| self.time_of(*i)).collect();
+                let time = times
+                    .first()
+                    .copied()
+                    .flatten()
+                    .filter(|t| times.iter().all(|x| *x == Some(*t)));
                 let node = UnionNode {
                     schema: Arc::new(u.schema.as_arrow().clone()),
                     updating,
                 };
-                Ok(self.add(Arc::new(node), inputs))
+                Ok(self.add(Arc::new(node), inputs, time))
             }
             LogicalPlan::Aggregate(a) => self.aggregate(a),
             LogicalPlan::Sort(_) => Err(BrookError::unsupported(
@@ -268,7 +323,9 @@ impl Builder<'_> {
             input_schema: Arc::new(w.input.schema().as_arrow().clone()),
             schema: Arc::new(w.schema.as_arrow().clone()),
         };
-        Ok(self.add(Arc::new(node), vec![input]))
+        // The input's columns come first, unchanged.
+        let time = self.time_of(input);
+        Ok(self.add(Arc::new(node), vec![input], time))
     }
 
     fn join(&mut self, j: &datafusion::logical_expr::Join) -> Result<Endpoint> {
@@ -288,11 +345,28 @@ impl Builder<'_> {
         };
         let left = self.build(&j.left)?;
         let right = self.build(&j.right)?;
-        if !self.updating(left) && !self.updating(right) {
-            return Err(BrookError::unsupported(
-                "a join of two streams without a time bound in a continuous query (its state \
-                 would grow without bound; join a stream with a table, or aggregate a side first)",
-            ));
+        let ends = [left, right];
+        let updating = [self.updating(left), self.updating(right)];
+        // An append-only side whose partners' event time the condition bounds leaves the
+        // state once the watermark passes that bound.
+        let mut bounds = [None, None];
+        for side in 0..2 {
+            if !updating[side] {
+                bounds[side] = self.time_bound(j, side, ends, updating[1 - side])?;
+            }
+        }
+        if !updating[0] && !updating[1] {
+            if bounds.iter().any(Option::is_none) {
+                return Err(BrookError::unsupported(
+                    "a join of two streams without a time bound on both sides in a continuous \
+                     query (its state would grow without bound): add a condition such as \
+                     b.ts BETWEEN a.ts AND a.ts + INTERVAL '1 hour' over the streams' \
+                     WATERMARK columns, join a stream with a table, or aggregate a side first",
+                ));
+            }
+            if matches!(kind, JoinKind::Outer(_)) {
+                return Err(refuse("an outer join of two streams"));
+            }
         }
         let (ls, rs) = (j.left.schema(), j.right.schema());
         let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());
@@ -320,9 +394,92 @@ impl Builder<'_> {
             left_schema: Arc::new(ls.as_arrow().clone()),
             right_schema: Arc::new(rs.as_arrow().clone()),
             schema: Arc::new(j.schema.as_arrow().clone()),
-            updating: true,
+            updating: matches!(kind, JoinKind::Outer(_)) || updating[0] || updating[1],
+            bounds,
         };
-        Ok(self.add(Arc::new(node), vec![left, right]))
+        Ok(self.add(Arc::new(node), vec![left, right], None))
+    }
+
+    /// How `j`'s condition bounds `side` (0 left, 1 right) in event time: a conjunct
+    /// `other.t <= e` (`<`, `BETWEEN .. AND e`, `=`, with `other.t ± interval` moved across)
+    /// where `other.t` is the other side's event-time column and `e` reads only this side.
+    fn time_bound(
+        &self,
+        j: &datafusion::logical_expr::Join,
+        side: usize,
+        ends: [Endpoint; 2],
+        partner_updating: bool,
+    ) -> Result<Option<TimeBound>> {
+        use datafusion::logical_expr::{BinaryExpr, Operator};
+        let other = 1 - side;
+        let Some(t) = self.time_of(ends[other]) else {
+            return Ok(None);
+        };
+        let schemas = [j.left.schema(), j.right.schema()];
+        let (mine, theirs) = (schemas[side], schemas[other]);
+        // Each conjunct as `a <= b` pairs.
+        let mut le: Vec<(Expr, Expr)> = Vec::new();
+        for (l, r) in &j.on {
+            le.push((l.clone(), r.clone()));
+            le.push((r.clone(), l.clone()));
+        }
+        if let Some(f) = &j.filter {
+            for c in datafusion::logical_expr::utils::split_conjunction(f) {
+                match c {
+                    Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+                        Operator::Lt | Operator::LtEq => {
+                            le.push((left.as_ref().clone(), right.as_ref().clone()))
+                        }
+                        Operator::Gt | Operator::GtEq => {
+                            le.push((right.as_ref().clone(), left.as_ref().clone()))
+                        }
+                        Operator::Eq => {
+                            le.push((left.as_ref().clone(), right.as_ref().clone()));
+                            le.push((right.as_ref().clone(), left.as_ref().clone()));
+                        }
+                        _ => {}
+                    },
+                    Expr::Between(b) if !b.negated => {
+                        le.push((b.low.as_ref().clone(), b.expr.as_ref().clone()));
+                        le.push((b.expr.as_ref().clone(), b.high.as_ref().clone()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let reads_only =
+            |e: &Expr, schema: &DFSchema| e.column_refs().iter().all(|c| schema.has_column(c));
+        for (mut a, mut b) in le {
+            // `other.t ± k <= b` is `other.t <= b ∓ k` for a constant k.
+            while let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &a {
+                let inverse = match op {
+                    Operator::Plus => Operator::Minus,
+                    Operator::Minus => Operator::Plus,
+                    _ => break,
+                };
+                if !right.column_refs().is_empty() {
+                    break;
+                }
+                b = Expr::BinaryExpr(BinaryExpr::new(Box::new(b), inverse, right.clone()));
+                a = left.as_ref().clone();
+            }
+            let Expr::Column(c) = &a else { continue };
+            if mine.has_column(c) || theirs.index_of_column(c).ok() != Some(t) {
+                continue;
+            }
+            if b.column_refs().is_empty() || !reads_only(&b, mine) {
+                continue;
+            }
+            let Ok(DataType::Timestamp(_, _)) = b.get_type(mine) else {
+                continue;
+            };
+            return Ok(Some(TimeBound {
+                expiry: self.physical(&b, mine)?,
+                partner_time: self.physical(&a, theirs)?,
+                partner_updating,
+            }));
+        }
+        Ok(None)
     }
 
     fn aggregate(&mut self, a: &datafusion::logical_expr::Aggregate) -> Result<Endpoint> {
@@ -376,6 +533,6 @@ impl Builder<'_> {
             window,
         };
         node.validate()?;
-        Ok(self.add(Arc::new(node), vec![input]))
+        Ok(self.add(Arc::new(node), vec![input], end_key))
     }
 }
