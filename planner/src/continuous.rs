@@ -39,11 +39,29 @@ pub struct SourceFacts {
     pub watermark_sql: Option<String>,
 }
 
+/// A materialized view (or synopsis) read by a continuous query: its defining query.
+#[derive(Debug, Clone)]
+pub struct ViewDefinition {
+    /// The defining query's optimized logical plan.
+    pub plan: LogicalPlan,
+    /// The options it is maintained with (`EMIT ON WINDOW CLOSE`).
+    pub options: ContinuousOptions,
+}
+
 /// The server's catalog, as the planner sees it.
 pub trait SourceResolver {
     /// Facts about the relation a scan reads.
     fn resolve(&self, table: &TableReference, source: &Arc<dyn TableSource>)
         -> Result<SourceFacts>;
+
+    /// The definition of a materialized view a scan reads; `None` for other relations.
+    fn view(
+        &self,
+        _table: &TableReference,
+        _source: &Arc<dyn TableSource>,
+    ) -> Result<Option<ViewDefinition>> {
+        Ok(None)
+    }
 }
 
 /// Options of the continuous query.
@@ -159,6 +177,9 @@ impl Builder<'_> {
                     return Err(BrookError::internal(
                         "filters pushed into a continuous scan",
                     ));
+                }
+                if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
+                    return self.view_scan(scan, view);
                 }
                 // One source per relation, however often the query scans it (a self-union
                 // or HOP's one branch per window): its log is read once.
@@ -289,6 +310,59 @@ impl Builder<'_> {
             }
             other => Err(refuse(&format!("{} node", other.display()))),
         }
+    }
+
+    /// A materialized view as input: a stream of its changes. Its defining query is planned
+    /// in place (with the view's own options), so the changes are exactly those the view
+    /// applies to its state, from its first input row on.
+    fn view_scan(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        view: ViewDefinition,
+    ) -> Result<Endpoint> {
+        let (options, windowed) = (self.options, self.windowed);
+        self.options = view.options;
+        let at = self.build(&view.plan);
+        (self.options, self.windowed) = (options, windowed);
+        let at = at?;
+        let stored = scan.source.schema();
+        let produced: Vec<&DataType> = view
+            .plan
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .collect();
+        if !stored
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .eq(produced.iter().copied())
+        {
+            return Err(BrookError::internal(format!(
+                "materialized view {} no longer matches its definition",
+                scan.table_name
+            )));
+        }
+        // The view's columns by the names the query sees.
+        let columns: Vec<usize> = match &scan.projection {
+            Some(p) => p.clone(),
+            None => (0..stored.fields().len()).collect(),
+        };
+        let exprs: Vec<Arc<dyn PhysicalExpr>> = columns
+            .iter()
+            .map(|&i| {
+                let e: Arc<dyn PhysicalExpr> = Arc::new(Column::new(stored.field(i).name(), i));
+                e
+            })
+            .collect();
+        let time = Self::projected_time(&exprs, self.time_of(at));
+        let node = ProjectNode {
+            exprs,
+            schema: Arc::new(scan.projected_schema.as_arrow().clone()),
+            updating: self.updating(at),
+        };
+        Ok(self.add(Arc::new(node), vec![at], time))
     }
 
     fn over(&mut self, w: &datafusion::logical_expr::Window) -> Result<Endpoint> {

@@ -17,7 +17,7 @@ use crate::view::ViewState;
 use brook_common::{BrookError, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
-use brook_planner::continuous::{SourceFacts, SourceResolver};
+use brook_planner::continuous::{SourceFacts, SourceResolver, ViewDefinition};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
@@ -45,6 +45,47 @@ fn brook_table(
     provider.is::<BrookTable>().then_some(provider)
 }
 
+/// The materialized view a scan reads, if it reads one.
+fn view_table(
+    source: &Arc<dyn TableSource>,
+) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
+    let provider = source_as_provider(source).ok()?;
+    provider.is::<crate::view::ViewTable>().then_some(provider)
+}
+
+/// Definitions of the materialized views a continuous plan reads, by scanned name.
+pub type ViewPlans = std::collections::HashMap<String, ViewDefinition>;
+
+/// Plan the definitions of the views `plan` reads, and of the views those read, into `out`.
+pub async fn plan_views(
+    ctx: &datafusion::prelude::SessionContext,
+    plan: &LogicalPlan,
+    out: &mut ViewPlans,
+) -> Result<()> {
+    let mut found = Vec::new();
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            if let Some(p) = view_table(&scan.source) {
+                if let Some(v) = p.downcast_ref::<crate::view::ViewTable>() {
+                    found.push((scan.table_name.to_string(), v.definition.clone()));
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    for (name, definition) in found {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let sql = definition
+            .ok_or_else(|| BrookError::internal(format!("view {name} has no definition")))?;
+        let (plan, options) = crate::session::view_logical_plan(ctx, &sql).await?;
+        Box::pin(plan_views(ctx, &plan, out)).await?;
+        out.insert(name, ViewDefinition { plan, options });
+    }
+    Ok(())
+}
+
 /// True when the plan reads a stream (and so runs continuously when declared as a cursor).
 pub fn reads_stream(plan: &LogicalPlan) -> bool {
     let mut found = false;
@@ -70,33 +111,47 @@ pub struct Resolver<'a> {
     state: &'a SessionState,
     /// The store of each source, in the order the planner asked.
     pub stores: RefCell<Vec<Arc<TableStore>>>,
+    /// Definitions of the views the plan reads (see [`plan_views`]).
+    views: ViewPlans,
 }
 
 impl<'a> Resolver<'a> {
-    /// A resolver planning with `state` (for watermark expressions).
-    pub fn new(state: &'a SessionState) -> Self {
+    /// A resolver planning with `state` (for watermark expressions), inlining `views`.
+    pub fn new(state: &'a SessionState, views: ViewPlans) -> Self {
         Resolver {
             state,
             stores: RefCell::new(Vec::new()),
+            views,
         }
     }
 }
 
 impl SourceResolver for Resolver<'_> {
+    fn view(
+        &self,
+        table: &TableReference,
+        source: &Arc<dyn TableSource>,
+    ) -> Result<Option<ViewDefinition>> {
+        if view_table(source).is_none() {
+            return Ok(None);
+        }
+        match self.views.get(&table.to_string()) {
+            Some(v) => Ok(Some(v.clone())),
+            None => Err(BrookError::internal(format!(
+                "definition of view {table} was not planned"
+            ))),
+        }
+    }
+
     fn resolve(
         &self,
         table: &TableReference,
         source: &Arc<dyn TableSource>,
     ) -> Result<SourceFacts> {
         let provider = brook_table(source).ok_or_else(|| {
-            let is_view = source_as_provider(source)
-                .map(|p| p.is::<crate::view::ViewTable>())
-                .unwrap_or(false);
-            BrookError::unsupported(if is_view {
-                format!("materialized view {table} as the input of a continuous query (read the stream it is built on)")
-            } else {
-                format!("reading {table} (a system view or table function) in a continuous query")
-            })
+            BrookError::unsupported(format!(
+                "reading {table} (a system view or table function) in a continuous query"
+            ))
         })?;
         let t = provider
             .downcast_ref::<BrookTable>()

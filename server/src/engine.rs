@@ -305,6 +305,7 @@ impl Engine {
                 state: crate::view::ViewState::new(meta.schema())?,
                 kind: meta.kind,
                 options: meta.options.clone(),
+                definition: meta.query.clone(),
             }),
             _ => Arc::new(BrookTable::new(meta.clone(), self.store(meta.id)?)),
         })

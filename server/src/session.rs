@@ -376,7 +376,9 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
 }
 
 /// The continuous plan of `plan` and the stores of its sources (see `Session::continuous`).
-pub fn continuous_plan(
+/// A materialized view read by the plan is a stream of its changes: its definition is
+/// planned in its place (so a cursor over a view over a stream is continuous too).
+pub async fn continuous_plan(
     ctx: &SessionContext,
     plan: &datafusion::logical_expr::LogicalPlan,
     options: ContinuousOptions,
@@ -384,20 +386,23 @@ pub fn continuous_plan(
 ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
     let state = ctx.state();
     let optimized = state.optimize(plan)?;
-    if !force && !crate::continuous::reads_stream(&optimized) {
+    let mut views = crate::continuous::ViewPlans::new();
+    crate::continuous::plan_views(ctx, &optimized, &mut views).await?;
+    let streams = crate::continuous::reads_stream(&optimized)
+        || views
+            .values()
+            .any(|v| crate::continuous::reads_stream(&v.plan));
+    if !force && !streams {
         return Ok(None);
     }
-    let resolver = crate::continuous::Resolver::new(&state);
+    let resolver = crate::continuous::Resolver::new(&state, views);
     let graph = plan_continuous(&optimized, &state, &resolver, options)?;
     Ok(Some((graph, resolver.stores.into_inner())))
 }
 
-/// Plan a materialized view's SQL (a query, possibly ending in an EMIT clause): its graph,
-/// input stores and result schema with PostgreSQL column names.
-pub async fn plan_view_sql(
-    ctx: &SessionContext,
-    sql: &str,
-) -> Result<(GraphPlan, Vec<Arc<TableStore>>, SchemaRef)> {
+/// A view's defining SQL (a query, possibly ending in an EMIT clause) as a query and the
+/// options it runs with.
+fn parse_view_sql(sql: &str) -> Result<(Statement, ContinuousOptions)> {
     let (stmt, options) = match brook_planner::parser::parse_one(sql)? {
         BrookStatement::Sql(s) => (*s, ContinuousOptions::default()),
         BrookStatement::Emit {
@@ -414,6 +419,30 @@ pub async fn plan_view_sql(
     if !matches!(stmt, Statement::Query(_)) {
         return Err(BrookError::Syntax("a view is defined by a query".into()));
     }
+    Ok((stmt, options))
+}
+
+/// A view's defining SQL as an optimized logical plan, and the options it runs with.
+pub async fn view_logical_plan(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(datafusion::logical_expr::LogicalPlan, ContinuousOptions)> {
+    let (mut stmt, options) = parse_view_sql(sql)?;
+    pg_literals(&mut stmt)?;
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+        .await?;
+    Ok((state.optimize(&plan)?, options))
+}
+
+/// Plan a materialized view's SQL (a query, possibly ending in an EMIT clause): its graph,
+/// input stores and result schema with PostgreSQL column names.
+pub async fn plan_view_sql(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(GraphPlan, Vec<Arc<TableStore>>, SchemaRef)> {
+    let (stmt, options) = parse_view_sql(sql)?;
     let planned = plan_query_continuous(ctx, stmt, options).await?;
     let schema = pg_named(planned.graph.schema().as_ref().clone(), planned.names);
     Ok((planned.graph, planned.stores, schema))
@@ -442,7 +471,8 @@ pub async fn plan_query_continuous(
         .state()
         .statement_to_plan(DFStatement::Statement(Box::new(q)))
         .await?;
-    let (graph, stores) = continuous_plan(ctx, &plan, options, true)?
+    let (graph, stores) = continuous_plan(ctx, &plan, options, true)
+        .await?
         .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
     Ok(PlannedContinuous {
         graph,
@@ -1098,7 +1128,7 @@ impl Session {
             let names = brook_planner::rewrite::output_names(&stmt);
             pg_literals(&mut stmt)?;
             let plan = self.plan(stmt).await?;
-            let (schema, stream, continuous) = match self.continuous(&plan, options, force)? {
+            let (schema, stream, continuous) = match self.continuous(&plan, options, force).await? {
                 Some(graph) => {
                     let (schema, stream, stats) =
                         self.start_continuous(graph, names, Some(&name))?;
@@ -1180,13 +1210,13 @@ impl Session {
 
     /// The continuous plan of a query that reads a stream (or any query when `force`);
     /// `None` for queries over tables only (they run once, ad hoc).
-    fn continuous(
+    async fn continuous(
         &self,
         plan: &datafusion::logical_expr::LogicalPlan,
         options: ContinuousOptions,
         force: bool,
     ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
-        continuous_plan(&self.ctx, plan, options, force)
+        continuous_plan(&self.ctx, plan, options, force).await
     }
 
     /// Start a continuous query; its wire schema carries `_brook_op` when it is updating.
@@ -1217,7 +1247,7 @@ impl Session {
         let names = brook_planner::rewrite::output_names(&stmt);
         pg_literals(&mut stmt)?;
         let plan = self.plan(stmt.clone()).await?;
-        let text = match self.continuous(&plan, options, force)? {
+        let text = match self.continuous(&plan, options, force).await? {
             Some((graph, _)) => {
                 let mut text = graph.explain();
                 // Show the result columns by the names the client sees, not the internal

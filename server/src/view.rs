@@ -291,6 +291,9 @@ pub struct ViewTable {
     pub kind: crate::catalog::RelKind,
     /// The catalog's options of the relation (a synopsis' kind, size and bound).
     pub options: std::collections::BTreeMap<String, String>,
+    /// The defining query (SQL, possibly ending in an EMIT clause): what a continuous
+    /// query reading the view plans in its place.
+    pub definition: Option<String>,
 }
 
 #[async_trait]

@@ -120,6 +120,7 @@ async fn materialized_view_survives_kill9() {
             "CREATE STREAM ev (k text, v integer);
              INSERT INTO ev SELECT 'k' || (g % 5), g FROM generate_series(1, 5000) AS t(g);
              CREATE MATERIALIZED VIEW mv_totals AS SELECT k, sum(v) AS total, count(*) AS n FROM ev GROUP BY k;
+             CREATE MATERIALIZED VIEW mv_keys AS SELECT count(*) AS keys, sum(n) AS n FROM mv_totals;
              INSERT INTO ev VALUES ('k1', 100000), ('new', 7);",
         )
         .await
@@ -145,6 +146,13 @@ async fn materialized_view_survives_kill9() {
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     assert_eq!(after, before);
+    // A view over a view is rebuilt too (its definition re-planned over the first's).
+    let keys: (i64, i64) = c
+        .query_one("SELECT keys, n FROM mv_keys", &[])
+        .await
+        .map(|r| (r.get(0), r.get(1)))
+        .expect("read view of a view after restart");
+    assert_eq!(keys, (6, 5002));
     c.batch_execute("INSERT INTO ev VALUES ('new', 3)")
         .await
         .expect("insert after restart");
