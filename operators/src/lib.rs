@@ -12,7 +12,8 @@
 //! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
-//!   functions: running aggregates, LAG/LEAD, frames), [`union`].
+//!   functions: running aggregates, LAG/LEAD, frames), [`session`] (SESSION windows),
+//!   [`union`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
@@ -24,6 +25,7 @@ pub mod graph;
 pub mod join;
 pub mod over;
 pub mod project;
+pub mod session;
 pub mod source;
 #[cfg(test)]
 pub mod testing;

@@ -13,7 +13,9 @@
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
-//! - [`windows`]: `TUMBLE`/`HOP` window table functions as plain SQL (date_bin).
+//! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (date_bin,
+//!   session window functions).
+//! - [`session_window`]: the `session_start`/`session_end` window functions.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
@@ -24,6 +26,7 @@ pub mod continuous;
 pub mod decorrelate;
 pub mod parser;
 pub mod rewrite;
+pub mod session_window;
 pub mod synopsis;
 pub mod windows;
 

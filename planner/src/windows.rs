@@ -1,4 +1,5 @@
-//! `TUMBLE` and `HOP` window table functions in FROM, as plain SQL over the relation.
+//! `TUMBLE`, `HOP` and `SESSION` window table functions in FROM, as plain SQL over the
+//! relation.
 //!
 //! `TUMBLE(rel, ts, size)` is `rel` with `window_start = date_bin(size, ts)` and
 //! `window_end = window_start + size`; `HOP(rel, ts, slide, size)` (size a whole multiple
@@ -6,6 +7,9 @@
 //! window a row falls in. Being ordinary SQL, the same rewrite serves ad-hoc queries over
 //! tables and continuous queries over streams (where it plans as stateless projections and
 //! the aggregate above recognises `window_end` as a key the watermark closes).
+//! `SESSION(rel, ts, gap [, key ...])` is `rel` with `session_start(ts, gap)` and
+//! `session_end(ts, gap)` over `(PARTITION BY key ... ORDER BY ts)` (see
+//! [`crate::session_window`]): rows of one key less than `gap` apart share a session.
 
 use brook_common::{BrookError, Result};
 use datafusion::arrow::compute::kernels::cast_utils::parse_interval_month_day_nano;
@@ -17,7 +21,8 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use std::ops::ControlFlow;
 
-/// Replace every `TUMBLE(...)` / `HOP(...)` in FROM clauses by its derived table.
+/// Replace every `TUMBLE(...)` / `HOP(...)` / `SESSION(...)` in FROM clauses by its
+/// derived table.
 pub fn rewrite_windows(stmt: &mut Statement) -> Result<()> {
     let mut v = Windows;
     match stmt.visit(&mut v) {
@@ -113,7 +118,7 @@ fn window_table(
     alias: Option<TableAlias>,
 ) -> Result<TableFactor> {
     if func == "session" {
-        return Err(BrookError::unsupported("SESSION windows"));
+        return session_table(args, alias);
     }
     let want = if func == "tumble" { 3 } else { 4 };
     if args.len() != want {
@@ -127,16 +132,7 @@ fn window_table(
             }
         )));
     }
-    let rel = match arg_expr(&args[0])? {
-        Expr::Identifier(i) => ObjectName::from(vec![i.clone()]),
-        Expr::CompoundIdentifier(parts) => ObjectName::from(parts.clone()),
-        other => {
-            return Err(BrookError::Syntax(format!(
-                "first argument of {} must name a table or stream, not {other}",
-                func.to_uppercase()
-            )))
-        }
-    };
+    let rel = relation(func, &args[0])?;
     let ts = arg_expr(&args[1])?;
     let sql = if func == "tumble" {
         let size = arg_expr(&args[2])?;
@@ -171,6 +167,28 @@ fn window_table(
             .collect::<Vec<_>>()
             .join(" UNION ALL ")
     };
+    derived(&rel, func, &sql, alias)
+}
+
+/// The relation a window function's first argument names.
+fn relation(func: &str, a: &FunctionArg) -> Result<ObjectName> {
+    match arg_expr(a)? {
+        Expr::Identifier(i) => Ok(ObjectName::from(vec![i.clone()])),
+        Expr::CompoundIdentifier(parts) => Ok(ObjectName::from(parts.clone())),
+        other => Err(BrookError::Syntax(format!(
+            "first argument of {} must name a table or stream, not {other}",
+            func.to_uppercase()
+        ))),
+    }
+}
+
+/// `sql` as a derived table named `alias`, or after the relation it reads.
+fn derived(
+    rel: &ObjectName,
+    func: &str,
+    sql: &str,
+    alias: Option<TableAlias>,
+) -> Result<TableFactor> {
     let alias_name = rel
         .0
         .last()
@@ -179,7 +197,7 @@ fn window_table(
         .unwrap_or_else(|| Ident::new(func));
     Ok(TableFactor::Derived {
         lateral: false,
-        subquery: Box::new(parse_query(&sql)?),
+        subquery: Box::new(parse_query(sql)?),
         alias: Some(alias.unwrap_or(TableAlias {
             explicit: true,
             name: alias_name,
@@ -188,6 +206,36 @@ fn window_table(
         })),
         sample: None,
     })
+}
+
+/// `SESSION(rel, ts, gap [, key ...])`.
+fn session_table(args: &[FunctionArg], alias: Option<TableAlias>) -> Result<TableFactor> {
+    if args.len() < 3 {
+        return Err(BrookError::Syntax(
+            "SESSION takes (relation, time column, gap [, key ...])".into(),
+        ));
+    }
+    let rel = relation("session", &args[0])?;
+    let ts = arg_expr(&args[1])?;
+    let gap = arg_expr(&args[2])?;
+    interval_micros(gap)?;
+    let keys = args[3..]
+        .iter()
+        .map(|a| Ok(arg_expr(a)?.to_string()))
+        .collect::<Result<Vec<_>>>()?;
+    let partition = if keys.is_empty() {
+        String::new()
+    } else {
+        format!("PARTITION BY {} ", keys.join(", "))
+    };
+    let over = format!("OVER ({partition}ORDER BY {ts})");
+    let sql = format!(
+        "SELECT *, {}({ts}, {gap}) {over} AS window_start, {}({ts}, {gap}) {over} AS window_end \
+         FROM {rel}",
+        crate::session_window::SESSION_START,
+        crate::session_window::SESSION_END
+    );
+    derived(&rel, "session", &sql, alias)
 }
 
 #[cfg(test)]
@@ -223,6 +271,18 @@ mod tests {
     }
 
     #[test]
+    fn session_is_two_window_functions_per_key() {
+        let s = rewritten("SELECT * FROM SESSION(clicks, ts, INTERVAL '30 minutes', u, site) AS c")
+            .unwrap();
+        assert!(
+            s.contains("session_end(ts, INTERVAL '30 minutes') OVER (PARTITION BY u, site ORDER BY ts) AS window_end"),
+            "{s}"
+        );
+        let s = rewritten("SELECT * FROM SESSION(clicks, ts, INTERVAL '1' MINUTE)").unwrap();
+        assert!(s.contains("OVER (ORDER BY ts) AS window_start"), "{s}");
+    }
+
+    #[test]
     fn bad_windows_are_named_errors() {
         let cases = [
             (
@@ -232,7 +292,8 @@ mod tests {
             ("SELECT * FROM TUMBLE(s, ts, INTERVAL '1 month')", "0A000"),
             ("SELECT * FROM TUMBLE(s, ts, 5)", "42804"),
             ("SELECT * FROM TUMBLE(s, ts)", "42601"),
-            ("SELECT * FROM SESSION(s, ts, INTERVAL '1 minute')", "0A000"),
+            ("SELECT * FROM SESSION(s, ts)", "42601"),
+            ("SELECT * FROM SESSION(s, ts, 5, k)", "42804"),
         ];
         for (sql, code) in cases {
             assert_eq!(rewritten(sql).unwrap_err().sqlstate(), code, "{sql}");

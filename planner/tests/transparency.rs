@@ -61,6 +61,15 @@ const APPEND_ONLY_QUERIES: &[&str] = &[
     "SELECT window_start, window_end, max(v) FROM TUMBLE(t, ts, INTERVAL '10 seconds') GROUP BY window_start, window_end",
 ];
 
+/// Queries that need `t` to be a stream with a watermark on `ts`: sessions close and
+/// interval joins drop rows as the watermark passes them.
+const STREAM_QUERIES: &[&str] = &[
+    "SELECT k, window_start, window_end, count(*), sum(v) FROM SESSION(t, ts, INTERVAL '2 seconds', k) GROUP BY k, window_start, window_end",
+    "SELECT k, v, ts, window_start, window_end FROM SESSION(t, ts, INTERVAL '3 seconds')",
+    "SELECT a.k, a.v, b.v FROM t a JOIN t b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '3 seconds'",
+    "SELECT a.k, count(*) FROM t a JOIN t b ON a.k = b.k AND a.ts - INTERVAL '1 second' <= b.ts AND b.ts < a.ts + INTERVAL '2 seconds' GROUP BY a.k",
+];
+
 /// The dimension table `d(k, label, w)`, always a table, loaded before `t`'s rows.
 fn dims() -> RecordBatch {
     let k: StringArray = ["k0", "k1", "k2"].into_iter().map(Some).collect();
@@ -120,6 +129,9 @@ impl SourceResolver for Facts {
 
 fn context(rows: &[Row]) -> SessionContext {
     let ctx = SessionContext::new();
+    for f in brook_planner::session_window::session_functions() {
+        ctx.register_udwf(f);
+    }
     let table = MemTable::try_new(schema(), vec![vec![batch(rows)]]).expect("mem table");
     ctx.register_table("t", Arc::new(table)).expect("register");
     let d = MemTable::try_new(dims().schema(), vec![vec![dims()]]).expect("mem table");
@@ -194,9 +206,10 @@ async fn continuous(
     let updating = !deleted.is_empty();
     let ctx = context(&[]);
     let plan = logical(&ctx, sql).await?;
+    // A stream declares its watermark on ts (a table has none).
     let facts = Facts {
         updating,
-        watermark: emit_on_close,
+        watermark: !updating,
     };
     let options = ContinuousOptions {
         emit_on_window_close: emit_on_close,
@@ -295,7 +308,7 @@ proptest! {
         cuts in prop::collection::vec(1usize..9, 1..20),
     ) {
         let rt = runtime();
-        for sql in QUERIES.iter().chain(APPEND_ONLY_QUERIES) {
+        for sql in QUERIES.iter().chain(APPEND_ONLY_QUERIES).chain(STREAM_QUERIES) {
             let want = rt.block_on(adhoc(sql, &rows)).expect(sql);
             let got = rt.block_on(continuous(sql, &rows, &cuts, &[], false)).expect(sql);
             prop_assert_eq!(&got, &want, "{}", sql);
@@ -328,7 +341,12 @@ proptest! {
         cuts in prop::collection::vec(1usize..9, 1..20),
     ) {
         let rt = runtime();
-        for sql in QUERIES.iter().chain(APPEND_ONLY_QUERIES).filter(|q| q.contains("window_end")) {
+        for sql in QUERIES
+            .iter()
+            .chain(APPEND_ONLY_QUERIES)
+            .chain(STREAM_QUERIES)
+            .filter(|q| q.contains("window_end"))
+        {
             let want = rt.block_on(adhoc(sql, &rows)).expect(sql);
             let got = rt.block_on(continuous(sql, &rows, &cuts, &[], true)).expect(sql);
             prop_assert_eq!(&got, &want, "{}", sql);
@@ -349,6 +367,21 @@ fn join_of_two_streams_without_bound_is_refused() {
         ))
         .unwrap_err();
     assert_eq!(err.sqlstate(), "0A000");
+}
+
+#[test]
+fn session_over_a_table_is_refused() {
+    let rt = runtime();
+    let err = rt
+        .block_on(continuous(
+            STREAM_QUERIES[0],
+            &[(0, Some(1), 0)],
+            &[1],
+            &[true],
+            false,
+        ))
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "0A000", "{err}");
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub fn register(ctx: &SessionContext) {
             ))))
         }),
     ));
+    for f in brook_planner::session_window::session_functions() {
+        ctx.register_udwf(f);
+    }
 }
 
 /// Register the session-bound functions: `current_user`, `session_user`, `current_role`
