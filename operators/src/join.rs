@@ -1,12 +1,15 @@
-//! Equi-joins of two changelogs (a symmetric hash join with retraction): inner joins, and
-//! semi joins (`EXISTS`/`IN` subqueries, and inner joins whose other side only filters).
+//! Equi-joins of two changelogs (a symmetric hash join with retraction): inner, LEFT/RIGHT/
+//! FULL outer, semi (`EXISTS`/`IN` subqueries, and inner joins whose other side only
+//! filters) and anti joins (`NOT EXISTS`).
 //!
 //! Each side keeps its live rows indexed by join key. A change on one side is paired with
 //! the other side's live rows of the same key (the extra join condition, if any, decides
 //! which pairs match), then updates its own side. An inner join emits the matching pairs
 //! with the change's kind. A semi join emits a row of its kept side while it has at least
 //! one match: each kept row counts its matches, and a change on the other side that moves a
-//! count between zero and non-zero inserts or retracts that row. Either way the result stays
+//! count between zero and non-zero inserts or retracts that row. An anti join emits a kept
+//! row while it has none; an outer join emits the pairs and, while it has none, the kept row
+//! padded with NULLs (a FULL join keeps both sides). Either way the result stays
 //! equal to the join of the two inputs' current contents.
 //!
 //! State holds every live row of both inputs: the planner admits a join only when that is
@@ -43,6 +46,27 @@ pub enum JoinKind {
     /// Matching pairs, plus each row of the kept input (`0`: LEFT JOIN, `1`: RIGHT JOIN)
     /// that has no match, with NULLs for the other side's columns.
     Outer(usize),
+    /// Matching pairs, plus each row of either input that has no match, NULL-padded.
+    Full,
+    /// Rows of input `0` (left) or `1` (right) that have no match.
+    Anti(usize),
+}
+
+impl JoinKind {
+    /// Whether rows of input `side` count their matches (they are emitted, or padded, by
+    /// whether they have any).
+    fn keeps(self, side: usize) -> bool {
+        match self {
+            JoinKind::Inner => false,
+            JoinKind::Full => true,
+            JoinKind::Semi(k) | JoinKind::Outer(k) | JoinKind::Anti(k) => k == side,
+        }
+    }
+
+    /// Whether matching pairs are part of the output.
+    fn emits_pairs(self) -> bool {
+        matches!(self, JoinKind::Inner | JoinKind::Outer(_) | JoinKind::Full)
+    }
 }
 
 /// Plan node of an equi-join.
@@ -67,6 +91,8 @@ pub struct JoinNode {
     /// Per input (`[left, right]`), its time bound in an interval join, if the condition
     /// gives one (see [`TimeBound`]).
     pub bounds: [Option<TimeBound>; 2],
+    /// NULL keys match each other (`IS NOT DISTINCT FROM`); by default a NULL matches nothing.
+    pub nulls_equal: bool,
 }
 
 /// How the join condition bounds one input in event time: a conjunct `other.t <= expiry`
@@ -101,6 +127,9 @@ impl fmt::Display for JoinNode {
             JoinKind::Semi(_) => "right semi".to_string(),
             JoinKind::Outer(0) => "left outer".to_string(),
             JoinKind::Outer(_) => "right outer".to_string(),
+            JoinKind::Full => "full outer".to_string(),
+            JoinKind::Anti(0) => "left anti".to_string(),
+            JoinKind::Anti(_) => "right anti".to_string(),
         };
         write!(f, "Join: {kind} on [{}]", pairs.join(", "))?;
         if let Some(c) = &self.filter {
@@ -163,6 +192,7 @@ impl NodeSpec for JoinNode {
             schema: self.schema.clone(),
             sides: [Side::default(), Side::default()],
             bounds: self.bounds.clone(),
+            nulls_equal: self.nulls_equal,
             watermark: None,
             late: 0,
         }))
@@ -359,6 +389,7 @@ struct JoinOp {
     schema: SchemaRef,
     sides: [Side; 2],
     bounds: [Option<TimeBound>; 2],
+    nulls_equal: bool,
     /// The watermark seen so far.
     watermark: Option<i64>,
     /// Rows dropped as late.
@@ -372,9 +403,9 @@ impl JoinOp {
             .iter()
             .map(|k| Ok(k.evaluate(batch)?.into_array(n)?))
             .collect::<Result<_>>()?;
-        // SQL equality: a NULL key matches nothing.
+        // SQL equality: a NULL key matches nothing (unless NULLs are equal here).
         let mut valid = vec![true; n];
-        for c in &cols {
+        for c in cols.iter().filter(|_| !self.nulls_equal) {
             if c.null_count() > 0 {
                 for (i, v) in valid.iter_mut().enumerate() {
                     *v &= c.is_valid(i);
@@ -474,22 +505,19 @@ impl Operator for JoinOp {
         let data = change::strip(&batch)?;
         let (keys, valid) = self.encode_keys(port, &data)?;
         let (pairs, matched) = self.pairs(port, &data, &keys, &valid)?;
-        let out = match self.kind {
-            JoinKind::Inner => self.emit_pairs(port, &data, &kinds, &pairs, &matched)?,
-            JoinKind::Semi(kept) if kept == port => {
-                self.emit_kept(port, &data, &kinds, &pairs, &matched, true)?
-            }
-            JoinKind::Semi(_) => self.emit_flips(port, &kinds, &pairs, &matched, false)?,
-            JoinKind::Outer(kept) => {
-                let mut out = self.emit_pairs(port, &data, &kinds, &pairs, &matched)?;
-                out.extend(if kept == port {
-                    self.emit_kept(port, &data, &kinds, &pairs, &matched, false)?
-                } else {
-                    self.emit_flips(port, &kinds, &pairs, &matched, true)?
-                });
-                out
-            }
-        };
+        let mut out = Vec::new();
+        if self.kind.emits_pairs() {
+            out.extend(self.emit_pairs(port, &data, &kinds, &pairs, &matched)?);
+        }
+        // A semi join emits the kept rows that have matches; anti and outer joins the ones
+        // that have none (outer: padded with NULLs).
+        let want_matched = matches!(self.kind, JoinKind::Semi(_));
+        if self.kind.keeps(port) {
+            out.extend(self.emit_kept(port, &data, &kinds, &pairs, &matched, want_matched)?);
+        }
+        if self.kind.keeps(1 - port) {
+            out.extend(self.emit_flips(port, &kinds, &pairs, &matched, !want_matched)?);
+        }
         self.apply(port, &data, &kinds, &keys, &valid, &pairs, &matched)?;
         Ok(out)
     }
@@ -603,7 +631,7 @@ impl JoinOp {
     /// Columns of kept-side rows as output columns: as they are for a semi join; for an
     /// outer join beside NULLs for the other side.
     fn shape_kept(&self, kept: usize, cols: Vec<ArrayRef>) -> Vec<ArrayRef> {
-        if !matches!(self.kind, JoinKind::Outer(_)) {
+        if !matches!(self.kind, JoinKind::Outer(_) | JoinKind::Full) {
             return cols;
         }
         let rows = cols.first().map(|c| c.len()).unwrap_or(0);
@@ -626,14 +654,15 @@ impl JoinOp {
 
     /// A change on the other side: kept rows whose match count leaves or reaches zero are
     /// inserted or retracted (as many times as they are live) — for a semi join the row, for
-    /// an outer join (`padded`) its NULL-padded row, the other way round.
+    /// an anti or outer join (`while_unmatched`: in the output while it has no match) the
+    /// row or its NULL-padded row, the other way round.
     fn emit_flips(
         &mut self,
         port: usize,
         kinds: &Int8Array,
         pairs: &[Pair],
         matched: &[bool],
-        padded: bool,
+        while_unmatched: bool,
     ) -> Result<Vec<RecordBatch>> {
         let kept = 1 - port;
         let mut delta: HashMap<usize, i64> = HashMap::new();
@@ -649,7 +678,7 @@ impl JoinOp {
             let e = side.entry_mut(slot)?;
             let before = e.matches;
             e.matches += d;
-            let kind = match (before > 0, e.matches > 0, padded) {
+            let kind = match (before > 0, e.matches > 0, while_unmatched) {
                 (false, true, false) | (true, false, true) => change::INSERT,
                 (true, false, false) | (false, true, true) => change::DELETE,
                 _ => continue,
@@ -689,7 +718,7 @@ impl JoinOp {
         matched: &[bool],
     ) -> Result<()> {
         let mut match_count = vec![0i64; data.num_rows()];
-        if self.kind == JoinKind::Semi(port) || self.kind == JoinKind::Outer(port) {
+        if self.kind.keeps(port) {
             let other = &self.sides[1 - port];
             for (p, ok) in pairs.iter().zip(matched) {
                 if *ok {
@@ -796,6 +825,7 @@ mod tests {
             updating: true,
             kind: JoinKind::Inner,
             bounds: [None, None],
+            nulls_equal: false,
         }
     }
 
@@ -847,6 +877,7 @@ mod tests {
             ],
             left_schema: ls,
             right_schema: rs,
+            nulls_equal: false,
         }
     }
 

@@ -507,6 +507,9 @@ impl Builder<'_> {
             JoinType::RightSemi => JoinKind::Semi(1),
             JoinType::Left => JoinKind::Outer(0),
             JoinType::Right => JoinKind::Outer(1),
+            JoinType::Full => JoinKind::Full,
+            JoinType::LeftAnti => JoinKind::Anti(0),
+            JoinType::RightAnti => JoinKind::Anti(1),
             other => {
                 return Err(refuse(&format!(
                     "{} JOIN",
@@ -514,6 +517,13 @@ impl Builder<'_> {
                 )))
             }
         };
+        if j.null_aware {
+            // NOT IN: one NULL on the subquery side empties the result, which a changelog
+            // of the subquery would have to undo and redo.
+            return Err(refuse(
+                "NOT IN (subquery) (write NOT EXISTS, which has no NULL special case)",
+            ));
+        }
         let left = self.build(&j.left)?;
         let right = self.build(&j.right)?;
         let ends = [left, right];
@@ -535,8 +545,11 @@ impl Builder<'_> {
                      WATERMARK columns, join a stream with a table, or aggregate a side first",
                 ));
             }
-            if matches!(kind, JoinKind::Outer(_)) {
-                return Err(refuse("an outer join of two streams"));
+            if matches!(
+                kind,
+                JoinKind::Outer(_) | JoinKind::Full | JoinKind::Anti(_)
+            ) {
+                return Err(refuse("an outer or anti join of two streams"));
             }
         }
         let (ls, rs) = (j.left.schema(), j.right.schema());
@@ -565,8 +578,13 @@ impl Builder<'_> {
             left_schema: Arc::new(ls.as_arrow().clone()),
             right_schema: Arc::new(rs.as_arrow().clone()),
             schema: Arc::new(j.schema.as_arrow().clone()),
-            updating: matches!(kind, JoinKind::Outer(_)) || updating[0] || updating[1],
+            updating: matches!(
+                kind,
+                JoinKind::Outer(_) | JoinKind::Full | JoinKind::Anti(_)
+            ) || updating[0]
+                || updating[1],
             bounds,
+            nulls_equal: j.null_equality == datafusion::common::NullEquality::NullEqualsNull,
         };
         Ok(self.add(Arc::new(node), vec![left, right], None))
     }

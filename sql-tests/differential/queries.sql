@@ -65,6 +65,10 @@ SELECT x.region, x.n FROM (SELECT d.region, count(*) AS n FROM {t} e JOIN dim d 
 SELECT e.id, d.region FROM {t} e LEFT JOIN dim d ON e.k = d.k WHERE e.v > 80
 SELECT d.k, count(e.id) FROM dim d LEFT JOIN {t} e ON d.k = e.k AND e.v > 98 GROUP BY d.k
 SELECT e.id FROM {t} e WHERE e.k IN (SELECT k FROM dim WHERE weight > 1) AND e.v < 5
+SELECT e.id, d.region FROM {t} e FULL JOIN dim d ON e.k = d.k AND e.v > 95
+SELECT d.region, count(e.id) FROM {t} e FULL JOIN dim d ON e.k = d.k GROUP BY d.region
+SELECT e.id FROM {t} e WHERE e.v > 90 AND NOT EXISTS (SELECT 1 FROM dim d WHERE d.k = e.k AND d.weight > 2)
+SELECT d.k FROM dim d WHERE NOT EXISTS (SELECT 1 FROM {t} e WHERE e.k = d.k AND e.v > 99)
 -- unions and subqueries
 SELECT id, k FROM {t} WHERE v > 90 UNION ALL SELECT id, k FROM {t} WHERE v < 5
 SELECT k, count(*) FROM (SELECT k, v FROM {t} WHERE v > 50 UNION ALL SELECT k, v FROM {t} WHERE v IS NULL) u GROUP BY k
