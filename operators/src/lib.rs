@@ -13,7 +13,7 @@
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
 //!   functions: running aggregates, LAG/LEAD, frames), [`session`] (SESSION windows),
-//!   [`union`].
+//!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`union`], [`unnest`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
@@ -29,7 +29,9 @@ pub mod session;
 pub mod source;
 #[cfg(test)]
 pub mod testing;
+pub mod topn;
 pub mod union;
+pub mod unnest;
 
 use brook_common::Result;
 use datafusion::arrow::datatypes::SchemaRef;

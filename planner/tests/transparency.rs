@@ -53,6 +53,10 @@ const QUERIES: &[&str] = &[
     "SELECT k, v, lag(v) OVER (PARTITION BY k ORDER BY ts, v) AS prev, lead(v) OVER (PARTITION BY k ORDER BY ts, v) AS next FROM t",
     "SELECT k, v, count(*) OVER (PARTITION BY k) AS n FROM t",
     "SELECT ts, v, avg(v) OVER (ORDER BY ts, v, k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
+    "SELECT k, v FROM t ORDER BY v DESC, k, ts LIMIT 3",
+    "SELECT k, v, ts FROM t ORDER BY v, k, ts LIMIT 2 OFFSET 1",
+    "SELECT k, v, rn FROM (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v DESC, ts) AS rn FROM t) x WHERE rn <= 2",
+    "SELECT k, count(*) FROM (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v, ts) AS rn FROM t) x WHERE rn < 3 GROUP BY k",
 ];
 
 /// Joins of `t` with itself: admitted only when `t` is a table (bounded state).
