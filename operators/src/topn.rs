@@ -122,11 +122,14 @@ impl NodeSpec for TopNNode {
     }
 }
 
+/// A row's place: (sort key, whole row), both row-encoded; byte order is the ORDER BY's.
+type Place = (Box<[u8]>, Box<[u8]>);
+
 /// A group's rows and what it last emitted.
 #[derive(Default)]
 struct Group {
-    /// (sort key, whole row) → live copies; the map's order is the ORDER BY's.
-    rows: BTreeMap<(Box<[u8]>, Box<[u8]>), i64>,
+    /// Row → live copies, in ORDER BY order.
+    rows: BTreeMap<Place, i64>,
     /// The top rows last emitted, with their row numbers.
     emitted: Vec<(Box<[u8]>, u64)>,
 }

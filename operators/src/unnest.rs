@@ -61,9 +61,11 @@ struct UnnestOp {
     schema: SchemaRef,
 }
 
-/// Per input row, the element positions of its list (`offsets[i]..offsets[i + 1]`), or
-/// `None` for a NULL list.
-fn spans(lists: &ArrayRef) -> Result<(Vec<Option<(usize, usize)>>, ArrayRef)> {
+/// Element positions `start..end` of each input row's list; `None` for a NULL list.
+type Spans = Vec<Option<(usize, usize)>>;
+
+/// The spans of each row's list, and the lists' element values.
+fn spans(lists: &ArrayRef) -> Result<(Spans, ArrayRef)> {
     let spans_of = |offsets: Vec<usize>, valid: &dyn Fn(usize) -> bool| -> Vec<_> {
         (0..offsets.len().saturating_sub(1))
             .map(|i| valid(i).then(|| (offsets[i], offsets[i + 1])))
