@@ -77,15 +77,19 @@ pub enum BrookStatement {
     CreateStream(Box<CreateStream>),
     /// `CREATE SYNOPSIS`.
     CreateSynopsis(Box<CreateSynopsis>),
-    /// `DROP SYNOPSIS [IF EXISTS] name [, ...]`.
+    /// `DROP SYNOPSIS [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
     DropSynopsis {
         names: Vec<ObjectName>,
         if_exists: bool,
+        /// CASCADE: drop what reads it too.
+        cascade: bool,
     },
-    /// `DROP STREAM [IF EXISTS] name [, ...]`.
+    /// `DROP STREAM [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
     DropStream {
         names: Vec<ObjectName>,
         if_exists: bool,
+        /// CASCADE: drop what reads it too.
+        cascade: bool,
     },
     /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
     FetchWith {
@@ -262,18 +266,28 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         if parse_word(&mut p, "SYNOPSIS") {
             let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
             let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;
-            let _ = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT]);
+            let cascade = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT])
+                == Some(Keyword::CASCADE);
             expect_end(&mut p)?;
-            return Ok(BrookStatement::DropSynopsis { names, if_exists });
+            return Ok(BrookStatement::DropSynopsis {
+                names,
+                if_exists,
+                cascade,
+            });
         }
         p.prev_token();
     }
     if p.parse_keywords(&[Keyword::DROP, Keyword::STREAM]) {
         let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
         let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;
-        let _ = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT]);
+        let cascade = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT])
+            == Some(Keyword::CASCADE);
         expect_end(&mut p)?;
-        return Ok(BrookStatement::DropStream { names, if_exists });
+        return Ok(BrookStatement::DropStream {
+            names,
+            if_exists,
+            cascade,
+        });
     }
     if let Some((rest, error, confidence)) = strip_budget(text)? {
         return Ok(BrookStatement::Approx {
@@ -560,7 +574,7 @@ mod tests {
         assert_eq!(c.options.len(), 1);
         let d = parse_one("DROP SYNOPSIS IF EXISTS px, py").unwrap();
         assert!(
-            matches!(d, BrookStatement::DropSynopsis { if_exists: true, ref names } if names.len() == 2)
+            matches!(d, BrookStatement::DropSynopsis { if_exists: true, ref names, .. } if names.len() == 2)
         );
         // Other CREATE/DROP statements still reach sqlparser.
         assert!(matches!(
@@ -605,7 +619,7 @@ mod tests {
     fn drop_stream() {
         let s = parse_one("DROP STREAM IF EXISTS a, b").unwrap();
         assert!(
-            matches!(s, BrookStatement::DropStream { if_exists: true, ref names } if names.len() == 2)
+            matches!(s, BrookStatement::DropStream { if_exists: true, ref names, .. } if names.len() == 2)
         );
     }
 

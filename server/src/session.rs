@@ -628,14 +628,24 @@ impl Session {
         self.notices.extend(replaced.iter().map(|r| r.notice()));
         match stmt {
             BrookStatement::CreateStream(cs) => self.create_stream(*cs).await,
-            BrookStatement::DropStream { names, if_exists } => {
-                self.drop_relations(&names, RelKind::Stream, if_exists, "DROP STREAM")
-            }
+            BrookStatement::DropStream {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_relations(&names, RelKind::Stream, if_exists, cascade, "DROP STREAM"),
             BrookStatement::Sql(s) => self.execute_sql(*s).await,
             BrookStatement::CreateSynopsis(cs) => self.create_synopsis(*cs).await,
-            BrookStatement::DropSynopsis { names, if_exists } => {
-                self.drop_relations(&names, RelKind::Synopsis, if_exists, "DROP SYNOPSIS")
-            }
+            BrookStatement::DropSynopsis {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_relations(
+                &names,
+                RelKind::Synopsis,
+                if_exists,
+                cascade,
+                "DROP SYNOPSIS",
+            ),
             BrookStatement::Approx { .. } => Err(BrookError::Syntax(
                 "syntax error: WITH ERROR given twice".into(),
             )),
@@ -786,12 +796,13 @@ impl Session {
                 ..
             } => match object_type {
                 ObjectType::Table => {
-                    self.drop_relations(&names, RelKind::Table, if_exists, "DROP TABLE")
+                    self.drop_relations(&names, RelKind::Table, if_exists, cascade, "DROP TABLE")
                 }
                 ObjectType::MaterializedView => self.drop_relations(
                     &names,
                     RelKind::MaterializedView,
                     if_exists,
+                    cascade,
                     "DROP MATERIALIZED VIEW",
                 ),
                 ObjectType::Schema => {
@@ -1771,19 +1782,32 @@ impl Session {
         out
     }
 
-    /// 2BP01 when a materialized view or synopsis reads `schema.name`.
-    fn check_no_dependents(&self, schema: &str, name: &str, kind: RelKind) -> Result<()> {
+    /// The materialized views and synopses that read `schema.name` directly.
+    fn dependents(&self, schema: &str, name: &str) -> Result<Vec<(String, String, RelKind)>> {
         let doc = self.engine.catalog.read();
         let db = doc.database(&self.db.name)?;
+        let mut out = Vec::new();
         for (vschema, s) in &db.schemas {
             for (vname, rel) in &s.relations {
                 if rel.depends_on.iter().any(|(a, b)| a == schema && b == name) {
-                    return Err(BrookError::DependentObjects(format!(
-                        "cannot drop {} {name} because {} {vschema}.{vname} depends on it",
-                        kind.noun(),
-                        rel.kind.noun()
-                    )));
+                    out.push((vschema.clone(), vname.clone(), rel.kind));
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drop what reads `schema.name`, and what reads those, first (CASCADE), telling the
+    /// client each one as PostgreSQL does.
+    fn drop_dependents(&mut self, schema: &str, name: &str) -> Result<()> {
+        for (vschema, vname, kind) in self.dependents(schema, name)? {
+            self.drop_dependents(&vschema, &vname)?;
+            if self
+                .engine
+                .drop_relation(&self.db, &vschema, &vname, kind, true)?
+            {
+                self.notices
+                    .push(format!("drop cascades to {} {vname}", kind.noun()));
             }
         }
         Ok(())
@@ -1794,11 +1818,40 @@ impl Session {
         names: &[ObjectName],
         kind: RelKind,
         if_exists: bool,
+        cascade: bool,
         tag: &str,
     ) -> Result<Outcome> {
         for n in names {
             let (schema, name) = self.resolve(n)?;
-            self.check_no_dependents(&schema, &name, kind)?;
+            // Only a relation of the named kind cascades (a wrong kind or a missing one is
+            // reported by drop_relation below, with nothing dropped).
+            let found = {
+                let doc = self.engine.catalog.read();
+                doc.database(&self.db.name)?
+                    .schemas
+                    .get(&schema)
+                    .and_then(|s| s.relations.get(&name))
+                    .map(|r| r.kind)
+            };
+            if found.is_some_and(|k| k != kind) {
+                // Reports the wrong object type (42809).
+                self.engine
+                    .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
+                continue;
+            }
+            if cascade && found.is_some() {
+                self.drop_dependents(&schema, &name)?;
+            } else if let Some((vschema, vname, vkind)) =
+                self.dependents(&schema, &name)?.into_iter().next()
+            {
+                // 2BP01, as PostgreSQL.
+                return Err(BrookError::DependentObjects(format!(
+                    "cannot drop {} {name} because {} {vschema}.{vname} depends on it \
+                     (use DROP ... CASCADE to drop the dependent objects too)",
+                    kind.noun(),
+                    vkind.noun()
+                )));
+            }
             self.engine
                 .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
         }
