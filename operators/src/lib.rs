@@ -13,13 +13,15 @@
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
 //!   functions: running aggregates, LAG/LEAD, frames), [`session`] (SESSION windows),
-//!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`union`], [`unnest`].
+//!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`count_window`]
+//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`].
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
 
 pub mod aggregate;
 pub mod change;
+pub mod count_window;
 pub mod filter;
 pub mod graph;
 pub mod join;

@@ -50,6 +50,17 @@ pub struct ViewDefinition {
     pub options: ContinuousOptions,
 }
 
+/// Count windows over a relation: what a scan of the count window table function reads.
+#[derive(Clone)]
+pub struct CountWindowDefinition {
+    /// The relation windowed.
+    pub relation: TableReference,
+    /// Its table source.
+    pub source: Arc<dyn TableSource>,
+    /// The windows (the operator's plan node, over the relation's full row).
+    pub node: Arc<brook_operators::count_window::CountWindowNode>,
+}
+
 /// The server's catalog, as the planner sees it.
 pub trait SourceResolver {
     /// Facts about the relation a scan reads.
@@ -62,6 +73,14 @@ pub trait SourceResolver {
         _table: &TableReference,
         _source: &Arc<dyn TableSource>,
     ) -> Result<Option<ViewDefinition>> {
+        Ok(None)
+    }
+
+    /// The count windows a scan reads (a `TUMBLE_ROWS`/`HOP_ROWS`); `None` otherwise.
+    fn count_window(
+        &self,
+        _source: &Arc<dyn TableSource>,
+    ) -> Result<Option<CountWindowDefinition>> {
         Ok(None)
     }
 }
@@ -183,75 +202,16 @@ impl Builder<'_> {
                 if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
                     return self.view_scan(scan, view);
                 }
-                // One source per relation, however often the query scans it (a self-union
-                // or HOP's one branch per window): its log is read once.
-                let name = scan.table_name.to_string();
-                let source = match self.sources.iter().position(|s| s.relation == name) {
-                    Some(i) => i,
-                    None => {
-                        let facts = self.resolver.resolve(&scan.table_name, &scan.source)?;
-                        let watermark = match &facts.watermark {
-                            Some(w) => {
-                                let schema =
-                                    DFSchema::try_from(facts.table_schema.as_ref().clone())?;
-                                Some(self.physical(w, &schema)?)
-                            }
-                            None => None,
-                        };
-                        // A stream's event time: the one column its watermark reads.
-                        let time = match &facts.watermark {
-                            Some(w) if !facts.updating => {
-                                let refs = w.column_refs();
-                                match refs.iter().next() {
-                                    Some(c) if refs.len() == 1 => {
-                                        facts.table_schema.index_of(&c.name).ok()
-                                    }
-                                    _ => None,
-                                }
-                            }
-                            _ => None,
-                        };
-                        self.source_times.push(time);
-                        self.sources.push(SourceSpec {
-                            relation: name,
-                            projection: None,
-                            schema: facts.table_schema.clone(),
-                            table_schema: facts.table_schema,
-                            watermark,
-                            watermark_sql: facts.watermark_sql,
-                            updating: facts.updating,
-                        });
-                        self.sources.len() - 1
-                    }
-                };
-                let at = Endpoint::Source(source);
-                let table_schema = self.sources[source].table_schema.clone();
-                let Some(projection) = &scan.projection else {
-                    return Ok(at);
-                };
-                if projection
-                    .iter()
-                    .copied()
-                    .eq(0..table_schema.fields().len())
-                {
-                    return Ok(at);
+                if let Some(cw) = self.resolver.count_window(&scan.source)? {
+                    return self.count_window_scan(scan, cw);
                 }
-                // The scan's columns: a projection of plain column references.
-                let exprs: Vec<Arc<dyn PhysicalExpr>> = projection
-                    .iter()
-                    .map(|&i| {
-                        let e: Arc<dyn PhysicalExpr> =
-                            Arc::new(Column::new(table_schema.field(i).name(), i));
-                        e
-                    })
-                    .collect();
-                let time = Self::projected_time(&exprs, self.time_of(at));
-                let node = ProjectNode {
-                    exprs,
-                    schema: Arc::new(scan.projected_schema.as_arrow().clone()),
-                    updating: self.sources[source].updating,
-                };
-                Ok(self.add(Arc::new(node), vec![at], time))
+                let source = self.source(&scan.table_name, &scan.source)?;
+                let at = Endpoint::Source(source);
+                let width = self.sources[source].table_schema.fields().len();
+                match &scan.projection {
+                    Some(p) if !p.iter().copied().eq(0..width) => self.scan_columns(scan, at),
+                    _ => Ok(at),
+                }
             }
             LogicalPlan::Projection(p) => {
                 let input = self.build(&p.input)?;
@@ -333,6 +293,93 @@ impl Builder<'_> {
         }
     }
 
+    /// The source reading `table` (one per relation, however often the query scans it:
+    /// a self-join, or HOP's one branch per window, reads the log once).
+    fn source(&mut self, table: &TableReference, source: &Arc<dyn TableSource>) -> Result<usize> {
+        let name = table.to_string();
+        let source = match self.sources.iter().position(|s| s.relation == name) {
+            Some(i) => i,
+            None => {
+                let facts = self.resolver.resolve(table, source)?;
+                let watermark = match &facts.watermark {
+                    Some(w) => {
+                        let schema = DFSchema::try_from(facts.table_schema.as_ref().clone())?;
+                        Some(self.physical(w, &schema)?)
+                    }
+                    None => None,
+                };
+                // A stream's event time: the one column its watermark reads.
+                let time = match &facts.watermark {
+                    Some(w) if !facts.updating => {
+                        let refs = w.column_refs();
+                        match refs.iter().next() {
+                            Some(c) if refs.len() == 1 => facts.table_schema.index_of(&c.name).ok(),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                self.source_times.push(time);
+                self.sources.push(SourceSpec {
+                    relation: name,
+                    projection: None,
+                    schema: facts.table_schema.clone(),
+                    table_schema: facts.table_schema,
+                    watermark,
+                    watermark_sql: facts.watermark_sql,
+                    updating: facts.updating,
+                });
+                self.sources.len() - 1
+            }
+        };
+        Ok(source)
+    }
+
+    /// The scan's columns of `at` (the scanned relation's full row), named as the scan
+    /// names them.
+    fn scan_columns(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        at: Endpoint,
+    ) -> Result<Endpoint> {
+        let stored = scan.source.schema();
+        let columns: Vec<usize> = match &scan.projection {
+            Some(p) => p.clone(),
+            None => (0..stored.fields().len()).collect(),
+        };
+        let exprs: Vec<Arc<dyn PhysicalExpr>> = columns
+            .iter()
+            .map(|&i| {
+                let e: Arc<dyn PhysicalExpr> = Arc::new(Column::new(stored.field(i).name(), i));
+                e
+            })
+            .collect();
+        let time = Self::projected_time(&exprs, self.time_of(at));
+        let node = ProjectNode {
+            exprs,
+            schema: Arc::new(scan.projected_schema.as_arrow().clone()),
+            updating: self.updating(at),
+        };
+        Ok(self.add(Arc::new(node), vec![at], time))
+    }
+
+    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) over a stream, in arrival order.
+    fn count_window_scan(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        cw: CountWindowDefinition,
+    ) -> Result<Endpoint> {
+        let source = self.source(&cw.relation, &cw.source)?;
+        if self.sources[source].updating {
+            return Err(refuse(
+                "count windows over a table (its rows have no arrival order once they change)",
+            ));
+        }
+        let node: Arc<dyn NodeSpec> = cw.node;
+        let at = self.add(node, vec![Endpoint::Source(source)], None);
+        self.scan_columns(scan, at)
+    }
+
     /// A materialized view as input: a stream of its changes. Its defining query is planned
     /// in place (with the view's own options), so the changes are exactly those the view
     /// applies to its state, from its first input row on.
@@ -366,24 +413,7 @@ impl Builder<'_> {
             )));
         }
         // The view's columns by the names the query sees.
-        let columns: Vec<usize> = match &scan.projection {
-            Some(p) => p.clone(),
-            None => (0..stored.fields().len()).collect(),
-        };
-        let exprs: Vec<Arc<dyn PhysicalExpr>> = columns
-            .iter()
-            .map(|&i| {
-                let e: Arc<dyn PhysicalExpr> = Arc::new(Column::new(stored.field(i).name(), i));
-                e
-            })
-            .collect();
-        let time = Self::projected_time(&exprs, self.time_of(at));
-        let node = ProjectNode {
-            exprs,
-            schema: Arc::new(scan.projected_schema.as_arrow().clone()),
-            updating: self.updating(at),
-        };
-        Ok(self.add(Arc::new(node), vec![at], time))
+        self.scan_columns(scan, at)
     }
 
     /// `unnest` of one list column (depth 1).

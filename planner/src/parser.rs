@@ -523,9 +523,12 @@ fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
     };
     let window = if p.parse_keyword(Keyword::WINDOW) {
         let kind = p.parse_identifier()?.value.to_ascii_uppercase();
-        if kind != "TUMBLE" && kind != "HOP" {
+        if !matches!(
+            kind.as_str(),
+            "TUMBLE" | "HOP" | "SESSION" | "TUMBLE_ROWS" | "HOP_ROWS"
+        ) {
             return Err(BrookError::unsupported(format!(
-                "WINDOW {kind} for a synopsis (use TUMBLE or HOP)"
+                "WINDOW {kind} for a synopsis (use TUMBLE, HOP, SESSION, TUMBLE_ROWS or HOP_ROWS)"
             )));
         }
         p.expect_token(&Token::LParen)?;

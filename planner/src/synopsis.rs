@@ -290,11 +290,25 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let source = cs.source.to_string();
     let (from, mut keys) = match &cs.window {
         Some((kind, args)) => {
-            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            (
-                format!("{kind}({source}, {})", args.join(", ")),
-                vec!["window_start".to_string(), "window_end".to_string()],
-            )
+            let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            // Sessions and count windows are per key: the synopsis' own keys.
+            let per_key = matches!(kind.as_str(), "SESSION" | "TUMBLE_ROWS" | "HOP_ROWS");
+            if per_key {
+                for k in &cs.partition_by {
+                    if !matches!(k, datafusion::sql::sqlparser::ast::Expr::Identifier(_)) {
+                        return Err(BrookError::unsupported(format!(
+                            "PARTITION BY {k} with WINDOW {kind} (partition by columns)"
+                        )));
+                    }
+                    args.push(k.to_string());
+                }
+            }
+            let bounds = if kind.ends_with("_ROWS") {
+                vec!["window_id".to_string()]
+            } else {
+                vec!["window_start".to_string(), "window_end".to_string()]
+            };
+            (format!("{kind}({source}, {})", args.join(", ")), bounds)
         }
         None => (source.clone(), Vec::new()),
     };
@@ -378,6 +392,21 @@ mod tests {
             p.bound.starts_with("relative error 0.80% at 95.00%"),
             "{}",
             p.bound
+        );
+    }
+
+    #[test]
+    fn count_and_session_windows_are_per_key() {
+        let p = plan("CREATE SYNOPSIS s ON trades USING sample(price, 10) PARTITION BY sym WINDOW TUMBLE_ROWS(1000)").unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT window_id, sym, sample_sketch_agg(price, 10) AS sample, count(*) AS rows_seen FROM TUMBLE_ROWS(trades, 1000, sym) GROUP BY window_id, sym"
+        );
+        let p = plan("CREATE SYNOPSIS s ON clicks USING hll(page) PARTITION BY u WINDOW SESSION(ts, INTERVAL '30 minutes')").unwrap();
+        assert!(
+            p.sql.contains("FROM SESSION(clicks, ts, INTERVAL '30 minutes', u) GROUP BY window_start, window_end, u"),
+            "{}",
+            p.sql
         );
     }
 

@@ -47,7 +47,10 @@ impl VisitorMut for Windows {
             return ControlFlow::Continue(());
         };
         let func = name.to_string().to_ascii_lowercase();
-        if !matches!(func.as_str(), "tumble" | "hop" | "session") {
+        if !matches!(
+            func.as_str(),
+            "tumble" | "hop" | "session" | "tumble_rows" | "hop_rows"
+        ) {
             return ControlFlow::Continue(());
         }
         match window_table(&func, &args.args, alias.take()) {
@@ -119,6 +122,9 @@ fn window_table(
 ) -> Result<TableFactor> {
     if func == "session" {
         return session_table(args, alias);
+    }
+    if func.ends_with("_rows") {
+        return count_table(func, args, alias);
     }
     let want = if func == "tumble" { 3 } else { 4 };
     if args.len() != want {
@@ -208,6 +214,82 @@ fn derived(
     })
 }
 
+/// Name of the table function count windows expand to (`brook_count_window(relation,
+/// size, slide, key ...)`, the server's).
+pub const COUNT_WINDOW_FUNCTION: &str = "brook_count_window";
+
+/// A positive whole number of rows.
+fn row_count(e: &Expr) -> Result<u64> {
+    let bad = || {
+        BrookError::DatatypeMismatch(format!(
+            "a count window size {e} must be a positive whole number of rows"
+        ))
+    };
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => match n.parse::<u64>() {
+                Ok(0) => Err(BrookError::InvalidParameter(format!(
+                    "a count window size {e} must be positive"
+                ))),
+                Ok(n) => Ok(n),
+                Err(_) => Err(bad()),
+            },
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+/// `TUMBLE_ROWS(rel, size [, key ...])` and `HOP_ROWS(rel, slide, size [, key ...])`:
+/// windows of `size` consecutive rows in arrival order (per key), adding `window_id`.
+fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> Result<TableFactor> {
+    let hop = func == "hop_rows";
+    let fixed = if hop { 3 } else { 2 };
+    if args.len() < fixed {
+        return Err(BrookError::Syntax(format!(
+            "{} takes {}",
+            func.to_uppercase(),
+            if hop {
+                "(relation, slide, size [, key ...])"
+            } else {
+                "(relation, size [, key ...])"
+            }
+        )));
+    }
+    let rel = relation(func, &args[0])?;
+    let (slide, size) = if hop {
+        (
+            row_count(arg_expr(&args[1])?)?,
+            row_count(arg_expr(&args[2])?)?,
+        )
+    } else {
+        let size = row_count(arg_expr(&args[1])?)?;
+        (size, size)
+    };
+    if slide > size {
+        return Err(BrookError::InvalidParameter(format!(
+            "HOP_ROWS slide {slide} must not exceed its size {size}"
+        )));
+    }
+    let mut call = vec![
+        format!("'{}'", rel.to_string().replace('\'', "''")),
+        size.to_string(),
+        slide.to_string(),
+    ];
+    for a in &args[fixed..] {
+        match arg_expr(a)? {
+            Expr::Identifier(i) => call.push(format!("'{}'", i.value.replace('\'', "''"))),
+            other => {
+                return Err(BrookError::Syntax(format!(
+                    "count window keys must be column names, not {other}"
+                )))
+            }
+        }
+    }
+    let sql = format!("SELECT * FROM {COUNT_WINDOW_FUNCTION}({})", call.join(", "));
+    derived(&rel, func, &sql, alias)
+}
+
 /// `SESSION(rel, ts, gap [, key ...])`.
 fn session_table(args: &[FunctionArg], alias: Option<TableAlias>) -> Result<TableFactor> {
     if args.len() < 3 {
@@ -283,6 +365,20 @@ mod tests {
     }
 
     #[test]
+    fn count_windows_call_the_count_window_function() {
+        let s = rewritten("SELECT * FROM TUMBLE_ROWS(readings, 100, sensor) AS r").unwrap();
+        assert!(
+            s.contains("brook_count_window('readings', 100, 100, 'sensor')"),
+            "{s}"
+        );
+        let s = rewritten("SELECT * FROM HOP_ROWS(readings, 25, 100)").unwrap();
+        assert!(
+            s.contains("brook_count_window('readings', 100, 25)) AS readings"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn bad_windows_are_named_errors() {
         let cases = [
             (
@@ -293,6 +389,11 @@ mod tests {
             ("SELECT * FROM TUMBLE(s, ts, 5)", "42804"),
             ("SELECT * FROM TUMBLE(s, ts)", "42601"),
             ("SELECT * FROM SESSION(s, ts)", "42601"),
+            ("SELECT * FROM TUMBLE_ROWS(s)", "42601"),
+            ("SELECT * FROM TUMBLE_ROWS(s, 0)", "22023"),
+            ("SELECT * FROM TUMBLE_ROWS(s, 1.5)", "42804"),
+            ("SELECT * FROM HOP_ROWS(s, 10, 5)", "22023"),
+            ("SELECT * FROM TUMBLE_ROWS(s, 10, k + 1)", "42601"),
             ("SELECT * FROM SESSION(s, ts, 5, k)", "42804"),
         ];
         for (sql, code) in cases {

@@ -17,7 +17,9 @@ use crate::view::ViewState;
 use brook_common::{BrookError, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
-use brook_planner::continuous::{SourceFacts, SourceResolver, ViewDefinition};
+use brook_planner::continuous::{
+    CountWindowDefinition, SourceFacts, SourceResolver, ViewDefinition,
+};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
@@ -91,10 +93,20 @@ pub fn reads_stream(plan: &LogicalPlan) -> bool {
     let mut found = false;
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
-            if let Some(p) = brook_table(&scan.source) {
-                if let Some(t) = p.downcast_ref::<BrookTable>() {
-                    found |= t.meta.kind == RelKind::Stream;
-                }
+            let provider = source_as_provider(&scan.source).ok();
+            // Count windows read the relation they window.
+            let provider = match provider
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<crate::count_window::CountWindowTable>())
+            {
+                Some(cw) => Some(cw.relation.clone()),
+                None => provider,
+            };
+            if let Some(t) = provider
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<BrookTable>())
+            {
+                found |= t.meta.kind == RelKind::Stream;
             }
         }
         Ok(if found {
@@ -127,6 +139,20 @@ impl<'a> Resolver<'a> {
 }
 
 impl SourceResolver for Resolver<'_> {
+    fn count_window(&self, source: &Arc<dyn TableSource>) -> Result<Option<CountWindowDefinition>> {
+        let Ok(provider) = source_as_provider(source) else {
+            return Ok(None);
+        };
+        let Some(cw) = provider.downcast_ref::<crate::count_window::CountWindowTable>() else {
+            return Ok(None);
+        };
+        Ok(Some(CountWindowDefinition {
+            relation: TableReference::from(cw.name.as_str()),
+            source: datafusion::datasource::provider_as_source(cw.relation.clone()),
+            node: cw.node.clone(),
+        }))
+    }
+
     fn view(
         &self,
         table: &TableReference,

@@ -215,6 +215,12 @@ impl Engine {
             }),
         );
         ctx.register_udtf(
+            brook_planner::windows::COUNT_WINDOW_FUNCTION,
+            Arc::new(crate::count_window::CountWindowFunction {
+                catalog: catalog.clone(),
+            }),
+        );
+        ctx.register_udtf(
             "correlated_pairs",
             Arc::new(crate::synopses::CorrelatedPairsFunction {
                 catalog: catalog.clone(),

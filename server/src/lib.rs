@@ -10,6 +10,7 @@
 //! - [`table`]: tables and streams as DataFusion table providers.
 //! - [`continuous`]: running continuous queries (one task per query, fed by commits).
 //! - [`view`]: materialized views (state rebuilt from durable inputs, read by scans).
+//! - [`count_window`]: `TUMBLE_ROWS`/`HOP_ROWS` count windows as a table function.
 //! - [`copy`]: COPY text/CSV/binary parsing and formatting.
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
@@ -21,6 +22,7 @@ pub mod cancel;
 pub mod catalog;
 pub mod continuous;
 pub mod copy;
+pub mod count_window;
 pub mod encode;
 pub mod engine;
 pub mod functions;

@@ -158,19 +158,8 @@ impl CorrelatedPairsFunction {
     /// The `dft` synopsis named by the first argument (`name` or `schema.name`; folded to
     /// lower case unless double-quoted, as identifiers are).
     fn synopsis(&self, name: &str) -> Result<Arc<ViewState>, BrookError> {
-        let ident = |part: &str| match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-            Some(quoted) => quoted.to_string(),
-            None => part.to_ascii_lowercase(),
-        };
-        let (schema, table) = match name.split_once('.') {
-            Some((s, t)) => (ident(s), ident(t)),
-            None => ("public".to_string(), ident(name)),
-        };
         let missing = || BrookError::UndefinedTable(format!("synopsis \"{name}\" does not exist"));
-        let provider = self.catalog.schema(&schema).ok_or_else(missing)?;
-        let table = futures::executor::block_on(provider.table(&table))
-            .map_err(|e| BrookError::internal(e.to_string()))?
-            .ok_or_else(missing)?;
+        let table = crate::table::lookup(&self.catalog, name)?.ok_or_else(missing)?;
         let not_dft = || {
             BrookError::WrongObjectType(format!(
                 "\"{name}\" is not a dft synopsis (CREATE SYNOPSIS ... USING dft(column, window))"

@@ -72,6 +72,29 @@ impl TableProvider for BrookTable {
     }
 }
 
+/// The relation named `name` (`name` or `schema.name`, folded to lower case unless
+/// double-quoted, as identifiers are) in `catalog`, if it exists.
+pub fn lookup(
+    catalog: &datafusion::catalog::MemoryCatalogProvider,
+    name: &str,
+) -> brook_common::Result<Option<Arc<dyn TableProvider>>> {
+    use datafusion::catalog::CatalogProvider;
+    let ident = |part: &str| match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+        Some(quoted) => quoted.to_string(),
+        None => part.to_ascii_lowercase(),
+    };
+    let (schema, table) = match name.split_once('.') {
+        Some((s, t)) => (ident(s), ident(t)),
+        None => ("public".to_string(), ident(name)),
+    };
+    let Some(provider) = catalog.schema(&schema) else {
+        return Ok(None);
+    };
+    // The schema providers are in-memory maps: the lookup is ready at once.
+    futures::executor::block_on(provider.table(&table))
+        .map_err(|e| brook_common::BrookError::internal(e.to_string()))
+}
+
 /// The committed chunks of a relation at scan time, read lazily.
 #[derive(Debug)]
 struct SnapshotPartition {
