@@ -110,6 +110,13 @@ fn interval_micros(e: &Expr) -> Result<i64> {
     Ok(micros)
 }
 
+/// A fixed length of `micros` microseconds as an Arrow duration: adding it to a timestamp
+/// is one integer addition per row, where adding an interval goes through calendar
+/// arithmetic per row (ten times slower in a profile of a tumbling window).
+fn duration(micros: i64) -> String {
+    format!("arrow_cast({micros}, 'Duration(Microsecond)')")
+}
+
 fn parse_query(sql: &str) -> Result<Query> {
     let mut p = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql)?;
     Ok(*p.parse_query()?)
@@ -142,10 +149,11 @@ fn window_table(
     let ts = arg_expr(&args[1])?;
     let sql = if func == "tumble" {
         let size = arg_expr(&args[2])?;
-        interval_micros(size)?;
+        let micros = interval_micros(size)?;
         format!(
             "SELECT *, date_bin({size}, {ts}) AS window_start, \
-             date_bin({size}, {ts}) + {size} AS window_end FROM {rel}"
+             date_bin({size}, {ts}) + {} AS window_end FROM {rel}",
+            duration(micros)
         )
     } else {
         let (slide_e, size_e) = (arg_expr(&args[2])?, arg_expr(&args[3])?);
@@ -164,10 +172,10 @@ fn window_table(
         (0..k)
             .map(|i| {
                 format!(
-                    "SELECT *, date_bin({slide_e}, {ts}) - INTERVAL '{} microseconds' AS window_start, \
-                     date_bin({slide_e}, {ts}) - INTERVAL '{} microseconds' + {size_e} AS window_end FROM {rel}",
-                    i * slide,
-                    i * slide
+                    "SELECT *, date_bin({slide_e}, {ts}) - {} AS window_start, \
+                     date_bin({slide_e}, {ts}) + {} AS window_end FROM {rel}",
+                    duration(i * slide),
+                    duration(size - i * slide)
                 )
             })
             .collect::<Vec<_>>()

@@ -788,6 +788,12 @@ pub fn text_to_column(
             }
         }
         PgType::Interval => normalize_intervals(strings),
+        PgType::Timestamp => {
+            if let Some(fast) = crate::datetime::fast_timestamps(strings) {
+                return Ok(fast);
+            }
+            strings.clone()
+        }
         _ => strings.clone(),
     };
     let out = cast_with_options(

@@ -12,6 +12,7 @@
 //! - [`view`]: materialized views (state rebuilt from durable inputs, read by scans).
 //! - [`count_window`]: `TUMBLE_ROWS`/`HOP_ROWS` count windows as a table function.
 //! - [`copy`]: COPY text/CSV/binary parsing and formatting.
+//! - [`datetime`]: a fast path for the commonest timestamp text.
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
 //! - [`functions`]: SQL functions added for PostgreSQL clients.
@@ -23,6 +24,7 @@ pub mod catalog;
 pub mod continuous;
 pub mod copy;
 pub mod count_window;
+pub mod datetime;
 pub mod encode;
 pub mod engine;
 pub mod functions;

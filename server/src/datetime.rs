@@ -1,0 +1,154 @@
+//! A fast path for the commonest timestamp text in COPY: `YYYY-MM-DD HH:MM:SS[.ffffff]`
+//! (or with `T`), no zone.
+//!
+//! Written by hand because arrow's text-to-timestamp cast goes through chrono's general
+//! parser, which led the profile of bulk COPY into streams (each row's event time). Anything
+//! else (other layouts, zones, BC dates, `24:00:00`, more than six fraction digits) is left
+//! to that cast, so the accepted language and the results do not change.
+
+use datafusion::arrow::array::{Array, ArrayRef, StringArray, TimestampMicrosecondArray};
+use std::sync::Arc;
+
+/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// The number of `n` ASCII digits at `b[at..]`.
+fn digits(b: &[u8], at: usize, n: usize) -> Option<i64> {
+    let mut v = 0i64;
+    for &c in b.get(at..at + n)? {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(c - b'0');
+    }
+    Some(v)
+}
+
+/// Microseconds since the epoch of `YYYY-MM-DD[ T]HH:MM:SS[.f{1,6}]`; `None` for anything
+/// else (the general parser decides those).
+pub fn parse_micros(b: &[u8]) -> Option<i64> {
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b' ' || b[10] == b'T')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (y, mo, d) = (digits(b, 0, 4)?, digits(b, 5, 2)?, digits(b, 8, 2)?);
+    let (h, mi, s) = (digits(b, 11, 2)?, digits(b, 14, 2)?, digits(b, 17, 2)?);
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59 {
+        return None;
+    }
+    let micros = match &b[19..] {
+        [] => 0,
+        [b'.', frac @ ..] if (1..=6).contains(&frac.len()) => {
+            let f = digits(frac, 0, frac.len())?;
+            f * 10i64.pow(6 - frac.len() as u32)
+        }
+        _ => return None,
+    };
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
+    Some(secs * 1_000_000 + micros)
+}
+
+/// The column as `timestamp` values if every value takes the fast path; `None` otherwise.
+pub fn fast_timestamps(strings: &ArrayRef) -> Option<ArrayRef> {
+    let s = strings.as_any().downcast_ref::<StringArray>()?;
+    let mut out = Vec::with_capacity(s.len());
+    for i in 0..s.len() {
+        out.push(if s.is_null(i) {
+            0
+        } else {
+            parse_micros(s.value(i).as_bytes())?
+        });
+    }
+    Some(Arc::new(TimestampMicrosecondArray::new(
+        out.into(),
+        s.nulls().cloned(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::compute::cast;
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
+    use proptest::prelude::*;
+
+    /// What arrow's general cast makes of `text`.
+    fn by_cast(text: &str) -> Option<i64> {
+        let a: ArrayRef = Arc::new(StringArray::from(vec![text]));
+        let t = cast(&a, &DataType::Timestamp(TimeUnit::Microsecond, None)).ok()?;
+        let t = t.as_any().downcast_ref::<TimestampMicrosecondArray>()?;
+        t.is_valid(0).then(|| t.value(0))
+    }
+
+    #[test]
+    fn common_layouts() {
+        assert_eq!(parse_micros(b"1970-01-01 00:00:00"), Some(0));
+        assert_eq!(
+            parse_micros(b"2026-01-01T00:00:01.5"),
+            by_cast("2026-01-01T00:00:01.5")
+        );
+        assert_eq!(
+            parse_micros(b"2024-02-29 23:59:59.999999"),
+            by_cast("2024-02-29 23:59:59.999999")
+        );
+        assert_eq!(parse_micros(b"1969-12-31 23:59:59"), Some(-1_000_000));
+        for other in [
+            "2023-02-29 00:00:00",
+            "2026-01-01 24:00:00",
+            "2026-01-01 00:00:00+02",
+            "2026-01-01 00:00:00.1234567",
+            "2026-1-01 00:00:00",
+            "2026-01-01",
+        ] {
+            assert_eq!(parse_micros(other.as_bytes()), None, "{other}");
+        }
+    }
+
+    proptest! {
+        /// Wherever the fast path answers, it agrees with the general cast.
+        #[test]
+        fn agrees_with_the_general_parser(
+            y in 1i64..9999, mo in 1i64..13, d in 1i64..32, h in 0i64..24, mi in 0i64..60,
+            s in 0i64..60, frac in prop::option::of((1usize..7, 0u32..1_000_000)), t in any::<bool>(),
+        ) {
+            let mut text = format!("{y:04}-{mo:02}-{d:02}{}{h:02}:{mi:02}:{s:02}", if t { 'T' } else { ' ' });
+            if let Some((n, f)) = frac {
+                text.push('.');
+                text.push_str(&format!("{f:06}")[..n]);
+            }
+            let fast = parse_micros(text.as_bytes());
+            if fast.is_some() {
+                prop_assert_eq!(fast, by_cast(&text), "{}", text);
+            } else {
+                prop_assert!(d > days_in_month(y, mo), "{} refused", text);
+            }
+        }
+    }
+}
