@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Nexmark q0, q1, q2, q5, q7, q8 through Brook and through Apache Flink, in one run.
+"""Nexmark q0, q1, q2, q4, q5, q7, q8 through Brook and through Apache Flink, in one run.
 
 The events come from Brook's built-in generator (`nexmark(kind, events)`, the Nexmark
 spec's generator with a fixed base time, so every run has the same rows), written once to
@@ -13,8 +13,8 @@ CSV files. Each query then reads the same CSV:
   declare) into a blackhole sink; the clock includes job start-up.
 
 Prints events/s per query for both, per core (both use the machine's 2 cores), and the
-ratio. Events are the rows the query reads (bids for q0-q2, q5, q7; persons and auctions
-for q8).
+ratio. Events are the rows the query reads (bids for q0-q2, q5, q7; auctions and bids for
+q4; persons and auctions for q8).
 
     pip install apache-flink   # once
     python3 sql-tests/bench/nexmark_bench.py --brook target/release/brook [--events 2000000]
@@ -44,6 +44,9 @@ BROOK = {
     "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
     "q1": "SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid",
     "q2": "SELECT auction, price FROM bid WHERE auction % 123 = 0",
+    "q4": "SELECT q.category, avg(q.final) AS avg_final FROM (SELECT max(b.price) AS final, "
+          "a.category FROM auction a, bid b WHERE a.id = b.auction AND b.date_time BETWEEN "
+          "a.date_time AND a.expires GROUP BY a.id, a.category) q GROUP BY q.category",
     "q5": "SELECT ab.auction, ab.num, ab.starttime FROM (SELECT auction, count(*) AS num, "
           "window_start AS starttime, window_end AS endtime FROM HOP(bid, date_time, INTERVAL '2 seconds', "
           "INTERVAL '10 seconds') GROUP BY auction, window_start, window_end) AS ab JOIN (SELECT "
@@ -63,14 +66,17 @@ BROOK = {
           "seller, window_start, window_end) a ON p.id = a.seller AND p.starttime = a.starttime AND "
           "p.endtime = a.endtime",
 }
-INPUTS = {"q0": ["bid"], "q1": ["bid"], "q2": ["bid"], "q5": ["bid"], "q7": ["bid"],
-          "q8": ["person", "auction"]}
+INPUTS = {"q0": ["bid"], "q1": ["bid"], "q2": ["bid"], "q4": ["auction", "bid"], "q5": ["bid"],
+          "q7": ["bid"], "q8": ["person", "auction"]}
 
 # Flink SQL: the Nexmark project's queries (window TVFs), into a blackhole sink.
 FLINK = {
     "q0": "SELECT auction, bidder, price, date_time, extra FROM bid",
     "q1": "SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid",
     "q2": "SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0",
+    "q4": "SELECT Q.category, AVG(Q.final) FROM (SELECT MAX(B.price) AS final, A.category FROM "
+          "auction A, bid B WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND "
+          "A.expires GROUP BY A.id, A.category) Q GROUP BY Q.category",
     "q5": "SELECT AuctionBids.auction, AuctionBids.num FROM (SELECT auction, count(*) AS num, "
           "window_start AS starttime, window_end AS endtime FROM TABLE(HOP(TABLE bid, "
           "DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND)) GROUP BY auction, "
@@ -160,6 +166,7 @@ def sink_columns(q):
         "q0": "auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3), extra STRING",
         "q1": "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), date_time TIMESTAMP(3), extra STRING",
         "q2": "auction BIGINT, price BIGINT",
+        "q4": "category BIGINT, final BIGINT",
         "q5": "auction BIGINT, num BIGINT",
         "q7": "auction BIGINT, price BIGINT, bidder BIGINT, date_time TIMESTAMP(3), extra STRING",
         "q8": "id BIGINT, name STRING, starttime TIMESTAMP(3)",
@@ -177,7 +184,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--brook", default=os.environ.get("BROOK_BIN", "target/release/brook"))
     ap.add_argument("--events", type=int, default=2_000_000)
-    ap.add_argument("--queries", default="q0,q1,q2,q5,q7,q8")
+    ap.add_argument("--queries", default="q0,q1,q2,q4,q5,q7,q8")
     ap.add_argument("--no-flink", action="store_true", help="run Brook only")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="brook-nexmark-")

@@ -22,8 +22,7 @@ use crate::theta::Theta;
 use crate::{check_rank, Confidence, Estimate, Quantiles, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array, ListBuilder,
-    StringBuilder,
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Float64Type};
@@ -96,12 +95,15 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             DataType::Boolean,
             might_contain,
         ),
-        SketchFunction::udf(
-            "sample_values",
-            Signature::exact(vec![DataType::Binary], Volatility::Immutable),
-            DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
-            sample_values,
-        ),
+        ScalarUDF::new_from_impl(SampleValues {
+            signature: Signature::one_of(
+                vec![
+                    TypeSignature::Exact(vec![DataType::Binary]),
+                    TypeSignature::Any(2),
+                ],
+                Volatility::Immutable,
+            ),
+        }),
         SketchFunction::udf(
             "theta_intersection",
             Signature::exact(
@@ -338,25 +340,102 @@ fn might_contain(args: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(BooleanArray::from(found)))
 }
 
-/// A serialized sample's values as text (their type lives in the bytes, while a function's
-/// result type is fixed when the query is planned; cast the elements back).
-fn sample_values(args: &[ArrayRef]) -> Result<ArrayRef> {
-    let samples = binary_values(args[0].as_ref())?;
-    let mut out = ListBuilder::new(StringBuilder::new());
+/// `sample_values(sample [, type_hint])`: a serialized sample's values as a list. Their
+/// type lives in the bytes, while a function's result type is fixed when the query is
+/// planned, so without a hint the values come as text; `sample_values(s, NULL::float8)`
+/// returns them typed as the hint (as PostgreSQL's `jsonb_populate_record(NULL::t, ..)`
+/// takes its row type from a NULL of that type).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct SampleValues {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for SampleValues {
+    fn name(&self) -> &str {
+        "sample_values"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        let element = match arg_types {
+            [DataType::Binary] => DataType::Utf8,
+            [DataType::Binary, DataType::Null] => {
+                return Err(external(BrookError::DatatypeMismatch(
+                    "sample_values(sample, hint): give the hint a type, e.g. NULL::float8".into(),
+                )))
+            }
+            [DataType::Binary, hint] => hint.clone(),
+            other => {
+                return Err(external(BrookError::DatatypeMismatch(format!(
+                "sample_values(sample [, type hint]) takes a sample sketch (bytea), not {other:?}"
+            ))))
+            }
+        };
+        Ok(DataType::List(Arc::new(Field::new_list_field(
+            element, true,
+        ))))
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let element = match args.return_field.data_type() {
+            DataType::List(f) => f.data_type().clone(),
+            _ => DataType::Utf8,
+        };
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let samples = arrays
+            .first()
+            .ok_or_else(|| external(BrookError::internal("sample_values without arguments")))?;
+        Ok(ColumnarValue::Array(
+            sample_values(samples, &element).map_err(external)?,
+        ))
+    }
+}
+
+/// Each sample's values cast to `element`, as a list column.
+fn sample_values(samples: &ArrayRef, element: &DataType) -> Result<ArrayRef> {
+    let samples = binary_values(samples.as_ref())?;
+    let mut lists: Vec<Option<ArrayRef>> = Vec::with_capacity(samples.len());
     for bytes in samples {
-        match bytes {
+        lists.push(match bytes {
             Some(b) => {
                 let values = Reservoir::from_bytes(b)?.to_array()?;
-                let text = cast(&values, &DataType::Utf8)?;
-                for v in text.as_string::<i32>().iter() {
-                    out.values().append_option(v);
-                }
-                out.append(true);
+                Some(cast(&values, element).map_err(|e| {
+                    BrookError::DatatypeMismatch(format!(
+                        "sampled {} values do not convert to {element}: {e}",
+                        values.data_type()
+                    ))
+                })?)
             }
-            None => out.append(false),
-        }
+            None => None,
+        });
     }
-    Ok(Arc::new(out.finish()))
+    let lengths: Vec<usize> = lists
+        .iter()
+        .map(|l| l.as_ref().map_or(0, |a| a.len()))
+        .collect();
+    let values: Vec<&dyn Array> = lists.iter().flatten().map(|a| a.as_ref()).collect();
+    let values = if values.is_empty() {
+        datafusion::arrow::array::new_empty_array(element)
+    } else {
+        datafusion::arrow::compute::concat(&values)?
+    };
+    let nulls: datafusion::arrow::buffer::NullBuffer = lists
+        .iter()
+        .map(|l| l.is_some())
+        .collect::<Vec<bool>>()
+        .into();
+    Ok(Arc::new(datafusion::arrow::array::ListArray::try_new(
+        Arc::new(Field::new_list_field(element.clone(), true)),
+        datafusion::arrow::buffer::OffsetBuffer::from_lengths(lengths),
+        values,
+        Some(nulls),
+    )?))
 }
 
 fn theta_pair(args: &[ArrayRef], op: fn(&Theta, &Theta) -> Result<Theta>) -> Result<ArrayRef> {
