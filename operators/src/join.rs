@@ -804,7 +804,8 @@ mod tests {
     use datafusion::arrow::datatypes::Schema;
     use datafusion::physical_expr::expressions::col;
 
-    fn node(l: &RecordBatch, r: &RecordBatch) -> JoinNode {
+    /// The data schemas of two test inputs, and the schema of their pairs.
+    fn schemas(l: &RecordBatch, r: &RecordBatch) -> (SchemaRef, SchemaRef, SchemaRef) {
         let (ls, rs) = (
             change::strip(l).unwrap().schema(),
             change::strip(r).unwrap().schema(),
@@ -815,13 +816,18 @@ mod tests {
             .chain(rs.fields().iter())
             .cloned()
             .collect();
+        (ls, rs, Arc::new(Schema::new(fields)))
+    }
+
+    fn node(l: &RecordBatch, r: &RecordBatch) -> JoinNode {
+        let (ls, rs, pair) = schemas(l, r);
         JoinNode {
             left_keys: vec![col("k", &ls).unwrap()],
             right_keys: vec![col("k2", &rs).unwrap()],
             filter: None,
             left_schema: ls,
             right_schema: rs,
-            schema: Arc::new(Schema::new(fields)),
+            schema: pair,
             updating: true,
             kind: JoinKind::Inner,
             bounds: [None, None],
@@ -834,19 +840,7 @@ mod tests {
     fn interval_node() -> JoinNode {
         use datafusion::logical_expr::Operator as Op;
         use datafusion::physical_expr::expressions::binary;
-        let auctions = auctions(&[]);
-        let bids = bids(&[]);
-        let (ls, rs) = (
-            change::strip(&auctions).unwrap().schema(),
-            change::strip(&bids).unwrap().schema(),
-        );
-        let fields: Vec<_> = ls
-            .fields()
-            .iter()
-            .chain(rs.fields().iter())
-            .cloned()
-            .collect();
-        let pair = Arc::new(Schema::new(fields));
+        let (ls, rs, pair) = schemas(&auctions(&[]), &bids(&[]));
         let c = |name: &str, schema: &SchemaRef| col(name, schema).unwrap();
         let cmp = |l, op, r| binary(c(l, &pair), op, c(r, &pair), &pair).unwrap();
         let condition = binary(

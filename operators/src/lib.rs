@@ -36,8 +36,29 @@ pub mod union;
 pub mod unnest;
 
 use brook_common::Result;
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, Rows};
+use datafusion::physical_expr::PhysicalExpr;
+use std::sync::Arc;
+
+/// Each row's key (`exprs` over `data`), row-encoded by `conv`; `None` without keys (one
+/// group: `conv` is `None` when there are no key expressions).
+pub(crate) fn key_rows(
+    conv: Option<&RowConverter>,
+    exprs: &[Arc<dyn PhysicalExpr>],
+    data: &RecordBatch,
+) -> Result<Option<Rows>> {
+    let Some(conv) = conv else {
+        return Ok(None);
+    };
+    let cols = exprs
+        .iter()
+        .map(|e| Ok(e.evaluate(data)?.into_array(data.num_rows())?))
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    Ok(Some(conv.convert_columns(&cols)?))
+}
 
 /// A push operator: receives batches, watermarks and barriers, emits batches.
 ///

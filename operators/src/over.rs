@@ -161,17 +161,7 @@ impl Operator for OverOp {
         let kinds = change::kinds(&batch)?.clone();
         let data = change::strip(&batch)?;
         let n = data.num_rows();
-        let key_rows = match &self.keys {
-            Some(conv) => {
-                let cols = self
-                    .partition_by
-                    .iter()
-                    .map(|e| Ok(e.evaluate(&data)?.into_array(n)?))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
-                Some(conv.convert_columns(&cols)?)
-            }
-            None => None,
-        };
+        let key_rows = crate::key_rows(self.keys.as_ref(), &self.partition_by, &data)?;
         // Rows of the batch per partition, inserts and deletes apart.
         let mut touched: Vec<Box<[u8]>> = Vec::new();
         let mut changes: HashMap<Box<[u8]>, InsertsDeletes> = HashMap::new();

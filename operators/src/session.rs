@@ -266,18 +266,7 @@ impl Operator for SessionOp {
         let data = change::strip(&batch)?;
         let n = data.num_rows();
         let times = micros(&self.node.time.evaluate(&data)?.into_array(n)?)?;
-        let key_rows = match &self.key_rows {
-            Some(conv) => {
-                let cols = self
-                    .node
-                    .keys
-                    .iter()
-                    .map(|e| Ok(e.evaluate(&data)?.into_array(n)?))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
-                Some(conv.convert_columns(&cols)?)
-            }
-            None => None,
-        };
+        let key_rows = crate::key_rows(self.key_rows.as_ref(), &self.node.keys, &data)?;
         let mut out = Vec::new();
         // Rows per key in time order; late and NULL-time rows apart.
         let mut no_time = Vec::new();

@@ -228,17 +228,7 @@ impl Operator for TopNOp {
             .collect::<Result<Vec<ArrayRef>>>()?;
         let sort_keys = self.sort_rows.convert_columns(&sort_cols)?;
         let full = self.full_rows.convert_columns(data.columns())?;
-        let group_keys = match &self.group_rows {
-            Some(conv) => {
-                let cols = self
-                    .partition_by
-                    .iter()
-                    .map(|e| Ok(e.evaluate(&data)?.into_array(n)?))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
-                Some(conv.convert_columns(&cols)?)
-            }
-            None => None,
-        };
+        let group_keys = crate::key_rows(self.group_rows.as_ref(), &self.partition_by, &data)?;
         let mut touched: Vec<Box<[u8]>> = Vec::new();
         let mut seen: std::collections::HashSet<Box<[u8]>> = std::collections::HashSet::new();
         for i in 0..n {
