@@ -236,6 +236,26 @@ impl Graph {
         Ok(out)
     }
 
+    /// The watermark of source `source` so far.
+    pub fn source_watermark(&self, source: usize) -> Option<i64> {
+        self.sources.get(source).and_then(|s| s.watermark())
+    }
+
+    /// An idle source follows `watermark` (the other streams' time): its watermark rises to
+    /// it, so it no longer holds back what it joins or unions with. Rows it sends later that
+    /// are behind are late. Returns the rows this produced.
+    pub fn follow(&mut self, source: usize, watermark: i64) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        let moved = self
+            .sources
+            .get_mut(source)
+            .is_some_and(|s| s.raise(watermark));
+        if moved {
+            self.advance(source, watermark, &mut out)?;
+        }
+        Ok(out)
+    }
+
     /// Every source ended (a bounded input read to its end): the watermark moves past all
     /// event times, so every window closes. Returns the rows this produced.
     pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {

@@ -27,6 +27,9 @@ pub struct SourceSpec {
     pub watermark_sql: Option<String>,
     /// True when the relation may retract rows (a table: UPDATE/DELETE), false for a stream.
     pub updating: bool,
+    /// After this long without rows (wall clock) the source is idle: it stops holding back
+    /// the watermark of queries that read other streams too (`WITH (idle_timeout = ..)`).
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 impl fmt::Display for SourceSpec {
@@ -79,6 +82,16 @@ impl SourceState {
     /// The input ended: nothing earlier than the end of time follows.
     pub fn finish(&mut self) {
         self.watermark = Some(i64::MAX);
+    }
+
+    /// Raise the watermark to `watermark` (an idle source following the others); returns
+    /// whether it moved.
+    pub fn raise(&mut self, watermark: i64) -> bool {
+        if self.spec.watermark.is_none() || self.watermark.is_some_and(|w| w >= watermark) {
+            return false;
+        }
+        self.watermark = Some(watermark);
+        true
     }
 
     /// Turn rows of the relation (full schema) into plan input with change `kind`; advances

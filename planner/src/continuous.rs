@@ -39,6 +39,8 @@ pub struct SourceFacts {
     pub watermark: Option<Expr>,
     /// The watermark as declared (SQL text, for EXPLAIN).
     pub watermark_sql: Option<String>,
+    /// After this long without rows the stream is idle (see `SourceSpec::idle_timeout`).
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 /// A materialized view (or synopsis) read by a continuous query: its defining query.
@@ -328,6 +330,7 @@ impl Builder<'_> {
                     watermark,
                     watermark_sql: facts.watermark_sql,
                     updating: facts.updating,
+                    idle_timeout: facts.idle_timeout,
                 });
                 self.sources.len() - 1
             }

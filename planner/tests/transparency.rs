@@ -124,6 +124,7 @@ impl SourceResolver for Facts {
                 updating: true,
                 watermark: None,
                 watermark_sql: None,
+                idle_timeout: None,
             });
         }
         Ok(SourceFacts {
@@ -131,6 +132,7 @@ impl SourceResolver for Facts {
             updating: self.updating,
             watermark: self.watermark.then(|| col("ts")),
             watermark_sql: None,
+            idle_timeout: None,
         })
     }
 }

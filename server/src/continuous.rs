@@ -36,6 +36,9 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// The stream option naming how long a stream may go without rows before it is idle.
+pub const IDLE_TIMEOUT: &str = "idle_timeout";
+
 /// Batches of results buffered between a query's task and its reader.
 const RESULT_BUFFER: usize = 4;
 
@@ -196,6 +199,10 @@ impl SourceResolver for Resolver<'_> {
             updating: t.meta.kind == RelKind::Table,
             watermark,
             watermark_sql: t.meta.watermark.as_ref().map(|w| w.expr.clone()),
+            idle_timeout: match t.meta.options.get(IDLE_TIMEOUT) {
+                Some(text) => Some(crate::session::parse_timeout(text)?),
+                None => None,
+            },
         })
     }
 }
@@ -428,11 +435,15 @@ async fn run(
     let mut seen: Vec<Snapshot> = stores.iter().map(|_| Arc::new(Vec::new())).collect();
     let mut versions = vec![0u64; stores.len()];
     let mut epoch = 0u64;
+    let mut idle = IdleSources::new(&graph);
     loop {
         for (i, store) in stores.iter().enumerate() {
             versions[i] = *commits[i].borrow_and_update();
             let now = store.snapshot();
             let (retract, insert) = diff(&seen[i], &now);
+            if !insert.is_empty() {
+                idle.active(i);
+            }
             for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
                 for c in chunks {
                     let raw = adapt_batch(store.read(&c)?, &table_schemas[i])?;
@@ -449,6 +460,11 @@ async fn run(
             }
             seen[i] = now;
         }
+        // Idle sources follow the others' watermark.
+        let out = idle.follow(&mut graph)?;
+        if !sink.push(out).await? {
+            return Ok(());
+        }
         // The round's input is complete: operators that hold back output emit it now.
         epoch += 1;
         let out = graph.barrier(epoch)?;
@@ -464,11 +480,89 @@ async fn run(
             *g = graph.stats();
         }
         // Wait for the next commit on any source, or until the results are not wanted.
+        // A source going idle counts as an event too.
         let waits = commits.iter_mut().map(|r| Box::pin(r.changed()));
+        let deadline = idle.next_deadline();
         tokio::select! {
             _ = futures::future::select_all(waits) => {}
             _ = sink.gone() => return Ok(()),
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)),
+                if deadline.is_some() => idle.expire(),
         }
+    }
+}
+
+/// Which sources of a query are idle: a source with an idle timeout that has had no new
+/// rows for that long stops holding back the watermark; it follows the lowest watermark of
+/// the active sources (as Flink's idle sources are left out of the minimum), until rows
+/// arrive again. With no active source nothing moves.
+struct IdleSources {
+    /// Per source: its idle timeout, if it has one.
+    timeouts: Vec<Option<std::time::Duration>>,
+    /// Per source: when it last had rows (or the query started).
+    last_rows: Vec<tokio::time::Instant>,
+    /// Per source: idle now.
+    idle: Vec<bool>,
+}
+
+impl IdleSources {
+    fn new(graph: &Graph) -> Self {
+        let timeouts: Vec<_> = graph
+            .plan()
+            .sources
+            .iter()
+            .map(|s| s.idle_timeout.filter(|_| s.watermark.is_some()))
+            .collect();
+        let n = timeouts.len();
+        IdleSources {
+            timeouts,
+            last_rows: vec![tokio::time::Instant::now(); n],
+            idle: vec![false; n],
+        }
+    }
+
+    /// Source `i` had rows.
+    fn active(&mut self, i: usize) {
+        self.last_rows[i] = tokio::time::Instant::now();
+        self.idle[i] = false;
+    }
+
+    /// When the next active source goes idle, if one can.
+    fn next_deadline(&self) -> Option<tokio::time::Instant> {
+        (0..self.timeouts.len())
+            .filter(|&i| !self.idle[i])
+            .filter_map(|i| self.timeouts[i].map(|t| self.last_rows[i] + t))
+            .min()
+    }
+
+    /// Mark the sources whose timeout passed as idle.
+    fn expire(&mut self) {
+        let now = tokio::time::Instant::now();
+        for i in 0..self.timeouts.len() {
+            if self.timeouts[i].is_some_and(|t| self.last_rows[i] + t <= now) {
+                self.idle[i] = true;
+            }
+        }
+    }
+
+    /// Raise each idle source's watermark to the lowest of the active sources'.
+    fn follow(&self, graph: &mut Graph) -> Result<Vec<RecordBatch>> {
+        if !self.idle.iter().any(|i| *i) {
+            return Ok(Vec::new());
+        }
+        let active: Option<i64> = (0..self.idle.len())
+            .filter(|&i| !self.idle[i] && graph.plan().sources[i].watermark.is_some())
+            .map(|i| graph.source_watermark(i))
+            .collect::<Option<Vec<i64>>>()
+            .and_then(|w| w.into_iter().min());
+        let Some(target) = active else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for i in (0..self.idle.len()).filter(|&i| self.idle[i]) {
+            out.extend(graph.follow(i, target)?);
+        }
+        Ok(out)
     }
 }
 

@@ -1740,6 +1740,14 @@ impl Session {
                 other => Err(BrookError::unsupported(format!("stream option {other}"))),
             })
             .collect::<Result<BTreeMap<_, _>>>()?;
+        if let Some(text) = options.get(crate::continuous::IDLE_TIMEOUT) {
+            parse_timeout(text)?;
+            if watermark.is_none() {
+                return Err(BrookError::InvalidParameter(
+                    "idle_timeout applies to a stream with a WATERMARK FOR clause".into(),
+                ));
+            }
+        }
         let meta = RelationMeta {
             id: 0,
             kind: RelKind::Stream,
