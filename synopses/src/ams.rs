@@ -12,7 +12,7 @@
 //! Serialized form (Brook's own): magic `BRAM`, version, width and depth as u32, seed as
 //! u64, then the counters as little-endian i64.
 
-use crate::values::{for_each_hashed, Hashed};
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{check_error, Confidence, Estimate, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::Array;
@@ -163,13 +163,13 @@ impl Ams {
         1.0 - median_failure(self.depth)
     }
 
-    fn key(value: Hashed<'_>) -> u64 {
+    fn key<T: Hash>(value: T) -> u64 {
         let mut h = StableHasher(0xcbf2_9ce4_8422_2325);
         value.hash(&mut h);
         h.finish() % P
     }
 
-    fn update(&mut self, value: Hashed<'_>, weight: i64) {
+    fn update<T: Hash>(&mut self, value: T, weight: i64) {
         let x = Self::key(value);
         let x2 = mulmod(x, x);
         let x3 = mulmod(x2, x);
@@ -187,7 +187,13 @@ impl Ams {
 
     /// Take rows back out (each value's count drops by one).
     pub fn retract(&mut self, values: &dyn Array) -> Result<()> {
-        for_each_hashed(values, |v| self.update(v, -1))
+        for_each_hashed(
+            values,
+            &mut Weighted {
+                ams: self,
+                weight: -1,
+            },
+        )
     }
 
     fn check_compatible(&self, other: &Self) -> Result<()> {
@@ -249,7 +255,13 @@ impl Ams {
 
 impl Synopsis for Ams {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        for_each_hashed(values, |v| self.update(v, 1))
+        for_each_hashed(
+            values,
+            &mut Weighted {
+                ams: self,
+                weight: 1,
+            },
+        )
     }
 
     fn merge(&mut self, other: &Self) -> Result<()> {
@@ -299,6 +311,18 @@ impl Synopsis for Ams {
 
     fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.counters.len() * 8 + self.hashes.len() * 48
+    }
+}
+
+/// Adds each value with a weight (+1 insert, -1 retraction).
+struct Weighted<'a> {
+    ams: &'a mut Ams,
+    weight: i64,
+}
+
+impl HashedValues for Weighted<'_> {
+    fn value<T: Hash>(&mut self, v: T) {
+        self.ams.update(v, self.weight)
     }
 }
 

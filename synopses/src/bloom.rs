@@ -1,7 +1,7 @@
 //! Bloom filter (DataSketches `BloomFilter`): set membership with no false negatives and a
 //! false-positive probability fixed by its size.
 
-use crate::values::for_each_hashed;
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::Array;
@@ -31,13 +31,12 @@ impl Bloom {
     /// Whether the first value of `item` (a one-row array) may have been added: `false` is
     /// certain, `true` is wrong with probability [`Bloom::false_positive_probability`].
     pub fn contains(&self, item: &dyn Array) -> Result<bool> {
-        let mut found = None;
-        for_each_hashed(item, |v| {
-            if found.is_none() {
-                found = Some(self.filter.contains(&v));
-            }
-        })?;
-        Ok(found.unwrap_or(false))
+        let mut probe = Probe {
+            filter: &self.filter,
+            found: None,
+        };
+        for_each_hashed(item, &mut probe)?;
+        Ok(probe.found.unwrap_or(false))
     }
 
     /// Current false-positive probability (from the fraction of bits set).
@@ -48,7 +47,7 @@ impl Bloom {
 
 impl Synopsis for Bloom {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        for_each_hashed(values, |v| self.filter.insert(v))
+        for_each_hashed(values, &mut self.filter)
     }
 
     fn merge(&mut self, other: &Self) -> Result<()> {
@@ -68,6 +67,26 @@ impl Synopsis for Bloom {
 
     fn memory_bytes(&self) -> usize {
         self.filter.estimated_size()
+    }
+}
+
+impl HashedValues for BloomFilter {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        self.insert(v)
+    }
+}
+
+/// Looks the first value up.
+struct Probe<'a> {
+    filter: &'a BloomFilter,
+    found: Option<bool>,
+}
+
+impl HashedValues for Probe<'_> {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        if self.found.is_none() {
+            self.found = Some(self.filter.contains(&v));
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! added are retracted — a changelog's guarantee — every counter stays non-negative and the
 //! bound holds for the remaining rows. This makes count-min usable over updating inputs.
 
-use crate::values::{for_each_hashed, Hashed};
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Confidence, Estimate, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::Array;
@@ -56,28 +56,28 @@ impl CountMin {
 
     /// Take rows back out (each value's count drops by one).
     pub fn retract(&mut self, values: &dyn Array) -> Result<()> {
-        let mut n = 0;
-        for_each_hashed(values, |v| {
-            self.sketch.update_with_weight(v, -1);
-            n += 1;
-        })?;
-        self.net -= n;
+        let mut w = Weighted {
+            sketch: &mut self.sketch,
+            weight: -1,
+            rows: 0,
+        };
+        for_each_hashed(values, &mut w)?;
+        self.net -= w.rows;
         Ok(())
     }
 
     /// Estimated count of the first value of `item` (a one-row array), with its interval at
     /// [`CountMin::confidence`]. A null item counts zero.
     pub fn count_of(&self, item: &dyn Array) -> Result<Estimate> {
-        let mut first: Option<Estimate> = None;
-        for_each_hashed(item, |v| {
-            if first.is_none() {
-                first = Some(self.count_of_hashed(v));
-            }
-        })?;
-        Ok(first.unwrap_or_else(|| Estimate::exact(0.0)))
+        let mut probe = Probe {
+            countmin: self,
+            first: None,
+        };
+        for_each_hashed(item, &mut probe)?;
+        Ok(probe.first.unwrap_or_else(|| Estimate::exact(0.0)))
     }
 
-    fn count_of_hashed(&self, item: Hashed<'_>) -> Estimate {
+    fn count_of_hashed<T: std::hash::Hash>(&self, item: T) -> Estimate {
         let estimate = self.sketch.estimate(item) as f64;
         // The sketch only overcounts: the truth lies in [estimate − ε·N, estimate]. (The
         // crate's own upper bound adds ε·N on top, following DataSketches Java; the
@@ -93,11 +93,13 @@ impl CountMin {
 
 impl Synopsis for CountMin {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        let mut n = 0;
-        for_each_hashed(values, |v| {
-            self.sketch.update(v);
-            n += 1;
-        })?;
+        let mut w = Weighted {
+            sketch: &mut self.sketch,
+            weight: 1,
+            rows: 0,
+        };
+        for_each_hashed(values, &mut w)?;
+        let n = w.rows;
         self.net += n;
         Ok(())
     }
@@ -124,6 +126,34 @@ impl Synopsis for CountMin {
 
     fn memory_bytes(&self) -> usize {
         self.sketch.estimated_size()
+    }
+}
+
+/// Adds each value with a weight, counting them.
+struct Weighted<'a> {
+    sketch: &'a mut CountMinSketch<i64>,
+    weight: i64,
+    rows: i64,
+}
+
+impl HashedValues for Weighted<'_> {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        self.sketch.update_with_weight(v, self.weight);
+        self.rows += 1;
+    }
+}
+
+/// Estimates the first value's count.
+struct Probe<'a> {
+    countmin: &'a CountMin,
+    first: Option<Estimate>,
+}
+
+impl HashedValues for Probe<'_> {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        if self.first.is_none() {
+            self.first = Some(self.countmin.count_of_hashed(v));
+        }
     }
 }
 

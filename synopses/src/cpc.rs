@@ -1,7 +1,7 @@
 //! Compressed Probabilistic Counting (DataSketches `CpcSketch`): distinct counts in fewer
 //! serialized bytes than HLL at the same accuracy (about `0.6 / sqrt(2^lg_k)` standard error).
 
-use crate::values::for_each_hashed;
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Confidence, Estimate, Synopsis};
 use brook_common::Result;
 use datafusion::arrow::array::Array;
@@ -46,7 +46,7 @@ impl Cpc {
 
 impl Synopsis for Cpc {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        for_each_hashed(values, |v| self.sketch.update(v))
+        for_each_hashed(values, &mut self.sketch)
     }
 
     fn merge(&mut self, other: &Self) -> Result<()> {
@@ -73,6 +73,12 @@ impl Synopsis for Cpc {
 
     fn memory_bytes(&self) -> usize {
         self.sketch.estimated_size()
+    }
+}
+
+impl HashedValues for CpcSketch {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        self.update(v)
     }
 }
 

@@ -5,7 +5,7 @@
 //! Items are 64-bit integers for integer columns and strings for everything else (cast to
 //! text); the serialized form of the string kind is DataSketches' `frequent_strings_sketch`.
 
-use crate::values::for_each_hashed;
+use crate::values::{for_each_hashed, Ignore};
 use crate::{bytes_error, check_error, sketch_error, Synopsis};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, AsArray};
@@ -221,7 +221,7 @@ impl Synopsis for Frequent {
                     .for_each(|v| s.update_ref(v)),
                 _ => {
                     // Other types count by their text form; check they are sketchable at all.
-                    for_each_hashed(values, |_| {})?;
+                    for_each_hashed(values, &mut Ignore)?;
                     let text = cast(values, &DataType::Utf8)?;
                     text.as_string::<i32>()
                         .iter()

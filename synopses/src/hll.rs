@@ -4,7 +4,7 @@
 //! keeps the smaller one). HLL_8 is the fastest to update; its bytes are read by every
 //! DataSketches library.
 
-use crate::values::for_each_hashed;
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Confidence, Estimate, Synopsis};
 use brook_common::Result;
 use datafusion::arrow::array::Array;
@@ -53,7 +53,7 @@ impl Hll {
 
 impl Synopsis for Hll {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        for_each_hashed(values, |v| self.sketch.update(v))
+        for_each_hashed(values, &mut self.sketch)
     }
 
     fn merge(&mut self, other: &Self) -> Result<()> {
@@ -76,6 +76,12 @@ impl Synopsis for Hll {
 
     fn memory_bytes(&self) -> usize {
         self.sketch.estimated_size()
+    }
+}
+
+impl HashedValues for HllSketch {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        self.update(v)
     }
 }
 

@@ -2,7 +2,7 @@
 //! intersection and difference (`A AND NOT B`) — between sketches of different streams.
 //! Relative standard error about `1 / sqrt(2^lg_k)`.
 
-use crate::values::for_each_hashed;
+use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Confidence, Estimate, Synopsis};
 use brook_common::Result;
 use datafusion::arrow::array::Array;
@@ -108,7 +108,7 @@ impl Theta {
 impl Synopsis for Theta {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
         match &mut self.state {
-            State::Updatable(s) => for_each_hashed(values, |v| s.update(v)),
+            State::Updatable(s) => for_each_hashed(values, s),
             State::Compact(_) => {
                 let mut fresh = Theta::new(self.lg_k)?;
                 fresh.add(values)?;
@@ -151,6 +151,12 @@ impl Synopsis for Theta {
             State::Updatable(s) => s.estimated_size(),
             State::Compact(c) => c.estimated_size(),
         }
+    }
+}
+
+impl HashedValues for ThetaSketch {
+    fn value<T: std::hash::Hash>(&mut self, v: T) {
+        self.update(v)
     }
 }
 

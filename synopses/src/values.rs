@@ -20,42 +20,56 @@ use datafusion::arrow::datatypes::{
 use datasketches::hash::value::canonical_float;
 use std::hash::{Hash, Hasher};
 
-/// One non-null value as a hash-based sketch sees it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Hashed<'a> {
-    /// Any integer, date, time or timestamp, widened to 64 bits.
-    Int(i64),
-    /// Any float, widened to a double.
-    Float(f64),
-    /// Decimals (their unscaled 128-bit value).
-    Wide(i128),
-    /// Strings (UTF-8 bytes) and binary values.
-    Bytes(&'a [u8]),
+/// Receives the non-null values of an array one at a time, each as the type DataSketches
+/// hashes it (`i64` for integers and temporal counts, the canonical double for floats,
+/// [`RawBytes`], [`Wide`]). Generic per value type, so a sketch's own `update<T: Hash>` is
+/// instantiated for the concrete type and hashes as cheaply as the raw crate (an enum of
+/// the possible types cost 1.9x the crate's HLL update, its variant matched per value).
+pub trait HashedValues {
+    /// One non-null value.
+    fn value<T: Hash>(&mut self, v: T);
 }
 
-impl Hash for Hashed<'_> {
+/// String and binary values: hashed as their raw bytes (`[u8]`'s own `Hash` would add a
+/// length prefix that DataSketches does not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawBytes<'a>(pub &'a [u8]);
+
+impl Hash for RawBytes<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        match self {
-            Hashed::Int(v) => state.write_i64(*v),
-            Hashed::Float(v) => canonical_float::from_f64(*v).hash(state),
-            Hashed::Wide(v) => state.write(&v.to_le_bytes()),
-            Hashed::Bytes(b) => state.write(b),
-        }
+        state.write(self.0)
     }
 }
 
-/// Call `f` with every non-null value of `values`, hashed as DataSketches would.
+/// A decimal's unscaled value: hashed as its 16 little-endian bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wide(pub i128);
+
+impl Hash for Wide {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write(&self.0.to_le_bytes())
+    }
+}
+
+/// Receives nothing: checks that an array's type is hashable at all.
+pub struct Ignore;
+
+impl HashedValues for Ignore {
+    fn value<T: Hash>(&mut self, _v: T) {}
+}
+
+/// Hand every non-null value of `values` to `sink`, typed as DataSketches hashes it.
 ///
 /// Types without a defined hashing (lists, structs, intervals, ...) are 0A000.
-pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Result<()> {
+pub fn for_each_hashed(values: &dyn Array, sink: &mut impl HashedValues) -> Result<()> {
     // Hot path: without nulls, walk the value buffer directly (no Option per value).
     macro_rules! ints {
         ($t:ty) => {{
             let a = values.as_primitive::<$t>();
             if a.null_count() == 0 {
-                a.values().iter().for_each(|v| f(Hashed::Int(*v as i64)))
+                a.values().iter().for_each(|v| sink.value(*v as i64))
             } else {
-                a.iter().flatten().for_each(|v| f(Hashed::Int(v as i64)))
+                a.iter().flatten().for_each(|v| sink.value(v as i64))
             }
         }};
     }
@@ -65,7 +79,7 @@ pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Res
             .as_boolean()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Int(i64::from(v)))),
+            .for_each(|v| sink.value(i64::from(v))),
         DataType::Int8 => ints!(Int8Type),
         DataType::Int16 => ints!(Int16Type),
         DataType::Int32 => ints!(Int32Type),
@@ -80,59 +94,59 @@ pub fn for_each_hashed(values: &dyn Array, mut f: impl FnMut(Hashed<'_>)) -> Res
             .as_primitive::<Float16Type>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Float(f64::from(v)))),
+            .for_each(|v| sink.value(canonical_float::from_f64(f64::from(v)))),
         DataType::Float32 => values
             .as_primitive::<Float32Type>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Float(f64::from(v)))),
+            .for_each(|v| sink.value(canonical_float::from_f64(f64::from(v)))),
         DataType::Float64 => values
             .as_primitive::<Float64Type>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Float(v))),
+            .for_each(|v| sink.value(canonical_float::from_f64(v))),
         DataType::Decimal128(_, _) => values
             .as_primitive::<Decimal128Type>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Wide(v))),
+            .for_each(|v| sink.value(Wide(v))),
         DataType::Utf8 => values
             .as_string::<i32>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+            .for_each(|v| sink.value(RawBytes(v.as_bytes()))),
         DataType::LargeUtf8 => values
             .as_string::<i64>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+            .for_each(|v| sink.value(RawBytes(v.as_bytes()))),
         DataType::Utf8View => values
             .as_string_view()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v.as_bytes()))),
+            .for_each(|v| sink.value(RawBytes(v.as_bytes()))),
         DataType::Binary => values
             .as_binary::<i32>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v))),
+            .for_each(|v| sink.value(RawBytes(v))),
         DataType::LargeBinary => values
             .as_binary::<i64>()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v))),
+            .for_each(|v| sink.value(RawBytes(v))),
         DataType::BinaryView => values
             .as_binary_view()
             .iter()
             .flatten()
-            .for_each(|v| f(Hashed::Bytes(v))),
+            .for_each(|v| sink.value(RawBytes(v))),
         DataType::Timestamp(_, _) | DataType::Time32(_) | DataType::Time64(_) => {
             let wide = cast(values, &DataType::Int64)?;
-            for_each_hashed(&wide, f)?;
+            for_each_hashed(&wide, sink)?;
         }
         DataType::Dictionary(_, value_type) => {
             let plain = cast(values, value_type)?;
-            for_each_hashed(&plain, f)?;
+            for_each_hashed(&plain, sink)?;
         }
         other => {
             return Err(BrookError::unsupported(format!(
@@ -191,10 +205,33 @@ mod tests {
     use datafusion::arrow::array::{Int32Array, Int64Array, ListArray, StringArray};
     use datafusion::arrow::datatypes::Int32Type as I32;
 
-    fn collect(values: &dyn Array) -> Vec<String> {
-        let mut out = Vec::new();
-        for_each_hashed(values, |h| out.push(format!("{h:?}"))).unwrap();
-        out
+    /// The bytes each value feeds a hasher.
+    #[derive(Default)]
+    struct Fed(Vec<Vec<u8>>);
+
+    struct Bytes(Vec<u8>);
+
+    impl Hasher for Bytes {
+        fn write(&mut self, b: &[u8]) {
+            self.0.extend_from_slice(b);
+        }
+        fn finish(&self) -> u64 {
+            0
+        }
+    }
+
+    impl HashedValues for Fed {
+        fn value<T: Hash>(&mut self, v: T) {
+            let mut h = Bytes(Vec::new());
+            v.hash(&mut h);
+            self.0.push(h.0);
+        }
+    }
+
+    fn collect(values: &dyn Array) -> Vec<Vec<u8>> {
+        let mut fed = Fed::default();
+        for_each_hashed(values, &mut fed).unwrap();
+        fed.0
     }
 
     #[test]
@@ -202,19 +239,22 @@ mod tests {
         let a = collect(&Int32Array::from(vec![Some(1), None, Some(-2)]));
         let b = collect(&Int64Array::from(vec![1, -2]));
         assert_eq!(a, b);
-        assert_eq!(a, vec!["Int(1)", "Int(-2)"]);
+        assert_eq!(
+            a,
+            vec![1i64.to_ne_bytes().to_vec(), (-2i64).to_ne_bytes().to_vec()]
+        );
     }
 
     #[test]
     fn strings_hash_as_bytes_and_the_empty_string_counts() {
         let a = collect(&StringArray::from(vec![Some("ab"), Some(""), None]));
-        assert_eq!(a, vec!["Bytes([97, 98])", "Bytes([])"]);
+        assert_eq!(a, vec![b"ab".to_vec(), Vec::new()]);
     }
 
     #[test]
     fn nested_values_are_refused() {
         let list = ListArray::from_iter_primitive::<I32, _, _>(vec![Some(vec![Some(1)])]);
-        let err = for_each_hashed(&list, |_| {}).unwrap_err();
+        let err = for_each_hashed(&list, &mut Ignore).unwrap_err();
         assert_eq!(err.sqlstate(), "0A000");
         assert!(!is_hashable(list.data_type()));
     }
