@@ -462,6 +462,8 @@ async fn run(
         }
         // Idle sources follow the others' watermark.
         let out = idle.follow(&mut graph)?;
+        let produced: usize = out.iter().map(|b| b.num_rows()).sum();
+        stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
         if !sink.push(out).await? {
             return Ok(());
         }
