@@ -23,11 +23,10 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array};
-use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int8Array, UInt32Array};
+use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::{interleave, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::arrow::datatypes::{Int64Type, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use datafusion::physical_expr::PhysicalExpr;
@@ -368,12 +367,6 @@ impl Side {
         self.keep(&merged);
         Ok(())
     }
-}
-
-/// Microseconds since the epoch of a timestamp array's values (NULL stays NULL).
-fn micros(values: &ArrayRef) -> Result<ArrayRef> {
-    let us = cast(values, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-    Ok(cast(&us, &DataType::Int64)?)
 }
 
 struct JoinOp {
@@ -727,12 +720,12 @@ impl JoinOp {
             }
         }
         let expiry = match &self.bounds[port] {
-            Some(b) => Some(micros(
+            Some(b) => Some(crate::timestamp_micros(
                 &b.expiry.evaluate(data)?.into_array(data.num_rows())?,
             )?),
             None => None,
         };
-        let expiry = expiry.as_ref().map(|e| e.as_primitive::<Int64Type>());
+        let expiry = expiry.as_ref();
         let watermark = self.watermark;
         let full = self.full_rows[port].convert_columns(data.columns())?;
         let side = &mut self.sides[port];
@@ -778,13 +771,12 @@ impl JoinOp {
         if bound.partner_updating {
             return Ok(batch);
         }
-        let times = micros(
+        let times = crate::timestamp_micros(
             &bound
                 .partner_time
                 .evaluate(&batch)?
                 .into_array(batch.num_rows())?,
         )?;
-        let times = times.as_primitive::<Int64Type>();
         let keep: BooleanArray = times
             .iter()
             .map(|t| Some(t.is_some_and(|t| t >= w)))

@@ -43,6 +43,18 @@ use datafusion::arrow::row::{RowConverter, Rows};
 use datafusion::physical_expr::PhysicalExpr;
 use std::sync::Arc;
 
+/// Microseconds since the epoch of a timestamp column (any unit or zone; NULL stays NULL):
+/// the scale of watermarks and of every event-time comparison in the engine.
+pub fn timestamp_micros(values: &ArrayRef) -> Result<datafusion::arrow::array::Int64Array> {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::compute::cast;
+    use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit};
+    let us = cast(values, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+    Ok(cast(&us, &DataType::Int64)?
+        .as_primitive::<Int64Type>()
+        .clone())
+}
+
 /// Each row's key (`exprs` over `data`), row-encoded by `conv`; `None` without keys (one
 /// group: `conv` is `None` when there are no key expressions).
 pub(crate) fn key_rows(

@@ -16,9 +16,9 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array, UInt32Array};
 use datafusion::arrow::compute::{cast, concat_batches, take};
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::physical_expr::PhysicalExpr;
@@ -197,14 +197,6 @@ struct SessionOp {
     bytes: usize,
 }
 
-/// Microseconds since the epoch of a timestamp array.
-fn micros(values: &ArrayRef) -> Result<Int64Array> {
-    let us = cast(values, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-    Ok(cast(&us, &DataType::Int64)?
-        .as_primitive::<Int64Type>()
-        .clone())
-}
-
 impl SessionSpec {
     /// `rows` with their session's bounds, as changes of `kind`.
     fn emit(
@@ -265,7 +257,7 @@ impl Operator for SessionOp {
         }
         let data = change::strip(&batch)?;
         let n = data.num_rows();
-        let times = micros(&self.node.time.evaluate(&data)?.into_array(n)?)?;
+        let times = crate::timestamp_micros(&self.node.time.evaluate(&data)?.into_array(n)?)?;
         let key_rows = crate::key_rows(self.key_rows.as_ref(), &self.node.keys, &data)?;
         let mut out = Vec::new();
         // Rows per key in time order; late and NULL-time rows apart.

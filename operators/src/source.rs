@@ -2,9 +2,8 @@
 
 use crate::change;
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::compute::{cast, max};
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::arrow::compute::max;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::physical_expr::PhysicalExpr;
 use std::fmt;
@@ -101,8 +100,8 @@ impl SourceState {
         if kind == change::INSERT {
             if let Some(expr) = &self.spec.watermark {
                 let v = expr.evaluate(raw)?.into_array(raw.num_rows())?;
-                let micros = cast(&v, &DataType::Int64)?;
-                if let Some(m) = max(micros.as_primitive::<Int64Type>()) {
+                let micros = crate::timestamp_micros(&v)?;
+                if let Some(m) = max(&micros) {
                     if self.watermark.is_none_or(|w| m > w) {
                         self.watermark = Some(m);
                         moved = Some(m);

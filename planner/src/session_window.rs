@@ -9,10 +9,11 @@
 
 use brook_common::{BrookError, Result};
 use brook_operators::session::{session_runs, SessionBound};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, TimeUnit};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{
     PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl,
@@ -136,11 +137,9 @@ impl PartitionEvaluator for SessionEvaluator {
                 ))
             }
         };
-        let gap = gap_micros(&gap)
-            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-        let us = cast(times, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-        let us = cast(&us, &DataType::Int64)?;
-        let us = us.as_primitive::<Int64Type>();
+        let gap = gap_micros(&gap).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let us = brook_operators::timestamp_micros(times)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let runs = session_runs(&us.iter().collect::<Vec<_>>(), gap);
         let out: Int64Array = runs
             .iter()
