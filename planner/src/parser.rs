@@ -120,7 +120,8 @@ pub enum BrookStatement {
 }
 
 /// `CREATE SYNOPSIS [IF NOT EXISTS] name ON source USING kind(column [, size])
-/// [PARTITION BY key [, ...]] [WINDOW TUMBLE(ts, size) | HOP(ts, slide, size)]
+/// [PARTITION BY key [, ...]] [WINDOW TUMBLE(ts, size) | HOP(ts, slide, size) | SESSION(ts,
+/// gap) | TUMBLE_ROWS(n) | HOP_ROWS(slide, n) | LAST_ROWS(n)]
 /// [WITH (error = e, confidence = c)]`: a synopsis per key, maintained as data arrives.
 #[derive(Debug, Clone)]
 pub struct CreateSynopsis {
@@ -136,7 +137,8 @@ pub struct CreateSynopsis {
     pub args: Vec<Expr>,
     /// One synopsis per value of these keys.
     pub partition_by: Vec<Expr>,
-    /// A time window (`TUMBLE` or `HOP`) and its arguments after the source.
+    /// A window (`TUMBLE`, `HOP`, `SESSION`, `TUMBLE_ROWS`, `HOP_ROWS`; `LAST_ROWS` for a
+    /// sample of the last rows) and its arguments after the source.
     pub window: Option<(String, Vec<Expr>)>,
     /// `WITH (...)` options (error, confidence).
     pub options: Vec<SqlOption>,
@@ -525,10 +527,10 @@ fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
         let kind = p.parse_identifier()?.value.to_ascii_uppercase();
         if !matches!(
             kind.as_str(),
-            "TUMBLE" | "HOP" | "SESSION" | "TUMBLE_ROWS" | "HOP_ROWS"
+            "TUMBLE" | "HOP" | "SESSION" | "TUMBLE_ROWS" | "HOP_ROWS" | "LAST_ROWS"
         ) {
             return Err(BrookError::unsupported(format!(
-                "WINDOW {kind} for a synopsis (use TUMBLE, HOP, SESSION, TUMBLE_ROWS or HOP_ROWS)"
+                "WINDOW {kind} for a synopsis (use TUMBLE, HOP, SESSION, TUMBLE_ROWS, HOP_ROWS or LAST_ROWS)"
             )));
         }
         p.expect_token(&Token::LParen)?;

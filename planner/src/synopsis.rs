@@ -84,6 +84,45 @@ fn size_arg(cs: &CreateSynopsis) -> Result<Option<i64>> {
     }
 }
 
+/// `WINDOW LAST_ROWS(n)`: the row count of the sliding window a sample follows; only a
+/// sample can (chain sampling forgets what leaves the window; sketches cannot).
+fn last_rows(cs: &CreateSynopsis) -> Result<Option<u64>> {
+    let Some((kind, args)) = &cs.window else {
+        return Ok(None);
+    };
+    if kind != "LAST_ROWS" {
+        return Ok(None);
+    }
+    if cs.kind != "sample" {
+        return Err(BrookError::unsupported(format!(
+            "WINDOW LAST_ROWS for a {} synopsis (only a sample follows the last n rows; \
+             use TUMBLE_ROWS or HOP_ROWS for windows of rows)",
+            cs.kind
+        )));
+    }
+    let max = brook_synopses::chain::MAX_WINDOW;
+    match args.as_slice() {
+        [Expr::Value(v)] => match &v.value {
+            Value::Number(n, _) => n
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .map(Some)
+                .ok_or_else(|| {
+                    BrookError::InvalidParameter(format!(
+                        "LAST_ROWS({n}): the window must be between 1 and {max} rows"
+                    ))
+                }),
+            _ => Err(BrookError::InvalidParameter(format!(
+                "LAST_ROWS({v}): the window is a row count"
+            ))),
+        },
+        _ => Err(BrookError::Syntax(
+            "WINDOW LAST_ROWS(n) takes one row count".into(),
+        )),
+    }
+}
+
 fn pct(v: f64) -> String {
     format!("{:.2}%", v * 100.0)
 }
@@ -173,6 +212,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             "give a synopsis either a size or an error, not both".into(),
         ));
     }
+    let last_rows = last_rows(cs)?;
     let conf = pct(confidence.probability());
     let z = confidence.z();
     let lg = |range: (u8, u8), default: u8, for_error: &dyn Fn(f64) -> Result<u8>| -> Result<u8> {
@@ -248,7 +288,10 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             if !(1..=1 << 24).contains(&n) {
                 return Err(BrookError::InvalidParameter(format!("sample size must be between 1 and {}, got {n}", 1 << 24)));
             }
-            (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string())
+            match last_rows {
+                Some(w) => (format!("chain_sample_agg({column}, {n}, {w})"), "sample", format!("n={n}, last_rows={w}"), format!("{n} draws with replacement, each uniform over the last {w} rows (chain sampling)")),
+                None => (format!("sample_sketch_agg({column}, {n})"), "sample", format!("n={n}"), "uniform sample (exact inclusion probability n / rows)".to_string()),
+            }
         }
         "countmin" => {
             if size.is_some() {
@@ -289,6 +332,8 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     };
     let source = cs.source.to_string();
     let (from, mut keys) = match &cs.window {
+        // The sample itself follows the last rows: no window relation, no window key.
+        Some((kind, _)) if kind == "LAST_ROWS" => (source.clone(), Vec::new()),
         Some((kind, args)) => {
             let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
             // Sessions and count windows are per key: the synopsis' own keys.
@@ -408,6 +453,26 @@ mod tests {
             "{}",
             p.sql
         );
+    }
+
+    #[test]
+    fn a_sample_of_the_last_rows_is_a_chain_sample() {
+        let p = plan("CREATE SYNOPSIS s ON trades USING sample(price, 10) PARTITION BY sym WINDOW LAST_ROWS(1000)").unwrap();
+        assert_eq!(
+            p.sql,
+            "SELECT sym, chain_sample_agg(price, 10, 1000) AS sample, count(*) AS rows_seen FROM trades GROUP BY sym"
+        );
+        assert_eq!(p.parameters, "n=10, last_rows=1000");
+        let code = |sql: &str| plan(sql).unwrap_err().sqlstate();
+        let cases = [
+            ("a sketch", "CREATE SYNOPSIS x ON t USING hll(v) WINDOW LAST_ROWS(10)", "0A000"),
+            ("no rows", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(0)", "22023"),
+            ("not a count", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS('x')", "22023"),
+            ("two counts", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(1, 2)", "42601"),
+        ];
+        for (name, sql, state) in cases {
+            assert_eq!(code(sql), state, "{name}");
+        }
     }
 
     #[test]

@@ -14,12 +14,14 @@
 //! - Frequencies: [`frequent`] (heavy hitters / top-k), [`countmin`] (per-item counts).
 //! - Membership: [`bloom`].
 //! - Written here because no library has them: [`reservoir`] (uniform sample),
+//!   [`chain`] (uniform draws from the last n values: chain sampling),
 //!   [`ams`] (L2 norm and inner product), [`dft`] (correlated pairs among many series).
 //! - [`functions`]: the SQL surface (approximate aggregates, sketch aggregates, functions
 //!   over sketch bytes), registered on a DataFusion context.
 
 pub mod ams;
 pub mod bloom;
+pub mod chain;
 pub mod countmin;
 pub mod cpc;
 pub mod dft;

@@ -188,19 +188,8 @@ impl Synopsis for Reservoir {
         out.push(VERSION);
         out.extend_from_slice(&(self.capacity as u64).to_le_bytes());
         out.extend_from_slice(&self.seen.to_le_bytes());
-        // Writing an in-memory IPC stream of a well-formed batch cannot fail.
         if let Ok(items) = self.to_array() {
-            let schema = Arc::new(Schema::new(vec![Field::new(
-                "v",
-                self.data_type.clone(),
-                true,
-            )]));
-            if let Ok(batch) = RecordBatch::try_new(schema.clone(), vec![items]) {
-                if let Ok(mut w) = StreamWriter::try_new(&mut out, &schema) {
-                    let _ = w.write(&batch);
-                    let _ = w.finish();
-                }
-            }
+            write_column(&mut out, &items);
         }
         out
     }
@@ -217,16 +206,10 @@ impl Synopsis for Reservoir {
         };
         let capacity = u64_at(5) as usize;
         let seen = u64_at(13);
-        let mut reader =
-            StreamReader::try_new(&bytes[21..], None).map_err(|e| bad(&e.to_string()))?;
-        let data_type = reader.schema().field(0).data_type().clone();
-        let mut r = Reservoir::new(capacity, data_type)?;
-        if let Some(batch) = reader.next() {
-            let batch = batch.map_err(|e| bad(&e.to_string()))?;
-            let col = batch.column(0);
-            for i in 0..col.len() {
-                r.items.push(ScalarValue::try_from_array(col, i)?);
-            }
+        let col = read_column(&bytes[21..]).map_err(|e| bad(&e))?;
+        let mut r = Reservoir::new(capacity, col.data_type().clone())?;
+        for i in 0..col.len() {
+            r.items.push(ScalarValue::try_from_array(&col, i)?);
         }
         if r.items.len() > capacity || (r.items.len() as u64) > seen {
             return Err(bad("more values than its size"));
@@ -238,6 +221,42 @@ impl Synopsis for Reservoir {
 
     fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.items.iter().map(|s| s.size()).sum::<usize>()
+    }
+}
+
+/// Append `values` to `out` as an Arrow IPC stream of one column (the sampled values of a
+/// serialized sample).
+pub(crate) fn write_column(out: &mut Vec<u8>, values: &ArrayRef) {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "v",
+        values.data_type().clone(),
+        true,
+    )]));
+    // Writing an in-memory IPC stream of a well-formed batch cannot fail.
+    if let Ok(batch) = RecordBatch::try_new(schema.clone(), vec![values.clone()]) {
+        if let Ok(mut w) = StreamWriter::try_new(out, &schema) {
+            let _ = w.write(&batch);
+            let _ = w.finish();
+        }
+    }
+}
+
+/// The column written by [`write_column`] (empty, of its type, when it has no batch).
+pub(crate) fn read_column(bytes: &[u8]) -> std::result::Result<ArrayRef, String> {
+    let mut reader = StreamReader::try_new(bytes, None).map_err(|e| e.to_string())?;
+    let schema = reader.schema();
+    let Some(field) = schema.fields().first() else {
+        return Err("no value column".into());
+    };
+    let data_type = field.data_type().clone();
+    match reader.next() {
+        Some(batch) => batch
+            .map_err(|e| e.to_string())?
+            .columns()
+            .first()
+            .cloned()
+            .ok_or_else(|| "no value column".to_string()),
+        None => Ok(datafusion::arrow::array::new_empty_array(&data_type)),
     }
 }
 

@@ -17,6 +17,7 @@ use super::{
 use crate::bloom::{self, Bloom};
 use crate::countmin::CountMin;
 use crate::frequent::{self, Frequent, Item};
+use crate::chain::{self, ChainSample};
 use crate::reservoir::Reservoir;
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
@@ -96,6 +97,14 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
             Signature::any(2, Volatility::Volatile),
             returns_binary,
             sample_sketch,
+        ),
+        // Order matters (the last n rows) but is the arrival order, not an ORDER BY: it is
+        // what `CREATE SYNOPSIS .. USING sample(x, k) WINDOW LAST_ROWS(n)` maintains.
+        SynopsisAggregate::udaf(
+            "chain_sample_agg",
+            Signature::any(3, Volatility::Volatile),
+            returns_binary,
+            chain_sample_sketch,
         ),
     ]
 }
@@ -360,6 +369,22 @@ fn sample_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     Ok(SynopsisAccumulator::values(
         reservoir(args)?,
         Reservoir::from_bytes,
+        bytes_of,
+    ))
+}
+
+/// `chain_sample_agg(x, k, n)`: `k` draws from the last `n` values (a [`ChainSample`]).
+fn chain_sample_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
+    let size = |i: usize, what: &str, max: u64| -> Result<u64> {
+        int_arg(args, i, 1..=max as i64)?
+            .map(|v| v as u64)
+            .ok_or_else(|| BrookError::InvalidParameter(format!("chain_sample_agg() needs {what}")))
+    };
+    let k = size(1, "a sample size", chain::MAX_SIZE)?;
+    let n = size(2, "a window (rows)", chain::MAX_WINDOW)?;
+    Ok(SynopsisAccumulator::values(
+        ChainSample::new(k as usize, n, value_type(args)?)?,
+        ChainSample::from_bytes,
         bytes_of,
     ))
 }

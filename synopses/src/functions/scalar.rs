@@ -16,6 +16,7 @@ use crate::cpc::Cpc;
 use crate::hll::Hll;
 use crate::kll::Kll;
 use crate::req::Req;
+use crate::chain::ChainSample;
 use crate::reservoir::Reservoir;
 use crate::tdigest::TDigest;
 use crate::theta::Theta;
@@ -404,7 +405,11 @@ fn sample_values(samples: &ArrayRef, element: &DataType) -> Result<ArrayRef> {
     for bytes in samples {
         lists.push(match bytes {
             Some(b) => {
-                let values = Reservoir::from_bytes(b)?.to_array()?;
+                let values = if b.starts_with(crate::chain::MAGIC) {
+                    ChainSample::from_bytes(b)?.to_array()?
+                } else {
+                    Reservoir::from_bytes(b)?.to_array()?
+                };
                 Some(cast(&values, element).map_err(|e| {
                     BrookError::DatatypeMismatch(format!(
                         "sampled {} values do not convert to {element}: {e}",
