@@ -23,7 +23,9 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int8Array, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, BooleanArray, Int64Array, Int8Array, UInt32Array,
+};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::{interleave, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -85,7 +87,13 @@ pub struct JoinNode {
     pub right_schema: SchemaRef,
     /// Output schema: left columns then right columns (inner), or the kept side's (semi).
     pub schema: SchemaRef,
-    /// Whether either input retracts.
+    /// Whether the output retracts: either input retracts, or an outer or anti join has a
+    /// kept input without a time bound (its unmatched rows are emitted at once and
+    /// retracted when a match comes).
+    ///
+    /// Invariant: when `false`, an outer or anti join has a time bound on every kept input,
+    /// and emits each unmatched kept row once, when the watermark passes its bound (no
+    /// match can come after), so the output is append-only (Flink's interval outer join).
     pub updating: bool,
     /// Per input (`[left, right]`), its time bound in an interval join, if the condition
     /// gives one (see [`TimeBound`]).
@@ -144,7 +152,23 @@ impl fmt::Display for JoinNode {
                 )?;
             }
         }
+        for (side, name) in ["left", "right"].iter().enumerate() {
+            if self.defers(side) {
+                write!(f, ", unmatched {name} rows emitted then")?;
+            }
+        }
         Ok(())
+    }
+}
+
+impl JoinNode {
+    /// Whether unmatched rows of input `side` wait for the watermark to pass their bound
+    /// (see [`JoinNode::updating`]).
+    fn defers(&self, side: usize) -> bool {
+        !self.updating
+            && self.kind.keeps(side)
+            && !matches!(self.kind, JoinKind::Semi(_))
+            && self.bounds[side].is_some()
     }
 }
 
@@ -191,6 +215,7 @@ impl NodeSpec for JoinNode {
             schema: self.schema.clone(),
             sides: [Side::default(), Side::default()],
             bounds: self.bounds.clone(),
+            defer: [self.defers(0), self.defers(1)],
             nulls_equal: self.nulls_equal,
             watermark: None,
             late: 0,
@@ -382,6 +407,8 @@ struct JoinOp {
     schema: SchemaRef,
     sides: [Side; 2],
     bounds: [Option<TimeBound>; 2],
+    /// Per input: its unmatched rows are emitted when they expire (see [`JoinNode::updating`]).
+    defer: [bool; 2],
     nulls_equal: bool,
     /// The watermark seen so far.
     watermark: Option<i64>,
@@ -498,20 +525,38 @@ impl Operator for JoinOp {
         let data = change::strip(&batch)?;
         let (keys, valid) = self.encode_keys(port, &data)?;
         let (pairs, matched) = self.pairs(port, &data, &keys, &valid)?;
+        let expiry = match &self.bounds[port] {
+            Some(b) => Some(crate::timestamp_micros(
+                &b.expiry.evaluate(&data)?.into_array(data.num_rows())?,
+            )?),
+            None => None,
+        };
+        // Rows that can match nothing still to come: no key, no bound, or a bound the
+        // watermark has passed. They pair with what is here and are not kept.
+        let watermark = self.watermark;
+        let done: Vec<bool> = (0..data.num_rows())
+            .map(|i| match &expiry {
+                _ if !valid[i] => true,
+                Some(e) => e.is_null(i) || watermark.is_some_and(|w| e.value(i) < w),
+                None => false,
+            })
+            .collect();
         let mut out = Vec::new();
         if self.kind.emits_pairs() {
             out.extend(self.emit_pairs(port, &data, &kinds, &pairs, &matched)?);
         }
         // A semi join emits the kept rows that have matches; anti and outer joins the ones
-        // that have none (outer: padded with NULLs).
+        // that have none (outer: padded with NULLs) — at once, or, deferred, once no match
+        // can come (now for the rows already done, on the watermark for the others).
         let want_matched = matches!(self.kind, JoinKind::Semi(_));
         if self.kind.keeps(port) {
-            out.extend(self.emit_kept(port, &data, &kinds, &pairs, &matched, want_matched)?);
+            let only = self.defer[port].then_some(done.as_slice());
+            out.extend(self.emit_kept(port, &data, &kinds, &pairs, &matched, want_matched, only)?);
         }
         if self.kind.keeps(1 - port) {
             out.extend(self.emit_flips(port, &kinds, &pairs, &matched, !want_matched)?);
         }
-        self.apply(port, &data, &kinds, &keys, &valid, &pairs, &matched)?;
+        self.apply(port, &data, &kinds, &keys, &done, expiry.as_ref(), &pairs, &matched)?;
         Ok(out)
     }
 
@@ -520,20 +565,34 @@ impl Operator for JoinOp {
             return Ok(Vec::new());
         }
         self.watermark = Some(watermark);
-        for (side, bound) in self.sides.iter_mut().zip(&self.bounds) {
-            if bound.is_none() {
+        let mut out = Vec::new();
+        for s in 0..2 {
+            if self.bounds[s].is_none() {
                 continue;
             }
+            let side = &mut self.sides[s];
+            // Deferred: the expiring rows without a match, as (batch, row) per copy.
+            let mut unmatched = Vec::new();
             while let Some(&Reverse((t, slot))) = side.expiries.peek() {
                 if t >= watermark {
                     break;
                 }
                 side.expiries.pop();
+                if self.defer[s] {
+                    let e = side.entry(slot)?;
+                    if e.matches == 0 {
+                        unmatched.extend(std::iter::repeat_n(e.at, e.count.max(0) as usize));
+                    }
+                }
                 side.remove(slot);
             }
-            side.compact()?;
+            if !unmatched.is_empty() {
+                let kinds = vec![change::INSERT; unmatched.len()];
+                out.push(self.held_rows(s, &unmatched, kinds)?);
+            }
+            self.sides[s].compact()?;
         }
-        Ok(Vec::new())
+        Ok(out)
     }
 
     fn state_size(&self) -> usize {
@@ -583,7 +642,8 @@ impl JoinOp {
     }
 
     /// A change on the kept side: a semi join emits the rows that have matches
-    /// (`want_matched`), an outer join the ones that have none (padded with NULLs).
+    /// (`want_matched`), an outer join the ones that have none (padded with NULLs); of the
+    /// rows marked in `only` alone, when given.
     #[allow(clippy::too_many_arguments)]
     fn emit_kept(
         &self,
@@ -593,6 +653,7 @@ impl JoinOp {
         pairs: &[Pair],
         matched: &[bool],
         want_matched: bool,
+        only: Option<&[bool]>,
     ) -> Result<Vec<RecordBatch>> {
         let other = &self.sides[1 - port];
         let mut has = vec![false; data.num_rows()];
@@ -603,6 +664,7 @@ impl JoinOp {
         }
         let rows: Vec<u32> = (0..data.num_rows() as u32)
             .filter(|i| has[*i as usize] == want_matched)
+            .filter(|i| only.is_none_or(|o| o[*i as usize]))
             .collect();
         if rows.is_empty() {
             return Ok(Vec::new());
@@ -666,11 +728,16 @@ impl JoinOp {
         }
         let mut at = Vec::new();
         let mut out_kinds = Vec::new();
+        let defer = self.defer[kept];
         let side = &mut self.sides[kept];
         for (slot, d) in delta {
             let e = side.entry_mut(slot)?;
             let before = e.matches;
             e.matches += d;
+            if defer {
+                // Emitted when it expires, if still unmatched.
+                continue;
+            }
             let kind = match (before > 0, e.matches > 0, while_unmatched) {
                 (false, true, false) | (true, false, true) => change::INSERT,
                 (true, false, false) | (false, true, true) => change::DELETE,
@@ -684,17 +751,24 @@ impl JoinOp {
         if at.is_empty() {
             return Ok(Vec::new());
         }
+        Ok(vec![self.held_rows(kept, &at, out_kinds)?])
+    }
+
+    /// Held rows of kept input `kept` (at `at` in its batches) as output rows of `kinds`:
+    /// the row (semi, anti) or its NULL-padded row (outer).
+    fn held_rows(&self, kept: usize, at: &[(usize, usize)], kinds: Vec<i8>) -> Result<RecordBatch> {
+        let side = &self.sides[kept];
         let mut cols = Vec::with_capacity(self.widths[kept]);
         for c in 0..self.widths[kept] {
             let arrays: Vec<&dyn Array> =
                 side.batches.iter().map(|b| b.column(c).as_ref()).collect();
-            cols.push(interleave(&arrays, &at)?);
+            cols.push(interleave(&arrays, at)?);
         }
-        Ok(vec![change::attach(
+        change::attach(
             &self.schema,
             self.shape_kept(kept, cols),
-            Arc::new(Int8Array::from(out_kinds)),
-        )?])
+            Arc::new(Int8Array::from(kinds)),
+        )
     }
 
     /// Apply the changes to this side's live rows (and, on a semi join's kept side, record
@@ -706,7 +780,8 @@ impl JoinOp {
         data: &RecordBatch,
         kinds: &Int8Array,
         keys: &Rows,
-        valid: &[bool],
+        done: &[bool],
+        expiry: Option<&Int64Array>,
         pairs: &[Pair],
         matched: &[bool],
     ) -> Result<()> {
@@ -719,20 +794,14 @@ impl JoinOp {
                 }
             }
         }
-        let expiry = match &self.bounds[port] {
-            Some(b) => Some(crate::timestamp_micros(
-                &b.expiry.evaluate(data)?.into_array(data.num_rows())?,
-            )?),
-            None => None,
-        };
-        let expiry = expiry.as_ref();
-        let watermark = self.watermark;
         let full = self.full_rows[port].convert_columns(data.columns())?;
         let side = &mut self.sides[port];
         let batch_no = side.batches.len();
         let mut stored = false;
-        for (i, ok) in valid.iter().enumerate() {
-            if !ok {
+        for (i, done) in done.iter().enumerate() {
+            // Invariant: a retracting input has no bound, so only a row without a key is
+            // `done` there — and it was never kept either.
+            if *done {
                 continue;
             }
             let row = full.row(i).data();
@@ -740,14 +809,7 @@ impl JoinOp {
                 side.delete(row)?;
                 continue;
             }
-            // A row whose partners' time is unknown or already behind the watermark can
-            // match nothing still to come: it paired with what is here and is not kept.
-            let expires = match expiry {
-                Some(e) if e.is_null(i) => continue,
-                Some(e) if watermark.is_some_and(|w| e.value(i) < w) => continue,
-                Some(e) => Some(e.value(i)),
-                None => None,
-            };
+            let expires = expiry.map(|e| e.value(i));
             if let Some(slot) = side.insert(row, keys.row(i).data(), (batch_no, i), match_count[i])
             {
                 stored = true;
@@ -925,6 +987,45 @@ mod tests {
         assert_eq!(op.late_rows(), 2);
         op.on_watermark(i64::MAX).unwrap();
         assert_eq!(op.state_size(), 0, "everything expires at the end of input");
+    }
+
+    #[test]
+    fn an_outer_interval_join_emits_unmatched_rows_once_they_expire() {
+        let node = JoinNode {
+            kind: JoinKind::Full,
+            ..interval_node()
+        };
+        assert!(node.to_string().contains("unmatched left rows emitted then"));
+        let mut op = node.instantiate().unwrap();
+        let opened = auctions(&[
+            "1 | 1970-01-01T00:00:10 | 1970-01-01T00:00:20 | 1",
+            "4 | 1970-01-01T00:00:30 | 1970-01-01T00:00:35 | 1",
+        ]);
+        assert!(op.on_data(0, opened).unwrap().is_empty(), "a match may still come");
+        // A bid without an auction id can never match: out at once.
+        let placed = bids(&[
+            "1 | 1970-01-01T00:00:15 | 1",
+            "3 | 1970-01-01T00:00:16 | 1",
+            "NULL | 1970-01-01T00:00:30 | 1",
+        ]);
+        assert_eq!(
+            to_sorted_rows(&op.on_data(1, placed).unwrap()),
+            vec![
+                "1 | 1970-01-01T00:00:10 | 1970-01-01T00:00:20 | 1 | 1970-01-01T00:00:15 | 1",
+                "NULL | NULL | NULL | NULL | 1970-01-01T00:00:30 | 1",
+            ]
+        );
+        // At 21 s bid 3 (no auction 3 can open after it) is final; auction 1 had its bid.
+        assert_eq!(
+            to_sorted_rows(&op.on_watermark(21 * S).unwrap()),
+            vec!["NULL | NULL | NULL | 3 | 1970-01-01T00:00:16 | 1"]
+        );
+        // Auction 4 closes with no bid; every row is an insert: the output is append-only.
+        assert_eq!(
+            to_sorted_rows(&op.on_watermark(i64::MAX).unwrap()),
+            vec!["4 | 1970-01-01T00:00:30 | 1970-01-01T00:00:35 | NULL | NULL | 1"]
+        );
+        assert_eq!(op.state_size(), 0);
     }
 
     #[test]

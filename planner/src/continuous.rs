@@ -765,12 +765,6 @@ impl Builder<'_> {
                      WATERMARK columns, join a stream with a table, or aggregate a side first",
                 ));
             }
-            if matches!(
-                kind,
-                JoinKind::Outer(_) | JoinKind::Full | JoinKind::Anti(_)
-            ) {
-                return Err(refuse("an outer or anti join of two streams"));
-            }
         }
         let (ls, rs) = (j.left.schema(), j.right.schema());
         let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());
@@ -798,11 +792,9 @@ impl Builder<'_> {
             left_schema: Arc::new(ls.as_arrow().clone()),
             right_schema: Arc::new(rs.as_arrow().clone()),
             schema: Arc::new(j.schema.as_arrow().clone()),
-            updating: matches!(
-                kind,
-                JoinKind::Outer(_) | JoinKind::Full | JoinKind::Anti(_)
-            ) || updating[0]
-                || updating[1],
+            // Two streams have a time bound each (checked above): an outer or anti join of
+            // them emits its unmatched rows once they expire, so its output is append-only.
+            updating: updating[0] || updating[1],
             bounds,
             nulls_equal: j.null_equality == datafusion::common::NullEquality::NullEqualsNull,
         };

@@ -70,12 +70,17 @@ const APPEND_ONLY_QUERIES: &[&str] = &[
 ];
 
 /// Queries that need `t` to be a stream with a watermark on `ts`: sessions close and
-/// interval joins drop rows as the watermark passes them.
+/// interval joins drop rows as the watermark passes them (outer and anti ones emit their
+/// unmatched rows then).
 const STREAM_QUERIES: &[&str] = &[
     "SELECT k, window_start, window_end, count(*), sum(v) FROM SESSION(t, ts, INTERVAL '2 seconds', k) GROUP BY k, window_start, window_end",
     "SELECT k, v, ts, window_start, window_end FROM SESSION(t, ts, INTERVAL '3 seconds')",
     "SELECT a.k, a.v, b.v FROM t a JOIN t b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '3 seconds'",
     "SELECT a.k, count(*) FROM t a JOIN t b ON a.k = b.k AND a.ts - INTERVAL '1 second' <= b.ts AND b.ts < a.ts + INTERVAL '2 seconds' GROUP BY a.k",
+    "SELECT a.k, a.v, b.v FROM t a LEFT JOIN t b ON a.k = b.k AND b.ts BETWEEN a.ts + INTERVAL '1 second' AND a.ts + INTERVAL '3 seconds'",
+    "SELECT a.k, a.ts, b.ts FROM t a FULL JOIN t b ON a.k = b.k AND a.v < b.v AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '2 seconds'",
+    "SELECT a.k, count(b.v), count(*) FROM t a RIGHT JOIN t b ON a.k = b.k AND a.ts BETWEEN b.ts - INTERVAL '2 seconds' AND b.ts - INTERVAL '1 second' GROUP BY a.k",
+    "SELECT a.k, a.v FROM t a WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.k = a.k AND b.ts BETWEEN a.ts + INTERVAL '1 second' AND a.ts + INTERVAL '4 seconds')",
 ];
 
 /// The dimension table `d(k, label, w)`, always a table, loaded before `t`'s rows.
