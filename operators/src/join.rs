@@ -23,9 +23,7 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{
-    Array, ArrayRef, BooleanArray, Int64Array, Int8Array, UInt32Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, Int8Array, UInt32Array};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::{interleave, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -100,6 +98,10 @@ pub struct JoinNode {
     pub bounds: [Option<TimeBound>; 2],
     /// NULL keys match each other (`IS NOT DISTINCT FROM`); by default a NULL matches nothing.
     pub nulls_equal: bool,
+    /// `x NOT IN (SELECT y ..)`: a left anti join on one key, without an extra condition or
+    /// time bounds, where a NULL on the right hides every left row and a NULL `x` is kept
+    /// only while the right is empty (SQL's three-valued `NOT IN`).
+    pub null_aware: bool,
 }
 
 /// How the join condition bounds one input in event time: a conjunct `other.t <= expiry`
@@ -137,6 +139,11 @@ impl fmt::Display for JoinNode {
             JoinKind::Full => "full outer".to_string(),
             JoinKind::Anti(0) => "left anti".to_string(),
             JoinKind::Anti(_) => "right anti".to_string(),
+        };
+        let kind = if self.null_aware {
+            format!("{kind} (NOT IN: NULL-aware)")
+        } else {
+            kind
         };
         write!(f, "Join: {kind} on [{}]", pairs.join(", "))?;
         if let Some(c) = &self.filter {
@@ -217,6 +224,9 @@ impl NodeSpec for JoinNode {
             bounds: self.bounds.clone(),
             defer: [self.defers(0), self.defers(1)],
             nulls_equal: self.nulls_equal,
+            null_aware: self.null_aware,
+            right_rows: 0,
+            right_nulls: 0,
             watermark: None,
             late: 0,
         }))
@@ -235,6 +245,8 @@ struct Entry {
     count: i64,
     /// Semi join, kept side: how many live rows of the other side match this row.
     matches: i64,
+    /// Its key has a NULL (kept only by a NULL-aware anti join, whose NULLs matter).
+    null_key: bool,
 }
 
 /// The live rows of one input: entries in slots, found by join key (to pair) and by whole
@@ -286,6 +298,7 @@ impl Side {
         key: &[u8],
         at: (usize, usize),
         matches: i64,
+        null_key: bool,
     ) -> Option<usize> {
         if let Some(&slot) = self.by_row.get(row) {
             if let Some(e) = self.slots[slot].as_mut() {
@@ -299,6 +312,7 @@ impl Side {
             at,
             count: 1,
             matches,
+            null_key,
         };
         self.bytes += 2 * row.len() + 48;
         let slot = match self.free.pop() {
@@ -410,6 +424,11 @@ struct JoinOp {
     /// Per input: its unmatched rows are emitted when they expire (see [`JoinNode::updating`]).
     defer: [bool; 2],
     nulls_equal: bool,
+    /// See [`JoinNode::null_aware`].
+    null_aware: bool,
+    /// NULL-aware: live right rows, and how many of them have a NULL key.
+    right_rows: i64,
+    right_nulls: i64,
     /// The watermark seen so far.
     watermark: Option<i64>,
     /// Rows dropped as late.
@@ -534,9 +553,11 @@ impl Operator for JoinOp {
         // Rows that can match nothing still to come: no key, no bound, or a bound the
         // watermark has passed. They pair with what is here and are not kept.
         let watermark = self.watermark;
+        // NOT IN keeps its left rows with a NULL key: the right side's emptiness decides them.
+        let keeps_nulls = self.null_aware && port == 0;
         let done: Vec<bool> = (0..data.num_rows())
             .map(|i| match &expiry {
-                _ if !valid[i] => true,
+                _ if !valid[i] => !keeps_nulls,
                 Some(e) => e.is_null(i) || watermark.is_some_and(|w| e.value(i) < w),
                 None => false,
             })
@@ -550,13 +571,45 @@ impl Operator for JoinOp {
         // can come (now for the rows already done, on the watermark for the others).
         let want_matched = matches!(self.kind, JoinKind::Semi(_));
         if self.kind.keeps(port) {
-            let only = self.defer[port].then_some(done.as_slice());
-            out.extend(self.emit_kept(port, &data, &kinds, &pairs, &matched, want_matched, only)?);
+            let gate: Vec<bool>;
+            let only = if self.null_aware {
+                gate = valid
+                    .iter()
+                    .map(|v| match v {
+                        true => self.right_nulls == 0,
+                        false => self.right_rows == 0,
+                    })
+                    .collect();
+                Some(gate.as_slice())
+            } else {
+                self.defer[port].then_some(done.as_slice())
+            };
+            out.extend(self.emit_kept(
+                port,
+                &data,
+                &kinds,
+                &pairs,
+                &matched,
+                want_matched,
+                only,
+            )?);
         }
-        if self.kind.keeps(1 - port) {
+        if self.null_aware && port == 1 {
+            out.extend(self.emit_null_aware(&kinds, &valid, &pairs, &matched)?);
+        } else if self.kind.keeps(1 - port) {
             out.extend(self.emit_flips(port, &kinds, &pairs, &matched, !want_matched)?);
         }
-        self.apply(port, &data, &kinds, &keys, &done, expiry.as_ref(), &pairs, &matched)?;
+        self.apply(
+            port,
+            &data,
+            &kinds,
+            &keys,
+            &valid,
+            &done,
+            expiry.as_ref(),
+            &pairs,
+            &matched,
+        )?;
         Ok(out)
     }
 
@@ -754,6 +807,67 @@ impl JoinOp {
         Ok(vec![self.held_rows(kept, &at, out_kinds)?])
     }
 
+    /// NOT IN, a change on the right: a left row is in the output while the right is empty,
+    /// or while its key is not NULL, it has no match and the right has no NULL key. Left rows
+    /// whose standing changes are inserted or retracted — all of them when the right becomes
+    /// (non-)empty or gains (or loses its last) NULL, which is rare; else only those whose
+    /// matches changed.
+    fn emit_null_aware(
+        &mut self,
+        kinds: &Int8Array,
+        valid: &[bool],
+        pairs: &[Pair],
+        matched: &[bool],
+    ) -> Result<Vec<RecordBatch>> {
+        let mut delta: HashMap<usize, i64> = HashMap::new();
+        for (p, ok) in pairs.iter().zip(matched) {
+            if *ok {
+                *delta.entry(p.slot).or_insert(0) += i64::from(kinds.value(p.row as usize));
+            }
+        }
+        let before = (self.right_rows, self.right_nulls);
+        for (i, v) in valid.iter().enumerate() {
+            let d = i64::from(kinds.value(i));
+            self.right_rows += d;
+            if !v {
+                self.right_nulls += d;
+            }
+        }
+        let after = (self.right_rows, self.right_nulls);
+        let shows = |e: &Entry, matches: i64, (rows, nulls): (i64, i64)| match e.null_key {
+            true => rows == 0,
+            false => matches == 0 && nulls == 0,
+        };
+        let gates_moved = (before.0 == 0) != (after.0 == 0) || (before.1 == 0) != (after.1 == 0);
+        let side = &mut self.sides[0];
+        let slots: Vec<usize> = if gates_moved {
+            (0..side.slots.len())
+                .filter(|s| side.slots[*s].is_some())
+                .collect()
+        } else {
+            delta.keys().copied().collect()
+        };
+        let mut at = Vec::new();
+        let mut out_kinds = Vec::new();
+        for slot in slots {
+            let d = delta.get(&slot).copied().unwrap_or(0);
+            let e = side.entry_mut(slot)?;
+            let was = shows(e, e.matches, before);
+            e.matches += d;
+            let kind = match (was, shows(e, e.matches, after)) {
+                (false, true) => change::INSERT,
+                (true, false) => change::DELETE,
+                _ => continue,
+            };
+            at.extend(std::iter::repeat_n(e.at, e.count.max(0) as usize));
+            out_kinds.extend(std::iter::repeat_n(kind, e.count.max(0) as usize));
+        }
+        if at.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(vec![self.held_rows(0, &at, out_kinds)?])
+    }
+
     /// Held rows of kept input `kept` (at `at` in its batches) as output rows of `kinds`:
     /// the row (semi, anti) or its NULL-padded row (outer).
     fn held_rows(&self, kept: usize, at: &[(usize, usize)], kinds: Vec<i8>) -> Result<RecordBatch> {
@@ -780,6 +894,7 @@ impl JoinOp {
         data: &RecordBatch,
         kinds: &Int8Array,
         keys: &Rows,
+        valid: &[bool],
         done: &[bool],
         expiry: Option<&Int64Array>,
         pairs: &[Pair],
@@ -810,8 +925,14 @@ impl JoinOp {
                 continue;
             }
             let expires = expiry.map(|e| e.value(i));
-            if let Some(slot) = side.insert(row, keys.row(i).data(), (batch_no, i), match_count[i])
-            {
+            let null_key = !valid[i];
+            if let Some(slot) = side.insert(
+                row,
+                keys.row(i).data(),
+                (batch_no, i),
+                match_count[i],
+                null_key,
+            ) {
                 stored = true;
                 if let Some(t) = expires {
                     side.expiries.push(Reverse((t, slot)));
@@ -886,6 +1007,7 @@ mod tests {
             kind: JoinKind::Inner,
             bounds: [None, None],
             nulls_equal: false,
+            null_aware: false,
         }
     }
 
@@ -926,6 +1048,7 @@ mod tests {
             left_schema: ls,
             right_schema: rs,
             nulls_equal: false,
+            null_aware: false,
         }
     }
 
@@ -995,13 +1118,18 @@ mod tests {
             kind: JoinKind::Full,
             ..interval_node()
         };
-        assert!(node.to_string().contains("unmatched left rows emitted then"));
+        assert!(node
+            .to_string()
+            .contains("unmatched left rows emitted then"));
         let mut op = node.instantiate().unwrap();
         let opened = auctions(&[
             "1 | 1970-01-01T00:00:10 | 1970-01-01T00:00:20 | 1",
             "4 | 1970-01-01T00:00:30 | 1970-01-01T00:00:35 | 1",
         ]);
-        assert!(op.on_data(0, opened).unwrap().is_empty(), "a match may still come");
+        assert!(
+            op.on_data(0, opened).unwrap().is_empty(),
+            "a match may still come"
+        );
         // A bid without an auction id can never match: out at once.
         let placed = bids(&[
             "1 | 1970-01-01T00:00:15 | 1",
@@ -1053,6 +1181,49 @@ mod tests {
             op.state_size() < 6 * one_round,
             "{} vs one round {one_round}",
             op.state_size()
+        );
+    }
+
+    #[test]
+    fn not_in_follows_the_null_rule() {
+        let orders = from_pretty(
+            "k:text | amt:int64 | _brook_op:int8
+             a      | 1         | 1
+             b      | 2         | 1
+             NULL   | 3         | 1",
+        );
+        let names =
+            |rows: &str| from_pretty(&format!("k2:text | name:text | _brook_op:int8\n{rows}"));
+        let mut node = node(&orders, &names(""));
+        node.kind = JoinKind::Anti(0);
+        node.null_aware = true;
+        node.schema = node.left_schema.clone();
+        assert!(node.to_string().contains("left anti (NOT IN: NULL-aware)"));
+        let mut op = node.instantiate().unwrap();
+        // Nothing to be in yet: every row is NOT IN it, even a NULL one.
+        assert_eq!(
+            to_sorted_rows(&op.on_data(0, orders).unwrap()),
+            vec!["NULL | 3 | 1", "a | 1 | 1", "b | 2 | 1"]
+        );
+        // Not empty now: NULL IN (...) is unknown; a is in it.
+        assert_eq!(
+            to_sorted_rows(&op.on_data(1, names("a | Ann | 1")).unwrap()),
+            vec!["NULL | 3 | -1", "a | 1 | -1"]
+        );
+        // A NULL in the subquery makes every comparison unknown.
+        assert_eq!(
+            to_sorted_rows(&op.on_data(1, names("NULL | Nobody | 1")).unwrap()),
+            vec!["b | 2 | -1"]
+        );
+        let late = from_pretty("k:text | amt:int64 | _brook_op:int8\n c | 4 | 1");
+        assert!(op.on_data(0, late).unwrap().is_empty());
+        // Both go: the rows come back as they were before either arrived.
+        assert_eq!(
+            to_sorted_rows(
+                &op.on_data(1, names("NULL | Nobody | -1\na | Ann | -1"))
+                    .unwrap()
+            ),
+            vec!["NULL | 3 | 1", "a | 1 | 1", "b | 2 | 1", "c | 4 | 1"]
         );
     }
 

@@ -737,11 +737,11 @@ impl Builder<'_> {
                 )))
             }
         };
-        if j.null_aware {
-            // NOT IN: one NULL on the subquery side empties the result, which a changelog
-            // of the subquery would have to undo and redo.
+        // NOT IN: the operator keeps the NULL rule for one key; correlated forms bring an
+        // extra condition the rule would have to apply per pair.
+        if j.null_aware && (j.on.len() != 1 || j.filter.is_some() || kind != JoinKind::Anti(0)) {
             return Err(refuse(
-                "NOT IN (subquery) (write NOT EXISTS, which has no NULL special case)",
+                "NOT IN (correlated subquery) (write NOT EXISTS, which has no NULL special case)",
             ));
         }
         let left = self.build(&j.left)?;
@@ -757,6 +757,11 @@ impl Builder<'_> {
             }
         }
         if !updating[0] && !updating[1] {
+            if j.null_aware {
+                return Err(refuse(
+                    "NOT IN (subquery) between two streams (write NOT EXISTS with a time bound)",
+                ));
+            }
             if bounds.iter().any(Option::is_none) {
                 return Err(BrookError::unsupported(
                     "a join of two streams without a time bound on both sides in a continuous \
@@ -797,6 +802,7 @@ impl Builder<'_> {
             updating: updating[0] || updating[1],
             bounds,
             nulls_equal: j.null_equality == datafusion::common::NullEquality::NullEqualsNull,
+            null_aware: j.null_aware,
         };
         Ok(self.add(Arc::new(node), vec![left, right], None))
     }

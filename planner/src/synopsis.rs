@@ -465,10 +465,26 @@ mod tests {
         assert_eq!(p.parameters, "n=10, last_rows=1000");
         let code = |sql: &str| plan(sql).unwrap_err().sqlstate();
         let cases = [
-            ("a sketch", "CREATE SYNOPSIS x ON t USING hll(v) WINDOW LAST_ROWS(10)", "0A000"),
-            ("no rows", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(0)", "22023"),
-            ("not a count", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS('x')", "22023"),
-            ("two counts", "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(1, 2)", "42601"),
+            (
+                "a sketch",
+                "CREATE SYNOPSIS x ON t USING hll(v) WINDOW LAST_ROWS(10)",
+                "0A000",
+            ),
+            (
+                "no rows",
+                "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(0)",
+                "22023",
+            ),
+            (
+                "not a count",
+                "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS('x')",
+                "22023",
+            ),
+            (
+                "two counts",
+                "CREATE SYNOPSIS x ON t USING sample(v) WINDOW LAST_ROWS(1, 2)",
+                "42601",
+            ),
         ];
         for (name, sql, state) in cases {
             assert_eq!(code(sql), state, "{name}");

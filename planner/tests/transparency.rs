@@ -49,6 +49,10 @@ const QUERIES: &[&str] = &[
     "SELECT k, v FROM t WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.k = t.k AND d.w < t.v)",
     "SELECT t.k, t.v, d.label FROM t FULL JOIN d ON t.k = d.k AND t.v > 3",
     "SELECT d.label, count(t.v) FROM t FULL JOIN d ON t.k = d.k GROUP BY d.label",
+    "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM d)",
+    "SELECT label, w FROM d WHERE w NOT IN (SELECT v FROM t)",
+    "SELECT label FROM d WHERE w NOT IN (SELECT v + 1 FROM t WHERE k = 'k1')",
+    "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM d WHERE w > 100)",
     "SELECT k, ts, v, sum(v) OVER (PARTITION BY k ORDER BY ts, v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM t",
     "SELECT k, v, lag(v) OVER (PARTITION BY k ORDER BY ts, v) AS prev, lead(v) OVER (PARTITION BY k ORDER BY ts, v) AS next FROM t",
     "SELECT k, v, count(*) OVER (PARTITION BY k) AS n FROM t",
@@ -60,8 +64,10 @@ const QUERIES: &[&str] = &[
 ];
 
 /// Joins of `t` with itself: admitted only when `t` is a table (bounded state).
-const TABLE_ONLY_QUERIES: &[&str] =
-    &["SELECT a.k, count(*) FROM t a JOIN t b ON a.k = b.k AND a.v < b.v GROUP BY a.k"];
+const TABLE_ONLY_QUERIES: &[&str] = &[
+    "SELECT a.k, count(*) FROM t a JOIN t b ON a.k = b.k AND a.v < b.v GROUP BY a.k",
+    "SELECT k, v FROM t WHERE v NOT IN (SELECT v FROM t WHERE k = 'k1')",
+];
 
 /// Queries whose aggregates cannot retract (min/max): append-only input only.
 const APPEND_ONLY_QUERIES: &[&str] = &[

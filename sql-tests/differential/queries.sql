@@ -69,6 +69,9 @@ SELECT e.id, d.region FROM {t} e FULL JOIN dim d ON e.k = d.k AND e.v > 95
 SELECT d.region, count(e.id) FROM {t} e FULL JOIN dim d ON e.k = d.k GROUP BY d.region
 SELECT e.id FROM {t} e WHERE e.v > 90 AND NOT EXISTS (SELECT 1 FROM dim d WHERE d.k = e.k AND d.weight > 2)
 SELECT d.k FROM dim d WHERE NOT EXISTS (SELECT 1 FROM {t} e WHERE e.k = d.k AND e.v > 99)
+SELECT e.id, e.v FROM {t} e WHERE e.v NOT IN (SELECT weight FROM dim)
+SELECT d.k, d.weight FROM dim d WHERE d.weight NOT IN (SELECT v FROM {t})
+SELECT d.k FROM dim d WHERE d.weight NOT IN (SELECT v FROM {t} WHERE v IS NOT NULL AND v < 3)
 -- unions and subqueries
 SELECT id, k FROM {t} WHERE v > 90 UNION ALL SELECT id, k FROM {t} WHERE v < 5
 SELECT k, count(*) FROM (SELECT k, v FROM {t} WHERE v > 50 UNION ALL SELECT k, v FROM {t} WHERE v IS NULL) u GROUP BY k

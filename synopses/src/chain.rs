@@ -213,8 +213,7 @@ impl Synopsis for ChainSample {
             // A sample that left the window gives way to its successor, which has arrived
             // (it is at most n after it) and is inside the window.
             let oldest = end.saturating_sub(self.window);
-            while chain.values.len() > 1 && chain.values.front().is_some_and(|(i, _)| *i < oldest)
-            {
+            while chain.values.len() > 1 && chain.values.front().is_some_and(|(i, _)| *i < oldest) {
                 chain.values.pop_front();
             }
         }
@@ -289,7 +288,9 @@ impl Synopsis for ChainSample {
         let mut total = 0u64;
         for _ in 0..k {
             let (select, link, len) = (next()?, next()?, next()?);
-            let indices = (0..len.min(seen)).map(|_| next()).collect::<Result<Vec<_>>>()?;
+            let indices = (0..len.min(seen))
+                .map(|_| next())
+                .collect::<Result<Vec<_>>>()?;
             if indices.len() as u64 != len || indices.iter().any(|i| *i >= seen) {
                 return Err(bad("chain beyond the values seen"));
             }
@@ -419,10 +420,7 @@ mod tests {
         }
         let cases = [
             ("garbage", ChainSample::from_bytes(b"nope").map(|_| ())),
-            (
-                "merge",
-                s.clone().merge(&s).map(|_| ()),
-            ),
+            ("merge", s.clone().merge(&s).map(|_| ())),
             (
                 "wrong type",
                 s.add(&datafusion::arrow::array::StringArray::from(vec!["x"])),

@@ -15,9 +15,9 @@ use super::{
     ShapedUnion, SynopsisAccumulator, SynopsisAggregate,
 };
 use crate::bloom::{self, Bloom};
+use crate::chain::{self, ChainSample};
 use crate::countmin::CountMin;
 use crate::frequent::{self, Frequent, Item};
-use crate::chain::{self, ChainSample};
 use crate::reservoir::Reservoir;
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;

@@ -11,12 +11,12 @@
 
 use super::{binary_values, external};
 use crate::bloom::Bloom;
+use crate::chain::ChainSample;
 use crate::countmin::CountMin;
 use crate::cpc::Cpc;
 use crate::hll::Hll;
 use crate::kll::Kll;
 use crate::req::Req;
-use crate::chain::ChainSample;
 use crate::reservoir::Reservoir;
 use crate::tdigest::TDigest;
 use crate::theta::Theta;
