@@ -50,6 +50,9 @@ pub enum BrookError {
     /// 22P02: text that does not parse as the column's type.
     #[error("{0}")]
     InvalidText(String),
+    /// 22021: bytes that are not valid UTF-8 where text is expected.
+    #[error("{0}")]
+    BadEncoding(String),
     /// 22P04: malformed COPY data (wrong column count, bad quoting, ...).
     #[error("{0}")]
     BadCopyFormat(String),
@@ -137,6 +140,7 @@ impl BrookError {
             BrookError::DatatypeMismatch(_) => "42804",
             BrookError::InvalidText(_) => "22P02",
             BrookError::BadCopyFormat(_) => "22P04",
+            BrookError::BadEncoding(_) => "22021",
             BrookError::OutOfRange(_) => "22003",
             BrookError::DivisionByZero => "22012",
             BrookError::StringTooLong(_) => "22001",

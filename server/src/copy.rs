@@ -208,7 +208,7 @@ impl CopyParser {
             if self.finished || pos >= self.buf.len() {
                 return Ok(pos);
             }
-            let Some(end) = self.record_end(pos, eof)? else {
+            let Some((end, quoted)) = self.record_end(pos, eof)? else {
                 return Ok(pos);
             };
             let mut rec = &self.buf[pos..end];
@@ -218,7 +218,10 @@ impl CopyParser {
             }
             let line = self.line;
             // A record holds newlines only inside quoted CSV fields.
-            self.line += 1 + memchr::memchr_iter(b'\n', rec).count() as u64;
+            self.line += 1;
+            if quoted {
+                self.line += memchr::memchr_iter(b'\n', rec).count() as u64;
+            }
             pos = next;
             if rec == b"\\." {
                 self.finished = true;
@@ -236,19 +239,22 @@ impl CopyParser {
         }
     }
 
-    /// End (exclusive, at the newline) of the record starting at `pos`, if complete.
-    fn record_end(&self, pos: usize, eof: bool) -> Result<Option<usize>> {
+    /// End (exclusive, at the newline) of the record starting at `pos`, if complete, and
+    /// whether it has a quote (only then can it hold a newline).
+    fn record_end(&self, pos: usize, eof: bool) -> Result<Option<(usize, bool)>> {
         let b = &self.buf[pos..];
         if self.opts.format == CopyFormat::Csv {
             let mut in_quote = false;
+            let mut quoted = false;
             let mut i = 0;
             while i < b.len() {
                 if !in_quote {
                     // Outside quotes only a quote or the newline matters: jump to the next.
                     match memchr::memchr2(self.opts.quote, b'\n', &b[i..]) {
-                        Some(j) if b[i + j] == b'\n' => return Ok(Some(pos + i + j)),
+                        Some(j) if b[i + j] == b'\n' => return Ok(Some((pos + i + j, quoted))),
                         Some(j) => {
                             in_quote = true;
+                            quoted = true;
                             i += j + 1;
                             continue;
                         }
@@ -277,13 +283,14 @@ impl CopyParser {
                         self.line
                     )));
                 }
-                return Ok(Some(pos + b.len()));
+                return Ok(Some((pos + b.len(), quoted)));
             }
             Ok(None)
         } else {
-            match b.iter().position(|&c| c == b'\n') {
-                Some(i) => Ok(Some(pos + i)),
-                None if eof && !b.is_empty() => Ok(Some(pos + b.len())),
+            // Text format escapes its newlines: a record is one line.
+            match memchr::memchr(b'\n', b) {
+                Some(i) => Ok(Some((pos + i, false))),
+                None if eof && !b.is_empty() => Ok(Some((pos + b.len(), false))),
                 None => Ok(None),
             }
         }
@@ -552,10 +559,13 @@ struct ColBuf {
 
 impl ColBuf {
     fn new() -> Self {
+        // Sized for a whole batch so that filling one does not reallocate.
+        let mut offsets = Vec::with_capacity(BATCH_ROWS + 1);
+        offsets.push(0);
         ColBuf {
-            data: Vec::new(),
-            offsets: vec![0],
-            valid: Vec::new(),
+            data: Vec::with_capacity(BATCH_ROWS * 8),
+            offsets,
+            valid: Vec::with_capacity(BATCH_ROWS),
         }
     }
 
@@ -650,15 +660,45 @@ impl BatchBuilder {
 
     /// Convert the buffered rows to a batch of the table's schema and reset.
     pub fn take_batch(&mut self) -> Result<RecordBatch> {
+        self.take_raw().into_batch(&self.target)
+    }
+
+    /// The buffered rows as they were read (text or binary fields), and reset: converting
+    /// them is [`RawBatch::into_batch`], which another thread may do.
+    pub fn take_raw(&mut self) -> RawBatch {
+        let n = self.target.field_columns.len();
+        RawBatch {
+            cols: std::mem::replace(&mut self.cols, (0..n).map(|_| ColBuf::new()).collect()),
+            lines: std::mem::take(&mut self.lines),
+        }
+    }
+}
+
+/// Rows of a COPY as read: each data field's bytes, column by column, and each row's line.
+pub struct RawBatch {
+    cols: Vec<ColBuf>,
+    lines: Vec<u64>,
+}
+
+impl RawBatch {
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// True when no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The rows as a batch of `t`'s table schema: fields converted to the column types,
+    /// omitted columns filled with their defaults, NOT NULL checked.
+    pub fn into_batch(self, t: &CopyTarget) -> Result<RecordBatch> {
         let rows = self.lines.len();
-        let t = self.target.clone();
         let mut out: Vec<Option<ArrayRef>> = vec![None; t.schema.fields().len()];
-        let cols = std::mem::replace(
-            &mut self.cols,
-            (0..t.field_columns.len()).map(|_| ColBuf::new()).collect(),
-        );
-        for (values, &ci) in cols.into_iter().zip(&t.field_columns) {
-            out[ci] = Some(self.convert(values, ci)?);
+        let lines = &self.lines;
+        for (values, &ci) in self.cols.into_iter().zip(&t.field_columns) {
+            out[ci] = Some(convert(t, lines, values, ci)?);
         }
         let mut arrays = Vec::with_capacity(out.len());
         for (ci, a) in out.into_iter().enumerate() {
@@ -675,61 +715,61 @@ impl BatchBuilder {
                     "null value in column \"{}\" of relation \"{}\" violates not-null constraint (line {})",
                     t.schema.field(ci).name(),
                     t.table,
-                    self.lines.get(bad).copied().unwrap_or(0)
+                    lines.get(bad).copied().unwrap_or(0)
                 )));
             }
             arrays.push(a);
         }
-        self.lines.clear();
         Ok(RecordBatch::try_new(t.schema.clone(), arrays)?)
     }
+}
 
-    fn convert(&self, col: ColBuf, ci: usize) -> Result<ArrayRef> {
-        let t = &self.target;
-        let ty = &t.types[ci];
-        if t.binary {
-            return binary_values(
-                &col.values(),
-                ty,
-                &self.lines,
-                &t.schema.field(ci).name().clone(),
-            );
-        }
-        let strings: ArrayRef = Arc::new(self.strings(col)?);
-        let name = t.schema.field(ci).name().clone();
-        text_to_column(
-            &strings,
-            ty,
-            &|r| self.lines.get(r).copied().unwrap_or(0),
-            &t.table,
-            &name,
-        )
+/// One column's fields (rows at `lines`) as an array of column `ci`'s type.
+fn convert(t: &CopyTarget, lines: &[u64], col: ColBuf, ci: usize) -> Result<ArrayRef> {
+    let ty = &t.types[ci];
+    let name = t.schema.field(ci).name().clone();
+    if t.binary {
+        return binary_values(&col.values(), ty, lines, &name);
     }
+    let strings: ArrayRef = Arc::new(strings(t, lines, col)?);
+    text_to_column(
+        &strings,
+        ty,
+        &|r| lines.get(r).copied().unwrap_or(0),
+        &t.table,
+        &name,
+    )
+}
 
-    /// The column's bytes as a string array (no copy); invalid UTF-8 is reported by line.
-    fn strings(&self, col: ColBuf) -> Result<datafusion::arrow::array::StringArray> {
-        use datafusion::arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-        if let Some(bad) =
-            (0..col.len()).find(|&r| col.get(r).is_some_and(|v| std::str::from_utf8(v).is_err()))
-        {
-            return Err(BrookError::InvalidText(format!(
+/// The column's bytes as a string array (no copy); invalid UTF-8 is reported by line.
+fn strings(
+    t: &CopyTarget,
+    lines: &[u64],
+    col: ColBuf,
+) -> Result<datafusion::arrow::array::StringArray> {
+    use datafusion::arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+    let nulls = if col.valid.iter().all(|v| *v) {
+        None
+    } else {
+        Some(NullBuffer::from(col.valid.as_slice()))
+    };
+    // Arrow checks the whole buffer at once (and that no value splits a character); only
+    // when that fails are the values checked one by one, to name the line. The buffers are
+    // shared, not copied, to keep them for that.
+    let data = Buffer::from_vec(col.data);
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(col.offsets));
+    datafusion::arrow::array::StringArray::try_new(offsets.clone(), data.clone(), nulls).map_err(
+        |_| {
+            let bad = offsets.windows(2).enumerate().find(|(r, w)| {
+                col.valid[*r] && std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err()
+            });
+            BrookError::BadEncoding(format!(
                 "invalid byte sequence for encoding \"UTF8\" (COPY {}, line {})",
-                self.target.table,
-                self.lines.get(bad).copied().unwrap_or(0)
-            )));
-        }
-        let nulls = if col.valid.iter().all(|v| *v) {
-            None
-        } else {
-            Some(NullBuffer::from(col.valid))
-        };
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(col.offsets));
-        Ok(datafusion::arrow::array::StringArray::try_new(
-            offsets,
-            Buffer::from_vec(col.data),
-            nulls,
-        )?)
-    }
+                t.table,
+                bad.and_then(|(r, _)| lines.get(r).copied()).unwrap_or(0)
+            ))
+        },
+    )
 }
 
 fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
@@ -1236,6 +1276,44 @@ mod tests {
     fn unterminated_csv_quote_is_22p04() {
         let e = parse(csv(), &[b"1,\"abc\n"]).unwrap_err();
         assert_eq!(e.sqlstate(), "22P04");
+    }
+
+    /// Rows of one text column `t`, fed through the parser into a batch.
+    fn text_batch(data: &[u8]) -> Result<RecordBatch> {
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let target = Arc::new(CopyTarget {
+            schema: Arc::new(Schema::new(vec![Field::new("t", DataType::Utf8, true)])),
+            types: vec![PgType::Text],
+            field_columns: vec![0],
+            defaults: vec![None],
+            table: "words".into(),
+            not_null: vec![false],
+            binary: false,
+        });
+        let mut builder = BatchBuilder::new(target);
+        let mut p = CopyParser::new(csv());
+        p.feed(data, &mut builder)?;
+        p.finish(&mut builder)?;
+        builder.take_batch()
+    }
+
+    #[test]
+    fn bad_utf8_is_22021_with_its_line() {
+        assert_eq!(text_batch("a\né\n".as_bytes()).unwrap().num_rows(), 2);
+        let cases: [(&str, &[u8], &str); 2] = [
+            ("a byte that starts nothing", b"a\nb\n\xff\n", "line 3"),
+            // Each value alone is invalid, though the bytes run together would be an é.
+            (
+                "a character split across values",
+                b"a\n\xc3\n\xa9\n",
+                "line 2",
+            ),
+        ];
+        for (name, data, line) in cases {
+            let e = text_batch(data).unwrap_err();
+            assert_eq!(e.sqlstate(), "22021", "{name}");
+            assert!(e.to_string().contains(line), "{name}: {e}");
+        }
     }
 
     mod chunking {

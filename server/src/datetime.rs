@@ -49,6 +49,14 @@ fn digits(b: &[u8], at: usize, n: usize) -> Option<i64> {
 /// Microseconds since the epoch of `YYYY-MM-DD[ T]HH:MM:SS[.f{1,6}]`; `None` for anything
 /// else (the general parser decides those).
 pub fn parse_micros(b: &[u8]) -> Option<i64> {
+    Some(date_days(b)? * DAY + time_micros(b)?)
+}
+
+const DAY: i64 = 86_400 * 1_000_000;
+
+/// Days since the epoch of the `YYYY-MM-DD` that starts `b`, when `b` is long enough and
+/// has the date-time separators of the fast layout.
+fn date_days(b: &[u8]) -> Option<i64> {
     if b.len() < 19
         || b[4] != b'-'
         || b[7] != b'-'
@@ -59,8 +67,19 @@ pub fn parse_micros(b: &[u8]) -> Option<i64> {
         return None;
     }
     let (y, mo, d) = (digits(b, 0, 4)?, digits(b, 5, 2)?, digits(b, 8, 2)?);
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) {
+        return None;
+    }
+    Some(days_from_civil(y, mo, d))
+}
+
+/// Microseconds into the day of the `HH:MM:SS[.f{1,6}]` at `b[11..]` (the rest of `b`).
+fn time_micros(b: &[u8]) -> Option<i64> {
+    if b.len() < 19 || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
     let (h, mi, s) = (digits(b, 11, 2)?, digits(b, 14, 2)?, digits(b, 17, 2)?);
-    if !(1..=12).contains(&mo) || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 || s > 59 {
+    if h > 23 || mi > 59 || s > 59 {
         return None;
     }
     let micros = match &b[19..] {
@@ -71,20 +90,35 @@ pub fn parse_micros(b: &[u8]) -> Option<i64> {
         }
         _ => return None,
     };
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
-    Some(secs * 1_000_000 + micros)
+    Some((h * 3600 + mi * 60 + s) * 1_000_000 + micros)
 }
 
 /// The column as `timestamp` values if every value takes the fast path; `None` otherwise.
 pub fn fast_timestamps(strings: &ArrayRef) -> Option<ArrayRef> {
     let s = strings.as_any().downcast_ref::<StringArray>()?;
     let mut out = Vec::with_capacity(s.len());
+    // Event times arrive in order, so runs of rows share a date: its days are computed
+    // once per run (the date bytes equal to a date already checked are that date).
+    let mut last: Option<(&[u8], i64)> = None;
     for i in 0..s.len() {
-        out.push(if s.is_null(i) {
-            0
-        } else {
-            parse_micros(s.value(i).as_bytes())?
-        });
+        if s.is_null(i) {
+            out.push(0);
+            continue;
+        }
+        let b = s.value(i).as_bytes();
+        let days = match last {
+            Some((date, days))
+                if b.len() >= 19 && (b[10] == b' ' || b[10] == b'T') && &b[..10] == date =>
+            {
+                days
+            }
+            _ => {
+                let days = date_days(b)?;
+                last = Some((&b[..10], days));
+                days
+            }
+        };
+        out.push(days * DAY + time_micros(b)?);
     }
     Some(Arc::new(TimestampMicrosecondArray::new(
         out.into(),
@@ -128,6 +162,38 @@ mod tests {
             "2026-01-01",
         ] {
             assert_eq!(parse_micros(other.as_bytes()), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_column_reuses_its_dates_and_still_checks_each_time() {
+        let texts = [
+            Some("2026-01-01 00:00:01"),
+            Some("2026-01-01T00:00:02.5"),
+            None,
+            Some("2026-01-02 23:59:59.999999"),
+            Some("2026-01-01 12:00:00"),
+        ];
+        let col: ArrayRef = Arc::new(StringArray::from(texts.to_vec()));
+        let fast = fast_timestamps(&col).unwrap();
+        let fast = fast
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            assert_eq!(
+                fast.is_valid(i).then(|| fast.value(i)),
+                t.and_then(|t| parse_micros(t.as_bytes()))
+            );
+        }
+        // A bad time after a date already seen still leaves the column to the general cast.
+        for bad in [
+            "2026-01-01 24:00:00",
+            "2026-01-01x00:00:00",
+            "2026-01-01 00:00",
+        ] {
+            let col: ArrayRef = Arc::new(StringArray::from(vec!["2026-01-01 00:00:01", bad]));
+            assert!(fast_timestamps(&col).is_none(), "{bad}");
         }
     }
 

@@ -2,7 +2,9 @@
 
 use crate::catalog::{ColumnMeta, IndexMeta, RelKind, RelationMeta, WatermarkMeta, DEFAULT_SCHEMA};
 use crate::continuous::QueryStats;
-use crate::copy::{BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget, BATCH_ROWS};
+use crate::copy::{
+    BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget, RawBatch, BATCH_ROWS,
+};
 use crate::engine::{Database, Engine, SERVER_VERSION};
 use crate::storage::{TableStore, WriteTxn};
 use crate::types::PgType;
@@ -54,8 +56,99 @@ pub enum Outcome {
 pub struct CopyIn {
     parser: CopyParser,
     builder: BatchBuilder,
+    /// Full batches of rows read but not yet written.
+    ready: Vec<RawBatch>,
+    writer: CopyWriter,
+}
+
+/// Where a COPY's rows are converted and written to the log.
+enum CopyWriter {
+    /// In the connection's task, as they are read (until the COPY fills a batch).
+    Here(BatchWriter),
+    /// On a thread of its own, so that reading and splitting the next rows (this task) and
+    /// converting and writing the last ones (that thread) use two cores. Batches arrive in
+    /// order; the thread hands the transaction back when the channel closes.
+    Thread {
+        batches: tokio::sync::mpsc::Sender<RawBatch>,
+        done: tokio::task::JoinHandle<Result<BatchWriter>>,
+    },
+    /// Moved out while switching (never seen outside [`Session::copy_data`]).
+    Switching,
+}
+
+/// Converts a COPY's batches, checks their keys and appends them to its transaction.
+struct BatchWriter {
+    target: Arc<CopyTarget>,
     txn: WriteTxn,
     keys: Option<KeyCheck>,
+}
+
+impl BatchWriter {
+    fn write(&mut self, raw: RawBatch) -> Result<()> {
+        if raw.is_empty() {
+            return Ok(());
+        }
+        let batch = raw.into_batch(&self.target)?;
+        if let Some(k) = self.keys.as_mut() {
+            if let Some(row) = k.conflicts(&batch, true)?.iter().position(|&c| c) {
+                return Err(k.violation(&batch, row));
+            }
+        }
+        self.txn.append(&batch)
+    }
+
+    /// Write what arrives until the sender is dropped.
+    fn write_all(mut self, mut batches: tokio::sync::mpsc::Receiver<RawBatch>) -> Result<Self> {
+        while let Some(raw) = batches.blocking_recv() {
+            self.write(raw)?;
+        }
+        Ok(self)
+    }
+}
+
+impl CopyWriter {
+    /// Hand over the batches read, starting the writer thread once there are any (a COPY
+    /// of less than one batch never starts it).
+    async fn send(&mut self, ready: Vec<RawBatch>) -> Result<()> {
+        if ready.is_empty() {
+            return Ok(());
+        }
+        if let CopyWriter::Here(_) = self {
+            let CopyWriter::Here(w) = std::mem::replace(self, CopyWriter::Switching) else {
+                return Err(BrookError::internal("COPY writer vanished"));
+            };
+            // A few batches in flight: enough to keep both cores busy, bounded so that a
+            // fast client cannot make the server buffer its whole input.
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            let done = tokio::task::spawn_blocking(move || w.write_all(rx));
+            *self = CopyWriter::Thread { batches: tx, done };
+        }
+        let CopyWriter::Thread { batches, .. } = self else {
+            return Err(BrookError::internal("COPY writer vanished"));
+        };
+        for raw in ready {
+            if batches.send(raw).await.is_err() {
+                // The writer stopped on an error: that error is the COPY's.
+                return Err(self.finish().await.err().unwrap_or_else(|| {
+                    BrookError::internal("COPY writer stopped without an error")
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for every batch to be written; the writer back.
+    async fn finish(&mut self) -> Result<BatchWriter> {
+        match std::mem::replace(self, CopyWriter::Switching) {
+            CopyWriter::Here(w) => Ok(w),
+            CopyWriter::Thread { batches, done } => {
+                drop(batches);
+                done.await
+                    .map_err(|e| BrookError::internal(format!("COPY writer failed: {e}")))?
+            }
+            CopyWriter::Switching => Err(BrookError::internal("COPY writer vanished")),
+        }
+    }
 }
 
 /// Primary-key enforcement for one write statement.
@@ -2973,21 +3066,21 @@ impl Session {
         let txn = store.begin(false).await?;
         self.copy_in = Some(CopyIn {
             parser: CopyParser::new(opts),
-            builder: BatchBuilder::new(target),
-            txn,
-            keys,
+            builder: BatchBuilder::new(target.clone()),
+            ready: Vec::new(),
+            writer: CopyWriter::Here(BatchWriter { target, txn, keys }),
         });
         Ok(Outcome::CopyIn { columns, binary })
     }
 
     /// COPY data arrived. On error the COPY is aborted (nothing of it is visible).
-    pub fn copy_data(&mut self, data: &[u8]) -> Result<()> {
+    pub async fn copy_data(&mut self, data: &[u8]) -> Result<()> {
         let Some(c) = self.copy_in.as_mut() else {
             return Err(BrookError::Protocol(
                 "COPY data received outside of COPY IN".into(),
             ));
         };
-        let res = copy_feed(c, data, false);
+        let res = copy_feed(c, data, false).await;
         if res.is_err() {
             self.copy_in = None;
         }
@@ -2995,15 +3088,18 @@ impl Session {
     }
 
     /// COPY data ended: flush, commit, return the row count.
-    pub fn copy_done(&mut self) -> Result<usize> {
+    pub async fn copy_done(&mut self) -> Result<usize> {
         let Some(mut c) = self.copy_in.take() else {
             return Err(BrookError::Protocol(
                 "CopyDone received outside of COPY IN".into(),
             ));
         };
-        copy_feed(&mut c, &[], true)?;
-        let n = c.txn.rows();
-        c.txn.commit()?;
+        copy_feed(&mut c, &[], true).await?;
+        let mut w = c.writer.finish().await?;
+        // Rows of a COPY too small to start the writer thread are still in the builder.
+        w.write(c.builder.take_raw())?;
+        let n = w.txn.rows();
+        w.txn.commit()?;
         Ok(n)
     }
 
@@ -3013,30 +3109,26 @@ impl Session {
     }
 }
 
-fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
-    let CopyIn {
-        parser,
-        builder,
-        txn,
-        keys,
-    } = c;
-    let mut sink = CopySink { builder, txn, keys };
+/// Parse `data` (the last of it when `eof`) and pass full batches on to the writer.
+async fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
+    let mut sink = CopySink {
+        builder: &mut c.builder,
+        ready: &mut c.ready,
+    };
     if eof {
-        parser.finish(&mut sink)?;
-        if !sink.builder.is_empty() {
-            flush(sink.builder, sink.txn, sink.keys)?;
-        }
+        // A last partial batch stays in the builder: `copy_done` writes it after the rest.
+        c.parser.finish(&mut sink)?;
     } else {
-        parser.feed(data, &mut sink)?;
+        c.parser.feed(data, &mut sink)?;
     }
-    Ok(())
+    let ready = std::mem::take(&mut c.ready);
+    c.writer.send(ready).await
 }
 
-/// Routes parsed COPY fields into the batch builder and writes full batches to the log.
+/// Routes parsed COPY fields into the batch builder and sets full batches aside.
 struct CopySink<'a> {
     builder: &'a mut BatchBuilder,
-    txn: &'a mut WriteTxn,
-    keys: &'a mut Option<KeyCheck>,
+    ready: &'a mut Vec<RawBatch>,
 }
 
 impl crate::copy::RowSink for CopySink<'_> {
@@ -3047,24 +3139,10 @@ impl crate::copy::RowSink for CopySink<'_> {
     fn end_row(&mut self, line: u64) -> Result<()> {
         self.builder.end_row(line)?;
         if self.builder.len() >= BATCH_ROWS {
-            flush(self.builder, self.txn, self.keys)?;
+            self.ready.push(self.builder.take_raw());
         }
         Ok(())
     }
-}
-
-fn flush(
-    builder: &mut BatchBuilder,
-    txn: &mut WriteTxn,
-    keys: &mut Option<KeyCheck>,
-) -> Result<()> {
-    let batch = builder.take_batch()?;
-    if let Some(k) = keys.as_mut() {
-        if let Some(row) = k.conflicts(&batch, true)?.iter().position(|&c| c) {
-            return Err(k.violation(&batch, row));
-        }
-    }
-    txn.append(&batch)
 }
 
 /// The table an UPDATE or DELETE changes.

@@ -842,7 +842,7 @@ fn bound_params(portal: &Portal<Prepared>, types: &[Type]) -> PgWireResult<Vec<B
             None => None,
             Some(bytes) if !portal.parameter_format.is_binary(i) => {
                 Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
-                    to_pg(BrookError::InvalidText(
+                    to_pg(BrookError::BadEncoding(
                         "invalid byte sequence for encoding \"UTF8\" in parameter".into(),
                     ))
                 })?)
@@ -1121,7 +1121,7 @@ impl CopyHandler for BrookHandler {
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(BrookError::Protocol("COPY data without a session".into())))?;
-        let r = s.copy_data(&copy_data.data).map_err(to_pg);
+        let r = s.copy_data(&copy_data.data).await.map_err(to_pg);
         if r.is_err() && matches!(client.state(), PgWireConnectionState::CopyInProgress(false)) {
             client.set_state(PgWireConnectionState::ReadyForQuery);
         }
@@ -1139,7 +1139,7 @@ impl CopyHandler for BrookHandler {
             let s = g
                 .as_mut()
                 .ok_or_else(|| to_pg(BrookError::Protocol("CopyDone without a session".into())))?;
-            s.copy_done().map_err(to_pg)?
+            s.copy_done().await.map_err(to_pg)?
         };
         client
             .send(PgWireBackendMessage::CommandComplete(

@@ -91,6 +91,54 @@ async fn bad_copy_rows_abort_the_copy_with_line_numbers() {
             "a failed COPY must leave nothing behind"
         );
     }
+    // Large COPYs are converted and written on a thread of their own: a bad row several
+    // batches in still fails the whole COPY, named by its line, and leaves nothing.
+    let good: String = (0..30_000)
+        .map(|i| format!("{i}\tn{i}\t2026-01-01\n"))
+        .collect();
+    // Line 10,001 is in the second batch, which the writer thread converts.
+    let late_bad = format!(
+        "{}x\tbad\t2026-01-01\n{good}",
+        &good[..good.find("10000\t").unwrap_or(0)]
+    );
+    let err = copy(&c, "COPY t FROM STDIN", &late_bad)
+        .await
+        .expect_err("bad row in a large COPY");
+    assert_eq!(sqlstate(&err), "22P02", "{err:?}");
+    let msg = err
+        .as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.contains("line 10001"),
+        "message {msg:?} should name line 10001"
+    );
+    assert_eq!(
+        count(&c, "t").await,
+        2,
+        "a failed large COPY must leave nothing"
+    );
+    let mut raw = good.clone().into_bytes();
+    raw.extend_from_slice(b"1\t\xff\t2026-01-01\n");
+    raw.extend_from_slice(good.as_bytes());
+    let sink = c
+        .copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
+        .await
+        .expect("copy starts");
+    futures::pin_mut!(sink);
+    let sent = sink.send(Cursor::new(raw)).await;
+    let err = match sent {
+        Err(e) => e,
+        Ok(()) => sink.finish().await.expect_err("bad UTF-8 must fail"),
+    };
+    assert_eq!(sqlstate(&err), "22021", "{err:?}");
+    assert_eq!(count(&c, "t").await, 2);
+    assert_eq!(
+        copy(&c, "COPY t FROM STDIN", &good)
+            .await
+            .expect("large copy"),
+        30_000
+    );
     // the relation is not left locked: the next COPY works
     assert_eq!(
         copy(&c, "COPY t (id) FROM STDIN WITH (FORMAT csv)", "9\n")
@@ -98,7 +146,7 @@ async fn bad_copy_rows_abort_the_copy_with_line_numbers() {
             .expect("copy"),
         1
     );
-    assert_eq!(count(&c, "t").await, 3);
+    assert_eq!(count(&c, "t").await, 30_003);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
