@@ -5,7 +5,8 @@
 //! - [`error`]: [`BrookError`], the single error enum; `sqlstate()` maps every variant to the
 //!   PostgreSQL code a client sees.
 //! - [`columns`]: names of reserved columns (change kind, event time).
-//! - [`types`]: PostgreSQL names of Arrow types, for messages.
+//! - [`types`]: PostgreSQL names of Arrow types, for messages, and PostgreSQL's text form of
+//!   intervals (the wire and EXPLAIN print them alike).
 
 pub mod columns;
 pub mod error;

@@ -1,4 +1,5 @@
-//! How Arrow types are named to a PostgreSQL user in error messages.
+//! How Arrow types are named to a PostgreSQL user in error messages, and how intervals are
+//! written as PostgreSQL writes them.
 
 use datafusion::arrow::datatypes::DataType;
 
@@ -51,4 +52,56 @@ mod tests {
         let list = DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true)));
         assert_eq!(sql_name(&list), "bigint[]");
     }
+}
+
+/// `.ffffff` without trailing zeros (nothing for whole seconds), as PostgreSQL prints
+/// fractions of a second.
+pub fn push_fraction(frac_micros: i64, out: &mut String) {
+    if frac_micros != 0 {
+        let f = format!("{frac_micros:06}");
+        out.push('.');
+        out.push_str(f.trim_end_matches('0'));
+    }
+}
+
+/// PostgreSQL's `IntervalStyle = postgres` output: `1 year 2 mons 3 days 04:05:06.5`.
+pub fn format_interval(v: datafusion::arrow::datatypes::IntervalMonthDayNano, out: &mut String) {
+    let mut parts: Vec<String> = Vec::new();
+    let years = v.months / 12;
+    let months = v.months % 12;
+    if years != 0 {
+        parts.push(format!(
+            "{years} year{}",
+            if years.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if months != 0 {
+        parts.push(format!(
+            "{months} mon{}",
+            if months.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if v.days != 0 {
+        parts.push(format!(
+            "{} day{}",
+            v.days,
+            if v.days.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    let micros = v.nanoseconds / 1000;
+    if micros != 0 || parts.is_empty() {
+        let neg = micros < 0;
+        let m = micros.unsigned_abs();
+        let secs = m / 1_000_000;
+        let mut t = format!(
+            "{}{:02}:{:02}:{:02}",
+            if neg { "-" } else { "" },
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60
+        );
+        push_fraction((m % 1_000_000) as i64, &mut t);
+        parts.push(t);
+    }
+    out.push_str(&parts.join(" "));
 }

@@ -60,7 +60,7 @@ impl GraphPlan {
     pub fn explain(&self) -> String {
         let mut out = String::new();
         self.explain_at(self.root, 0, &mut out);
-        out
+        sql_intervals(&out)
     }
 
     fn explain_at(&self, at: Endpoint, depth: usize, out: &mut String) {
@@ -77,6 +77,50 @@ impl GraphPlan {
             }
         }
     }
+}
+
+/// Interval constants as SQL (`INTERVAL '00:00:10'`, PostgreSQL's output style) instead of
+/// the debug form DataFusion's expressions print them in.
+fn sql_intervals(text: &str) -> String {
+    const OPEN: &str = "IntervalMonthDayNano { months: ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        let parsed = after.find(" }").and_then(|end| {
+            let mut fields = after[..end].split(", ");
+            let months = fields.next()?.parse::<i64>().ok()?;
+            let days = fields.next()?.strip_prefix("days: ")?.parse::<i64>().ok()?;
+            let nanos = fields
+                .next()?
+                .strip_prefix("nanoseconds: ")?
+                .parse::<i64>()
+                .ok()?;
+            let mut shown = String::new();
+            brook_common::types::format_interval(
+                datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+                    i32::try_from(months).ok()?,
+                    i32::try_from(days).ok()?,
+                    nanos,
+                ),
+                &mut shown,
+            );
+            Some((shown, end + 2))
+        });
+        match parsed {
+            Some((shown, used)) => {
+                out.push_str(&format!("INTERVAL '{shown}'"));
+                rest = &after[used..];
+            }
+            None => {
+                out.push_str(OPEN);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Statistics of a running graph.
@@ -288,5 +332,21 @@ pub fn present(batch: &RecordBatch, updating: bool) -> Result<RecordBatch> {
         Ok(batch.clone())
     } else {
         change::strip(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn intervals_print_as_sql() {
+        let debug = "ts@1 + IntervalMonthDayNano { months: 0, days: 0, nanoseconds: 10000000000 } \
+                     < IntervalMonthDayNano { months: 14, days: 1, nanoseconds: 1500000000 } + \
+                     IntervalMonthDayNano { months: 0, days: -2, nanoseconds: 0 }";
+        assert_eq!(
+            super::sql_intervals(debug),
+            "ts@1 + INTERVAL '00:00:10' < INTERVAL '1 year 2 mons 1 day 00:00:01.5' + \
+             INTERVAL '-2 days'"
+        );
+        assert_eq!(super::sql_intervals("no intervals"), "no intervals");
     }
 }

@@ -12,7 +12,7 @@ use brook_common::{BrookError, Result};
 use bytes::{BufMut, BytesMut};
 use chrono::{DateTime, NaiveDate};
 use datafusion::arrow::array::*;
-use datafusion::arrow::datatypes::{DataType, Field, IntervalMonthDayNano, IntervalUnit, TimeUnit};
+use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -398,13 +398,7 @@ pub fn format_timestamp(micros: i64, tz: bool, out: &mut String) {
     }
 }
 
-fn push_fraction(frac_micros: i64, out: &mut String) {
-    if frac_micros != 0 {
-        let f = format!("{frac_micros:06}");
-        out.push('.');
-        out.push_str(f.trim_end_matches('0'));
-    }
-}
+use brook_common::types::{format_interval, push_fraction};
 
 fn format_time(micros: i64, out: &mut String) {
     let secs = micros.div_euclid(1_000_000);
@@ -416,48 +410,6 @@ fn format_time(micros: i64, out: &mut String) {
         secs % 60
     );
     push_fraction(micros.rem_euclid(1_000_000), out);
-}
-
-/// PostgreSQL's `IntervalStyle = postgres` output: `1 year 2 mons 3 days 04:05:06.5`.
-pub fn format_interval(v: IntervalMonthDayNano, out: &mut String) {
-    let mut parts: Vec<String> = Vec::new();
-    let years = v.months / 12;
-    let months = v.months % 12;
-    if years != 0 {
-        parts.push(format!(
-            "{years} year{}",
-            if years.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    if months != 0 {
-        parts.push(format!(
-            "{months} mon{}",
-            if months.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    if v.days != 0 {
-        parts.push(format!(
-            "{} day{}",
-            v.days,
-            if v.days.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    let micros = v.nanoseconds / 1000;
-    if micros != 0 || parts.is_empty() {
-        let neg = micros < 0;
-        let m = micros.unsigned_abs();
-        let secs = m / 1_000_000;
-        let mut t = format!(
-            "{}{:02}:{:02}:{:02}",
-            if neg { "-" } else { "" },
-            secs / 3600,
-            (secs / 60) % 60,
-            secs % 60
-        );
-        push_fraction((m % 1_000_000) as i64, &mut t);
-        parts.push(t);
-    }
-    out.push_str(&parts.join(" "));
 }
 
 /// PostgreSQL's binary array: dimensions, null flag, element type, then each element
@@ -635,7 +587,7 @@ mod tests {
         assert_eq!(s, "0.005");
         s.clear();
         format_interval(
-            IntervalMonthDayNano {
+            datafusion::arrow::datatypes::IntervalMonthDayNano {
                 months: 14,
                 days: 3,
                 nanoseconds: 4 * 3_600_000_000_000 + 500_000_000,
