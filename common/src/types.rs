@@ -39,21 +39,6 @@ pub fn sql_name(dt: &DataType) -> String {
     name.to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use datafusion::arrow::datatypes::Field;
-    use std::sync::Arc;
-
-    #[test]
-    fn names_as_postgresql_prints_them() {
-        assert_eq!(sql_name(&DataType::Utf8), "text");
-        assert_eq!(sql_name(&DataType::Float64), "double precision");
-        let list = DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true)));
-        assert_eq!(sql_name(&list), "bigint[]");
-    }
-}
-
 /// `.ffffff` without trailing zeros (nothing for whole seconds), as PostgreSQL prints
 /// fractions of a second.
 pub fn push_fraction(frac_micros: i64, out: &mut String) {
@@ -104,4 +89,19 @@ pub fn format_interval(v: datafusion::arrow::datatypes::IntervalMonthDayNano, ou
         parts.push(t);
     }
     out.push_str(&parts.join(" "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::Field;
+    use std::sync::Arc;
+
+    #[test]
+    fn names_as_postgresql_prints_them() {
+        assert_eq!(sql_name(&DataType::Utf8), "text");
+        assert_eq!(sql_name(&DataType::Float64), "double precision");
+        let list = DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true)));
+        assert_eq!(sql_name(&list), "bigint[]");
+    }
 }

@@ -64,7 +64,7 @@ pub struct CopyIn {
 /// Where a COPY's rows are converted and written to the log.
 enum CopyWriter {
     /// In the connection's task, as they are read (until the COPY fills a batch).
-    Here(BatchWriter),
+    Here(Box<BatchWriter>),
     /// On a thread of its own, so that reading and splitting the next rows (this task) and
     /// converting and writing the last ones (that thread) use two cores. Batches arrive in
     /// order; the thread hands the transaction back when the channel closes.
@@ -140,7 +140,7 @@ impl CopyWriter {
     /// Wait for every batch to be written; the writer back.
     async fn finish(&mut self) -> Result<BatchWriter> {
         match std::mem::replace(self, CopyWriter::Switching) {
-            CopyWriter::Here(w) => Ok(w),
+            CopyWriter::Here(w) => Ok(*w),
             CopyWriter::Thread { batches, done } => {
                 drop(batches);
                 done.await
@@ -3068,7 +3068,7 @@ impl Session {
             parser: CopyParser::new(opts),
             builder: BatchBuilder::new(target.clone()),
             ready: Vec::new(),
-            writer: CopyWriter::Here(BatchWriter { target, txn, keys }),
+            writer: CopyWriter::Here(Box::new(BatchWriter { target, txn, keys })),
         });
         Ok(Outcome::CopyIn { columns, binary })
     }
