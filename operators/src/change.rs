@@ -90,7 +90,8 @@ pub fn consolidate(batch: &RecordBatch) -> Result<RecordBatch> {
         .collect();
     let rows = RowConverter::new(fields)?.convert_columns(data.columns())?;
     // Net count and first position of each distinct row.
-    let mut net: std::collections::HashMap<&[u8], (i64, u32)> = std::collections::HashMap::new();
+    let mut net: datafusion::common::HashMap<&[u8], (i64, u32)> =
+        datafusion::common::HashMap::new();
     let mut order: Vec<&[u8]> = Vec::new();
     for i in 0..batch.num_rows() {
         let key = rows.row(i).data();

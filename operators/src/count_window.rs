@@ -16,7 +16,7 @@ use datafusion::arrow::compute::{concat_batches, take};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
-use std::collections::HashMap;
+use datafusion::common::HashMap;
 use std::fmt;
 use std::sync::Arc;
 

@@ -31,7 +31,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
 use datafusion::physical_expr::PhysicalExpr;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+// hashbrown with foldhash, as DataFusion's own joins: std's SipHash costs more per key.
+use datafusion::common::HashMap;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
 

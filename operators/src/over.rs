@@ -16,9 +16,9 @@ use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take, SortC
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::HashMap;
 use datafusion::physical_expr::window::WindowExpr;
 use datafusion::physical_expr::PhysicalExpr;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 

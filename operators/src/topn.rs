@@ -18,8 +18,9 @@ use datafusion::arrow::array::{ArrayRef, Int8Array, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::HashMap;
 use datafusion::physical_expr::{PhysicalExpr, PhysicalSortExpr};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
