@@ -21,7 +21,7 @@
 //! (`u64::MAX`: none) and its length, then every chain's values in chain order as an Arrow
 //! IPC stream of one column, preceded by their indices.
 
-use crate::reservoir::{read_column, write_column};
+use crate::reservoir::{read_column, sampled_rows, write_column};
 use crate::Synopsis;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef};
@@ -184,14 +184,7 @@ impl ChainSample {
 
 impl Synopsis for ChainSample {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        if values.data_type() != &self.data_type {
-            return Err(BrookError::DatatypeMismatch(format!(
-                "sample of {} values fed {}",
-                self.data_type,
-                values.data_type()
-            )));
-        }
-        let valid: Vec<usize> = (0..values.len()).filter(|i| values.is_valid(*i)).collect();
+        let valid = sampled_rows(values, &self.data_type)?;
         let start = self.seen;
         let end = start + valid.len() as u64;
         let mut chains = std::mem::take(&mut self.chains);

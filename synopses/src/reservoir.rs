@@ -114,14 +114,7 @@ impl Reservoir {
 
 impl Synopsis for Reservoir {
     fn add(&mut self, values: &dyn Array) -> Result<()> {
-        if values.data_type() != &self.data_type {
-            return Err(BrookError::DatatypeMismatch(format!(
-                "sample of {} values fed {}",
-                self.data_type,
-                values.data_type()
-            )));
-        }
-        let valid: Vec<usize> = (0..values.len()).filter(|i| values.is_valid(*i)).collect();
+        let valid = sampled_rows(values, &self.data_type)?;
         let mut pos = 0usize;
         // Fill phase: the first `capacity` values are all kept.
         while self.items.len() < self.capacity && pos < valid.len() {
@@ -222,6 +215,18 @@ impl Synopsis for Reservoir {
     fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.items.iter().map(|s| s.size()).sum::<usize>()
     }
+}
+
+/// The rows of `values` a sample of `data_type` values draws from: the non-null ones (42804
+/// when the type differs).
+pub(crate) fn sampled_rows(values: &dyn Array, data_type: &DataType) -> Result<Vec<usize>> {
+    if values.data_type() != data_type {
+        return Err(BrookError::DatatypeMismatch(format!(
+            "sample of {data_type} values fed {}",
+            values.data_type()
+        )));
+    }
+    Ok((0..values.len()).filter(|i| values.is_valid(*i)).collect())
 }
 
 /// Append `values` to `out` as an Arrow IPC stream of one column (the sampled values of a
