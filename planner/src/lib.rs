@@ -13,8 +13,10 @@
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
 //! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
-//! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (date_bin,
-//!   session window functions).
+//! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (window
+//!   starts, session window functions).
+//! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
+//!   bins, as integer arithmetic).
 //! - [`session_window`]: the `session_start`/`session_end` window functions.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
@@ -28,6 +30,7 @@ pub mod parser;
 pub mod rewrite;
 pub mod session_window;
 pub mod synopsis;
+pub mod window_start;
 pub mod windows;
 
 pub use parser::{parse_sql, BrookStatement, CreateStream, Watermark};

@@ -1,7 +1,8 @@
 //! `TUMBLE`, `HOP` and `SESSION` window table functions in FROM, as plain SQL over the
 //! relation.
 //!
-//! `TUMBLE(rel, ts, size)` is `rel` with `window_start = date_bin(size, ts)` and
+//! `TUMBLE(rel, ts, size)` is `rel` with `window_start = brook_window_start(ts, size)` (the
+//! bins of `date_bin(size, ts)`, see [`crate::window_start`]) and
 //! `window_end = window_start + size`; `HOP(rel, ts, slide, size)` (size a whole multiple
 //! of slide, as in Flink) is the UNION ALL of `size / slide` such projections, one per
 //! window a row falls in. Being ordinary SQL, the same rewrite serves ad-hoc queries over
@@ -151,8 +152,8 @@ fn window_table(
         let size = arg_expr(&args[2])?;
         let micros = interval_micros(size)?;
         format!(
-            "SELECT *, date_bin({size}, {ts}) AS window_start, \
-             date_bin({size}, {ts}) + {} AS window_end FROM {rel}",
+            "SELECT *, brook_window_start({ts}, {micros}) AS window_start, \
+             brook_window_start({ts}, {micros}) + {} AS window_end FROM {rel}",
             duration(micros)
         )
     } else {
@@ -172,8 +173,8 @@ fn window_table(
         (0..k)
             .map(|i| {
                 format!(
-                    "SELECT *, date_bin({slide_e}, {ts}) - {} AS window_start, \
-                     date_bin({slide_e}, {ts}) + {} AS window_end FROM {rel}",
+                    "SELECT *, brook_window_start({ts}, {slide}) - {} AS window_start, \
+                     brook_window_start({ts}, {slide}) + {} AS window_end FROM {rel}",
                     duration(i * slide),
                     duration(size - i * slide)
                 )
@@ -339,13 +340,13 @@ mod tests {
     }
 
     #[test]
-    fn tumble_becomes_date_bin() {
+    fn tumble_becomes_a_window_start() {
         let s = rewritten(
             "SELECT window_start, count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute') GROUP BY 1",
         )
         .unwrap();
         assert!(
-            s.contains("date_bin(INTERVAL '1 minute', ts) AS window_start"),
+            s.contains("brook_window_start(ts, 60000000) AS window_start"),
             "{s}"
         );
         assert!(s.contains("AS s GROUP BY"), "{s}");

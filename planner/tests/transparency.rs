@@ -153,6 +153,7 @@ fn context(rows: &[Row]) -> SessionContext {
     for f in brook_planner::session_window::session_functions() {
         ctx.register_udwf(f);
     }
+    ctx.register_udf(brook_planner::window_start::window_start_function());
     let table = MemTable::try_new(schema(), vec![vec![batch(rows)]]).expect("mem table");
     ctx.register_table("t", Arc::new(table)).expect("register");
     let d = MemTable::try_new(dims().schema(), vec![vec![dims()]]).expect("mem table");

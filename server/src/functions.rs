@@ -35,6 +35,7 @@ pub fn register(ctx: &SessionContext) {
     for f in brook_planner::session_window::session_functions() {
         ctx.register_udwf(f);
     }
+    ctx.register_udf(brook_planner::window_start::window_start_function());
 }
 
 /// Register the session-bound functions: `current_user`, `session_user`, `current_role`
