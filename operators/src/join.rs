@@ -775,12 +775,7 @@ impl JoinOp {
         while_unmatched: bool,
     ) -> Result<Vec<RecordBatch>> {
         let kept = 1 - port;
-        let mut delta: HashMap<usize, i64> = HashMap::new();
-        for (p, ok) in pairs.iter().zip(matched) {
-            if *ok {
-                *delta.entry(p.slot).or_insert(0) += i64::from(kinds.value(p.row as usize));
-            }
-        }
+        let delta = match_deltas(kinds, pairs, matched);
         let mut at = Vec::new();
         let mut out_kinds = Vec::new();
         let defer = self.defer[kept];
@@ -821,12 +816,7 @@ impl JoinOp {
         pairs: &[Pair],
         matched: &[bool],
     ) -> Result<Vec<RecordBatch>> {
-        let mut delta: HashMap<usize, i64> = HashMap::new();
-        for (p, ok) in pairs.iter().zip(matched) {
-            if *ok {
-                *delta.entry(p.slot).or_insert(0) += i64::from(kinds.value(p.row as usize));
-            }
-        }
+        let delta = match_deltas(kinds, pairs, matched);
         let before = (self.right_rows, self.right_nulls);
         for (i, v) in valid.iter().enumerate() {
             let d = i64::from(kinds.value(i));
@@ -972,6 +962,18 @@ impl JoinOp {
         }
         Ok(filter_record_batch(&batch, &keep)?)
     }
+}
+
+/// How the match count of each paired entry (by slot) changes with a batch of changes:
+/// +1 per matching insert, -1 per matching delete.
+fn match_deltas(kinds: &Int8Array, pairs: &[Pair], matched: &[bool]) -> HashMap<usize, i64> {
+    let mut delta: HashMap<usize, i64> = HashMap::new();
+    for (p, ok) in pairs.iter().zip(matched) {
+        if *ok {
+            *delta.entry(p.slot).or_insert(0) += i64::from(kinds.value(p.row as usize));
+        }
+    }
+    delta
 }
 
 #[cfg(test)]

@@ -56,8 +56,6 @@ pub enum Outcome {
 pub struct CopyIn {
     parser: CopyParser,
     builder: BatchBuilder,
-    /// Full batches of rows read but not yet written.
-    ready: Vec<RawBatch>,
     writer: CopyWriter,
 }
 
@@ -72,7 +70,7 @@ enum CopyWriter {
         batches: tokio::sync::mpsc::Sender<RawBatch>,
         done: tokio::task::JoinHandle<Result<BatchWriter>>,
     },
-    /// Moved out while switching (never seen outside [`Session::copy_data`]).
+    /// Moved out while switching or finishing (the COPY ends right after).
     Switching,
 }
 
@@ -3067,7 +3065,6 @@ impl Session {
         self.copy_in = Some(CopyIn {
             parser: CopyParser::new(opts),
             builder: BatchBuilder::new(target.clone()),
-            ready: Vec::new(),
             writer: CopyWriter::Here(Box::new(BatchWriter { target, txn, keys })),
         });
         Ok(Outcome::CopyIn { columns, binary })
@@ -3111,9 +3108,10 @@ impl Session {
 
 /// Parse `data` (the last of it when `eof`) and pass full batches on to the writer.
 async fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
+    let mut ready = Vec::new();
     let mut sink = CopySink {
         builder: &mut c.builder,
-        ready: &mut c.ready,
+        ready: &mut ready,
     };
     if eof {
         // A last partial batch stays in the builder: `copy_done` writes it after the rest.
@@ -3121,7 +3119,6 @@ async fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<()> {
     } else {
         c.parser.feed(data, &mut sink)?;
     }
-    let ready = std::mem::take(&mut c.ready);
     c.writer.send(ready).await
 }
 
