@@ -6,7 +6,8 @@
 //! else (other layouts, zones, BC dates, `24:00:00`, more than six fraction digits) is left
 //! to that cast, so the accepted language and the results do not change.
 
-use datafusion::arrow::array::{Array, ArrayRef, StringArray, TimestampMicrosecondArray};
+use crate::fast_text::RawText;
+use datafusion::arrow::array::{ArrayRef, TimestampMicrosecondArray};
 use std::sync::Arc;
 
 /// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (Howard Hinnant's
@@ -75,60 +76,72 @@ fn date_days(b: &[u8]) -> Option<i64> {
 
 /// Microseconds into the day of the `HH:MM:SS[.f{1,6}]` at `b[11..]` (the rest of `b`).
 fn time_micros(b: &[u8]) -> Option<i64> {
-    if b.len() < 19 || b[13] != b':' || b[16] != b':' {
+    Some(second_micros(b)? + fraction_micros(&b[TO_SECOND..])?)
+}
+
+/// Microseconds into the day of the `HH:MM:SS` at `b[11..19]`.
+fn second_micros(b: &[u8]) -> Option<i64> {
+    if b.len() < TO_SECOND || b[13] != b':' || b[16] != b':' {
         return None;
     }
     let (h, mi, s) = (digits(b, 11, 2)?, digits(b, 14, 2)?, digits(b, 17, 2)?);
     if h > 23 || mi > 59 || s > 59 {
         return None;
     }
-    let micros = match &b[19..] {
-        [] => 0,
-        [b'.', frac @ ..] if (1..=6).contains(&frac.len()) => {
-            let f = digits(frac, 0, frac.len())?;
-            f * 10i64.pow(6 - frac.len() as u32)
-        }
-        _ => return None,
-    };
-    Some((h * 3600 + mi * 60 + s) * 1_000_000 + micros)
+    Some((h * 3600 + mi * 60 + s) * 1_000_000)
 }
 
-/// The column as `timestamp` values if every value takes the fast path; `None` otherwise.
-pub fn fast_timestamps(strings: &ArrayRef) -> Option<ArrayRef> {
-    let s = strings.as_any().downcast_ref::<StringArray>()?;
-    let mut out = Vec::with_capacity(s.len());
-    // Event times arrive in order, so runs of rows share a date: its days are computed
-    // once per run (the date bytes equal to a date already checked are that date).
-    let mut last: Option<(&[u8], i64)> = None;
-    for i in 0..s.len() {
-        if s.is_null(i) {
-            out.push(0);
-            continue;
+/// Microseconds of a fraction of a second: empty, or `.` and one to six digits.
+fn fraction_micros(rest: &[u8]) -> Option<i64> {
+    match rest {
+        [] => Some(0),
+        [b'.', frac @ ..] if (1..=6).contains(&frac.len()) => {
+            let f = digits(frac, 0, frac.len())?;
+            Some(f * 10i64.pow(6 - frac.len() as u32))
         }
-        let b = s.value(i).as_bytes();
-        let days = match last {
-            Some((date, days))
-                if b.len() >= 19 && (b[10] == b' ' || b[10] == b'T') && &b[..10] == date =>
-            {
-                days
+        _ => None,
+    }
+}
+
+/// The length of `YYYY-MM-DD HH:MM:SS`.
+const TO_SECOND: usize = 19;
+
+/// The column as `timestamp` values if every value takes the fast path; `None` otherwise.
+pub fn fast_timestamps(text: &RawText<'_>) -> Option<ArrayRef> {
+    let mut out = Vec::with_capacity(text.len());
+    // Event times arrive in order, so runs of rows share a second: the text up to the
+    // seconds is parsed once per run (text equal to text already parsed has its value), and
+    // only the fraction of each row.
+    let mut last: Option<([u8; TO_SECOND], i64)> = None;
+    for (i, b) in text.bytes().enumerate() {
+        let head = b.first_chunk::<TO_SECOND>();
+        let second = match (head, last) {
+            (Some(head), Some((seen, micros))) if *head == seen => micros,
+            (Some(head), _) => {
+                let micros = date_days(b)? * DAY + second_micros(b)?;
+                last = Some((*head, micros));
+                micros
             }
-            _ => {
-                let days = date_days(b)?;
-                last = Some((&b[..10], days));
-                days
+            // NULL is asked only of values that are not timestamps (a NULL's bytes are
+            // empty).
+            (None, _) if text.is_null(i) => {
+                out.push(0);
+                continue;
             }
+            (None, _) => return None,
         };
-        out.push(days * DAY + time_micros(b)?);
+        out.push(second + fraction_micros(&b[TO_SECOND..])?);
     }
     Some(Arc::new(TimestampMicrosecondArray::new(
         out.into(),
-        s.nulls().cloned(),
+        text.nulls.clone(),
     )))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::{Array, StringArray};
     use datafusion::arrow::compute::cast;
     use datafusion::arrow::datatypes::{DataType, TimeUnit};
     use proptest::prelude::*;
@@ -166,16 +179,17 @@ mod tests {
     }
 
     #[test]
-    fn a_column_reuses_its_dates_and_still_checks_each_time() {
+    fn a_column_reuses_its_seconds_and_still_checks_each_value() {
         let texts = [
             Some("2026-01-01 00:00:01"),
+            Some("2026-01-01 00:00:01.25"),
             Some("2026-01-01T00:00:02.5"),
             None,
             Some("2026-01-02 23:59:59.999999"),
             Some("2026-01-01 12:00:00"),
         ];
-        let col: ArrayRef = Arc::new(StringArray::from(texts.to_vec()));
-        let fast = fast_timestamps(&col).unwrap();
+        let col = StringArray::from(texts.to_vec());
+        let fast = fast_timestamps(&RawText::of_strings(&col)).unwrap();
         let fast = fast
             .as_any()
             .downcast_ref::<TimestampMicrosecondArray>()
@@ -186,14 +200,20 @@ mod tests {
                 t.and_then(|t| parse_micros(t.as_bytes()))
             );
         }
-        // A bad time after a date already seen still leaves the column to the general cast.
+        // A bad time after a second already seen still leaves the column to the general cast.
         for bad in [
             "2026-01-01 24:00:00",
             "2026-01-01x00:00:00",
             "2026-01-01 00:00",
+            "2026-01-01 00:00:01.1234567",
+            "2026-01-01 00:00:01x",
+            "2026-01-01 00:00:01.",
         ] {
-            let col: ArrayRef = Arc::new(StringArray::from(vec!["2026-01-01 00:00:01", bad]));
-            assert!(fast_timestamps(&col).is_none(), "{bad}");
+            let col = StringArray::from(vec!["2026-01-01 00:00:01", bad]);
+            assert!(
+                fast_timestamps(&RawText::of_strings(&col)).is_none(),
+                "{bad}"
+            );
         }
     }
 

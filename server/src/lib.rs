@@ -27,6 +27,7 @@ pub mod count_window;
 pub mod datetime;
 pub mod encode;
 pub mod engine;
+pub mod fast_text;
 pub mod functions;
 pub mod mode;
 pub mod nexmark;
