@@ -24,21 +24,18 @@
 //! dropped. With `EMIT ON WINDOW CLOSE` nothing is emitted before that moment, and then only
 //! the final insert: an append-only result.
 
+use crate::group_index::{BatchKeys, GroupIndex, GroupKey};
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int8Array, UInt32Array};
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::{filter, prep_null_mask_filter, take};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Accumulator, EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
-// hashbrown with its default (foldhash) hasher, as DataFusion's own grouping uses: std's
-// SipHash showed in profiles of many-key aggregation.
-use datafusion::common::HashMap;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -166,14 +163,14 @@ impl NodeSpec for AggregateNode {
         self.input_updating || !self.aggs.is_empty()
     }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
-        let fields: Vec<SortField> = self
+        let key_types: Vec<DataType> = self
             .schema
             .fields()
             .iter()
             .take(self.group_exprs.len())
-            .map(|f| SortField::new(f.data_type().clone()))
+            .map(|f| f.data_type().clone())
             .collect();
-        let converter = RowConverter::new(fields)?;
+        let index = GroupIndex::new(&key_types)?;
         let vectorised = self
             .aggs
             .iter()
@@ -192,8 +189,7 @@ impl NodeSpec for AggregateNode {
                 input_updating: self.input_updating,
                 window: self.window,
             },
-            converter,
-            index: HashMap::new(),
+            index,
             groups: Vec::new(),
             free: Vec::new(),
             vectorised,
@@ -210,8 +206,8 @@ impl NodeSpec for AggregateNode {
 
 /// State of one group.
 struct Group {
-    /// Encoded key (the index's key), to remove the group.
-    row: Box<[u8]>,
+    /// The index's key, to remove the group.
+    row: GroupKey,
     /// Bytes the group held when last measured (its part of `AggregateOp::bytes`).
     size: usize,
     key: Vec<ScalarValue>,
@@ -246,8 +242,7 @@ struct Assignment {
 
 struct AggregateOp {
     node: AggregateNode,
-    converter: RowConverter,
-    index: HashMap<Box<[u8]>, usize>,
+    index: GroupIndex,
     groups: Vec<Option<Group>>,
     free: Vec<usize>,
     /// Per aggregate: a vectorised accumulator over the groups touched since the last
@@ -270,7 +265,7 @@ struct AggregateOp {
 
 /// Bytes a group holds: its key and its accumulators.
 fn group_size(g: &Group) -> usize {
-    g.row.len()
+    g.row.size()
         + g.key.iter().map(ScalarValue::size).sum::<usize>()
         + g.accs.iter().map(|a| a.size()).sum::<usize>()
 }
@@ -334,7 +329,8 @@ impl AggregateOp {
         self.node.window.is_some_and(|w| w.emit_on_close)
     }
 
-    fn new_group(&mut self, row: Box<[u8]>, key: Vec<ScalarValue>) -> Result<usize> {
+    /// A group for row `r` of a batch with keys `keys` (whose values are `key`).
+    fn new_group(&mut self, keys: &BatchKeys, r: usize, key: Vec<ScalarValue>) -> Result<usize> {
         let accs = self
             .node
             .aggs
@@ -346,8 +342,10 @@ impl AggregateOp {
             .window
             .and_then(|w| key.get(w.end_key))
             .and_then(micros);
+        let slot = self.free.pop().unwrap_or(self.groups.len());
+        let row = self.index.insert(keys, r, slot)?;
         let mut g = Group {
-            row: row.clone(),
+            row,
             key,
             accs,
             rows: 0,
@@ -360,17 +358,10 @@ impl AggregateOp {
         };
         g.size = group_size(&g);
         self.bytes += g.size;
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.groups[s] = Some(g);
-                s
-            }
-            None => {
-                self.groups.push(Some(g));
-                self.groups.len() - 1
-            }
-        };
-        self.index.insert(row, slot);
+        match self.groups.get_mut(slot) {
+            Some(free) => *free = Some(g),
+            None => self.groups.push(Some(g)),
+        }
         if let Some(end) = end {
             self.by_end.entry(end).or_default().push(slot);
         }
@@ -400,24 +391,15 @@ impl AggregateOp {
     /// Find (or create) the group of every row, dropping rows of windows already closed.
     fn assign(&mut self, keys: &[ArrayRef], kinds: &Int8Array) -> Result<Assignment> {
         let n = kinds.len();
-        // Row encoding of the keys; a global aggregate has none (its one group has key []).
-        let rows = if self.global() {
-            None
-        } else {
-            Some(self.converter.convert_columns(keys)?)
-        };
+        let batch_keys = self.index.encode(keys)?;
         let mut a = Assignment {
             slots: Vec::new(),
             local: Vec::with_capacity(n),
             dropped: false,
         };
         for r in 0..n {
-            let row: &[u8] = match &rows {
-                Some(rows) => rows.row(r).data(),
-                None => &[],
-            };
-            let slot = match self.index.get(row) {
-                Some(s) => *s,
+            let slot = match self.index.get(&batch_keys, r) {
+                Some(s) => s,
                 None => {
                     let key = keys
                         .iter()
@@ -435,7 +417,7 @@ impl AggregateOp {
                             continue;
                         }
                     }
-                    self.new_group(row.into(), key)?
+                    self.new_group(&batch_keys, r, key)?
                 }
             };
             let next = a.slots.len() as u32;
@@ -703,7 +685,7 @@ impl Operator for AggregateOp {
         if std::mem::replace(&mut self.started, true) || !self.global() {
             return Ok(Vec::new());
         }
-        let slot = self.new_group(Box::new([]), Vec::new())?;
+        let slot = self.new_group(&BatchKeys::Global, 0, Vec::new())?;
         let mut out = Rows::new(self.node.schema.fields().len());
         self.changes(&[slot], &mut out)?;
         out.into_batches(&self.node.schema)

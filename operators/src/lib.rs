@@ -9,6 +9,7 @@
 //! - [`Operator`]: the push trait with default hooks; [`NodeSpec`]: a plan node that builds
 //!   an operator's runtime state (plan apart from state, so one plan can run many times).
 //! - [`change`]: the change-kind column: add, read, strip, negate.
+//! - [`group_index`]: group key → slot, with packed keys for integer-like columns.
 //! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
@@ -24,6 +25,7 @@ pub mod change;
 pub mod count_window;
 pub mod filter;
 pub mod graph;
+pub mod group_index;
 pub mod join;
 pub mod over;
 pub mod project;
