@@ -162,6 +162,7 @@ def main():
     try:
         csv = os.path.join(work, "events.csv")
         make_csv(csv, args.rows)
+        os.sync()  # the input's own write-back must not land in either engine's time
         b_t, b_mem, b_windows = run_brook(args.brook, work, csv, args.rows)
         print(f"Tumbling 1-second SUM per key ({KEYS} keys) over {args.rows:,} rows:")
         print(f"  Brook (COPY over the wire + view) : {args.rows / b_t:>12,.0f} rows/s  ({b_t:.1f} s)  peak {b_mem:,.0f} MiB  {b_windows} window rows")

@@ -12,8 +12,9 @@ CSV files. Each query then reads the same CSV:
   SQL for the query over CSV filesystem tables (watermark 4 s behind, as Brook's streams
   declare) into a blackhole sink; the clock includes job start-up.
 
-Prints events/s per query for both, per core (both use the machine's 2 cores), and the
-ratio. Events are the rows the query reads (bids for q0-q2, q5, q7; auctions and bids for
+Prints events/s per query for both, per core (both use the machine's 2 cores), Brook's
+events per second of its server's CPU time (psql's reading and sending of the file left
+out), and the ratio. Events are the rows the query reads (bids for q0-q2, q5, q7; auctions and bids for
 q4; persons and auctions for q8).
 
     pip install apache-flink   # once
@@ -141,6 +142,13 @@ def generate(binary, work, events):
         proc.kill()
 
 
+def cpu_seconds(pid):
+    """CPU time (user + system) the process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_brook(binary, work, q, files):
     proc, port = start_brook(binary, work, f"brook-{q}")
     try:
@@ -151,11 +159,13 @@ def run_brook(binary, work, q, files):
                 psql(port, f"CREATE STREAM {kind} ({cols}, {WATERMARK})")
         psql(port, f"CREATE MATERIALIZED VIEW {q} AS {BROOK[q]}")
         rss = PeakRss(proc.pid)
+        cpu0 = cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         for kind in INPUTS[q]:
             psql(port, f"\\copy {kind} FROM '{files[kind][0]}' WITH (FORMAT csv)")
         rows = int(psql(port, f"SELECT count(*) FROM {q}"))  # waits until every row is applied
-        return time.perf_counter() - t0, rss.mib(), rows
+        elapsed = time.perf_counter() - t0
+        return elapsed, rss.mib(), rows, cpu_seconds(proc.pid) - cpu0
     finally:
         proc.kill()
 
@@ -190,14 +200,16 @@ def main():
     work = tempfile.mkdtemp(prefix="brook-nexmark-")
     try:
         files = generate(args.brook, work, args.events)
+        os.sync()  # the inputs' own write-back must not land in either engine's time
         print(f"Nexmark, first {args.events:,} events (" +
               ", ".join(f"{rows:,} {kind}s" for kind, (_, rows) in files.items()) +
-              "), CSV read by both; events/s (per core: / 2):")
+              "), CSV read by both; events/s (per core: / 2; per CPU-s: / the Brook "
+              "server's CPU time, psql's own excluded):")
         for q in args.queries.split(","):
             events = sum(files[k][1] for k in INPUTS[q])
-            b_t, b_mem, b_rows = run_brook(args.brook, work, q, files)
+            b_t, b_mem, b_rows, b_cpu = run_brook(args.brook, work, q, files)
             line = (f"  {q}: Brook {events / b_t:>11,.0f} /s ({events / b_t / 2:>10,.0f} per core, "
-                    f"{b_mem:>5,.0f} MiB, {b_rows:,} rows)")
+                    f"{events / b_cpu:>10,.0f} per CPU-s, {b_mem:>5,.0f} MiB, {b_rows:,} rows)")
             if not args.no_flink:
                 f_t, f_mem = run_flink(work, q, files)
                 line += (f"   Flink {events / f_t:>10,.0f} /s ({f_mem:>5,.0f} MiB)"
