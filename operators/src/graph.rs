@@ -60,7 +60,7 @@ impl GraphPlan {
     pub fn explain(&self) -> String {
         let mut out = String::new();
         self.explain_at(self.root, 0, &mut out);
-        sql_intervals(&out)
+        unwrap_scalar_intervals(&sql_intervals(&out))
     }
 
     fn explain_at(&self, at: Endpoint, depth: usize, out: &mut String) {
@@ -112,6 +112,31 @@ fn sql_intervals(text: &str) -> String {
             Some((shown, used)) => {
                 out.push_str(&format!("INTERVAL '{shown}'"));
                 rest = &after[used..];
+            }
+            None => {
+                out.push_str(OPEN);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `IntervalMonthDayNano("INTERVAL '..'")` (a column named after a logical expression, which
+/// prints its interval constants in quotes inside the type's name) as `INTERVAL '..'`.
+fn unwrap_scalar_intervals(text: &str) -> String {
+    const OPEN: &str = "IntervalMonthDayNano(\"INTERVAL '";
+    const CLOSE: &str = "'\")";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + OPEN.len()..];
+        match after.find(CLOSE) {
+            Some(end) => {
+                out.push_str(&format!("INTERVAL '{}'", &after[..end]));
+                rest = &after[end + CLOSE.len()..];
             }
             None => {
                 out.push_str(OPEN);
@@ -348,5 +373,18 @@ mod tests {
              INTERVAL '-2 days'"
         );
         assert_eq!(super::sql_intervals("no intervals"), "no intervals");
+    }
+
+    #[test]
+    fn quoted_intervals_in_column_names_print_as_sql() {
+        // As DataFusion names a window expression's column.
+        let name = "session_end(v.ts,IntervalMonthDayNano(\"IntervalMonthDayNano { months: 0, \
+                    days: 0, nanoseconds: 10000000000 }\")) PARTITION BY [v.u]@3";
+        assert_eq!(
+            super::unwrap_scalar_intervals(&super::sql_intervals(name)),
+            "session_end(v.ts,INTERVAL '00:00:10') PARTITION BY [v.u]@3"
+        );
+        let cut = "IntervalMonthDayNano(\"INTERVAL '1";
+        assert_eq!(super::unwrap_scalar_intervals(cut), cut);
     }
 }
