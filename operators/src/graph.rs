@@ -60,7 +60,7 @@ impl GraphPlan {
     pub fn explain(&self) -> String {
         let mut out = String::new();
         self.explain_at(self.root, 0, &mut out);
-        unwrap_scalar_intervals(&sql_intervals(&out))
+        sql_intervals(&out)
     }
 
     fn explain_at(&self, at: Endpoint, depth: usize, out: &mut String) {
@@ -83,6 +83,7 @@ impl GraphPlan {
 /// the debug form DataFusion's expressions print them in.
 fn sql_intervals(text: &str) -> String {
     const OPEN: &str = "IntervalMonthDayNano { months: ";
+    const QUOTED: &str = "IntervalMonthDayNano(\"";
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(OPEN) {
@@ -110,33 +111,15 @@ fn sql_intervals(text: &str) -> String {
         });
         match parsed {
             Some((shown, used)) => {
+                // A column named after a logical expression quotes the constant inside the
+                // type's name: `IntervalMonthDayNano("<debug form>")`; drop that wrapper.
+                let mut rest_after = &after[used..];
+                if out.ends_with(QUOTED) && rest_after.starts_with("\")") {
+                    out.truncate(out.len() - QUOTED.len());
+                    rest_after = &rest_after[2..];
+                }
                 out.push_str(&format!("INTERVAL '{shown}'"));
-                rest = &after[used..];
-            }
-            None => {
-                out.push_str(OPEN);
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `IntervalMonthDayNano("INTERVAL '..'")` (a column named after a logical expression, which
-/// prints its interval constants in quotes inside the type's name) as `INTERVAL '..'`.
-fn unwrap_scalar_intervals(text: &str) -> String {
-    const OPEN: &str = "IntervalMonthDayNano(\"INTERVAL '";
-    const CLOSE: &str = "'\")";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(OPEN) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + OPEN.len()..];
-        match after.find(CLOSE) {
-            Some(end) => {
-                out.push_str(&format!("INTERVAL '{}'", &after[..end]));
-                rest = &after[end + CLOSE.len()..];
+                rest = rest_after;
             }
             None => {
                 out.push_str(OPEN);
@@ -381,10 +364,14 @@ mod tests {
         let name = "session_end(v.ts,IntervalMonthDayNano(\"IntervalMonthDayNano { months: 0, \
                     days: 0, nanoseconds: 10000000000 }\")) PARTITION BY [v.u]@3";
         assert_eq!(
-            super::unwrap_scalar_intervals(&super::sql_intervals(name)),
+            super::sql_intervals(name),
             "session_end(v.ts,INTERVAL '00:00:10') PARTITION BY [v.u]@3"
         );
-        let cut = "IntervalMonthDayNano(\"INTERVAL '1";
-        assert_eq!(super::unwrap_scalar_intervals(cut), cut);
+        let cut = "IntervalMonthDayNano(\"IntervalMonthDayNano { months: 0, days: 0, \
+                   nanoseconds: 0 }";
+        assert_eq!(
+            super::sql_intervals(cut),
+            "IntervalMonthDayNano(\"INTERVAL '00:00:00'"
+        );
     }
 }
