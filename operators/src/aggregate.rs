@@ -27,10 +27,12 @@
 use crate::group_index::{BatchKeys, GroupIndex, GroupKey};
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int8Array, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array,
+};
 use datafusion::arrow::compute::kernels::boolean::and;
-use datafusion::arrow::compute::{filter, prep_null_mask_filter, take};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::compute::{cast, filter, prep_null_mask_filter, take};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit, TimestampMicrosecondType};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Accumulator, EmitTo, GroupsAccumulator};
@@ -206,11 +208,10 @@ impl NodeSpec for AggregateNode {
 
 /// State of one group.
 struct Group {
-    /// The index's key, to remove the group.
+    /// The index's key: to remove the group, and decoded (with other groups') for output.
     row: GroupKey,
     /// Bytes the group held when last measured (its part of `AggregateOp::bytes`).
     size: usize,
-    key: Vec<ScalarValue>,
     accs: Vec<Box<dyn Accumulator>>,
     /// Net input rows (inserts minus deletes).
     rows: i64,
@@ -265,20 +266,19 @@ struct AggregateOp {
 
 /// Bytes a group holds: its key and its accumulators.
 fn group_size(g: &Group) -> usize {
-    g.row.size()
-        + g.key.iter().map(ScalarValue::size).sum::<usize>()
-        + g.accs.iter().map(|a| a.size()).sum::<usize>()
+    g.row.size() + g.accs.iter().map(|a| a.size()).sum::<usize>()
 }
 
-/// Microseconds of a timestamp key value.
-fn micros(v: &ScalarValue) -> Option<i64> {
-    match v {
-        ScalarValue::TimestampMicrosecond(Some(t), _) => Some(*t),
-        ScalarValue::TimestampMillisecond(Some(t), _) => Some(t.saturating_mul(1000)),
-        ScalarValue::TimestampSecond(Some(t), _) => Some(t.saturating_mul(1_000_000)),
-        ScalarValue::TimestampNanosecond(Some(t), _) => Some(t / 1000),
-        _ => None,
-    }
+/// Each row's window end in event-time microseconds (`None`: NULL, or not a timestamp).
+fn window_ends(end: &ArrayRef) -> Result<Vec<Option<i64>>> {
+    let DataType::Timestamp(_, tz) = end.data_type() else {
+        return Ok(vec![None; end.len()]);
+    };
+    let micros = cast(end, &DataType::Timestamp(TimeUnit::Microsecond, tz.clone()))?;
+    Ok(micros
+        .as_primitive::<TimestampMicrosecondType>()
+        .iter()
+        .collect())
 }
 
 /// A FILTER mask where NULL skips the row, as false does.
@@ -329,24 +329,19 @@ impl AggregateOp {
         self.node.window.is_some_and(|w| w.emit_on_close)
     }
 
-    /// A group for row `r` of a batch with keys `keys` (whose values are `key`).
-    fn new_group(&mut self, keys: &BatchKeys, r: usize, key: Vec<ScalarValue>) -> Result<usize> {
+    /// A group for row `r` of a batch with keys `keys`, in the window ending at `end`
+    /// (windowed grouping).
+    fn new_group(&mut self, keys: &BatchKeys, r: usize, end: Option<i64>) -> Result<usize> {
         let accs = self
             .node
             .aggs
             .iter()
             .map(|a| self.node.accumulator(a))
             .collect::<Result<Vec<_>>>()?;
-        let end = self
-            .node
-            .window
-            .and_then(|w| key.get(w.end_key))
-            .and_then(micros);
         let slot = self.free.pop().unwrap_or(self.groups.len());
         let row = self.index.insert(keys, r, slot)?;
         let mut g = Group {
             row,
-            key,
             accs,
             rows: 0,
             emitted: None,
@@ -392,6 +387,13 @@ impl AggregateOp {
     fn assign(&mut self, keys: &[ArrayRef], kinds: &Int8Array) -> Result<Assignment> {
         let n = kinds.len();
         let batch_keys = self.index.encode(keys)?;
+        let ends = match self.node.window {
+            Some(w) => window_ends(
+                keys.get(w.end_key)
+                    .ok_or_else(|| BrookError::internal("window end key out of range"))?,
+            )?,
+            None => Vec::new(),
+        };
         let mut a = Assignment {
             slots: Vec::new(),
             local: Vec::with_capacity(n),
@@ -401,23 +403,14 @@ impl AggregateOp {
             let slot = match self.index.get(&batch_keys, r) {
                 Some(s) => s,
                 None => {
-                    let key = keys
-                        .iter()
-                        .map(|k| ScalarValue::try_from_array(k, r))
-                        .collect::<datafusion::common::Result<Vec<_>>>()?;
-                    if let (Some(w), Some(wm)) = (self.node.window, self.watermark) {
-                        if key
-                            .get(w.end_key)
-                            .and_then(micros)
-                            .is_some_and(|end| end <= wm)
-                        {
-                            self.late += 1;
-                            a.local.push(NONE);
-                            a.dropped = true;
-                            continue;
-                        }
+                    let end = ends.get(r).copied().flatten();
+                    if end.is_some_and(|end| self.watermark.is_some_and(|wm| end <= wm)) {
+                        self.late += 1;
+                        a.local.push(NONE);
+                        a.dropped = true;
+                        continue;
                     }
-                    self.new_group(&batch_keys, r, key)?
+                    self.new_group(&batch_keys, r, end)?
                 }
             };
             let next = a.slots.len() as u32;
@@ -601,9 +594,9 @@ impl AggregateOp {
             }
             return Ok(Vec::new());
         }
-        let mut out = Rows::new(self.node.schema.fields().len());
+        let mut out = Rows::new(self.node.aggs.len());
         self.changes(&slots, &mut out)?;
-        out.into_batches(&self.node.schema)
+        out.into_batches(&self.index, &self.node.schema)
     }
 
     /// Emit the change of each touched group (on-update mode), freeing emptied groups.
@@ -621,10 +614,10 @@ impl AggregateOp {
             let g = self.group(slot)?;
             if new != g.emitted {
                 if let Some(old) = g.emitted.take() {
-                    out.push(&g.key, old, change::DELETE);
+                    out.push(&g.row, old, change::DELETE);
                 }
                 if let Some(new) = new {
-                    out.push(&g.key, new.clone(), change::INSERT);
+                    out.push(&g.row, new.clone(), change::INSERT);
                     g.emitted = Some(new);
                 }
             }
@@ -636,45 +629,55 @@ impl AggregateOp {
     }
 }
 
-/// Output rows being collected, as scalar values per column.
+/// Output rows being collected: each row's group key (decoded into key columns for all rows
+/// at once) and its aggregate values.
 struct Rows {
-    columns: Vec<Vec<ScalarValue>>,
+    keys: Vec<GroupKey>,
+    /// Per aggregate, its value in each row.
+    values: Vec<Vec<ScalarValue>>,
     kinds: Vec<i8>,
 }
 
 impl Rows {
-    fn new(width: usize) -> Self {
+    fn new(aggs: usize) -> Self {
         Rows {
-            columns: vec![Vec::new(); width],
+            keys: Vec::new(),
+            values: vec![Vec::new(); aggs],
             kinds: Vec::new(),
         }
     }
 
-    fn push(&mut self, key: &[ScalarValue], values: Vec<ScalarValue>, kind: i8) {
-        for (c, v) in self
-            .columns
-            .iter_mut()
-            .zip(key.iter().cloned().chain(values))
-        {
+    fn push(&mut self, key: &GroupKey, values: Vec<ScalarValue>, kind: i8) {
+        self.keys.push(key.clone());
+        for (c, v) in self.values.iter_mut().zip(values) {
             c.push(v);
         }
         self.kinds.push(kind);
     }
 
-    fn into_batches(self, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    /// The rows as a batch of `schema` (keys, then aggregates), keys decoded by `index`.
+    fn into_batches(self, index: &GroupIndex, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
         if self.kinds.is_empty() {
             return Ok(Vec::new());
         }
-        let mut arrays = Vec::with_capacity(self.columns.len());
-        for (values, field) in self.columns.into_iter().zip(schema.fields()) {
-            let a = ScalarValue::iter_to_array(values)?;
-            let a = if a.data_type() != field.data_type() {
-                datafusion::arrow::compute::cast(&a, field.data_type())?
-            } else {
-                a
-            };
-            arrays.push(a);
+        let mut arrays = index.decode(&self.keys.iter().collect::<Vec<_>>())?;
+        for values in self.values {
+            arrays.push(ScalarValue::iter_to_array(values)?);
         }
+        if arrays.len() != schema.fields().len() {
+            return Err(BrookError::internal("aggregate output does not match its schema"));
+        }
+        let arrays = arrays
+            .into_iter()
+            .zip(schema.fields())
+            .map(|(a, field)| {
+                Ok(if a.data_type() != field.data_type() {
+                    cast(&a, field.data_type())?
+                } else {
+                    a
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let kinds: ArrayRef = Arc::new(Int8Array::from(self.kinds));
         Ok(vec![change::attach(schema, arrays, kinds)?])
     }
@@ -685,10 +688,10 @@ impl Operator for AggregateOp {
         if std::mem::replace(&mut self.started, true) || !self.global() {
             return Ok(Vec::new());
         }
-        let slot = self.new_group(&BatchKeys::Global, 0, Vec::new())?;
-        let mut out = Rows::new(self.node.schema.fields().len());
+        let slot = self.new_group(&BatchKeys::Global, 0, None)?;
+        let mut out = Rows::new(self.node.aggs.len());
         self.changes(&[slot], &mut out)?;
-        out.into_batches(&self.node.schema)
+        out.into_batches(&self.index, &self.node.schema)
     }
 
     fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
@@ -756,7 +759,7 @@ impl Operator for AggregateOp {
         let Some(w) = self.node.window else {
             return Ok(flushed);
         };
-        let mut out = Rows::new(self.node.schema.fields().len());
+        let mut out = Rows::new(self.node.aggs.len());
         // Windows whose end is at or before the watermark are complete.
         let open = self.by_end.split_off(&(watermark.saturating_add(1)));
         let closed = std::mem::replace(&mut self.by_end, open);
@@ -776,13 +779,13 @@ impl Operator for AggregateOp {
                 if alive {
                     let values = self.evaluate(slot)?;
                     if let Some(g) = &self.groups[slot] {
-                        out.push(&g.key, values, change::INSERT);
+                        out.push(&g.row, values, change::INSERT);
                     }
                 }
             }
             self.remove_group(slot);
         }
-        flushed.extend(out.into_batches(&self.node.schema)?);
+        flushed.extend(out.into_batches(&self.index, &self.node.schema)?);
         Ok(flushed)
     }
 

@@ -8,9 +8,14 @@
 //! led the profile of windowed aggregation, whose keys are a window and an id or two.)
 //!
 //! Equal keys are equal values with NULL equal to NULL, as GROUP BY needs, in both forms.
+//!
+//! The index's copy of a key is also the group's key for output: [`GroupIndex::decode`]
+//! turns the keys of many groups back into columns at once, so a new group costs no value
+//! objects of its own.
 
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
+use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::{can_cast_types, cast};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::arrow::row::{RowConverter, Rows, SortField};
@@ -73,7 +78,11 @@ enum Index {
         converter: RowConverter,
         map: HashMap<Box<[u8]>, usize>,
     },
-    Packed(HashMap<Packed, usize>),
+    Packed {
+        map: HashMap<Packed, usize>,
+        /// The key columns' types, to decode packed keys.
+        types: Vec<DataType>,
+    },
 }
 
 /// Group key → slot.
@@ -82,7 +91,7 @@ pub struct GroupIndex {
 }
 
 /// Whether values of `t` can be packed: cast to Int64 without loss and without failing (so
-/// distinct values stay distinct and no value turns NULL).
+/// distinct values stay distinct and no value turns NULL), and back.
 fn packable(t: &DataType) -> bool {
     matches!(
         t,
@@ -97,6 +106,7 @@ fn packable(t: &DataType) -> bool {
             | DataType::Date32
             | DataType::Timestamp(_, _)
     ) && can_cast_types(t, &DataType::Int64)
+        && can_cast_types(&DataType::Int64, t)
 }
 
 impl GroupIndex {
@@ -105,7 +115,10 @@ impl GroupIndex {
         let index = if types.is_empty() {
             Index::Global(None)
         } else if types.len() <= PACKED_COLUMNS && types.iter().all(packable) {
-            Index::Packed(HashMap::default())
+            Index::Packed {
+                map: HashMap::default(),
+                types: types.to_vec(),
+            }
         } else {
             let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
             Index::Rows {
@@ -121,7 +134,7 @@ impl GroupIndex {
         Ok(match &self.index {
             Index::Global(_) => BatchKeys::Global,
             Index::Rows { converter, .. } => BatchKeys::Rows(converter.convert_columns(keys)?),
-            Index::Packed(_) => BatchKeys::Packed(pack(keys)?),
+            Index::Packed { .. } => BatchKeys::Packed(pack(keys)?),
         })
     }
 
@@ -132,7 +145,7 @@ impl GroupIndex {
             (Index::Rows { map, .. }, BatchKeys::Rows(rows)) => {
                 map.get(rows.row(r).data()).copied()
             }
-            (Index::Packed(map), BatchKeys::Packed(p)) => map.get(p.get(r)?).copied(),
+            (Index::Packed { map, .. }, BatchKeys::Packed(p)) => map.get(p.get(r)?).copied(),
             _ => None,
         }
     }
@@ -149,7 +162,7 @@ impl GroupIndex {
                 map.insert(row.clone(), slot);
                 GroupKey::Row(row)
             }
-            (Index::Packed(map), BatchKeys::Packed(p)) => {
+            (Index::Packed { map, .. }, BatchKeys::Packed(p)) => {
                 let key = *p
                     .get(r)
                     .ok_or_else(|| BrookError::internal("group key row out of range"))?;
@@ -167,12 +180,56 @@ impl GroupIndex {
             (Index::Rows { map, .. }, GroupKey::Row(row)) => {
                 map.remove(row);
             }
-            (Index::Packed(map), GroupKey::Packed(p)) => {
+            (Index::Packed { map, .. }, GroupKey::Packed(p)) => {
                 map.remove(p);
             }
             _ => {}
         }
     }
+
+    /// The key columns of the groups `keys` (keys this index gave out), one row per key in
+    /// order: the values the keys were made from, NULLs included.
+    pub fn decode(&self, keys: &[&GroupKey]) -> Result<Vec<ArrayRef>> {
+        match &self.index {
+            Index::Global(_) => Ok(Vec::new()),
+            Index::Rows { converter, .. } => {
+                let parser = converter.parser();
+                let rows = keys
+                    .iter()
+                    .map(|k| match k {
+                        GroupKey::Row(bytes) => Ok(parser.parse(bytes)),
+                        _ => Err(BrookError::internal("group key of another index")),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(converter.convert_rows(rows)?)
+            }
+            Index::Packed { types, .. } => {
+                let packed = keys
+                    .iter()
+                    .map(|k| match k {
+                        GroupKey::Packed(p) => Ok(p.0),
+                        _ => Err(BrookError::internal("group key of another index")),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                types
+                    .iter()
+                    .enumerate()
+                    .map(|(c, t)| unpack(&packed, c, t))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Column `c` of packed keys as an array of type `t` (the inverse of [`pack`]).
+fn unpack(packed: &[[u64; 4]], c: usize, t: &DataType) -> Result<ArrayRef> {
+    let values: Vec<i64> = packed.iter().map(|p| p[c] as i64).collect();
+    let nulls = packed
+        .iter()
+        .any(|p| p[3] & (1 << c) != 0)
+        .then(|| NullBuffer::from_iter(packed.iter().map(|p| p[3] & (1 << c) == 0)));
+    let wide: ArrayRef = std::sync::Arc::new(Int64Array::new(values.into(), nulls));
+    Ok(cast(&wide, t)?)
 }
 
 /// Each row's key packed: column `c`'s value (as i64 bits, 0 when NULL) in word `c`, and
@@ -229,7 +286,7 @@ mod tests {
             DataType::Int32,
         ];
         let mut index = GroupIndex::new(&types).unwrap();
-        assert!(matches!(index.index, Index::Packed(_)));
+        assert!(matches!(index.index, Index::Packed { .. }));
         let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
             Some(1),
             Some(1),
@@ -274,6 +331,47 @@ mod tests {
         assert!(matches!(index.index, Index::Rows { .. }));
         let keys = [i.clone(), i.clone(), i.clone(), i];
         assert_eq!(assign(&mut index, &keys), vec![101, 102, 101]);
+    }
+
+    /// Keys as the index holds them, decoded: the columns they came from.
+    fn round_trip(keys: &[ArrayRef]) -> Vec<ArrayRef> {
+        let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
+        let mut index = GroupIndex::new(&types).unwrap();
+        let batch = index.encode(keys).unwrap();
+        let held: Vec<GroupKey> = (0..keys[0].len())
+            .map(|r| index.insert(&batch, r, r).unwrap())
+            .collect();
+        index.decode(&held.iter().collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn keys_decode_to_their_values() {
+        use datafusion::arrow::array::BooleanArray;
+        use datafusion::arrow::datatypes::TimeUnit;
+        // Packed: timestamps (with a zone), integers, booleans, NULLs in any column.
+        let ts: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![Some(-1), None, Some(i64::MAX)])
+                .with_timezone("+01:00"),
+        );
+        let i: ArrayRef = Arc::new(Int32Array::from(vec![None, Some(i32::MIN), Some(0)]));
+        let b: ArrayRef = Arc::new(BooleanArray::from(vec![Some(true), Some(false), None]));
+        let packed = vec![ts, i, b];
+        assert!(matches!(
+            GroupIndex::new(&[
+                DataType::Timestamp(TimeUnit::Microsecond, Some("+01:00".into())),
+                DataType::Int32,
+                DataType::Boolean
+            ])
+            .unwrap()
+            .index,
+            Index::Packed { .. }
+        ));
+        assert_eq!(round_trip(&packed), packed);
+        // Row-encoded: text among four columns.
+        let s: ArrayRef = Arc::new(StringArray::from(vec![Some("x"), None, Some("")]));
+        let d: ArrayRef = Arc::new(Date32Array::from(vec![Some(1), Some(2), None]));
+        let rows = vec![s, packed[1].clone(), d, packed[0].clone()];
+        assert_eq!(round_trip(&rows), rows);
     }
 
     #[test]
