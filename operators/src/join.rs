@@ -95,6 +95,9 @@ pub struct JoinNode {
     /// and emits each unmatched kept row once, when the watermark passes its bound (no
     /// match can come after), so the output is append-only (Flink's interval outer join).
     pub updating: bool,
+    /// Per input (`[left, right]`), whether it retracts. An append-only input's rows are
+    /// never deleted: its side keeps no whole-row index (each copy is an entry of its own).
+    pub inputs_updating: [bool; 2],
     /// Per input (`[left, right]`), its time bound in an interval join, if the condition
     /// gives one (see [`TimeBound`]).
     pub bounds: [Option<TimeBound>; 2],
@@ -222,7 +225,10 @@ impl NodeSpec for JoinNode {
             ],
             filter: self.filter.clone(),
             schema: self.schema.clone(),
-            sides: [Side::default(), Side::default()],
+            sides: [
+                Side::new(!self.inputs_updating[0]),
+                Side::new(!self.inputs_updating[1]),
+            ],
             bounds: self.bounds.clone(),
             defer: [self.defers(0), self.defers(1)],
             nulls_equal: self.nulls_equal,
@@ -237,7 +243,7 @@ impl NodeSpec for JoinNode {
 
 /// One live row of a side (with its copies).
 struct Entry {
-    /// The whole row, row-encoded (the `by_row` key).
+    /// The whole row, row-encoded (the `by_row` key); empty on an append-only side.
     full: Box<[u8]>,
     /// Its join key, row-encoded (the `index` key).
     key: Box<[u8]>,
@@ -251,10 +257,14 @@ struct Entry {
     null_key: bool,
 }
 
-/// The live rows of one input: entries in slots, found by join key (to pair) and by whole
-/// row (to count a copy or apply a delete without scanning the key's rows).
+/// The live rows of one input: entries in slots, found by join key (to pair) and, when the
+/// input retracts, by whole row (to count a copy or apply a delete without scanning the
+/// key's rows).
 #[derive(Default)]
 struct Side {
+    /// The input never retracts: rows are not indexed whole (nothing will look them up),
+    /// and a copy of a row is an entry of its own, which pairs as a counted copy would.
+    append_only: bool,
     /// Batches holding rows the side has seen (data columns only).
     batches: Vec<RecordBatch>,
     /// Live rows; `None` marks a freed slot.
@@ -277,7 +287,19 @@ struct Side {
     expiries: BinaryHeap<Reverse<(i64, usize)>>,
 }
 
+/// Bytes an entry holds, with its keys in the side's maps.
+fn entry_bytes(e: &Entry) -> usize {
+    2 * (e.full.len() + e.key.len()) + 48
+}
+
 impl Side {
+    fn new(append_only: bool) -> Self {
+        Side {
+            append_only,
+            ..Side::default()
+        }
+    }
+
     fn entry(&self, slot: usize) -> Result<&Entry> {
         self.slots
             .get(slot)
@@ -292,31 +314,32 @@ impl Side {
             .ok_or_else(|| BrookError::internal("join entry vanished"))
     }
 
-    /// One more copy of `row` (key `key`, values at `at`); a new row starts with `matches`.
-    /// Returns the slot of a new entry (whose values must then be kept), `None` for a copy.
+    /// One more copy of the row `row` (whole, row-encoded; `None` on an append-only side)
+    /// with key `key` and values at `at`; a new row starts with `matches`. Returns the slot of
+    /// a new entry (whose values must then be kept), `None` for a copy.
     fn insert(
         &mut self,
-        row: &[u8],
+        row: Option<&[u8]>,
         key: &[u8],
         at: (usize, usize),
         matches: i64,
         null_key: bool,
     ) -> Option<usize> {
-        if let Some(&slot) = self.by_row.get(row) {
+        if let Some(&slot) = row.and_then(|row| self.by_row.get(row)) {
             if let Some(e) = self.slots[slot].as_mut() {
                 e.count += 1;
                 return None;
             }
         }
         let entry = Entry {
-            full: row.into(),
+            full: row.map(Into::into).unwrap_or_default(),
             key: key.into(),
             at,
             count: 1,
             matches,
             null_key,
         };
-        self.bytes += 2 * row.len() + 48;
+        self.bytes += entry_bytes(&entry);
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slots[s] = Some(entry);
@@ -327,7 +350,9 @@ impl Side {
                 self.slots.len() - 1
             }
         };
-        self.by_row.insert(row.into(), slot);
+        if let Some(row) = row {
+            self.by_row.insert(row.into(), slot);
+        }
         self.index.entry(key.into()).or_default().push(slot);
         self.live += 1;
         Some(slot)
@@ -354,14 +379,16 @@ impl Side {
             return;
         };
         self.live -= 1;
-        self.by_row.remove(&e.full);
+        if !self.append_only {
+            self.by_row.remove(&e.full);
+        }
         if let Some(slots) = self.index.get_mut(&e.key) {
             slots.retain(|s| *s != slot);
             if slots.is_empty() {
                 self.index.remove(&e.key);
             }
         }
-        self.bytes = self.bytes.saturating_sub(2 * e.full.len() + 48);
+        self.bytes = self.bytes.saturating_sub(entry_bytes(&e));
         self.free.push(slot);
     }
 
@@ -901,8 +928,11 @@ impl JoinOp {
                 }
             }
         }
-        let full = self.full_rows[port].convert_columns(data.columns())?;
         let side = &mut self.sides[port];
+        let full = match side.append_only {
+            true => None,
+            false => Some(self.full_rows[port].convert_columns(data.columns())?),
+        };
         let batch_no = side.batches.len();
         let mut stored = false;
         for (i, done) in done.iter().enumerate() {
@@ -911,8 +941,11 @@ impl JoinOp {
             if *done {
                 continue;
             }
-            let row = full.row(i).data();
+            let row = full.as_ref().map(|f| f.row(i).data());
             if kinds.value(i) == change::DELETE {
+                let row = row.ok_or_else(|| {
+                    BrookError::internal("an append-only join input retracted a row")
+                })?;
                 side.delete(row)?;
                 continue;
             }
@@ -1008,6 +1041,7 @@ mod tests {
             right_schema: rs,
             schema: pair,
             updating: true,
+            inputs_updating: [true, true],
             kind: JoinKind::Inner,
             bounds: [None, None],
             nulls_equal: false,
@@ -1037,6 +1071,7 @@ mod tests {
             filter: Some(condition),
             schema: pair,
             updating: false,
+            inputs_updating: [false, false],
             bounds: [
                 Some(TimeBound {
                     expiry: c("expires", &ls),
@@ -1274,5 +1309,52 @@ mod tests {
             vec!["a | 1 | a | Anna | -1", "b | 5 | b | Bob | 1"]
         );
         assert!(op.state_size() > 0);
+    }
+
+    /// Append-only inputs keep no whole-row index: a repeated row is an entry of its own,
+    /// and pairs exactly as often as a counted copy would.
+    #[test]
+    fn copies_of_append_only_rows_pair_once_each() {
+        let orders = || {
+            from_pretty(
+                "k:text | amt:int64 | _brook_op:int8
+                 a      | 1         | 1
+                 a      | 1         | 1",
+            )
+        };
+        let names = from_pretty(
+            "k2:text | name:text | _brook_op:int8
+             a       | Ann       | 1",
+        );
+        let both = |updating: bool| JoinNode {
+            updating,
+            inputs_updating: [updating; 2],
+            ..node(&orders(), &names)
+        };
+        let mut sizes = Vec::new();
+        for updating in [true, false] {
+            let mut op = both(updating).instantiate().unwrap();
+            assert!(op.on_data(0, orders()).unwrap().is_empty());
+            assert_eq!(
+                to_sorted_rows(&op.on_data(1, names.clone()).unwrap()),
+                vec!["a | 1 | a | Ann | 1"; 2],
+                "updating inputs: {updating}"
+            );
+            assert_eq!(
+                to_sorted_rows(&op.on_data(0, orders()).unwrap()),
+                vec!["a | 1 | a | Ann | 1"; 2],
+                "updating inputs: {updating}"
+            );
+            // Distinct rows: the append-only side holds their keys, not the rows again.
+            let before = op.state_size();
+            let distinct = from_pretty(
+                "k:text | amt:int64 | _brook_op:int8
+                 b      | 2         | 1
+                 c      | 3         | 1",
+            );
+            assert!(op.on_data(0, distinct).unwrap().is_empty());
+            sizes.push(op.state_size() - before);
+        }
+        assert!(sizes[1] < sizes[0], "no whole rows held: {sizes:?}");
     }
 }

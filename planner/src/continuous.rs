@@ -800,6 +800,7 @@ impl Builder<'_> {
             // Two streams have a time bound each (checked above): an outer or anti join of
             // them emits its unmatched rows once they expire, so its output is append-only.
             updating: updating[0] || updating[1],
+            inputs_updating: updating,
             bounds,
             nulls_equal: j.null_equality == datafusion::common::NullEquality::NullEqualsNull,
             null_aware: j.null_aware,
