@@ -212,12 +212,18 @@ impl ViewState {
         }
     }
 
-    /// The current rows as one batch.
-    pub fn snapshot(&self) -> Result<RecordBatch> {
+    /// The current rows as batches: an append-only view's batches as they were kept (shared,
+    /// not copied: a scan of a large view must not first copy all of it), then the counted
+    /// rows decoded into one batch, if any.
+    pub fn batches(&self) -> Result<Vec<RecordBatch>> {
         let rows = self
             .rows
             .lock()
             .map_err(|_| BrookError::internal("view state poisoned"))?;
+        let mut out = rows.appended.clone();
+        if rows.counts.is_empty() {
+            return Ok(out);
+        }
         let parser = rows.converter.parser();
         let mut list = Vec::new();
         for (key, n) in &rows.counts {
@@ -229,14 +235,18 @@ impl ViewState {
         let options = datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(
             Some(rows.counts.values().map(|n| (*n).max(0) as usize).sum()),
         );
-        let counted = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-        if rows.appended.is_empty() {
-            return Ok(counted);
-        }
-        Ok(concat_batches(
-            &self.schema,
-            rows.appended.iter().chain(std::iter::once(&counted)),
-        )?)
+        out.push(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &options,
+        )?);
+        Ok(out)
+    }
+
+    /// The current rows as one batch (for readers that need them together, such as a
+    /// synopsis' merge of its sketches).
+    pub fn snapshot(&self) -> Result<RecordBatch> {
+        Ok(concat_batches(&self.schema, &self.batches()?)?)
     }
 
     /// Rows and bytes held (for statistics).
@@ -319,9 +329,9 @@ impl TableProvider for ViewTable {
         if self.kind != crate::catalog::RelKind::Synopsis {
             self.state.wait_fresh().await.map_err(ext)?;
         }
-        let batch = self.state.snapshot().map_err(ext)?;
+        let batches = self.state.batches().map_err(ext)?;
         let exec = MemorySourceConfig::try_new_exec(
-            &[vec![batch]],
+            &[batches],
             self.state.schema.clone(),
             projection.cloned(),
         )?;
@@ -383,5 +393,22 @@ mod tests {
         let mut want: Vec<i64> = (0..n as i64).flat_map(|i| [i, i]).collect();
         want.sort_unstable();
         assert_eq!(sorted(&state), want);
+    }
+
+    /// A scan of an append-only view reads the batches it keeps, not a copy of them.
+    #[test]
+    fn append_only_view_scans_share_its_batches() {
+        let state = ViewState::new(schema()).unwrap();
+        state.rows.lock().unwrap().append_only = true;
+        let values: Vec<i64> = (0..SMALL_BATCH as i64).collect();
+        let input = changes(&values, &vec![1; values.len()]);
+        state.apply(&input).unwrap();
+        state.apply(&input).unwrap();
+        let batches = state.batches().unwrap();
+        assert_eq!(batches.len(), 2);
+        let kept = batches[0].column(0).to_data();
+        let given = input.column(0).to_data();
+        assert_eq!(kept.buffers()[0].as_ptr(), given.buffers()[0].as_ptr());
+        assert_eq!(state.snapshot().unwrap().num_rows(), 2 * SMALL_BATCH);
     }
 }
