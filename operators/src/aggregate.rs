@@ -27,9 +27,7 @@
 use crate::group_index::{BatchKeys, GroupIndex, GroupKey};
 use crate::{change, NodeSpec, Operator};
 use brook_common::{BrookError, Result};
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array};
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::{cast, filter, prep_null_mask_filter, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit, TimestampMicrosecondType};
@@ -660,12 +658,14 @@ impl Rows {
         if self.kinds.is_empty() {
             return Ok(Vec::new());
         }
-        let mut arrays = index.decode(&self.keys.iter().collect::<Vec<_>>())?;
+        let mut arrays = index.decode(&self.keys)?;
         for values in self.values {
             arrays.push(ScalarValue::iter_to_array(values)?);
         }
         if arrays.len() != schema.fields().len() {
-            return Err(BrookError::internal("aggregate output does not match its schema"));
+            return Err(BrookError::internal(
+                "aggregate output does not match its schema",
+            ));
         }
         let arrays = arrays
             .into_iter()

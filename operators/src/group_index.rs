@@ -189,7 +189,7 @@ impl GroupIndex {
 
     /// The key columns of the groups `keys` (keys this index gave out), one row per key in
     /// order: the values the keys were made from, NULLs included.
-    pub fn decode(&self, keys: &[&GroupKey]) -> Result<Vec<ArrayRef>> {
+    pub fn decode(&self, keys: &[GroupKey]) -> Result<Vec<ArrayRef>> {
         match &self.index {
             Index::Global(_) => Ok(Vec::new()),
             Index::Rows { converter, .. } => {
@@ -341,7 +341,7 @@ mod tests {
         let held: Vec<GroupKey> = (0..keys[0].len())
             .map(|r| index.insert(&batch, r, r).unwrap())
             .collect();
-        index.decode(&held.iter().collect::<Vec<_>>()).unwrap()
+        index.decode(&held).unwrap()
     }
 
     #[test]
