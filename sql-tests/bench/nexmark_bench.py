@@ -19,7 +19,8 @@ the file left out), and PyFlink's over the same inputs with the ratio. A second 
 sends the whole event stream (persons, auctions and bids, each into its stream, whether the
 query reads it or not) and sets that per-core rate against the per-core figure the Nexmark
 project's README publishes for Flink 1.13: those figures count every event the generator
-makes, read by the query or filtered out by it.
+makes, read by the query or filtered out by it. One untimed Brook run (the whole stream)
+comes first, so the first use of the machine's memory does not fall on the first query.
 
     pip install apache-flink   # once
     python3 sql-tests/bench/nexmark_bench.py --brook target/release/brook [--events 2000000]
