@@ -59,6 +59,15 @@ pub enum BrookError {
     /// 22003: numeric value out of range.
     #[error("{0}")]
     OutOfRange(String),
+    /// 22008: a date, time, timestamp or interval outside the range Brook stores.
+    #[error("{0}")]
+    DatetimeOverflow(String),
+    /// 22007: text that is not a valid date or time.
+    #[error("{0}")]
+    InvalidDatetime(String),
+    /// 2201B: a regular expression that does not compile.
+    #[error("{0}")]
+    InvalidRegex(String),
     /// 22012: division by zero.
     #[error("division by zero")]
     DivisionByZero,
@@ -119,6 +128,21 @@ pub enum BrookError {
     /// 21000: cardinality violation (e.g. an upsert touching a row twice).
     #[error("{0}")]
     Cardinality(String),
+    /// XX001: stored data fails its checksum or is missing; the message names the file,
+    /// the offset and what to do.
+    #[error("{0}")]
+    DataCorrupted(String),
+    /// 40001: the statement raced with a concurrent change it cannot be ordered after
+    /// (e.g. a write planned against a schema an ALTER TABLE replaced); retry it.
+    #[error("{0}")]
+    SerializationFailure(String),
+    /// 53200 / 53300 / 54000 / 54001 family: a resource limit was reached (memory,
+    /// connections, statement complexity); the message names the limit.
+    #[error("{message}")]
+    Limit { message: String, code: &'static str },
+    /// 57014 (statement_timeout) / 55P03 (lock_timeout) / 25P03 (idle in transaction).
+    #[error("{message}")]
+    Timeout { message: String, code: &'static str },
     /// XX000: a bug in Brook.
     #[error("internal error: {0}")]
     Internal(String),
@@ -142,6 +166,9 @@ impl BrookError {
             BrookError::BadCopyFormat(_) => "22P04",
             BrookError::BadEncoding(_) => "22021",
             BrookError::OutOfRange(_) => "22003",
+            BrookError::DatetimeOverflow(_) => "22008",
+            BrookError::InvalidDatetime(_) => "22007",
+            BrookError::InvalidRegex(_) => "2201B",
             BrookError::DivisionByZero => "22012",
             BrookError::StringTooLong(_) => "22001",
             BrookError::InvalidParameter(_) => "22023",
@@ -157,11 +184,17 @@ impl BrookError {
             BrookError::Protocol(_) => "08P01",
             BrookError::Parameter(_) => "42P02",
             BrookError::Auth(_) => "28P01",
+            // PostgreSQL reports a full disk as disk_full (53100); other I/O errors 58030.
+            BrookError::Io(e) if e.raw_os_error() == Some(28) => "53100",
             BrookError::Io(_) => "58030",
             BrookError::InvalidDefinition(_) => "42P16",
             BrookError::ObjectState(_) => "55000",
             BrookError::ObjectInUse(_) => "55006",
             BrookError::Cardinality(_) => "21000",
+            BrookError::DataCorrupted(_) => "XX001",
+            BrookError::SerializationFailure(_) => "40001",
+            BrookError::Limit { code, .. } => code,
+            BrookError::Timeout { code, .. } => code,
             BrookError::Internal(_) => "XX000",
         }
     }
@@ -169,6 +202,22 @@ impl BrookError {
     /// Shorthand for [`BrookError::Unsupported`].
     pub fn unsupported(what: impl Into<String>) -> Self {
         BrookError::Unsupported(what.into())
+    }
+
+    /// 54001: a statement nested too deeply to plan or evaluate safely.
+    pub fn too_complex(what: impl Into<String>) -> Self {
+        BrookError::Limit {
+            message: what.into(),
+            code: "54001",
+        }
+    }
+
+    /// 53200: a query needed more memory than its limit allows.
+    pub fn out_of_memory(what: impl Into<String>) -> Self {
+        BrookError::Limit {
+            message: what.into(),
+            code: "53200",
+        }
     }
 
     /// Shorthand for [`BrookError::Internal`].
@@ -200,17 +249,60 @@ fn strip_parser_prefix(msg: &str) -> String {
     format!("syntax error: {msg}")
 }
 
+/// Whether date/time text is made of digits and separators only: a value PostgreSQL
+/// rejects as out of range (22008) rather than as no date at all (22007).
+pub fn is_well_formed_datetime(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_digit() || "-:. T+".contains(c))
+}
+
+/// Whether an Arrow cast/parse message is about a date, time or timestamp.
+fn is_datetime_message(m: &str) -> bool {
+    [
+        "Date32",
+        "Date64",
+        "Timestamp(",
+        "Time64",
+        "Time32",
+        "parsing timestamp",
+        "parsing date",
+    ]
+    .iter()
+    .any(|k| m.contains(k))
+}
+
 fn classify_arrow(e: ArrowError) -> BrookError {
     match e {
         ArrowError::DivideByZero => BrookError::DivisionByZero,
         ArrowError::CastError(m) | ArrowError::ParseError(m) => {
             if m.contains("overflow") || m.contains("out of range") || m.contains("Overflow") {
-                BrookError::OutOfRange(m)
+                if is_datetime_message(&m) {
+                    BrookError::DatetimeOverflow(m)
+                } else {
+                    BrookError::OutOfRange(m)
+                }
+            } else if is_datetime_message(&m) {
+                // PostgreSQL: well-formed text with a field out of range is 22008, other
+                // text that is no date or time 22007.
+                let quoted = m.split('\'').nth(1).unwrap_or("");
+                if is_well_formed_datetime(quoted) {
+                    BrookError::DatetimeOverflow(m)
+                } else {
+                    BrookError::InvalidDatetime(m)
+                }
             } else {
                 BrookError::InvalidText(m)
             }
         }
         ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
+            BrookError::OutOfRange(m)
+        }
+        ArrowError::ComputeError(m) if m.contains("Regular expression did not compile") => {
+            BrookError::InvalidRegex(m)
+        }
+        ArrowError::ArithmeticOverflow(m) if m.starts_with("value out of range") => {
             BrookError::OutOfRange(m)
         }
         ArrowError::ArithmeticOverflow(m) => {
@@ -260,7 +352,10 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         }
         DataFusionError::Plan(m) | DataFusionError::Execution(m) => classify_message(&m),
         DataFusionError::Configuration(m) => BrookError::UndefinedObject(clean(&m)),
-        DataFusionError::ResourcesExhausted(m) => BrookError::Internal(m),
+        DataFusionError::ResourcesExhausted(m) => BrookError::out_of_memory(format!(
+            "out of memory: {} (raise --memory-limit or make the query need less)",
+            clean(&m)
+        )),
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }
@@ -285,6 +380,12 @@ fn classify_message(m: &str) -> BrookError {
     }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         BrookError::DivisionByZero
+    } else if lower.contains("regular expression did not compile") {
+        BrookError::InvalidRegex(m)
+    } else if lower.contains("step cannot be zero")
+        || lower.contains("step interval cannot be zero")
+    {
+        BrookError::InvalidParameter(m)
     } else if lower.contains("no field named")
         || lower.contains("column") && lower.contains("not found")
     {
@@ -354,6 +455,53 @@ mod tests {
             e.to_string(),
             "function f does not accept these arguments: The function 'f' expected 2 arguments but received 1"
         );
+    }
+
+    /// PostgreSQL's codes for bad regexes, zero steps, dates and a full disk.
+    #[test]
+    fn data_exceptions_get_postgresql_codes() {
+        let cases: Vec<(BrookError, &str)> = vec![
+            (
+                ArrowError::ComputeError("Regular expression did not compile: (".into()).into(),
+                "2201B",
+            ),
+            (
+                DataFusionError::Plan("Step cannot be zero".into()).into(),
+                "22023",
+            ),
+            (
+                ArrowError::CastError("Cannot cast string 'soon' to value of Date32 type".into())
+                    .into(),
+                "22007",
+            ),
+            (
+                ArrowError::CastError(
+                    "Cannot cast string '2026-13-45' to value of Date32 type".into(),
+                )
+                .into(),
+                "22008",
+            ),
+            (
+                ArrowError::CastError("Cannot cast string 'x' to value of Int32 type".into())
+                    .into(),
+                "22P02",
+            ),
+            (
+                BrookError::Io(std::io::Error::from_raw_os_error(28)),
+                "53100",
+            ),
+            (
+                BrookError::Io(std::io::Error::from_raw_os_error(5)),
+                "58030",
+            ),
+            (
+                DataFusionError::ResourcesExhausted("Failed to allocate".into()).into(),
+                "53200",
+            ),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.sqlstate(), code, "{e}");
+        }
     }
 
     #[test]

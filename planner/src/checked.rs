@@ -3,16 +3,18 @@
 //! DataFusion evaluates `+`, `-` and `*` on integers with wrapping kernels, so
 //! `2147483647 + 1` silently becomes `-2147483648`; PostgreSQL raises 22003 (`integer out of
 //! range`). This analyzer rule rewrites integer `+ - *` into functions that call Arrow's
-//! checked kernels. Written here because DataFusion has no option for it (its ANSI mode
+//! checked kernels; float `+ - *` whose finite operands give an infinity raise 22003 too
+//! (`value out of range: overflow`), as PostgreSQL's do. Written here because DataFusion has no option for it (its ANSI mode
 //! covers only its Spark functions).
 
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -68,12 +70,66 @@ impl ScalarUDFImpl for CheckedArith {
             Operator::Minus => numeric::sub(l, r)?,
             _ => numeric::mul(l, r)?,
         };
+        check_float_overflow(l, r, &out)?;
         if scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
         } else {
             Ok(ColumnarValue::Array(out))
         }
     }
+}
+
+/// Floating-point `+ - *` of finite operands that gives an infinity overflowed: PostgreSQL
+/// raises 22003 where IEEE arithmetic (and DataFusion) answers `inf`.
+fn check_float_overflow(
+    l: &datafusion::arrow::array::ArrayRef,
+    r: &datafusion::arrow::array::ArrayRef,
+    out: &datafusion::arrow::array::ArrayRef,
+) -> Result<()> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+    fn infinite_from_finite(
+        l: &[f64],
+        r: &[f64],
+        out: &[f64],
+        valid: &dyn Fn(usize) -> bool,
+    ) -> bool {
+        let at = |v: &[f64], i: usize| v.get(if v.len() == 1 { 0 } else { i }).copied();
+        (0..out.len()).any(|i| {
+            valid(i)
+                && out[i].is_infinite()
+                && at(l, i).is_some_and(f64::is_finite)
+                && at(r, i).is_some_and(f64::is_finite)
+        })
+    }
+    let widen32 = |a: &datafusion::arrow::array::ArrayRef| -> Vec<f64> {
+        a.as_primitive::<Float32Type>()
+            .values()
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect()
+    };
+    let overflow = match out.data_type() {
+        DataType::Float64 => infinite_from_finite(
+            l.as_primitive::<Float64Type>().values(),
+            r.as_primitive::<Float64Type>().values(),
+            out.as_primitive::<Float64Type>().values(),
+            &|i| out.is_valid(i),
+        ),
+        DataType::Float32 => infinite_from_finite(&widen32(l), &widen32(r), &widen32(out), &|i| {
+            out.is_valid(i)
+        }),
+        _ => false,
+    };
+    if overflow {
+        return Err(datafusion::error::DataFusionError::ArrowError(
+            Box::new(datafusion::arrow::error::ArrowError::ArithmeticOverflow(
+                "value out of range: overflow".into(),
+            )),
+            None,
+        ));
+    }
+    Ok(())
 }
 
 /// The analyzer rule (runs after type coercion, when operand types are final).
@@ -94,34 +150,72 @@ impl Default for CheckedIntegerArithmetic {
     }
 }
 
+/// Types whose `+ - *` this rule checks: integers (wrap-around) and floats (infinity).
 fn is_int(t: &DataType) -> bool {
-    matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64)
+    matches!(
+        t,
+        DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Float32 | DataType::Float64
+    )
 }
 
 impl CheckedIntegerArithmetic {
+    /// The UDF replacing integer `op`, when `op` is one this rule checks.
+    fn udf_for(&self, op: Operator) -> Option<&Arc<ScalarUDF>> {
+        match op {
+            Operator::Plus => Some(&self.add),
+            Operator::Minus => Some(&self.sub),
+            Operator::Multiply => Some(&self.mul),
+            _ => None,
+        }
+    }
+
     fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        e.transform_up(|e| {
-            let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
-                return Ok(Transformed::no(e));
-            };
-            let udf = match op {
-                Operator::Plus => &self.add,
-                Operator::Minus => &self.sub,
-                Operator::Multiply => &self.mul,
-                _ => return Ok(Transformed::no(e)),
-            };
-            // Unresolvable types (e.g. outer references) keep the expression as it is.
-            let (Ok(lt), Ok(rt)) = (left.get_type(schema), right.get_type(schema)) else {
-                return Ok(Transformed::no(e));
-            };
-            if !is_int(&lt) || lt != rt {
-                return Ok(Transformed::no(e));
+        e.transform_down(|e| match &e {
+            Expr::BinaryExpr(b) if self.udf_for(b.op).is_some() => {
+                let (e, _, changed) = self.rewrite_arith(e, schema)?;
+                // The chain below was rewritten as a whole: do not descend into it again.
+                Ok(Transformed::new(e, changed, TreeNodeRecursion::Jump))
             }
-            let args = vec![left.as_ref().clone(), right.as_ref().clone()];
-            Ok(Transformed::yes(Expr::ScalarFunction(
-                ScalarFunction::new_udf(udf.clone(), args),
-            )))
+            _ => Ok(Transformed::no(e)),
         })
+    }
+
+    /// Rewrite a chain of `+ - *` bottom up, carrying each operand's type up with it, so that
+    /// a chain of n terms costs O(n): asking each node for its type (which walks its whole
+    /// subtree) and cloning its operands made an 800-term sum take over a minute.
+    /// Returns the expression, its type (None when unresolvable, e.g. outer references) and
+    /// whether anything changed.
+    fn rewrite_arith(&self, e: Expr, schema: &DFSchema) -> Result<(Expr, Option<DataType>, bool)> {
+        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else {
+            let t = self.rewrite_expr(e, schema)?;
+            let ty = t.data.get_type(schema).ok();
+            return Ok((t.data, ty, t.transformed));
+        };
+        let Some(udf) = self.udf_for(op).cloned() else {
+            let e = Expr::BinaryExpr(BinaryExpr { left, op, right });
+            let t = self.rewrite_expr(e, schema)?;
+            let ty = t.data.get_type(schema).ok();
+            return Ok((t.data, ty, t.transformed));
+        };
+        let (l, lt, lc) = self.rewrite_arith(*left, schema)?;
+        let (r, rt, rc) = self.rewrite_arith(*right, schema)?;
+        match (lt, rt) {
+            (Some(lt), Some(rt)) if is_int(&lt) && lt == rt => Ok((
+                Expr::ScalarFunction(ScalarFunction::new_udf(udf, vec![l, r])),
+                Some(lt),
+                true,
+            )),
+            (lt, rt) => {
+                let ty = match (&lt, &rt) {
+                    (Some(lt), Some(rt)) => {
+                        BinaryTypeCoercer::new(lt, &op, rt).get_result_type().ok()
+                    }
+                    _ => None,
+                };
+                let e = Expr::BinaryExpr(BinaryExpr::new(Box::new(l), op, Box::new(r)));
+                Ok((e, ty, lc || rc))
+            }
+        }
     }
 }
 

@@ -170,12 +170,63 @@ pub struct Watermark {
     pub expr: String,
 }
 
-/// Parse a whole query string (possibly several `;`-separated statements).
+/// Parse a whole query string (possibly several `;`-separated statements) from a client:
+/// each statement's expressions may nest at most [`MAX_EXPR_DEPTH`] deep (54001 beyond).
 pub fn parse_sql(sql: &str) -> Result<Vec<BrookStatement>> {
     split_statements(sql)?
         .iter()
-        .map(|s| parse_one(s))
+        .map(|s| {
+            let stmt = parse_one(s)?;
+            check_depth(&stmt)?;
+            Ok(stmt)
+        })
         .collect()
+}
+
+/// How deep a statement's expressions may nest (`1 + 1 + ... + 1` with n terms nests n
+/// deep). Planning and evaluation walk expressions recursively, so a limit checked before
+/// them keeps a client's statement from overflowing a thread's stack and aborting the
+/// server; PostgreSQL answers such statements with 54001 as well (max_stack_depth).
+pub const MAX_EXPR_DEPTH: usize = 2_000;
+
+/// 54001 when an expression of `stmt` nests deeper than [`MAX_EXPR_DEPTH`]. The visitor
+/// stops at the limit, so the check itself recurses at most that deep.
+pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
+    use datafusion::sql::sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Depth {
+        now: usize,
+    }
+    impl Visitor for Depth {
+        type Break = ();
+        fn pre_visit_expr(&mut self, _: &datafusion::sql::sqlparser::ast::Expr) -> ControlFlow<()> {
+            self.now += 1;
+            if self.now > MAX_EXPR_DEPTH {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+        fn post_visit_expr(
+            &mut self,
+            _: &datafusion::sql::sqlparser::ast::Expr,
+        ) -> ControlFlow<()> {
+            self.now -= 1;
+            ControlFlow::Continue(())
+        }
+    }
+    let inner: Option<&Statement> = match stmt {
+        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => Some(s),
+        BrookStatement::FetchWith { fetch, .. } => Some(fetch),
+        BrookStatement::Approx { stmt, .. } => return check_depth(stmt),
+        _ => None,
+    };
+    match inner.map(|s| s.visit(&mut Depth { now: 0 })) {
+        Some(ControlFlow::Break(())) => Err(BrookError::too_complex(format!(
+            "stack depth limit exceeded: an expression nests more than {MAX_EXPR_DEPTH} deep (split it, or use IN (...) / a VALUES list / a table instead of a long chain of operators)"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Split at top-level semicolons, keeping each statement's original text (the compatibility
@@ -184,7 +235,7 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize_with_location()
         .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
-    let offsets = LineOffsets::new(sql);
+    let mut offsets = LineOffsets::new(sql);
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
     let mut end = 0usize;
@@ -197,7 +248,7 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
             }
             Token::Whitespace(_) | Token::EOF => {}
             _ => {
-                let (s, e) = span_bytes(&offsets, t);
+                let (s, e) = span_bytes(&mut offsets, t);
                 if start.is_none() {
                     start = Some(s);
                 }
@@ -211,17 +262,23 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn span_bytes(offsets: &LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
+fn span_bytes(offsets: &mut LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
     let s = offsets.byte(t.span.start.line, t.span.start.column);
     let e = offsets.byte(t.span.end.line, t.span.end.column);
     (s, e)
 }
 
 /// Maps sqlparser's (line, column) locations — 1-based, counted in characters — to byte
-/// offsets of the original text.
+/// offsets of the original text. Tokens are asked for in order, so a cursor moves forward
+/// through the text: linear in its length however long a line is (walking each line from
+/// its start per token made a 100 K-element IN list on one line take a minute).
 struct LineOffsets<'a> {
     text: &'a str,
     starts: Vec<usize>,
+    /// Where the cursor is: line, column (both 1-based) and byte offset.
+    line: u64,
+    column: u64,
+    byte: usize,
 }
 
 impl<'a> LineOffsets<'a> {
@@ -232,18 +289,32 @@ impl<'a> LineOffsets<'a> {
                 starts.push(i + 1);
             }
         }
-        LineOffsets { text, starts }
+        LineOffsets {
+            text,
+            starts,
+            line: 1,
+            column: 1,
+            byte: 0,
+        }
     }
 
-    fn byte(&self, line: u64, column: u64) -> usize {
-        let Some(&ls) = self.starts.get(line.saturating_sub(1) as usize) else {
-            return self.text.len();
-        };
-        let rest = &self.text[ls..];
-        rest.char_indices()
-            .nth(column.saturating_sub(1) as usize)
-            .map(|(i, _)| ls + i)
-            .unwrap_or(self.text.len())
+    fn byte(&mut self, line: u64, column: u64) -> usize {
+        if line != self.line || column < self.column {
+            let Some(&ls) = self.starts.get(line.saturating_sub(1) as usize) else {
+                return self.text.len();
+            };
+            (self.line, self.column, self.byte) = (line, 1, ls);
+        }
+        while self.column < column {
+            match self.text[self.byte..].chars().next() {
+                Some(c) if c != '\n' => {
+                    self.byte += c.len_utf8();
+                    self.column += 1;
+                }
+                _ => break,
+            }
+        }
+        self.byte
     }
 }
 
@@ -371,10 +442,10 @@ fn strip_emit(text: &str) -> Result<Option<(String, bool)>> {
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
         .collect();
     let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let offsets = LineOffsets::new(text);
     let cut = |first: &TokenWithSpan, last: &TokenWithSpan| {
-        let (start, _) = span_bytes(&offsets, first);
-        let (_, end) = span_bytes(&offsets, last);
+        let mut offsets = LineOffsets::new(text);
+        let (start, _) = span_bytes(&mut offsets, first);
+        let (_, end) = span_bytes(&mut offsets, last);
         format!("{}{}", &text[..start], &text[end..])
     };
     for (i, w) in words.iter().enumerate() {
@@ -433,8 +504,7 @@ fn strip_budget(text: &str) -> Result<Option<(String, f64, Option<f64>)>> {
         Some(None) => return Err(bad()),
         None => None,
     };
-    let offsets = LineOffsets::new(text);
-    let (cut, _) = span_bytes(&offsets, words[start]);
+    let (cut, _) = span_bytes(&mut LineOffsets::new(text), words[start]);
     Ok(Some((text[..cut].to_string(), error, confidence)))
 }
 
@@ -602,6 +672,20 @@ mod tests {
     fn splits_multibyte_text() {
         let parts = split_statements("select 'é';select 'ü'").unwrap();
         assert_eq!(parts, vec!["select 'é'", "select 'ü'"]);
+    }
+
+    /// Many statements and multi-byte text on one line and across lines: the moving cursor
+    /// finds the same byte offsets a walk from each line's start did.
+    #[test]
+    fn splits_long_lines_with_multibyte_text() {
+        let one: Vec<String> = (0..300).map(|i| format!("select 'ä{i}ö', {i}")).collect();
+        let text = format!("{};\n  {}", one.join(";"), one.join(" ;"));
+        let parts = split_statements(&text).unwrap();
+        assert_eq!(parts.len(), 600);
+        assert_eq!(parts[0], "select 'ä0ö', 0");
+        assert_eq!(parts[299], "select 'ä299ö', 299");
+        assert_eq!(parts[300], "select 'ä0ö', 0");
+        assert_eq!(parts[599], "select 'ä299ö', 299");
     }
 
     #[test]

@@ -3,35 +3,90 @@
 //!
 //! Kept by Brook rather than pgwire's connection manager because a statement's rows are
 //! computed while they are sent, after pgwire's cancellable section has ended; each
-//! statement gets a fresh token that guards both planning and row streaming.
+//! statement gets a fresh token that guards both planning and row streaming. The same token
+//! enforces `statement_timeout`: a timer cancels it, and [`SessionCancel::error`] tells the
+//! two causes apart (both 57014, as PostgreSQL).
 
+use brook_common::BrookError;
 use pgwire::messages::startup::SecretKey;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The cancellation state of one statement.
+#[derive(Debug, Default)]
+struct Current {
+    token: CancellationToken,
+    /// Set when the statement timeout, not a client, cancelled `token`.
+    timed_out: Arc<AtomicBool>,
+    /// Cancelled when the next statement begins: stops this statement's timer.
+    ended: CancellationToken,
+}
 
 /// The cancellation state of one session.
 #[derive(Debug, Default)]
 pub struct SessionCancel {
-    current: Mutex<CancellationToken>,
+    current: Mutex<Current>,
 }
 
 impl SessionCancel {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A fresh token for the statement that starts now.
     pub fn begin(&self) -> CancellationToken {
-        let t = CancellationToken::new();
-        match self.current.lock() {
-            Ok(mut g) => *g = t.clone(),
-            Err(p) => *p.into_inner() = t.clone(),
+        self.begin_with_timeout(None)
+    }
+
+    /// A fresh token for the statement that starts now, cancelled after `timeout` (the
+    /// session's `statement_timeout`) unless the statement ends first ([`Self::end`], or
+    /// the next statement begins).
+    pub fn begin_with_timeout(&self, timeout: Option<Duration>) -> CancellationToken {
+        let next = Current::default();
+        let token = next.token.clone();
+        if let Some(t) = timeout {
+            let (token, flag, ended) = (token.clone(), next.timed_out.clone(), next.ended.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(t) => {
+                        if !token.is_cancelled() {
+                            flag.store(true, Ordering::Release);
+                            token.cancel();
+                        }
+                    }
+                    _ = ended.cancelled() => {}
+                    _ = token.cancelled() => {}
+                }
+            });
         }
-        t
+        let old = std::mem::replace(&mut *self.lock(), next);
+        old.ended.cancel();
+        token
+    }
+
+    /// The statement's response is sent: its timeout no longer applies (a cursor it
+    /// declared lives on, uncancelled).
+    pub fn end(&self) {
+        self.lock().ended.cancel();
     }
 
     /// Cancel the running statement (if any).
     pub fn cancel(&self) {
-        match self.current.lock() {
-            Ok(g) => g.cancel(),
-            Err(p) => p.into_inner().cancel(),
+        self.lock().token.cancel();
+    }
+
+    /// The error of the statement cancelled now: by the statement timeout or by request.
+    pub fn error(&self) -> BrookError {
+        if self.lock().timed_out.load(Ordering::Acquire) {
+            BrookError::Timeout {
+                message: "canceling statement due to statement timeout".into(),
+                code: "57014",
+            }
+        } else {
+            BrookError::Canceled
         }
     }
 }
@@ -98,5 +153,25 @@ mod tests {
         reg.unregister(7);
         reg.cancel(7, &SecretKey::I32(42));
         assert!(!second.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn the_statement_timeout_cancels_and_says_so() {
+        let s = SessionCancel::default();
+        let t = s.begin_with_timeout(Some(Duration::from_millis(20)));
+        t.cancelled().await;
+        assert_eq!(
+            s.error().to_string(),
+            "canceling statement due to statement timeout"
+        );
+        assert_eq!(s.error().sqlstate(), "57014");
+        // The next statement starts clean; an earlier statement's timer stops with it.
+        let next = s.begin_with_timeout(Some(Duration::from_secs(3600)));
+        assert_eq!(
+            s.error().to_string(),
+            "canceling statement due to user request"
+        );
+        s.cancel();
+        assert!(next.is_cancelled());
     }
 }

@@ -2,9 +2,12 @@
 //!
 //! Stored as one JSON document (`catalog.json`) in the data directory, replaced atomically
 //! (write a temporary file, fsync, rename, fsync the directory) on every DDL statement.
-//! Invariant: a relation's data directory exists before the catalog names it, and is removed
-//! only after the catalog stopped naming it, so a crash leaves at most an orphan directory,
-//! which startup removes.
+//! Invariants: a relation's id is allocated once, under the catalog's lock, in the same
+//! update that names it (two concurrent CREATEs never share a data directory). Its data
+//! directory exists before the catalog names it and is removed only after the catalog
+//! stopped naming it, so a crash leaves at most an orphan directory, which startup reports
+//! and keeps (`brook repair --remove-orphans` deletes them). A missing `catalog.json` beside
+//! relation data is damage, never a fresh start: opening refuses.
 
 use crate::storage::sync_dir;
 use crate::types::PgType;
@@ -183,6 +186,15 @@ impl CatalogDoc {
             .ok_or_else(|| BrookError::UndefinedDatabase(name.into()))
     }
 
+    /// The relation with id `id`, wherever it is.
+    pub fn relation_by_id(&self, id: u64) -> Option<&RelationMeta> {
+        self.databases
+            .values()
+            .flat_map(|d| d.schemas.values())
+            .flat_map(|s| s.relations.values())
+            .find(|r| r.id == id)
+    }
+
     /// A mutable schema or 3F000.
     pub fn schema_mut(&mut self, db: &str, schema: &str) -> Result<&mut SchemaMeta> {
         self.database_mut(db)?
@@ -208,6 +220,15 @@ impl Catalog {
                 BrookError::internal(format!("catalog {} is unreadable: {e}", path.display()))
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let held = relation_dirs(dir)?;
+                if !held.is_empty() {
+                    return Err(BrookError::DataCorrupted(format!(
+                        "{} is missing but {} holds data of {} relation(s): refusing to start with an empty catalog. Restore catalog.json from a backup (or start with another --data-dir)",
+                        path.display(),
+                        dir.join("relations").display(),
+                        held.len()
+                    )));
+                }
                 let doc = CatalogDoc::default();
                 write_doc(dir, &doc)?;
                 doc
@@ -239,6 +260,37 @@ impl Catalog {
         }
         Ok(out)
     }
+}
+
+/// The ids of the relation directories under `dir/relations` (other names are ignored).
+pub fn relation_dirs(dir: &Path) -> Result<Vec<u64>> {
+    let rel = dir.join("relations");
+    let entries = match std::fs::read_dir(&rel) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        if let Some(id) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Every relation the catalog names, as (database, schema, name, id).
+pub fn all_relations(doc: &CatalogDoc) -> Vec<(String, String, String, u64)> {
+    let mut out = Vec::new();
+    for (dname, db) in &doc.databases {
+        for (sname, schema) in &db.schemas {
+            for (rname, rel) in &schema.relations {
+                out.push((dname.clone(), sname.clone(), rname.clone(), rel.id));
+            }
+        }
+    }
+    out
 }
 
 fn write_doc(dir: &Path, doc: &CatalogDoc) -> Result<()> {
@@ -276,5 +328,19 @@ mod tests {
         let doc = again.read();
         assert!(doc.databases.contains_key("other"));
         assert!(!doc.databases.contains_key("nope"));
+    }
+
+    /// A lost catalog beside relation data refuses to open instead of starting empty
+    /// (which used to delete every relation directory as an orphan).
+    #[test]
+    fn missing_catalog_with_relation_data_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        Catalog::open(dir.path()).unwrap();
+        std::fs::create_dir_all(dir.path().join("relations/7")).unwrap();
+        std::fs::remove_file(dir.path().join("catalog.json")).unwrap();
+        let err = Catalog::open(dir.path()).unwrap_err();
+        assert_eq!(err.sqlstate(), "XX001");
+        assert!(err.to_string().contains("catalog.json is missing"), "{err}");
+        assert!(dir.path().join("relations/7").exists());
     }
 }

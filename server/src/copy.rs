@@ -1030,11 +1030,28 @@ pub fn text_to_column(
             "(COPY {table}, line {}, column {column}: \"{text}\")",
             line_of(bad)
         );
+        let is_datetime_type = matches!(
+            ty,
+            PgType::Date | PgType::Time | PgType::Timestamp | PgType::Timestamptz
+        );
         return Err(if is_numeric_type && numeric_like {
             BrookError::OutOfRange(format!(
                 "value \"{text}\" is out of range for type {} {ctx}",
                 ty.name()
             ))
+        } else if is_datetime_type {
+            // PostgreSQL: a well-formed value with a field out of range is 22008, other
+            // text 22007.
+            if brook_common::error::is_well_formed_datetime(&text) {
+                BrookError::DatetimeOverflow(format!(
+                    "date/time field value out of range: \"{text}\" {ctx}"
+                ))
+            } else {
+                BrookError::InvalidDatetime(format!(
+                    "invalid input syntax for type {}: \"{text}\" {ctx}",
+                    ty.name()
+                ))
+            }
         } else {
             BrookError::InvalidText(format!(
                 "invalid input syntax for type {}: \"{text}\" {ctx}",
@@ -1114,6 +1131,36 @@ fn normalize_intervals(strings: &ArrayRef) -> ArrayRef {
     )
 }
 
+/// Binary fields decoded to their text form, converted (and checked) as the text formats'
+/// fields are.
+fn texts_to_column(
+    mut texts: datafusion::arrow::array::StringBuilder,
+    ty: &PgType,
+    lines: &[u64],
+    column: &str,
+) -> Result<ArrayRef> {
+    let strings: ArrayRef = Arc::new(texts.finish());
+    text_to_column(
+        &strings,
+        ty,
+        &|r| lines.get(r).copied().unwrap_or(0),
+        "",
+        column,
+    )
+}
+
+/// Decode each non-NULL field with `f` (given its row and bytes); NULLs stay NULL.
+fn each<T>(
+    values: &[Option<&[u8]>],
+    f: impl Fn(usize, &[u8]) -> Result<T>,
+) -> Result<Vec<Option<T>>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(r, v)| v.map(|v| f(r, v)).transpose())
+        .collect()
+}
+
 /// Binary COPY fields, decoded per declared type.
 fn binary_values(
     values: &[Option<&[u8]>],
@@ -1143,42 +1190,54 @@ fn binary_values(
             Arc::new(<$arr>::from(out)) as ArrayRef
         }};
     }
+    // PostgreSQL's infinite dates and timestamps (the extreme values) and intervals past
+    // nanosecond range have no Arrow representation: refused, never stored as garbage.
+    let range = |r: usize, what: &str| {
+        BrookError::DatetimeOverflow(format!(
+            "{what} out of range in column {column} (row {}): infinite or too far from 2000-01-01",
+            lines.get(r).copied().unwrap_or(0)
+        ))
+    };
+    let epoch_shift = |r: usize, v: &[u8], what: &str| -> Result<i64> {
+        let raw = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, what))?);
+        if raw == i64::MAX || raw == i64::MIN {
+            return Err(range(r, what));
+        }
+        raw.checked_add(946_684_800_000_000)
+            .ok_or_else(|| range(r, what))
+    };
     Ok(match ty {
-        PgType::Bool => Arc::new(
-            values
-                .iter()
-                .map(|v| v.as_ref().map(|b| b.first() == Some(&1)))
-                .collect::<BooleanArray>(),
-        ),
+        PgType::Bool => Arc::new(BooleanArray::from(each(values, |r, v| match v {
+            [0] => Ok(false),
+            [1] => Ok(true),
+            _ => Err(bad(r, "boolean")),
+        })?)),
         PgType::Int2 => prim!(Int16Array, 2, i16::from_be_bytes, "smallint"),
         PgType::Int4 => prim!(Int32Array, 4, i32::from_be_bytes, "integer"),
         PgType::Int8 => prim!(Int64Array, 8, i64::from_be_bytes, "bigint"),
         PgType::Float4 => prim!(Float32Array, 4, f32::from_be_bytes, "real"),
         PgType::Float8 => prim!(Float64Array, 8, f64::from_be_bytes, "double precision"),
-        PgType::Date => prim!(Date32Array, 4, |b| i32::from_be_bytes(b) + 10_957, "date"),
-        PgType::Timestamp => prim!(
-            TimestampMicrosecondArray,
-            8,
-            |b| i64::from_be_bytes(b) + 946_684_800_000_000,
-            "timestamp"
-        ),
-        PgType::Timestamptz => Arc::new(
-            {
-                let mut out: Vec<Option<i64>> = Vec::with_capacity(values.len());
-                for (r, v) in values.iter().enumerate() {
-                    out.push(match v {
-                        None => None,
-                        Some(v) => Some(
-                            i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, "timestamptz"))?)
-                                + 946_684_800_000_000,
-                        ),
-                    });
-                }
-                TimestampMicrosecondArray::from(out)
+        PgType::Date => Arc::new(Date32Array::from(each(values, |r, v| {
+            let raw = i32::from_be_bytes(fixed::<4>(v).ok_or_else(|| bad(r, "date"))?);
+            if raw == i32::MAX || raw == i32::MIN {
+                return Err(range(r, "date"));
             }
-            .with_timezone("+00:00"),
+            raw.checked_add(10_957).ok_or_else(|| range(r, "date"))
+        })?)),
+        PgType::Timestamp => Arc::new(TimestampMicrosecondArray::from(each(values, |r, v| {
+            epoch_shift(r, v, "timestamp")
+        })?)),
+        PgType::Timestamptz => Arc::new(
+            TimestampMicrosecondArray::from(each(values, |r, v| epoch_shift(r, v, "timestamptz"))?)
+                .with_timezone("+00:00"),
         ),
-        PgType::Time => prim!(Time64MicrosecondArray, 8, i64::from_be_bytes, "time"),
+        PgType::Time => Arc::new(Time64MicrosecondArray::from(each(values, |r, v| {
+            let us = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, "time"))?);
+            if !(0..=86_400_000_000).contains(&us) {
+                return Err(range(r, "time"));
+            }
+            Ok(us)
+        })?)),
         PgType::Bytea => Arc::new(values.iter().map(|v| v.as_deref()).collect::<BinaryArray>()),
         PgType::Numeric { .. } => {
             let mut sb = StringBuilder::new();
@@ -1193,14 +1252,7 @@ fn binary_values(
                     }
                 }
             }
-            let strings: ArrayRef = Arc::new(sb.finish());
-            text_to_column(
-                &strings,
-                ty,
-                &|r| lines.get(r).copied().unwrap_or(0),
-                "",
-                column,
-            )?
+            texts_to_column(sb, ty, lines, column)?
         }
         PgType::Interval => {
             let mut out: Vec<Option<datafusion::arrow::datatypes::IntervalMonthDayNano>> =
@@ -1221,7 +1273,9 @@ fn binary_values(
                         Some(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
                             months,
                             days,
-                            micros * 1000,
+                            micros
+                                .checked_mul(1000)
+                                .ok_or_else(|| range(r, "interval"))?,
                         ))
                     }
                     Some(_) => return Err(bad(r, "interval")),
@@ -1234,10 +1288,25 @@ fn binary_values(
             for (r, v) in values.iter().enumerate() {
                 match v {
                     None => sb.append_null(),
+                    // uuid's binary form is its 16 bytes.
+                    Some(v) if *ty == PgType::Uuid => {
+                        let b = fixed::<16>(v).ok_or_else(|| bad(r, "uuid"))?;
+                        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                        sb.append_value(format!(
+                            "{}-{}-{}-{}-{}",
+                            &h[..8],
+                            &h[8..12],
+                            &h[12..16],
+                            &h[16..20],
+                            &h[20..]
+                        ));
+                    }
                     Some(v) => sb.append_value(std::str::from_utf8(v).map_err(|_| bad(r, "text"))?),
                 }
             }
-            Arc::new(sb.finish())
+            // The text formats' checks apply as they are: varchar(n)/char(n) lengths, JSON
+            // validity, uuid form.
+            texts_to_column(sb, ty, lines, column)?
         }
         PgType::Jsonb => {
             // jsonb binary format: a version byte (1) then the JSON text.
@@ -1245,10 +1314,10 @@ fn binary_values(
             for (r, v) in values.iter().enumerate() {
                 match v {
                     None => sb.append_null(),
-                    Some(v) => sb.append_value(
-                        std::str::from_utf8(v.get(1..).unwrap_or(&[]))
-                            .map_err(|_| bad(r, "jsonb"))?,
-                    ),
+                    Some([1, json @ ..]) => {
+                        sb.append_value(std::str::from_utf8(json).map_err(|_| bad(r, "jsonb"))?)
+                    }
+                    Some(_) => return Err(bad(r, "jsonb (version byte 1)")),
                 }
             }
             Arc::new(sb.finish())

@@ -80,7 +80,24 @@ pub struct Engine {
     budget: Arc<CacheBudget>,
     /// Running continuous queries (for `brook_continuous_queries()`).
     pub queries: Arc<crate::continuous::QueryRegistry>,
+    /// DataFusion's runtime of every database: one memory pool for all queries.
+    runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
+}
+
+/// The runtime environment all databases share: a memory pool of `limit` bytes, divided
+/// fairly between the operators that can spill (sorts, joins, aggregates spill to disk when
+/// their share runs out) and taken first come by those that cannot; a query that needs more
+/// than what is left gets 53200 instead of taking the server's memory.
+fn query_runtime_env(limit: usize) -> Result<Arc<datafusion::execution::runtime_env::RuntimeEnv>> {
+    use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
+    let pool = TrackConsumersPool::new(
+        FairSpillPool::new(limit),
+        std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+    );
+    Ok(datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(pool))
+        .build_arc()?)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,46 +109,33 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Engine {
     /// Open (or create) a data directory and recover its contents.
-    pub fn open(data_dir: &Path, cache_bytes: i64) -> Result<Arc<Engine>> {
-        std::fs::create_dir_all(data_dir.join("relations"))?;
-        let lock_path = data_dir.join("brook.lock");
-        let mut lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&lock_path)?;
-        if lock_file.try_lock_exclusive().is_err() {
-            let holder = std::fs::read_to_string(&lock_path).unwrap_or_default();
-            return Err(BrookError::Io(std::io::Error::new(
-                std::io::ErrorKind::WouldBlock,
-                format!(
-                    "data directory {} is in use by another Brook server (pid {}); stop it or choose another --data-dir",
-                    data_dir.display(),
-                    holder.trim()
-                ),
-            )));
-        }
-        lock_file.set_len(0)?;
-        write!(lock_file, "{}", std::process::id())?;
-        lock_file.sync_all()?;
+    /// `memory_limit` bounds the memory all queries together may hold (53200 beyond it).
+    pub fn open(data_dir: &Path, cache_bytes: i64, memory_limit: usize) -> Result<Arc<Engine>> {
+        let lock_file = lock_data_dir(data_dir)?;
+        Self::open_locked(data_dir, cache_bytes, memory_limit, lock_file)
+    }
 
+    fn open_locked(
+        data_dir: &Path,
+        cache_bytes: i64,
+        memory_limit: usize,
+        lock_file: File,
+    ) -> Result<Arc<Engine>> {
         let catalog = Catalog::open(data_dir)?;
         let budget = CacheBudget::new(cache_bytes);
         let mut stores = HashMap::new();
-        {
-            let doc = catalog.read();
-            for db in doc.databases.values() {
-                for schema in db.schemas.values() {
-                    for rel in schema.relations.values() {
-                        let store =
-                            TableStore::open(&relation_dir(data_dir, rel.id), budget.clone())?;
-                        stores.insert(rel.id, store);
+        for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
+            let store = TableStore::open(&relation_dir(data_dir, id), budget.clone()).map_err(
+                |e| match e {
+                    BrookError::DataCorrupted(m) => {
+                        BrookError::DataCorrupted(format!("relation {db}.{schema}.{name}: {m}"))
                     }
-                }
-            }
+                    other => other,
+                },
+            )?;
+            stores.insert(id, store);
         }
-        remove_orphans(data_dir, &stores)?;
+        report_orphans(data_dir, &catalog)?;
         Ok(Arc::new(Engine {
             data_dir: data_dir.to_path_buf(),
             catalog,
@@ -139,6 +143,7 @@ impl Engine {
             databases: Mutex::new(HashMap::new()),
             budget,
             queries: Arc::default(),
+            runtime_env: query_runtime_env(memory_limit)?,
             _lock: lock_file,
         }))
     }
@@ -190,8 +195,13 @@ impl Engine {
                 "false",
             )
             .set_str("datafusion.execution.time_zone", "+00:00");
+        let mut physical_rules =
+            datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+        physical_rules.push(Arc::new(crate::cancellable::CancellableLeaves));
         let state = SessionStateBuilder::new()
             .with_config(config)
+            .with_runtime_env(self.runtime_env.clone())
+            .with_physical_optimizer_rules(physical_rules)
             .with_catalog_list(list)
             .with_default_features()
             .build();
@@ -249,47 +259,40 @@ impl Engine {
             .ok_or_else(|| BrookError::internal(format!("no store for relation {id}")))
     }
 
-    /// Create a relation: data directory first, then the catalog entry, then make it
+    /// Create a relation: its id is allocated, its data directory made and its catalog
+    /// entry written in one catalog update (under the catalog's lock), then it is made
     /// visible to the database's sessions.
     pub fn create_relation(
         &self,
         db: &Database,
         schema: &str,
         name: &str,
-        mut meta: RelationMeta,
+        meta: RelationMeta,
         if_not_exists: bool,
     ) -> Result<bool> {
-        {
-            let doc = self.catalog.read();
-            let s = doc
-                .database(&db.name)?
-                .schemas
-                .get(schema)
-                .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
+        let created = self.catalog.update(|doc: &mut CatalogDoc| {
+            let s = doc.schema_mut(&db.name, schema)?;
             if s.relations.contains_key(name) {
                 return if if_not_exists {
-                    Ok(false)
+                    Ok(None)
                 } else {
                     Err(BrookError::DuplicateTable(name.into()))
                 };
             }
-            meta.id = doc.next_id;
-        }
-        let store =
-            TableStore::create(&relation_dir(&self.data_dir, meta.id), self.budget.clone())?;
-        let created = self.catalog.update(|doc: &mut CatalogDoc| {
             let id = doc.next_id;
             doc.next_id += 1;
-            let s = doc.schema_mut(&db.name, schema)?;
-            if s.relations.contains_key(name) {
-                return Err(BrookError::DuplicateTable(name.into()));
-            }
+            let store = TableStore::create(&relation_dir(&self.data_dir, id), self.budget.clone())?;
             let mut m = meta.clone();
             m.id = id;
-            s.relations.insert(name.to_string(), m.clone());
-            Ok(m)
+            doc.schema_mut(&db.name, schema)?
+                .relations
+                .insert(name.to_string(), m.clone());
+            Ok(Some((m, store)))
         })?;
-        lock(&self.stores).insert(created.id, store.clone());
+        let Some((created, store)) = created else {
+            return Ok(false);
+        };
+        lock(&self.stores).insert(created.id, store);
         self.register(db, schema, name, created)?;
         Ok(true)
     }
@@ -365,6 +368,38 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Start a write to relation `meta` planned against that definition: waits for the
+    /// relation's write lock (at most `lock_timeout`, then 55P03), then checks that the
+    /// definition is still current. A write planned before a concurrent ALTER TABLE or DROP
+    /// is refused with 40001 (retry) instead of writing rows of the old shape after it.
+    pub async fn begin_write(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        replace: bool,
+        lock_timeout: Option<std::time::Duration>,
+    ) -> Result<crate::storage::WriteTxn> {
+        let txn = match lock_timeout {
+            Some(t) => tokio::time::timeout(t, store.begin(replace))
+                .await
+                .map_err(|_| BrookError::Timeout {
+                    message: "canceling statement due to lock timeout".into(),
+                    code: "55P03",
+                })??,
+            None => store.begin(replace).await?,
+        };
+        let doc = self.catalog.read();
+        match doc.relation_by_id(meta.id) {
+            Some(m) if m == meta => Ok(txn),
+            Some(_) => Err(BrookError::SerializationFailure(
+                "could not write: the relation's definition changed (a concurrent ALTER TABLE) while this statement waited; retry it".into(),
+            )),
+            None => Err(BrookError::SerializationFailure(
+                "could not write: the relation was dropped while this statement waited".into(),
+            )),
+        }
     }
 
     /// Replace a relation's metadata (ALTER TABLE) and re-register it.
@@ -549,24 +584,63 @@ impl Engine {
     }
 }
 
-fn relation_dir(data_dir: &Path, id: u64) -> PathBuf {
+/// Take the data directory's lock (one server, or one `brook repair`, at a time); the lock
+/// holds while the returned file is open.
+pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
+    std::fs::create_dir_all(data_dir.join("relations"))?;
+    let lock_path = data_dir.join("brook.lock");
+    let mut lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&lock_path)?;
+    if lock_file.try_lock_exclusive().is_err() {
+        let holder = std::fs::read_to_string(&lock_path).unwrap_or_default();
+        return Err(BrookError::Io(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!(
+                    "data directory {} is in use by another Brook server (pid {}); stop it or choose another --data-dir",
+                    data_dir.display(),
+                    holder.trim()
+                ),
+            )));
+    }
+    lock_file.set_len(0)?;
+    write!(lock_file, "{}", std::process::id())?;
+    lock_file.sync_all()?;
+
+    Ok(lock_file)
+}
+
+/// The data directory of relation `id`.
+pub fn relation_dir(data_dir: &Path, id: u64) -> PathBuf {
     data_dir.join("relations").join(id.to_string())
 }
 
-/// Remove relation directories the catalog does not name (a crash between creating the
-/// directory and writing the catalog, or after dropping from the catalog).
-fn remove_orphans(data_dir: &Path, stores: &HashMap<u64, Arc<TableStore>>) -> Result<()> {
-    for entry in std::fs::read_dir(data_dir.join("relations"))? {
-        let entry = entry?;
-        let keep = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u64>().ok())
-            .is_some_and(|id| stores.contains_key(&id));
-        if !keep {
-            tracing::info!(dir = %entry.path().display(), "removing orphaned relation data");
-            std::fs::remove_dir_all(entry.path())?;
-        }
+/// Report relation directories the catalog does not name (a crash between creating the
+/// directory and writing the catalog, or between a DROP's catalog update and its removal)
+/// and keep them: deleting data is `brook repair --remove-orphans`'s decision, not startup's.
+/// The catalog's next id moves past them so that no new relation lands in one.
+fn report_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+    let named: std::collections::HashSet<u64> = crate::catalog::all_relations(&catalog.read())
+        .into_iter()
+        .map(|r| r.3)
+        .collect();
+    let orphans: Vec<u64> = crate::catalog::relation_dirs(data_dir)?
+        .into_iter()
+        .filter(|id| !named.contains(id))
+        .collect();
+    if let Some(&max) = orphans.iter().max() {
+        tracing::warn!(
+            ?orphans,
+            dir = %data_dir.join("relations").display(),
+            "relation directories the catalog does not name are kept; `brook repair --remove-orphans` deletes them"
+        );
+        catalog.update(|doc| {
+            doc.next_id = doc.next_id.max(max + 1);
+            Ok(())
+        })?;
     }
     Ok(())
 }

@@ -4,9 +4,12 @@
 //! - [`wire`]: pgwire handlers (startup/auth, simple and extended query, COPY, cancel).
 //! - [`session`]: one connection's state and the execution of every statement kind.
 //! - [`cancel`]: CancelRequest handling (per-statement cancellation tokens).
+//! - [`cancellable`]: cancellation checked inside DataFusion plans (at their leaves).
 //! - [`engine`]: data directory, catalog and one DataFusion context per database.
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
+//! - [`repair`]: `brook repair`, which inspects and (when told) fixes a data directory.
+//! - [`runtime`]: the runtime statements run on, apart from connection I/O.
 //! - [`table`]: tables and streams as DataFusion table providers.
 //! - [`continuous`]: running continuous queries (one task per query, fed by commits).
 //! - [`view`]: materialized views (state rebuilt from durable inputs, read by scans).
@@ -20,6 +23,7 @@
 //! - [`nexmark`]: the built-in Nexmark generator, `nexmark(kind, events [, rate])`.
 
 pub mod cancel;
+pub mod cancellable;
 pub mod catalog;
 pub mod continuous;
 pub mod copy;
@@ -31,6 +35,8 @@ pub mod fast_text;
 pub mod functions;
 pub mod mode;
 pub mod nexmark;
+pub mod repair;
+pub mod runtime;
 pub mod session;
 pub mod storage;
 pub mod synopses;

@@ -26,6 +26,26 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Serve(ServeArgs),
+    /// Inspect a data directory the server refuses to open; fix it only as the options say
+    /// (exit status 1 while problems remain). Run it with the server stopped.
+    Repair(RepairArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct RepairArgs {
+    /// Data directory to inspect.
+    #[arg(long, env = "BROOK_DATA_DIR", default_value = "./brook-data")]
+    data_dir: PathBuf,
+    /// Rewrite each damaged log keeping every record whose checksum holds (the original is
+    /// kept as data.log.damaged beside it).
+    #[arg(long)]
+    salvage: bool,
+    /// Drop from the catalog the relations whose data.log is missing.
+    #[arg(long)]
+    forget_missing: bool,
+    /// Delete relation directories the catalog does not name.
+    #[arg(long)]
+    remove_orphans: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -43,6 +63,24 @@ struct ServeArgs {
     /// Bytes of table data kept decoded in memory (the rest is read from disk on scan).
     #[arg(long, env = "BROOK_CACHE_BYTES", default_value_t = 1 << 30)]
     cache_bytes: i64,
+    /// Bytes of memory all queries together may use (sorts, joins and aggregates spill to
+    /// disk past their share; a query that cannot gets SQLSTATE 53200). Default: half of
+    /// the machine's memory.
+    #[arg(long, env = "BROOK_MEMORY_LIMIT")]
+    memory_limit: Option<usize>,
+    /// Most client connections at once; the next is refused (SQLSTATE 53300).
+    #[arg(long, env = "BROOK_MAX_CONNECTIONS", default_value_t = 100)]
+    max_connections: usize,
+    /// PEM file with the server's TLS certificate chain (with --tls-key: clients may use
+    /// sslmode=require / verify-full).
+    #[arg(long, env = "BROOK_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// PEM file with the private key of --tls-cert.
+    #[arg(long, env = "BROOK_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse connections that do not use TLS (needs --tls-cert and --tls-key).
+    #[arg(long, env = "BROOK_REQUIRE_TLS", requires = "tls_cert")]
+    require_tls: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -56,15 +94,23 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
+        Some(Command::Repair(r)) => return repair(r),
         None => cli.serve,
     };
     let password = match (&args.password_file, std::env::var("BROOK_PASSWORD")) {
-        (Some(f), _) => Some(
-            std::fs::read_to_string(f)
+        (Some(f), _) => {
+            let p = std::fs::read_to_string(f)
                 .with_context(|| format!("reading password file {}", f.display()))?
                 .trim_end_matches(['\r', '\n'])
-                .to_string(),
-        ),
+                .to_string();
+            if p.is_empty() {
+                bail!(
+                    "password file {} is empty: refusing an empty password",
+                    f.display()
+                );
+            }
+            Some(p)
+        }
         (None, Ok(p)) if !p.is_empty() => Some(p),
         _ => None,
     };
@@ -74,26 +120,111 @@ fn main() -> anyhow::Result<()> {
             args.listen
         );
     }
+    // Connections are served here; statements run on brook::runtime::statements(). Both
+    // get stacks deep enough for the deepest expression the parser admits.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(brook::runtime::THREAD_STACK_BYTES)
         .build()?;
-    rt.block_on(serve(args, password))
+    let served = rt.block_on(serve(args, password));
+    // Every acknowledged write is on disk already: do not wait for statements still
+    // computing (a stuck one would hang the shutdown).
+    rt.shutdown_background();
+    served
+}
+
+/// Half of the machine's memory (`MemTotal` of /proc/meminfo; 4 GiB when unreadable).
+fn half_of_memory() -> usize {
+    let total_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        })
+        .unwrap_or(8 << 20);
+    total_kib * 1024 / 2
+}
+
+/// The socket, and a non-blocking duplicate of it (same connection) for peeking.
+fn split_peer(
+    socket: tokio::net::TcpStream,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::TcpStream)> {
+    let std = socket.into_std()?;
+    let peer = std.try_clone()?;
+    peer.set_nonblocking(true)?;
+    Ok((tokio::net::TcpStream::from_std(std)?, peer))
+}
+
+/// The TLS acceptor of `--tls-cert` / `--tls-key` (rustls, TLS 1.2 and 1.3).
+fn tls_acceptor(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("reading TLS certificate {}", cert.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("parsing TLS certificate {}", cert.display()))?;
+    if certs.is_empty() {
+        bail!("no certificate in {}", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("reading TLS private key {}", key.display()))?;
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .context("TLS protocol versions")?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .context("TLS certificate and key do not match")?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+fn repair(args: RepairArgs) -> anyhow::Result<()> {
+    let opts = brook::repair::RepairOptions {
+        salvage: args.salvage,
+        forget_missing: args.forget_missing,
+        remove_orphans: args.remove_orphans,
+    };
+    let report = brook::repair::repair(&args.data_dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("{}", report.text);
+    if report.unresolved > 0 {
+        bail!(
+            "{} problem(s) remain in {}",
+            report.unresolved,
+            args.data_dir.display()
+        );
+    }
+    Ok(())
 }
 
 async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> {
-    let engine =
-        Engine::open(&args.data_dir, args.cache_bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let engine = Engine::open(
+        &args.data_dir,
+        args.cache_bytes,
+        args.memory_limit.unwrap_or_else(half_of_memory),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
+        _ => None,
+    };
     let front = Arc::new(Front::new(
         engine,
         WireConfig {
             password: password.clone(),
+            max_connections: args.max_connections,
+            require_tls: args.require_tls,
         },
     ));
-    tracing::info!(%addr, data_dir = %args.data_dir.display(), auth = if password.is_some() { "scram-sha-256" } else { "trust" }, "brook listening");
+    tracing::info!(%addr, data_dir = %args.data_dir.display(), auth = if password.is_some() { "scram-sha-256" } else { "trust" }, tls = tls.is_some(), "brook listening");
     println!("brook listening on {addr}");
     let shutdown = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -120,9 +251,18 @@ async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> 
                     }
                 };
                 let _ = socket.set_nodelay(true);
-                let handlers = front.connection();
+                // A duplicate of the socket, only peeked at, tells when the client is gone.
+                let (socket, probe) = match split_peer(socket) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not set up the connection");
+                        continue;
+                    }
+                };
+                let handlers = front.connection(Some(probe));
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
                         tracing::debug!(%peer, error = %e, "connection ended with error");
                     }
                 });

@@ -661,6 +661,21 @@ impl Session {
         }
     }
 
+    /// The cancellation token of the statement about to run: plans executed for it stop
+    /// when it is cancelled (see [`crate::cancellable`]).
+    pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {
+        let state = self.ctx.state_ref();
+        let mut st = state.write();
+        st.config_mut()
+            .set_extension(Arc::new(crate::cancellable::StatementCancel(token)));
+    }
+
+    /// Report a server-wide setting the server was started with (e.g. `max_connections`),
+    /// as `SHOW` and `current_setting()` give it.
+    pub fn report_setting(&mut self, name: &str, value: &str) {
+        self.settings.set(name, value);
+    }
+
     fn current_schema(&self) -> String {
         self.ctx
             .state()
@@ -2079,7 +2094,7 @@ impl Session {
                         )));
                     }
                     let new_schema = next.schema();
-                    let mut txn = store.begin(true).await?;
+                    let mut txn = self.begin_write(&meta, &store, true).await?;
                     for c in store.snapshot().iter() {
                         let b = store.read(c)?;
                         let b = crate::storage::adapt_batch(b, &meta.schema())?;
@@ -2093,7 +2108,10 @@ impl Session {
                         });
                         txn.append(&RecordBatch::try_new(new_schema.clone(), cols)?)?;
                     }
-                    txn.commit()?;
+                    // The catalog switches before the next writer may start: one that
+                    // waited with the old definition sees the change (40001), none writes
+                    // rows of the old shape after it.
+                    let _lock = txn.commit_holding_lock()?;
                     self.engine
                         .update_relation(&self.db, &schema, &name, next.clone())?;
                     meta = next;
@@ -2113,7 +2131,7 @@ impl Session {
                     "cannot truncate stream \"{name}\": streams are append-only"
                 )));
             }
-            let txn = store.begin(true).await?;
+            let txn = self.begin_write(&meta, &store, true).await?;
             txn.commit()?;
         }
         Ok(Outcome::Command("TRUNCATE TABLE".into()))
@@ -2231,6 +2249,11 @@ impl Session {
                     )));
                 }
                 self.settings.set(key, value.to_string());
+            }
+            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+                parse_timeout(value)?;
+                self.settings
+                    .set(key, value.trim().trim_matches('\'').to_string());
             }
             APPROX_ERROR => {
                 let v = value.trim();
@@ -2493,7 +2516,7 @@ impl Session {
         mode: WriteMode,
         mut keep: Option<&mut Vec<RecordBatch>>,
     ) -> Result<usize> {
-        let mut txn = store.begin(false).await?;
+        let mut txn = self.begin_write(meta, store, false).await?;
         let mut keys = self.key_check(meta, store, name).await?;
         let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
         let mut total = 0usize;
@@ -2656,7 +2679,7 @@ impl Session {
             );
         }
         let incoming = datafusion::arrow::compute::concat_batches(&schema, &incoming)?;
-        let mut txn = store.begin(true).await?;
+        let mut txn = self.begin_write(meta, store, true).await?;
         let existing_batches = store
             .snapshot()
             .iter()
@@ -2766,6 +2789,27 @@ impl Session {
         }
         txn.commit()?;
         Ok(fresh.num_rows() + updated)
+    }
+
+    /// Start a write to `meta` (see [`Engine::begin_write`]) under this session's
+    /// `lock_timeout`.
+    async fn begin_write(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        replace: bool,
+    ) -> Result<crate::storage::WriteTxn> {
+        let lock_timeout = self.timeout_setting("lock_timeout")?;
+        self.engine
+            .begin_write(meta, store, replace, lock_timeout)
+            .await
+    }
+
+    /// A timeout setting (`statement_timeout`, `lock_timeout`, ...): None when 0 (off).
+    pub fn timeout_setting(&self, name: &str) -> Result<Option<std::time::Duration>> {
+        let v = self.settings.get(name).unwrap_or_default();
+        let d = parse_timeout(&v)?;
+        Ok((!d.is_zero()).then_some(d))
     }
 
     /// Primary-key state for a write: the keys already committed.
@@ -2906,7 +2950,7 @@ impl Session {
         keep_hits: bool,
         returning: Option<&[SelectItem]>,
     ) -> Result<Outcome> {
-        let mut txn = store.begin(true).await?;
+        let mut txn = self.begin_write(meta, store, true).await?;
         let df = self.ctx.sql(sql).await?;
         let mut stream = df.execute_stream().await?;
         let mut keys = KeyCheck::new(meta, name)?;
@@ -3060,8 +3104,10 @@ impl Session {
         });
         let columns = target.field_columns.len();
         let binary = opts.format == CopyFormat::Binary;
+        // The existing keys are read under the write lock: a concurrent writer's keys are
+        // either committed before (and seen here) or written after this COPY ends.
+        let txn = self.begin_write(&meta, &store, false).await?;
         let keys = self.key_check(&meta, &store, &name).await?;
-        let txn = store.begin(false).await?;
         self.copy_in = Some(CopyIn {
             parser: CopyParser::new(opts),
             builder: BatchBuilder::new(target.clone()),

@@ -66,27 +66,49 @@ fn fatal(code: &str, msg: String) -> PgWireError {
 pub struct WireConfig {
     /// Password of role `brook`; when set, SCRAM-SHA-256 is required of every connection.
     pub password: Option<String>,
+    /// Most client connections at once; the next is refused with 53300.
+    pub max_connections: usize,
+    /// Refuse connections that did not negotiate TLS (28000).
+    pub require_tls: bool,
 }
 
 /// Creates the handlers of each new connection.
 pub struct Front {
     engine: Arc<Engine>,
     cancels: Arc<CancelRegistry>,
-    config: WireConfig,
+    /// One startup handler for all connections: the salted password is computed once, and
+    /// backend pids come from one counter.
+    startup: Arc<Startup>,
+    /// Connections open now (each holds a [`ConnectionSlot`]).
+    open: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// One open connection, counted while it lives.
+pub struct ConnectionSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl Front {
     /// A front end over `engine`.
     pub fn new(engine: Arc<Engine>, config: WireConfig) -> Self {
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         Front {
+            startup: Arc::new(Startup::new(engine.clone(), &config, open.clone())),
             engine,
             cancels: Arc::new(CancelRegistry::default()),
-            config,
+            open,
         }
     }
 
-    /// Handlers for one new connection.
-    pub fn connection(&self) -> ConnHandlers {
+    /// Handlers for one new connection; `peer` is a non-blocking duplicate of its socket
+    /// (see [`BrookHandler::client_gone`]).
+    pub fn connection(&self, peer: Option<std::net::TcpStream>) -> ConnHandlers {
+        self.open.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let slot = ConnectionSlot(self.open.clone());
         let handler = Arc::new(BrookHandler {
             engine: self.engine.clone(),
             session: Mutex::new(None),
@@ -94,13 +116,16 @@ impl Front {
             cancel: Arc::new(SessionCancel::default()),
             cancels: self.cancels.clone(),
             pid: std::sync::Mutex::new(None),
+            max_connections: self.startup.max_connections,
+            peer,
         });
         ConnHandlers {
             handler,
-            startup: Arc::new(Startup::new(self.engine.clone(), &self.config)),
+            startup: self.startup.clone(),
             cancel: Arc::new(BrookCancel {
                 registry: self.cancels.clone(),
             }),
+            _slot: slot,
         }
     }
 }
@@ -110,6 +135,7 @@ pub struct ConnHandlers {
     handler: Arc<BrookHandler>,
     startup: Arc<Startup>,
     cancel: Arc<BrookCancel>,
+    _slot: ConnectionSlot,
 }
 
 /// Routes CancelRequests to the session they name.
@@ -200,27 +226,67 @@ impl AuthSource for PasswordSource {
     }
 }
 
-/// Startup: checks the database exists, then trust (loopback, no password) or SCRAM.
+/// Startup: the connection limit and TLS requirement, then trust (loopback, no password:
+/// the database is checked at once) or SCRAM (the database is checked only after the
+/// password, so an unauthenticated client learns nothing about what exists).
 pub struct Startup {
     engine: Arc<Engine>,
     scram: Option<SASLAuthStartupHandler<Params>>,
+    open: Arc<std::sync::atomic::AtomicUsize>,
+    max_connections: usize,
+    require_tls: bool,
 }
 
 const SCRAM_ITERATIONS: usize = 4096;
 
-/// Backend "process ids" handed to clients (trust mode); SCRAM mode gets pgwire's own.
+/// Backend "process ids" handed to clients: one counter for every connection, so that a
+/// CancelRequest reaches exactly one session.
 static NEXT_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1000);
 
+/// A pid from [`NEXT_PID`] and a random secret key (4 bytes, or 32 on protocol 3.2).
+fn next_pid_and_secret(client: &dyn ClientInfo) -> (i32, pgwire::messages::startup::SecretKey) {
+    use pgwire::messages::startup::SecretKey;
+    let pid = NEXT_PID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = match client.protocol_version() {
+        pgwire::messages::ProtocolVersion::PROTOCOL3_0 => SecretKey::I32(rand::random::<i32>()),
+        _ => SecretKey::Bytes(bytes::Bytes::from(rand::random::<[u8; 32]>().to_vec())),
+    };
+    (pid, key)
+}
+
+/// Hands SCRAM connections their pid from [`NEXT_PID`] (pgwire's own generator starts at
+/// the same number in every handler).
+#[derive(Debug)]
+struct BrookPids;
+
+impl pgwire::api::PidSecretKeyGenerator for BrookPids {
+    fn generate(&self, client: &dyn ClientInfo) -> (i32, pgwire::messages::startup::SecretKey) {
+        next_pid_and_secret(client)
+    }
+}
+
 impl Startup {
-    fn new(engine: Arc<Engine>, config: &WireConfig) -> Self {
+    fn new(
+        engine: Arc<Engine>,
+        config: &WireConfig,
+        open: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Self {
         let scram = config.password.as_ref().map(|pw| {
             let salt: Vec<u8> = rand::random::<[u8; 16]>().to_vec();
             let salted = gen_salted_password(pw, &salt, SCRAM_ITERATIONS);
             let mut auth = ScramAuth::new(Arc::new(PasswordSource { salted, salt }));
             auth.set_iterations(SCRAM_ITERATIONS);
-            SASLAuthStartupHandler::new(Arc::new(Params)).with_scram(auth)
+            SASLAuthStartupHandler::new(Arc::new(Params))
+                .with_scram(auth)
+                .with_pid_secret_key_generator(Arc::new(BrookPids))
         });
-        Startup { engine, scram }
+        Startup {
+            engine,
+            scram,
+            open,
+            max_connections: config.max_connections,
+            require_tls: config.require_tls,
+        }
     }
 }
 
@@ -237,6 +303,16 @@ impl StartupHandler for Startup {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         if let PgWireFrontendMessage::Startup(ref startup) = message {
+            if self.open.load(std::sync::atomic::Ordering::Acquire) > self.max_connections {
+                return Err(fatal("53300", "sorry, too many clients already".into()));
+            }
+            if self.require_tls && !client.is_secure() {
+                return Err(fatal(
+                    "28000",
+                    "this server accepts only TLS connections (connect with sslmode=require)"
+                        .into(),
+                ));
+            }
             let db = startup
                 .parameters
                 .get("database")
@@ -247,7 +323,7 @@ impl StartupHandler for Startup {
             } else {
                 db
             };
-            if self.engine.catalog.read().database(&db).is_err() {
+            if self.scram.is_none() && self.engine.catalog.read().database(&db).is_err() {
                 return Err(fatal("3D000", format!("database \"{db}\" does not exist")));
             }
         }
@@ -258,8 +334,7 @@ impl StartupHandler for Startup {
             pgwire::api::auth::protocol_negotiation(client, startup).await?;
             pgwire::api::auth::save_startup_parameters_to_metadata(client, startup);
             // Unique per connection: cancel requests are routed by pid.
-            let pid = NEXT_PID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let secret = pgwire::messages::startup::SecretKey::I32(rand::random::<i32>());
+            let (pid, secret) = next_pid_and_secret(client);
             client.set_pid_and_secret_key(pid, secret);
             client
                 .feed(PgWireBackendMessage::Authentication(Authentication::Ok))
@@ -301,6 +376,22 @@ pub struct Prepared {
     pub schema: Option<SchemaRef>,
 }
 
+/// 22021 for query text that held invalid UTF-8. pgwire decodes message strings lossily,
+/// replacing each invalid byte sequence by U+FFFD, so that character is what such text
+/// arrives as: refused rather than stored in place of the client's bytes (the character
+/// itself can still be written as `chr(65533)`).
+fn check_query_text(sql: &str) -> Result<(), BrookError> {
+    if sql.contains('\u{FFFD}') {
+        return Err(BrookError::BadEncoding(
+            "invalid byte sequence for encoding \"UTF8\" in the query text (U+FFFD as a literal character is refused too; write it as chr(65533))".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Most parameters a statement may have (the protocol's 16-bit count, as PostgreSQL).
+const MAX_PARAMETERS: usize = 65_535;
+
 /// Parses statements for the extended protocol.
 #[derive(Debug)]
 pub struct BrookParser;
@@ -318,6 +409,7 @@ impl QueryParser for BrookParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        check_query_text(sql).map_err(to_pg)?;
         let mut stmts = brook_planner::parse_sql(sql).map_err(to_pg)?;
         if stmts.len() > 1 {
             return Err(to_pg(BrookError::Syntax(
@@ -326,6 +418,15 @@ impl QueryParser for BrookParser {
         }
         let stmt = stmts.pop();
         let n = stmt.as_ref().map_or(0, statement_placeholders);
+        // The protocol counts parameters in 16 bits; a larger `$n` must not size a list.
+        if n > MAX_PARAMETERS {
+            return Err(to_pg(BrookError::Limit {
+                message: format!(
+                    "the statement refers to parameter ${n}: at most {MAX_PARAMETERS} parameters are allowed"
+                ),
+                code: "54023",
+            }));
+        }
         let params = (0..n.max(types.len()))
             .map(|i| types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN))
             .collect();
@@ -363,6 +464,11 @@ pub struct BrookHandler {
     cancels: Arc<CancelRegistry>,
     /// Backend pid under which `cancel` is registered (once the session exists).
     pid: std::sync::Mutex<Option<i32>>,
+    /// The server's connection limit (shown as `max_connections`).
+    max_connections: usize,
+    /// A second handle on the client's socket, only peeked at (never read): tells when the
+    /// client has gone while a statement waits for rows.
+    peer: Option<std::net::TcpStream>,
 }
 
 impl Drop for BrookHandler {
@@ -398,9 +504,37 @@ impl BrookHandler {
                 .filter(|d| !d.is_empty())
                 .unwrap_or_else(|| crate::catalog::DEFAULT_DATABASE.into());
             let db = self.engine.database(&dbname).map_err(to_pg)?;
-            *g = Some(Session::new(self.engine.clone(), db, user));
+            let mut session = Session::new(self.engine.clone(), db, user);
+            session.report_setting("max_connections", &self.max_connections.to_string());
+            *g = Some(session);
         }
         Ok(g)
+    }
+
+    /// Whether the client closed its connection: the socket reads end-of-file (or fails),
+    /// seen by peeking, so no byte of the protocol is taken from pgwire.
+    fn client_gone(&self) -> bool {
+        let Some(peer) = &self.peer else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        match peer.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+
+    /// The session's `statement_timeout` (None when off).
+    async fn statement_timeout<C: ClientInfo>(
+        &self,
+        client: &C,
+    ) -> PgWireResult<Option<std::time::Duration>> {
+        let g = self.session(client).await?;
+        match g.as_ref() {
+            Some(s) => s.timeout_setting("statement_timeout").map_err(to_pg),
+            None => Ok(None),
+        }
     }
 
     /// Turn an outcome into a pgwire response.
@@ -408,13 +542,21 @@ impl BrookHandler {
         outcome: Outcome,
         format: &dyn Fn(usize) -> FieldFormat,
         token: CancellationToken,
+        cancel: Arc<SessionCancel>,
     ) -> PgWireResult<Response> {
         Ok(match outcome {
             Outcome::Rows {
                 schema,
                 stream,
                 tag,
-            } => Response::Query(rows_response(&schema, stream, tag, format, token)),
+            } => Response::Query(rows_response(
+                &schema,
+                crate::runtime::offload(stream),
+                tag,
+                format,
+                token,
+                cancel,
+            )),
             Outcome::Command(tag) => Response::Execution(command_tag(&tag)),
             Outcome::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
             Outcome::TxnEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
@@ -425,8 +567,9 @@ impl BrookHandler {
             )),
             Outcome::CopyOut { opts, stream: rows } => {
                 let columns = rows.schema().fields().len();
+                let rows = crate::runtime::offload(rows);
                 let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
-                let data = cancellable(rows, token).flat_map(move |b| {
+                let data = cancellable(rows, token, cancel).flat_map(move |b| {
                     let items: Vec<PgWireResult<CopyData>> =
                         match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
                             Ok(lines) => lines
@@ -458,20 +601,54 @@ fn command_tag(tag: &str) -> Tag {
     }
 }
 
-/// Rows are computed while they are sent: a cancel ends the stream with 57014.
+/// Execute `stmt` with the session on the statement runtime ([`crate::runtime`]), so that
+/// a long computation holds none of the threads serving connections. The session moves to
+/// that runtime for the statement and comes back with its outcome; a cancel or the
+/// statement timeout ends the statement at its next yield.
+async fn execute_on_statement_runtime(
+    slot: &mut Option<Session>,
+    stmt: BrookStatement,
+    token: CancellationToken,
+    cancel: Arc<SessionCancel>,
+) -> PgWireResult<(Outcome, Vec<String>)> {
+    let mut session = slot
+        .take()
+        .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+    session.set_statement_token(token.clone());
+    let (session, outcome) = crate::runtime::run(async move {
+        let outcome = tokio::select! {
+            r = session.execute(stmt) => r,
+            _ = token.cancelled() => Err(cancel.error()),
+        };
+        (session, outcome)
+    })
+    .await
+    .map_err(to_pg)?;
+    let mut session = session;
+    let notices = session.take_notices();
+    *slot = Some(session);
+    Ok((outcome.map_err(to_pg)?, notices))
+}
+
+/// Rows are computed while they are sent: a cancel (or the statement timeout) ends the
+/// stream with 57014.
 fn cancellable(
     stream: datafusion::execution::SendableRecordBatchStream,
     token: CancellationToken,
+    cancel: Arc<SessionCancel>,
 ) -> impl futures::Stream<Item = datafusion::error::Result<datafusion::arrow::record_batch::RecordBatch>>
 {
     let stop = token.clone();
     stream.take_until(stop.cancelled_owned()).chain(
-        stream::once(async move { token.is_cancelled() }).filter_map(|c| async move {
-            c.then(|| {
-                Err(datafusion::error::DataFusionError::External(Box::new(
-                    BrookError::Canceled,
-                )))
-            })
+        stream::once(async move { token.is_cancelled() }).filter_map(move |c| {
+            let cancel = cancel.clone();
+            async move {
+                c.then(|| {
+                    Err(datafusion::error::DataFusionError::External(Box::new(
+                        cancel.error(),
+                    )))
+                })
+            }
         }),
     )
 }
@@ -482,9 +659,10 @@ fn rows_response(
     tag: &str,
     format: &dyn Fn(usize) -> FieldFormat,
     token: CancellationToken,
+    cancel: Arc<SessionCancel>,
 ) -> QueryResponse {
     let fields = Arc::new(field_infos(schema, format));
-    let stream = cancellable(stream, token);
+    let stream = cancellable(stream, token, cancel);
     let mut enc = RowEncoder::new(fields.clone());
     let rows = stream.flat_map(move |b| {
         let items: Vec<PgWireResult<pgwire::messages::data::DataRow>> =
@@ -516,7 +694,7 @@ where
 }
 
 /// Send a query's rows (simple protocol: with its RowDescription and CommandComplete).
-async fn send_rows<C>(client: &mut C, mut q: QueryResponse) -> PgWireResult<()>
+async fn send_rows<C>(client: &mut C, mut q: QueryResponse, gone: Gone<'_>) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
@@ -528,7 +706,7 @@ where
         .feed(PgWireBackendMessage::RowDescription(desc))
         .await?;
     let tag = q.command_tag().to_string();
-    let count = send_data_rows(client, &mut q).await?;
+    let count = send_data_rows(client, &mut q, gone).await?;
     let done = Tag::new(&tag).with_rows(count);
     client
         .feed(PgWireBackendMessage::CommandComplete(done.into()))
@@ -536,11 +714,41 @@ where
     Ok(())
 }
 
+/// Tells whether the client has closed its connection.
+type Gone<'a> = &'a (dyn Fn() -> bool + Sync);
+
+/// How often a statement waiting for its next row looks whether its client is gone.
+const GONE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Wait for `next` (a continuous query's next row may be long in coming), but give up when
+/// the client has closed its connection: a push query whose client vanished ends within
+/// [`GONE_CHECK`], whether or not it ever produces a row.
+async fn unless_gone<F: std::future::Future>(next: F, gone: Gone<'_>) -> PgWireResult<F::Output> {
+    tokio::pin!(next);
+    loop {
+        tokio::select! {
+            r = &mut next => return Ok(r),
+            _ = tokio::time::sleep(GONE_CHECK) => {
+                if gone() {
+                    return Err(PgWireError::IoError(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "the client closed its connection",
+                    )));
+                }
+            }
+        }
+    }
+}
+
 /// Send a query's DataRows, flushing whenever the producer has nothing ready: a continuous
 /// query's row is on the wire as soon as it exists, while a finished result still goes out
 /// in large writes. (pgwire's senders only feed, flushing at the end or at 8 KiB.) Returns
 /// how many rows went out.
-async fn send_data_rows<C>(client: &mut C, q: &mut QueryResponse) -> PgWireResult<usize>
+async fn send_data_rows<C>(
+    client: &mut C,
+    q: &mut QueryResponse,
+    gone: Gone<'_>,
+) -> PgWireResult<usize>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
@@ -554,7 +762,7 @@ where
             Some(next) => next,
             None => {
                 client.flush().await?;
-                rows.next().await
+                unless_gone(rows.next(), gone).await?
             }
         };
         match next {
@@ -568,13 +776,13 @@ where
 }
 
 /// COPY TO STDOUT (simple protocol): the copy body, then CommandComplete.
-async fn send_copy_out<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<()>
+async fn send_copy_out<C>(client: &mut C, resp: CopyResponse, gone: Gone<'_>) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let rows = send_copy_body(client, resp).await?;
+    let rows = send_copy_body(client, resp, gone).await?;
     let tag = Tag::new("COPY").with_rows(rows);
     client
         .feed(PgWireBackendMessage::CommandComplete(tag.into()))
@@ -585,7 +793,11 @@ where
 /// CopyOutResponse, the data (flushed whenever the producer has nothing ready, as in
 /// [`send_data_rows`], so `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is
 /// produced) and CopyDone. Returns the number of rows.
-async fn send_copy_body<C>(client: &mut C, resp: CopyResponse) -> PgWireResult<usize>
+async fn send_copy_body<C>(
+    client: &mut C,
+    resp: CopyResponse,
+    gone: Gone<'_>,
+) -> PgWireResult<usize>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
@@ -609,7 +821,7 @@ where
             Some(next) => next,
             None => {
                 client.flush().await?;
-                data_stream.next().await
+                unless_gone(data_stream.next(), gone).await?
             }
         };
         let Some(data) = next else { break };
@@ -656,7 +868,9 @@ impl SimpleQueryHandler for BrookHandler {
     {
         let mut status = client.transaction_status();
         client.set_state(PgWireConnectionState::QueryInProgress);
-        let stmts = match brook_planner::parse_sql(&query.query) {
+        let stmts = match check_query_text(&query.query)
+            .and_then(|()| brook_planner::parse_sql(&query.query))
+        {
             Ok(s) => s,
             Err(e) => {
                 client.set_state(PgWireConnectionState::ReadyForQuery);
@@ -671,7 +885,8 @@ impl SimpleQueryHandler for BrookHandler {
                 .await?;
         }
         for stmt in stmts {
-            let token = self.cancel.begin();
+            let timeout = self.statement_timeout(client).await?;
+            let token = self.cancel.begin_with_timeout(timeout);
             if status == TransactionStatus::Error && !is_txn_control(&stmt) {
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(
@@ -682,18 +897,11 @@ impl SimpleQueryHandler for BrookHandler {
             }
             let rollback_to = is_rollback_to_savepoint(&stmt);
             let commit_in_failed = status == TransactionStatus::Error;
-            let run = async {
+            let outcome = async {
                 let mut g = self.session(client).await?;
-                let s = g
-                    .as_mut()
-                    .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
-                let outcome = s.execute(stmt).await.map_err(to_pg)?;
-                Ok((outcome, s.take_notices()))
-            };
-            let outcome = tokio::select! {
-                r = run => r,
-                _ = token.cancelled() => Err(to_pg(BrookError::Canceled)),
-            };
+                execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await
+            }
+            .await;
             let outcome = match outcome {
                 Ok((o, notices)) => {
                     send_notices(client, notices).await?;
@@ -701,9 +909,14 @@ impl SimpleQueryHandler for BrookHandler {
                 }
                 Err(e) => Err(e),
             };
-            let outcome = match outcome
-                .and_then(|o| Self::respond(o, &|_| FieldFormat::Text, token.clone()))
-            {
+            let outcome = match outcome.and_then(|o| {
+                Self::respond(
+                    o,
+                    &|_| FieldFormat::Text,
+                    token.clone(),
+                    self.cancel.clone(),
+                )
+            }) {
                 Ok(o) => o,
                 Err(e) => {
                     client
@@ -717,7 +930,7 @@ impl SimpleQueryHandler for BrookHandler {
             };
             match outcome {
                 Response::Query(q) => {
-                    if let Err(e) = send_rows(client, q).await {
+                    if let Err(e) = send_rows(client, q, &|| self.client_gone()).await {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(
                                 ErrorInfo::from(e).into(),
@@ -750,10 +963,11 @@ impl SimpleQueryHandler for BrookHandler {
                     pgwire::api::copy::send_copy_in_response(client, r).await?;
                     client.set_state(PgWireConnectionState::CopyInProgress(false));
                     client.set_transaction_status(status);
+                    self.cancel.end();
                     return Ok(());
                 }
                 Response::CopyOut(r) => {
-                    if let Err(e) = send_copy_out(client, r).await {
+                    if let Err(e) = send_copy_out(client, r, &|| self.client_gone()).await {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(
                                 ErrorInfo::from(e).into(),
@@ -773,6 +987,7 @@ impl SimpleQueryHandler for BrookHandler {
                 Response::EmptyQuery | Response::CopyBoth(_) => {}
             }
         }
+        self.cancel.end();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         client
@@ -994,12 +1209,10 @@ impl ExtendedQueryHandler for BrookHandler {
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);
-        let token = self.cancel.begin();
-        let outcome = tokio::select! {
-            r = s.execute(stmt) => r.map_err(to_pg)?,
-            _ = token.cancelled() => return Err(to_pg(BrookError::Canceled)),
-        };
-        let notices = s.take_notices();
+        let timeout = s.timeout_setting("statement_timeout").map_err(to_pg)?;
+        let token = self.cancel.begin_with_timeout(timeout);
+        let (outcome, notices) =
+            execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
         drop(g);
         send_notices(client, notices).await?;
         // A cursor is also a protocol portal of the same name (clients Describe it).
@@ -1024,18 +1237,23 @@ impl ExtendedQueryHandler for BrookHandler {
         // at the end), which would hold a continuous query's rows back and never notice a
         // vanished client: without a row limit, send them here, flushing as they come, and
         // leave pgwire the CommandComplete. (With a row limit pgwire flushes at each suspend.)
-        match Self::respond(outcome, &|i| fmt.format_for(i), token)? {
-            Response::CopyOut(r) => {
-                let rows = send_copy_body(client, r).await?;
-                Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
-            }
-            Response::Query(mut q) if max_rows == 0 => {
-                let tag = q.command_tag().to_string();
-                let rows = send_data_rows(client, &mut q).await?;
-                Ok(Response::Execution(Tag::new(&tag).with_rows(rows)))
-            }
-            other => Ok(other),
-        }
+        let response =
+            match Self::respond(outcome, &|i| fmt.format_for(i), token, self.cancel.clone())? {
+                Response::CopyOut(r) => {
+                    let rows = send_copy_body(client, r, &|| self.client_gone()).await?;
+                    Response::Execution(Tag::new("COPY").with_rows(rows))
+                }
+                Response::Query(mut q) if max_rows == 0 => {
+                    let tag = q.command_tag().to_string();
+                    let rows = send_data_rows(client, &mut q, &|| self.client_gone()).await?;
+                    Response::Execution(Tag::new(&tag).with_rows(rows))
+                }
+                other => other,
+            };
+        // A portal executed with a row limit streams on through later Executes; the
+        // statement timeout covered this one.
+        self.cancel.end();
+        Ok(response)
     }
 }
 

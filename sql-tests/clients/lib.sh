@@ -1,8 +1,9 @@
-# Shared helpers for client tests: start_brook sets BROOK_PORT and BROOK_PID.
+# Shared helpers for client tests: start_brook [extra serve options] sets BROOK_PORT and
+# BROOK_PID.
 start_brook() {
   BROOK_DATA=$(mktemp -d)
   local out; out=$(mktemp)
-  "$BROOK_BIN" serve --listen 127.0.0.1:0 --data-dir "$BROOK_DATA" >"$out" 2>"$out.err" &
+  "$BROOK_BIN" serve --listen 127.0.0.1:0 --data-dir "$BROOK_DATA" "$@" >"$out" 2>"$out.err" &
   BROOK_PID=$!
   for _ in $(seq 1 200); do
     if grep -q "brook listening on" "$out"; then break; fi

@@ -34,7 +34,7 @@ INSERT 0 2
 A|5
 COMMIT" "$(cat /tmp/psql_cur.$$)" "continuous cursor"
 rm -f /tmp/psql_err.$$ /tmp/psql_cur.$$
-# TLS is not offered yet: sslmode=prefer falls back to plain, sslmode=require is refused cleanly
+# Without --tls-cert no TLS is offered: sslmode=prefer falls back to plain, sslmode=require is refused cleanly (test_tls.sh covers TLS)
 check "1" "$(PGSSLMODE=prefer "${P[@]}" -c "SELECT 1")" "sslmode=prefer"
 if PGSSLMODE=require "${P[@]}" -c "SELECT 1" 2>/tmp/psql_ssl.$$; then echo "sslmode=require connected without TLS"; exit 1; fi
 grep -qi 'ssl' /tmp/psql_ssl.$$ || { echo "psql: unexpected TLS refusal: $(cat /tmp/psql_ssl.$$)"; exit 1; }

@@ -140,6 +140,21 @@ impl BrookServer {
         client
     }
 
+    /// Connect with tokio-postgres, also handing back the connection's task: aborting it
+    /// makes the client vanish without a word.
+    pub async fn connect_vanishable(
+        &self,
+        db: &str,
+    ) -> (tokio_postgres::Client, tokio::task::JoinHandle<()>) {
+        let (client, conn) = tokio_postgres::connect(&self.conn_str(db), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (client, task)
+    }
+
     /// Kill with SIGKILL (no shutdown work at all) and wait for the process to be gone.
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -167,6 +182,34 @@ pub async fn count(c: &tokio_postgres::Client, rel: &str) -> i64 {
         .await
         .expect("count")
         .get(0)
+}
+
+/// The SQLSTATE of a failed statement (or what the error was, when the server sent none).
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| d.code().code().to_string())
+        .unwrap_or_else(|| format!("no db error: {e}"))
+}
+
+/// How many continuous queries run in the client's database.
+pub async fn running_queries(c: &tokio_postgres::Client) -> i64 {
+    c.query_one("SELECT count(*) FROM brook_continuous_queries()", &[])
+        .await
+        .expect("list queries")
+        .get(0)
+}
+
+/// `COPY ... FROM STDIN` of `data` in one message; the rows the server reports.
+pub async fn copy_in(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    data: &[u8],
+) -> Result<u64, tokio_postgres::Error> {
+    use futures::SinkExt;
+    let sink = client.copy_in::<_, std::io::Cursor<Vec<u8>>>(sql).await?;
+    futures::pin_mut!(sink);
+    sink.send(std::io::Cursor::new(data.to_vec())).await?;
+    sink.finish().await
 }
 
 /// Protocol mode of the sqllogictest adapter.

@@ -1,26 +1,19 @@
 //! Bad input at the protocol and data level: clear errors with the right SQLSTATE, nothing
 //! committed lost, and the server keeps serving other sessions.
 
-use brook_sql_tests::{brook_bin, count, BrookServer};
+use brook_sql_tests::{
+    brook_bin, copy_in, count, running_queries as running, sqlstate, BrookServer,
+};
 use futures::SinkExt;
 use std::io::Cursor;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn sqlstate(e: &tokio_postgres::Error) -> String {
-    e.as_db_error()
-        .map(|d| d.code().code().to_string())
-        .unwrap_or_else(|| format!("no db error: {e}"))
-}
 
 async fn copy(
     client: &tokio_postgres::Client,
     sql: &str,
     data: &str,
 ) -> Result<u64, tokio_postgres::Error> {
-    let sink = client.copy_in::<_, Cursor<Vec<u8>>>(sql).await?;
-    futures::pin_mut!(sink);
-    sink.send(Cursor::new(data.as_bytes().to_vec())).await?;
-    sink.finish().await
+    copy_in(client, sql, data.as_bytes()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -61,10 +54,17 @@ async fn bad_copy_rows_abort_the_copy_with_line_numbers() {
             "22P04",
             "unterminated CSV",
         ),
+        // PostgreSQL: a date with a field out of range is 22008, text that is no date 22007.
         (
             "COPY t FROM STDIN WITH (FORMAT csv)",
             "3,c,2026-13-45\n",
-            "22P02",
+            "22008",
+            "date/time field value out of range",
+        ),
+        (
+            "COPY t FROM STDIN WITH (FORMAT csv)",
+            "3,c,someday\n",
+            "22007",
             "invalid input syntax for type date",
         ),
         (
@@ -157,10 +157,7 @@ async fn client_vanishing_mid_copy_commits_nothing() {
         .await
         .expect("ddl");
     {
-        let (c2, conn) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        let task = tokio::spawn(conn);
+        let (c2, task) = server.connect_vanishable("brook").await;
         let sink = c2
             .copy_in::<_, Cursor<Vec<u8>>>("COPY s FROM STDIN")
             .await
@@ -186,14 +183,6 @@ async fn client_vanishing_mid_copy_commits_nothing() {
     );
 }
 
-/// Continuous queries running in the database.
-async fn running(c: &tokio_postgres::Client) -> i64 {
-    c.query_one("SELECT count(*) FROM brook_continuous_queries()", &[])
-        .await
-        .expect("list queries")
-        .get(0)
-}
-
 /// A reader of a continuous query that vanishes (a push over COPY, a cursor on a dropped
 /// connection) stops its query and frees its state; other sessions keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,10 +195,7 @@ async fn vanished_continuous_readers_stop_their_queries() {
     .await
     .expect("setup");
     {
-        let (c2, conn) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        let task = tokio::spawn(conn);
+        let (c2, task) = server.connect_vanishable("brook").await;
         let reader = tokio::spawn(async move {
             let stream = c2
                 .copy_out(
@@ -221,10 +207,7 @@ async fn vanished_continuous_readers_stop_their_queries() {
                 while let Some(Ok(_)) = futures::StreamExt::next(&mut stream).await {}
             }
         });
-        let (c3, conn3) = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        let task3 = tokio::spawn(conn3);
+        let (c3, task3) = server.connect_vanishable("brook").await;
         c3.batch_execute("BEGIN; DECLARE cur CURSOR FOR SELECT sym FROM ticks")
             .await
             .expect("declare");

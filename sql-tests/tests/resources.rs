@@ -1,0 +1,347 @@
+//! No client can take the server down or freeze it: statements past a limit answer with the
+//! limit's SQLSTATE, and while they run (or after they fail) a second client is served.
+//! Each test checks that the server is still up afterwards.
+
+use brook_sql_tests::{brook_bin, running_queries as running, sqlstate, BrookServer};
+use futures::SinkExt;
+use std::io::Cursor;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn still_serving(server: &BrookServer) {
+    let c = server.connect("brook").await;
+    let one: i32 = c.query_one("SELECT 1", &[]).await.expect("SELECT 1").get(0);
+    assert_eq!(one, 1);
+}
+
+/// Long chains of operators: 1,000 terms are fine (PostgreSQL too); past the parser's depth
+/// limit the answer is 54001. Either way the server stays up (1,000 terms used to overflow
+/// the stack and abort the process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_expressions_answer_or_get_54001() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    let sum = vec!["1"; 1000].join("+");
+    let n: i32 = c
+        .query_one(&format!("SELECT {sum}"), &[])
+        .await
+        .expect("1,000 terms")
+        .get(0);
+    assert_eq!(n, 1000);
+    let ors = (0..1500)
+        .map(|i| format!("x = {i}"))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    c.query(&format!("SELECT x FROM (VALUES (1)) t(x) WHERE {ors}"), &[])
+        .await
+        .expect("1,500 ORs");
+    let cat = vec!["'a'"; 1500].join("||");
+    c.query(&format!("SELECT {cat}"), &[])
+        .await
+        .expect("1,500 ||");
+    for deep in [
+        vec!["1"; 5000].join("+"),
+        (0..5000)
+            .map(|i| format!("{i} = 1"))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+        vec!["'a'"; 5000].join("||"),
+    ] {
+        let err = c
+            .query(&format!("SELECT {deep}"), &[])
+            .await
+            .expect_err("too deep");
+        assert_eq!(sqlstate(&err), "54001", "{err:?}");
+    }
+    still_serving(&server).await;
+}
+
+/// A 100,000-element IN list on one line parses in time linear in its length (it took a
+/// minute, stalling other clients).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_in_list_on_one_line() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    let list = (0..100_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let started = Instant::now();
+    let n: i64 = c
+        .query_one(
+            &format!("SELECT count(*) FROM generate_series(1, 10) g(x) WHERE x IN ({list})"),
+            &[],
+        )
+        .await
+        .expect("IN list")
+        .get(0);
+    assert_eq!(n, 10);
+    eprintln!("100 K-element IN list: {:?}", started.elapsed());
+    still_serving(&server).await;
+}
+
+/// A Parse naming `$99999999999` used to size a parameter list of 1.6 TB and abort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_parameter_number_is_refused() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    let err = c
+        .prepare("SELECT $99999999999")
+        .await
+        .expect_err("too many parameters");
+    assert_eq!(sqlstate(&err), "54023", "{err:?}");
+    still_serving(&server).await;
+}
+
+/// `max_connections` is enforced (53300) and shown; a freed slot is usable again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_connections_is_enforced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        BrookServer::start_on(dir.path(), &[("BROOK_MAX_CONNECTIONS", "4")]).expect("start");
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(server.connect("brook").await);
+    }
+    let shown: String = held[0]
+        .query_one("SHOW max_connections", &[])
+        .await
+        .expect("show")
+        .get(0);
+    assert_eq!(shown, "4");
+    let err = tokio_postgres::connect(&server.conn_str("brook"), tokio_postgres::NoTls)
+        .await
+        .err()
+        .expect("a fifth connection is refused");
+    assert_eq!(sqlstate(&err), "53300");
+    held.pop();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    still_serving(&server).await;
+}
+
+/// `statement_timeout` cancels a long statement with 57014, and while it runs another
+/// client's `SELECT 1` is answered (a CPU-bound query used to hold the threads serving
+/// every connection: 70 s for a new client's `SELECT 1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_and_a_second_client_during_a_heavy_query() {
+    let server = BrookServer::start();
+    let heavy = server.connect("brook").await;
+    heavy
+        .batch_execute("SET statement_timeout = '1500ms'")
+        .await
+        .expect("set");
+    let shown: String = heavy
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .expect("show")
+        .get(0);
+    assert_eq!(shown, "1500ms");
+    let started = Instant::now();
+    let run = tokio::spawn(async move {
+        heavy
+            .query(
+                "SELECT count(*) FROM generate_series(1, 200000) a(x) JOIN generate_series(1, 200000) b(y) ON a.x + b.y < 0",
+                &[],
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut worst = Duration::ZERO;
+    for _ in 0..5 {
+        let t = Instant::now();
+        still_serving(&server).await;
+        worst = worst.max(t.elapsed());
+    }
+    eprintln!("longest stall of a second client's connect + SELECT 1: {worst:?}");
+    assert!(
+        worst < Duration::from_secs(3),
+        "second client stalled {worst:?}"
+    );
+    let err = run.await.expect("task").expect_err("timed out");
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    let msg = err
+        .as_db_error()
+        .map(|d| d.message().to_string())
+        .unwrap_or_default();
+    assert!(msg.contains("statement timeout"), "{msg}");
+    eprintln!("statement timeout answered after {:?}", started.elapsed());
+    still_serving(&server).await;
+}
+
+/// `lock_timeout`: an idle open COPY holds its table's write lock; another writer waits at
+/// most `lock_timeout` and gets 55P03.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_timeout_bounds_the_wait_behind_an_open_copy() {
+    let server = BrookServer::start();
+    let a = server.connect("brook").await;
+    a.batch_execute("CREATE TABLE t (x int)")
+        .await
+        .expect("ddl");
+    let sink = a
+        .copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
+        .await
+        .expect("copy starts");
+    futures::pin_mut!(sink);
+    sink.send(Cursor::new(b"1\n".to_vec())).await.expect("send");
+    let b = server.connect("brook").await;
+    b.batch_execute("SET lock_timeout = '300ms'")
+        .await
+        .expect("set");
+    let err = b
+        .batch_execute("INSERT INTO t VALUES (2)")
+        .await
+        .expect_err("waits at most lock_timeout");
+    assert_eq!(sqlstate(&err), "55P03", "{err:?}");
+    assert_eq!(sink.finish().await.expect("copy ends"), 1);
+    b.batch_execute("INSERT INTO t VALUES (2)")
+        .await
+        .expect("now free");
+}
+
+/// A push query whose client vanished ends even though it never produces a row (it used to
+/// run until its next row found the socket closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_push_query_ends_when_its_client_vanishes() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE STREAM quiet (x int)")
+        .await
+        .expect("ddl");
+    let (c2, task) = server.connect_vanishable("brook").await;
+    let reader = tokio::spawn(async move {
+        let _ = c2.query("SELECT x FROM quiet EMIT CHANGES", &[]).await;
+    });
+    let mut n = 0;
+    for _ in 0..100 {
+        n = running(&c).await;
+        if n == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(n, 1, "the push query runs");
+    task.abort();
+    reader.abort();
+    let started = Instant::now();
+    while running(&c).await != 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the push query outlived its client"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!(
+        "silent push query ended {:?} after its client",
+        started.elapsed()
+    );
+}
+
+/// Invalid UTF-8 in a simple Query is refused with 22021 (it was stored as U+FFFD).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_in_a_query_is_22021() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE u (s text)")
+        .await
+        .expect("ddl");
+    let mut s = tokio::net::TcpStream::connect(&server.addr)
+        .await
+        .expect("tcp");
+    let params = b"user\0brook\0database\0brook\0\0";
+    let mut startup = Vec::new();
+    startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
+    startup.extend_from_slice(&196608i32.to_be_bytes());
+    startup.extend_from_slice(params);
+    s.write_all(&startup).await.expect("startup");
+    let mut buf = vec![0u8; 8192];
+    let mut seen = Vec::new();
+    while !seen.windows(6).any(|w| w == b"Z\0\0\0\x05I") {
+        let n = s.read(&mut buf).await.expect("read");
+        assert!(n > 0, "server closed during startup");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let sql = b"INSERT INTO u VALUES ('a\xff\xfeb')\0";
+    let mut q = vec![b'Q'];
+    q.extend_from_slice(&((4 + sql.len()) as i32).to_be_bytes());
+    q.extend_from_slice(sql);
+    s.write_all(&q).await.expect("query");
+    let mut reply = Vec::new();
+    while !reply.windows(5).any(|w| w == b"Z\0\0\0\x05") {
+        let n = s.read(&mut buf).await.expect("read");
+        assert!(n > 0, "server closed");
+        reply.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.contains("C22021"), "{text}");
+    let n: i64 = c
+        .query_one("SELECT count(*) FROM u", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(n, 0);
+}
+
+/// An empty password file is refused at startup (the empty password used to log in).
+#[test]
+fn an_empty_password_file_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pw = dir.path().join("pw");
+    std::fs::write(&pw, "\n").expect("write");
+    let out = std::process::Command::new(brook_bin())
+        .args(["serve", "--listen", "0.0.0.0:0", "--password-file"])
+        .arg(&pw)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .expect("run brook");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("empty"), "{err}");
+}
+
+/// Under a password every connection gets its own backend pid, so a cancel reaches the
+/// session it names (all used to get pid 100000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_connections_get_distinct_pids_and_cancel_reaches_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = BrookServer::start_on(dir.path(), &[("BROOK_PASSWORD", "s3cret")]).expect("start");
+    let conn = format!(
+        "host=127.0.0.1 port={} dbname=brook user=brook password=s3cret",
+        server.port()
+    );
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let (c, conn) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        clients.push(c);
+    }
+    // The first connection's cancel must reach it, though two connected after it (with one
+    // pid for all, the registry held only the last one's key).
+    let victim = clients.remove(0);
+    let token = victim.cancel_token();
+    let run = tokio::spawn(async move {
+        victim
+            .query(
+                "SELECT count(*) FROM generate_series(1, 200000) a(x) JOIN generate_series(1, 200000) b(y) ON a.x + b.y < 0",
+                &[],
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    token
+        .cancel_query(tokio_postgres::NoTls)
+        .await
+        .expect("cancel sent");
+    let err = run.await.expect("task").expect_err("cancelled");
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    for c in &clients {
+        let one: i32 = c
+            .query_one("SELECT 1", &[])
+            .await
+            .expect("others unaffected")
+            .get(0);
+        assert_eq!(one, 1);
+    }
+}
