@@ -122,6 +122,11 @@ fn main() -> anyhow::Result<()> {
     }
     // Connections are served here; statements run on brook::runtime::statements(). Both
     // get stacks deep enough for the deepest expression the parser admits.
+    // A panic is logged as one line (tokio keeps the server running; the task that panicked
+    // ends, see brook::wire::serve_connection).
+    std::panic::set_hook(Box::new(|info| {
+        tracing::error!(panic = %info, "a task panicked");
+    }));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(brook::runtime::THREAD_STACK_BYTES)
@@ -144,16 +149,6 @@ fn half_of_memory() -> usize {
         })
         .unwrap_or(8 << 20);
     total_kib * 1024 / 2
-}
-
-/// The socket, and a non-blocking duplicate of it (same connection) for peeking.
-fn split_peer(
-    socket: tokio::net::TcpStream,
-) -> std::io::Result<(tokio::net::TcpStream, std::net::TcpStream)> {
-    let std = socket.into_std()?;
-    let peer = std.try_clone()?;
-    peer.set_nonblocking(true)?;
-    Ok((tokio::net::TcpStream::from_std(std)?, peer))
 }
 
 /// The TLS acceptor of `--tls-cert` / `--tls-key` (rustls, TLS 1.2 and 1.3).
@@ -250,22 +245,12 @@ async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> 
                         continue;
                     }
                 };
-                let _ = socket.set_nodelay(true);
-                // A duplicate of the socket, only peeked at, tells when the client is gone.
-                let (socket, probe) = match split_peer(socket) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not set up the connection");
-                        continue;
-                    }
-                };
-                let handlers = front.connection(Some(probe));
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, tls, handlers).await {
-                        tracing::debug!(%peer, error = %e, "connection ended with error");
-                    }
-                });
+                tokio::spawn(brook::wire::serve_connection(
+                    front.clone(),
+                    socket,
+                    peer,
+                    tls.clone(),
+                ));
             }
         }
     }

@@ -46,6 +46,8 @@ pub struct BrookServer {
     pub addr: String,
     /// Its data directory.
     pub data_dir: PathBuf,
+    /// What it wrote to stderr so far (also echoed to the test's stderr).
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -100,10 +102,15 @@ impl BrookServer {
         };
         // Keep draining stdout so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
             std::thread::spawn(move || {
                 for l in BufReader::new(stderr).lines().map_while(Result::ok) {
                     eprintln!("[brook] {l}");
+                    if let Ok(mut g) = log.lock() {
+                        g.push(l);
+                    }
                 }
             });
         }
@@ -111,6 +118,7 @@ impl BrookServer {
             child: Some(child),
             addr,
             data_dir: data_dir.to_path_buf(),
+            log,
             _tmp: None,
         })
     }
@@ -162,6 +170,13 @@ impl BrookServer {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// Pid of the process.

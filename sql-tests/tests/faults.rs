@@ -164,3 +164,64 @@ async fn orphan_directories_are_kept_and_never_reused() {
     );
     assert!(dir.path().join("relations/6/data.log").exists());
 }
+
+/// A full disk (a 16 MiB tmpfs as the data directory): the statement that does not fit
+/// fails with 53100, every acknowledged row stays (also after `kill -9` and a restart), and
+/// once space is freed writes work again. Needs root to mount; CI runs as root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_the_statement_and_keeps_committed_rows() {
+    let mnt = tempfile::tempdir().expect("tempdir");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(mnt.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        mounted,
+        "cannot mount a tmpfs (this test needs root, as CI has)"
+    );
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.path());
+    let dir = mnt.path().join("data");
+    let mut server = BrookServer::start_on(&dir, &[]).expect("start");
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE big (id int, pad text)")
+        .await
+        .expect("ddl");
+    let mut acked = 0i64;
+    let mut code = String::new();
+    for i in 0..200 {
+        let sql = format!(
+            "INSERT INTO big SELECT g, repeat('y', 200) FROM generate_series({}, {}) AS t(g)",
+            i * 5000,
+            i * 5000 + 4999
+        );
+        match c.batch_execute(&sql).await {
+            Ok(()) => acked += 5000,
+            Err(e) => {
+                code = brook_sql_tests::sqlstate(&e);
+                break;
+            }
+        }
+    }
+    assert_eq!(code, "53100", "the statement that did not fit");
+    assert!(acked > 0);
+    assert_eq!(count(&c, "big").await, acked);
+    server.kill9();
+    let server = BrookServer::start_on(&dir, &[]).expect("restart on the full disk");
+    let c = server.connect("brook").await;
+    assert_eq!(
+        count(&c, "big").await,
+        acked,
+        "acknowledged rows after restart"
+    );
+    c.batch_execute("TRUNCATE big; INSERT INTO big VALUES (1, 'again')")
+        .await
+        .expect("space freed: writes work again");
+    assert_eq!(count(&c, "big").await, 1);
+}
