@@ -352,10 +352,20 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         }
         DataFusionError::Plan(m) | DataFusionError::Execution(m) => classify_message(&m),
         DataFusionError::Configuration(m) => BrookError::UndefinedObject(clean(&m)),
-        DataFusionError::ResourcesExhausted(m) => BrookError::out_of_memory(format!(
-            "out of memory: {} (raise --memory-limit or make the query need less)",
-            clean(&m)
-        )),
+        DataFusionError::ResourcesExhausted(m) => {
+            // "Additional allocation failed for <operator> with top memory consumers ...":
+            // name the operator, leave out the pool's bookkeeping.
+            let first = clean(&m);
+            let what = first
+                .split(" with top memory consumers")
+                .next()
+                .unwrap_or(&first)
+                .trim_end_matches(':')
+                .to_string();
+            BrookError::out_of_memory(format!(
+                "out of memory: {what} (the server's memory for queries is used up; raise --memory-limit or make the query need less)"
+            ))
+        }
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }

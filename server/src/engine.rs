@@ -213,6 +213,7 @@ impl Engine {
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
+        crate::size_limits::register(&ctx);
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::mode::udaf());
         crate::functions::register_relkind(&ctx, catalog.clone());

@@ -7,6 +7,8 @@
 //! - [`cancellable`]: cancellation checked inside DataFusion plans (at their leaves).
 //! - [`engine`]: data directory, catalog and one DataFusion context per database.
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
+//! - [`size_limits`]: `repeat`/`lpad`/`rpad` bounded to PostgreSQL's 1 GB field size.
+//! - [`idle`]: `idle_in_transaction_session_timeout` (idle in a block or an open COPY).
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
 //! - [`repair`]: `brook repair`, which inspects and (when told) fixes a data directory.
 //! - [`runtime`]: the runtime statements run on, apart from connection I/O.
@@ -33,11 +35,13 @@ pub mod encode;
 pub mod engine;
 pub mod fast_text;
 pub mod functions;
+pub mod idle;
 pub mod mode;
 pub mod nexmark;
 pub mod repair;
 pub mod runtime;
 pub mod session;
+pub mod size_limits;
 pub mod storage;
 pub mod synopses;
 pub mod table;

@@ -64,7 +64,19 @@ pub async fn serve_connection(
     };
     let plain = tls.is_none();
     let handlers = front.connection(Some(probe));
+    let watchdog = match last_word.try_clone() {
+        Ok(socket) => Some(tokio::spawn(idle_watchdog(
+            handlers.idle_watch(),
+            socket,
+            peer,
+            plain,
+        ))),
+        Err(_) => None,
+    };
     let served = tokio::spawn(pgwire::tokio::process_socket(socket, tls, handlers)).await;
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     match served {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "connection ended with error"),
@@ -81,6 +93,35 @@ pub async fn serve_connection(
             }
         }
         Err(e) => tracing::debug!(%peer, error = %e, "connection task ended"),
+    }
+}
+
+/// Ends a connection that stays idle inside a transaction block or an open COPY past its
+/// `idle_in_transaction_session_timeout`: FATAL 25P03 (on a plain connection), then the
+/// socket is shut down, so pgwire's loop ends and the session (and an open COPY's write
+/// lock) is released.
+async fn idle_watchdog(
+    watch: Arc<crate::idle::IdleWatch>,
+    socket: std::net::TcpStream,
+    peer: std::net::SocketAddr,
+    plain: bool,
+) {
+    loop {
+        tokio::time::sleep(crate::idle::CHECK_EVERY).await;
+        if watch.expired() {
+            tracing::info!(%peer, "terminating connection due to idle-in-transaction timeout");
+            if plain {
+                let _ = std::io::Write::write_all(
+                    &mut &socket,
+                    &fatal_response(
+                        "25P03",
+                        "terminating connection due to idle-in-transaction timeout",
+                    ),
+                );
+            }
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+            return;
+        }
     }
 }
 
@@ -195,6 +236,7 @@ impl Front {
             pid: std::sync::Mutex::new(None),
             max_connections: self.startup.max_connections,
             peer,
+            idle: Arc::default(),
         });
         ConnHandlers {
             handler,
@@ -224,6 +266,13 @@ pub struct BrookCancel {
 impl CancelHandler for BrookCancel {
     async fn on_cancel_request(&self, request: pgwire::messages::cancel::CancelRequest) {
         self.registry.cancel(request.pid, &request.secret_key);
+    }
+}
+
+impl ConnHandlers {
+    /// What the connection is doing, for its idle watchdog.
+    pub fn idle_watch(&self) -> Arc<crate::idle::IdleWatch> {
+        self.handler.idle.clone()
     }
 }
 
@@ -546,6 +595,8 @@ pub struct BrookHandler {
     /// A second handle on the client's socket, only peeked at (never read): tells when the
     /// client has gone while a statement waits for rows.
     peer: Option<std::net::TcpStream>,
+    /// What the connection is doing, for `idle_in_transaction_session_timeout`.
+    idle: Arc<crate::idle::IdleWatch>,
 }
 
 impl Drop for BrookHandler {
@@ -599,6 +650,27 @@ impl BrookHandler {
             Ok(0) => true,
             Ok(_) => false,
             Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+
+    /// The session's `idle_in_transaction_session_timeout` (None when off).
+    async fn idle_limit(&self) -> Option<std::time::Duration> {
+        let g = self.session.lock().await;
+        g.as_ref()
+            .and_then(|s| {
+                s.timeout_setting("idle_in_transaction_session_timeout")
+                    .ok()
+            })
+            .flatten()
+    }
+
+    /// Note a response's effect on the transaction block (for the idle watchdog).
+    fn note_response(&self, r: &Response) {
+        match r {
+            Response::TransactionStart(_) => self.idle.set_block(true),
+            Response::TransactionEnd(_) => self.idle.set_block(false),
+            Response::CopyIn(_) => self.idle.set_copy(true),
+            _ => {}
         }
     }
 
@@ -944,6 +1016,7 @@ impl SimpleQueryHandler for BrookHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let mut status = client.transaction_status();
+        self.idle.busy();
         client.set_state(PgWireConnectionState::QueryInProgress);
         let stmts = match check_query_text(&query.query)
             .and_then(|()| brook_planner::parse_sql(&query.query))
@@ -951,6 +1024,7 @@ impl SimpleQueryHandler for BrookHandler {
             Ok(s) => s,
             Err(e) => {
                 client.set_state(PgWireConnectionState::ReadyForQuery);
+                self.idle.idle(self.idle_limit().await);
                 return Err(to_pg(e));
             }
         };
@@ -1005,6 +1079,7 @@ impl SimpleQueryHandler for BrookHandler {
                     break;
                 }
             };
+            self.note_response(&outcome);
             match outcome {
                 Response::Query(q) => {
                     if let Err(e) = send_rows(client, q, &|| self.client_gone()).await {
@@ -1041,6 +1116,7 @@ impl SimpleQueryHandler for BrookHandler {
                     client.set_state(PgWireConnectionState::CopyInProgress(false));
                     client.set_transaction_status(status);
                     self.cancel.end();
+                    self.idle.idle(self.idle_limit().await);
                     return Ok(());
                 }
                 Response::CopyOut(r) => {
@@ -1065,6 +1141,7 @@ impl SimpleQueryHandler for BrookHandler {
             }
         }
         self.cancel.end();
+        self.idle.idle(self.idle_limit().await);
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
         client
@@ -1330,6 +1407,8 @@ impl ExtendedQueryHandler for BrookHandler {
         // A portal executed with a row limit streams on through later Executes; the
         // statement timeout covered this one.
         self.cancel.end();
+        self.note_response(&response);
+        self.idle.idle(self.idle_limit().await);
         Ok(response)
     }
 }
@@ -1412,11 +1491,20 @@ impl CopyHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.idle.busy();
         let mut g = self.session.lock().await;
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(BrookError::Protocol("COPY data without a session".into())))?;
         let r = s.copy_data(&copy_data.data).await.map_err(to_pg);
+        let limit = s
+            .timeout_setting("idle_in_transaction_session_timeout")
+            .ok()
+            .flatten();
+        self.idle.idle(limit);
+        if r.is_err() {
+            self.idle.set_copy(false);
+        }
         if r.is_err() && matches!(client.state(), PgWireConnectionState::CopyInProgress(false)) {
             client.set_state(PgWireConnectionState::ReadyForQuery);
         }
@@ -1429,6 +1517,7 @@ impl CopyHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.idle.set_copy(false);
         let n = {
             let mut g = self.session.lock().await;
             let s = g
@@ -1450,6 +1539,7 @@ impl CopyHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        self.idle.set_copy(false);
         if let Some(s) = self.session.lock().await.as_mut() {
             s.copy_fail();
         }

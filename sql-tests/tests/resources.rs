@@ -345,3 +345,94 @@ async fn scram_connections_get_distinct_pids_and_cancel_reaches_one() {
         assert_eq!(one, 1);
     }
 }
+
+/// A query needing more memory than `--memory-limit` gets 53200 and the server stays up
+/// (an unbounded `array_agg` used to take the machine's memory); a value larger than
+/// PostgreSQL's 1 GB field limit is 54000 before it is allocated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_limits_answer_with_their_sqlstate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        BrookServer::start_on(dir.path(), &[("BROOK_MEMORY_LIMIT", "200000000")]).expect("start");
+    let c = server.connect("brook").await;
+    let err = c
+        .query(
+            "SELECT cardinality(array_agg(repeat('x', 1000) || x)) FROM generate_series(1, 5000000) g(x)",
+            &[],
+        )
+        .await
+        .expect_err("over the memory limit");
+    assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    let err = c
+        .query("SELECT length(repeat('x', 2147483647))", &[])
+        .await
+        .expect_err("over the field size");
+    assert_eq!(sqlstate(&err), "54000", "{err:?}");
+    still_serving(&server).await;
+}
+
+/// Under a password an unknown database is not told before authentication: a wrong
+/// password is 28P01 whatever the database; with the right one the database is 3D000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_database_information_before_authentication() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = BrookServer::start_on(dir.path(), &[("BROOK_PASSWORD", "s3cret")]).expect("start");
+    let base = format!("host=127.0.0.1 port={} user=brook", server.port());
+    for db in ["brook", "nosuchdb"] {
+        let err = tokio_postgres::connect(
+            &format!("{base} dbname={db} password=wrong"),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .err()
+        .expect("wrong password");
+        assert_eq!(sqlstate(&err), "28P01", "{db}: {err:?}");
+    }
+    let (c, conn) = tokio_postgres::connect(
+        &format!("{base} dbname=nosuchdb password=s3cret"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("authenticated");
+    tokio::spawn(conn);
+    let err = c
+        .query("SELECT 1", &[])
+        .await
+        .expect_err("no such database");
+    assert_eq!(sqlstate(&err), "3D000", "{err:?}");
+}
+
+/// `idle_in_transaction_session_timeout`: a client idle inside an open COPY past the limit
+/// is disconnected (25P03) and the table's write lock is released; the rows of the COPY are
+/// not committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_open_copy_is_ended_by_the_idle_timeout() {
+    let server = BrookServer::start();
+    let a = server.connect("brook").await;
+    a.batch_execute("CREATE TABLE t (x int); SET idle_in_transaction_session_timeout = '300ms'")
+        .await
+        .expect("setup");
+    let sink = a
+        .copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
+        .await
+        .expect("copy starts");
+    futures::pin_mut!(sink);
+    sink.send(Cursor::new(b"1\n".to_vec())).await.expect("send");
+    let b = server.connect("brook").await;
+    // Without lock_timeout this waits for the lock, which the idle COPY gives up.
+    let started = Instant::now();
+    b.batch_execute("INSERT INTO t VALUES (2)")
+        .await
+        .expect("the lock is released");
+    eprintln!("the idle COPY was ended after {:?}", started.elapsed());
+    assert!(
+        sink.finish().await.is_err(),
+        "the idle connection was ended"
+    );
+    let n: i64 = b
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(n, 1, "only the INSERT's row");
+}
