@@ -8,8 +8,9 @@ use crate::engine::SERVER_VERSION;
 use crate::session::Settings;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::logical_expr::{create_udf, ColumnarValue, Expr, Volatility};
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use std::sync::Arc;
@@ -36,6 +37,64 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udwf(f);
     }
     ctx.register_udf(brook_planner::window_start::window_start_function());
+    for (name, inner) in [
+        (
+            "generate_series",
+            Arc::new(datafusion::functions_table::generate_series::GenerateSeriesFunc {})
+                as Arc<dyn TableFunctionImpl>,
+        ),
+        (
+            "range",
+            Arc::new(datafusion::functions_table::generate_series::RangeFunc {}),
+        ),
+    ] {
+        ctx.register_udtf(name, Arc::new(WidenedIntegers { inner }));
+    }
+}
+
+/// `generate_series` / `range` taking integer arguments of any width, and parameters.
+/// DataFusion's accept only 64-bit integer literals, but a client's bound parameter is often
+/// a `smallint` or `integer` (psycopg binds a small Python int as int2), and a prepared
+/// statement is described before it is bound, so `generate_series(1, $1)` failed (42601).
+#[derive(Debug)]
+struct WidenedIntegers {
+    inner: Arc<dyn TableFunctionImpl>,
+}
+
+impl TableFunctionImpl for WidenedIntegers {
+    fn call_with_args(
+        &self,
+        args: TableFunctionArgs<'_, '_>,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let widened: Vec<Expr> = args
+            .exprs()
+            .iter()
+            .map(|e| match e {
+                Expr::Literal(v, meta) => {
+                    let wide = match v {
+                        ScalarValue::Int8(x) => Some(x.map(i64::from)),
+                        ScalarValue::Int16(x) => Some(x.map(i64::from)),
+                        ScalarValue::Int32(x) => Some(x.map(i64::from)),
+                        ScalarValue::UInt8(x) => Some(x.map(i64::from)),
+                        ScalarValue::UInt16(x) => Some(x.map(i64::from)),
+                        ScalarValue::UInt32(x) => Some(x.map(i64::from)),
+                        _ => None,
+                    };
+                    match wide {
+                        Some(w) => Expr::Literal(ScalarValue::Int64(w), meta.clone()),
+                        None => e.clone(),
+                    }
+                }
+                // Describing a prepared statement plans it before its parameters are
+                // bound (Brook binds them into the statement's text when it runs): any
+                // integer stands in, the output's shape does not depend on it.
+                Expr::Placeholder(_) => Expr::Literal(ScalarValue::Int64(Some(0)), None),
+                other => other.clone(),
+            })
+            .collect();
+        self.inner
+            .call_with_args(TableFunctionArgs::new(&widened, args.session()))
+    }
 }
 
 /// Register the session-bound functions: `current_user`, `session_user`, `current_role`

@@ -392,3 +392,38 @@ fn non_loopback_without_password_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("without a password"), "{err}");
 }
+
+/// `generate_series(1, $1)` with a `smallint` or `integer` parameter (psycopg binds a small
+/// Python int as int2): DataFusion's table function took only 64-bit literals (42601).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_series_takes_integer_parameters_of_any_width() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    // Typed as the client declares them (as psycopg does).
+    let series = c
+        .prepare_typed(
+            "SELECT count(*) FROM generate_series(1, $1) g(x)",
+            &[tokio_postgres::types::Type::INT2],
+        )
+        .await
+        .expect("prepare with an int2 parameter");
+    let n: i64 = c
+        .query_one(&series, &[&5i16])
+        .await
+        .expect("int2 parameter")
+        .get(0);
+    assert_eq!(n, 5);
+    let range = c
+        .prepare_typed(
+            "SELECT count(*) FROM range($1, 10) g(x)",
+            &[tokio_postgres::types::Type::INT4],
+        )
+        .await
+        .expect("prepare with an int4 parameter");
+    let n: i64 = c
+        .query_one(&range, &[&4i32])
+        .await
+        .expect("int4 parameter")
+        .get(0);
+    assert_eq!(n, 6);
+}
