@@ -1,7 +1,7 @@
 //! Arrow values to PostgreSQL's text and binary wire formats.
 //!
 //! Written here rather than taken from `arrow-pg` because that crate is tied to an older
-//! pgwire (see README, "Dependencies"); and PostgreSQL's exact text output (floats, intervals,
+//! pgwire (see docs/development.md, "Dependencies"); and PostgreSQL's exact text output (floats, intervals,
 //! timestamps) must match byte for byte for clients and differential tests.
 //!
 //! Hot path: a batch is viewed once per column ([`ColumnView`]), then rows are written

@@ -214,6 +214,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
         crate::size_limits::register(&ctx);
+        crate::sum_numeric::register(&ctx);
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::mode::udaf());
         crate::functions::register_relkind(&ctx, catalog.clone());

@@ -21,6 +21,7 @@
 //! - [`encode`]: Arrow values to PostgreSQL text and binary formats.
 //! - [`types`]: PostgreSQL column types and their Arrow representation.
 //! - [`functions`]: SQL functions added for PostgreSQL clients.
+//! - [`sum_numeric`]: `sum(bigint)` as `numeric`, as PostgreSQL (no wrap-around).
 //! - [`synopses`]: `brook_synopses()`, the status report of the database's synopses.
 //! - [`nexmark`]: the built-in Nexmark generator, `nexmark(kind, events [, rate])`.
 
@@ -43,6 +44,7 @@ pub mod runtime;
 pub mod session;
 pub mod size_limits;
 pub mod storage;
+pub mod sum_numeric;
 pub mod synopses;
 pub mod table;
 pub mod types;
