@@ -515,6 +515,9 @@ fn check_query_text(sql: &str) -> Result<(), BrookError> {
     Ok(())
 }
 
+/// Largest row limit of an Execute (a client's fetch size); see `do_query`.
+const MAX_EXECUTE_ROWS: usize = 1_000_000;
+
 /// Most parameters a statement may have (the protocol's 16-bit count, as PostgreSQL).
 const MAX_PARAMETERS: usize = 65_535;
 
@@ -1353,6 +1356,16 @@ impl ExtendedQueryHandler for BrookHandler {
         let Some(stmt) = portal.statement.statement.stmt.clone() else {
             return Ok(Response::EmptyQuery);
         };
+        if max_rows > MAX_EXECUTE_ROWS {
+            // pgwire sizes a buffer for the whole row limit up front: an absurd limit in an
+            // Execute would allocate tens of gigabytes and abort the server.
+            return Err(to_pg(BrookError::Limit {
+                message: format!(
+                    "an Execute row limit of {max_rows} is too large: at most {MAX_EXECUTE_ROWS} rows per Execute (0 fetches all rows)"
+                ),
+                code: "54000",
+            }));
+        }
         if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
             return Err(to_pg(BrookError::InFailedTransaction));
         }

@@ -427,3 +427,54 @@ async fn generate_series_takes_integer_parameters_of_any_width() {
         .get(0);
     assert_eq!(n, 6);
 }
+
+/// Binary COPY applies the same checks as text: a too-long varchar is 22001, PostgreSQL's
+/// infinite timestamp 22008, a boolean byte other than 0/1 is refused, and a uuid's 16 bytes
+/// are stored as the uuid (they were stored raw, or as garbage, or wrapped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_copy_checks_its_values() {
+    fn file(fields: &[&[u8]]) -> Vec<u8> {
+        let mut d = b"PGCOPY\n\xff\r\n\x00".to_vec();
+        d.extend_from_slice(&[0u8; 8]);
+        d.extend_from_slice(&(fields.len() as i16).to_be_bytes());
+        for f in fields {
+            d.extend_from_slice(&(f.len() as i32).to_be_bytes());
+            d.extend_from_slice(f);
+        }
+        d.extend_from_slice(&(-1i16).to_be_bytes());
+        d
+    }
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute(
+        "CREATE TABLE v (s varchar(3)); CREATE TABLE ts (t timestamp); CREATE TABLE b (x boolean); CREATE TABLE u (id uuid)",
+    )
+    .await
+    .expect("ddl");
+    let bin = "WITH (FORMAT binary)";
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("v", file(&[b"abcdef"]), "22001"),
+        ("ts", file(&[&i64::MAX.to_be_bytes()]), "22008"),
+        ("b", file(&[&[2u8]]), "22P04"),
+    ];
+    for (table, data, code) in cases {
+        let err = copy_in(&c, &format!("COPY {table} FROM STDIN {bin}"), &data)
+            .await
+            .expect_err("refused");
+        assert_eq!(sqlstate(&err), code, "{table}: {err:?}");
+        assert_eq!(count(&c, table).await, 0);
+    }
+    let id: [u8; 16] = [
+        0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
+        0xef,
+    ];
+    copy_in(&c, &format!("COPY u FROM STDIN {bin}"), &file(&[&id]))
+        .await
+        .expect("uuid");
+    let text: String = c
+        .query_one("SELECT CAST(id AS text) FROM u", &[])
+        .await
+        .expect("read")
+        .get(0);
+    assert_eq!(text, "12345678-9abc-def0-0123-456789abcdef");
+}
