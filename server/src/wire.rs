@@ -515,7 +515,7 @@ fn check_query_text(sql: &str) -> Result<(), BrookError> {
     Ok(())
 }
 
-/// Largest row limit of an Execute (a client's fetch size); see `do_query`.
+/// Largest row limit of an Execute (a client's fetch size); see `on_execute`.
 const MAX_EXECUTE_ROWS: usize = 1_000_000;
 
 /// Most parameters a statement may have (the protocol's 16-bit count, as PostgreSQL).
@@ -1281,6 +1281,32 @@ impl ExtendedQueryHandler for BrookHandler {
         self.parser.clone()
     }
 
+    /// Every Execute's row limit is checked before pgwire acts on it: pgwire sizes a buffer
+    /// for the whole limit up front, also when it resumes a suspended portal without asking
+    /// `do_query`, so an absurd limit allocated tens of gigabytes and aborted the server.
+    async fn on_execute<C>(
+        &self,
+        client: &mut C,
+        message: pgwire::messages::extendedquery::Execute,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        if max_rows > MAX_EXECUTE_ROWS {
+            return Err(to_pg(BrookError::Limit {
+                message: format!(
+                    "an Execute row limit of {max_rows} is too large: at most {MAX_EXECUTE_ROWS} rows per Execute (0 fetches all rows)"
+                ),
+                code: "54000",
+            }));
+        }
+        self._on_execute(client, message).await
+    }
+
     async fn do_describe_statement<C>(
         &self,
         client: &mut C,
@@ -1356,16 +1382,6 @@ impl ExtendedQueryHandler for BrookHandler {
         let Some(stmt) = portal.statement.statement.stmt.clone() else {
             return Ok(Response::EmptyQuery);
         };
-        if max_rows > MAX_EXECUTE_ROWS {
-            // pgwire sizes a buffer for the whole row limit up front: an absurd limit in an
-            // Execute would allocate tens of gigabytes and abort the server.
-            return Err(to_pg(BrookError::Limit {
-                message: format!(
-                    "an Execute row limit of {max_rows} is too large: at most {MAX_EXECUTE_ROWS} rows per Execute (0 fetches all rows)"
-                ),
-                code: "54000",
-            }));
-        }
         if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
             return Err(to_pg(BrookError::InFailedTransaction));
         }

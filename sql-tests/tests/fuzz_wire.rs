@@ -289,7 +289,23 @@ async fn an_execute_with_a_huge_row_limit_is_refused() {
         assert!(n > 0, "closed during startup");
         seen.extend_from_slice(&buf[..n]);
     }
+    // A first Execute suspends the portal after 10 rows; the second resumes it with the
+    // absurd limit (pgwire resumes without asking Brook's do_query).
+    let mut named = cstr("p");
+    named.extend(cstr(""));
+    named.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+    let mut resume = cstr("p");
+    resume.extend_from_slice(&0x5300_0000i32.to_be_bytes());
     let body = [
+        parse("", "SELECT x FROM generate_series(1, 100) g(x)", &[]),
+        msg(b'B', &named),
+        {
+            let mut first = cstr("p");
+            first.extend_from_slice(&10i32.to_be_bytes());
+            msg(b'E', &first)
+        },
+        msg(b'E', &resume),
+        sync(),
         parse("", "SELECT 1", &[]),
         bind(&[], &[], &[]),
         execute_limited(0x5300_0000),
@@ -298,13 +314,13 @@ async fn an_execute_with_a_huge_row_limit_is_refused() {
     .concat();
     s.write_all(&body).await.expect("send");
     let mut reply = Vec::new();
-    while !reply.windows(5).any(|w| w == b"Z\0\0\0\x05") {
+    while reply.windows(5).filter(|w| *w == b"Z\0\0\0\x05").count() < 2 {
         let n = s.read(&mut buf).await.expect("read");
         assert!(n > 0, "the server closed the connection");
         reply.extend_from_slice(&buf[..n]);
     }
     let text = String::from_utf8_lossy(&reply);
-    assert!(text.contains("C54000"), "{text:?}");
+    assert_eq!(text.matches("C54000").count(), 2, "{text:?}");
     assert!(server.alive(), "the server is up");
     let c = server.connect("brook").await;
     let one: i32 = c.query_one("SELECT 1", &[]).await.expect("alive").get(0);
