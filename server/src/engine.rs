@@ -213,7 +213,7 @@ impl Engine {
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::functions::register(&ctx);
-        crate::size_limits::register(&ctx);
+        crate::checked_functions::register(&ctx);
         crate::sum_numeric::register(&ctx);
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::mode::udaf());

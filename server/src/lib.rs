@@ -5,9 +5,9 @@
 //! - [`session`]: one connection's state and the execution of every statement kind.
 //! - [`cancel`]: CancelRequest handling (per-statement cancellation tokens).
 //! - [`cancellable`]: cancellation checked inside DataFusion plans (at their leaves).
+//! - [`checked_functions`]: `repeat`/`lpad`/`rpad` bounded to 1 GB, `to_timestamp` range-checked.
 //! - [`engine`]: data directory, catalog and one DataFusion context per database.
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
-//! - [`size_limits`]: `repeat`/`lpad`/`rpad` bounded to PostgreSQL's 1 GB field size.
 //! - [`idle`]: `idle_in_transaction_session_timeout` (idle in a block or an open COPY).
 //! - [`storage`]: per-relation append-only logs of Arrow IPC batches with commit records.
 //! - [`repair`]: `brook repair`, which inspects and (when told) fixes a data directory.
@@ -28,6 +28,7 @@
 pub mod cancel;
 pub mod cancellable;
 pub mod catalog;
+pub mod checked_functions;
 pub mod continuous;
 pub mod copy;
 pub mod count_window;
@@ -42,7 +43,6 @@ pub mod nexmark;
 pub mod repair;
 pub mod runtime;
 pub mod session;
-pub mod size_limits;
 pub mod storage;
 pub mod sum_numeric;
 pub mod synopses;
