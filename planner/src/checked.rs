@@ -116,9 +116,18 @@ fn check_float_overflow(
             out.as_primitive::<Float64Type>().values(),
             &|i| out.is_valid(i),
         ),
-        DataType::Float32 => infinite_from_finite(&widen32(l), &widen32(r), &widen32(out), &|i| {
-            out.is_valid(i)
-        }),
+        // Widened only when the result holds an infinity at all (rare), not per batch.
+        DataType::Float32
+            if out
+                .as_primitive::<Float32Type>()
+                .values()
+                .iter()
+                .any(|v| v.is_infinite()) =>
+        {
+            infinite_from_finite(&widen32(l), &widen32(r), &widen32(out), &|i| {
+                out.is_valid(i)
+            })
+        }
         _ => false,
     };
     if overflow {

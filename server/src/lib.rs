@@ -6,6 +6,7 @@
 //! - [`cancel`]: CancelRequest handling (per-statement cancellation tokens).
 //! - [`cancellable`]: cancellation checked inside DataFusion plans (at their leaves).
 //! - [`checked_functions`]: `repeat`/`lpad`/`rpad` bounded to 1 GB, `to_timestamp` range-checked.
+//! - [`connection`]: one connection's life around pgwire's loop (gone-client handle, idle watchdog, panic containment).
 //! - [`engine`]: data directory, catalog and one DataFusion context per database.
 //! - [`catalog`]: the persistent catalog (JSON, replaced atomically).
 //! - [`idle`]: `idle_in_transaction_session_timeout` (idle in a block or an open COPY).
@@ -29,6 +30,7 @@ pub mod cancel;
 pub mod cancellable;
 pub mod catalog;
 pub mod checked_functions;
+pub mod connection;
 pub mod continuous;
 pub mod copy;
 pub mod count_window;

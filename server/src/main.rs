@@ -245,7 +245,7 @@ async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> 
                         continue;
                     }
                 };
-                tokio::spawn(brook::wire::serve_connection(
+                tokio::spawn(brook::connection::serve_connection(
                     front.clone(),
                     socket,
                     peer,

@@ -227,6 +227,37 @@ pub async fn copy_in(
     sink.finish().await
 }
 
+/// A StartupMessage (protocol 3.0) for role and database `brook`.
+pub fn startup_message() -> Vec<u8> {
+    let params = b"user\0brook\0database\0brook\0\0";
+    let mut m = Vec::new();
+    m.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
+    m.extend_from_slice(&196608i32.to_be_bytes());
+    m.extend_from_slice(params);
+    m
+}
+
+/// Read from `s` until `reply` holds `n` ReadyForQuery messages (panics if the server
+/// closes first).
+pub async fn read_until_ready(s: &mut tokio::net::TcpStream, reply: &mut Vec<u8>, n: usize) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 8192];
+    while reply.windows(5).filter(|w| *w == b"Z\0\0\0\x05").count() < n {
+        let got = s.read(&mut buf).await.expect("read");
+        assert!(got > 0, "the server closed the connection");
+        reply.extend_from_slice(&buf[..got]);
+    }
+}
+
+/// A raw protocol connection, past startup (for tests that send hand-made messages).
+pub async fn raw_session(addr: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("tcp");
+    s.write_all(&startup_message()).await.expect("startup");
+    read_until_ready(&mut s, &mut Vec::new(), 1).await;
+    s
+}
+
 /// Protocol mode of the sqllogictest adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

@@ -7,7 +7,7 @@
 //! `sql-tests/fuzz/wire/` (raw message bytes sent after startup; a regression is added there
 //! as a file). `BROOK_FUZZ_CASES` sets the number of cases (default 120, the CI slice).
 
-use brook_sql_tests::{crate_dir, BrookServer};
+use brook_sql_tests::{crate_dir, raw_session, read_until_ready, startup_message, BrookServer};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -25,15 +25,6 @@ fn cstr(s: &str) -> Vec<u8> {
     let mut v = s.as_bytes().to_vec();
     v.push(0);
     v
-}
-
-fn startup() -> Vec<u8> {
-    let params = b"user\0brook\0database\0brook\0\0";
-    let mut m = Vec::new();
-    m.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
-    m.extend_from_slice(&196608i32.to_be_bytes());
-    m.extend_from_slice(params);
-    m
 }
 
 fn parse(name: &str, sql: &str, types: &[i32]) -> Vec<u8> {
@@ -240,8 +231,8 @@ async fn one_case(addr: &str, body: &[u8], fuzz_startup: Option<&[Edit]>) {
         return;
     };
     let start = match fuzz_startup {
-        Some(edits) => apply(startup(), edits),
-        None => startup(),
+        Some(edits) => apply(startup_message(), edits),
+        None => startup_message(),
     };
     if s.write_all(&start).await.is_err() {
         return;
@@ -278,17 +269,7 @@ async fn one_case(addr: &str, body: &[u8], fuzz_startup: Option<&[Edit]>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_execute_with_a_huge_row_limit_is_refused() {
     let mut server = BrookServer::start();
-    let mut s = tokio::net::TcpStream::connect(&server.addr)
-        .await
-        .expect("tcp");
-    s.write_all(&startup()).await.expect("startup");
-    let mut buf = vec![0u8; 8192];
-    let mut seen = Vec::new();
-    while !seen.windows(5).any(|w| w == b"Z\0\0\0\x05") {
-        let n = s.read(&mut buf).await.expect("read");
-        assert!(n > 0, "closed during startup");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let mut s = raw_session(&server.addr).await;
     // A first Execute suspends the portal after 10 rows; the second resumes it with the
     // absurd limit (pgwire resumes without asking Brook's do_query).
     let mut named = cstr("p");
@@ -314,11 +295,7 @@ async fn an_execute_with_a_huge_row_limit_is_refused() {
     .concat();
     s.write_all(&body).await.expect("send");
     let mut reply = Vec::new();
-    while reply.windows(5).filter(|w| *w == b"Z\0\0\0\x05").count() < 2 {
-        let n = s.read(&mut buf).await.expect("read");
-        assert!(n > 0, "the server closed the connection");
-        reply.extend_from_slice(&buf[..n]);
-    }
+    read_until_ready(&mut s, &mut reply, 2).await;
     let text = String::from_utf8_lossy(&reply);
     assert_eq!(text.matches("C54000").count(), 2, "{text:?}");
     assert!(server.alive(), "the server is up");
@@ -332,17 +309,8 @@ async fn an_execute_with_a_huge_row_limit_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_bind_gets_08p01() {
     let server = BrookServer::start();
-    let mut s = tokio::net::TcpStream::connect(&server.addr)
-        .await
-        .expect("tcp");
-    s.write_all(&startup()).await.expect("startup");
+    let mut s = raw_session(&server.addr).await;
     let mut buf = vec![0u8; 8192];
-    let mut seen = Vec::new();
-    while !seen.windows(5).any(|w| w == b"Z\0\0\0\x05") {
-        let n = s.read(&mut buf).await.expect("read");
-        assert!(n > 0, "closed during startup");
-        seen.extend_from_slice(&buf[..n]);
-    }
     let body = [
         parse("", "SELECT $1::text", &[25]),
         bind(&[0], &[Some((1 << 30, b"x".to_vec()))], &[]),

@@ -2,11 +2,13 @@
 //! limit's SQLSTATE, and while they run (or after they fail) a second client is served.
 //! Each test checks that the server is still up afterwards.
 
-use brook_sql_tests::{brook_bin, running_queries as running, sqlstate, BrookServer};
+use brook_sql_tests::{
+    brook_bin, raw_session, read_until_ready, running_queries as running, sqlstate, BrookServer,
+};
 use futures::SinkExt;
 use std::io::Cursor;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 async fn still_serving(server: &BrookServer) {
     let c = server.connect("brook").await;
@@ -168,6 +170,19 @@ async fn statement_timeout_and_a_second_client_during_a_heavy_query() {
     still_serving(&server).await;
 }
 
+/// `COPY t FROM STDIN` with one row sent, left open (it holds `t`'s write lock).
+async fn open_idle_copy(
+    c: &tokio_postgres::Client,
+) -> std::pin::Pin<Box<tokio_postgres::CopyInSink<Cursor<Vec<u8>>>>> {
+    let mut sink = Box::pin(
+        c.copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
+            .await
+            .expect("copy starts"),
+    );
+    sink.send(Cursor::new(b"1\n".to_vec())).await.expect("send");
+    sink
+}
+
 /// `lock_timeout`: an idle open COPY holds its table's write lock; another writer waits at
 /// most `lock_timeout` and gets 55P03.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,12 +192,7 @@ async fn lock_timeout_bounds_the_wait_behind_an_open_copy() {
     a.batch_execute("CREATE TABLE t (x int)")
         .await
         .expect("ddl");
-    let sink = a
-        .copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
-        .await
-        .expect("copy starts");
-    futures::pin_mut!(sink);
-    sink.send(Cursor::new(b"1\n".to_vec())).await.expect("send");
+    let mut sink = open_idle_copy(&a).await;
     let b = server.connect("brook").await;
     b.batch_execute("SET lock_timeout = '300ms'")
         .await
@@ -192,7 +202,7 @@ async fn lock_timeout_bounds_the_wait_behind_an_open_copy() {
         .await
         .expect_err("waits at most lock_timeout");
     assert_eq!(sqlstate(&err), "55P03", "{err:?}");
-    assert_eq!(sink.finish().await.expect("copy ends"), 1);
+    assert_eq!(sink.as_mut().finish().await.expect("copy ends"), 1);
     b.batch_execute("INSERT INTO t VALUES (2)")
         .await
         .expect("now free");
@@ -244,33 +254,14 @@ async fn invalid_utf8_in_a_query_is_22021() {
     c.batch_execute("CREATE TABLE u (s text)")
         .await
         .expect("ddl");
-    let mut s = tokio::net::TcpStream::connect(&server.addr)
-        .await
-        .expect("tcp");
-    let params = b"user\0brook\0database\0brook\0\0";
-    let mut startup = Vec::new();
-    startup.extend_from_slice(&((8 + params.len()) as i32).to_be_bytes());
-    startup.extend_from_slice(&196608i32.to_be_bytes());
-    startup.extend_from_slice(params);
-    s.write_all(&startup).await.expect("startup");
-    let mut buf = vec![0u8; 8192];
-    let mut seen = Vec::new();
-    while !seen.windows(6).any(|w| w == b"Z\0\0\0\x05I") {
-        let n = s.read(&mut buf).await.expect("read");
-        assert!(n > 0, "server closed during startup");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let mut s = raw_session(&server.addr).await;
     let sql = b"INSERT INTO u VALUES ('a\xff\xfeb')\0";
     let mut q = vec![b'Q'];
     q.extend_from_slice(&((4 + sql.len()) as i32).to_be_bytes());
     q.extend_from_slice(sql);
     s.write_all(&q).await.expect("query");
     let mut reply = Vec::new();
-    while !reply.windows(5).any(|w| w == b"Z\0\0\0\x05") {
-        let n = s.read(&mut buf).await.expect("read");
-        assert!(n > 0, "server closed");
-        reply.extend_from_slice(&buf[..n]);
-    }
+    read_until_ready(&mut s, &mut reply, 1).await;
     let text = String::from_utf8_lossy(&reply);
     assert!(text.contains("C22021"), "{text}");
     let n: i64 = c
@@ -412,12 +403,7 @@ async fn an_idle_open_copy_is_ended_by_the_idle_timeout() {
     a.batch_execute("CREATE TABLE t (x int); SET idle_in_transaction_session_timeout = '300ms'")
         .await
         .expect("setup");
-    let sink = a
-        .copy_in::<_, Cursor<Vec<u8>>>("COPY t FROM STDIN")
-        .await
-        .expect("copy starts");
-    futures::pin_mut!(sink);
-    sink.send(Cursor::new(b"1\n".to_vec())).await.expect("send");
+    let mut sink = open_idle_copy(&a).await;
     let b = server.connect("brook").await;
     // Without lock_timeout this waits for the lock, which the idle COPY gives up.
     let started = Instant::now();
@@ -426,7 +412,7 @@ async fn an_idle_open_copy_is_ended_by_the_idle_timeout() {
         .expect("the lock is released");
     eprintln!("the idle COPY was ended after {:?}", started.elapsed());
     assert!(
-        sink.finish().await.is_err(),
+        sink.as_mut().finish().await.is_err(),
         "the idle connection was ended"
     );
     let n: i64 = b
