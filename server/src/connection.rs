@@ -1,13 +1,27 @@
-//! One accepted connection's life around pgwire's protocol loop: duplicate handles on its
-//! socket (to notice a vanished client and to say why a connection ends), the idle
-//! watchdog, and containment of a panic in pgwire's message decoding.
+//! One accepted connection's life: TLS negotiation, the protocol loop over pgwire's
+//! handlers with every client message checked before pgwire decodes it ([`crate::framing`]),
+//! duplicate handles on its socket (to notice a vanished client and to say why a
+//! connection ends), the idle watchdog, and containment of a panic in the protocol layer.
 
+use crate::framing::{CheckedStream, MalformedMessage};
 use crate::wire::Front;
+use futures::{SinkExt, StreamExt};
+use pgwire::api::PgWireServerHandlers;
+use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState};
+use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::codec::{Framed, FramedParts};
 
-/// Serve one accepted connection to its end. pgwire decodes the client's messages; some
-/// malformed ones (a Bind or Parse whose lengths run past the message) make that decoding
-/// panic. The panic ends only this connection's task: the client then gets a FATAL 08P01
+/// How long a client has to finish TLS negotiation and authentication (as pgwire's and
+/// PostgreSQL's `authentication_timeout`, 60 s).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Serve one accepted connection to its end. A malformed message (an unknown type, or
+/// fields that do not fit its length) gets FATAL 08P01 and ends the connection. A panic in
+/// the protocol layer ends only this connection's task: the client then gets a FATAL 08P01
 /// ErrorResponse (on a plain connection; under TLS the connection just closes) and the
 /// server goes on.
 pub async fn serve_connection(
@@ -37,7 +51,7 @@ pub async fn serve_connection(
         ))),
         Err(_) => None,
     };
-    let served = tokio::spawn(pgwire::tokio::process_socket(socket, tls, handlers)).await;
+    let served = tokio::spawn(serve_messages(socket, tls, handlers)).await;
     if let Some(w) = watchdog {
         w.abort();
     }
@@ -58,6 +72,127 @@ pub async fn serve_connection(
         }
         Err(e) => tracing::debug!(%peer, error = %e, "connection task ended"),
     }
+}
+
+/// pgwire's message loop (`pgwire::tokio::process_socket`), with the client's bytes read
+/// through a [`CheckedStream`] and a malformed message answered with FATAL 08P01.
+async fn serve_messages<H: PgWireServerHandlers>(
+    socket: tokio::net::TcpStream,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
+    handlers: H,
+) -> std::io::Result<()> {
+    let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup_timeout);
+    let negotiated = tokio::select! {
+        _ = &mut startup_timeout => return Ok(()),
+        negotiated = negotiate_tls(socket, tls) => negotiated?,
+    };
+    // None: a direct TLS handshake to a server without TLS.
+    let Some(negotiated) = negotiated else {
+        return Ok(());
+    };
+    let parts = negotiated.into_parts();
+    let mut checked = FramedParts::new(CheckedStream::new(parts.io, parts.read_buf), parts.codec);
+    checked.write_buf = parts.write_buf;
+    let mut socket = Framed::from_parts(checked);
+
+    let startup = handlers.startup_handler();
+    let simple = handlers.simple_query_handler();
+    let extended = handlers.extended_query_handler();
+    let copy = handlers.copy_handler();
+    let cancel = handlers.cancel_handler();
+    let on_error = handlers.error_handler();
+    loop {
+        let starting = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup
+                | PgWireConnectionState::AuthenticationInProgress
+        );
+        let next = if starting {
+            tokio::select! {
+                _ = &mut startup_timeout => None,
+                next = socket.next() => next,
+            }
+        } else {
+            socket.next().await
+        };
+        let message = match next {
+            None => break,
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                refuse_malformed(&mut socket, e).await;
+                break;
+            }
+        };
+        match message {
+            // The client is leaving: drop the socket (asyncpg waits for the close).
+            PgWireFrontendMessage::Terminate(_) => break,
+            PgWireFrontendMessage::CancelRequest(_) => {
+                let _ = process_message(
+                    message,
+                    &mut socket,
+                    startup.clone(),
+                    simple.clone(),
+                    extended.clone(),
+                    copy.clone(),
+                    cancel.clone(),
+                )
+                .await;
+                break;
+            }
+            _ => {}
+        }
+        let extended_protocol = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => message.is_extended_query(),
+        };
+        let processed = process_message(
+            message,
+            &mut socket,
+            startup.clone(),
+            simple.clone(),
+            extended.clone(),
+            copy.clone(),
+            cancel.clone(),
+        )
+        .await;
+        if let Err(mut e) = processed {
+            on_error.on_error(&socket, &mut e);
+            let fatal = e.is_fatal();
+            process_error(&mut socket, e, extended_protocol).await?;
+            if fatal {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Answers a message that could not be read (malformed, or pgwire's own decoding error)
+/// with FATAL 08P01, as PostgreSQL does.
+async fn refuse_malformed<S, T>(
+    socket: &mut Framed<S, pgwire::tokio::server::PgWireMessageServerCodec<T>>,
+    e: PgWireError,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    let message = match &e {
+        PgWireError::IoError(io) => match io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<MalformedMessage>())
+        {
+            Some(malformed) => malformed.0.clone(),
+            // The connection itself failed: nobody to answer.
+            None => return,
+        },
+        other => format!("invalid frontend message: {other}"),
+    };
+    tracing::warn!(%message, "connection closed: malformed message (FATAL 08P01)");
+    // FATAL: an ErrorResponse, then the connection closes (no ReadyForQuery).
+    let info = ErrorInfo::new("FATAL".to_string(), "08P01".to_string(), message);
+    let _ = socket
+        .send(PgWireBackendMessage::ErrorResponse(info.into()))
+        .await;
 }
 
 /// Ends a connection that stays idle inside a transaction block or an open COPY past its

@@ -38,6 +38,7 @@ pub mod datetime;
 pub mod encode;
 pub mod engine;
 pub mod fast_text;
+pub mod framing;
 pub mod functions;
 pub mod idle;
 pub mod mode;

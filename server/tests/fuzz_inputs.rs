@@ -48,16 +48,25 @@ fn copy_seeds() -> Vec<(CopyFormat, Vec<u8>)> {
     seeds
 }
 
+/// The `.slt` files under `dir`, in subdirectories too.
+fn slt_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("slt dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(slt_files(&path));
+        } else if path.extension().is_some_and(|e| e == "slt") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
 /// The SQL seeds: every statement of the slt files.
 fn sql_seeds() -> Vec<String> {
     let mut out = Vec::new();
-    let dir = corpus_dir().join("slt");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("slt dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    files.sort();
-    for f in files {
+    for f in slt_files(&corpus_dir().join("slt")) {
         let text = std::fs::read_to_string(&f).expect("slt");
         let mut stmt: Option<String> = None;
         for line in text.lines() {

@@ -22,6 +22,8 @@ import tempfile
 import threading
 import time
 
+from results import write_results
+
 KEYS = 100
 ROWS_PER_SECOND = 100_000  # event time: 100 K events per second of event time
 
@@ -166,12 +168,20 @@ def main():
         b_t, b_mem, b_windows = run_brook(args.brook, work, csv, args.rows)
         print(f"Tumbling 1-second SUM per key ({KEYS} keys) over {args.rows:,} rows:")
         print(f"  Brook (COPY over the wire + view) : {args.rows / b_t:>12,.0f} rows/s  ({b_t:.1f} s)  peak {b_mem:,.0f} MiB  {b_windows} window rows")
+        runs = [{"system": "brook", "seconds": b_t, "rows_per_s": args.rows / b_t,
+                 "peak_mib": b_mem, "window_rows": b_windows}]
         if not args.no_flink:
             f_t, f_mem, f_windows = run_flink(work, csv)
             print(f"  PyFlink (CSV file, parallelism 2)  : {args.rows / f_t:>12,.0f} rows/s  ({f_t:.1f} s)  peak {f_mem:,.0f} MiB  {f_windows} window rows")
             print(f"  Brook / Flink: {f_t / b_t:.2f}x throughput, {b_mem / f_mem:.2f}x memory")
+            runs.append({"system": "pyflink", "seconds": f_t, "rows_per_s": args.rows / f_t,
+                         "peak_mib": f_mem, "window_rows": f_windows,
+                         "brook_throughput_ratio": f_t / b_t, "brook_memory_ratio": b_mem / f_mem})
             # Brook emits closed windows only: the last second stays open (its watermark).
             assert b_windows in (f_windows, f_windows - KEYS), (b_windows, f_windows)
+        write_results("continuous", {"rows": args.rows, "keys": KEYS,
+                                     "rows_per_event_second": ROWS_PER_SECOND,
+                                     "no_flink": args.no_flink, "brook": args.brook}, runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -16,6 +16,8 @@ import subprocess
 import tempfile
 import time
 
+from results import write_results
+
 
 def free_port():
     with socket.socket() as s:
@@ -118,6 +120,20 @@ def main():
         print(f"  Brook table      : {args.rows / br_t:>12,.0f} rows/s  ({br_t:.2f} s)  ratio {pg_t / br_t:.2f}x")
         print(f"  Brook stream     : {args.rows / br_s:>12,.0f} rows/s  ({br_s:.2f} s)  ratio {pg_t / br_s:.2f}x")
         print(f"  Brook peak RSS   : {rss:.0f} MiB")
+        write_results(
+            "copy",
+            {"rows": args.rows, "csv_mb": size_mb, "brook": args.brook},
+            [
+                {"system": "postgresql", "target": "table", "seconds": pg_t,
+                 "rows_per_s": args.rows / pg_t},
+                {"system": "brook", "target": "table", "seconds": br_t,
+                 "rows_per_s": args.rows / br_t, "ratio_to_postgresql": pg_t / br_t,
+                 "server_peak_rss_mib": rss},
+                {"system": "brook", "target": "stream", "seconds": br_s,
+                 "rows_per_s": args.rows / br_s, "ratio_to_postgresql": pg_t / br_s,
+                 "server_peak_rss_mib": rss},
+            ],
+        )
     finally:
         brook.kill()
         subprocess.run(pg_stop, capture_output=True)

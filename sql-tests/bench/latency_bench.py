@@ -26,6 +26,7 @@ import time
 
 import psycopg
 
+from results import write_results
 from synopses_bench import start_brook
 
 TICK = 0.01  # seconds between commits
@@ -110,15 +111,24 @@ def main():
             ("aggregate", "SELECT k, max(sent_us) FROM s GROUP BY k",
              lambda r: r[1] if r[-1] == 1 else None),
         ]
+        runs = []
         for name, query, latency_of in cases:
             lat, achieved = measure(port, query, latency_of, args.rate, args.duration)
             if not lat:
                 print(f"  {name:<13} no rows")
+                runs.append({"system": "brook", "case": name, "query": query, "rows": 0,
+                             "writer_events_per_s": achieved})
                 continue
             print(f"  {name:<13} p50 {pct(lat, 50):6.2f} ms  p90 {pct(lat, 90):6.2f} ms  "
                   f"p99 {pct(lat, 99):6.2f} ms  max {max(lat):7.2f} ms  "
                   f"({len(lat):,} rows, writer at {achieved:,.0f} events/s, "
                   f"mean {statistics.fmean(lat):.2f} ms)")
+            runs.append({"system": "brook", "case": name, "query": query, "rows": len(lat),
+                         "writer_events_per_s": achieved, "p50_ms": pct(lat, 50),
+                         "p90_ms": pct(lat, 90), "p99_ms": pct(lat, 99), "max_ms": max(lat),
+                         "mean_ms": statistics.fmean(lat)})
+        write_results("latency", {"rate": args.rate, "duration_s": args.duration,
+                                  "tick_s": TICK, "keys": KEYS, "brook": args.brook}, runs)
     finally:
         proc.kill()
         shutil.rmtree(work, ignore_errors=True)

@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from continuous_bench import PeakRss, psql, run_python_job
+from results import write_results
 from synopses_bench import start_brook
 
 COLUMNS = {
@@ -222,6 +223,7 @@ def main():
         # after generating the input) costs several times what later uses do, which would
         # fall on whichever query happens to run first.
         run_brook(args.brook, work, "q0", files, list(files))
+        runs = []
         for q in args.queries.split(","):
             events = sum(files[k][1] for k in INPUTS[q])
             b_t, b_mem, b_rows, b_cpu = run_brook(args.brook, work, q, files, INPUTS[q])
@@ -229,6 +231,15 @@ def main():
             if w_rows != b_rows:
                 raise SystemExit(f"{q}: {w_rows} rows with the whole stream, {b_rows} without")
             whole_core = total / w_t / 2
+            runs.append({"system": "brook", "query": q, "inputs": INPUTS[q], "events": events,
+                         "seconds": b_t, "events_per_s": events / b_t,
+                         "events_per_core_s": events / b_t / 2, "server_cpu_s": b_cpu,
+                         "events_per_cpu_s": events / b_cpu, "peak_mib": b_mem, "rows": b_rows})
+            runs.append({"system": "brook", "query": q, "inputs": list(files),
+                         "whole_stream": True, "events": total, "seconds": w_t,
+                         "events_per_s": total / w_t, "events_per_core_s": whole_core,
+                         "rows": w_rows, "flink_published_per_core": PUBLISHED_PER_CORE[q],
+                         "vs_flink_published": whole_core / PUBLISHED_PER_CORE[q]})
             line = (f"  {q}: Brook {events / b_t:>11,.0f} /s ({events / b_t / 2:>10,.0f} per core, "
                     f"{events / b_cpu:>10,.0f} per CPU-s, {b_mem:>5,.0f} MiB, {b_rows:,} rows); "
                     f"whole stream {total / w_t:>11,.0f} /s ({whole_core:>10,.0f} per core = "
@@ -237,7 +248,14 @@ def main():
                 f_t, f_mem = run_flink(work, q, files)
                 line += (f"   Flink {events / f_t:>10,.0f} /s ({f_mem:>5,.0f} MiB)"
                          f"   Brook/Flink {f_t / b_t:5.2f}x")
+                runs.append({"system": "pyflink", "query": q, "inputs": INPUTS[q],
+                             "events": events, "seconds": f_t, "events_per_s": events / f_t,
+                             "peak_mib": f_mem, "brook_ratio": f_t / b_t})
             print(line, flush=True)
+        write_results("nexmark", {"events": args.events, "queries": args.queries.split(","),
+                                  "no_flink": args.no_flink, "brook": args.brook,
+                                  "input_rows": {k: rows for k, (_, rows) in files.items()}},
+                      runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 
 from continuous_bench import PeakRss, psql
+from results import write_results
 
 
 def start_brook(binary, work, name):
@@ -124,8 +125,11 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="brook-sbench-")
     try:
+        runs = []
         print("(a) Python datasketches, ns per update (1 M values):")
         for name, per_value, batch in python_updates():
+            runs.append({"part": "a", "system": "python-datasketches", "sketch": name,
+                         "ns_per_update": per_value, "numpy_batch_ns_per_update": batch})
             extra = f"   numpy batch: {batch:6.1f} ns" if batch is not None else ""
             print(f"  {name:9s} {per_value:7.1f} ns{extra}")
 
@@ -136,6 +140,8 @@ def main():
         exact = continuous_distinct(args.brook, work, csv, args.rows, budget=False)
         approx = continuous_distinct(args.brook, work, csv, args.rows, budget=True)
         for label, (rate, state, peak, total) in [("exact", exact), ("1% budget", approx)]:
+            runs.append({"part": "b", "system": "brook", "mode": label, "rows_per_s": rate,
+                         "state_bytes": state, "peak_rss_mib": peak, "sum_of_counts": total})
             print(f"  {label:10s} {rate:>12,.0f} rows/s  state {state / 2**20:8.1f} MiB  "
                   f"peak RSS {peak:7.0f} MiB  sum of counts {total:,}")
         print(f"  budget / exact: {approx[0] / exact[0]:.2f}x throughput, "
@@ -147,9 +153,17 @@ def main():
             kcsv = os.path.join(work, f"keys-{keys}.csv")
             make_csv(kcsv, args.rows, keys, args.distinct)
             copy_rate, rate, n, mem, peak = keyed_synopses(args.brook, work, kcsv, args.rows, keys)
+            runs.append({"part": "c", "system": "brook", "keys": keys,
+                         "updates_per_s_applied": rate, "copy_rows_per_s": copy_rate,
+                         "sketches": n, "memory_bytes": mem, "peak_rss_mib": peak})
             print(f"  {keys:>6,} synopses: {rate:>12,.0f} updates/s applied (COPY alone done at "
                   f"{copy_rate:,.0f} rows/s)  {n:,} sketches  {mem / 2**20:.1f} MiB  peak RSS {peak:.0f} MiB")
             os.remove(kcsv)
+        # The criterion benches below keep their figures in criterion's own reports.
+        write_results("synopses", {"rows": args.rows, "distinct": args.distinct,
+                                   "keys": args.keys, "python_values": 1_000_000,
+                                   "cargo_benches": args.cargo_benches, "brook": args.brook},
+                      runs)
         if args.cargo_benches:
             for bench in ("update", "correlation"):
                 print(f"(a)/(d) cargo bench -p brook-synopses --bench {bench}:", flush=True)

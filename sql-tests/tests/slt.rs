@@ -1,6 +1,12 @@
 //! Runs every `.slt` file under `sql-tests/slt/` against a fresh Brook server, once over the
 //! simple and once over the extended query protocol; then the SQLite `select` corpus from
 //! `../shared/corpora/sqlite/` (when present).
+//!
+//! A custom harness (`harness = false`). Name filters select files: each free argument after
+//! `--`, and `$BROOK_SLT`. A file runs when its name — its path under `sql-tests/slt/` without
+//! the extension, e.g. `continuous/interval_joins` — contains one of them; the corpus files are
+//! named `sqlite/select1` and so on. `cargo test --test slt -- interval_join` runs one file;
+//! `-- --list` lists the selected files.
 
 use brook_sql_tests::{BrookServer, Mode, SltClient};
 use std::path::{Path, PathBuf};
@@ -23,6 +29,49 @@ fn slt_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// A file's name for filtering: its path under `dir` without the extension, `/`-separated.
+fn test_name(dir: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(dir).unwrap_or(file).with_extension("");
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The name filters: `$BROOK_SLT` and the free command-line arguments. libtest's flags that
+/// cargo passes on (`--nocapture`, `--test-threads=2`, `-q`, ...) are ignored, and so is the
+/// value of a flag that takes it as the next argument (`--test-threads 2`).
+fn name_filters() -> Vec<String> {
+    const TAKES_VALUE: &[&str] = &[
+        "--test-threads",
+        "--skip",
+        "--color",
+        "--format",
+        "--logfile",
+        "--shuffle-seed",
+        "-Z",
+    ];
+    let mut filters: Vec<String> = std::env::var("BROOK_SLT")
+        .ok()
+        .filter(|f| !f.is_empty())
+        .into_iter()
+        .collect();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if TAKES_VALUE.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            filters.push(arg);
+        }
+    }
+    filters
+}
+
+/// Whether a file runs: no filter, or its name contains one of them.
+fn selected(name: &str, filters: &[String]) -> bool {
+    filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
 }
 
 async fn run_file(path: &Path, mode: Mode) -> Result<(), String> {
@@ -101,22 +150,47 @@ async fn run_corpus_file(path: &Path) -> (usize, usize, Vec<String>) {
 }
 
 fn main() {
+    let root_dir = brook_sql_tests::crate_dir();
+    let root = root_dir.as_path();
+    let filters = name_filters();
+    let list_only = std::env::args().any(|a| a == "--list");
+    let slt_dir = root.join("slt");
+    let files: Vec<(String, PathBuf)> = slt_files(&slt_dir)
+        .into_iter()
+        .map(|f| (test_name(&slt_dir, &f), f))
+        .filter(|(name, _)| selected(name, &filters))
+        .collect();
+    let corpus = root.join("../../shared/corpora/sqlite");
+    let corpus_files: Vec<(String, PathBuf)> = if corpus.is_dir() {
+        slt_files(&corpus)
+            .into_iter()
+            .map(|f| (format!("sqlite/{}", test_name(&corpus, &f)), f))
+            .filter(|(name, _)| selected(name, &filters))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if list_only {
+        for (name, _) in files.iter().chain(&corpus_files) {
+            println!("{name}: test");
+        }
+        return;
+    }
+    if !filters.is_empty() && files.is_empty() && corpus_files.is_empty() {
+        println!("slt: no file matches {filters:?}");
+        return;
+    }
+
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let root_dir = brook_sql_tests::crate_dir();
-    let root = root_dir.as_path();
-    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let mut passed = 0;
     let mut failed = Vec::new();
-    for f in slt_files(&root.join("slt")) {
-        let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
-        if filter.as_ref().is_some_and(|x| !name.contains(x.as_str())) {
-            continue;
-        }
+    for (_, f) in &files {
+        let name = f.strip_prefix(root).unwrap_or(f).display().to_string();
         for mode in [Mode::Simple, Mode::Extended] {
-            match rt.block_on(run_file(&f, mode)) {
+            match rt.block_on(run_file(f, mode)) {
                 Ok(()) => {
                     passed += 1;
                     println!("ok      {name} ({mode:?})");
@@ -129,26 +203,24 @@ fn main() {
         }
     }
     // The SQLite corpus: every statement and query must pass, as on PostgreSQL.
-    let corpus = root.join("../../shared/corpora/sqlite");
-    if filter.as_ref().is_none_or(|x| x.contains("sqlite")) && corpus.is_dir() {
-        for f in slt_files(&corpus) {
-            let name = f
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
-            let (p, n, samples) = rt.block_on(run_corpus_file(&f));
-            let pct = 100.0 * p as f64 / (p + n).max(1) as f64;
-            println!("corpus  {name}: {p} passed, {n} failed ({pct:.1} %)");
-            for s in samples {
-                println!("  e.g. {s}");
-            }
-            if n == 0 {
-                passed += 1;
-            } else {
-                failed.push(format!("corpus {name} ({n} records failed)"));
-            }
+    for (_, f) in &corpus_files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let (p, n, samples) = rt.block_on(run_corpus_file(f));
+        let pct = 100.0 * p as f64 / (p + n).max(1) as f64;
+        println!("corpus  {name}: {p} passed, {n} failed ({pct:.1} %)");
+        for s in samples {
+            println!("  e.g. {s}");
         }
-    } else if filter.is_none() {
+        if n == 0 {
+            passed += 1;
+        } else {
+            failed.push(format!("corpus {name} ({n} records failed)"));
+        }
+    }
+    if filters.is_empty() && !corpus.is_dir() {
         println!("note: SQLite corpus not found at {}", corpus.display());
     }
     println!("\nslt: {} passed, {} failed", passed, failed.len());
