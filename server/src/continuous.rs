@@ -84,7 +84,7 @@ pub async fn plan_views(
         }
         let sql = definition
             .ok_or_else(|| BrookError::internal(format!("view {name} has no definition")))?;
-        let (plan, options) = crate::session::view_logical_plan(ctx, &sql).await?;
+        let (plan, options) = crate::stream::plan::view_logical_plan(ctx, &sql).await?;
         Box::pin(plan_views(ctx, &plan, out)).await?;
         out.insert(name, ViewDefinition { plan, options });
     }
@@ -200,7 +200,7 @@ impl SourceResolver for Resolver<'_> {
             watermark,
             watermark_sql: t.meta.watermark.as_ref().map(|w| w.expr.clone()),
             idle_timeout: match t.meta.options.get(IDLE_TIMEOUT) {
-                Some(text) => Some(crate::session::parse_timeout(text)?),
+                Some(text) => Some(crate::settings::parse_timeout(text)?),
                 None => None,
             },
         })

@@ -360,7 +360,7 @@ impl Engine {
                 tokio::spawn(async move {
                     // Plan with the database's context, then let it go: the maintenance task
                     // must not keep the database alive.
-                    let planned = crate::session::plan_view_sql(&ctx, &sql).await;
+                    let planned = crate::stream::plan::plan_view_sql(&ctx, &sql).await;
                     drop(ctx);
                     match planned {
                         Ok((graph, stores, _)) => state.start(Arc::new(graph), stores, stats),

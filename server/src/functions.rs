@@ -5,7 +5,7 @@
 //! ([`register_session`]).
 
 use crate::engine::SERVER_VERSION;
-use crate::session::Settings;
+use crate::settings::Settings;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};

@@ -1348,7 +1348,7 @@ fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStat
             .iter()
             .filter_map(|d| {
                 let ident = d.names.first()?.clone();
-                let name = crate::session::ident_name(&ident);
+                let name = crate::ident::ident_name(&ident);
                 let fetch = S::Fetch {
                     name: ident,
                     direction: datafusion::sql::sqlparser::ast::FetchDirection::All,
@@ -1360,7 +1360,7 @@ fn cursor_portal_changes(stmt: &BrookStatement) -> Vec<(String, Option<BrookStat
             .collect(),
         S::Close {
             cursor: CloseCursor::Specific { name },
-        } => vec![(crate::session::ident_name(name), None)],
+        } => vec![(crate::ident::ident_name(name), None)],
         _ => vec![],
     }
 }

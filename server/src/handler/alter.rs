@@ -1,0 +1,105 @@
+//! ALTER TABLE and TRUNCATE.
+
+use crate::catalog::RelKind;
+use crate::ident::ident_name;
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::write::coerce::repeat_scalar;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
+
+impl Session {
+    pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&at.name)?;
+        let (mut meta, store) = match self.writable(&schema, &name) {
+            Ok(r) => r,
+            Err(BrookError::UndefinedTable(_)) if at.if_exists => {
+                return Ok(Outcome::Command("ALTER TABLE".into()))
+            }
+            Err(e) => return Err(e),
+        };
+        for op in at.operations {
+            match op {
+                AlterTableOperation::AddColumn {
+                    column_def,
+                    if_not_exists,
+                    ..
+                } => {
+                    let cname = ident_name(&column_def.name);
+                    if meta.columns.iter().any(|c| c.name == cname) {
+                        if if_not_exists {
+                            continue;
+                        }
+                        return Err(BrookError::DuplicateObject {
+                            what: "column",
+                            name: cname,
+                            code: "42701",
+                        });
+                    }
+                    let (mut cols, pk) =
+                        self.columns_from_defs(std::slice::from_ref(&column_def), &[], meta.kind)?;
+                    if !pk.is_empty() {
+                        return Err(BrookError::unsupported("ADD COLUMN ... PRIMARY KEY"));
+                    }
+                    let col = cols.remove(0);
+                    let mut next = meta.clone();
+                    next.columns.push(col);
+                    let idx = next.columns.len() - 1;
+                    // Existing rows get the default (or NULL): rewrite the relation with the
+                    // new column, then switch the catalog.
+                    let fill = if next.columns[idx].default.is_some() {
+                        Some(self.default_value(&next, idx).await?)
+                    } else {
+                        None
+                    };
+                    if next.columns[idx].not_null && fill.is_none() && store.row_count() > 0 {
+                        return Err(BrookError::NotNullViolation(format!(
+                            "column \"{}\" of relation \"{name}\" contains null values",
+                            next.columns[idx].name
+                        )));
+                    }
+                    let new_schema = next.schema();
+                    let mut txn = self.begin_write(&meta, &store, true).await?;
+                    for c in store.snapshot().iter() {
+                        let b = store.read(c)?;
+                        let b = crate::storage::adapt_batch(b, &meta.schema())?;
+                        let mut cols = b.columns().to_vec();
+                        cols.push(match &fill {
+                            Some(v) => repeat_scalar(v, b.num_rows())?,
+                            None => datafusion::arrow::array::new_null_array(
+                                new_schema.field(idx).data_type(),
+                                b.num_rows(),
+                            ),
+                        });
+                        txn.append(&RecordBatch::try_new(new_schema.clone(), cols)?)?;
+                    }
+                    // The catalog switches before the next writer may start: one that
+                    // waited with the old definition sees the change (40001), none writes
+                    // rows of the old shape after it.
+                    let _lock = txn.commit_holding_lock()?;
+                    self.engine
+                        .update_relation(&self.db, &schema, &name, next.clone())?;
+                    meta = next;
+                }
+                other => return Err(BrookError::unsupported(format!("ALTER TABLE {other}"))),
+            }
+        }
+        Ok(Outcome::Command("ALTER TABLE".into()))
+    }
+
+    pub(crate) async fn truncate(&mut self, t: ast::Truncate) -> Result<Outcome> {
+        for target in &t.table_names {
+            let (schema, name) = self.resolve(&target.name)?;
+            let (meta, store) = self.writable(&schema, &name)?;
+            if meta.kind == RelKind::Stream {
+                return Err(BrookError::WrongObjectType(format!(
+                    "cannot truncate stream \"{name}\": streams are append-only"
+                )));
+            }
+            let txn = self.begin_write(&meta, &store, true).await?;
+            txn.commit()?;
+        }
+        Ok(Outcome::Command("TRUNCATE TABLE".into()))
+    }
+}

@@ -1,0 +1,345 @@
+//! Continuous statements: `EMIT` queries, materialized views, synopses, and the planning and
+//! start of a continuous query for them and for cursors.
+
+use crate::catalog::{RelKind, RelationMeta};
+use crate::continuous::QueryStats;
+use crate::copy::CopyOptions;
+use crate::handler::create_table::stored_columns;
+use crate::handler::query::pg_literals;
+use crate::handler::query::pg_named;
+use crate::handler::query::rows_outcome;
+use crate::ident::quote_ident;
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::storage::TableStore;
+use crate::stream::plan::continuous_plan;
+use crate::stream::plan::plan_query_continuous;
+use crate::stream::plan::plan_view_sql;
+use brook_common::{BrookError, Result};
+use brook_operators::graph::GraphPlan;
+use brook_planner::continuous::ContinuousOptions;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::sql::sqlparser::ast::{self, CopySource, CopyTarget as SqlCopyTarget, Statement};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+/// A maintained relation to create: where, its query, and how the catalog records it.
+pub(crate) struct Maintained {
+    schema: String,
+    name: String,
+    sql: String,
+    kind: RelKind,
+    options: BTreeMap<String, String>,
+    depends_on: Vec<(String, String)>,
+    if_not_exists: bool,
+}
+
+/// The columns a continuous query sends: its own, plus `_brook_op` when it is updating.
+pub(crate) fn wire_schema(
+    graph: &GraphPlan,
+    names: Option<Vec<brook_planner::rewrite::OutputName>>,
+) -> SchemaRef {
+    let schema = pg_named(graph.schema().as_ref().clone(), names);
+    if graph.updating() {
+        brook_operators::change::with_change_field(&schema)
+    } else {
+        schema
+    }
+}
+
+pub(crate) fn emit_misplaced() -> BrookError {
+    BrookError::unsupported(
+        "EMIT ON WINDOW CLOSE outside DECLARE CURSOR (it applies to continuous queries)",
+    )
+}
+
+impl Session {
+    /// EXPLAIN DECLARE name CURSOR FOR query: the continuous plan the cursor would run.
+    pub(crate) async fn explain_declare(&mut self, declare: Statement) -> Result<Outcome> {
+        let Statement::Declare { stmts } = declare else {
+            return Err(BrookError::internal("EXPLAIN DECLARE lost its DECLARE"));
+        };
+        let [d] = stmts.as_slice() else {
+            return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+        };
+        let q = d
+            .for_query
+            .clone()
+            .ok_or_else(|| BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into()))?;
+        Box::pin(self.explain_continuous(Statement::Query(q), ContinuousOptions::default(), false))
+            .await
+    }
+
+    /// A statement with an `EMIT` clause: its query runs continuously, over streams and
+    /// tables alike (a table contributes its rows, then its changes).
+    pub(crate) async fn execute_emit(
+        &mut self,
+        stmt: Statement,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
+        match stmt {
+            Statement::Declare { stmts } => self.declare(stmts, options, true).await,
+            Statement::CreateView(cv) if cv.materialized => {
+                self.create_materialized_view(cv, options).await
+            }
+            Statement::Explain { statement, .. } => match *statement {
+                Statement::Declare { stmts } => {
+                    let [d] = stmts.as_slice() else {
+                        return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+                    };
+                    let q = d.for_query.clone().ok_or_else(|| {
+                        BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into())
+                    })?;
+                    self.explain_continuous(Statement::Query(q), options, true)
+                        .await
+                }
+                q @ Statement::Query(_) => self.explain_continuous(q, options, true).await,
+                _ => Err(emit_misplaced()),
+            },
+            q @ Statement::Query(_) => {
+                let p = plan_query_continuous(&self.ctx, q, options).await?;
+                let (schema, stream, _) =
+                    self.start_continuous((p.graph, p.stores), p.names, None)?;
+                Ok(Outcome::Rows {
+                    schema,
+                    stream,
+                    tag: "SELECT",
+                })
+            }
+            Statement::Copy {
+                source: CopySource::Query(q),
+                to: true,
+                target,
+                options: copy_options,
+                legacy_options,
+                ..
+            } => {
+                if !matches!(target, SqlCopyTarget::Stdout) {
+                    return Err(BrookError::unsupported(
+                        "COPY TO a file or program (use COPY ... TO STDOUT)",
+                    ));
+                }
+                let opts = CopyOptions::from_sql(&copy_options, &legacy_options)?;
+                let p = plan_query_continuous(&self.ctx, Statement::Query(q), options).await?;
+                let (_, stream, _) = self.start_continuous((p.graph, p.stores), p.names, None)?;
+                Ok(Outcome::CopyOut { opts, stream })
+            }
+            _ => Err(emit_misplaced()),
+        }
+    }
+
+    /// CREATE MATERIALIZED VIEW: plan the query continuously (refusing what cannot run
+    /// incrementally), record it in the catalog, and start its maintenance.
+    pub(crate) async fn create_materialized_view(
+        &mut self,
+        cv: ast::CreateView,
+        options: ContinuousOptions,
+    ) -> Result<Outcome> {
+        if cv.or_replace || cv.or_alter {
+            return Err(BrookError::unsupported(
+                "CREATE OR REPLACE MATERIALIZED VIEW",
+            ));
+        }
+        if !cv.columns.is_empty() {
+            return Err(BrookError::unsupported(
+                "a column list in CREATE MATERIALIZED VIEW (alias the query's columns)",
+            ));
+        }
+        let (schema, name) = self.resolve(&cv.name)?;
+        let mut sql = cv.query.to_string();
+        if options.emit_on_window_close {
+            sql.push_str(" EMIT ON WINDOW CLOSE");
+        }
+        let (graph, stores, wire) = plan_view_sql(&self.ctx, &sql).await?;
+        let mut seen = HashSet::new();
+        for f in wire.fields() {
+            if !seen.insert(f.name()) {
+                return Err(BrookError::DuplicateObject {
+                    what: "column",
+                    name: f.name().clone(),
+                    code: "42701",
+                });
+            }
+        }
+        let depends_on = self.relations_read(&cv.query);
+        self.create_maintained(
+            Maintained {
+                schema,
+                name,
+                sql,
+                kind: RelKind::MaterializedView,
+                options: BTreeMap::new(),
+                depends_on,
+                if_not_exists: cv.if_not_exists,
+            },
+            (graph, stores, wire),
+        )?;
+        Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
+    }
+
+    /// Record a maintained relation (view or synopsis) in the catalog and start the
+    /// continuous query that maintains it (unless it existed and `IF NOT EXISTS` was given).
+    pub(crate) fn create_maintained(
+        &mut self,
+        m: Maintained,
+        (graph, stores, wire): (GraphPlan, Vec<Arc<TableStore>>, SchemaRef),
+    ) -> Result<()> {
+        let columns = stored_columns(&graph.schema(), &wire, "a view")?;
+        let meta = RelationMeta {
+            id: 0,
+            kind: m.kind,
+            columns,
+            primary_key: vec![],
+            watermark: None,
+            options: m.options,
+            query: Some(m.sql),
+            depends_on: m.depends_on,
+        };
+        if !self
+            .engine
+            .create_relation(&self.db, &m.schema, &m.name, meta, m.if_not_exists)?
+        {
+            return Ok(());
+        }
+        let view = self.engine.view_state(&self.db, &m.schema, &m.name)?;
+        let stats = self
+            .engine
+            .queries
+            .register(&self.db.name, m.kind.noun(), &m.name);
+        view.start(Arc::new(graph), stores, stats);
+        Ok(())
+    }
+
+    /// `CREATE SYNOPSIS`: a sketch (or sample) per key, maintained like a materialized view
+    /// by the query `brook_planner::synopsis` derives from the statement.
+    pub(crate) async fn create_synopsis(
+        &mut self,
+        cs: brook_planner::parser::CreateSynopsis,
+    ) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&cs.name)?;
+        let plan = brook_planner::synopsis::plan_synopsis(&cs)?;
+        // The one relation a synopsis reads (dropping it answers 2BP01).
+        let depends_on = vec![self.resolve(&cs.source)?];
+        let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
+        let options = BTreeMap::from([
+            ("synopsis.kind".to_string(), plan.kind.clone()),
+            ("synopsis.column".to_string(), plan.column.clone()),
+            ("synopsis.parameters".to_string(), plan.parameters.clone()),
+            ("synopsis.keys".to_string(), plan.keys.join(", ")),
+            ("synopsis.bound".to_string(), plan.bound.clone()),
+            ("synopsis.source".to_string(), cs.source.to_string()),
+        ]);
+        self.create_maintained(
+            Maintained {
+                schema,
+                name,
+                sql: plan.sql,
+                kind: RelKind::Synopsis,
+                options,
+                depends_on,
+                if_not_exists: cs.if_not_exists,
+            },
+            planned,
+        )?;
+        Ok(Outcome::Command("CREATE SYNOPSIS".into()))
+    }
+
+    /// The continuous plan of a query that reads a stream (or any query when `force`);
+    /// `None` for queries over tables only (they run once, ad hoc).
+    pub(crate) async fn continuous(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+        options: ContinuousOptions,
+        force: bool,
+    ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
+        continuous_plan(&self.ctx, plan, options, force).await
+    }
+
+    /// Start a continuous query; its wire schema carries `_brook_op` when it is updating.
+    pub(crate) fn start_continuous(
+        &self,
+        (graph, stores): (GraphPlan, Vec<Arc<TableStore>>),
+        names: Option<Vec<brook_planner::rewrite::OutputName>>,
+        cursor: Option<&str>,
+    ) -> Result<(SchemaRef, SendableRecordBatchStream, Arc<QueryStats>)> {
+        let schema = wire_schema(&graph, names);
+        let stats = match cursor {
+            Some(name) => self.engine.queries.register(&self.db.name, "cursor", name),
+            None => self.engine.queries.register(&self.db.name, "push", ""),
+        };
+        let stream =
+            crate::continuous::start(Arc::new(graph), stores, schema.clone(), stats.clone());
+        Ok((schema, stream, stats))
+    }
+
+    /// `EXPLAIN DECLARE c CURSOR FOR q` (and `EXPLAIN q EMIT ...`): the continuous plan of
+    /// `q`, or its ad-hoc plan when it runs once (a cursor over tables only).
+    pub(crate) async fn explain_continuous(
+        &mut self,
+        mut stmt: Statement,
+        options: ContinuousOptions,
+        force: bool,
+    ) -> Result<Outcome> {
+        let names = brook_planner::rewrite::output_names(&stmt);
+        pg_literals(&mut stmt)?;
+        let plan = self.plan(stmt.clone()).await?;
+        let text = match self.continuous(&plan, options, force).await? {
+            Some((graph, _)) => {
+                let mut text = graph.explain();
+                // Show the result columns by the names the client sees, not the internal
+                // aliases that keep duplicate output names apart.
+                let shown = pg_named(graph.schema().as_ref().clone(), names);
+                for (inner, outer) in graph.schema().fields().iter().zip(shown.fields()) {
+                    if inner.name() != outer.name() && inner.name().starts_with("__brook_col_") {
+                        let name = outer.name();
+                        let plain = name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                            && !name.starts_with(|c: char| c.is_ascii_digit());
+                        let shown = if plain {
+                            name.clone()
+                        } else {
+                            quote_ident(name)
+                        };
+                        text =
+                            text.replace(&format!("AS {}", inner.name()), &format!("AS {shown}"));
+                    }
+                }
+                format!(
+                    "Continuous plan ({} result)\n{text}",
+                    if graph.updating() {
+                        "updating"
+                    } else {
+                        "append-only"
+                    }
+                )
+            }
+            None => {
+                let explain = Statement::Explain {
+                    describe_alias: ast::DescribeAlias::Explain,
+                    analyze: false,
+                    verbose: false,
+                    query_plan: false,
+                    estimate: false,
+                    statement: Box::new(stmt),
+                    format: None,
+                    options: None,
+                };
+                return self.run_query(explain, "EXPLAIN", None).await;
+            }
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "QUERY PLAN",
+            DataType::Utf8,
+            false,
+        )]));
+        let lines: Vec<&str> = text.lines().collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(datafusion::arrow::array::StringArray::from(lines))],
+        )?;
+        Ok(rows_outcome(schema, vec![batch], "EXPLAIN"))
+    }
+}

@@ -1,0 +1,170 @@
+//! COPY: FROM STDIN (the data arrives in CopyData messages), TO STDOUT, and a continuous
+//! COPY (query) TO STDOUT.
+
+use crate::copy::{BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget};
+use crate::ident::ident_name;
+use crate::ident::quote_ident;
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::write::copy_in::copy_feed;
+use crate::write::copy_in::BatchWriter;
+use crate::write::copy_in::CopyIn;
+use crate::write::copy_in::CopyWriter;
+use brook_common::{BrookError, Result};
+use brook_planner::BrookStatement;
+use datafusion::sql::sqlparser::ast::{self, CopySource, CopyTarget as SqlCopyTarget, Statement};
+use std::sync::Arc;
+
+impl Session {
+    pub(crate) async fn copy(
+        &mut self,
+        source: CopySource,
+        to: bool,
+        target: SqlCopyTarget,
+        options: &[ast::CopyOption],
+        legacy: &[ast::CopyLegacyOption],
+        values: Vec<Option<String>>,
+    ) -> Result<Outcome> {
+        let opts = CopyOptions::from_sql(options, legacy)?;
+        if to {
+            if !matches!(target, SqlCopyTarget::Stdout) {
+                return Err(BrookError::unsupported(
+                    "COPY TO a file or program (use COPY ... TO STDOUT)",
+                ));
+            }
+            let stmt = match source {
+                CopySource::Query(q) => Statement::Query(q),
+                CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
+                    let (schema, name) = self.resolve(&table_name)?;
+                    self.relation(&schema, &name)?;
+                    let cols = if columns.is_empty() {
+                        "*".to_string()
+                    } else {
+                        columns
+                            .iter()
+                            .map(|c| quote_ident(&ident_name(c)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    let sql = format!(
+                        "SELECT {cols} FROM {}.{}",
+                        quote_ident(&schema),
+                        quote_ident(&name)
+                    );
+                    match brook_planner::parser::parse_one(&sql)? {
+                        BrookStatement::Sql(s) => *s,
+                        _ => {
+                            return Err(BrookError::internal("COPY TO query did not parse as SQL"))
+                        }
+                    }
+                }
+            };
+            let plan = self.plan(stmt).await?;
+            let df = self.ctx.execute_logical_plan(plan).await?;
+            let stream = df.execute_stream().await?;
+            return Ok(Outcome::CopyOut { opts, stream });
+        }
+        if !matches!(target, SqlCopyTarget::Stdin) {
+            return Err(BrookError::unsupported(
+                "COPY FROM a file or program (use COPY ... FROM STDIN)",
+            ));
+        }
+        if !values.is_empty() {
+            return Err(BrookError::unsupported(
+                "inline COPY data in the query string",
+            ));
+        }
+        let CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(BrookError::Syntax(
+                "COPY ... FROM does not support a query as a source".into(),
+            ));
+        };
+        let (schema, name) = self.resolve(&table_name)?;
+        let (meta, store) = self.writable(&schema, &name)?;
+        let field_columns = if columns.is_empty() {
+            (0..meta.columns.len()).collect::<Vec<_>>()
+        } else {
+            let mut v = Vec::new();
+            for c in &columns {
+                let n = ident_name(c);
+                let i = meta.column_index(&n, &name)?;
+                if v.contains(&i) {
+                    return Err(BrookError::Syntax(format!(
+                        "column \"{n}\" specified more than once"
+                    )));
+                }
+                v.push(i);
+            }
+            v
+        };
+        let mut defaults = vec![None; meta.columns.len()];
+        for (i, d) in defaults.iter_mut().enumerate() {
+            if !field_columns.contains(&i) && meta.columns[i].default.is_some() {
+                *d = Some(self.default_value(&meta, i).await?);
+            }
+        }
+        let target = Arc::new(CopyTarget {
+            schema: meta.schema(),
+            types: meta.columns.iter().map(|c| c.ty.clone()).collect(),
+            field_columns,
+            defaults,
+            table: name.clone(),
+            not_null: meta.columns.iter().map(|c| c.not_null).collect(),
+            binary: opts.format == CopyFormat::Binary,
+        });
+        let columns = target.field_columns.len();
+        let binary = opts.format == CopyFormat::Binary;
+        // The existing keys are read under the write lock: a concurrent writer's keys are
+        // either committed before (and seen here) or written after this COPY ends.
+        let txn = self.begin_write(&meta, &store, false).await?;
+        let keys = self.key_check(&meta, &store, &name).await?;
+        self.copy_in = Some(CopyIn {
+            parser: CopyParser::new(opts),
+            builder: BatchBuilder::new(target.clone()),
+            writer: CopyWriter::Here(Box::new(BatchWriter { target, txn, keys })),
+        });
+        Ok(Outcome::CopyIn { columns, binary })
+    }
+
+    /// COPY data arrived. On error the COPY is aborted (nothing of it is visible).
+    pub async fn copy_data(&mut self, data: &[u8]) -> Result<()> {
+        let Some(c) = self.copy_in.as_mut() else {
+            return Err(BrookError::Protocol(
+                "COPY data received outside of COPY IN".into(),
+            ));
+        };
+        let res = copy_feed(c, data, false).await;
+        if res.is_err() {
+            self.copy_in = None;
+        }
+        res
+    }
+
+    /// COPY data ended: flush, commit, return the row count.
+    pub async fn copy_done(&mut self) -> Result<usize> {
+        let Some(mut c) = self.copy_in.take() else {
+            return Err(BrookError::Protocol(
+                "CopyDone received outside of COPY IN".into(),
+            ));
+        };
+        copy_feed(&mut c, &[], true).await?;
+        let mut w = c.writer.finish().await?;
+        // Rows of a COPY too small to start the writer thread are still in the builder.
+        w.write(c.builder.take_raw())?;
+        let n = w.txn.rows();
+        w.txn.commit()?;
+        Ok(n)
+    }
+
+    /// The client aborted the COPY.
+    pub fn copy_fail(&mut self) {
+        self.copy_in = None;
+    }
+}

@@ -1,0 +1,309 @@
+//! CREATE TABLE, CREATE TABLE AS and CREATE STREAM: column definitions to catalog entries.
+
+use crate::catalog::{ColumnMeta, RelKind, RelationMeta, WatermarkMeta};
+use crate::handler::insert::WriteMode;
+use crate::ident::ident_name;
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::settings::parse_timeout;
+use crate::types::PgType;
+use brook_common::{BrookError, Result};
+use brook_planner::CreateStream;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::sql::sqlparser::ast::{self, ColumnOption, Expr, Statement, TableConstraint};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Catalog columns for a query result stored by `what` (CREATE TABLE AS, a view): types
+/// from `types`, names from `names` (the names the client sees).
+pub(crate) fn stored_columns(
+    types: &SchemaRef,
+    names: &SchemaRef,
+    what: &str,
+) -> Result<Vec<ColumnMeta>> {
+    types
+        .fields()
+        .iter()
+        .zip(names.fields())
+        .map(|(f, named)| {
+            let ty = PgType::from_field(f)
+                .or_else(|| pg_type_of_arrow(f.data_type()))
+                .ok_or_else(|| {
+                    BrookError::unsupported(format!(
+                        "column \"{}\" has type {} which {what} cannot store",
+                        named.name(),
+                        f.data_type()
+                    ))
+                })?;
+            Ok(ColumnMeta {
+                name: named.name().clone(),
+                ty,
+                not_null: false,
+                default: None,
+            })
+        })
+        .collect()
+}
+
+/// The column type a query result column gets in CREATE TABLE AS.
+pub(crate) fn pg_type_of_arrow(dt: &DataType) -> Option<PgType> {
+    Some(match dt {
+        DataType::Boolean => PgType::Bool,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => PgType::Int2,
+        DataType::Int32 | DataType::UInt16 => PgType::Int4,
+        DataType::Int64 | DataType::UInt32 => PgType::Int8,
+        DataType::UInt64 => PgType::Numeric {
+            precision: Some(20),
+            scale: Some(0),
+        },
+        DataType::Float16 | DataType::Float32 => PgType::Float4,
+        DataType::Float64 => PgType::Float8,
+        DataType::Decimal128(p, s) => PgType::Numeric {
+            precision: Some(*p),
+            scale: Some(*s),
+        },
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => PgType::Text,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => PgType::Bytea,
+        DataType::Date32 | DataType::Date64 => PgType::Date,
+        DataType::Timestamp(_, None) => PgType::Timestamp,
+        DataType::Timestamp(_, Some(_)) => PgType::Timestamptz,
+        DataType::Time64(_) | DataType::Time32(_) => PgType::Time,
+        DataType::Interval(_) => PgType::Interval,
+        _ => return None,
+    })
+}
+
+impl Session {
+    pub(crate) fn columns_from_defs(
+        &self,
+        defs: &[ast::ColumnDef],
+        constraints: &[TableConstraint],
+        kind: RelKind,
+    ) -> Result<(Vec<ColumnMeta>, Vec<usize>)> {
+        let mut columns: Vec<ColumnMeta> = Vec::new();
+        let mut pk: Vec<String> = Vec::new();
+        for d in defs {
+            let name = ident_name(&d.name);
+            if brook_common::columns::is_reserved(&name) {
+                return Err(BrookError::InvalidDefinition(format!(
+                    "column name \"{name}\" is reserved"
+                )));
+            }
+            if columns.iter().any(|c| c.name == name) {
+                return Err(BrookError::DuplicateObject {
+                    what: "column",
+                    name,
+                    code: "42701",
+                });
+            }
+            let ty = PgType::from_sql(&d.data_type)?;
+            let mut col = ColumnMeta {
+                name: name.clone(),
+                ty,
+                not_null: false,
+                default: None,
+            };
+            for opt in &d.options {
+                match &opt.option {
+                    ColumnOption::NotNull => col.not_null = true,
+                    ColumnOption::Null => {}
+                    ColumnOption::Default(e) => col.default = Some(e.to_string()),
+                    ColumnOption::PrimaryKey(_) => {
+                        if !pk.is_empty() {
+                            return Err(BrookError::InvalidDefinition(
+                                "multiple primary keys for a table are not allowed".into(),
+                            ));
+                        }
+                        pk.push(name.clone());
+                    }
+                    other => {
+                        return Err(BrookError::unsupported(format!(
+                            "column constraint {other} is not supported yet"
+                        )))
+                    }
+                }
+            }
+            columns.push(col);
+        }
+        for c in constraints {
+            match c {
+                TableConstraint::PrimaryKey(p) => {
+                    if !pk.is_empty() {
+                        return Err(BrookError::InvalidDefinition(
+                            "multiple primary keys for a table are not allowed".into(),
+                        ));
+                    }
+                    for ic in &p.columns {
+                        match &ic.column.expr {
+                            Expr::Identifier(i) => pk.push(ident_name(i)),
+                            other => {
+                                return Err(BrookError::unsupported(format!(
+                                    "primary key on expression {other}"
+                                )))
+                            }
+                        }
+                    }
+                }
+                other => {
+                    return Err(BrookError::unsupported(format!(
+                        "table constraint {other} is not supported yet"
+                    )))
+                }
+            }
+        }
+        if !pk.is_empty() && kind == RelKind::Stream {
+            return Err(BrookError::InvalidDefinition(
+                "a stream is append-only and cannot have a PRIMARY KEY".into(),
+            ));
+        }
+        let mut pk_idx = Vec::new();
+        for k in pk {
+            let i = columns.iter().position(|c| c.name == k).ok_or_else(|| {
+                BrookError::UndefinedColumn(format!("column \"{k}\" named in key does not exist"))
+            })?;
+            columns[i].not_null = true;
+            pk_idx.push(i);
+        }
+        if columns.is_empty() {
+            return Err(BrookError::unsupported("tables without columns"));
+        }
+        Ok((columns, pk_idx))
+    }
+
+    pub(crate) async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&ct.name)?;
+        if ct.temporary {
+            return Err(BrookError::unsupported("CREATE TEMPORARY TABLE"));
+        }
+        if let Some(q) = ct.query {
+            return self
+                .create_table_as(schema, name, ct.if_not_exists, *q)
+                .await;
+        }
+        let (columns, primary_key) =
+            self.columns_from_defs(&ct.columns, &ct.constraints, RelKind::Table)?;
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Table,
+            columns,
+            primary_key,
+            watermark: None,
+            options: BTreeMap::new(),
+            query: None,
+            depends_on: Vec::new(),
+        };
+        self.validate_defaults(&meta).await?;
+        // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
+        self.engine
+            .create_relation(&self.db, &schema, &name, meta, ct.if_not_exists)?;
+        Ok(Outcome::Command("CREATE TABLE".into()))
+    }
+
+    pub(crate) async fn create_table_as(
+        &mut self,
+        schema: String,
+        name: String,
+        if_not_exists: bool,
+        q: ast::Query,
+    ) -> Result<Outcome> {
+        let plan = self.plan(Statement::Query(Box::new(q))).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let arrow_schema = Arc::new(df.schema().as_arrow().clone());
+        let columns = stored_columns(&arrow_schema, &arrow_schema, "a table")?;
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Table,
+            columns,
+            primary_key: vec![],
+            watermark: None,
+            options: BTreeMap::new(),
+            query: None,
+            depends_on: Vec::new(),
+        };
+        if !self
+            .engine
+            .create_relation(&self.db, &schema, &name, meta, if_not_exists)?
+        {
+            return Ok(Outcome::Command("CREATE TABLE AS".into()));
+        }
+        let (meta, store) = self.relation(&schema, &name)?;
+        let stream = df.execute_stream().await?;
+        let n = self
+            .write_stream_mapped(&meta, &store, &name, stream, None, WriteMode::Append, None)
+            .await?;
+        Ok(Outcome::Command(format!("SELECT {n}")))
+    }
+
+    pub(crate) async fn create_stream(&mut self, cs: CreateStream) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&cs.name)?;
+        let (columns, _) = self.columns_from_defs(&cs.columns, &cs.constraints, RelKind::Stream)?;
+        let watermark = match cs.watermark {
+            Some(w) => {
+                let col = columns
+                    .iter()
+                    .find(|c| c.name == w.column.to_lowercase() || c.name == w.column)
+                    .ok_or_else(|| {
+                        BrookError::UndefinedColumn(format!(
+                            "watermark column \"{}\" does not exist",
+                            w.column
+                        ))
+                    })?;
+                if !matches!(col.ty, PgType::Timestamp | PgType::Timestamptz) {
+                    return Err(BrookError::DatatypeMismatch(format!(
+                        "watermark column \"{}\" must be a timestamp, not {}",
+                        col.name,
+                        col.ty.name()
+                    )));
+                }
+                Some(WatermarkMeta {
+                    column: col.name.clone(),
+                    expr: w.expr,
+                })
+            }
+            None => None,
+        };
+        let options = cs
+            .options
+            .iter()
+            .map(|o| match o {
+                ast::SqlOption::KeyValue { key, value } => Ok((
+                    ident_name(key),
+                    value.to_string().trim_matches('\'').to_string(),
+                )),
+                other => Err(BrookError::unsupported(format!("stream option {other}"))),
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        if let Some(text) = options.get(crate::continuous::IDLE_TIMEOUT) {
+            parse_timeout(text)?;
+            if watermark.is_none() {
+                return Err(BrookError::InvalidParameter(
+                    "idle_timeout applies to a stream with a WATERMARK FOR clause".into(),
+                ));
+            }
+        }
+        let meta = RelationMeta {
+            id: 0,
+            kind: RelKind::Stream,
+            columns,
+            primary_key: vec![],
+            watermark,
+            options,
+            query: None,
+            depends_on: Vec::new(),
+        };
+        self.validate_defaults(&meta).await?;
+        self.engine
+            .create_relation(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        Ok(Outcome::Command("CREATE STREAM".into()))
+    }
+
+    /// Check every DEFAULT expression evaluates to the column's type now, not at first insert.
+    pub(crate) async fn validate_defaults(&self, meta: &RelationMeta) -> Result<()> {
+        for (i, c) in meta.columns.iter().enumerate() {
+            if c.default.is_some() {
+                self.default_value(meta, i).await?;
+            }
+        }
+        Ok(())
+    }
+}

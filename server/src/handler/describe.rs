@@ -1,0 +1,213 @@
+//! Describe: the result columns of a statement before it runs (extended protocol).
+
+use crate::handler::continuous::wire_schema;
+use crate::handler::insert::returning_query;
+use crate::handler::query::pg_literals;
+use crate::handler::query::pg_named;
+use crate::ident::ident_name;
+use crate::ident::object_parts;
+use crate::ident::quote_ident;
+use crate::session::Session;
+use crate::stream::plan::plan_query_continuous;
+use brook_common::Result;
+use brook_planner::continuous::ContinuousOptions;
+use brook_planner::BrookStatement;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::sql::sqlparser::ast::{self, Expr, FromTable, Statement, TableFactor, TableObject};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+impl Session {
+    /// The result schema of a query without running it (for Describe).
+    pub async fn describe(&self, stmt: &BrookStatement) -> Result<Option<SchemaRef>> {
+        let (stmt, _) = self.approximated(stmt.clone())?;
+        let stmt = &stmt;
+        let plan_schema = || -> SchemaRef {
+            Arc::new(Schema::new(vec![Field::new(
+                "QUERY PLAN",
+                DataType::Utf8,
+                false,
+            )]))
+        };
+        match stmt {
+            BrookStatement::FetchWith { fetch, .. } => self.describe_fetch(fetch),
+            BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            } => match stmt.as_ref() {
+                Statement::Explain { .. } => Ok(Some(plan_schema())),
+                Statement::Query(_) => {
+                    // The continuous result: with the change kind when it is updating.
+                    let options = ContinuousOptions {
+                        emit_on_window_close: *on_window_close,
+                    };
+                    let p =
+                        plan_query_continuous(&self.ctx, stmt.as_ref().clone(), options).await?;
+                    Ok(Some(wire_schema(&p.graph, p.names)))
+                }
+                _ => Ok(Some(Arc::new(Schema::empty()))),
+            },
+            BrookStatement::Sql(s) => match s.as_ref() {
+                Statement::Fetch { .. } => self.describe_fetch(s),
+                Statement::Explain { statement, .. }
+                    if matches!(statement.as_ref(), Statement::Declare { .. }) =>
+                {
+                    Ok(Some(plan_schema()))
+                }
+                Statement::Query(_) | Statement::Explain { .. } => {
+                    self.describe_query(s).await.map(Some)
+                }
+                Statement::ShowVariable { variable } => {
+                    let name = variable
+                        .iter()
+                        .map(ident_name)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    Ok(Some(Arc::new(Schema::new(vec![Field::new(
+                        name,
+                        DataType::Utf8,
+                        true,
+                    )]))))
+                }
+                Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                    self.returning_schema(s).await
+                }
+                _ => Ok(Some(Arc::new(Schema::empty()))),
+            },
+            _ => Ok(Some(Arc::new(Schema::empty()))),
+        }
+    }
+
+    /// The row shape of a query (or EXPLAIN) from its plan, with PostgreSQL's column names.
+    pub(crate) async fn describe_query(&self, stmt: &Statement) -> Result<SchemaRef> {
+        let mut stmt = stmt.clone();
+        let names = brook_planner::rewrite::output_names(&stmt);
+        pg_literals(&mut stmt)?;
+        let plan = self.plan(stmt).await?;
+        Ok(pg_named(plan.schema().as_arrow().clone(), names))
+    }
+
+    /// Parameter types and result schema of a prepared statement (for Describe). Declared
+    /// types win; others are inferred from the plan (queries) or the target columns (INSERT).
+    pub async fn describe_with_params(
+        &self,
+        stmt: &BrookStatement,
+        declared: &[pgwire::api::Type],
+    ) -> Result<(Vec<pgwire::api::Type>, Option<SchemaRef>)> {
+        use pgwire::api::Type;
+        let mut types: Vec<Type> = declared.to_vec();
+        let (stmt, _) = self.approximated(stmt.clone())?;
+        let stmt = &stmt;
+        let BrookStatement::Sql(s) = stmt else {
+            return Ok((types, self.describe(stmt).await?));
+        };
+        let mut inferred: BTreeMap<usize, Type> = BTreeMap::new();
+        let schema = match s.as_ref() {
+            Statement::Explain { statement, .. }
+                if matches!(statement.as_ref(), Statement::Declare { .. }) =>
+            {
+                self.describe(stmt).await?
+            }
+            Statement::Query(_) | Statement::Explain { .. } => {
+                let mut q = (**s).clone();
+                let names = brook_planner::rewrite::output_names(&q);
+                pg_literals(&mut q)?;
+                let plan = self.plan(q).await?;
+                for (k, v) in plan.get_parameter_types()? {
+                    if let (Some(i), Some(dt)) =
+                        (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
+                    {
+                        inferred.insert(i, crate::types::arrow_wire_type(&dt));
+                    }
+                }
+                Some(pg_named(plan.schema().as_arrow().clone(), names))
+            }
+            Statement::Insert(ins) => {
+                if let (TableObject::TableName(tn), Some(src)) = (&ins.table, &ins.source) {
+                    if let Ok((schema, name)) = self.resolve(tn) {
+                        if let Ok((meta, _)) = self.relation(&schema, &name) {
+                            let cols: Vec<usize> = if ins.columns.is_empty() {
+                                (0..meta.columns.len()).collect()
+                            } else {
+                                ins.columns
+                                    .iter()
+                                    .filter_map(|c| {
+                                        object_parts(c).ok().and_then(|p| p.last().cloned())
+                                    })
+                                    .filter_map(|n| meta.columns.iter().position(|m| m.name == n))
+                                    .collect()
+                            };
+                            if let ast::SetExpr::Values(v) = src.body.as_ref() {
+                                for row in &v.rows {
+                                    for (j, e) in row.iter().enumerate() {
+                                        if let (Expr::Value(val), Some(&ci)) = (e, cols.get(j)) {
+                                            if let ast::Value::Placeholder(p) = &val.value {
+                                                if let Some(i) = p
+                                                    .strip_prefix('$')
+                                                    .and_then(|n| n.parse::<usize>().ok())
+                                                {
+                                                    inferred.insert(i, meta.columns[ci].ty.wire());
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                self.returning_schema(s).await?
+            }
+            Statement::ShowVariable { .. } | Statement::Fetch { .. } => self.describe(stmt).await?,
+            Statement::Update(_) | Statement::Delete(_) => self.returning_schema(s).await?,
+            _ => Some(Arc::new(Schema::empty())),
+        };
+        let n = brook_planner::rewrite::placeholder_count(s).max(types.len());
+        types.resize(n, Type::UNKNOWN);
+        for (i, t) in types.iter_mut().enumerate() {
+            if *t == Type::UNKNOWN {
+                if let Some(x) = inferred.get(&(i + 1)) {
+                    *t = x.clone();
+                }
+            }
+        }
+        Ok((types, schema))
+    }
+
+    /// The result schema of a DML statement: its RETURNING list over the target table, or
+    /// none.
+    pub(crate) async fn returning_schema(&self, stmt: &Statement) -> Result<Option<SchemaRef>> {
+        let (table, items) = match stmt {
+            Statement::Insert(i) => match (&i.table, &i.returning) {
+                (TableObject::TableName(t), Some(items)) => (t.clone(), items.clone()),
+                _ => return Ok(Some(Arc::new(Schema::empty()))),
+            },
+            Statement::Update(u) => match (&u.table.relation, &u.returning) {
+                (TableFactor::Table { name, .. }, Some(items)) => (name.clone(), items.clone()),
+                _ => return Ok(Some(Arc::new(Schema::empty()))),
+            },
+            Statement::Delete(d) => {
+                let tables = match &d.from {
+                    FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+                };
+                match (tables.first().map(|t| &t.relation), &d.returning) {
+                    (Some(TableFactor::Table { name, .. }), Some(items)) => {
+                        (name.clone(), items.clone())
+                    }
+                    _ => return Ok(Some(Arc::new(Schema::empty()))),
+                }
+            }
+            _ => return Ok(Some(Arc::new(Schema::empty()))),
+        };
+        let (schema, name) = self.resolve(&table)?;
+        let from = format!(
+            "{}.{} AS {}",
+            quote_ident(&schema),
+            quote_ident(&name),
+            quote_ident(&name)
+        );
+        let (q, names) = returning_query(&items, &from)?;
+        let plan = self.plan(q).await?;
+        Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
+    }
+}

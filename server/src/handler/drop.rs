@@ -1,0 +1,171 @@
+//! DROP of tables, streams, views, synopses and indexes, with their dependents.
+
+use crate::catalog::RelKind;
+use crate::ident::object_parts;
+use crate::session::Outcome;
+use crate::session::Session;
+use brook_common::{BrookError, Result};
+use datafusion::sql::sqlparser::ast::{self, ObjectName, ObjectType};
+
+impl Session {
+    /// DROP of a table, materialized view, schema, database or index.
+    pub(crate) fn drop(
+        &mut self,
+        object_type: ObjectType,
+        names: &[ObjectName],
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<Outcome> {
+        match object_type {
+            ObjectType::Table => {
+                self.drop_relations(names, RelKind::Table, if_exists, cascade, "DROP TABLE")
+            }
+            ObjectType::MaterializedView => self.drop_relations(
+                names,
+                RelKind::MaterializedView,
+                if_exists,
+                cascade,
+                "DROP MATERIALIZED VIEW",
+            ),
+            ObjectType::Schema => {
+                for n in names {
+                    let name = object_parts(n)?.join(".");
+                    self.engine
+                        .drop_schema(&self.db, &name, if_exists, cascade)?;
+                }
+                Ok(Outcome::Command("DROP SCHEMA".into()))
+            }
+            ObjectType::Database => {
+                for n in names {
+                    let name = object_parts(n)?.join(".");
+                    if name == self.db.name {
+                        return Err(BrookError::ObjectInUse(format!(
+                            "cannot drop the currently open database \"{name}\""
+                        )));
+                    }
+                    self.engine.drop_database(&name, if_exists)?;
+                }
+                Ok(Outcome::Command("DROP DATABASE".into()))
+            }
+            ObjectType::Index => self.drop_indexes(names, if_exists),
+            other => Err(BrookError::unsupported(format!("DROP {other}"))),
+        }
+    }
+
+    /// The existing relations a query names, as (schema, name).
+    pub(crate) fn relations_read(&self, q: &ast::Query) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let _ = ast::visit_relations(q, |name| {
+            if let Ok((schema, rel)) = self.resolve(name) {
+                if self.relation(&schema, &rel).is_ok()
+                    && !out.contains(&(schema.clone(), rel.clone()))
+                {
+                    out.push((schema, rel));
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
+    }
+
+    /// The materialized views and synopses that read `schema.name` directly.
+    pub(crate) fn dependents(
+        &self,
+        schema: &str,
+        name: &str,
+    ) -> Result<Vec<(String, String, RelKind)>> {
+        let doc = self.engine.catalog.read();
+        let db = doc.database(&self.db.name)?;
+        let mut out = Vec::new();
+        for (vschema, s) in &db.schemas {
+            for (vname, rel) in &s.relations {
+                if rel.depends_on.iter().any(|(a, b)| a == schema && b == name) {
+                    out.push((vschema.clone(), vname.clone(), rel.kind));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drop what reads `schema.name`, and what reads those, first (CASCADE), telling the
+    /// client each one as PostgreSQL does.
+    pub(crate) fn drop_dependents(&mut self, schema: &str, name: &str) -> Result<()> {
+        for (vschema, vname, kind) in self.dependents(schema, name)? {
+            self.drop_dependents(&vschema, &vname)?;
+            if self
+                .engine
+                .drop_relation(&self.db, &vschema, &vname, kind, true)?
+            {
+                self.notices
+                    .push(format!("drop cascades to {} {vname}", kind.noun()));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn drop_relations(
+        &mut self,
+        names: &[ObjectName],
+        kind: RelKind,
+        if_exists: bool,
+        cascade: bool,
+        tag: &str,
+    ) -> Result<Outcome> {
+        for n in names {
+            let (schema, name) = self.resolve(n)?;
+            // Only a relation of the named kind cascades (a wrong kind or a missing one is
+            // reported by drop_relation below, with nothing dropped).
+            let found = {
+                let doc = self.engine.catalog.read();
+                doc.database(&self.db.name)?
+                    .schemas
+                    .get(&schema)
+                    .and_then(|s| s.relations.get(&name))
+                    .map(|r| r.kind)
+            };
+            if found.is_some_and(|k| k != kind) {
+                // Reports the wrong object type (42809).
+                self.engine
+                    .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
+                continue;
+            }
+            if cascade && found.is_some() {
+                self.drop_dependents(&schema, &name)?;
+            } else if let Some((vschema, vname, vkind)) =
+                self.dependents(&schema, &name)?.into_iter().next()
+            {
+                // 2BP01, as PostgreSQL.
+                return Err(BrookError::DependentObjects(format!(
+                    "cannot drop {} {name} because {} {vschema}.{vname} depends on it \
+                     (use DROP ... CASCADE to drop the dependent objects too)",
+                    kind.noun(),
+                    vkind.noun()
+                )));
+            }
+            self.engine
+                .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
+        }
+        Ok(Outcome::Command(tag.into()))
+    }
+
+    pub(crate) fn drop_indexes(
+        &mut self,
+        names: &[ObjectName],
+        if_exists: bool,
+    ) -> Result<Outcome> {
+        for n in names {
+            let (schema, name) = self.resolve(n)?;
+            let db = self.db.name.clone();
+            self.engine.catalog.update(|doc| {
+                let s = doc.schema_mut(&db, &schema)?;
+                if s.indexes.remove(&name).is_none() && !if_exists {
+                    return Err(BrookError::UndefinedObject(format!(
+                        "index \"{name}\" does not exist"
+                    )));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(Outcome::Command("DROP INDEX".into()))
+    }
+}

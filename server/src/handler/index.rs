@@ -1,0 +1,66 @@
+//! CREATE INDEX.
+
+use crate::catalog::IndexMeta;
+use crate::ident::ident_name;
+use crate::ident::object_parts;
+use crate::session::Outcome;
+use crate::session::Session;
+use brook_common::{BrookError, Result};
+use datafusion::sql::sqlparser::ast::{self, Expr};
+
+impl Session {
+    pub(crate) fn create_index(&mut self, ci: ast::CreateIndex) -> Result<Outcome> {
+        let (schema, table) = self.resolve(&ci.table_name)?;
+        let (meta, _) = self.relation(&schema, &table)?;
+        let mut columns = Vec::new();
+        for c in &ci.columns {
+            match &c.column.expr {
+                Expr::Identifier(i) => {
+                    let n = ident_name(i);
+                    if !meta.columns.iter().any(|m| m.name == n) {
+                        return Err(BrookError::UndefinedColumn(format!(
+                            "column \"{n}\" does not exist"
+                        )));
+                    }
+                    columns.push(n);
+                }
+                other => {
+                    return Err(BrookError::unsupported(format!(
+                        "index on expression {other}"
+                    )))
+                }
+            }
+        }
+        if ci.unique {
+            return Err(BrookError::unsupported(
+                "CREATE UNIQUE INDEX (use a PRIMARY KEY)",
+            ));
+        }
+        let name = match &ci.name {
+            Some(n) => object_parts(n)?.pop().unwrap_or_default(),
+            None => format!("{table}_{}_idx", columns.join("_")),
+        };
+        let if_not_exists = ci.if_not_exists;
+        let db = self.db.name.clone();
+        self.engine.catalog.update(|doc| {
+            let s = doc.schema_mut(&db, &schema)?;
+            if s.indexes.contains_key(&name) || s.relations.contains_key(&name) {
+                return if if_not_exists {
+                    Ok(())
+                } else {
+                    Err(BrookError::DuplicateTable(name.clone()))
+                };
+            }
+            s.indexes.insert(
+                name.clone(),
+                IndexMeta {
+                    table: table.clone(),
+                    columns: columns.clone(),
+                    unique: false,
+                },
+            );
+            Ok(())
+        })?;
+        Ok(Outcome::Command("CREATE INDEX".into()))
+    }
+}

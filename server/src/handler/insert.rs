@@ -1,0 +1,208 @@
+//! INSERT (VALUES or a query) and RETURNING.
+
+use crate::catalog::RelationMeta;
+use crate::handler::query::pg_literals;
+use crate::handler::query::pg_named;
+use crate::handler::query::rows_outcome;
+use crate::ident::object_parts;
+use crate::ident::quote_ident;
+use crate::session::Outcome;
+use crate::session::Session;
+use brook_common::{BrookError, Result};
+use brook_planner::BrookStatement;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::Schema;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{
+    self, OnConflictAction, OnInsert, SelectItem, Statement, TableObject,
+};
+use std::sync::Arc;
+
+/// How INSERT treats key conflicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    Append,
+    SkipConflicts,
+}
+
+/// The query `SELECT <items> FROM <from>` of a RETURNING list, ready to plan, with the
+/// PostgreSQL names of its columns.
+pub(crate) fn returning_query(
+    items: &[SelectItem],
+    from: &str,
+) -> Result<(Statement, Option<Vec<brook_planner::rewrite::OutputName>>)> {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    let sql = format!("SELECT {} FROM {from}", items.join(", "));
+    let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
+        return Err(BrookError::internal(
+            "RETURNING list did not parse as a query",
+        ));
+    };
+    let names = brook_planner::rewrite::output_names(&q);
+    let mut q = *q;
+    pg_literals(&mut q)?;
+    Ok((q, names))
+}
+
+impl Session {
+    pub(crate) async fn insert(&mut self, ins: ast::Insert) -> Result<Outcome> {
+        let TableObject::TableName(tn) = &ins.table else {
+            return Err(BrookError::unsupported("INSERT INTO TABLE FUNCTION"));
+        };
+        let (schema, name) = self.resolve(tn)?;
+        let (meta, store) = self.writable(&schema, &name)?;
+        let mut targets = Vec::new();
+        for c in &ins.columns {
+            let parts = object_parts(c)?;
+            let cname = parts.last().cloned().unwrap_or_default();
+            let i = meta.column_index(&cname, &name)?;
+            if targets.contains(&i) {
+                return Err(BrookError::Syntax(format!(
+                    "column \"{cname}\" specified more than once"
+                )));
+            }
+            targets.push(i);
+        }
+        let mode = match &ins.on {
+            None => WriteMode::Append,
+            Some(OnInsert::OnConflict(oc)) => match &oc.action {
+                OnConflictAction::DoNothing => WriteMode::SkipConflicts,
+                OnConflictAction::DoUpdate(du) => {
+                    if ins.returning.is_some() {
+                        return Err(BrookError::unsupported(
+                            "RETURNING with ON CONFLICT DO UPDATE",
+                        ));
+                    }
+                    self.check_conflict_target(&meta, oc.conflict_target.as_ref())?;
+                    let Some(q) = ins.source.clone() else {
+                        return Err(BrookError::unsupported(
+                            "DEFAULT VALUES with ON CONFLICT DO UPDATE",
+                        ));
+                    };
+                    let plan = self.plan(Statement::Query(q)).await?;
+                    let stream = self
+                        .ctx
+                        .execute_logical_plan(plan)
+                        .await?
+                        .execute_stream()
+                        .await?;
+                    let targets = if ins.columns.is_empty() {
+                        None
+                    } else {
+                        Some(targets.clone())
+                    };
+                    let n = self
+                        .upsert(&meta, &store, &name, stream, targets, du.clone())
+                        .await?;
+                    return Ok(Outcome::Command(format!("INSERT 0 {n}")));
+                }
+            },
+            Some(other) => return Err(BrookError::unsupported(format!("INSERT {other}"))),
+        };
+        if mode == WriteMode::SkipConflicts && meta.primary_key.is_empty() {
+            return Err(BrookError::InvalidDefinition(
+                "there is no unique or exclusion constraint matching the ON CONFLICT specification"
+                    .into(),
+            ));
+        }
+        let stream: SendableRecordBatchStream = match ins.source {
+            Some(q) => {
+                let plan = self.plan(Statement::Query(q)).await?;
+                let df = self.ctx.execute_logical_plan(plan).await?;
+                df.execute_stream().await?
+            }
+            None => {
+                // DEFAULT VALUES: one row, every column from its default.
+                let schema = Arc::new(Schema::empty());
+                let batch = RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    vec![],
+                    &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(1)),
+                )?;
+                Box::pin(RecordBatchStreamAdapter::new(
+                    schema,
+                    futures::stream::iter(vec![Ok(batch)]),
+                ))
+            }
+        };
+        let targets = if targets.is_empty() && ins.columns.is_empty() {
+            None
+        } else {
+            Some(targets)
+        };
+        let returning = ins.returning.clone();
+        let mut written = Vec::new();
+        let n = self
+            .write_stream_mapped(
+                &meta,
+                &store,
+                &name,
+                stream,
+                targets,
+                mode,
+                returning.as_ref().map(|_| &mut written),
+            )
+            .await?;
+        match returning {
+            Some(items) => self.returning(&name, &meta, written, &items).await,
+            None => Ok(Outcome::Command(format!("INSERT 0 {n}"))),
+        }
+    }
+
+    pub(crate) async fn returning(
+        &self,
+        name: &str,
+        meta: &RelationMeta,
+        batches: Vec<RecordBatch>,
+        items: &[SelectItem],
+    ) -> Result<Outcome> {
+        let ctx = SessionContext::new_with_state(self.ctx.state());
+        let tmp = Arc::new(datafusion::datasource::MemTable::try_new(
+            meta.schema(),
+            vec![batches],
+        )?);
+        let tmp_schema = "brook_returning";
+        let cat = ctx
+            .catalog(&self.db.name)
+            .ok_or_else(|| BrookError::internal("session catalog missing"))?;
+        // A private catalog view: the RETURNING list sees the written rows under the table's name.
+        let provider = Arc::new(datafusion::catalog::MemorySchemaProvider::new());
+        datafusion::catalog::SchemaProvider::register_table(
+            provider.as_ref(),
+            name.to_string(),
+            tmp,
+        )?;
+        let list = Arc::new(datafusion::catalog::MemoryCatalogProviderList::new());
+        let c = Arc::new(datafusion::catalog::MemoryCatalogProvider::new());
+        datafusion::catalog::CatalogProvider::register_schema(c.as_ref(), tmp_schema, provider)?;
+        let _ = cat;
+        datafusion::catalog::CatalogProviderList::register_catalog(
+            list.as_ref(),
+            "brook_returning".into(),
+            c,
+        );
+        let state = datafusion::execution::session_state::SessionStateBuilder::new_from_existing(
+            ctx.state(),
+        )
+        .with_catalog_list(list)
+        .build();
+        let rctx = SessionContext::new_with_state(state);
+        let from = format!(
+            "brook_returning.{tmp_schema}.{} AS {}",
+            quote_ident(name),
+            quote_ident(name)
+        );
+        let (q, names) = returning_query(items, &from)?;
+        let plan = rctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(q)))
+            .await?;
+        let df = rctx.execute_logical_plan(plan).await?;
+        let schema = pg_named(df.schema().as_arrow().clone(), names);
+        let out = df.collect().await?;
+        Ok(rows_outcome(schema, out, "INSERT"))
+    }
+}

@@ -1,0 +1,151 @@
+//! One file per statement family; `execute` dispatches a statement to its handler, one arm
+//! per statement kind.
+
+pub mod alter;
+pub mod continuous;
+pub mod copy;
+pub mod create_table;
+pub mod cursor;
+pub mod describe;
+pub mod drop;
+pub mod index;
+pub mod insert;
+pub mod query;
+pub mod schema;
+pub mod set_show;
+pub mod transaction;
+pub mod update_delete;
+pub mod upsert;
+
+use crate::catalog::RelKind;
+use crate::handler::query::{first_words, pg_literals};
+use crate::session::{Outcome, Session};
+use brook_common::{BrookError, Result};
+use brook_planner::continuous::ContinuousOptions;
+use brook_planner::BrookStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+
+impl Session {
+    /// Execute one statement.
+    pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        let (stmt, replaced) = self.approximated(stmt)?;
+        self.notices.extend(replaced.iter().map(|r| r.notice()));
+        match stmt {
+            BrookStatement::Sql(s) => self.execute_sql(*s).await,
+            BrookStatement::CreateStream(cs) => self.create_stream(*cs).await,
+            BrookStatement::DropStream {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_relations(&names, RelKind::Stream, if_exists, cascade, "DROP STREAM"),
+            BrookStatement::CreateSynopsis(cs) => self.create_synopsis(*cs).await,
+            BrookStatement::DropSynopsis {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_relations(
+                &names,
+                RelKind::Synopsis,
+                if_exists,
+                cascade,
+                "DROP SYNOPSIS",
+            ),
+            BrookStatement::Approx { .. } => Err(BrookError::Syntax(
+                "syntax error: WITH ERROR given twice".into(),
+            )),
+            BrookStatement::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
+            BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            } => {
+                let options = ContinuousOptions {
+                    emit_on_window_close: on_window_close,
+                };
+                self.execute_emit(*stmt, options).await
+            }
+        }
+    }
+
+    /// Execute a standard SQL statement.
+    pub(crate) async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
+        let names = brook_planner::rewrite::output_names(&stmt);
+        pg_literals(&mut stmt)?;
+        match stmt {
+            Statement::Explain { statement, .. }
+                if matches!(*statement, Statement::Declare { .. }) =>
+            {
+                Box::pin(self.explain_declare(*statement)).await
+            }
+            Statement::Query(_) | Statement::Explain { .. } => {
+                self.run_query(stmt, "SELECT", names).await
+            }
+            Statement::CreateView(cv) if cv.materialized => {
+                self.create_materialized_view(cv, ContinuousOptions::default())
+                    .await
+            }
+            Statement::Insert(ins) => self.insert(ins).await,
+            Statement::Update(u) => self.update(u).await,
+            Statement::Delete(d) => self.delete(d).await,
+            Statement::CreateTable(ct) => self.create_table(ct).await,
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                values,
+            } => {
+                self.copy(source, to, target, &options, &legacy_options, values)
+                    .await
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => self.drop(object_type, &names, if_exists, cascade),
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+                ..
+            } => self.create_schema(&schema_name, if_not_exists),
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => self.create_database(&db_name, if_not_exists),
+            Statement::CreateIndex(ci) => self.create_index(ci),
+            Statement::AlterTable(at) => self.alter_table(at).await,
+            Statement::Truncate(t) => self.truncate(t).await,
+            Statement::StartTransaction { .. } => Ok(Outcome::TxnStart("BEGIN".into())),
+            Statement::Commit { .. } => Ok(self.end_transaction("COMMIT")),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => Ok(self.end_transaction("ROLLBACK")),
+            Statement::Rollback {
+                savepoint: Some(_), ..
+            } => Ok(Outcome::Command("ROLLBACK".into())),
+            Statement::Savepoint { .. } => Ok(Outcome::Command("SAVEPOINT".into())),
+            Statement::ReleaseSavepoint { .. } => Ok(Outcome::Command("RELEASE".into())),
+            Statement::Declare { stmts } => {
+                self.declare(stmts, ContinuousOptions::default(), false)
+                    .await
+            }
+            Statement::Fetch {
+                name, direction, ..
+            } => self.fetch(&name, &direction, None).await,
+            Statement::Close { cursor } => self.close(cursor),
+            Statement::Set(set) => self.set(set),
+            Statement::ShowVariable { variable } => self.show(&variable),
+            Statement::Discard { .. } => Ok(self.discard()),
+            Statement::Reset(r) => self.reset(r),
+            Statement::Deallocate { .. } => Ok(Outcome::Command("DEALLOCATE".into())),
+            Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
+            other => Err(BrookError::unsupported(format!(
+                "statement not supported: {}",
+                first_words(&other.to_string())
+            ))),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Queries run once (SELECT, EXPLAIN), the accuracy budget that rewrites them, and their
+//! results as rows.
+
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::settings::parse_setting_f64;
+use crate::settings::APPROX_CONFIDENCE;
+use crate::settings::APPROX_ERROR;
+use crate::settings::APPROX_REPORT;
+use brook_common::Result;
+use brook_planner::BrookStatement;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use std::sync::Arc;
+
+/// PostgreSQL literal typing for statements that evaluate expressions.
+pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
+    if matches!(
+        stmt,
+        Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Explain { .. }
+    ) {
+        brook_planner::windows::rewrite_windows(stmt)?;
+        brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
+        brook_planner::rewrite::alias_outputs(stmt);
+    }
+    Ok(())
+}
+
+pub(crate) fn rows_outcome(
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    tag: &'static str,
+) -> Outcome {
+    let stream = RecordBatchStreamAdapter::new(
+        schema.clone(),
+        futures::stream::iter(batches.into_iter().map(Ok)),
+    );
+    Outcome::Rows {
+        schema,
+        stream: Box::pin(stream),
+        tag,
+    }
+}
+
+pub(crate) fn first_words(s: &str) -> String {
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// A planned schema with PostgreSQL's output names applied (when known).
+pub(crate) fn pg_named(
+    schema: datafusion::arrow::datatypes::Schema,
+    names: Option<Vec<brook_planner::rewrite::OutputName>>,
+) -> SchemaRef {
+    match names {
+        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+        None => Arc::new(schema),
+    }
+}
+
+impl Session {
+    /// The session's accuracy budget (`approx.error` > 0), if any.
+    pub(crate) fn session_budget(&self) -> Result<Option<brook_planner::approx::Budget>> {
+        let error = self.settings.get(APPROX_ERROR).unwrap_or_default();
+        let error = error.trim();
+        if error.is_empty() || error == "0" || error.eq_ignore_ascii_case("off") {
+            return Ok(None);
+        }
+        let confidence = self.settings.get(APPROX_CONFIDENCE).unwrap_or_default();
+        Ok(Some(brook_planner::approx::Budget::new(
+            parse_setting_f64(APPROX_ERROR, error)?,
+            parse_setting_f64(APPROX_CONFIDENCE, &confidence)?,
+        )?))
+    }
+
+    /// Apply the accuracy budget (the statement's `WITH ERROR` clause, else the session's):
+    /// the statement with exact aggregates replaced by synopses, and what was replaced.
+    pub(crate) fn approximated(
+        &self,
+        stmt: BrookStatement,
+    ) -> Result<(BrookStatement, Vec<brook_planner::approx::Replacement>)> {
+        use brook_planner::approx::{approximate, Budget, Report};
+        let (inner, budget) = match stmt {
+            BrookStatement::Approx {
+                stmt,
+                error,
+                confidence,
+            } => {
+                let confidence = match confidence {
+                    Some(c) => c,
+                    None => parse_setting_f64(
+                        APPROX_CONFIDENCE,
+                        &self.settings.get(APPROX_CONFIDENCE).unwrap_or_default(),
+                    )?,
+                };
+                (*stmt, Some(Budget::new(error, confidence)?))
+            }
+            other => (other, self.session_budget()?),
+        };
+        let Some(budget) = budget else {
+            return Ok((inner, Vec::new()));
+        };
+        let report = Report::parse(&self.settings.get(APPROX_REPORT).unwrap_or_default())?;
+        match inner {
+            BrookStatement::Sql(mut s) => {
+                let done = approximate(&mut s, budget, report)?;
+                Ok((BrookStatement::Sql(s), done))
+            }
+            BrookStatement::Emit {
+                mut stmt,
+                on_window_close,
+            } => {
+                let done = approximate(&mut stmt, budget, report)?;
+                Ok((
+                    BrookStatement::Emit {
+                        stmt,
+                        on_window_close,
+                    },
+                    done,
+                ))
+            }
+            other => Ok((other, Vec::new())),
+        }
+    }
+
+    /// Plan a statement with DataFusion.
+    pub(crate) async fn plan(
+        &self,
+        stmt: Statement,
+    ) -> Result<datafusion::logical_expr::LogicalPlan> {
+        let state = self.ctx.state();
+        Ok(state
+            .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+            .await?)
+    }
+
+    /// Run a query and stream its rows.
+    pub async fn run_query(
+        &self,
+        stmt: Statement,
+        tag: &'static str,
+        names: Option<Vec<brook_planner::rewrite::OutputName>>,
+    ) -> Result<Outcome> {
+        let plan = self.plan(stmt).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let schema = pg_named(df.schema().as_arrow().clone(), names);
+        let stream = df.execute_stream().await?;
+        Ok(Outcome::Rows {
+            schema,
+            stream,
+            tag,
+        })
+    }
+}

@@ -1,0 +1,33 @@
+//! CREATE SCHEMA and CREATE DATABASE.
+
+use crate::ident::object_parts;
+use crate::session::{Outcome, Session};
+use brook_common::{BrookError, Result};
+use datafusion::sql::sqlparser::ast::{ObjectName, SchemaName};
+
+impl Session {
+    /// CREATE SCHEMA name.
+    pub(crate) fn create_schema(
+        &mut self,
+        schema_name: &SchemaName,
+        if_not_exists: bool,
+    ) -> Result<Outcome> {
+        let name = match schema_name {
+            SchemaName::Simple(n) => object_parts(n)?.join("."),
+            other => return Err(BrookError::unsupported(format!("CREATE SCHEMA {other}"))),
+        };
+        self.engine.create_schema(&self.db, &name, if_not_exists)?;
+        Ok(Outcome::Command("CREATE SCHEMA".into()))
+    }
+
+    /// CREATE DATABASE name.
+    pub(crate) fn create_database(
+        &mut self,
+        db_name: &ObjectName,
+        if_not_exists: bool,
+    ) -> Result<Outcome> {
+        self.engine
+            .create_database(&object_parts(db_name)?.join("."), if_not_exists)?;
+        Ok(Outcome::Command("CREATE DATABASE".into()))
+    }
+}

@@ -1,0 +1,253 @@
+//! SET, RESET, SHOW and DISCARD.
+
+use crate::catalog::DEFAULT_SCHEMA;
+use crate::handler::query::rows_outcome;
+use crate::ident::ident_name;
+use crate::ident::object_parts;
+use crate::session::Outcome;
+use crate::session::Session;
+use crate::settings::default_settings;
+use crate::settings::parse_setting_f64;
+use crate::settings::parse_timeout;
+use crate::settings::APPROX_CONFIDENCE;
+use crate::settings::APPROX_ERROR;
+use crate::settings::APPROX_REPORT;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::sql::sqlparser::ast::{self, Expr, Ident};
+use std::sync::Arc;
+
+pub(crate) fn setting_value(e: &Expr) -> String {
+    match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        Expr::Identifier(i) => i.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Session {
+    /// DISCARD ALL: close every cursor, reset every setting.
+    pub(crate) fn discard(&mut self) -> Outcome {
+        self.cursors.clear();
+        self.reset_all();
+        Outcome::Command("DISCARD ALL".into())
+    }
+
+    /// RESET name | ALL.
+    pub(crate) fn reset(&mut self, r: ast::ResetStatement) -> Result<Outcome> {
+        match r.reset {
+            ast::Reset::ALL => self.reset_all(),
+            ast::Reset::ConfigurationParameter(name) => {
+                let key = object_parts(&name)?.join(".");
+                match default_settings().get(&key) {
+                    Some(v) => {
+                        let v = v.clone();
+                        self.set_var(&key, &v)?;
+                    }
+                    None if key.starts_with("datafusion.") || key.contains('.') => {
+                        self.settings.remove(&key);
+                    }
+                    None => {
+                        return Err(BrookError::UndefinedObject(format!(
+                            "unrecognized configuration parameter \"{key}\""
+                        )))
+                    }
+                }
+            }
+        }
+        Ok(Outcome::Command("RESET".into()))
+    }
+
+    pub(crate) fn set(&mut self, set: ast::Set) -> Result<Outcome> {
+        match set {
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = object_parts(&variable)?.join(".");
+                let value = values
+                    .iter()
+                    .map(setting_value)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.set_var(&name, &value)?;
+            }
+            ast::Set::SetTimeZone { value, .. } => {
+                self.set_var("timezone", &setting_value(&value))?;
+            }
+            ast::Set::SetTransaction { .. }
+            | ast::Set::SetSessionParam(_)
+            | ast::Set::SetNames { .. }
+            | ast::Set::SetNamesDefault {} => {}
+            ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => {}
+            other => return Err(BrookError::unsupported(format!("{other}"))),
+        }
+        Ok(Outcome::Command("SET".into()))
+    }
+
+    /// RESET ALL: every setting back to its default, the search path included.
+    pub(crate) fn reset_all(&mut self) {
+        self.settings.reset();
+        let state = self.ctx.state_ref();
+        let mut st = state.write();
+        st.config_mut().options_mut().catalog.default_schema = DEFAULT_SCHEMA.to_string();
+    }
+
+    /// Set a session setting (SET name = value), validating the values Brook acts on.
+    pub fn set_var(&mut self, name: &str, value: &str) -> Result<()> {
+        let key = name.to_ascii_lowercase();
+        if key.starts_with("datafusion.") {
+            let state = self.ctx.state_ref();
+            let mut st = state.write();
+            st.config_mut().options_mut().set(&key, value)?;
+            return Ok(());
+        }
+        match key.as_str() {
+            "timezone" | "time zone" => {
+                let v = value.trim_matches('\'');
+                if !matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "utc"
+                        | "gmt"
+                        | "etc/utc"
+                        | "z"
+                        | "zulu"
+                        | "+00:00"
+                        | "0"
+                        | "+0"
+                        | "default"
+                        | "local"
+                ) {
+                    return Err(BrookError::unsupported(format!(
+                        "time zone \"{v}\" (sessions run in UTC)"
+                    )));
+                }
+                self.settings.set("timezone", "UTC");
+            }
+            "search_path" => {
+                let first = value
+                    .split(',')
+                    .map(|s| s.trim().trim_matches('"').to_string())
+                    .find(|s| s != "$user" && !s.is_empty() && s != "pg_catalog");
+                let schema = first.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
+                {
+                    let state = self.ctx.state_ref();
+                    let mut st = state.write();
+                    st.config_mut().options_mut().catalog.default_schema = schema;
+                }
+                self.settings.set(key, value.to_string());
+            }
+            "client_encoding" | "names" => {
+                let v = value
+                    .trim_matches('\'')
+                    .to_ascii_uppercase()
+                    .replace('-', "");
+                if v != "UTF8" && v != "UNICODE" && v != "DEFAULT" {
+                    return Err(BrookError::unsupported(format!(
+                        "client_encoding {value} (only UTF8 is supported)"
+                    )));
+                }
+            }
+            "datestyle" => {
+                let v = value.to_ascii_lowercase();
+                if !v.contains("iso") {
+                    return Err(BrookError::unsupported(format!(
+                        "DateStyle {value} (only ISO output is supported)"
+                    )));
+                }
+                self.settings.set(key, "ISO, MDY");
+            }
+            "extra_float_digits" => {
+                let v: i32 = value.parse().map_err(|_| {
+                    BrookError::InvalidText(format!(
+                        "invalid value for parameter \"extra_float_digits\": \"{value}\""
+                    ))
+                })?;
+                if !(-15..=3).contains(&v) {
+                    return Err(BrookError::InvalidParameter(format!(
+                        "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"
+                    )));
+                }
+                self.settings.set(key, value.to_string());
+            }
+            "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+                parse_timeout(value)?;
+                self.settings
+                    .set(key, value.trim().trim_matches('\'').to_string());
+            }
+            APPROX_ERROR => {
+                let v = value.trim();
+                if v != "0" && !v.eq_ignore_ascii_case("off") {
+                    brook_synopses::check_error(parse_setting_f64(APPROX_ERROR, v)?)?;
+                }
+                self.settings.set(key, v.to_string());
+            }
+            APPROX_CONFIDENCE => {
+                brook_synopses::Confidence::new(parse_setting_f64(APPROX_CONFIDENCE, value)?)?;
+                self.settings.set(key, value.trim().to_string());
+            }
+            APPROX_REPORT => {
+                brook_planner::approx::Report::parse(value)?;
+                self.settings.set(key, value.trim().to_ascii_lowercase());
+            }
+            _ if self.settings.contains(&key) || key.contains('.') => {
+                self.settings.set(key, value.to_string());
+            }
+            _ => {
+                return Err(BrookError::UndefinedObject(format!(
+                    "unrecognized configuration parameter \"{name}\""
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn show(&self, variable: &[Ident]) -> Result<Outcome> {
+        let name = variable
+            .iter()
+            .map(ident_name)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let key = match name.as_str() {
+            "time zone" => "timezone".to_string(),
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            other => other.to_string(),
+        };
+        if key == "all" {
+            let (names, values): (Vec<String>, Vec<String>) =
+                self.settings.entries().into_iter().unzip();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("name", DataType::Utf8, false),
+                Field::new("setting", DataType::Utf8, false),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(StringArray::from(names)),
+                    Arc::new(StringArray::from(values)),
+                ],
+            )?;
+            return Ok(rows_outcome(schema, vec![batch], "SHOW"));
+        }
+        let value = if key.starts_with("datafusion.") {
+            let opts = self.ctx.state().config().options().entries();
+            opts.into_iter()
+                .find(|e| e.key == key)
+                .and_then(|e| e.value)
+        } else {
+            self.settings.get(&key)
+        };
+        let value = value.ok_or_else(|| {
+            BrookError::UndefinedObject(format!("unrecognized configuration parameter \"{name}\""))
+        })?;
+        let schema = Arc::new(Schema::new(vec![Field::new(key, DataType::Utf8, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec![value]))],
+        )?;
+        Ok(rows_outcome(schema, vec![batch], "SHOW"))
+    }
+}

@@ -1,0 +1,167 @@
+//! One client connection's state: its context, settings, cursors, an open COPY and the
+//! notices of its last statement. What statements do is in `crate::handler`.
+
+pub mod cursor;
+
+use crate::catalog::RelationMeta;
+use crate::copy::CopyOptions;
+use crate::engine::{Database, Engine};
+use crate::ident::object_parts;
+use crate::session::cursor::Cursor;
+use crate::settings::parse_timeout;
+use crate::settings::Settings;
+use crate::storage::TableStore;
+use crate::write::copy_in::CopyIn;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::ObjectName;
+use std::sync::Arc;
+
+/// What a statement produced, for the wire layer to send.
+pub enum Outcome {
+    /// Rows (SELECT, SHOW, RETURNING, EXPLAIN).
+    Rows {
+        schema: SchemaRef,
+        stream: SendableRecordBatchStream,
+        tag: &'static str,
+    },
+    /// A command tag such as `CREATE TABLE` or `INSERT 0 3`.
+    Command(String),
+    /// COPY FROM STDIN is ready for data.
+    CopyIn { columns: usize, binary: bool },
+    /// COPY TO STDOUT: rows to format.
+    CopyOut {
+        opts: CopyOptions,
+        stream: SendableRecordBatchStream,
+    },
+    /// BEGIN.
+    TxnStart(String),
+    /// COMMIT or ROLLBACK.
+    TxnEnd(String),
+}
+
+/// One client connection's state.
+pub struct Session {
+    /// The shared engine.
+    pub engine: Arc<Engine>,
+    /// The database this session is connected to.
+    pub db: Arc<Database>,
+    /// This session's DataFusion context (its own settings, the database's catalog).
+    pub ctx: SessionContext,
+    /// Role name.
+    pub user: String,
+    pub(crate) settings: Settings,
+    /// COPY FROM STDIN in progress.
+    pub copy_in: Option<CopyIn>,
+    pub(crate) cursors: std::collections::HashMap<String, Cursor>,
+    /// NOTICE messages of the last statement (the wire layer sends and clears them).
+    pub(crate) notices: Vec<String>,
+}
+
+impl Session {
+    /// A new session on database `db` for role `user`.
+    pub fn new(engine: Arc<Engine>, db: Arc<Database>, user: String) -> Session {
+        let ctx = SessionContext::new_with_state(db.ctx.state());
+        let settings = Settings::default();
+        crate::functions::register_session(&ctx, &user, settings.clone());
+        Session {
+            engine,
+            db,
+            ctx,
+            user,
+            settings,
+            copy_in: None,
+            cursors: Default::default(),
+            notices: Vec::new(),
+        }
+    }
+
+    /// The cancellation token of the statement about to run: plans executed for it stop
+    /// when it is cancelled (see [`crate::cancellable`]).
+    pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {
+        let state = self.ctx.state_ref();
+        let mut st = state.write();
+        st.config_mut()
+            .set_extension(Arc::new(crate::cancellable::StatementCancel(token)));
+    }
+
+    /// Report a server-wide setting the server was started with (e.g. `max_connections`),
+    /// as `SHOW` and `current_setting()` give it.
+    pub fn report_setting(&mut self, name: &str, value: &str) {
+        self.settings.set(name, value);
+    }
+
+    pub(crate) fn current_schema(&self) -> String {
+        self.ctx
+            .state()
+            .config()
+            .options()
+            .catalog
+            .default_schema
+            .clone()
+    }
+
+    /// Split a possibly-qualified name into (schema, relation).
+    pub(crate) fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
+        let parts = object_parts(name)?;
+        match parts.as_slice() {
+            [t] => Ok((self.current_schema(), t.clone())),
+            [s, t] => Ok((s.clone(), t.clone())),
+            [d, s, t] if *d == self.db.name => Ok((s.clone(), t.clone())),
+            [d, _, _] => Err(BrookError::unsupported(format!(
+                "cross-database references are not implemented: \"{d}\""
+            ))),
+            _ => Err(BrookError::Syntax(format!(
+                "improper qualified name (too many dotted names): {name}"
+            ))),
+        }
+    }
+
+    /// The catalog entry and store of a relation (42P01 when absent).
+    pub(crate) fn relation(
+        &self,
+        schema: &str,
+        name: &str,
+    ) -> Result<(RelationMeta, Arc<TableStore>)> {
+        let meta = {
+            let doc = self.engine.catalog.read();
+            let db = doc.database(&self.db.name)?;
+            match db.schemas.get(schema).and_then(|s| s.relations.get(name)) {
+                Some(m) => m.clone(),
+                None => return Err(BrookError::UndefinedTable(name.into())),
+            }
+        };
+        let store = self.engine.store(meta.id)?;
+        Ok((meta, store))
+    }
+
+    /// A relation that statements may write (not a materialized view: 42809, as PostgreSQL).
+    pub(crate) fn writable(
+        &self,
+        schema: &str,
+        name: &str,
+    ) -> Result<(RelationMeta, Arc<TableStore>)> {
+        let (meta, store) = self.relation(schema, name)?;
+        if meta.kind.is_maintained() {
+            return Err(BrookError::WrongObjectType(format!(
+                "cannot change {} \"{name}\"",
+                meta.kind.noun()
+            )));
+        }
+        Ok((meta, store))
+    }
+
+    /// NOTICE messages of the statements run since the last call.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// A timeout setting (`statement_timeout`, `lock_timeout`, ...): None when 0 (off).
+    pub fn timeout_setting(&self, name: &str) -> Result<Option<std::time::Duration>> {
+        let v = self.settings.get(name).unwrap_or_default();
+        let d = parse_timeout(&v)?;
+        Ok((!d.is_zero()).then_some(d))
+    }
+}

@@ -1,0 +1,147 @@
+//! Settings: a connection's configuration parameters (`SET`/`SHOW`, `current_setting()`),
+//! their defaults, and how a setting's text is read as a number or a duration.
+
+use crate::engine::SERVER_VERSION;
+use brook_common::{BrookError, Result};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A session's settings, shared with its `current_setting()` function.
+#[derive(Debug, Clone)]
+pub struct Settings(Arc<std::sync::RwLock<BTreeMap<String, String>>>);
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings(Arc::new(std::sync::RwLock::new(default_settings())))
+    }
+}
+
+impl Settings {
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, String>> {
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, String>> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The value of `key` (lower case).
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.read().get(key).cloned()
+    }
+
+    pub(crate) fn set(&self, key: impl Into<String>, value: impl Into<String>) {
+        self.write().insert(key.into(), value.into());
+    }
+
+    pub(crate) fn remove(&self, key: &str) {
+        self.write().remove(key);
+    }
+
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.read().contains_key(key)
+    }
+
+    pub(crate) fn reset(&self) {
+        *self.write() = default_settings();
+    }
+
+    pub(crate) fn entries(&self) -> Vec<(String, String)> {
+        self.read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+pub(crate) fn default_settings() -> BTreeMap<String, String> {
+    [
+        ("server_version", SERVER_VERSION),
+        ("server_version_num", "160006"),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("intervalstyle", "postgres"),
+        ("timezone", "UTC"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("extra_float_digits", "1"),
+        ("application_name", ""),
+        ("search_path", "\"$user\", public"),
+        ("transaction_isolation", "read committed"),
+        ("default_transaction_isolation", "read committed"),
+        ("transaction_read_only", "off"),
+        ("default_transaction_read_only", "off"),
+        ("statement_timeout", "0"),
+        ("lock_timeout", "0"),
+        ("idle_in_transaction_session_timeout", "0"),
+        ("max_identifier_length", "63"),
+        ("lc_collate", "C"),
+        ("lc_ctype", "C"),
+        ("lc_messages", "C"),
+        ("lc_monetary", "C"),
+        ("lc_numeric", "C"),
+        ("is_superuser", "on"),
+        ("bytea_output", "hex"),
+        ("client_min_messages", "notice"),
+        ("row_security", "on"),
+        ("synchronous_commit", "on"),
+        ("geqo", "on"),
+        ("jit", "off"),
+        ("work_mem", "4MB"),
+        ("max_connections", "100"),
+        ("default_with_oids", "off"),
+        (FETCH_TIMEOUT, "1s"),
+        (APPROX_ERROR, "0"),
+        (APPROX_CONFIDENCE, "0.95"),
+        (APPROX_REPORT, "notice"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Setting: how long FETCH on a continuous cursor waits for rows when none are ready.
+pub const FETCH_TIMEOUT: &str = "brook.fetch_timeout";
+/// Setting: the accepted error of approximate answers (`0`: every answer exact).
+pub const APPROX_ERROR: &str = "approx.error";
+/// Setting: how sure the error bound of an approximate answer must be.
+pub const APPROX_CONFIDENCE: &str = "approx.confidence";
+/// Setting: how approximate answers report their bound (`notice` or `columns`).
+pub const APPROX_REPORT: &str = "approx.report";
+
+/// A numeric setting's value (22023 when not a number).
+pub(crate) fn parse_setting_f64(name: &str, value: &str) -> Result<f64> {
+    value.trim().parse().map_err(|_| {
+        BrookError::InvalidParameter(format!(
+            "invalid value for parameter \"{name}\": \"{value}\""
+        ))
+    })
+}
+
+/// A duration setting: a number with unit `ms`, `s`, `min` (or their long names); a bare
+/// number is milliseconds, as PostgreSQL's `statement_timeout`.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
+    let t = text.trim().trim_matches('\'').trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        BrookError::InvalidParameter(format!(
+            "invalid timeout \"{text}\" (use e.g. '500ms' or '2s')"
+        ))
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" | "millisecond" | "milliseconds" => 0.001,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+        "min" | "mins" | "minute" | "minutes" => 60.0,
+        _ => return Err(bad()),
+    };
+    let secs = n * scale;
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}

@@ -1,0 +1,3 @@
+//! Continuous queries: planning, running, and the views they maintain.
+
+pub mod plan;

@@ -1,0 +1,121 @@
+//! Planning a query to run continuously: its continuous plan, the stores of its sources, and a
+//! materialized view's defining SQL planned in its place.
+
+use crate::handler::query::pg_literals;
+use crate::handler::query::pg_named;
+use crate::storage::TableStore;
+use brook_common::{BrookError, Result};
+use brook_operators::graph::GraphPlan;
+use brook_planner::continuous::{plan_continuous, ContinuousOptions};
+use brook_planner::BrookStatement;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use std::sync::Arc;
+
+/// The continuous plan of `plan` and the stores of its sources (see `Session::continuous`).
+/// A materialized view read by the plan is a stream of its changes: its definition is
+/// planned in its place (so a cursor over a view over a stream is continuous too).
+pub async fn continuous_plan(
+    ctx: &SessionContext,
+    plan: &datafusion::logical_expr::LogicalPlan,
+    options: ContinuousOptions,
+    force: bool,
+) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
+    let state = ctx.state();
+    let optimized = state.optimize(plan)?;
+    let mut views = crate::continuous::ViewPlans::new();
+    crate::continuous::plan_views(ctx, &optimized, &mut views).await?;
+    let streams = crate::continuous::reads_stream(&optimized)
+        || views
+            .values()
+            .any(|v| crate::continuous::reads_stream(&v.plan));
+    if !force && !streams {
+        return Ok(None);
+    }
+    let resolver = crate::continuous::Resolver::new(&state, views);
+    let graph = plan_continuous(&optimized, &state, &resolver, options)?;
+    Ok(Some((graph, resolver.stores.into_inner())))
+}
+
+/// A view's defining SQL (a query, possibly ending in an EMIT clause) as a query and the
+/// options it runs with.
+pub(crate) fn parse_view_sql(sql: &str) -> Result<(Statement, ContinuousOptions)> {
+    let (stmt, options) = match brook_planner::parser::parse_one(sql)? {
+        BrookStatement::Sql(s) => (*s, ContinuousOptions::default()),
+        BrookStatement::Emit {
+            stmt,
+            on_window_close,
+        } => (
+            *stmt,
+            ContinuousOptions {
+                emit_on_window_close: on_window_close,
+            },
+        ),
+        _ => return Err(BrookError::Syntax("a view is defined by a query".into())),
+    };
+    if !matches!(stmt, Statement::Query(_)) {
+        return Err(BrookError::Syntax("a view is defined by a query".into()));
+    }
+    Ok((stmt, options))
+}
+
+/// A view's defining SQL as an optimized logical plan, and the options it runs with.
+pub async fn view_logical_plan(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(datafusion::logical_expr::LogicalPlan, ContinuousOptions)> {
+    let (mut stmt, options) = parse_view_sql(sql)?;
+    pg_literals(&mut stmt)?;
+    let state = ctx.state();
+    let plan = state
+        .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+        .await?;
+    Ok((state.optimize(&plan)?, options))
+}
+
+/// Plan a materialized view's SQL (a query, possibly ending in an EMIT clause): its graph,
+/// input stores and result schema with PostgreSQL column names.
+pub async fn plan_view_sql(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<(GraphPlan, Vec<Arc<TableStore>>, SchemaRef)> {
+    let (stmt, options) = parse_view_sql(sql)?;
+    let planned = plan_query_continuous(ctx, stmt, options).await?;
+    let schema = pg_named(planned.graph.schema().as_ref().clone(), planned.names);
+    Ok((planned.graph, planned.stores, schema))
+}
+
+/// A query planned to run continuously.
+pub struct PlannedContinuous {
+    /// The operator graph.
+    pub graph: GraphPlan,
+    /// The stores of its sources, in source order.
+    pub stores: Vec<Arc<TableStore>>,
+    /// PostgreSQL's names of its result columns.
+    pub names: Option<Vec<brook_planner::rewrite::OutputName>>,
+}
+
+/// Plan a query statement to run continuously, over streams and tables alike (what `EMIT`
+/// and materialized views ask for).
+pub async fn plan_query_continuous(
+    ctx: &SessionContext,
+    mut q: Statement,
+    options: ContinuousOptions,
+) -> Result<PlannedContinuous> {
+    let names = brook_planner::rewrite::output_names(&q);
+    pg_literals(&mut q)?;
+    let plan = ctx
+        .state()
+        .statement_to_plan(DFStatement::Statement(Box::new(q)))
+        .await?;
+    let (graph, stores) = continuous_plan(ctx, &plan, options, true)
+        .await?
+        .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+    Ok(PlannedContinuous {
+        graph,
+        stores,
+        names,
+    })
+}

@@ -1,0 +1,150 @@
+//! Values converted to a table column's type with PostgreSQL's assignment rules.
+
+use crate::catalog::RelationMeta;
+use crate::types::PgType;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use datafusion::arrow::datatypes::{DataType, Field};
+use std::sync::Arc;
+
+/// Convert a value column to a table column's type with PostgreSQL's assignment rules:
+/// text is parsed as input of the type; numbers convert when they fit (22003 otherwise).
+pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> Result<ArrayRef> {
+    let target = ty.arrow();
+    if col.data_type() == &target {
+        crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
+            BrookError::StringTooLong(_) => {
+                BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+            }
+            other => other,
+        })?;
+        return Ok(col.clone());
+    }
+    let _ = field;
+    match col.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let s = cast_with_options(col, &DataType::Utf8, &CastOptions::default())?;
+            crate::copy::text_to_column(&s, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
+                BrookError::InvalidText(m) => {
+                    BrookError::InvalidText(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                }
+                BrookError::OutOfRange(m) => {
+                    BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                }
+                BrookError::StringTooLong(_) => {
+                    BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+                }
+                other => other,
+            })
+        }
+        DataType::Null => Ok(datafusion::arrow::array::new_null_array(&target, col.len())),
+        src => {
+            if !assignable(src, ty) {
+                return Err(BrookError::DatatypeMismatch(format!(
+                    "column \"{name}\" is of type {} but expression is of type {}",
+                    ty.name(),
+                    crate::types::arrow_wire_type(src).name()
+                )));
+            }
+            let rounded = round_floats_for_int(col, ty)?;
+            let out = cast_with_options(
+                &rounded,
+                &target,
+                &CastOptions {
+                    safe: true,
+                    ..Default::default()
+                },
+            )?;
+            if out.null_count() != col.null_count() {
+                return Err(BrookError::OutOfRange(format!(
+                    "{} out of range",
+                    ty.name()
+                )));
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// PostgreSQL rounds (half to even) when a float is assigned to an integer column.
+pub(crate) fn round_floats_for_int(col: &ArrayRef, ty: &PgType) -> Result<ArrayRef> {
+    use datafusion::arrow::array::Float64Array;
+    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8)
+        || !matches!(col.data_type(), DataType::Float32 | DataType::Float64)
+    {
+        return Ok(col.clone());
+    }
+    let f = cast_with_options(col, &DataType::Float64, &CastOptions::default())?;
+    let f = f
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .ok_or_else(|| BrookError::internal("float cast"))?;
+    let r: Float64Array = f.iter().map(|v| v.map(f64::round_ties_even)).collect();
+    Ok(Arc::new(r))
+}
+
+/// Which value types may be stored into a column of type `ty` without an explicit cast.
+pub(crate) fn assignable(src: &DataType, ty: &PgType) -> bool {
+    let numeric_src = src.is_numeric();
+    match ty {
+        PgType::Int2
+        | PgType::Int4
+        | PgType::Int8
+        | PgType::Float4
+        | PgType::Float8
+        | PgType::Numeric { .. } => numeric_src,
+        PgType::Bool => matches!(src, DataType::Boolean),
+        PgType::Text
+        | PgType::Varchar(_)
+        | PgType::Char(_)
+        | PgType::Json
+        | PgType::Jsonb
+        | PgType::Uuid => true,
+        PgType::Bytea => matches!(
+            src,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        ),
+        PgType::Date => matches!(
+            src,
+            DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
+        ),
+        PgType::Timestamp | PgType::Timestamptz => matches!(
+            src,
+            DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64
+        ),
+        PgType::Time => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
+        PgType::Interval => matches!(src, DataType::Interval(_) | DataType::Duration(_)),
+    }
+}
+
+/// Cast a query result (relation columns first, in order) to the relation's types and
+/// check NOT NULL: the rows a rewrite writes back.
+pub(crate) fn to_relation_batch(
+    meta: &RelationMeta,
+    name: &str,
+    b: &RecordBatch,
+) -> Result<RecordBatch> {
+    let bs = b.schema();
+    let mut cols = Vec::with_capacity(meta.columns.len());
+    for (i, c) in meta.columns.iter().enumerate() {
+        let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
+        if c.not_null && a.null_count() > 0 {
+            return Err(BrookError::NotNullViolation(format!(
+                "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                c.name
+            )));
+        }
+        cols.push(a);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        meta.schema(),
+        cols,
+        &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+    )?)
+}
+
+pub(crate) fn repeat_scalar(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    let idx = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
+    Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
+}
