@@ -1,7 +1,7 @@
 //! `brook`: the Brook server binary.
 
 use anyhow::{bail, Context};
-use brook::engine::Engine;
+use brook::db::Engine;
 use brook::wire::{Front, WireConfig};
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
@@ -120,7 +120,7 @@ fn main() -> anyhow::Result<()> {
             args.listen
         );
     }
-    // Connections are served here; statements run on brook::runtime::statements(). Both
+    // Connections are served here; statements run on brook::exec::runtime::statements(). Both
     // get stacks deep enough for the deepest expression the parser admits.
     // A panic is logged as one line (tokio keeps the server running; the task that panicked
     // ends, see brook::wire::serve_connection).
@@ -129,7 +129,7 @@ fn main() -> anyhow::Result<()> {
     }));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_stack_size(brook::runtime::THREAD_STACK_BYTES)
+        .thread_stack_size(brook::exec::runtime::THREAD_STACK_BYTES)
         .build()?;
     let served = rt.block_on(serve(args, password));
     // Every acknowledged write is on disk already: do not wait for statements still
@@ -245,7 +245,7 @@ async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> 
                         continue;
                     }
                 };
-                tokio::spawn(brook::connection::serve_connection(
+                tokio::spawn(brook::wire::connection::serve_connection(
                     front.clone(),
                     socket,
                     peer,

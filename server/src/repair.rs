@@ -10,7 +10,7 @@
 //! - `--remove-orphans`: delete the relation directories the catalog does not name.
 
 use crate::catalog::{all_relations, relation_dirs, Catalog};
-use crate::engine::{lock_data_dir, relation_dir};
+use crate::db::{lock_data_dir, relation_dir};
 use crate::storage;
 use brook_common::Result;
 use std::collections::HashSet;

@@ -1,7 +1,7 @@
 //! Settings: a connection's configuration parameters (`SET`/`SHOW`, `current_setting()`),
 //! their defaults, and how a setting's text is read as a number or a duration.
 
-use crate::engine::SERVER_VERSION;
+use crate::config::SERVER_VERSION;
 use brook_common::{BrookError, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;

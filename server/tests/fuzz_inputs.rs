@@ -10,7 +10,7 @@
 //! nightly toolchain; proptest shrinks a failing input to a small reproduction.
 
 use brook::copy::{BatchBuilder, CopyFormat, CopyOptions, CopyParser, CopyTarget, RowSink};
-use brook::types::PgType;
+use brook::pg::types::PgType;
 use brook_common::BrookError;
 use datafusion::sql::sqlparser::ast::CopyOption;
 use proptest::prelude::*;

@@ -2,19 +2,19 @@
 //! start of a continuous query for them and for cursors.
 
 use crate::catalog::{RelKind, RelationMeta};
-use crate::continuous::QueryStats;
 use crate::copy::CopyOptions;
 use crate::handler::create_table::stored_columns;
-use crate::handler::query::pg_literals;
-use crate::handler::query::pg_named;
 use crate::handler::query::rows_outcome;
 use crate::ident::quote_ident;
+use crate::pg::sql::pg_literals;
+use crate::pg::sql::pg_named;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::storage::TableStore;
 use crate::stream::plan::continuous_plan;
 use crate::stream::plan::plan_query_continuous;
 use crate::stream::plan::plan_view_sql;
+use crate::stream::queries::QueryStats;
 use brook_common::{BrookError, Result};
 use brook_operators::graph::GraphPlan;
 use brook_planner::continuous::ContinuousOptions;
@@ -270,7 +270,7 @@ impl Session {
             None => self.engine.queries.register(&self.db.name, "push", ""),
         };
         let stream =
-            crate::continuous::start(Arc::new(graph), stores, schema.clone(), stats.clone());
+            crate::stream::queries::start(Arc::new(graph), stores, schema.clone(), stats.clone());
         Ok((schema, stream, stats))
     }
 

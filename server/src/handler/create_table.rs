@@ -1,12 +1,12 @@
 //! CREATE TABLE, CREATE TABLE AS and CREATE STREAM: column definitions to catalog entries.
 
 use crate::catalog::{ColumnMeta, RelKind, RelationMeta, WatermarkMeta};
-use crate::handler::insert::WriteMode;
 use crate::ident::ident_name;
+use crate::pg::types::PgType;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::settings::parse_timeout;
-use crate::types::PgType;
+use crate::write::WriteMode;
 use brook_common::{BrookError, Result};
 use brook_planner::CreateStream;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -273,7 +273,7 @@ impl Session {
                 other => Err(BrookError::unsupported(format!("stream option {other}"))),
             })
             .collect::<Result<BTreeMap<_, _>>>()?;
-        if let Some(text) = options.get(crate::continuous::IDLE_TIMEOUT) {
+        if let Some(text) = options.get(crate::stream::queries::IDLE_TIMEOUT) {
             parse_timeout(text)?;
             if watermark.is_none() {
                 return Err(BrookError::InvalidParameter(

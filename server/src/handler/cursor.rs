@@ -1,9 +1,9 @@
 //! Cursors: DECLARE, FETCH (and Brook's FETCH ... WITH TIMEOUT) and CLOSE.
 
-use crate::handler::query::pg_literals;
-use crate::handler::query::pg_named;
 use crate::handler::query::rows_outcome;
 use crate::ident::ident_name;
+use crate::pg::sql::pg_literals;
+use crate::pg::sql::pg_named;
 use crate::session::cursor::Cursor;
 use crate::session::Outcome;
 use crate::session::Session;

@@ -2,11 +2,11 @@
 
 use crate::handler::continuous::wire_schema;
 use crate::handler::insert::returning_query;
-use crate::handler::query::pg_literals;
-use crate::handler::query::pg_named;
 use crate::ident::ident_name;
 use crate::ident::object_parts;
 use crate::ident::quote_ident;
+use crate::pg::sql::pg_literals;
+use crate::pg::sql::pg_named;
 use crate::session::Session;
 use crate::stream::plan::plan_query_continuous;
 use brook_common::Result;
@@ -92,9 +92,9 @@ impl Session {
     pub async fn describe_with_params(
         &self,
         stmt: &BrookStatement,
-        declared: &[pgwire::api::Type],
-    ) -> Result<(Vec<pgwire::api::Type>, Option<SchemaRef>)> {
-        use pgwire::api::Type;
+        declared: &[postgres_types::Type],
+    ) -> Result<(Vec<postgres_types::Type>, Option<SchemaRef>)> {
+        use postgres_types::Type;
         let mut types: Vec<Type> = declared.to_vec();
         let (stmt, _) = self.approximated(stmt.clone())?;
         let stmt = &stmt;
@@ -117,7 +117,7 @@ impl Session {
                     if let (Some(i), Some(dt)) =
                         (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
                     {
-                        inferred.insert(i, crate::types::arrow_wire_type(&dt));
+                        inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
                     }
                 }
                 Some(pg_named(plan.schema().as_arrow().clone(), names))

@@ -1,13 +1,14 @@
 //! INSERT (VALUES or a query) and RETURNING.
 
 use crate::catalog::RelationMeta;
-use crate::handler::query::pg_literals;
-use crate::handler::query::pg_named;
 use crate::handler::query::rows_outcome;
 use crate::ident::object_parts;
 use crate::ident::quote_ident;
+use crate::pg::sql::pg_literals;
+use crate::pg::sql::pg_named;
 use crate::session::Outcome;
 use crate::session::Session;
+use crate::write::WriteMode;
 use brook_common::{BrookError, Result};
 use brook_planner::BrookStatement;
 use datafusion::arrow::array::RecordBatch;
@@ -20,13 +21,6 @@ use datafusion::sql::sqlparser::ast::{
     self, OnConflictAction, OnInsert, SelectItem, Statement, TableObject,
 };
 use std::sync::Arc;
-
-/// How INSERT treats key conflicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WriteMode {
-    Append,
-    SkipConflicts,
-}
 
 /// The query `SELECT <items> FROM <from>` of a RETURNING list, ready to plan, with the
 /// PostgreSQL names of its columns.

@@ -16,9 +16,11 @@ pub mod set_show;
 pub mod transaction;
 pub mod update_delete;
 pub mod upsert;
+pub mod write;
 
 use crate::catalog::RelKind;
-use crate::handler::query::{first_words, pg_literals};
+use crate::handler::query::first_words;
+use crate::pg::sql::pg_literals;
 use crate::session::{Outcome, Session};
 use brook_common::{BrookError, Result};
 use brook_planner::continuous::ContinuousOptions;

@@ -1,6 +1,7 @@
 //! Queries run once (SELECT, EXPLAIN), the accuracy budget that rewrites them, and their
 //! results as rows.
 
+use crate::pg::sql::pg_named;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::settings::parse_setting_f64;
@@ -14,25 +15,6 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::Statement;
-use std::sync::Arc;
-
-/// PostgreSQL literal typing for statements that evaluate expressions.
-pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
-    if matches!(
-        stmt,
-        Statement::Query(_)
-            | Statement::Insert(_)
-            | Statement::Update(_)
-            | Statement::Delete(_)
-            | Statement::Explain { .. }
-    ) {
-        brook_planner::windows::rewrite_windows(stmt)?;
-        brook_planner::rewrite::int4_literals(stmt);
-        brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
-        brook_planner::rewrite::alias_outputs(stmt);
-    }
-    Ok(())
-}
 
 pub(crate) fn rows_outcome(
     schema: SchemaRef,
@@ -52,17 +34,6 @@ pub(crate) fn rows_outcome(
 
 pub(crate) fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-}
-
-/// A planned schema with PostgreSQL's output names applied (when known).
-pub(crate) fn pg_named(
-    schema: datafusion::arrow::datatypes::Schema,
-    names: Option<Vec<brook_planner::rewrite::OutputName>>,
-) -> SchemaRef {
-    match names {
-        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
-        None => Arc::new(schema),
-    }
 }
 
 impl Session {

@@ -1,6 +1,6 @@
 //! An open cursor: a query's result stream, read on demand by FETCH.
 
-use crate::continuous::QueryStats;
+use crate::stream::queries::QueryStats;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;

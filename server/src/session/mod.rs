@@ -5,7 +5,7 @@ pub mod cursor;
 
 use crate::catalog::RelationMeta;
 use crate::copy::CopyOptions;
-use crate::engine::{Database, Engine};
+use crate::db::{Database, Engine};
 use crate::ident::object_parts;
 use crate::session::cursor::Cursor;
 use crate::settings::parse_timeout;
@@ -65,7 +65,7 @@ impl Session {
     pub fn new(engine: Arc<Engine>, db: Arc<Database>, user: String) -> Session {
         let ctx = SessionContext::new_with_state(db.ctx.state());
         let settings = Settings::default();
-        crate::functions::register_session(&ctx, &user, settings.clone());
+        crate::udf::functions::register_session(&ctx, &user, settings.clone());
         Session {
             engine,
             db,
@@ -79,12 +79,12 @@ impl Session {
     }
 
     /// The cancellation token of the statement about to run: plans executed for it stop
-    /// when it is cancelled (see [`crate::cancellable`]).
+    /// when it is cancelled (see [`crate::exec::cancellable`]).
     pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {
         let state = self.ctx.state_ref();
         let mut st = state.write();
         st.config_mut()
-            .set_extension(Arc::new(crate::cancellable::StatementCancel(token)));
+            .set_extension(Arc::new(crate::exec::cancellable::StatementCancel(token)));
     }
 
     /// Report a server-wide setting the server was started with (e.g. `max_connections`),

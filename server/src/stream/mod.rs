@@ -1,3 +1,8 @@
-//! Continuous queries: planning, running, and the views they maintain.
+//! Continuous queries: planning ([`plan`]), the registry and the task each runs as
+//! ([`queries`], the only place a query task is spawned), materialized views ([`view`]) and
+//! the `TUMBLE_ROWS`/`HOP_ROWS` table function ([`row_windows`]).
 
 pub mod plan;
+pub mod queries;
+pub mod row_windows;
+pub mod view;

@@ -1,8 +1,8 @@
 //! Planning a query to run continuously: its continuous plan, the stores of its sources, and a
 //! materialized view's defining SQL planned in its place.
 
-use crate::handler::query::pg_literals;
-use crate::handler::query::pg_named;
+use crate::pg::sql::pg_literals;
+use crate::pg::sql::pg_named;
 use crate::storage::TableStore;
 use brook_common::{BrookError, Result};
 use brook_operators::graph::GraphPlan;
@@ -25,16 +25,16 @@ pub async fn continuous_plan(
 ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
     let state = ctx.state();
     let optimized = state.optimize(plan)?;
-    let mut views = crate::continuous::ViewPlans::new();
-    crate::continuous::plan_views(ctx, &optimized, &mut views).await?;
-    let streams = crate::continuous::reads_stream(&optimized)
+    let mut views = crate::stream::queries::ViewPlans::new();
+    crate::stream::queries::plan_views(ctx, &optimized, &mut views).await?;
+    let streams = crate::stream::queries::reads_stream(&optimized)
         || views
             .values()
-            .any(|v| crate::continuous::reads_stream(&v.plan));
+            .any(|v| crate::stream::queries::reads_stream(&v.plan));
     if !force && !streams {
         return Ok(None);
     }
-    let resolver = crate::continuous::Resolver::new(&state, views);
+    let resolver = crate::stream::queries::Resolver::new(&state, views);
     let graph = plan_continuous(&optimized, &state, &resolver, options)?;
     Ok(Some((graph, resolver.stores.into_inner())))
 }

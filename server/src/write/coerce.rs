@@ -1,7 +1,7 @@
 //! Values converted to a table column's type with PostgreSQL's assignment rules.
 
 use crate::catalog::RelationMeta;
-use crate::types::PgType;
+use crate::pg::types::PgType;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
@@ -44,7 +44,7 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                 return Err(BrookError::DatatypeMismatch(format!(
                     "column \"{name}\" is of type {} but expression is of type {}",
                     ty.name(),
-                    crate::types::arrow_wire_type(src).name()
+                    crate::pg::types::arrow_wire_type(src).name()
                 )));
             }
             let rounded = round_floats_for_int(col, ty)?;

@@ -5,9 +5,9 @@
 //! any size runs in bounded memory. Conversion casts whole columns at once; a failed value is
 //! then located to report its line, as PostgreSQL does.
 
-use crate::encode::ColumnView;
-use crate::fast_text::{fast_integers, RawText};
-use crate::types::PgType;
+use crate::pg::encode::ColumnView;
+use crate::pg::fast_text::{fast_integers, RawText};
+use crate::pg::types::PgType;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::buffer::NullBuffer;
@@ -889,7 +889,7 @@ fn convert(t: &CopyTarget, lines: &[u64], col: ColBuf, ci: usize) -> Result<Arra
         nulls: nulls.clone(),
     };
     let fast = match ty {
-        PgType::Timestamp => crate::datetime::fast_timestamps(&raw),
+        PgType::Timestamp => crate::pg::datetime::fast_timestamps(&raw),
         _ => fast_integers(&raw, ty),
     };
     if let Some(fast) = fast {
@@ -992,7 +992,7 @@ pub fn text_to_column(
             let fast = strings
                 .as_any()
                 .downcast_ref::<datafusion::arrow::array::StringArray>()
-                .and_then(|s| crate::datetime::fast_timestamps(&RawText::of_strings(s)));
+                .and_then(|s| crate::pg::datetime::fast_timestamps(&RawText::of_strings(s)));
             if let Some(fast) = fast {
                 return Ok(fast);
             }
@@ -1246,7 +1246,7 @@ fn binary_values(
                     None => sb.append_null(),
                     Some(v) => {
                         let d: rust_decimal::Decimal =
-                            postgres_types::FromSql::from_sql(&pgwire::api::Type::NUMERIC, v)
+                            postgres_types::FromSql::from_sql(&postgres_types::Type::NUMERIC, v)
                                 .map_err(|_| bad(r, "numeric"))?;
                         sb.append_value(d.to_string());
                     }

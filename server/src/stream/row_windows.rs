@@ -6,7 +6,7 @@
 //! continuous query the planner reads the relation as a source and puts the same operator
 //! after it (see `CountWindowTable` in the resolver).
 
-use crate::table::BrookTable;
+use crate::catalog::table::BrookTable;
 use brook_common::BrookError;
 use brook_operators::change;
 use brook_operators::count_window::CountWindowNode;
@@ -63,7 +63,7 @@ impl TableFunctionImpl for CountWindowFunction {
         if slide > size {
             return Err(usage());
         }
-        let relation = crate::table::lookup(&self.catalog, &name)
+        let relation = crate::catalog::table::lookup(&self.catalog, &name)
             .map_err(user_error)?
             .ok_or_else(|| user_error(BrookError::UndefinedTable(name.clone())))?;
         if !relation.is::<BrookTable>() {

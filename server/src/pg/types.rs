@@ -3,7 +3,7 @@
 use brook_common::{BrookError, Result};
 use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
 use datafusion::sql::sqlparser::ast::{DataType as SqlType, ExactNumberInfo, TimezoneInfo};
-use pgwire::api::Type;
+use postgres_types::Type;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 

@@ -4,7 +4,7 @@
 //! read the session (its role, its settings) on each session's own context
 //! ([`register_session`]).
 
-use crate::engine::SERVER_VERSION;
+use crate::config::SERVER_VERSION;
 use crate::settings::Settings;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
@@ -216,11 +216,11 @@ pub fn register_relkind(
     let kind = move |schema: &str, name: &str| -> Option<&'static str> {
         let provider = catalog.schema(schema)?;
         let table = futures::executor::block_on(provider.table(name)).ok()??;
-        if let Some(t) = table.downcast_ref::<crate::table::BrookTable>() {
+        if let Some(t) = table.downcast_ref::<crate::catalog::table::BrookTable>() {
             return (t.meta.kind == crate::catalog::RelKind::Stream).then_some("stream");
         }
         table
-            .downcast_ref::<crate::view::ViewTable>()
+            .downcast_ref::<crate::stream::view::ViewTable>()
             .map(|v| v.kind.noun())
     };
     ctx.register_udf(create_udf(

@@ -6,7 +6,7 @@
 //! else (other layouts, zones, BC dates, `24:00:00`, more than six fraction digits) is left
 //! to that cast, so the accepted language and the results do not change.
 
-use crate::fast_text::RawText;
+use crate::pg::fast_text::RawText;
 use datafusion::arrow::array::{ArrayRef, TimestampMicrosecondArray};
 use std::sync::Arc;
 

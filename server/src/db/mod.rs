@@ -1,9 +1,9 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+use crate::catalog::table::BrookTable;
 use crate::catalog::{Catalog, CatalogDoc, RelKind, RelationMeta, DEFAULT_DATABASE};
 use crate::storage::{CacheBudget, TableStore};
-use crate::table::BrookTable;
 use brook_common::{BrookError, Result};
 use datafusion::catalog::{
     CatalogProvider, MemoryCatalogProvider, MemoryCatalogProviderList, MemorySchemaProvider,
@@ -18,9 +18,6 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// What the server reports as its version (clients parse the leading PostgreSQL version).
-pub const SERVER_VERSION: &str = "16.6";
 
 /// A database: its DataFusion catalog (shared by the sessions connected to it).
 pub struct Database {
@@ -41,7 +38,7 @@ impl Database {
             };
             for name in provider.table_names() {
                 if let Ok(Some(t)) = futures::executor::block_on(provider.table(&name)) {
-                    if let Some(v) = t.downcast_ref::<crate::view::ViewTable>() {
+                    if let Some(v) = t.downcast_ref::<crate::stream::view::ViewTable>() {
                         v.state.stop_token().cancel();
                     }
                 }
@@ -79,7 +76,7 @@ pub struct Engine {
     databases: Mutex<HashMap<String, Arc<Database>>>,
     budget: Arc<CacheBudget>,
     /// Running continuous queries (for `brook_continuous_queries()`).
-    pub queries: Arc<crate::continuous::QueryRegistry>,
+    pub queries: Arc<crate::stream::queries::QueryRegistry>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
     runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
@@ -197,7 +194,7 @@ impl Engine {
             .set_str("datafusion.execution.time_zone", "+00:00");
         let mut physical_rules =
             datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
-        physical_rules.push(Arc::new(crate::cancellable::CancellableLeaves));
+        physical_rules.push(Arc::new(crate::exec::cancellable::CancellableLeaves));
         let state = SessionStateBuilder::new()
             .with_config(config)
             .with_runtime_env(self.runtime_env.clone())
@@ -212,35 +209,35 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(brook_planner::bytea::ByteaInput::default()));
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
-        crate::functions::register(&ctx);
-        crate::checked_functions::register(&ctx);
-        crate::sum_numeric::register(&ctx);
+        crate::udf::functions::register(&ctx);
+        crate::udf::checked::register(&ctx);
+        crate::udf::sum_numeric::register(&ctx);
         brook_synopses::functions::register(&ctx);
-        ctx.register_udaf(crate::mode::udaf());
-        crate::functions::register_relkind(&ctx, catalog.clone());
-        ctx.register_udtf("nexmark", Arc::new(crate::nexmark::NexmarkFunction));
+        ctx.register_udaf(crate::udf::mode::udaf());
+        crate::udf::functions::register_relkind(&ctx, catalog.clone());
+        ctx.register_udtf("nexmark", Arc::new(crate::udf::nexmark::NexmarkFunction));
         ctx.register_udtf(
             "brook_continuous_queries",
-            Arc::new(crate::continuous::QueriesFunction {
+            Arc::new(crate::stream::queries::QueriesFunction {
                 registry: self.queries.clone(),
                 database: name.to_string(),
             }),
         );
         ctx.register_udtf(
             brook_planner::windows::COUNT_WINDOW_FUNCTION,
-            Arc::new(crate::count_window::CountWindowFunction {
+            Arc::new(crate::stream::row_windows::CountWindowFunction {
                 catalog: catalog.clone(),
             }),
         );
         ctx.register_udtf(
             "correlated_pairs",
-            Arc::new(crate::synopses::CorrelatedPairsFunction {
+            Arc::new(crate::udf::synopses::CorrelatedPairsFunction {
                 catalog: catalog.clone(),
             }),
         );
         ctx.register_udtf(
             "brook_synopses",
-            Arc::new(crate::synopses::SynopsesFunction {
+            Arc::new(crate::udf::synopses::SynopsesFunction {
                 registry: self.queries.clone(),
                 database: name.to_string(),
                 catalog: catalog.clone(),
@@ -312,12 +309,14 @@ impl Engine {
     /// view from its maintained state (fresh, not yet maintained).
     fn provider(&self, meta: RelationMeta) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
         Ok(match meta.kind {
-            RelKind::MaterializedView | RelKind::Synopsis => Arc::new(crate::view::ViewTable {
-                state: crate::view::ViewState::new(meta.schema())?,
-                kind: meta.kind,
-                options: meta.options.clone(),
-                definition: meta.query.clone(),
-            }),
+            RelKind::MaterializedView | RelKind::Synopsis => {
+                Arc::new(crate::stream::view::ViewTable {
+                    state: crate::stream::view::ViewState::new(meta.schema())?,
+                    kind: meta.kind,
+                    options: meta.options.clone(),
+                    definition: meta.query.clone(),
+                })
+            }
             _ => Arc::new(BrookTable::new(meta.clone(), self.store(meta.id)?)),
         })
     }
@@ -328,14 +327,14 @@ impl Engine {
         db: &Database,
         schema: &str,
         name: &str,
-    ) -> Result<Arc<crate::view::ViewState>> {
+    ) -> Result<Arc<crate::stream::view::ViewState>> {
         let provider = db
             .schema_provider(schema)
             .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
         let table = futures::executor::block_on(provider.table(name))?
             .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
         table
-            .downcast_ref::<crate::view::ViewTable>()
+            .downcast_ref::<crate::stream::view::ViewTable>()
             .map(|v| v.state.clone())
             .ok_or_else(|| {
                 BrookError::WrongObjectType(format!(
@@ -356,17 +355,7 @@ impl Engine {
                 };
                 let state = self.view_state(db, sname, rname)?;
                 let stats = self.queries.register(&db.name, rel.kind.noun(), rname);
-                let ctx = db.ctx.clone();
-                tokio::spawn(async move {
-                    // Plan with the database's context, then let it go: the maintenance task
-                    // must not keep the database alive.
-                    let planned = crate::stream::plan::plan_view_sql(&ctx, &sql).await;
-                    drop(ctx);
-                    match planned {
-                        Ok((graph, stores, _)) => state.start(Arc::new(graph), stores, stats),
-                        Err(e) => state.fail(&e),
-                    }
-                });
+                state.replay(db.ctx.clone(), sql, stats);
             }
         }
         Ok(())
@@ -456,7 +445,7 @@ impl Engine {
         if let Some(p) = db.schema_provider(schema) {
             // A view's maintenance stops now, not whenever the last reference goes.
             if let Some(t) = p.deregister_table(name)? {
-                if let Some(v) = t.downcast_ref::<crate::view::ViewTable>() {
+                if let Some(v) = t.downcast_ref::<crate::stream::view::ViewTable>() {
                     v.state.stop_token().cancel();
                 }
             }

@@ -7,41 +7,18 @@
 //! Hot path: a batch is viewed once per column ([`ColumnView`]), then rows are written
 //! cell by cell into one reusable buffer.
 
-use crate::types::{wire_type, PgType};
+use crate::pg::types::PgType;
 use brook_common::{BrookError, Result};
 use bytes::{BufMut, BytesMut};
 use chrono::{DateTime, NaiveDate};
 use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use pgwire::api::results::{FieldFormat, FieldInfo};
-use pgwire::api::Type;
-use pgwire::messages::data::DataRow;
+use postgres_types::Type;
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 const PG_EPOCH_DAYS: i32 = 10_957; // 2000-01-01 - 1970-01-01
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
-
-/// Wire description of result columns.
-pub fn field_infos(
-    schema: &datafusion::arrow::datatypes::Schema,
-    formats: &dyn Fn(usize) -> FieldFormat,
-) -> Vec<FieldInfo> {
-    schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let info = FieldInfo::new(f.name().clone(), None, None, wire_type(f), formats(i));
-            match PgType::from_field(f) {
-                Some(t) => info.with_type_modifier(t.typmod()),
-                None => info,
-            }
-        })
-        .collect()
-}
 
 /// A typed view of one column of one batch.
 pub enum ColumnView<'a> {
@@ -500,60 +477,10 @@ fn format_list(a: &dyn Array, i: usize, out: &mut String) {
     out.push('}');
 }
 
-/// Encodes result batches into DataRow messages.
-pub struct RowEncoder {
-    fields: Arc<Vec<FieldInfo>>,
-    text: String,
-}
-
-impl RowEncoder {
-    /// An encoder for rows described by `fields`.
-    pub fn new(fields: Arc<Vec<FieldInfo>>) -> Self {
-        RowEncoder {
-            fields,
-            text: String::new(),
-        }
-    }
-
-    /// Encode every row of `batch`.
-    pub fn encode(&mut self, batch: &RecordBatch) -> Result<Vec<DataRow>> {
-        let schema = batch.schema();
-        let views = batch
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(c, f)| ColumnView::new(c, f))
-            .collect::<Result<Vec<_>>>()?;
-        let mut rows = Vec::with_capacity(batch.num_rows());
-        let n = views.len() as i16;
-        for i in 0..batch.num_rows() {
-            let mut buf = BytesMut::with_capacity(16 * views.len());
-            for (v, info) in views.iter().zip(self.fields.iter()) {
-                if v.is_null(i) {
-                    buf.put_i32(-1);
-                    continue;
-                }
-                let at = buf.len();
-                buf.put_i32(0);
-                if info.format() == FieldFormat::Binary {
-                    v.write_binary(i, info.datatype(), &mut buf)?;
-                } else {
-                    self.text.clear();
-                    v.write_text(i, &mut self.text);
-                    buf.put_slice(self.text.as_bytes());
-                }
-                let len = (buf.len() - at - 4) as i32;
-                buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
-            }
-            rows.push(DataRow::new(buf, n));
-        }
-        Ok(rows)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn f64s(v: f64) -> String {
         let mut s = String::new();

@@ -2,12 +2,20 @@
 //! extended query protocol, COPY, cancel. Every error is mapped here, once, from
 //! [`BrookError`] to pgwire's `ErrorInfo`.
 
-use crate::cancel::{CancelRegistry, SessionCancel};
+pub mod cancel;
+pub mod connection;
+pub mod framing;
+pub mod idle;
+pub mod rows;
+
+use crate::config::SERVER_VERSION;
 use crate::copy::CopyOutEncoder;
-use crate::encode::{field_infos, RowEncoder};
-use crate::engine::{Engine, SERVER_VERSION};
+use crate::db::Engine;
+use crate::exec::cancel::SessionCancel;
+use crate::pg::types::cast_name;
 use crate::session::{Outcome, Session};
-use crate::types::cast_name;
+use crate::wire::cancel::CancelRegistry;
+use crate::wire::rows::{field_infos, RowEncoder};
 use async_trait::async_trait;
 use brook_common::BrookError;
 use brook_planner::rewrite::{bind_parameters, placeholder_count, BoundParam};
@@ -153,7 +161,7 @@ impl CancelHandler for BrookCancel {
 
 impl ConnHandlers {
     /// What the connection is doing, for its idle watchdog.
-    pub fn idle_watch(&self) -> Arc<crate::idle::IdleWatch> {
+    pub fn idle_watch(&self) -> Arc<crate::wire::idle::IdleWatch> {
         self.handler.idle.clone()
     }
 }
@@ -481,7 +489,7 @@ pub struct BrookHandler {
     /// client has gone while a statement waits for rows.
     peer: Option<std::net::TcpStream>,
     /// What the connection is doing, for `idle_in_transaction_session_timeout`.
-    idle: Arc<crate::idle::IdleWatch>,
+    idle: Arc<crate::wire::idle::IdleWatch>,
 }
 
 impl Drop for BrookHandler {
@@ -585,7 +593,7 @@ impl BrookHandler {
                 tag,
             } => Response::Query(rows_response(
                 &schema,
-                crate::runtime::offload(stream),
+                crate::exec::runtime::offload(stream),
                 tag,
                 format,
                 token,
@@ -601,7 +609,7 @@ impl BrookHandler {
             )),
             Outcome::CopyOut { opts, stream: rows } => {
                 let columns = rows.schema().fields().len();
-                let rows = crate::runtime::offload(rows);
+                let rows = crate::exec::runtime::offload(rows);
                 let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
                 let data = cancellable(rows, token, cancel).flat_map(move |b| {
                     let items: Vec<PgWireResult<CopyData>> =
@@ -635,7 +643,7 @@ fn command_tag(tag: &str) -> Tag {
     }
 }
 
-/// Execute `stmt` with the session on the statement runtime ([`crate::runtime`]), so that
+/// Execute `stmt` with the session on the statement runtime ([`crate::exec::runtime`]), so that
 /// a long computation holds none of the threads serving connections. The session moves to
 /// that runtime for the statement and comes back with its outcome; a cancel or the
 /// statement timeout ends the statement at its next yield.
@@ -649,7 +657,7 @@ async fn execute_on_statement_runtime(
         .take()
         .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
     session.set_statement_token(token.clone());
-    let (session, outcome) = crate::runtime::run(async move {
+    let (session, outcome) = crate::exec::runtime::run(async move {
         let outcome = tokio::select! {
             r = session.execute(stmt) => r,
             _ = token.cancelled() => Err(cancel.error()),

@@ -1,6 +1,6 @@
 //! Fast paths for the commonest COPY text: integer columns read straight from the field
 //! bytes, and a view of a column's raw text that the timestamp fast path
-//! ([`crate::datetime::fast_timestamps`]) reads too.
+//! ([`crate::pg::datetime::fast_timestamps`]) reads too.
 //!
 //! Written by hand because arrow's text cast first needs a UTF-8-checked string array and
 //! then parses value by value through a general parser; both led the profile of bulk COPY
@@ -9,7 +9,7 @@
 //! column goes through the general cast, so what is accepted, the results and the errors do
 //! not change.
 
-use crate::types::PgType;
+use crate::pg::types::PgType;
 use datafusion::arrow::array::{Array, ArrayRef, PrimitiveArray, StringArray};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::ArrowPrimitiveType;

@@ -1,9 +1,9 @@
 //! One accepted connection's life: TLS negotiation, the protocol loop over pgwire's
-//! handlers with every client message checked before pgwire decodes it ([`crate::framing`]),
+//! handlers with every client message checked before pgwire decodes it ([`crate::wire::framing`]),
 //! duplicate handles on its socket (to notice a vanished client and to say why a
 //! connection ends), the idle watchdog, and containment of a panic in the protocol layer.
 
-use crate::framing::{CheckedStream, MalformedMessage};
+use crate::wire::framing::{CheckedStream, MalformedMessage};
 use crate::wire::Front;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::PgWireServerHandlers;
@@ -200,13 +200,13 @@ async fn refuse_malformed<S, T>(
 /// socket is shut down, so pgwire's loop ends and the session (and an open COPY's write
 /// lock) is released.
 async fn idle_watchdog(
-    watch: Arc<crate::idle::IdleWatch>,
+    watch: Arc<crate::wire::idle::IdleWatch>,
     socket: std::net::TcpStream,
     peer: std::net::SocketAddr,
     plain: bool,
 ) {
     loop {
-        tokio::time::sleep(crate::idle::CHECK_EVERY).await;
+        tokio::time::sleep(crate::wire::idle::CHECK_EVERY).await;
         if watch.expired() {
             tracing::info!(%peer, "terminating connection due to idle-in-transaction timeout");
             if plain {

@@ -9,8 +9,10 @@
 //! and keeps (`brook repair --remove-orphans` deletes them). A missing `catalog.json` beside
 //! relation data is damage, never a fresh start: opening refuses.
 
+pub mod table;
+
+use crate::pg::types::PgType;
 use crate::storage::sync_dir;
-use crate::types::PgType;
 use brook_common::{BrookError, Result};
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use serde::{Deserialize, Serialize};

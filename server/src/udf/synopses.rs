@@ -7,8 +7,8 @@
 //!   current windows correlate at `threshold` or more (StatStream's grid search).
 
 use crate::catalog::RelKind;
-use crate::continuous::QueryRegistry;
-use crate::view::{ViewState, ViewTable};
+use crate::stream::queries::QueryRegistry;
+use crate::stream::view::{ViewState, ViewTable};
 use brook_common::BrookError;
 use brook_synopses::dft::{correlated_pairs, Dft};
 use brook_synopses::Synopsis;
@@ -159,7 +159,7 @@ impl CorrelatedPairsFunction {
     /// lower case unless double-quoted, as identifiers are).
     fn synopsis(&self, name: &str) -> Result<Arc<ViewState>, BrookError> {
         let missing = || BrookError::UndefinedTable(format!("synopsis \"{name}\" does not exist"));
-        let table = crate::table::lookup(&self.catalog, name)?.ok_or_else(missing)?;
+        let table = crate::catalog::table::lookup(&self.catalog, name)?.ok_or_else(missing)?;
         let not_dft = || {
             BrookError::WrongObjectType(format!(
                 "\"{name}\" is not a dft synopsis (CREATE SYNOPSIS ... USING dft(column, window))"

@@ -77,6 +77,27 @@ impl Drop for ViewState {
 }
 
 impl ViewState {
+    /// Plan the view's defining `sql` with `ctx` and start maintaining it from the start of
+    /// its inputs (a server restart rebuilds every view this way); a plan that fails marks
+    /// the view failed.
+    pub fn replay(
+        self: Arc<Self>,
+        ctx: datafusion::prelude::SessionContext,
+        sql: String,
+        stats: Arc<crate::stream::queries::QueryStats>,
+    ) {
+        tokio::spawn(async move {
+            // Plan with the database's context, then let it go: the maintenance task must
+            // not keep the database alive.
+            let planned = crate::stream::plan::plan_view_sql(&ctx, &sql).await;
+            drop(ctx);
+            match planned {
+                Ok((graph, stores, _)) => self.start(Arc::new(graph), stores, stats),
+                Err(e) => self.fail(&e),
+            }
+        });
+    }
+
     /// Empty state for rows of `schema`; maintenance begins with [`ViewState::start`].
     pub fn new(schema: SchemaRef) -> Result<Arc<ViewState>> {
         let fields = schema
@@ -106,7 +127,7 @@ impl ViewState {
         self: &Arc<Self>,
         plan: Arc<brook_operators::graph::GraphPlan>,
         stores: Vec<Arc<TableStore>>,
-        stats: Arc<crate::continuous::QueryStats>,
+        stats: Arc<crate::stream::queries::QueryStats>,
     ) {
         if self.stores.set(stores.clone()).is_err() {
             return;
@@ -114,7 +135,7 @@ impl ViewState {
         if let Ok(mut rows) = self.rows.lock() {
             rows.append_only = !plan.updating();
         }
-        crate::continuous::start_view(plan, stores, self, stats);
+        crate::stream::queries::start_view(plan, stores, self, stats);
         self.processed.send_modify(|_| {});
     }
 

@@ -10,10 +10,10 @@
 //! waits before reading more of the log, so a slow cursor never makes the server buffer
 //! without bound (the unread input stays on disk).
 
+use crate::catalog::table::BrookTable;
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
-use crate::table::BrookTable;
-use crate::view::ViewState;
+use crate::stream::view::ViewState;
 use brook_common::{BrookError, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
@@ -55,7 +55,9 @@ fn view_table(
     source: &Arc<dyn TableSource>,
 ) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
     let provider = source_as_provider(source).ok()?;
-    provider.is::<crate::view::ViewTable>().then_some(provider)
+    provider
+        .is::<crate::stream::view::ViewTable>()
+        .then_some(provider)
 }
 
 /// Definitions of the materialized views a continuous plan reads, by scanned name.
@@ -71,7 +73,7 @@ pub async fn plan_views(
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             if let Some(p) = view_table(&scan.source) {
-                if let Some(v) = p.downcast_ref::<crate::view::ViewTable>() {
+                if let Some(v) = p.downcast_ref::<crate::stream::view::ViewTable>() {
                     found.push((scan.table_name.to_string(), v.definition.clone()));
                 }
             }
@@ -100,7 +102,7 @@ pub fn reads_stream(plan: &LogicalPlan) -> bool {
             // Count windows read the relation they window.
             let provider = match provider
                 .as_ref()
-                .and_then(|p| p.downcast_ref::<crate::count_window::CountWindowTable>())
+                .and_then(|p| p.downcast_ref::<crate::stream::row_windows::CountWindowTable>())
             {
                 Some(cw) => Some(cw.relation.clone()),
                 None => provider,
@@ -146,7 +148,8 @@ impl SourceResolver for Resolver<'_> {
         let Ok(provider) = source_as_provider(source) else {
             return Ok(None);
         };
-        let Some(cw) = provider.downcast_ref::<crate::count_window::CountWindowTable>() else {
+        let Some(cw) = provider.downcast_ref::<crate::stream::row_windows::CountWindowTable>()
+        else {
             return Ok(None);
         };
         Ok(Some(CountWindowDefinition {

@@ -1,0 +1,7 @@
+//! PostgreSQL column types and their text and binary formats.
+
+pub mod datetime;
+pub mod encode;
+pub mod fast_text;
+pub mod sql;
+pub mod types;

@@ -1,0 +1,36 @@
+//! Statements as PostgreSQL reads them: the types of literals and the names of result
+//! columns.
+
+use brook_common::Result;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::Statement;
+use std::sync::Arc;
+
+/// PostgreSQL literal typing for statements that evaluate expressions.
+pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
+    if matches!(
+        stmt,
+        Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Explain { .. }
+    ) {
+        brook_planner::windows::rewrite_windows(stmt)?;
+        brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
+        brook_planner::rewrite::alias_outputs(stmt);
+    }
+    Ok(())
+}
+
+/// A planned schema with PostgreSQL's output names applied (when known).
+pub(crate) fn pg_named(
+    schema: datafusion::arrow::datatypes::Schema,
+    names: Option<Vec<brook_planner::rewrite::OutputName>>,
+) -> SchemaRef {
+    match names {
+        Some(n) => brook_planner::rewrite::rename_output(&schema, &n),
+        None => Arc::new(schema),
+    }
+}

@@ -1,0 +1,8 @@
+//! The SQL functions Brook adds to DataFusion's.
+
+pub mod checked;
+pub mod functions;
+pub mod mode;
+pub mod nexmark;
+pub mod sum_numeric;
+pub mod synopses;
