@@ -142,7 +142,10 @@ fn only_the_wire_module_names_pgwire() {
         })
         .map(|f| f.display().to_string())
         .collect();
-    assert!(outside.is_empty(), "pgwire named outside wire/: {outside:?}");
+    assert!(
+        outside.is_empty(),
+        "pgwire named outside wire/: {outside:?}"
+    );
 }
 
 #[test]

@@ -1,0 +1,397 @@
+//! Whole columns of COPY text (or binary values) converted to the relation's Arrow types; a
+//! value that fails is located to report its line, as PostgreSQL does.
+
+use crate::pg::fast_text::RawText;
+use crate::pg::types::PgType;
+use brook_common::{BrookError, Result};
+use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use std::sync::Arc;
+
+/// Cast a column of text to a column type, reporting the first bad value as PostgreSQL does
+/// (22P02 for malformed input, 22003 for out-of-range numbers, 22001 for too-long strings).
+pub fn text_to_column(
+    strings: &ArrayRef,
+    ty: &PgType,
+    line_of: &dyn Fn(usize) -> u64,
+    table: &str,
+    column: &str,
+) -> Result<ArrayRef> {
+    let target = ty.arrow();
+    if *ty == PgType::Bytea {
+        // PostgreSQL's hex or escape format, not the text's own bytes.
+        let text = cast_with_options(
+            strings,
+            &datafusion::arrow::datatypes::DataType::Utf8,
+            &CastOptions::default(),
+        )?;
+        let mut b = BinaryBuilder::new();
+        for (r, v) in datafusion::arrow::array::AsArray::as_string::<i32>(&text)
+            .iter()
+            .enumerate()
+        {
+            match v {
+                None => b.append_null(),
+                Some(v) => b.append_value(
+                    brook_planner::bytea::parse_bytea(v.as_bytes()).ok_or_else(|| {
+                        BrookError::InvalidText(format!(
+                            "invalid input syntax for type bytea (COPY {table}, line {})",
+                            line_of(r)
+                        ))
+                    })?,
+                ),
+            }
+        }
+        return Ok(Arc::new(b.finish()));
+    }
+    let prepared: ArrayRef = match ty {
+        PgType::Bool => {
+            let s = strings
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>();
+            match s {
+                Some(s) => Arc::new(
+                    s.iter()
+                        .map(|v| v.map(|v| v.trim().to_ascii_lowercase()))
+                        .collect::<datafusion::arrow::array::StringArray>(),
+                ),
+                None => strings.clone(),
+            }
+        }
+        PgType::Interval => normalize_intervals(strings),
+        PgType::Timestamp => {
+            let fast = strings
+                .as_any()
+                .downcast_ref::<datafusion::arrow::array::StringArray>()
+                .and_then(|s| crate::pg::datetime::fast_timestamps(&RawText::of_strings(s)));
+            if let Some(fast) = fast {
+                return Ok(fast);
+            }
+            strings.clone()
+        }
+        _ => strings.clone(),
+    };
+    let out = cast_with_options(
+        &prepared,
+        &target,
+        &CastOptions {
+            safe: true,
+            ..Default::default()
+        },
+    )?;
+    if out.null_count() != strings.null_count() {
+        let s = strings
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>();
+        let bad = (0..out.len())
+            .find(|&r| out.is_null(r) && !strings.is_null(r))
+            .unwrap_or(0);
+        let text = s.map(|s| s.value(bad).to_string()).unwrap_or_default();
+        let numeric_like = text.trim().parse::<f64>().is_ok();
+        let is_numeric_type = matches!(
+            ty,
+            PgType::Int2
+                | PgType::Int4
+                | PgType::Int8
+                | PgType::Numeric { .. }
+                | PgType::Float4
+                | PgType::Float8
+        );
+        let ctx = format!(
+            "(COPY {table}, line {}, column {column}: \"{text}\")",
+            line_of(bad)
+        );
+        let is_datetime_type = matches!(
+            ty,
+            PgType::Date | PgType::Time | PgType::Timestamp | PgType::Timestamptz
+        );
+        return Err(if is_numeric_type && numeric_like {
+            BrookError::OutOfRange(format!(
+                "value \"{text}\" is out of range for type {} {ctx}",
+                ty.name()
+            ))
+        } else if is_datetime_type {
+            // PostgreSQL: a well-formed value with a field out of range is 22008, other
+            // text 22007.
+            if brook_common::error::is_well_formed_datetime(&text) {
+                BrookError::DatetimeOverflow(format!(
+                    "date/time field value out of range: \"{text}\" {ctx}"
+                ))
+            } else {
+                BrookError::InvalidDatetime(format!(
+                    "invalid input syntax for type {}: \"{text}\" {ctx}",
+                    ty.name()
+                ))
+            }
+        } else {
+            BrookError::InvalidText(format!(
+                "invalid input syntax for type {}: \"{text}\" {ctx}",
+                ty.name()
+            ))
+        });
+    }
+    check_lengths(&out, ty, line_of, table, column)?;
+    Ok(out)
+}
+
+/// varchar(n)/char(n) reject longer values (22001), as PostgreSQL does.
+pub fn check_lengths(
+    col: &ArrayRef,
+    ty: &PgType,
+    line_of: &dyn Fn(usize) -> u64,
+    table: &str,
+    column: &str,
+) -> Result<()> {
+    let limit = match ty {
+        PgType::Varchar(Some(n)) | PgType::Char(Some(n)) => *n as usize,
+        _ => return Ok(()),
+    };
+    if let Some(s) = col
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+    {
+        for (r, v) in s.iter().enumerate() {
+            if let Some(v) = v {
+                if v.chars().count() > limit && v.trim_end_matches(' ').chars().count() > limit {
+                    return Err(BrookError::StringTooLong(format!(
+                        "value too long for type {} (COPY {table}, line {}, column {column})",
+                        ty.name(),
+                        line_of(r)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Arrow parses `1 day 02:00:00` poorly; rewrite PostgreSQL's `HH:MM:SS` part into units.
+pub(super) fn normalize_intervals(strings: &ArrayRef) -> ArrayRef {
+    let Some(s) = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+    else {
+        return strings.clone();
+    };
+    Arc::new(
+        s.iter()
+            .map(|v| {
+                v.map(|v| {
+                    v.split_whitespace()
+                        .map(|tok| {
+                            let parts: Vec<&str> = tok.split(':').collect();
+                            if parts.len() == 3 {
+                                let neg = tok.starts_with('-');
+                                let h = parts[0].trim_start_matches('-');
+                                let sign = if neg { "-" } else { "" };
+                                format!(
+                                    "{sign}{h} hours {sign}{} minutes {sign}{} seconds",
+                                    parts[1], parts[2]
+                                )
+                            } else {
+                                tok.to_string()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .replace("mons", "months")
+                        .replace("mon ", "month ")
+                })
+            })
+            .collect::<datafusion::arrow::array::StringArray>(),
+    )
+}
+
+/// Binary fields decoded to their text form, converted (and checked) as the text formats'
+/// fields are.
+pub(super) fn texts_to_column(
+    mut texts: datafusion::arrow::array::StringBuilder,
+    ty: &PgType,
+    lines: &[u64],
+    column: &str,
+) -> Result<ArrayRef> {
+    let strings: ArrayRef = Arc::new(texts.finish());
+    text_to_column(
+        &strings,
+        ty,
+        &|r| lines.get(r).copied().unwrap_or(0),
+        "",
+        column,
+    )
+}
+
+/// Decode each non-NULL field with `f` (given its row and bytes); NULLs stay NULL.
+pub(super) fn each<T>(
+    values: &[Option<&[u8]>],
+    f: impl Fn(usize, &[u8]) -> Result<T>,
+) -> Result<Vec<Option<T>>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(r, v)| v.map(|v| f(r, v)).transpose())
+        .collect()
+}
+
+/// Binary COPY fields, decoded per declared type.
+pub(super) fn binary_values(
+    values: &[Option<&[u8]>],
+    ty: &PgType,
+    lines: &[u64],
+    column: &str,
+) -> Result<ArrayRef> {
+    use datafusion::arrow::array::*;
+    let bad = |r: usize, what: &str| {
+        BrookError::BadCopyFormat(format!(
+            "incorrect binary data format for {what} in column {column} (row {})",
+            lines.get(r).copied().unwrap_or(0)
+        ))
+    };
+    fn fixed<const N: usize>(v: &[u8]) -> Option<[u8; N]> {
+        v.try_into().ok()
+    }
+    macro_rules! prim {
+        ($arr:ty, $n:expr, $conv:expr, $what:expr) => {{
+            let mut out: Vec<Option<_>> = Vec::with_capacity(values.len());
+            for (r, v) in values.iter().enumerate() {
+                out.push(match v {
+                    None => None,
+                    Some(v) => Some($conv(fixed::<$n>(v).ok_or_else(|| bad(r, $what))?)),
+                });
+            }
+            Arc::new(<$arr>::from(out)) as ArrayRef
+        }};
+    }
+    // PostgreSQL's infinite dates and timestamps (the extreme values) and intervals past
+    // nanosecond range have no Arrow representation: refused, never stored as garbage.
+    let range = |r: usize, what: &str| {
+        BrookError::DatetimeOverflow(format!(
+            "{what} out of range in column {column} (row {}): infinite or too far from 2000-01-01",
+            lines.get(r).copied().unwrap_or(0)
+        ))
+    };
+    let epoch_shift = |r: usize, v: &[u8], what: &str| -> Result<i64> {
+        let raw = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, what))?);
+        if raw == i64::MAX || raw == i64::MIN {
+            return Err(range(r, what));
+        }
+        raw.checked_add(946_684_800_000_000)
+            .ok_or_else(|| range(r, what))
+    };
+    Ok(match ty {
+        PgType::Bool => Arc::new(BooleanArray::from(each(values, |r, v| match v {
+            [0] => Ok(false),
+            [1] => Ok(true),
+            _ => Err(bad(r, "boolean")),
+        })?)),
+        PgType::Int2 => prim!(Int16Array, 2, i16::from_be_bytes, "smallint"),
+        PgType::Int4 => prim!(Int32Array, 4, i32::from_be_bytes, "integer"),
+        PgType::Int8 => prim!(Int64Array, 8, i64::from_be_bytes, "bigint"),
+        PgType::Float4 => prim!(Float32Array, 4, f32::from_be_bytes, "real"),
+        PgType::Float8 => prim!(Float64Array, 8, f64::from_be_bytes, "double precision"),
+        PgType::Date => Arc::new(Date32Array::from(each(values, |r, v| {
+            let raw = i32::from_be_bytes(fixed::<4>(v).ok_or_else(|| bad(r, "date"))?);
+            if raw == i32::MAX || raw == i32::MIN {
+                return Err(range(r, "date"));
+            }
+            raw.checked_add(10_957).ok_or_else(|| range(r, "date"))
+        })?)),
+        PgType::Timestamp => Arc::new(TimestampMicrosecondArray::from(each(values, |r, v| {
+            epoch_shift(r, v, "timestamp")
+        })?)),
+        PgType::Timestamptz => Arc::new(
+            TimestampMicrosecondArray::from(each(values, |r, v| epoch_shift(r, v, "timestamptz"))?)
+                .with_timezone("+00:00"),
+        ),
+        PgType::Time => Arc::new(Time64MicrosecondArray::from(each(values, |r, v| {
+            let us = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, "time"))?);
+            if !(0..=86_400_000_000).contains(&us) {
+                return Err(range(r, "time"));
+            }
+            Ok(us)
+        })?)),
+        PgType::Bytea => Arc::new(values.iter().map(|v| v.as_deref()).collect::<BinaryArray>()),
+        PgType::Numeric { .. } => {
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    Some(v) => {
+                        let d: rust_decimal::Decimal =
+                            postgres_types::FromSql::from_sql(&postgres_types::Type::NUMERIC, v)
+                                .map_err(|_| bad(r, "numeric"))?;
+                        sb.append_value(d.to_string());
+                    }
+                }
+            }
+            texts_to_column(sb, ty, lines, column)?
+        }
+        PgType::Interval => {
+            let mut out: Vec<Option<datafusion::arrow::datatypes::IntervalMonthDayNano>> =
+                Vec::new();
+            for (r, v) in values.iter().enumerate() {
+                out.push(match v {
+                    None => None,
+                    Some(v) if v.len() == 16 => {
+                        let micros = i64::from_be_bytes(
+                            fixed::<8>(&v[..8]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        let days = i32::from_be_bytes(
+                            fixed::<4>(&v[8..12]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        let months = i32::from_be_bytes(
+                            fixed::<4>(&v[12..]).ok_or_else(|| bad(r, "interval"))?,
+                        );
+                        Some(datafusion::arrow::datatypes::IntervalMonthDayNano::new(
+                            months,
+                            days,
+                            micros
+                                .checked_mul(1000)
+                                .ok_or_else(|| range(r, "interval"))?,
+                        ))
+                    }
+                    Some(_) => return Err(bad(r, "interval")),
+                });
+            }
+            Arc::new(IntervalMonthDayNanoArray::from(out))
+        }
+        PgType::Text | PgType::Varchar(_) | PgType::Char(_) | PgType::Json | PgType::Uuid => {
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    // uuid's binary form is its 16 bytes.
+                    Some(v) if *ty == PgType::Uuid => {
+                        let b = fixed::<16>(v).ok_or_else(|| bad(r, "uuid"))?;
+                        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                        sb.append_value(format!(
+                            "{}-{}-{}-{}-{}",
+                            &h[..8],
+                            &h[8..12],
+                            &h[12..16],
+                            &h[16..20],
+                            &h[20..]
+                        ));
+                    }
+                    Some(v) => sb.append_value(std::str::from_utf8(v).map_err(|_| bad(r, "text"))?),
+                }
+            }
+            // The text formats' checks apply as they are: varchar(n)/char(n) lengths, JSON
+            // validity, uuid form.
+            texts_to_column(sb, ty, lines, column)?
+        }
+        PgType::Jsonb => {
+            // jsonb binary format: a version byte (1) then the JSON text.
+            let mut sb = StringBuilder::new();
+            for (r, v) in values.iter().enumerate() {
+                match v {
+                    None => sb.append_null(),
+                    Some([1, json @ ..]) => {
+                        sb.append_value(std::str::from_utf8(json).map_err(|_| bad(r, "jsonb"))?)
+                    }
+                    Some(_) => return Err(bad(r, "jsonb (version byte 1)")),
+                }
+            }
+            Arc::new(sb.finish())
+        }
+    })
+}

@@ -1,0 +1,80 @@
+//! COPY FROM STDIN over the wire: CopyData, CopyDone and CopyFail.
+
+use super::*;
+use async_trait::async_trait;
+use brook_common::BrookError;
+use futures::{Sink, SinkExt};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::results::Tag;
+use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::PgWireBackendMessage;
+use std::fmt::Debug;
+
+#[async_trait]
+impl CopyHandler for BrookHandler {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.busy();
+        let mut g = self.session.lock().await;
+        let s = g
+            .as_mut()
+            .ok_or_else(|| to_pg(BrookError::Protocol("COPY data without a session".into())))?;
+        let r = s.copy_data(&copy_data.data).await.map_err(to_pg);
+        let limit = s
+            .timeout_setting("idle_in_transaction_session_timeout")
+            .ok()
+            .flatten();
+        self.idle.idle(limit);
+        if r.is_err() {
+            self.idle.set_copy(false);
+        }
+        if r.is_err() && matches!(client.state(), PgWireConnectionState::CopyInProgress(false)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+        }
+        r
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.set_copy(false);
+        let n = {
+            let mut g = self.session.lock().await;
+            let s = g
+                .as_mut()
+                .ok_or_else(|| to_pg(BrookError::Protocol("CopyDone without a session".into())))?;
+            s.copy_done().await.map_err(to_pg)?
+        };
+        client
+            .send(PgWireBackendMessage::CommandComplete(
+                Tag::new("COPY").with_rows(n).into(),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.idle.set_copy(false);
+        if let Some(s) = self.session.lock().await.as_mut() {
+            s.copy_fail();
+        }
+        to_pg(BrookError::BadCopyFormat(format!(
+            "COPY from stdin failed: {}",
+            fail.message
+        )))
+    }
+}

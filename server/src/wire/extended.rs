@@ -1,0 +1,444 @@
+//! The extended query protocol: Parse, Bind (parameters in text or binary), Describe and
+//! Execute with row limits and suspended portals.
+
+use super::send::{send_copy_body, send_data_rows, send_notices};
+use super::simple::is_txn_control;
+use super::statement::execute_on_statement_runtime;
+use super::*;
+use crate::pg::types::cast_name;
+use crate::session::Session;
+use crate::wire::rows::field_infos;
+use async_trait::async_trait;
+use brook_common::BrookError;
+use brook_planner::rewrite::{bind_parameters, placeholder_count, BoundParam};
+use brook_planner::BrookStatement;
+use futures::Sink;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat, FieldInfo,
+    Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::PgWireBackendMessage;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+/// Parses statements for the extended protocol.
+#[derive(Debug)]
+pub struct BrookParser;
+
+#[async_trait]
+impl QueryParser for BrookParser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        check_query_text(sql).map_err(to_pg)?;
+        let mut stmts = brook_planner::parse_sql(sql).map_err(to_pg)?;
+        if stmts.len() > 1 {
+            return Err(to_pg(BrookError::Syntax(
+                "cannot insert multiple commands into a prepared statement".into(),
+            )));
+        }
+        let stmt = stmts.pop();
+        let n = stmt.as_ref().map_or(0, statement_placeholders);
+        // The protocol counts parameters in 16 bits; a larger `$n` must not size a list.
+        if n > MAX_PARAMETERS {
+            return Err(to_pg(BrookError::Limit {
+                message: format!(
+                    "the statement refers to parameter ${n}: at most {MAX_PARAMETERS} parameters are allowed"
+                ),
+                code: "54023",
+            }));
+        }
+        let params = (0..n.max(types.len()))
+            .map(|i| types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN))
+            .collect();
+        Ok(Some(Prepared {
+            stmt,
+            params,
+            schema: None,
+        }))
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.params.clone())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Prepared,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(match &stmt.schema {
+            Some(s) => field_infos(s, &|i| {
+                format.map(|f| f.format_for(i)).unwrap_or(FieldFormat::Text)
+            }),
+            None => vec![],
+        })
+    }
+}
+
+/// Parameter types of a portal's statement: as declared at Parse, else inferred (needed to
+/// decode binary parameters the client sent for types it let the server choose).
+pub(super) async fn portal_param_types(
+    s: &Session,
+    portal: &Portal<Prepared>,
+) -> PgWireResult<Vec<Type>> {
+    let prepared = &portal.statement.statement;
+    let declared: Vec<Type> = (0..prepared.params.len().max(portal.parameter_len()))
+        .map(|i| {
+            portal
+                .statement
+                .parameter_types
+                .get(i)
+                .cloned()
+                .flatten()
+                .or_else(|| prepared.params.get(i).cloned())
+                .unwrap_or(Type::UNKNOWN)
+        })
+        .collect();
+    let needs_inference = declared
+        .iter()
+        .enumerate()
+        .any(|(i, t)| *t == Type::UNKNOWN && portal.parameter_format.is_binary(i));
+    match (&prepared.stmt, needs_inference) {
+        (Some(stmt), true) => Ok(s
+            .describe_with_params(stmt, &declared)
+            .await
+            .map_err(to_pg)?
+            .0),
+        _ => Ok(declared),
+    }
+}
+
+/// Decode the bound parameters of a portal to PostgreSQL text with their cast types.
+pub(super) fn bound_params(
+    portal: &Portal<Prepared>,
+    types: &[Type],
+) -> PgWireResult<Vec<BoundParam>> {
+    let declared = &portal.statement.parameter_types;
+    let mut out = Vec::with_capacity(portal.parameter_len());
+    for i in 0..portal.parameter_len() {
+        let ty = declared
+            .get(i)
+            .cloned()
+            .flatten()
+            .or_else(|| types.get(i).cloned())
+            .unwrap_or(Type::UNKNOWN);
+        let raw = portal.parameters.get(i).cloned().flatten();
+        let text = match raw {
+            None => None,
+            Some(bytes) if !portal.parameter_format.is_binary(i) => {
+                Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
+                    to_pg(BrookError::BadEncoding(
+                        "invalid byte sequence for encoding \"UTF8\" in parameter".into(),
+                    ))
+                })?)
+            }
+            Some(bytes) => Some(binary_param_text(&bytes, &ty).map_err(to_pg)?),
+        };
+        out.push(BoundParam {
+            text,
+            type_name: cast_name(&ty).map(str::to_string),
+        });
+    }
+    Ok(out)
+}
+
+/// A binary-format parameter as PostgreSQL text.
+pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookError> {
+    use postgres_types::FromSql;
+    let bad = |e: Box<dyn std::error::Error + Sync + Send>| {
+        BrookError::Protocol(format!(
+            "incorrect binary data format in bind parameter: {e}"
+        ))
+    };
+    Ok(match *ty {
+        Type::BOOL => bool::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT2 => i16::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT4 => i32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::INT8 => i64::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::OID => u32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::FLOAT4 => f32::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::FLOAT8 => f64::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::NUMERIC => rust_decimal::Decimal::from_sql(ty, b)
+            .map_err(bad)?
+            .to_string(),
+        Type::DATE => chrono::NaiveDate::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::TIMESTAMP => chrono::NaiveDateTime::from_sql(ty, b)
+            .map_err(bad)?
+            .to_string(),
+        Type::TIMESTAMPTZ => chrono::DateTime::<chrono::Utc>::from_sql(ty, b)
+            .map_err(bad)?
+            .naive_utc()
+            .to_string(),
+        Type::BYTEA => {
+            let mut s = String::from("\\x");
+            for x in b {
+                s.push_str(&format!("{x:02x}"));
+            }
+            s
+        }
+        _ => String::from_utf8(b.to_vec()).map_err(|_| {
+            BrookError::Protocol(format!(
+                "binary parameters of type {} are not supported",
+                ty.name()
+            ))
+        })?,
+    })
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for BrookHandler {
+    type Statement = Prepared;
+    type QueryParser = BrookParser;
+
+    fn query_parser(&self) -> Arc<BrookParser> {
+        self.parser.clone()
+    }
+
+    /// Every Execute's row limit is checked before pgwire acts on it: pgwire sizes a buffer
+    /// for the whole limit up front, also when it resumes a suspended portal without asking
+    /// `do_query`, so an absurd limit allocated tens of gigabytes and aborted the server.
+    async fn on_execute<C>(
+        &self,
+        client: &mut C,
+        message: pgwire::messages::extendedquery::Execute,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        if max_rows > MAX_EXECUTE_ROWS {
+            return Err(to_pg(BrookError::Limit {
+                message: format!(
+                    "an Execute row limit of {max_rows} is too large: at most {MAX_EXECUTE_ROWS} rows per Execute (0 fetches all rows)"
+                ),
+                code: "54000",
+            }));
+        }
+        self._on_execute(client, message).await
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        target: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = &target.statement;
+        let Some(stmt) = &p.stmt else {
+            return Ok(DescribeStatementResponse::no_data());
+        };
+        let g = self.session(client).await?;
+        let s = g
+            .as_ref()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let (types, schema) = s
+            .describe_with_params(stmt, &p.params)
+            .await
+            .map_err(to_pg)?;
+        let fields = schema
+            .map(|sc| field_infos(&sc, &|_| FieldFormat::Text))
+            .unwrap_or_default();
+        Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(stmt) = portal.statement.statement.stmt.clone() else {
+            return Ok(DescribePortalResponse::no_data());
+        };
+        let g = self.session(client).await?;
+        let s = g
+            .as_ref()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let types = portal_param_types(s, portal).await?;
+        let stmt = bind(stmt, &bound_params(portal, &types)?)?;
+        let schema = s.describe(&stmt).await.map_err(to_pg)?;
+        Ok(match schema {
+            Some(sc) if !sc.fields().is_empty() => {
+                DescribePortalResponse::new(field_infos(&sc, &|i| {
+                    portal.result_column_format.format_for(i)
+                }))
+            }
+            _ => DescribePortalResponse::no_data(),
+        })
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+        max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some(stmt) = portal.statement.statement.stmt.clone() else {
+            return Ok(Response::EmptyQuery);
+        };
+        if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
+            return Err(to_pg(BrookError::InFailedTransaction));
+        }
+        let mut g = self.session(client).await?;
+        let s = g
+            .as_mut()
+            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        let types = portal_param_types(s, portal).await?;
+        let stmt = bind(stmt, &bound_params(portal, &types)?)?;
+        let cursor_portals = cursor_portal_changes(&stmt);
+        let timeout = s.timeout_setting("statement_timeout").map_err(to_pg)?;
+        let token = self.cancel.begin_with_timeout(timeout);
+        let (outcome, notices) =
+            execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
+        drop(g);
+        send_notices(client, notices).await?;
+        // A cursor is also a protocol portal of the same name (clients Describe it).
+        for (name, query) in cursor_portals {
+            match query {
+                Some(q) => {
+                    let prepared = Prepared {
+                        stmt: Some(q),
+                        params: vec![],
+                        schema: None,
+                    };
+                    let stored = Arc::new(StoredStatement::new(name.clone(), prepared, vec![]));
+                    client
+                        .portal_store()
+                        .put_portal(Arc::new(Portal::new_cursor(name, stored)));
+                }
+                None => client.portal_store().rm_portal(&name),
+            }
+        }
+        let fmt = portal.result_column_format.clone();
+        // pgwire sends an Execute's rows and COPY data by feeding only (flushing at 8 KiB or
+        // at the end), which would hold a continuous query's rows back and never notice a
+        // vanished client: without a row limit, send them here, flushing as they come, and
+        // leave pgwire the CommandComplete. (With a row limit pgwire flushes at each suspend.)
+        let response =
+            match Self::respond(outcome, &|i| fmt.format_for(i), token, self.cancel.clone())? {
+                Response::CopyOut(r) => {
+                    let rows = send_copy_body(client, r, &|| self.client_gone()).await?;
+                    Response::Execution(Tag::new("COPY").with_rows(rows))
+                }
+                Response::Query(mut q) if max_rows == 0 => {
+                    let tag = q.command_tag().to_string();
+                    let rows = send_data_rows(client, &mut q, &|| self.client_gone()).await?;
+                    Response::Execution(Tag::new(&tag).with_rows(rows))
+                }
+                other => other,
+            };
+        // A portal executed with a row limit streams on through later Executes; the
+        // statement timeout covered this one.
+        self.cancel.end();
+        self.note_response(&response);
+        self.idle.idle(self.idle_limit().await);
+        Ok(response)
+    }
+}
+
+/// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
+/// How many `$n` parameters a statement takes.
+pub(super) fn statement_placeholders(stmt: &BrookStatement) -> usize {
+    match stmt {
+        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => placeholder_count(s),
+        BrookStatement::Approx { stmt, .. } => statement_placeholders(stmt),
+        _ => 0,
+    }
+}
+
+pub(super) fn cursor_portal_changes(
+    stmt: &BrookStatement,
+) -> Vec<(String, Option<BrookStatement>)> {
+    use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
+    let s = match stmt {
+        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => s,
+        BrookStatement::Approx { stmt, .. } => return cursor_portal_changes(stmt),
+        _ => return vec![],
+    };
+    match s.as_ref() {
+        // Executing or describing the portal reads the cursor, as `FETCH ALL` does (a
+        // continuous cursor's rows carry its change kind, which its query's plan lacks).
+        S::Declare { stmts } => stmts
+            .iter()
+            .filter_map(|d| {
+                let ident = d.names.first()?.clone();
+                let name = crate::ident::ident_name(&ident);
+                let fetch = S::Fetch {
+                    name: ident,
+                    direction: datafusion::sql::sqlparser::ast::FetchDirection::All,
+                    position: datafusion::sql::sqlparser::ast::FetchPosition::From,
+                    into: None,
+                };
+                Some((name, Some(BrookStatement::Sql(Box::new(fetch)))))
+            })
+            .collect(),
+        S::Close {
+            cursor: CloseCursor::Specific { name },
+        } => vec![(crate::ident::ident_name(name), None)],
+        _ => vec![],
+    }
+}
+
+pub(super) fn bind(stmt: BrookStatement, params: &[BoundParam]) -> PgWireResult<BrookStatement> {
+    match stmt {
+        BrookStatement::Sql(mut s) => {
+            bind_parameters(&mut s, params).map_err(to_pg)?;
+            Ok(BrookStatement::Sql(s))
+        }
+        BrookStatement::Emit {
+            mut stmt,
+            on_window_close,
+        } => {
+            bind_parameters(&mut stmt, params).map_err(to_pg)?;
+            Ok(BrookStatement::Emit {
+                stmt,
+                on_window_close,
+            })
+        }
+        BrookStatement::Approx {
+            stmt,
+            error,
+            confidence,
+        } => Ok(BrookStatement::Approx {
+            stmt: Box::new(bind(*stmt, params)?),
+            error,
+            confidence,
+        }),
+        other => Ok(other),
+    }
+}

@@ -1,0 +1,192 @@
+//! The simple query protocol: a Query message's statements run one after another.
+
+use super::send::{send_copy_out, send_notices, send_rows};
+use super::statement::execute_on_statement_runtime;
+use super::*;
+use async_trait::async_trait;
+use brook_common::BrookError;
+use brook_planner::BrookStatement;
+use futures::{Sink, SinkExt};
+use pgwire::api::query::{send_execution_response, SimpleQueryHandler};
+use pgwire::api::results::{FieldFormat, Response, Tag};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
+use pgwire::messages::PgWireBackendMessage;
+use std::fmt::Debug;
+
+pub(super) fn is_txn_control(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Commit { .. } | S::Rollback { .. }))
+}
+
+pub(super) fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Rollback { savepoint: Some(_), .. }))
+}
+
+#[async_trait]
+impl SimpleQueryHandler for BrookHandler {
+    /// Runs each statement of the query string in turn, stopping at the first error, and
+    /// keeps PostgreSQL's transaction status (including 25P02 in failed transactions).
+    async fn on_query<C>(
+        &self,
+        client: &mut C,
+        query: pgwire::messages::simplequery::Query,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut status = client.transaction_status();
+        self.idle.busy();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let stmts = match check_query_text(&query.query)
+            .and_then(|()| brook_planner::parse_sql(&query.query))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                self.idle.idle(self.idle_limit().await);
+                return Err(to_pg(e));
+            }
+        };
+        if stmts.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    pgwire::messages::response::EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        for stmt in stmts {
+            let timeout = self.statement_timeout(client).await?;
+            let token = self.cancel.begin_with_timeout(timeout);
+            if status == TransactionStatus::Error && !is_txn_control(&stmt) {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(
+                        ErrorInfo::from(to_pg(BrookError::InFailedTransaction)).into(),
+                    ))
+                    .await?;
+                break;
+            }
+            let rollback_to = is_rollback_to_savepoint(&stmt);
+            let commit_in_failed = status == TransactionStatus::Error;
+            let outcome = async {
+                let mut g = self.session(client).await?;
+                execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await
+            }
+            .await;
+            let outcome = match outcome {
+                Ok((o, notices)) => {
+                    send_notices(client, notices).await?;
+                    Ok(o)
+                }
+                Err(e) => Err(e),
+            };
+            let outcome = match outcome.and_then(|o| {
+                Self::respond(
+                    o,
+                    &|_| FieldFormat::Text,
+                    token.clone(),
+                    self.cancel.clone(),
+                )
+            }) {
+                Ok(o) => o,
+                Err(e) => {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(
+                            ErrorInfo::from(e).into(),
+                        ))
+                        .await?;
+                    status = status.to_error_state();
+                    break;
+                }
+            };
+            self.note_response(&outcome);
+            match outcome {
+                Response::Query(q) => {
+                    if let Err(e) = send_rows(client, q, &|| self.client_gone()).await {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(
+                                ErrorInfo::from(e).into(),
+                            ))
+                            .await?;
+                        status = status.to_error_state();
+                        break;
+                    }
+                }
+                Response::Execution(tag) => {
+                    send_execution_response(client, tag).await?;
+                    if rollback_to && status == TransactionStatus::Error {
+                        status = TransactionStatus::Transaction;
+                    }
+                }
+                Response::TransactionStart(tag) => {
+                    send_execution_response(client, tag).await?;
+                    status = status.to_in_transaction_state();
+                }
+                Response::TransactionEnd(tag) => {
+                    let tag = if commit_in_failed {
+                        Tag::new("ROLLBACK")
+                    } else {
+                        tag
+                    };
+                    send_execution_response(client, tag).await?;
+                    status = TransactionStatus::Idle;
+                }
+                Response::CopyIn(r) => {
+                    pgwire::api::copy::send_copy_in_response(client, r).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    client.set_transaction_status(status);
+                    self.cancel.end();
+                    self.idle.idle(self.idle_limit().await);
+                    return Ok(());
+                }
+                Response::CopyOut(r) => {
+                    if let Err(e) = send_copy_out(client, r, &|| self.client_gone()).await {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(
+                                ErrorInfo::from(e).into(),
+                            ))
+                            .await?;
+                        status = status.to_error_state();
+                        break;
+                    }
+                }
+                Response::Error(e) => {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                        .await?;
+                    status = status.to_error_state();
+                    break;
+                }
+                Response::EmptyQuery | Response::CopyBoth(_) => {}
+            }
+        }
+        self.cancel.end();
+        self.idle.idle(self.idle_limit().await);
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Err(to_pg(BrookError::internal(
+            "simple queries are handled by on_query",
+        )))
+    }
+}

@@ -1,0 +1,212 @@
+//! Running one statement for a connection: its session, on the statement runtime, with a
+//! cancellation token and timeouts, and the command tag of its outcome.
+
+use super::send::rows_response;
+use super::*;
+use crate::copy::CopyOutEncoder;
+use crate::exec::cancel::SessionCancel;
+use crate::session::{Outcome, Session};
+use brook_common::BrookError;
+use brook_planner::BrookStatement;
+use futures::{stream, StreamExt};
+use pgwire::api::results::{CopyResponse, FieldFormat, Response, Tag};
+use pgwire::api::ClientInfo;
+use pgwire::error::PgWireResult;
+use pgwire::messages::copy::CopyData;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+impl BrookHandler {
+    /// The session, created on first use from the startup parameters.
+    pub(super) async fn session<'a, C: ClientInfo>(
+        &'a self,
+        client: &C,
+    ) -> PgWireResult<tokio::sync::MutexGuard<'a, Option<Session>>> {
+        let mut g = self.session.lock().await;
+        if g.is_none() {
+            let (pid, key) = client.pid_and_secret_key();
+            self.cancels.register(pid, key, self.cancel.clone());
+            if let Ok(mut p) = self.pid.lock() {
+                *p = Some(pid);
+            }
+            let user = client
+                .metadata()
+                .get("user")
+                .cloned()
+                .unwrap_or_else(|| "brook".into());
+            let dbname = client
+                .metadata()
+                .get("database")
+                .cloned()
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| crate::catalog::DEFAULT_DATABASE.into());
+            let db = self.engine.database(&dbname).map_err(to_pg)?;
+            let mut session = Session::new(self.engine.clone(), db, user);
+            session.report_setting("max_connections", &self.max_connections.to_string());
+            *g = Some(session);
+        }
+        Ok(g)
+    }
+
+    /// Whether the client closed its connection: the socket reads end-of-file (or fails),
+    /// seen by peeking, so no byte of the protocol is taken from pgwire.
+    pub(super) fn client_gone(&self) -> bool {
+        let Some(peer) = &self.peer else {
+            return false;
+        };
+        let mut byte = [0u8; 1];
+        match peer.peek(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+        }
+    }
+
+    /// The session's `idle_in_transaction_session_timeout` (None when off).
+    pub(super) async fn idle_limit(&self) -> Option<std::time::Duration> {
+        let g = self.session.lock().await;
+        g.as_ref()
+            .and_then(|s| {
+                s.timeout_setting("idle_in_transaction_session_timeout")
+                    .ok()
+            })
+            .flatten()
+    }
+
+    /// Note a response's effect on the transaction block (for the idle watchdog).
+    pub(super) fn note_response(&self, r: &Response) {
+        match r {
+            Response::TransactionStart(_) => self.idle.set_block(true),
+            Response::TransactionEnd(_) => self.idle.set_block(false),
+            Response::CopyIn(_) => self.idle.set_copy(true),
+            _ => {}
+        }
+    }
+
+    /// The session's `statement_timeout` (None when off).
+    pub(super) async fn statement_timeout<C: ClientInfo>(
+        &self,
+        client: &C,
+    ) -> PgWireResult<Option<std::time::Duration>> {
+        let g = self.session(client).await?;
+        match g.as_ref() {
+            Some(s) => s.timeout_setting("statement_timeout").map_err(to_pg),
+            None => Ok(None),
+        }
+    }
+
+    /// Turn an outcome into a pgwire response.
+    pub(super) fn respond(
+        outcome: Outcome,
+        format: &dyn Fn(usize) -> FieldFormat,
+        token: CancellationToken,
+        cancel: Arc<SessionCancel>,
+    ) -> PgWireResult<Response> {
+        Ok(match outcome {
+            Outcome::Rows {
+                schema,
+                stream,
+                tag,
+            } => Response::Query(rows_response(
+                &schema,
+                crate::exec::runtime::offload(stream),
+                tag,
+                format,
+                token,
+                cancel,
+            )),
+            Outcome::Command(tag) => Response::Execution(command_tag(&tag)),
+            Outcome::TxnStart(tag) => Response::TransactionStart(Tag::new(&tag)),
+            Outcome::TxnEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
+            Outcome::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(
+                i8::from(binary),
+                columns,
+                stream::empty(),
+            )),
+            Outcome::CopyOut { opts, stream: rows } => {
+                let columns = rows.schema().fields().len();
+                let rows = crate::exec::runtime::offload(rows);
+                let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
+                let data = cancellable(rows, token, cancel).flat_map(move |b| {
+                    let items: Vec<PgWireResult<CopyData>> =
+                        match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
+                            Ok(lines) => lines
+                                .into_iter()
+                                .map(|l| Ok(CopyData::new(l.into())))
+                                .collect(),
+                            Err(e) => vec![Err(to_pg(e))],
+                        };
+                    stream::iter(items)
+                });
+                Response::CopyOut(CopyResponse::new(0, columns, data))
+            }
+        })
+    }
+}
+
+pub(super) fn command_tag(tag: &str) -> Tag {
+    // "INSERT 0 3" / "UPDATE 2" / "CREATE TABLE": split a trailing row count off.
+    let mut parts: Vec<&str> = tag.split(' ').collect();
+    match parts.last().and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) if parts.len() > 1 => {
+            parts.pop();
+            if parts.len() == 2 && parts[0] == "INSERT" {
+                return Tag::new("INSERT").with_oid(0).with_rows(n);
+            }
+            Tag::new(&parts.join(" ")).with_rows(n)
+        }
+        _ => Tag::new(tag),
+    }
+}
+
+/// Execute `stmt` with the session on the statement runtime ([`crate::exec::runtime`]), so that
+/// a long computation holds none of the threads serving connections. The session moves to
+/// that runtime for the statement and comes back with its outcome; a cancel or the
+/// statement timeout ends the statement at its next yield.
+pub(super) async fn execute_on_statement_runtime(
+    slot: &mut Option<Session>,
+    stmt: BrookStatement,
+    token: CancellationToken,
+    cancel: Arc<SessionCancel>,
+) -> PgWireResult<(Outcome, Vec<String>)> {
+    let mut session = slot
+        .take()
+        .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+    session.set_statement_token(token.clone());
+    let (session, outcome) = crate::exec::runtime::run(async move {
+        let outcome = tokio::select! {
+            r = session.execute(stmt) => r,
+            _ = token.cancelled() => Err(cancel.error()),
+        };
+        (session, outcome)
+    })
+    .await
+    .map_err(to_pg)?;
+    let mut session = session;
+    let notices = session.take_notices();
+    *slot = Some(session);
+    Ok((outcome.map_err(to_pg)?, notices))
+}
+
+/// Rows are computed while they are sent: a cancel (or the statement timeout) ends the
+/// stream with 57014.
+pub(super) fn cancellable(
+    stream: datafusion::execution::SendableRecordBatchStream,
+    token: CancellationToken,
+    cancel: Arc<SessionCancel>,
+) -> impl futures::Stream<Item = datafusion::error::Result<datafusion::arrow::record_batch::RecordBatch>>
+{
+    let stop = token.clone();
+    stream.take_until(stop.cancelled_owned()).chain(
+        stream::once(async move { token.is_cancelled() }).filter_map(move |c| {
+            let cancel = cancel.clone();
+            async move {
+                c.then(|| {
+                    Err(datafusion::error::DataFusionError::External(Box::new(
+                        cancel.error(),
+                    )))
+                })
+            }
+        }),
+    )
+}
