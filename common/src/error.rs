@@ -143,6 +143,10 @@ pub enum BrookError {
     /// 57014 (statement_timeout) / 55P03 (lock_timeout) / 25P03 (idle in transaction).
     #[error("{message}")]
     Timeout { message: String, code: &'static str },
+    /// 42803 (grouping), 42702 (ambiguous column), 42701 (duplicate column): a query that
+    /// parses but is wrong in a way PostgreSQL names.
+    #[error("{message}")]
+    Semantic { message: String, code: &'static str },
     /// XX000: a bug in Brook.
     #[error("internal error: {0}")]
     Internal(String),
@@ -195,6 +199,7 @@ impl BrookError {
             BrookError::SerializationFailure(_) => "40001",
             BrookError::Limit { code, .. } => code,
             BrookError::Timeout { code, .. } => code,
+            BrookError::Semantic { code, .. } => code,
             BrookError::Internal(_) => "XX000",
         }
     }
@@ -217,6 +222,30 @@ impl BrookError {
         BrookError::Limit {
             message: what.into(),
             code: "53200",
+        }
+    }
+
+    /// 42803: a column used outside an aggregate without being grouped by.
+    pub fn grouping(what: impl Into<String>) -> Self {
+        BrookError::Semantic {
+            message: what.into(),
+            code: "42803",
+        }
+    }
+
+    /// 42702: a column name that more than one input has.
+    pub fn ambiguous_column(what: impl Into<String>) -> Self {
+        BrookError::Semantic {
+            message: what.into(),
+            code: "42702",
+        }
+    }
+
+    /// 42701: a column name given twice where names must differ.
+    pub fn duplicate_column(what: impl Into<String>) -> Self {
+        BrookError::Semantic {
+            message: what.into(),
+            code: "42701",
         }
     }
 
@@ -430,15 +459,54 @@ fn classify_message(m: &str) -> BrookError {
         || lower.contains("invalid input")
     {
         BrookError::InvalidText(m)
+    } else if lower.contains("non-aggregate values") || lower.contains("group by") {
+        BrookError::grouping(m)
+    } else if lower.contains("ambiguous reference") {
+        BrookError::ambiguous_column(m)
+    } else if lower.contains("duplicate") && (lower.contains("field") || lower.contains("name")) {
+        BrookError::duplicate_column(m)
     } else {
-        // A planning message we have not classified: most are user mistakes in the query.
-        BrookError::Syntax(m)
+        // Not a message Brook knows: reported as internal (XX000, and logged by the wire
+        // layer) so that it is seen and classified, never passed off as the user's syntax
+        // error.
+        BrookError::Internal(m)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Planning messages DataFusion raises, and the SQLSTATE each must reach the client as.
+    #[test]
+    fn planning_messages_get_postgresql_codes() {
+        let cases = [
+            (
+                "grouping",
+                "Projection references non-aggregate values: Expression t.b could not be resolved from available columns: t.a",
+                "42803",
+            ),
+            (
+                "ambiguous column",
+                "Ambiguous reference to unqualified field a",
+                "42702",
+            ),
+            (
+                "duplicate output names",
+                "Projections require unique expression names but the expression \"t.a\" at position 0 and \"t.a\" at position 1 have the same name. Consider aliasing (\"AS\") one of them. Duplicate field name",
+                "42701",
+            ),
+            (
+                "an unknown message is internal, not the user's syntax error",
+                "Something DataFusion says that Brook has never seen",
+                "XX000",
+            ),
+        ];
+        for (name, message, code) in cases {
+            let e: BrookError = DataFusionError::Plan(message.into()).into();
+            assert_eq!(e.sqlstate(), code, "{name}: {e}");
+        }
+    }
 
     #[test]
     fn table_not_found_is_42p01() {

@@ -13,9 +13,10 @@
 //! - One operator per file: [`source`] (projection + change kind + watermark of a scanned
 //!   relation), [`filter`], [`project`], [`aggregate`] (GROUP BY with retraction, emit on
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
-//!   functions: running aggregates, LAG/LEAD, frames), [`session`] (SESSION windows),
+//!   functions: running aggregates, LAG/LEAD, frames), [`session_window`] (SESSION windows),
 //!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`count_window`]
-//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`].
+//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`]. `join/` keeps the plan node (`mod.rs`),
+//!   a side's state (`side.rs`), the operator (`op.rs`) and its tests apart.
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
@@ -29,7 +30,7 @@ pub mod group_index;
 pub mod join;
 pub mod over;
 pub mod project;
-pub mod session;
+pub mod session_window;
 pub mod source;
 #[cfg(test)]
 pub mod testing;

@@ -13,7 +13,7 @@ use brook_operators::filter::FilterNode;
 use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
 use brook_operators::join::{JoinKind, JoinNode, TimeBound};
 use brook_operators::project::ProjectNode;
-use brook_operators::session::SessionBound;
+use brook_operators::session_window::SessionBound;
 use brook_operators::source::SourceSpec;
 use brook_operators::topn::TopNNode;
 use brook_operators::union::UnionNode;
@@ -630,7 +630,7 @@ impl Builder<'_> {
     /// incremental SESSION operator; `None` for other window functions.
     fn session_window(&mut self, w: &datafusion::logical_expr::Window) -> Result<Option<Endpoint>> {
         use crate::session_window::{gap_micros, session_bound};
-        use brook_operators::session::SessionNode;
+        use brook_operators::session_window::SessionNode;
         use datafusion::logical_expr::expr::{WindowFunction, WindowFunctionDefinition};
         let mut calls: Vec<(SessionBound, &WindowFunction)> = Vec::new();
         for e in &w.window_expr {

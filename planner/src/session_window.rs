@@ -3,12 +3,12 @@
 //! `SESSION` table function in FROM expands to (see [`crate::windows`]).
 //!
 //! Ad hoc, DataFusion evaluates them over each sorted partition with
-//! [`brook_operators::session::session_runs`]; in a continuous query the planner replaces
+//! [`brook_operators::session_window::session_runs`]; in a continuous query the planner replaces
 //! them by the incremental SESSION operator, which applies the same rule — so a table and
 //! a stream give the same sessions.
 
 use brook_common::{BrookError, Result};
-use brook_operators::session::{session_runs, SessionBound};
+use brook_operators::session_window::{session_runs, SessionBound};
 use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, TimeUnit};

@@ -96,6 +96,10 @@ impl Session {
     /// INSERT ... ON CONFLICT (pk) DO UPDATE: new keys are inserted; rows whose key exists
     /// are updated with the SET list, where `excluded.col` is the proposed row. One atomic
     /// replace of the relation (like UPDATE). Returns inserted + updated rows.
+    ///
+    /// Long because its steps (plan the proposed rows, split them by key, plan the updates,
+    /// rewrite the relation) run under one write lock and one transaction; split, they would
+    /// pass that state between each other.
     pub(crate) async fn upsert(
         &self,
         meta: &RelationMeta,

@@ -389,8 +389,8 @@ pub fn adapt_batch(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::recover::{later_commits_if_damage, Header};
+    use super::*;
     use datafusion::arrow::array::{Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 

@@ -30,6 +30,9 @@ pub(super) fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
 impl SimpleQueryHandler for BrookHandler {
     /// Runs each statement of the query string in turn, stopping at the first error, and
     /// keeps PostgreSQL's transaction status (including 25P02 in failed transactions).
+    ///
+    /// Long because it is the simple protocol's loop as PostgreSQL runs it, step by step per
+    /// statement (parse, transaction state, run, send, notices), which reads best in order.
     async fn on_query<C>(
         &self,
         client: &mut C,
