@@ -7,7 +7,8 @@
 //!
 //! # Layout
 //! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
-//! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000).
+//! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
+//!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
 //! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.

@@ -1,0 +1,298 @@
+//! SQL over streams as a continuous operator graph.
+//!
+//! The input is DataFusion's optimized logical plan of the query (the same plan an ad-hoc
+//! query runs), so continuous and ad-hoc answers share parsing, name resolution, type
+//! coercion and expression semantics; only the execution differs. Each logical node maps to
+//! one push operator with DataFusion's physical expressions and accumulators. A node that
+//! has no incremental form is refused with SQLSTATE 0A000 naming why — never run as a batch
+//! query behind the user's back.
+
+mod aggregate;
+mod join;
+mod scan;
+mod top_n;
+mod window;
+
+use brook_common::{BrookError, Result};
+use brook_operators::filter::FilterNode;
+use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
+use brook_operators::project::ProjectNode;
+use brook_operators::source::SourceSpec;
+use brook_operators::union::UnionNode;
+use brook_operators::NodeSpec;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::{DFSchema, TableReference};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+use std::sync::Arc;
+
+/// What the planner needs to know about a scanned relation.
+#[derive(Debug, Clone)]
+pub struct SourceFacts {
+    /// The relation's full schema.
+    pub table_schema: SchemaRef,
+    /// True when the relation may retract rows (a table), false for an append-only stream.
+    pub updating: bool,
+    /// The watermark expression over the relation's columns.
+    pub watermark: Option<Expr>,
+    /// The watermark as declared (SQL text, for EXPLAIN).
+    pub watermark_sql: Option<String>,
+    /// After this long without rows the stream is idle (see `SourceSpec::idle_timeout`).
+    pub idle_timeout: Option<std::time::Duration>,
+}
+
+/// A materialized view (or synopsis) read by a continuous query: its defining query.
+#[derive(Debug, Clone)]
+pub struct ViewDefinition {
+    /// The defining query's optimized logical plan.
+    pub plan: LogicalPlan,
+    /// The options it is maintained with (`EMIT ON WINDOW CLOSE`).
+    pub options: ContinuousOptions,
+}
+
+/// Count windows over a relation: what a scan of the count window table function reads.
+#[derive(Clone)]
+pub struct CountWindowDefinition {
+    /// The relation windowed.
+    pub relation: TableReference,
+    /// Its table source.
+    pub source: Arc<dyn TableSource>,
+    /// The windows (the operator's plan node, over the relation's full row).
+    pub node: Arc<brook_operators::count_window::CountWindowNode>,
+}
+
+/// The server's catalog, as the planner sees it.
+pub trait SourceResolver {
+    /// Facts about the relation a scan reads.
+    fn resolve(&self, table: &TableReference, source: &Arc<dyn TableSource>)
+        -> Result<SourceFacts>;
+
+    /// The definition of a materialized view a scan reads; `None` for other relations.
+    fn view(
+        &self,
+        _table: &TableReference,
+        _source: &Arc<dyn TableSource>,
+    ) -> Result<Option<ViewDefinition>> {
+        Ok(None)
+    }
+
+    /// The count windows a scan reads (a `TUMBLE_ROWS`/`HOP_ROWS`); `None` otherwise.
+    fn count_window(
+        &self,
+        _source: &Arc<dyn TableSource>,
+    ) -> Result<Option<CountWindowDefinition>> {
+        Ok(None)
+    }
+}
+
+/// Options of the continuous query.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ContinuousOptions {
+    /// `EMIT ON WINDOW CLOSE`: windowed aggregates emit each window once, when it closes.
+    pub emit_on_window_close: bool,
+}
+
+/// Plan `plan` (optimized) as a continuous graph.
+pub fn plan_continuous(
+    plan: &LogicalPlan,
+    state: &SessionState,
+    resolver: &dyn SourceResolver,
+    options: ContinuousOptions,
+) -> Result<GraphPlan> {
+    let mut b = Builder {
+        state,
+        resolver,
+        options,
+        sources: Vec::new(),
+        nodes: Vec::new(),
+        source_times: Vec::new(),
+        node_times: Vec::new(),
+        windowed: false,
+    };
+    let root = b.build(plan)?;
+    if options.emit_on_window_close && !b.windowed {
+        return Err(BrookError::unsupported(
+            "EMIT ON WINDOW CLOSE without a GROUP BY over window_end of TUMBLE or HOP",
+        ));
+    }
+    Ok(GraphPlan {
+        sources: b.sources,
+        nodes: b.nodes,
+        root,
+    })
+}
+
+struct Builder<'a> {
+    state: &'a SessionState,
+    resolver: &'a dyn SourceResolver,
+    options: ContinuousOptions,
+    sources: Vec<SourceSpec>,
+    nodes: Vec<PlanNode>,
+    /// Per source, its event-time column (see [`Builder::time_of`]).
+    source_times: Vec<Option<usize>>,
+    /// Per node, its output's event-time column.
+    node_times: Vec<Option<usize>>,
+    /// A windowed aggregate was planned.
+    windowed: bool,
+}
+
+fn refuse(what: &str) -> BrookError {
+    BrookError::unsupported(format!("{what} in a continuous query (over a stream)"))
+}
+
+impl Builder<'_> {
+    /// Add a node whose output has event-time column `time` (see [`Builder::time_of`]).
+    fn add(
+        &mut self,
+        spec: Arc<dyn NodeSpec>,
+        inputs: Vec<Endpoint>,
+        time: Option<usize>,
+    ) -> Endpoint {
+        self.nodes.push(PlanNode { spec, inputs });
+        self.node_times.push(time);
+        Endpoint::Node(self.nodes.len() - 1)
+    }
+
+    /// The column of `at`'s output that the watermark bounds: no row (or, for a windowed
+    /// aggregate, no change) still to come has a value behind the watermark, except late
+    /// rows. A stream's `WATERMARK FOR` column, kept through filters and projections, or a
+    /// window's end.
+    fn time_of(&self, at: Endpoint) -> Option<usize> {
+        match at {
+            Endpoint::Source(s) => self.source_times[s],
+            Endpoint::Node(n) => self.node_times[n],
+        }
+    }
+
+    /// The output position of `input_time` among projection `exprs` (a plain column).
+    fn projected_time(exprs: &[Arc<dyn PhysicalExpr>], input_time: Option<usize>) -> Option<usize> {
+        let t = input_time?;
+        exprs
+            .iter()
+            .position(|e| e.downcast_ref::<Column>().is_some_and(|c| c.index() == t))
+    }
+
+    fn updating(&self, at: Endpoint) -> bool {
+        match at {
+            Endpoint::Source(s) => self.sources[s].updating,
+            Endpoint::Node(n) => self.nodes[n].spec.updating(),
+        }
+    }
+
+    fn physical(&self, e: &Expr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+        Ok(create_physical_expr(
+            e,
+            schema,
+            self.state.execution_props(),
+            &PhysicalPlanningContext::default(),
+        )?)
+    }
+
+    fn build(&mut self, plan: &LogicalPlan) -> Result<Endpoint> {
+        match plan {
+            LogicalPlan::TableScan(scan) => {
+                if scan.fetch.is_some() {
+                    return Err(refuse("LIMIT"));
+                }
+                if !scan.filters.is_empty() {
+                    return Err(BrookError::internal(
+                        "filters pushed into a continuous scan",
+                    ));
+                }
+                if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
+                    return self.view_scan(scan, view);
+                }
+                if let Some(cw) = self.resolver.count_window(&scan.source)? {
+                    return self.count_window_scan(scan, cw);
+                }
+                let source = self.source(&scan.table_name, &scan.source)?;
+                let at = Endpoint::Source(source);
+                let width = self.sources[source].table_schema.fields().len();
+                match &scan.projection {
+                    Some(p) if !p.iter().copied().eq(0..width) => self.scan_columns(scan, at),
+                    _ => Ok(at),
+                }
+            }
+            LogicalPlan::Projection(p) => {
+                let input = self.build(&p.input)?;
+                let exprs = p
+                    .expr
+                    .iter()
+                    .map(|e| self.physical(e, p.input.schema()))
+                    .collect::<Result<Vec<_>>>()?;
+                let updating = self.updating(input);
+                let time = Self::projected_time(&exprs, self.time_of(input));
+                let node = ProjectNode {
+                    exprs,
+                    schema: Arc::new(p.schema.as_arrow().clone()),
+                    updating,
+                };
+                Ok(self.add(Arc::new(node), vec![input], time))
+            }
+            LogicalPlan::Filter(f) => {
+                if let Some(top) = self.ranked_top_n(f)? {
+                    return Ok(top);
+                }
+                let input = self.build(&f.input)?;
+                let node = FilterNode {
+                    predicate: self.physical(&f.predicate, f.input.schema())?,
+                    schema: Arc::new(f.input.schema().as_arrow().clone()),
+                    updating: self.updating(input),
+                };
+                let time = self.time_of(input);
+                Ok(self.add(Arc::new(node), vec![input], time))
+            }
+            LogicalPlan::SubqueryAlias(s) => self.build(&s.input),
+            LogicalPlan::Union(u) => {
+                let inputs = u
+                    .inputs
+                    .iter()
+                    .map(|i| self.build(i))
+                    .collect::<Result<Vec<_>>>()?;
+                let updating = inputs.iter().any(|i| self.updating(*i));
+                let times: Vec<Option<usize>> = inputs.iter().map(|i| self.time_of(*i)).collect();
+                let time = times
+                    .first()
+                    .copied()
+                    .flatten()
+                    .filter(|t| times.iter().all(|x| *x == Some(*t)));
+                let node = UnionNode {
+                    schema: Arc::new(u.schema.as_arrow().clone()),
+                    updating,
+                };
+                Ok(self.add(Arc::new(node), inputs, time))
+            }
+            LogicalPlan::Aggregate(a) => self.aggregate(a),
+            LogicalPlan::Sort(sort) => match sort.fetch {
+                Some(n) => self.top_n(sort, 0, n),
+                None => Err(BrookError::unsupported(
+                    "ORDER BY without LIMIT in a continuous query (over a stream, results \
+                     arrive as they change: sort what FETCH returns, or keep a top-N with \
+                     ORDER BY .. LIMIT n)",
+                )),
+            },
+            LogicalPlan::Limit(l) => {
+                use datafusion::logical_expr::{FetchType, SkipType};
+                let (
+                    SkipType::Literal(skip),
+                    FetchType::Literal(Some(fetch)),
+                    LogicalPlan::Sort(sort),
+                ) = (l.get_skip_type()?, l.get_fetch_type()?, l.input.as_ref())
+                else {
+                    return Err(refuse("LIMIT without ORDER BY (or with a computed count)"));
+                };
+                self.top_n(sort, skip, fetch)
+            }
+            LogicalPlan::Join(j) => self.join(j),
+            LogicalPlan::Unnest(u) => self.unnest(u),
+            LogicalPlan::Window(w) => self.over(w),
+            LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
+                Err(refuse("a constant relation (VALUES or no FROM)"))
+            }
+            other => Err(refuse(&format!("{} node", other.display()))),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Sources: a scanned table or stream (its columns, change kind and event time), a
+//! materialized view read as the stream of its changes, a count window, UNNEST.
+
+use super::join::fixed_intervals_as_durations;
+use super::*;
+use brook_common::{BrookError, Result};
+use brook_operators::graph::Endpoint;
+use brook_operators::project::ProjectNode;
+use brook_operators::source::SourceSpec;
+use brook_operators::NodeSpec;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, TableReference};
+use datafusion::logical_expr::TableSource;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
+use std::sync::Arc;
+
+impl Builder<'_> {
+    /// The source reading `table` (one per relation, however often the query scans it:
+    /// a self-join, or HOP's one branch per window, reads the log once).
+    pub(super) fn source(
+        &mut self,
+        table: &TableReference,
+        source: &Arc<dyn TableSource>,
+    ) -> Result<usize> {
+        let name = table.to_string();
+        let source = match self.sources.iter().position(|s| s.relation == name) {
+            Some(i) => i,
+            None => {
+                let facts = self.resolver.resolve(table, source)?;
+                let watermark = match &facts.watermark {
+                    Some(w) => {
+                        let schema = DFSchema::try_from(facts.table_schema.as_ref().clone())?;
+                        Some(self.physical(&fixed_intervals_as_durations(w.clone())?, &schema)?)
+                    }
+                    None => None,
+                };
+                // A stream's event time: the one column its watermark reads.
+                let time = match &facts.watermark {
+                    Some(w) if !facts.updating => {
+                        let refs = w.column_refs();
+                        match refs.iter().next() {
+                            Some(c) if refs.len() == 1 => facts.table_schema.index_of(&c.name).ok(),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                self.source_times.push(time);
+                self.sources.push(SourceSpec {
+                    relation: name,
+                    projection: None,
+                    schema: facts.table_schema.clone(),
+                    table_schema: facts.table_schema,
+                    watermark,
+                    watermark_sql: facts.watermark_sql,
+                    updating: facts.updating,
+                    idle_timeout: facts.idle_timeout,
+                });
+                self.sources.len() - 1
+            }
+        };
+        Ok(source)
+    }
+
+    /// The scan's columns of `at` (the scanned relation's full row), named as the scan
+    /// names them.
+    pub(super) fn scan_columns(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        at: Endpoint,
+    ) -> Result<Endpoint> {
+        let stored = scan.source.schema();
+        let columns: Vec<usize> = match &scan.projection {
+            Some(p) => p.clone(),
+            None => (0..stored.fields().len()).collect(),
+        };
+        let exprs: Vec<Arc<dyn PhysicalExpr>> = columns
+            .iter()
+            .map(|&i| {
+                let e: Arc<dyn PhysicalExpr> = Arc::new(Column::new(stored.field(i).name(), i));
+                e
+            })
+            .collect();
+        let time = Self::projected_time(&exprs, self.time_of(at));
+        let node = ProjectNode {
+            exprs,
+            schema: Arc::new(scan.projected_schema.as_arrow().clone()),
+            updating: self.updating(at),
+        };
+        Ok(self.add(Arc::new(node), vec![at], time))
+    }
+
+    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) over a stream, in arrival order.
+    pub(super) fn count_window_scan(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        cw: CountWindowDefinition,
+    ) -> Result<Endpoint> {
+        let source = self.source(&cw.relation, &cw.source)?;
+        if self.sources[source].updating {
+            return Err(refuse(
+                "count windows over a table (its rows have no arrival order once they change)",
+            ));
+        }
+        let node: Arc<dyn NodeSpec> = cw.node;
+        let at = self.add(node, vec![Endpoint::Source(source)], None);
+        self.scan_columns(scan, at)
+    }
+
+    /// A materialized view as input: a stream of its changes. Its defining query is planned
+    /// in place (with the view's own options), so the changes are exactly those the view
+    /// applies to its state, from its first input row on.
+    pub(super) fn view_scan(
+        &mut self,
+        scan: &datafusion::logical_expr::TableScan,
+        view: ViewDefinition,
+    ) -> Result<Endpoint> {
+        let (options, windowed) = (self.options, self.windowed);
+        self.options = view.options;
+        let at = self.build(&view.plan);
+        (self.options, self.windowed) = (options, windowed);
+        let at = at?;
+        let stored = scan.source.schema();
+        let produced: Vec<&DataType> = view
+            .plan
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .collect();
+        if !stored
+            .fields()
+            .iter()
+            .map(|f| f.data_type())
+            .eq(produced.iter().copied())
+        {
+            return Err(BrookError::internal(format!(
+                "materialized view {} no longer matches its definition",
+                scan.table_name
+            )));
+        }
+        // The view's columns by the names the query sees.
+        self.scan_columns(scan, at)
+    }
+
+    /// `unnest` of one list column (depth 1).
+    pub(super) fn unnest(&mut self, u: &datafusion::logical_expr::Unnest) -> Result<Endpoint> {
+        let ([(list_column, list)], []) = (
+            u.list_type_columns.as_slice(),
+            u.struct_type_columns.as_slice(),
+        ) else {
+            return Err(refuse("unnest of several columns or of a struct"));
+        };
+        if list.depth != 1 || u.options.recursions.iter().any(|r| r.depth != 1) {
+            return Err(refuse("unnest of nested lists"));
+        }
+        let input = self.build(&u.input)?;
+        let node = brook_operators::unnest::UnnestNode {
+            list_column: *list_column,
+            dependencies: u.dependency_indices.clone(),
+            null_handling: u.options.null_handling,
+            schema: Arc::new(u.schema.as_arrow().clone()),
+            updating: self.updating(input),
+        };
+        Ok(self.add(Arc::new(node), vec![input], None))
+    }
+}

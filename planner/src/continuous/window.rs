@@ -1,0 +1,149 @@
+//! Window functions (running aggregates, LAG/LEAD, frames) and SESSION windows.
+
+use super::*;
+use brook_common::{BrookError, Result};
+use brook_operators::graph::Endpoint;
+use brook_operators::session_window::SessionBound;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
+use std::sync::Arc;
+
+impl Builder<'_> {
+    pub(super) fn over(&mut self, w: &datafusion::logical_expr::Window) -> Result<Endpoint> {
+        if let Some(session) = self.session_window(w)? {
+            return Ok(session);
+        }
+        let input = self.build(&w.input)?;
+        let exprs = w
+            .window_expr
+            .iter()
+            .map(|e| {
+                Ok(datafusion::physical_planner::create_window_expr(
+                    e,
+                    w.input.schema(),
+                    self.state.execution_props(),
+                    &PhysicalPlanningContext::default(),
+                )?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let partition_by = exprs
+            .first()
+            .map(|e| e.partition_by().to_vec())
+            .unwrap_or_default();
+        let same = |a: &[Arc<dyn PhysicalExpr>], b: &[Arc<dyn PhysicalExpr>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_string() == y.to_string())
+        };
+        if exprs.iter().any(|e| !same(e.partition_by(), &partition_by)) {
+            return Err(refuse(
+                "window functions with different PARTITION BY in one SELECT",
+            ));
+        }
+        let node = brook_operators::over::OverNode {
+            exprs,
+            partition_by,
+            input_schema: Arc::new(w.input.schema().as_arrow().clone()),
+            schema: Arc::new(w.schema.as_arrow().clone()),
+        };
+        // The input's columns come first, unchanged.
+        let time = self.time_of(input);
+        Ok(self.add(Arc::new(node), vec![input], time))
+    }
+
+    /// `session_start`/`session_end` window functions (a `SESSION` table function) as the
+    /// incremental SESSION operator; `None` for other window functions.
+    pub(super) fn session_window(
+        &mut self,
+        w: &datafusion::logical_expr::Window,
+    ) -> Result<Option<Endpoint>> {
+        use crate::session_window::{gap_micros, session_bound};
+        use brook_operators::session_window::SessionNode;
+        use datafusion::logical_expr::expr::{WindowFunction, WindowFunctionDefinition};
+        let mut calls: Vec<(SessionBound, &WindowFunction)> = Vec::new();
+        for e in &w.window_expr {
+            let e = match e {
+                Expr::Alias(a) => a.expr.as_ref(),
+                other => other,
+            };
+            let bound = match e {
+                Expr::WindowFunction(f) => match &f.fun {
+                    WindowFunctionDefinition::WindowUDF(u) => {
+                        session_bound(u.name()).map(|b| (b, f.as_ref()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(b) = bound {
+                calls.push(b);
+            }
+        }
+        let Some((_, first)) = calls.first() else {
+            return Ok(None);
+        };
+        let p = &first.params;
+        if calls.len() != w.window_expr.len()
+            || calls.iter().any(|(_, f)| {
+                f.params.args != p.args
+                    || f.params.partition_by != p.partition_by
+                    || f.params.order_by != p.order_by
+            })
+        {
+            return Err(refuse(
+                "SESSION windows combined with other window functions in one SELECT",
+            ));
+        }
+        let (Some(time), [sort]) = (p.args.first(), p.order_by.as_slice()) else {
+            return Err(BrookError::internal("session function without time order"));
+        };
+        let gap = match p.args.get(1) {
+            Some(Expr::Literal(v, _)) => gap_micros(v)?,
+            _ => {
+                return Err(BrookError::InvalidParameter(
+                    "a session gap must be a constant interval".into(),
+                ))
+            }
+        };
+        if &sort.expr != time || !sort.asc {
+            return Err(BrookError::internal(
+                "session function ordered by another column",
+            ));
+        }
+        let input = self.build(&w.input)?;
+        if self.updating(input) {
+            return Err(refuse(
+                "SESSION windows over a relation that changes (a table or an updating result)",
+            ));
+        }
+        let in_schema = w.input.schema();
+        let time = self.physical(time, in_schema)?;
+        let on_time = time
+            .downcast_ref::<Column>()
+            .is_some_and(|c| Some(c.index()) == self.time_of(input));
+        if !on_time {
+            return Err(refuse(
+                "SESSION windows over a column other than the stream's WATERMARK FOR column \
+                 (sessions close when the watermark passes them)",
+            ));
+        }
+        let keys = p
+            .partition_by
+            .iter()
+            .map(|k| self.physical(k, in_schema))
+            .collect::<Result<Vec<_>>>()?;
+        let node = SessionNode {
+            time,
+            keys,
+            gap,
+            bounds: calls.iter().map(|(b, _)| *b).collect(),
+            emit_on_close: self.options.emit_on_window_close,
+            input_schema: Arc::new(in_schema.as_arrow().clone()),
+            schema: Arc::new(w.schema.as_arrow().clone()),
+        };
+        // The operator itself honours EMIT ON WINDOW CLOSE.
+        self.windowed = true;
+        let time = self.time_of(input);
+        Ok(Some(self.add(Arc::new(node), vec![input], time)))
+    }
+}
