@@ -15,8 +15,9 @@
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
 //!   functions: running aggregates, LAG/LEAD, frames), [`session_window`] (SESSION windows),
 //!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`count_window`]
-//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`]. `join/` keeps the plan node (`mod.rs`),
-//!   a side's state (`side.rs`), the operator (`op.rs`) and its tests apart.
+//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`]. `join/` and `aggregate/` keep the plan
+//!   node (`mod.rs`), the runtime state and operator (`op.rs`, and a join side's `side.rs`)
+//!   and the tests apart.
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
