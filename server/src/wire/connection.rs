@@ -124,24 +124,12 @@ async fn serve_messages<H: PgWireServerHandlers>(
                 break;
             }
         };
-        match message {
-            // The client is leaving: drop the socket (asyncpg waits for the close).
-            PgWireFrontendMessage::Terminate(_) => break,
-            PgWireFrontendMessage::CancelRequest(_) => {
-                let _ = process_message(
-                    message,
-                    &mut socket,
-                    startup.clone(),
-                    simple.clone(),
-                    extended.clone(),
-                    copy.clone(),
-                    cancel.clone(),
-                )
-                .await;
-                break;
-            }
-            _ => {}
+        // The client is leaving: drop the socket (asyncpg waits for the close).
+        if matches!(message, PgWireFrontendMessage::Terminate(_)) {
+            break;
         }
+        // A CancelRequest comes on a connection of its own, which ends after it.
+        let cancel_request = matches!(message, PgWireFrontendMessage::CancelRequest(_));
         let extended_protocol = match socket.state() {
             PgWireConnectionState::CopyInProgress(extended) => extended,
             _ => message.is_extended_query(),
@@ -156,6 +144,9 @@ async fn serve_messages<H: PgWireServerHandlers>(
             cancel.clone(),
         )
         .await;
+        if cancel_request {
+            break;
+        }
         if let Err(mut e) = processed {
             on_error.on_error(&socket, &mut e);
             let fatal = e.is_fatal();

@@ -282,7 +282,7 @@ impl<S> CheckedStream<S> {
 
     /// Hands judged bytes to `buf`; false when there are none.
     fn hand_on(&mut self, buf: &mut ReadBuf<'_>) -> bool {
-        if self.ready == 0 || buf.remaining() == 0 {
+        if self.ready == 0 {
             return false;
         }
         let n = self.ready.min(buf.remaining());
