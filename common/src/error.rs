@@ -7,6 +7,17 @@
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 
+/// One-line constructor of an error with a formatted message, as DataFusion's
+/// `plan_datafusion_err!`: `brook_err!(Syntax, "syntax error at or near \"{word}\"")` is
+/// `BrookError::Syntax(format!(...))`. For the variants that hold one message; the SQLSTATE
+/// is the variant's ([`BrookError::sqlstate`]).
+#[macro_export]
+macro_rules! brook_err {
+    ($variant:ident, $($arg:tt)*) => {
+        $crate::BrookError::$variant(format!($($arg)*))
+    };
+}
+
 /// Result alias used across the workspace.
 pub type Result<T, E = BrookError> = std::result::Result<T, E>;
 

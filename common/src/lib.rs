@@ -4,12 +4,14 @@
 //! # Layout
 //! - [`error`]: [`BrookError`], the single error enum; `sqlstate()` maps every variant to the
 //!   PostgreSQL code a client sees.
+//! - [`ident`]: the identifier rule (unquoted names fold ASCII letters to lower case).
 //! - [`columns`]: names of reserved columns (change kind, event time).
 //! - [`types`]: PostgreSQL names of Arrow types, for messages, and PostgreSQL's text form of
 //!   intervals (the wire and EXPLAIN print them alike).
 
 pub mod columns;
 pub mod error;
+pub mod ident;
 pub mod types;
 
 pub use error::{BrookError, Result};

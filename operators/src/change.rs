@@ -4,7 +4,7 @@
 //! insert of the new one (in that order within a batch).
 
 use brook_common::columns::CHANGE_KIND;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, Int8Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -55,7 +55,7 @@ pub fn kinds(batch: &RecordBatch) -> Result<&Int8Array> {
         .columns()
         .last()
         .and_then(|c| c.as_any().downcast_ref::<Int8Array>())
-        .ok_or_else(|| BrookError::internal("batch lacks its change-kind column"))
+        .ok_or_else(|| brook_err!(Internal, "batch lacks its change-kind column"))
 }
 
 /// True when every row of the batch is an insert.
@@ -68,7 +68,7 @@ pub fn all_inserts(batch: &RecordBatch) -> Result<bool> {
 pub fn strip(batch: &RecordBatch) -> Result<RecordBatch> {
     let n = batch.num_columns();
     if n == 0 {
-        return Err(BrookError::internal("batch lacks its change-kind column"));
+        return Err(brook_err!(Internal, "batch lacks its change-kind column"));
     }
     let indices: Vec<usize> = (0..n - 1).collect();
     Ok(batch.project(&indices)?)

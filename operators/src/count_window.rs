@@ -10,7 +10,7 @@
 //! stream and its table give the same windows.
 
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{ArrayRef, Int64Array, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, take};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -61,7 +61,7 @@ impl NodeSpec for CountWindowNode {
     }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         if self.size == 0 || self.slide == 0 || self.slide > self.size {
-            return Err(BrookError::internal("count window needs 0 < slide <= size"));
+            return Err(brook_err!(Internal, "count window needs 0 < slide <= size"));
         }
         let fields = self
             .keys
@@ -166,7 +166,7 @@ impl CountWindowOp {
 impl Operator for CountWindowOp {
     fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         if !change::all_inserts(&batch)? {
-            return Err(BrookError::internal("count window input retracted a row"));
+            return Err(brook_err!(Internal, "count window input retracted a row"));
         }
         let data = change::strip(&batch)?;
         let n = data.num_rows();

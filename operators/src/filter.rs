@@ -1,7 +1,7 @@
 //! Filter: keeps the rows (inserts and deletes alike) whose predicate is true.
 
 use crate::{NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -53,10 +53,11 @@ impl Operator for FilterOp {
             .evaluate(&batch)?
             .into_array(batch.num_rows())?;
         if mask.data_type() != &DataType::Boolean {
-            return Err(BrookError::DatatypeMismatch(format!(
+            return Err(brook_err!(
+                DatatypeMismatch,
                 "argument of WHERE must be type boolean, not {}",
                 mask.data_type()
-            )));
+            ));
         }
         let out = filter_record_batch(&batch, mask.as_boolean())?;
         Ok(if out.num_rows() == 0 {

@@ -6,7 +6,7 @@
 
 use crate::source::{SourceSpec, SourceState};
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use std::fmt::Write as _;
@@ -168,8 +168,9 @@ impl Graph {
                     Endpoint::Source(s) => source_consumers[s].push((n, port)),
                     Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
                     Endpoint::Node(_) => {
-                        return Err(BrookError::internal(
-                            "continuous plan is not in topological order",
+                        return Err(brook_err!(
+                            Internal,
+                            "continuous plan is not in topological order"
                         ))
                     }
                 }
@@ -212,7 +213,7 @@ impl Graph {
         let state = self
             .sources
             .get_mut(source)
-            .ok_or_else(|| BrookError::internal("no such source in continuous plan"))?;
+            .ok_or_else(|| brook_err!(Internal, "no such source in continuous plan"))?;
         let (batch, moved) = state.ingest(raw, kind)?;
         let mut out = Vec::new();
         if batch.num_rows() > 0 {

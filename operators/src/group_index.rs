@@ -13,7 +13,7 @@
 //! turns the keys of many groups back into columns at once, so a new group costs no value
 //! objects of its own.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::{can_cast_types, cast};
@@ -165,11 +165,11 @@ impl GroupIndex {
             (Index::Packed { map, .. }, BatchKeys::Packed(p)) => {
                 let key = *p
                     .get(r)
-                    .ok_or_else(|| BrookError::internal("group key row out of range"))?;
+                    .ok_or_else(|| brook_err!(Internal, "group key row out of range"))?;
                 map.insert(key, slot);
                 GroupKey::Packed(key)
             }
-            _ => return Err(BrookError::internal("group keys of another index")),
+            _ => return Err(brook_err!(Internal, "group keys of another index")),
         })
     }
 
@@ -198,7 +198,7 @@ impl GroupIndex {
                     .iter()
                     .map(|k| match k {
                         GroupKey::Row(bytes) => Ok(parser.parse(bytes)),
-                        _ => Err(BrookError::internal("group key of another index")),
+                        _ => Err(brook_err!(Internal, "group key of another index")),
                     })
                     .collect::<Result<Vec<_>>>()?;
                 Ok(converter.convert_rows(rows)?)
@@ -208,7 +208,7 @@ impl GroupIndex {
                     .iter()
                     .map(|k| match k {
                         GroupKey::Packed(p) => Ok(p.0),
-                        _ => Err(BrookError::internal("group key of another index")),
+                        _ => Err(brook_err!(Internal, "group key of another index")),
                     })
                     .collect::<Result<Vec<_>>>()?;
                 types

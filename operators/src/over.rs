@@ -10,7 +10,7 @@
 //! size, so state and work are bounded by the largest partition.
 
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{ArrayRef, Int8Array, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take, SortColumn};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -138,8 +138,9 @@ impl OverOp {
         let mut cols = sorted.columns().to_vec();
         for e in &self.exprs {
             if e.order_by() != self.exprs[0].order_by() {
-                return Err(BrookError::unsupported(
-                    "window functions with different ORDER BY in one continuous query",
+                return Err(brook_err!(
+                    Unsupported,
+                    "window functions with different ORDER BY in one continuous query"
                 ));
             }
             cols.push(e.evaluate(&sorted)?);
@@ -255,8 +256,9 @@ fn remove_rows(conv: &RowConverter, rows: &RecordBatch, gone: &RecordBatch) -> R
         }
     }
     if pending.values().any(|n| *n > 0) {
-        return Err(BrookError::internal(
-            "window input retracted a row it never inserted",
+        return Err(brook_err!(
+            Internal,
+            "window input retracted a row it never inserted"
         ));
     }
     take_rows(rows, &keep)

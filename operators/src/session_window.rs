@@ -15,7 +15,7 @@
 //! uses it, so a stream and a table give the same sessions.
 
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, Int64Array, UInt32Array};
 use datafusion::arrow::compute::{cast, concat_batches, take};
 use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
@@ -117,7 +117,7 @@ impl NodeSpec for SessionNode {
     }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         if self.gap <= 0 {
-            return Err(BrookError::internal("session gap must be positive"));
+            return Err(brook_err!(Internal, "session gap must be positive"));
         }
         let key_types = self
             .keys
@@ -207,7 +207,7 @@ impl SessionSpec {
         kind: i8,
     ) -> Result<RecordBatch> {
         let Some(first) = rows.first() else {
-            return Err(BrookError::internal("session without rows"));
+            return Err(brook_err!(Internal, "session without rows"));
         };
         let data = concat_batches(&first.schema(), rows)?;
         let n = data.num_rows();
@@ -254,7 +254,7 @@ impl Operator for SessionOp {
     fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         let kinds = change::kinds(&batch)?;
         if kinds.iter().any(|k| k == Some(change::DELETE)) {
-            return Err(BrookError::internal("SESSION input retracted a row"));
+            return Err(brook_err!(Internal, "SESSION input retracted a row"));
         }
         let data = change::strip(&batch)?;
         let n = data.num_rows();
@@ -345,7 +345,7 @@ impl Operator for SessionOp {
             let joined = RecordBatch::try_new(data.schema(), cols)?;
             self.bytes += joined.get_array_memory_size();
             let Some(s) = self.keys.get_mut(&key).and_then(|m| m.get_mut(&start)) else {
-                return Err(BrookError::internal("touched session vanished"));
+                return Err(brook_err!(Internal, "touched session vanished"));
             };
             s.rows.push(joined);
             let bounds = (start, s.last.saturating_add(gap));

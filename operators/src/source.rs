@@ -1,7 +1,7 @@
 //! A scanned relation as the entry of a continuous plan: projection, change kind, watermark.
 
 use crate::change;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::compute::max;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -114,8 +114,9 @@ impl SourceState {
             None => raw.clone(),
         };
         if projected.num_columns() != self.spec.schema.fields().len() {
-            return Err(BrookError::internal(
-                "source batch does not match its schema",
+            return Err(brook_err!(
+                Internal,
+                "source batch does not match its schema"
             ));
         }
         let rows = projected.num_rows();

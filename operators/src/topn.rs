@@ -13,7 +13,7 @@
 //! kept.
 
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{ArrayRef, Int8Array, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -102,7 +102,7 @@ impl NodeSpec for TopNNode {
         if self.rank_column
             && self.schema.fields().last().map(|f| f.data_type()) != Some(&DataType::UInt64)
         {
-            return Err(BrookError::internal("row number column is not UInt64"));
+            return Err(brook_err!(Internal, "row number column is not UInt64"));
         }
         Ok(Box::new(TopNOp {
             order: self.order.clone(),
@@ -246,7 +246,7 @@ impl Operator for TopNOp {
                 let Some(count) = g.rows.get_mut(&entry) else {
                     // Over an append-only input nothing retracts; over an updating one every
                     // live row is kept.
-                    return Err(BrookError::internal("top-N input retracted an unknown row"));
+                    return Err(brook_err!(Internal, "top-N input retracted an unknown row"));
                 };
                 *count -= 1;
                 if *count == 0 {

@@ -6,7 +6,7 @@
 //! private to its `UnnestExec`; this covers the one-list, depth-1 case the planner admits.
 
 use crate::{change, NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -82,7 +82,7 @@ fn spans(lists: &ArrayRef) -> Result<(Spans, ArrayRef)> {
             let offsets = l.value_offsets().iter().map(|o| *o as usize).collect();
             Ok((spans_of(offsets, &|i| l.is_valid(i)), l.values().clone()))
         }
-        other => Err(BrookError::internal(format!("unnest of a {other} column"))),
+        other => Err(brook_err!(Internal, "unnest of a {other} column")),
     }
 }
 

@@ -15,7 +15,7 @@
 //! clause; aggregates used as window functions (`OVER`) and percentiles of a non-constant
 //! fraction stay exact.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_synopses::frequent::Frequent;
 use brook_synopses::hll::Hll;
 use brook_synopses::kll::Kll;
@@ -61,9 +61,7 @@ impl Report {
         match text.trim().to_ascii_lowercase().as_str() {
             "notice" => Ok(Report::Notice),
             "columns" => Ok(Report::Columns),
-            other => Err(BrookError::InvalidParameter(format!(
-                "invalid value for parameter \"approx.report\": \"{other}\" (use 'notice' or 'columns')"
-            ))),
+            other => Err(brook_err!(InvalidParameter, "invalid value for parameter \"approx.report\": \"{other}\" (use 'notice' or 'columns')")),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! cast (written or inserted by coercion, e.g. for `INSERT` into a `bytea` column) with
 //! `brook_bytea_in`, which decodes PostgreSQL's formats and rejects malformed text with 22P02.
 
-use brook_common::BrookError;
+use brook_common::brook_err;
 use datafusion::arrow::array::{Array, AsArray, BinaryBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
@@ -87,9 +87,10 @@ impl ScalarUDFImpl for ByteaIn {
                 Some(v) => match parse_bytea(v.as_bytes()) {
                     Some(b) => out.append_value(b),
                     None => {
-                        return Err(DataFusionError::External(Box::new(
-                            BrookError::InvalidText("invalid input syntax for type bytea".into()),
-                        )))
+                        return Err(DataFusionError::External(Box::new(brook_err!(
+                            InvalidText,
+                            "invalid input syntax for type bytea"
+                        ))))
                     }
                 },
             }

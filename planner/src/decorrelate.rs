@@ -85,13 +85,7 @@ fn outer_table(s: &Select) -> Option<(String, String)> {
     Some((name.to_string(), reference))
 }
 
-fn norm(v: &str, quoted: bool) -> String {
-    if quoted {
-        v.to_string()
-    } else {
-        v.to_lowercase()
-    }
-}
+use brook_common::ident::fold as norm;
 
 fn rewrite_select(s: &mut Select, counter: &mut usize) {
     let Some((table_sql, outer)) = outer_table(s) else {
@@ -162,7 +156,7 @@ fn shape(q: &Query) -> Option<(&Expr, String, &Expr, bool)> {
     if f.over.is_some() || f.filter.is_some() || f.name.0.len() != 1 {
         return None;
     }
-    let fname = f.name.0[0].as_ident()?.value.to_lowercase();
+    let fname = f.name.0[0].as_ident()?.value.to_ascii_lowercase();
     if !matches!(fname.as_str(), "count" | "sum" | "avg" | "min" | "max") {
         return None;
     }
@@ -300,10 +294,10 @@ impl VisitorMut for Finder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{parse_one, BrookStatement};
+    use crate::parser::parse_one;
 
     fn rewrite(sql: &str) -> String {
-        let BrookStatement::Sql(mut s) = parse_one(sql).unwrap() else {
+        let Some(mut s) = parse_one(sql).unwrap().into_plain_sql() else {
             panic!("not sql")
         };
         decorrelate_scalar_subqueries(&mut s);
@@ -324,10 +318,7 @@ mod tests {
         assert_eq!(
             rewrite(sql),
             parse_one(sql)
-                .map(|s| match s {
-                    BrookStatement::Sql(s) => s.to_string(),
-                    _ => String::new(),
-                })
+                .map(|s| s.as_sql().map(|s| s.to_string()).unwrap_or_default())
                 .unwrap()
         );
     }

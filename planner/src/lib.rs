@@ -6,7 +6,7 @@
 //! here with sqlparser's building blocks, never by forking the grammar.
 //!
 //! # Layout
-//! - [`parser`]: statement splitting and the [`BrookStatement`] enum.
+//! - [`parser`]: statement splitting and [`BrookStatement`] (a body and Brook's optional clauses).
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
@@ -19,6 +19,7 @@
 //! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
 //!   bins, as integer arithmetic).
 //! - [`session_window`]: the `session_start`/`session_end` window functions.
+//! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
@@ -28,10 +29,13 @@ pub mod checked;
 pub mod continuous;
 pub mod decorrelate;
 pub mod parser;
+pub mod pg_functions;
 pub mod rewrite;
 pub mod session_window;
 pub mod synopsis;
 pub mod window_start;
 pub mod windows;
 
-pub use parser::{parse_sql, BrookStatement, CreateStream, Watermark};
+pub use parser::{
+    parse_sql, BrookStatement, CreateStream, Emit, ErrorBudget, StatementBody, Watermark,
+};

@@ -1,6 +1,6 @@
 //! Splits a query string into statements and parses each one.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{
     ColumnDef, Expr, ObjectName, SqlOption, Statement, TableConstraint,
 };
@@ -26,6 +26,7 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 /// DataFusion does not); applied to every user statement.
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
+        Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),
@@ -36,6 +37,10 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(RewriteRegCastToSubquery::new()),
     ]
 });
+
+/// Names cast to `regclass`/`regtype`/... as catalog lookups: run again on a catalog query
+/// after Brook's own rewrites have made such casts (`to_regtype`).
+static REGCAST: LazyLock<RewriteRegCastToSubquery> = LazyLock::new(RewriteRegCastToSubquery::new);
 
 /// True for queries against the system catalogs (what drivers and psql send).
 fn is_catalog_query(text: &str) -> bool {
@@ -68,9 +73,56 @@ fn describe_brook_kinds(text: &str) -> String {
     )
 }
 
-/// A parsed statement: standard SQL, or one of Brook's extensions.
+/// A parsed statement: what it does, and the clauses Brook lifts off a statement before
+/// parsing the rest as standard SQL (an `EMIT` clause, an accuracy budget). One struct with
+/// optional clauses, so that a handler asks `stmt.emit` instead of unwrapping layers.
 #[derive(Debug, Clone)]
-pub enum BrookStatement {
+pub struct BrookStatement {
+    /// The statement without Brook's clauses.
+    pub body: StatementBody,
+    /// `EMIT CHANGES` or `EMIT ON WINDOW CLOSE` (only on a SQL body: SELECT, COPY, DECLARE,
+    /// EXPLAIN).
+    pub emit: Option<Emit>,
+    /// `WITH ERROR e [CONFIDENCE c]`: exact aggregates may be replaced by synopses.
+    pub budget: Option<ErrorBudget>,
+}
+
+impl BrookStatement {
+    /// A statement without Brook's clauses.
+    pub fn new(body: StatementBody) -> Self {
+        BrookStatement {
+            body,
+            emit: None,
+            budget: None,
+        }
+    }
+
+    /// A standard SQL statement without Brook's clauses.
+    pub fn sql(stmt: Statement) -> Self {
+        Self::new(StatementBody::Sql(Box::new(stmt)))
+    }
+
+    /// The SQL statement when the body is one (with or without Brook's clauses).
+    pub fn as_sql(&self) -> Option<&Statement> {
+        match &self.body {
+            StatementBody::Sql(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The SQL statement when the body is one and no clause of Brook's was given: what a
+    /// caller that only runs plain SQL accepts.
+    pub fn into_plain_sql(self) -> Option<Statement> {
+        match self.body {
+            StatementBody::Sql(s) if self.emit.is_none() && self.budget.is_none() => Some(*s),
+            _ => None,
+        }
+    }
+}
+
+/// What a statement does: standard SQL, or one of Brook's own statements.
+#[derive(Debug, Clone)]
+pub enum StatementBody {
     /// Any statement sqlparser understands (after PostgreSQL compatibility rewrites).
     Sql(Box<Statement>),
     /// `CREATE STREAM`.
@@ -98,25 +150,32 @@ pub enum BrookStatement {
         /// How long to wait for rows of a continuous cursor (interval text).
         timeout: Option<String>,
     },
-    /// A statement with an accuracy budget clause, `... WITH ERROR e [CONFIDENCE c]`
-    /// (removed from the statement): exact aggregates may be replaced by synopses.
-    Approx {
-        /// The statement without its clause.
-        stmt: Box<BrookStatement>,
-        /// The accepted error.
-        error: f64,
-        /// How sure the bound must be (the session's `approx.confidence` when absent).
-        confidence: Option<f64>,
-    },
-    /// A statement whose query carries an `EMIT` clause (removed from the statement):
-    /// `EMIT CHANGES` makes a SELECT or COPY continuous (a push query, as in ksqlDB);
-    /// `EMIT ON WINDOW CLOSE` also makes windowed aggregates emit once per window.
-    Emit {
-        /// The statement without its clause (SELECT, COPY, DECLARE or EXPLAIN).
-        stmt: Box<Statement>,
-        /// `EMIT ON WINDOW CLOSE` rather than `EMIT CHANGES`.
-        on_window_close: bool,
-    },
+}
+
+/// A query's `EMIT` clause: `EMIT CHANGES` makes a SELECT or COPY continuous (a push query,
+/// as in ksqlDB); `EMIT ON WINDOW CLOSE` also makes windowed aggregates emit once per window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// `EMIT CHANGES`.
+    Changes,
+    /// `EMIT ON WINDOW CLOSE`.
+    OnWindowClose,
+}
+
+impl Emit {
+    /// Whether windowed aggregates wait for their window to close.
+    pub fn on_window_close(self) -> bool {
+        self == Emit::OnWindowClose
+    }
+}
+
+/// A statement's accuracy budget, `WITH ERROR e [CONFIDENCE c]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorBudget {
+    /// The accepted error.
+    pub error: f64,
+    /// How sure the bound must be (the session's `approx.confidence` when absent).
+    pub confidence: Option<f64>,
 }
 
 /// `CREATE SYNOPSIS [IF NOT EXISTS] name ON source USING kind(column [, size])
@@ -164,7 +223,7 @@ pub struct CreateStream {
 /// `WATERMARK FOR column AS expr`: the event-time column and the watermark it implies.
 #[derive(Debug, Clone)]
 pub struct Watermark {
-    /// The event-time column.
+    /// The event-time column (folded as an identifier).
     pub column: String,
     /// The watermark expression, as SQL text (e.g. `ts - INTERVAL '5 seconds'`).
     pub expr: String,
@@ -215,10 +274,9 @@ pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
             ControlFlow::Continue(())
         }
     }
-    let inner: Option<&Statement> = match stmt {
-        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => Some(s),
-        BrookStatement::FetchWith { fetch, .. } => Some(fetch),
-        BrookStatement::Approx { stmt, .. } => return check_depth(stmt),
+    let inner: Option<&Statement> = match &stmt.body {
+        StatementBody::Sql(s) => Some(s),
+        StatementBody::FetchWith { fetch, .. } => Some(fetch),
         _ => None,
     };
     match inner.map(|s| s.visit(&mut Depth { now: 0 })) {
@@ -234,7 +292,7 @@ pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
 pub fn split_statements(sql: &str) -> Result<Vec<String>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize_with_location()
-        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
     let mut offsets = LineOffsets::new(sql);
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
@@ -323,14 +381,14 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     let dialect = PostgreSqlDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(text)?;
     if p.parse_keywords(&[Keyword::CREATE, Keyword::STREAM]) {
-        return Ok(BrookStatement::CreateStream(Box::new(parse_create_stream(
-            &mut p,
-        )?)));
+        return Ok(BrookStatement::new(StatementBody::CreateStream(Box::new(
+            parse_create_stream(&mut p)?,
+        ))));
     }
     if p.parse_keyword(Keyword::CREATE) {
         if parse_word(&mut p, "SYNOPSIS") {
-            return Ok(BrookStatement::CreateSynopsis(Box::new(
-                parse_create_synopsis(&mut p)?,
+            return Ok(BrookStatement::new(StatementBody::CreateSynopsis(
+                Box::new(parse_create_synopsis(&mut p)?),
             )));
         }
         p.prev_token();
@@ -342,11 +400,11 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             let cascade = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT])
                 == Some(Keyword::CASCADE);
             expect_end(&mut p)?;
-            return Ok(BrookStatement::DropSynopsis {
+            return Ok(BrookStatement::new(StatementBody::DropSynopsis {
                 names,
                 if_exists,
                 cascade,
-            });
+            }));
         }
         p.prev_token();
     }
@@ -356,29 +414,27 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         let cascade = p.parse_one_of_keywords(&[Keyword::CASCADE, Keyword::RESTRICT])
             == Some(Keyword::CASCADE);
         expect_end(&mut p)?;
-        return Ok(BrookStatement::DropStream {
+        return Ok(BrookStatement::new(StatementBody::DropStream {
             names,
             if_exists,
             cascade,
-        });
+        }));
     }
-    if let Some((rest, error, confidence)) = strip_budget(text)? {
-        return Ok(BrookStatement::Approx {
-            stmt: Box::new(parse_one(&rest)?),
-            error,
-            confidence,
-        });
+    if let Some((rest, budget)) = strip_budget(text)? {
+        let mut stmt = parse_one(&rest)?;
+        if stmt.budget.is_some() {
+            return Err(brook_err!(Syntax, "syntax error: WITH ERROR given twice"));
+        }
+        stmt.budget = Some(budget);
+        return Ok(stmt);
     }
-    if let Some((rest, on_window_close)) = strip_emit(text)? {
-        return match parse_one(&rest)? {
-            BrookStatement::Sql(stmt) => Ok(BrookStatement::Emit {
-                stmt,
-                on_window_close,
-            }),
-            _ => Err(BrookError::Syntax(
-                "syntax error at or near \"EMIT\"".into(),
-            )),
-        };
+    if let Some((rest, emit)) = strip_emit(text)? {
+        let mut stmt = parse_one(&rest)?;
+        if !matches!(stmt.body, StatementBody::Sql(_)) || stmt.emit.is_some() {
+            return Err(brook_err!(Syntax, "syntax error at or near \"EMIT\""));
+        }
+        stmt.emit = Some(emit);
+        return Ok(stmt);
     }
     if p.peek_keyword(Keyword::FETCH) {
         let fetch = p.parse_statement()?;
@@ -398,21 +454,26 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                         });
                     }
                     other => {
-                        return Err(BrookError::Syntax(format!(
+                        return Err(brook_err!(
+                            Syntax,
                             "unrecognized FETCH option {other} (FETCH takes timeout)"
-                        )))
+                        ))
                     }
                 }
             }
             expect_end(&mut p)?;
-            return Ok(BrookStatement::FetchWith {
+            return Ok(BrookStatement::new(StatementBody::FetchWith {
                 fetch: Box::new(fetch),
                 timeout,
-            });
+            }));
         }
     }
     let mut stmts = if is_catalog_query(text) {
-        COMPAT.parse(&describe_brook_kinds(text))?
+        COMPAT
+            .parse(&describe_brook_kinds(text))?
+            .into_iter()
+            .map(|s| REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s)))
+            .collect()
     } else {
         let mut parsed = Parser::new(&dialect)
             .try_with_sql(text)?
@@ -423,20 +484,21 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         parsed
     };
     match stmts.len() {
-        1 => Ok(BrookStatement::Sql(Box::new(stmts.remove(0)))),
-        0 => Err(BrookError::Syntax("syntax error: empty statement".into())),
-        _ => Err(BrookError::internal(
-            "statement splitting left several statements together",
+        1 => Ok(BrookStatement::sql(stmts.remove(0))),
+        0 => Err(brook_err!(Syntax, "syntax error: empty statement")),
+        _ => Err(brook_err!(
+            Internal,
+            "statement splitting left several statements together"
         )),
     }
 }
 
 /// The statement text without its `EMIT CHANGES` / `EMIT ON WINDOW CLOSE` clause, and
-/// whether it was the latter.
-fn strip_emit(text: &str) -> Result<Option<(String, bool)>> {
+/// which it was.
+fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize_with_location()
-        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
     let words: Vec<&TokenWithSpan> = tokens
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
@@ -454,20 +516,20 @@ fn strip_emit(text: &str) -> Result<Option<(String, bool)>> {
         }
         let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
         if next(1, "CHANGES") {
-            return Ok(Some((cut(w, words[i + 1]), false)));
+            return Ok(Some((cut(w, words[i + 1]), Emit::Changes)));
         }
         if next(1, "ON") && next(2, "WINDOW") && next(3, "CLOSE") {
-            return Ok(Some((cut(w, words[i + 3]), true)));
+            return Ok(Some((cut(w, words[i + 3]), Emit::OnWindowClose)));
         }
     }
     Ok(None)
 }
 
-/// A trailing `WITH ERROR e [CONFIDENCE c]`: the text without it and its two numbers.
-fn strip_budget(text: &str) -> Result<Option<(String, f64, Option<f64>)>> {
+/// A trailing `WITH ERROR e [CONFIDENCE c]`: the text without it, and the budget.
+fn strip_budget(text: &str) -> Result<Option<(String, ErrorBudget)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize_with_location()
-        .map_err(|e| BrookError::Syntax(format!("syntax error: {}", e.message)))?;
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
     let words: Vec<&TokenWithSpan> = tokens
         .iter()
         .filter(|t| {
@@ -494,8 +556,9 @@ fn strip_budget(text: &str) -> Result<Option<(String, f64, Option<f64>)>> {
             return Ok(None);
         };
     let bad = || {
-        BrookError::Syntax(
-            "syntax error: WITH ERROR needs numbers, e.g. WITH ERROR 0.01 CONFIDENCE 0.95".into(),
+        brook_err!(
+            Syntax,
+            "syntax error: WITH ERROR needs numbers, e.g. WITH ERROR 0.01 CONFIDENCE 0.95"
         )
     };
     let error = number(start + 2).ok_or_else(bad)?;
@@ -505,7 +568,10 @@ fn strip_budget(text: &str) -> Result<Option<(String, f64, Option<f64>)>> {
         None => None,
     };
     let (cut, _) = span_bytes(&mut LineOffsets::new(text), words[start]);
-    Ok(Some((text[..cut].to_string(), error, confidence)))
+    Ok(Some((
+        text[..cut].to_string(),
+        ErrorBudget { error, confidence },
+    )))
 }
 
 /// Consume the next token when it is the (non-reserved) word `word`.
@@ -523,9 +589,7 @@ fn expect_end(p: &mut Parser<'_>) -> Result<()> {
     let t = p.next_token();
     match t.token {
         Token::EOF => Ok(()),
-        other => Err(BrookError::Syntax(format!(
-            "syntax error at or near \"{other}\""
-        ))),
+        other => Err(brook_err!(Syntax, "syntax error at or near \"{other}\"")),
     }
 }
 
@@ -539,12 +603,13 @@ fn parse_create_stream(p: &mut Parser<'_>) -> Result<CreateStream> {
     loop {
         if parse_word(p, "WATERMARK") {
             p.expect_keyword(Keyword::FOR)?;
-            let column = p.parse_identifier()?.value;
+            let column = brook_common::ident::ident_name(&p.parse_identifier()?);
             p.expect_keyword(Keyword::AS)?;
             let expr = p.parse_expr()?;
             if watermark.is_some() {
-                return Err(BrookError::InvalidDefinition(
-                    "multiple WATERMARK clauses are not allowed".into(),
+                return Err(brook_err!(
+                    InvalidDefinition,
+                    "multiple WATERMARK clauses are not allowed"
                 ));
             }
             watermark = Some(Watermark {
@@ -599,9 +664,7 @@ fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
             kind.as_str(),
             "TUMBLE" | "HOP" | "SESSION" | "TUMBLE_ROWS" | "HOP_ROWS" | "LAST_ROWS"
         ) {
-            return Err(BrookError::unsupported(format!(
-                "WINDOW {kind} for a synopsis (use TUMBLE, HOP, SESSION, TUMBLE_ROWS, HOP_ROWS or LAST_ROWS)"
-            )));
+            return Err(brook_err!(Unsupported, "WINDOW {kind} for a synopsis (use TUMBLE, HOP, SESSION, TUMBLE_ROWS, HOP_ROWS or LAST_ROWS)"));
         }
         p.expect_token(&Token::LParen)?;
         let args = p.parse_comma_separated(Parser::parse_expr)?;
@@ -638,7 +701,7 @@ mod tests {
             "CREATE SYNOPSIS IF NOT EXISTS px ON trades USING kll(price, 400) PARTITION BY sym WINDOW TUMBLE(ts, INTERVAL '1 minute') WITH (error = 0.01)",
         )
         .unwrap();
-        let BrookStatement::CreateSynopsis(c) = s else {
+        let StatementBody::CreateSynopsis(c) = s.body else {
             panic!("not a CREATE SYNOPSIS");
         };
         assert!(c.if_not_exists);
@@ -649,17 +712,14 @@ mod tests {
         assert_eq!(c.options.len(), 1);
         let d = parse_one("DROP SYNOPSIS IF EXISTS px, py").unwrap();
         assert!(
-            matches!(d, BrookStatement::DropSynopsis { if_exists: true, ref names, .. } if names.len() == 2)
+            matches!(d.body, StatementBody::DropSynopsis { if_exists: true, ref names, .. } if names.len() == 2)
         );
         // Other CREATE/DROP statements still reach sqlparser.
-        assert!(matches!(
-            parse_one("CREATE TABLE x (a int)").unwrap(),
-            BrookStatement::Sql(_)
-        ));
-        assert!(matches!(
-            parse_one("DROP TABLE x").unwrap(),
-            BrookStatement::Sql(_)
-        ));
+        assert!(parse_one("CREATE TABLE x (a int)")
+            .unwrap()
+            .as_sql()
+            .is_some());
+        assert!(parse_one("DROP TABLE x").unwrap().as_sql().is_some());
     }
 
     #[test]
@@ -694,7 +754,7 @@ mod tests {
             "CREATE STREAM s (id int, ts timestamp, WATERMARK FOR ts AS ts - INTERVAL '5 seconds') WITH (a = 1)",
         )
         .unwrap();
-        let BrookStatement::CreateStream(cs) = s else {
+        let StatementBody::CreateStream(cs) = s.body else {
             panic!("not a stream: {s:?}")
         };
         assert_eq!(cs.columns.len(), 2);
@@ -708,14 +768,14 @@ mod tests {
     fn drop_stream() {
         let s = parse_one("DROP STREAM IF EXISTS a, b").unwrap();
         assert!(
-            matches!(s, BrookStatement::DropStream { if_exists: true, ref names, .. } if names.len() == 2)
+            matches!(s.body, StatementBody::DropStream { if_exists: true, ref names, .. } if names.len() == 2)
         );
     }
 
     #[test]
     fn fetch_with_timeout() {
         let s = parse_one("FETCH 10 FROM c WITH (timeout = '250ms')").unwrap();
-        let BrookStatement::FetchWith { timeout, .. } = s else {
+        let StatementBody::FetchWith { timeout, .. } = s.body else {
             panic!("not a FETCH WITH: {s:?}")
         };
         assert_eq!(timeout.as_deref(), Some("250ms"));
@@ -729,24 +789,36 @@ mod tests {
             "DECLARE c CURSOR FOR SELECT window_end, count(*) FROM t GROUP BY 1 EMIT ON WINDOW CLOSE",
         )
         .unwrap();
-        assert!(matches!(
-            s,
-            BrookStatement::Emit {
-                on_window_close: true,
-                ..
-            }
-        ));
+        assert_eq!(s.emit, Some(Emit::OnWindowClose));
+        assert!(s.as_sql().is_some());
         let s = parse_one("COPY (SELECT * FROM s EMIT CHANGES) TO STDOUT").unwrap();
-        assert!(matches!(
-            s,
-            BrookStatement::Emit {
-                on_window_close: false,
-                ..
-            }
-        ));
+        assert_eq!(s.emit, Some(Emit::Changes));
         // Inside a string it is just text.
         let s = parse_one("SELECT 'EMIT ON WINDOW CLOSE'").unwrap();
-        assert!(matches!(s, BrookStatement::Sql(_)));
+        assert!(s.into_plain_sql().is_some());
+        // Only once, and only on SQL.
+        let e = parse_one("SELECT 1 EMIT CHANGES EMIT CHANGES").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601");
+        let e = parse_one("DROP STREAM s EMIT CHANGES").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601");
+    }
+
+    #[test]
+    fn budget_and_emit_together() {
+        let s = parse_one(
+            "SELECT count(DISTINCT a) FROM s EMIT CHANGES WITH ERROR 0.02 CONFIDENCE 0.9",
+        )
+        .unwrap();
+        assert_eq!(s.emit, Some(Emit::Changes));
+        assert_eq!(
+            s.budget,
+            Some(ErrorBudget {
+                error: 0.02,
+                confidence: Some(0.9)
+            })
+        );
+        let e = parse_one("SELECT 1 WITH ERROR 0.1 WITH ERROR 0.1").unwrap_err();
+        assert_eq!(e.sqlstate(), "42601");
     }
 
     #[test]

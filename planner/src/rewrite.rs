@@ -1,6 +1,6 @@
 //! AST rewrites applied before DataFusion plans a statement.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{
     visit_expressions, visit_expressions_mut, CastKind, DataType, Expr, GroupByExpr, LimitClause,
     OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
@@ -50,10 +50,11 @@ pub fn bind_parameters(stmt: &mut Statement, params: &[BoundParam]) -> Result<()
     let _ = visit_expressions_mut(stmt, |e| {
         if let Some(n) = placeholder_index(e) {
             let Some(p) = n.checked_sub(1).and_then(|i| params.get(i)) else {
-                failure = Some(BrookError::Protocol(format!(
+                failure = Some(brook_err!(
+                    Protocol,
                     "bind message supplies {} parameters, but the statement uses ${n}",
                     params.len()
-                )));
+                ));
                 return ControlFlow::Break(());
             };
             match literal(p) {
@@ -88,12 +89,13 @@ fn literal(p: &BoundParam) -> Result<Expr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{parse_one, BrookStatement};
+    use crate::parser::parse_one;
 
     fn stmt(sql: &str) -> Statement {
-        match parse_one(sql).unwrap() {
-            BrookStatement::Sql(s) => *s,
-            other => panic!("unexpected {other:?}"),
+        let parsed = parse_one(sql).unwrap();
+        match parsed.clone().into_plain_sql() {
+            Some(s) => s,
+            None => panic!("unexpected {parsed:?}"),
         }
     }
 
@@ -219,13 +221,7 @@ fn figure_colname(e: &Expr) -> Option<String> {
     }
 }
 
-fn norm(i: &datafusion::sql::sqlparser::ast::Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
-    }
-}
+use brook_common::ident::ident_name as norm;
 
 /// PostgreSQL's internal type name, used as the column name of a bare cast.
 fn type_colname(t: &DataType) -> String {
@@ -363,12 +359,13 @@ impl VisitorMut for Int4Literals {
 #[cfg(test)]
 mod naming_tests {
     use super::*;
-    use crate::parser::{parse_one, BrookStatement};
+    use crate::parser::parse_one;
 
     fn stmt(sql: &str) -> Statement {
-        match parse_one(sql).unwrap() {
-            BrookStatement::Sql(s) => *s,
-            other => panic!("unexpected {other:?}"),
+        let parsed = parse_one(sql).unwrap();
+        match parsed.clone().into_plain_sql() {
+            Some(s) => s,
+            None => panic!("unexpected {parsed:?}"),
         }
     }
 

@@ -7,7 +7,7 @@
 //! them by the incremental SESSION operator, which applies the same rule — so a table and
 //! a stream give the same sessions.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::session_window::{session_runs, SessionBound};
 use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
 use datafusion::arrow::compute::cast;
@@ -57,15 +57,17 @@ pub fn gap_micros(v: &ScalarValue) -> Result<i64> {
             i64::from(v.days) * 86_400_000_000 + i64::from(v.milliseconds) * 1000
         }
         _ => {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "session gap {v} must be a fixed interval such as INTERVAL '30 minutes'"
-            )))
+            ))
         }
     };
     if micros <= 0 {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "session gap {v} must be positive"
-        )));
+        ));
     }
     Ok(micros)
 }

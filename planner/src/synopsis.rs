@@ -9,7 +9,7 @@
 //! catalog (kind, size parameter, the error bound the size gives).
 
 use crate::parser::CreateSynopsis;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_synopses::ams::{self, Ams};
 use brook_synopses::bloom::{self, Bloom};
 use brook_synopses::countmin::CountMin;
@@ -41,13 +41,14 @@ pub struct SynopsisPlan {
 fn option_f64(options: &[SqlOption], name: &str) -> Result<Option<f64>> {
     for o in options {
         let SqlOption::KeyValue { key, value } = o else {
-            return Err(BrookError::Syntax(format!("invalid synopsis option {o}")));
+            return Err(brook_err!(Syntax, "invalid synopsis option {o}"));
         };
         let key = key.value.to_ascii_lowercase();
         if !matches!(key.as_str(), "error" | "confidence") {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "unknown synopsis option \"{key}\" (use error, confidence)"
-            )));
+            ));
         }
         if key == name {
             return match value {
@@ -63,7 +64,7 @@ fn option_f64(options: &[SqlOption], name: &str) -> Result<Option<f64>> {
 }
 
 fn bad_number(name: &str) -> BrookError {
-    BrookError::InvalidParameter(format!("synopsis option {name} must be a number"))
+    brook_err!(InvalidParameter, "synopsis option {name} must be a number")
 }
 
 /// The size argument (second of `USING kind(column, size)`), a positive integer constant.
@@ -71,16 +72,19 @@ fn size_arg(cs: &CreateSynopsis) -> Result<Option<i64>> {
     match cs.args.get(1) {
         None => Ok(None),
         Some(Expr::Value(v)) => match &v.value {
-            Value::Number(n, _) => n.parse::<i64>().map(Some).map_err(|_| {
-                BrookError::InvalidParameter(format!("synopsis size {n} is not an integer"))
-            }),
-            _ => Err(BrookError::InvalidParameter(format!(
+            Value::Number(n, _) => n
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| brook_err!(InvalidParameter, "synopsis size {n} is not an integer")),
+            _ => Err(brook_err!(
+                InvalidParameter,
                 "synopsis size {v} is not a number"
-            ))),
+            )),
         },
-        Some(other) => Err(BrookError::InvalidParameter(format!(
+        Some(other) => Err(brook_err!(
+            InvalidParameter,
             "synopsis size {other} must be a constant"
-        ))),
+        )),
     }
 }
 
@@ -94,11 +98,12 @@ fn last_rows(cs: &CreateSynopsis) -> Result<Option<u64>> {
         return Ok(None);
     }
     if cs.kind != "sample" {
-        return Err(BrookError::unsupported(format!(
+        return Err(brook_err!(
+            Unsupported,
             "WINDOW LAST_ROWS for a {} synopsis (only a sample follows the last n rows; \
              use TUMBLE_ROWS or HOP_ROWS for windows of rows)",
             cs.kind
-        )));
+        ));
     }
     let max = brook_synopses::chain::MAX_WINDOW;
     match args.as_slice() {
@@ -109,16 +114,19 @@ fn last_rows(cs: &CreateSynopsis) -> Result<Option<u64>> {
                 .filter(|n| (1..=max).contains(n))
                 .map(Some)
                 .ok_or_else(|| {
-                    BrookError::InvalidParameter(format!(
+                    brook_err!(
+                        InvalidParameter,
                         "LAST_ROWS({n}): the window must be between 1 and {max} rows"
-                    ))
+                    )
                 }),
-            _ => Err(BrookError::InvalidParameter(format!(
+            _ => Err(brook_err!(
+                InvalidParameter,
                 "LAST_ROWS({v}): the window is a row count"
-            ))),
+            )),
         },
-        _ => Err(BrookError::Syntax(
-            "WINDOW LAST_ROWS(n) takes one row count".into(),
+        _ => Err(brook_err!(
+            Syntax,
+            "WINDOW LAST_ROWS(n) takes one row count"
         )),
     }
 }
@@ -138,37 +146,38 @@ fn dft_synopsis(
 ) -> Result<(String, &'static str, String, String)> {
     let usage = "USING dft(column, window [, coefficients])";
     if has_error {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "a DFT synopsis is sized by its window and coefficients: {usage}"
-        )));
-    }
-    if cs.window.is_some() {
-        return Err(BrookError::unsupported(
-            "WINDOW on a dft synopsis (it keeps its own sliding window of the last `window` values)",
         ));
     }
-    let window = size.ok_or_else(|| {
-        BrookError::InvalidParameter(format!("a DFT synopsis needs its window: {usage}"))
-    })?;
+    if cs.window.is_some() {
+        return Err(brook_err!(Unsupported, "WINDOW on a dft synopsis (it keeps its own sliding window of the last `window` values)"));
+    }
+    let window = size
+        .ok_or_else(|| brook_err!(InvalidParameter, "a DFT synopsis needs its window: {usage}"))?;
     let window = usize::try_from(window).unwrap_or(0);
     let coefficients = match cs.args.get(2) {
         None => dft::DEFAULT_COEFFICIENTS.min(window.saturating_sub(1) / 2),
         Some(Expr::Value(v)) => match &v.value {
             Value::Number(n, _) => n.parse::<usize>().map_err(|_| {
-                BrookError::InvalidParameter(format!(
+                brook_err!(
+                    InvalidParameter,
                     "DFT coefficients {n} is not a positive integer"
-                ))
+                )
             })?,
             _ => {
-                return Err(BrookError::InvalidParameter(format!(
+                return Err(brook_err!(
+                    InvalidParameter,
                     "DFT coefficients {v} is not a number"
-                )))
+                ))
             }
         },
         Some(other) => {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "DFT coefficients {other} must be a constant"
-            )))
+            ))
         }
     };
     // Checks window and coefficients now, so a bad definition fails at CREATE.
@@ -185,18 +194,20 @@ fn dft_synopsis(
 /// Plan `cs`: its maintaining query and its catalog description.
 pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let Some(column) = cs.args.first() else {
-        return Err(BrookError::Syntax(format!(
+        return Err(brook_err!(
+            Syntax,
             "USING {}() needs the column to summarise",
             cs.kind
-        )));
+        ));
     };
     // Only a DFT synopsis has a third argument (its coefficient count).
     let max_args = if cs.kind == "dft" { 3 } else { 2 };
     if cs.args.len() > max_args {
-        return Err(BrookError::Syntax(format!(
+        return Err(brook_err!(
+            Syntax,
             "USING {}(column [, size]) takes at most {max_args} arguments",
             cs.kind
-        )));
+        ));
     }
     let error = option_f64(&cs.options, "error")?
         .map(check_error)
@@ -208,8 +219,9 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let size = size_arg(cs)?;
     // A bloom filter's size (distinct values) and error (false-positive rate) are separate.
     if size.is_some() && error.is_some() && cs.kind != "bloom" {
-        return Err(BrookError::InvalidParameter(
-            "give a synopsis either a size or an error, not both".into(),
+        return Err(brook_err!(
+            InvalidParameter,
+            "give a synopsis either a size or an error, not both"
         ));
     }
     let last_rows = last_rows(cs)?;
@@ -218,10 +230,13 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let lg = |range: (u8, u8), default: u8, for_error: &dyn Fn(f64) -> Result<u8>| -> Result<u8> {
         match (size, error) {
             (Some(s), _) if s >= i64::from(range.0) && s <= i64::from(range.1) => Ok(s as u8),
-            (Some(s), _) => Err(BrookError::InvalidParameter(format!(
+            (Some(s), _) => Err(brook_err!(
+                InvalidParameter,
                 "{} lg_k must be between {} and {}, got {s}",
-                cs.kind, range.0, range.1
-            ))),
+                cs.kind,
+                range.0,
+                range.1
+            )),
             (None, Some(e)) => for_error(e),
             (None, None) => Ok(default),
         }
@@ -248,7 +263,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
                 (Some(s), _) => u16::try_from(s)
                     .ok()
                     .filter(|k| *k >= kll::K_RANGE.0)
-                    .ok_or_else(|| BrookError::InvalidParameter(format!("kll k must be between {} and {}, got {s}", kll::K_RANGE.0, kll::K_RANGE.1)))?,
+                    .ok_or_else(|| brook_err!(InvalidParameter, "kll k must be between {} and {}, got {s}", kll::K_RANGE.0, kll::K_RANGE.1))?,
                 (None, Some(e)) => Kll::k_for(e, confidence)?,
                 (None, None) => kll::DEFAULT_K,
             };
@@ -258,7 +273,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         "req" => {
             let k = match (size, error) {
                 (Some(s), _) if s >= i64::from(req::K_RANGE.0) && s <= i64::from(req::K_RANGE.1) && s % 2 == 0 => s as u16,
-                (Some(s), _) => return Err(BrookError::InvalidParameter(format!("req k must be even, between {} and {}, got {s}", req::K_RANGE.0, req::K_RANGE.1))),
+                (Some(s), _) => return Err(brook_err!(InvalidParameter, "req k must be even, between {} and {}, got {s}", req::K_RANGE.0, req::K_RANGE.1)),
                 (None, Some(e)) => req::Req::k_for(e, confidence)?,
                 (None, None) => req::DEFAULT_K,
             };
@@ -266,11 +281,11 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "tdigest" => {
             if error.is_some() {
-                return Err(BrookError::InvalidParameter("a t-digest has no error bound to size it by; give its compression k".into()));
+                return Err(brook_err!(InvalidParameter, "a t-digest has no error bound to size it by; give its compression k"));
             }
             let k = match size {
                 Some(s) if (10..=i64::from(u16::MAX)).contains(&s) => s as u16,
-                Some(s) => return Err(BrookError::InvalidParameter(format!("tdigest k must be between 10 and {}, got {s}", u16::MAX))),
+                Some(s) => return Err(brook_err!(InvalidParameter, "tdigest k must be between 10 and {}, got {s}", u16::MAX)),
                 None => tdigest::DEFAULT_K,
             };
             (format!("tdigest_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), "no a-priori bound (t-digest)".to_string())
@@ -282,11 +297,11 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "sample" => {
             if error.is_some() {
-                return Err(BrookError::InvalidParameter("a sample is sized by its row count: USING sample(column, n)".into()));
+                return Err(brook_err!(InvalidParameter, "a sample is sized by its row count: USING sample(column, n)"));
             }
             let n = size.unwrap_or(100);
             if !(1..=1 << 24).contains(&n) {
-                return Err(BrookError::InvalidParameter(format!("sample size must be between 1 and {}, got {n}", 1 << 24)));
+                return Err(brook_err!(InvalidParameter, "sample size must be between 1 and {}, got {n}", 1 << 24));
             }
             match last_rows {
                 Some(w) => (format!("chain_sample_agg({column}, {n}, {w})"), "sample", format!("n={n}, last_rows={w}"), format!("{n} draws with replacement, each uniform over the last {w} rows (chain sampling)")),
@@ -295,7 +310,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "countmin" => {
             if size.is_some() {
-                return Err(BrookError::InvalidParameter("a count-min sketch is sized by its error: USING countmin(column) WITH (error = 0.001)".into()));
+                return Err(brook_err!(InvalidParameter, "a count-min sketch is sized by its error: USING countmin(column) WITH (error = 0.001)"));
             }
             let e = error.unwrap_or(0.01);
             let sketch = CountMin::for_error(e, confidence)?;
@@ -304,11 +319,11 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "bloom" => {
             if option_f64(&cs.options, "confidence")?.is_some() {
-                return Err(BrookError::InvalidParameter("a bloom filter has no confidence; its error is the false-positive probability".into()));
+                return Err(brook_err!(InvalidParameter, "a bloom filter has no confidence; its error is the false-positive probability"));
             }
             let max_items = match size {
                 Some(n) if (1..=1_000_000_000).contains(&n) => n,
-                Some(n) => return Err(BrookError::InvalidParameter(format!("bloom max_items must be between 1 and 1000000000, got {n}"))),
+                Some(n) => return Err(brook_err!(InvalidParameter, "bloom max_items must be between 1 and 1000000000, got {n}")),
                 None => bloom::DEFAULT_MAX_ITEMS,
             };
             let fpp = error.unwrap_or(bloom::DEFAULT_FPP);
@@ -317,7 +332,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "ams" => {
             if size.is_some() {
-                return Err(BrookError::InvalidParameter("an AMS sketch is sized by its error: USING ams(column) WITH (error = 0.05)".into()));
+                return Err(brook_err!(InvalidParameter, "an AMS sketch is sized by its error: USING ams(column) WITH (error = 0.05)"));
             }
             let e = error.unwrap_or(ams::DEFAULT_ERROR);
             let sketch = Ams::for_error(e, confidence, ams::SEED)?;
@@ -325,9 +340,7 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "dft" => dft_synopsis(cs, column, size, error.is_some())?,
         other => {
-            return Err(BrookError::unsupported(format!(
-                "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, countmin, bloom, ams, sample or dft)"
-            )))
+            return Err(brook_err!(Unsupported, "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, countmin, bloom, ams, sample or dft)"))
         }
     };
     let source = cs.source.to_string();
@@ -341,9 +354,10 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             if per_key {
                 for k in &cs.partition_by {
                     if !matches!(k, datafusion::sql::sqlparser::ast::Expr::Identifier(_)) {
-                        return Err(BrookError::unsupported(format!(
+                        return Err(brook_err!(
+                            Unsupported,
                             "PARTITION BY {k} with WINDOW {kind} (partition by columns)"
-                        )));
+                        ));
                     }
                     args.push(k.to_string());
                 }
@@ -378,10 +392,10 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{parse_one, BrookStatement};
+    use crate::parser::{parse_one, StatementBody};
 
     fn plan(sql: &str) -> Result<SynopsisPlan> {
-        let BrookStatement::CreateSynopsis(cs) = parse_one(sql)? else {
+        let StatementBody::CreateSynopsis(cs) = parse_one(sql)?.body else {
             panic!("not CREATE SYNOPSIS");
         };
         plan_synopsis(&cs)

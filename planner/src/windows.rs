@@ -12,7 +12,7 @@
 //! `session_end(ts, gap)` over `(PARTITION BY key ... ORDER BY ts)` (see
 //! [`crate::session_window`]): rows of one key less than `gap` apart share a session.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::compute::kernels::cast_utils::parse_interval_month_day_nano;
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Query, Statement, TableAlias,
@@ -67,9 +67,10 @@ impl VisitorMut for Windows {
 fn arg_expr(a: &FunctionArg) -> Result<&Expr> {
     match a {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
-        other => Err(BrookError::Syntax(format!(
+        other => Err(brook_err!(
+            Syntax,
             "window function argument {other} must be a plain expression"
-        ))),
+        )),
     }
 }
 
@@ -77,9 +78,10 @@ fn arg_expr(a: &FunctionArg) -> Result<&Expr> {
 /// `INTERVAL '5' SECOND`).
 fn interval_micros(e: &Expr) -> Result<i64> {
     let bad = || {
-        BrookError::DatatypeMismatch(format!(
+        brook_err!(
+            DatatypeMismatch,
             "window size {e} must be an interval literal such as INTERVAL '10 seconds'"
-        ))
+        )
     };
     let Expr::Interval(iv) = e else {
         return Err(bad());
@@ -98,15 +100,17 @@ fn interval_micros(e: &Expr) -> Result<i64> {
     };
     let v = parse_interval_month_day_nano(&text).map_err(|_| bad())?;
     if v.months != 0 {
-        return Err(BrookError::unsupported(
-            "windows measured in months or years (their length varies; use days)",
+        return Err(brook_err!(
+            Unsupported,
+            "windows measured in months or years (their length varies; use days)"
         ));
     }
     let micros = i64::from(v.days) * 86_400_000_000 + v.nanoseconds / 1000;
     if micros <= 0 {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "window size {e} must be positive"
-        )));
+        ));
     }
     Ok(micros)
 }
@@ -136,7 +140,8 @@ fn window_table(
     }
     let want = if func == "tumble" { 3 } else { 4 };
     if args.len() != want {
-        return Err(BrookError::Syntax(format!(
+        return Err(brook_err!(
+            Syntax,
             "{} takes {want} arguments: {}",
             func.to_uppercase(),
             if func == "tumble" {
@@ -144,7 +149,7 @@ fn window_table(
             } else {
                 "(relation, time column, slide, size)"
             }
-        )));
+        ));
     }
     let rel = relation(func, &args[0])?;
     let ts = arg_expr(&args[1])?;
@@ -160,14 +165,16 @@ fn window_table(
         let (slide_e, size_e) = (arg_expr(&args[2])?, arg_expr(&args[3])?);
         let (slide, size) = (interval_micros(slide_e)?, interval_micros(size_e)?);
         if size % slide != 0 {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "HOP size {size_e} must be a whole multiple of its slide {slide_e}"
-            )));
+            ));
         }
         let k = size / slide;
         if k > 1000 {
-            return Err(BrookError::unsupported(
-                "HOP windows with more than 1000 windows per row",
+            return Err(brook_err!(
+                Unsupported,
+                "HOP windows with more than 1000 windows per row"
             ));
         }
         (0..k)
@@ -190,10 +197,11 @@ fn relation(func: &str, a: &FunctionArg) -> Result<ObjectName> {
     match arg_expr(a)? {
         Expr::Identifier(i) => Ok(ObjectName::from(vec![i.clone()])),
         Expr::CompoundIdentifier(parts) => Ok(ObjectName::from(parts.clone())),
-        other => Err(BrookError::Syntax(format!(
+        other => Err(brook_err!(
+            Syntax,
             "first argument of {} must name a table or stream, not {other}",
             func.to_uppercase()
-        ))),
+        )),
     }
 }
 
@@ -230,16 +238,18 @@ pub const COUNT_WINDOW_FUNCTION: &str = "brook_count_window";
 /// A positive whole number of rows.
 fn row_count(e: &Expr) -> Result<u64> {
     let bad = || {
-        BrookError::DatatypeMismatch(format!(
+        brook_err!(
+            DatatypeMismatch,
             "a count window size {e} must be a positive whole number of rows"
-        ))
+        )
     };
     match e {
         Expr::Value(v) => match &v.value {
             Value::Number(n, _) => match n.parse::<u64>() {
-                Ok(0) => Err(BrookError::InvalidParameter(format!(
+                Ok(0) => Err(brook_err!(
+                    InvalidParameter,
                     "a count window size {e} must be positive"
-                ))),
+                )),
                 Ok(n) => Ok(n),
                 Err(_) => Err(bad()),
             },
@@ -255,7 +265,8 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
     let hop = func == "hop_rows";
     let fixed = if hop { 3 } else { 2 };
     if args.len() < fixed {
-        return Err(BrookError::Syntax(format!(
+        return Err(brook_err!(
+            Syntax,
             "{} takes {}",
             func.to_uppercase(),
             if hop {
@@ -263,7 +274,7 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
             } else {
                 "(relation, size [, key ...])"
             }
-        )));
+        ));
     }
     let rel = relation(func, &args[0])?;
     let (slide, size) = if hop {
@@ -276,9 +287,10 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
         (size, size)
     };
     if slide > size {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "HOP_ROWS slide {slide} must not exceed its size {size}"
-        )));
+        ));
     }
     let mut call = vec![
         format!("'{}'", rel.to_string().replace('\'', "''")),
@@ -289,9 +301,10 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
         match arg_expr(a)? {
             Expr::Identifier(i) => call.push(format!("'{}'", i.value.replace('\'', "''"))),
             other => {
-                return Err(BrookError::Syntax(format!(
+                return Err(brook_err!(
+                    Syntax,
                     "count window keys must be column names, not {other}"
-                )))
+                ))
             }
         }
     }
@@ -302,8 +315,9 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
 /// `SESSION(rel, ts, gap [, key ...])`.
 fn session_table(args: &[FunctionArg], alias: Option<TableAlias>) -> Result<TableFactor> {
     if args.len() < 3 {
-        return Err(BrookError::Syntax(
-            "SESSION takes (relation, time column, gap [, key ...])".into(),
+        return Err(brook_err!(
+            Syntax,
+            "SESSION takes (relation, time column, gap [, key ...])"
         ));
     }
     let rel = relation("session", &args[0])?;

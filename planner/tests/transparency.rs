@@ -3,7 +3,7 @@
 //! whatever the batch boundaries of the input, with retractions, and with windows closed by
 //! watermarks.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::change;
 use brook_operators::graph::Graph;
 use brook_planner::continuous::{plan_continuous, ContinuousOptions, SourceFacts, SourceResolver};
@@ -292,9 +292,10 @@ async fn continuous(
     let last = graph.finish()?;
     fold(&mut state, &last)?;
     if let Some((row, n)) = state.iter().find(|(_, n)| **n < 0) {
-        return Err(BrookError::internal(format!(
+        return Err(brook_err!(
+            Internal,
             "row {row} retracted more than inserted ({n})"
-        )));
+        ));
     }
     Ok(state)
 }

@@ -1,25 +1,17 @@
-//! Identifiers as PostgreSQL reads them: unquoted names fold to lower case.
+//! Identifiers as PostgreSQL reads them: object names split into folded parts, and quoting.
+//! The folding rule itself is `brook_common::ident`, shared with the planner.
 
-use brook_common::{BrookError, Result};
-use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
+use brook_common::{brook_err, Result};
+use datafusion::sql::sqlparser::ast::ObjectName;
 
-/// Normalise an identifier as PostgreSQL does: unquoted names fold to lower case.
-pub fn ident_name(i: &Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
-    }
-}
+pub use brook_common::ident::ident_name;
 
 pub(crate) fn object_parts(name: &ObjectName) -> Result<Vec<String>> {
     name.0
         .iter()
         .map(|p| match p.as_ident() {
             Some(i) => Ok(ident_name(i)),
-            None => Err(BrookError::Syntax(format!(
-                "syntax error: unexpected name {p}"
-            ))),
+            None => Err(brook_err!(Syntax, "syntax error: unexpected name {p}")),
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! their defaults, and how a setting's text is read as a number or a duration.
 
 use crate::config::SERVER_VERSION;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -113,9 +113,10 @@ pub const APPROX_REPORT: &str = "approx.report";
 /// A numeric setting's value (22023 when not a number).
 pub(crate) fn parse_setting_f64(name: &str, value: &str) -> Result<f64> {
     value.trim().parse().map_err(|_| {
-        BrookError::InvalidParameter(format!(
+        brook_err!(
+            InvalidParameter,
             "invalid value for parameter \"{name}\": \"{value}\""
-        ))
+        )
     })
 }
 
@@ -128,9 +129,10 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let bad = || {
-        BrookError::InvalidParameter(format!(
+        brook_err!(
+            InvalidParameter,
             "invalid timeout \"{text}\" (use e.g. '500ms' or '2s')"
-        ))
+        )
     };
     let n: f64 = num.parse().map_err(|_| bad())?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {

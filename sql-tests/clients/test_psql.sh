@@ -17,6 +17,12 @@ check $'1,apple,1.50\n2,pear,\n3,"fig, dried",2.00' "$("${P[@]}" -c "COPY (SELEC
 if printf '4\tok\t1\nfive\tbad\t1\n' | "${P[@]}" -c "COPY items FROM STDIN" 2>/tmp/psql_err.$$; then echo "bad COPY succeeded"; exit 1; fi
 grep -q 'invalid input syntax for type integer' /tmp/psql_err.$$ || { echo "psql: wrong error: $(cat /tmp/psql_err.$$)"; exit 1; }
 check "3" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after failed COPY"
+# INSERT ... RETURNING: rows, then the tag `INSERT 0 n` psql parses ("INSERT 1" made it fail)
+check "9|kiwi" "$("${P[@]}" -c "INSERT INTO items VALUES (9, 'kiwi', 3) RETURNING id, name" | head -1)" "INSERT RETURNING"
+"${P[@]}" -c "DELETE FROM items WHERE id = 9" >/dev/null
+# postgres and template1 exist, as tools that connect there first expect (psql -l, createdb)
+check "template1" "$(psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d template1 -At -c "SELECT current_database()")" "connect to template1"
+psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -l | grep -q postgres || { echo "psql: -l failed"; exit 1; }
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }

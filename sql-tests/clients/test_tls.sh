@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS (rustls): psql and psycopg with sslmode=require and verify-full against a certificate
+# TLS (rustls): psql, psycopg and pgjdbc with sslmode=require and verify-full against a certificate
 # made here; --require-tls refuses a plain connection with 28000.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -30,3 +30,7 @@ with psycopg.connect(f"host=localhost port={port} user=brook dbname=brook sslmod
     assert c.pgconn.ssl_in_use, "psycopg: TLS not in use"
     assert c.execute("SELECT x FROM secret").fetchall() == [(1,)]
 PY
+# pgjdbc: sslmode=require and verify-full with a PEM root certificate; plain refused (28000).
+JAR=/usr/share/java/postgresql.jar
+javac -d "$CERTS" -cp "$JAR" "$(dirname "$0")/jdbc/JdbcTls.java"
+java -cp "$CERTS:$JAR" JdbcTls "$BROOK_PORT" "$CERTS/cert.pem" >/dev/null

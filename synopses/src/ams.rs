@@ -14,7 +14,7 @@
 
 use crate::values::{for_each_hashed, HashedValues};
 use crate::{check_error, Confidence, Estimate, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
 use std::hash::{Hash, Hasher};
 
@@ -109,9 +109,7 @@ impl Ams {
     /// only with the same shape and seed).
     pub fn new(width: u32, depth: u32, seed: u64) -> Result<Self> {
         if width == 0 || depth == 0 || u64::from(width) * u64::from(depth) > MAX_COUNTERS {
-            return Err(BrookError::InvalidParameter(format!(
-                "AMS sketch of {depth}×{width} counters: both must be positive and their product at most {MAX_COUNTERS}"
-            )));
+            return Err(brook_err!(InvalidParameter, "AMS sketch of {depth}×{width} counters: both must be positive and their product at most {MAX_COUNTERS}"));
         }
         let mut state = seed;
         let hashes = (0..depth)
@@ -198,8 +196,9 @@ impl Ams {
 
     fn check_compatible(&self, other: &Self) -> Result<()> {
         if (self.width, self.depth, self.seed) != (other.width, other.depth, other.seed) {
-            return Err(BrookError::InvalidParameter(
-                "AMS sketches combine only with the same width, depth and seed".into(),
+            return Err(brook_err!(
+                InvalidParameter,
+                "AMS sketches combine only with the same width, depth and seed"
             ));
         }
         Ok(())
@@ -286,7 +285,7 @@ impl Synopsis for Ams {
     }
 
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let bad = || BrookError::InvalidBinary("not a valid AMS sketch".into());
+        let bad = || brook_err!(InvalidBinary, "not a valid AMS sketch");
         if bytes.len() < 21 || &bytes[..4] != MAGIC || bytes[4] != VERSION {
             return Err(bad());
         }

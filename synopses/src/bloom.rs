@@ -3,7 +3,7 @@
 
 use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
 use datasketches::bloom::{BloomFilter, BloomFilterBuilder};
 
@@ -53,7 +53,7 @@ impl Synopsis for Bloom {
     fn merge(&mut self, other: &Self) -> Result<()> {
         self.filter
             .union(&other.filter)
-            .map_err(|e| BrookError::InvalidParameter(format!("bloom filters differ in size: {e}")))
+            .map_err(|e| brook_err!(InvalidParameter, "bloom filters differ in size: {e}"))
     }
 
     fn to_bytes(&self) -> Vec<u8> {

@@ -23,7 +23,7 @@
 
 use crate::reservoir::{read_column, sampled_rows, write_column};
 use crate::Synopsis;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::scalar::ScalarValue;
@@ -76,14 +76,16 @@ impl ChainSample {
 
     fn with_rng(k: usize, window: u64, data_type: DataType, rng: StdRng) -> Result<Self> {
         if k == 0 || k as u64 > MAX_SIZE {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "sample size must be between 1 and {MAX_SIZE}, got {k}"
-            )));
+            ));
         }
         if window == 0 || window > MAX_WINDOW {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "a sample's window must be between 1 and {MAX_WINDOW} rows, got {window}"
-            )));
+            ));
         }
         Ok(ChainSample {
             k,
@@ -226,9 +228,10 @@ impl Synopsis for ChainSample {
             self.rng = rng;
             return Ok(());
         }
-        Err(BrookError::unsupported(
+        Err(brook_err!(
+            Unsupported,
             "merging samples of the last n rows (which rows are last depends on how the two \
-             streams interleave)",
+             streams interleave)"
         ))
     }
 
@@ -261,7 +264,7 @@ impl Synopsis for ChainSample {
     }
 
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let bad = |why: &str| BrookError::InvalidBinary(format!("not a valid chain sample: {why}"));
+        let bad = |why: &str| brook_err!(InvalidBinary, "not a valid chain sample: {why}");
         if bytes.len() < 29 || &bytes[..4] != MAGIC || bytes[4] != VERSION {
             return Err(bad("wrong header"));
         }

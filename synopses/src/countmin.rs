@@ -9,7 +9,7 @@
 
 use crate::values::{for_each_hashed, HashedValues};
 use crate::{bytes_error, check_error, sketch_error, Confidence, Estimate, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
 use datasketches::countmin::CountMinSketch;
 
@@ -105,9 +105,9 @@ impl Synopsis for CountMin {
     }
 
     fn merge(&mut self, other: &Self) -> Result<()> {
-        self.sketch.merge(&other.sketch).map_err(|e| {
-            BrookError::InvalidParameter(format!("count-min sketches differ in shape: {e}"))
-        })?;
+        self.sketch
+            .merge(&other.sketch)
+            .map_err(|e| brook_err!(InvalidParameter, "count-min sketches differ in shape: {e}"))?;
         self.net += other.net;
         Ok(())
     }

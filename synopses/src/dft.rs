@@ -24,7 +24,7 @@
 //! ordered, so unlike the other synopses merging is not symmetric.
 
 use crate::{Estimate, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
 use rustfft::num_complex::Complex64;
 use rustfft::{Fft, FftPlanner};
@@ -139,16 +139,16 @@ impl Dft {
     /// The kept coefficients and their mirrors must not overlap: `2·k < window` (22023).
     pub fn new(window: usize, coefficients: usize) -> Result<Self> {
         if !(WINDOW_RANGE.0..=WINDOW_RANGE.1).contains(&window) {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "DFT window must be between {} and {}, got {window}",
-                WINDOW_RANGE.0, WINDOW_RANGE.1
-            )));
+                WINDOW_RANGE.0,
+                WINDOW_RANGE.1
+            ));
         }
         if coefficients == 0 || 2 * coefficients >= window {
-            return Err(BrookError::InvalidParameter(format!(
-                "DFT coefficients must be between 1 and {} for a window of {window}, got {coefficients}",
-                (window - 1) / 2
-            )));
+            return Err(brook_err!(InvalidParameter, "DFT coefficients must be between 1 and {} for a window of {window}, got {coefficients}",
+                (window - 1) / 2));
         }
         let step = 2.0 * std::f64::consts::PI / window as f64;
         Ok(Dft {
@@ -197,9 +197,10 @@ impl Dft {
     /// every correlation of the window undefined.
     pub fn push(&mut self, x: f64) -> Result<()> {
         if !x.is_finite() {
-            return Err(BrookError::OutOfRange(format!(
+            return Err(brook_err!(
+                OutOfRange,
                 "a DFT synopsis needs finite values, got {x}"
-            )));
+            ));
         }
         self.seen += 1;
         if self.values.len() < self.window {
@@ -299,10 +300,14 @@ impl Synopsis for Dft {
 
     fn merge(&mut self, other: &Self) -> Result<()> {
         if other.window != self.window || other.coefficients != self.coefficients {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "cannot merge DFT synopses of window {}/{} coefficients with {}/{}",
-                self.window, self.coefficients, other.window, other.coefficients
-            )));
+                self.window,
+                self.coefficients,
+                other.window,
+                other.coefficients
+            ));
         }
         for &v in &other.values {
             self.push(v)?;
@@ -327,7 +332,7 @@ impl Synopsis for Dft {
     }
 
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let bad = |why: &str| BrookError::InvalidBinary(format!("not a valid DFT synopsis: {why}"));
+        let bad = |why: &str| brook_err!(InvalidBinary, "not a valid DFT synopsis: {why}");
         if bytes.len() < HEADER || &bytes[..4] != MAGIC || bytes[4] != VERSION {
             return Err(bad("wrong header"));
         }
@@ -388,9 +393,10 @@ fn check_threshold(c: f64) -> Result<f64> {
     if (-1.0..=1.0).contains(&c) {
         Ok(c)
     } else {
-        Err(BrookError::InvalidParameter(format!(
+        Err(brook_err!(
+            InvalidParameter,
             "a correlation threshold must be between -1 and 1, got {c}"
-        )))
+        ))
     }
 }
 
@@ -404,10 +410,14 @@ pub fn correlated_pairs(series: &[&Dft], threshold: f64) -> Result<Search> {
             .iter()
             .find(|s| s.window != first.window || s.coefficients != first.coefficients)
         {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "correlated series need one window and coefficient count, got {}/{} and {}/{}",
-                first.window, first.coefficients, odd.window, odd.coefficients
-            )));
+                first.window,
+                first.coefficients,
+                odd.window,
+                odd.coefficients
+            ));
         }
     }
     let live: Vec<(usize, Spectrum, Vec<f64>)> = series

@@ -7,7 +7,7 @@
 
 use crate::values::{for_each_hashed, Ignore};
 use crate::{bytes_error, check_error, sketch_error, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
@@ -100,9 +100,10 @@ impl Frequent {
                     .is_ok_and(|eps| eps <= error)
             })
             .ok_or_else(|| {
-                BrookError::InvalidParameter(format!(
+                brook_err!(
+                    InvalidParameter,
                     "frequent items error {error} needs more than 2^{MAX_LG_MAP_SIZE} counters"
-                ))
+                )
             })
     }
 
@@ -189,9 +190,10 @@ impl Frequent {
 
 fn map_size(lg: u8) -> Result<usize> {
     if !(3..=MAX_LG_MAP_SIZE).contains(&lg) {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "frequent items lg map size must be between 3 and {MAX_LG_MAP_SIZE}, got {lg}"
-        )));
+        ));
     }
     Ok(1 << lg)
 }
@@ -201,10 +203,11 @@ impl Synopsis for Frequent {
         match &mut self.sketch {
             Sketch::Longs(s) => {
                 if !values.data_type().is_integer() {
-                    return Err(BrookError::DatatypeMismatch(format!(
+                    return Err(brook_err!(
+                        DatatypeMismatch,
                         "integer frequent-items sketch fed values of type {}",
                         values.data_type()
-                    )));
+                    ));
                 }
                 let longs = cast(values, &DataType::Int64)?;
                 longs
@@ -238,8 +241,9 @@ impl Synopsis for Frequent {
             (Sketch::Longs(a), Sketch::Longs(b)) => a.merge(b),
             (Sketch::Texts(a), Sketch::Texts(b)) => a.merge(b),
             _ => {
-                return Err(BrookError::DatatypeMismatch(
-                    "cannot merge frequent-items sketches of integer and text items".into(),
+                return Err(brook_err!(
+                    DatatypeMismatch,
+                    "cannot merge frequent-items sketches of integer and text items"
                 ))
             }
         }

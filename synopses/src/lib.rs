@@ -38,7 +38,7 @@ pub mod values;
 #[cfg(test)]
 mod stats;
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::Array;
 use datasketches::common::NumStdDev;
 
@@ -127,10 +127,11 @@ impl Confidence {
         if p > 0.0 && p <= Self::MAX {
             Ok(Confidence(p))
         } else {
-            Err(BrookError::InvalidParameter(format!(
+            Err(brook_err!(
+                InvalidParameter,
                 "confidence must be in (0, {}], got {p}",
                 Self::MAX
-            )))
+            ))
         }
     }
 
@@ -168,9 +169,10 @@ pub fn check_error(error: f64) -> Result<f64> {
     if error > 0.0 && error < 1.0 {
         Ok(error)
     } else {
-        Err(BrookError::InvalidParameter(format!(
+        Err(brook_err!(
+            InvalidParameter,
             "error must be in (0, 1), got {error}"
-        )))
+        ))
     }
 }
 
@@ -179,20 +181,21 @@ pub fn check_rank(rank: f64) -> Result<f64> {
     if (0.0..=1.0).contains(&rank) {
         Ok(rank)
     } else {
-        Err(BrookError::InvalidParameter(format!(
+        Err(brook_err!(
+            InvalidParameter,
             "percentile must be between 0 and 1, got {rank}"
-        )))
+        ))
     }
 }
 
 /// Map a DataSketches error: bad parameters and unreadable bytes are the caller's fault.
 pub(crate) fn sketch_error(context: &str, e: datasketches::error::Error) -> BrookError {
-    BrookError::InvalidParameter(format!("{context}: {e}"))
+    brook_err!(InvalidParameter, "{context}: {e}")
 }
 
 /// Map a DataSketches deserialization error (22P03, as PostgreSQL's bad binary input).
 pub(crate) fn bytes_error(kind: &str, e: datasketches::error::Error) -> BrookError {
-    BrookError::InvalidBinary(format!("not a valid {kind} sketch: {e}"))
+    brook_err!(InvalidBinary, "not a valid {kind} sketch: {e}")
 }
 
 /// Inverse of the standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9).

@@ -10,7 +10,7 @@
 //! little-endian u64, then the sampled values as an Arrow IPC stream of one column.
 
 use crate::Synopsis;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::ipc::reader::StreamReader;
@@ -51,10 +51,11 @@ impl Reservoir {
 
     fn with_rng(capacity: usize, data_type: DataType, rng: StdRng) -> Result<Self> {
         if capacity == 0 || capacity > 1 << 24 {
-            return Err(BrookError::InvalidParameter(format!(
+            return Err(brook_err!(
+                InvalidParameter,
                 "sample size must be between 1 and {}, got {capacity}",
                 1 << 24
-            )));
+            ));
         }
         let mut r = Reservoir {
             capacity,
@@ -138,8 +139,9 @@ impl Synopsis for Reservoir {
 
     fn merge(&mut self, other: &Self) -> Result<()> {
         if other.capacity != self.capacity || other.data_type != self.data_type {
-            return Err(BrookError::InvalidParameter(
-                "samples of different sizes or types do not merge".into(),
+            return Err(brook_err!(
+                InvalidParameter,
+                "samples of different sizes or types do not merge"
             ));
         }
         let total = self.seen + other.seen;
@@ -188,7 +190,7 @@ impl Synopsis for Reservoir {
     }
 
     fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let bad = |why: &str| BrookError::InvalidBinary(format!("not a valid sample: {why}"));
+        let bad = |why: &str| brook_err!(InvalidBinary, "not a valid sample: {why}");
         if bytes.len() < 21 || &bytes[..4] != MAGIC || bytes[4] != VERSION {
             return Err(bad("wrong header"));
         }
@@ -221,10 +223,11 @@ impl Synopsis for Reservoir {
 /// when the type differs).
 pub(crate) fn sampled_rows(values: &dyn Array, data_type: &DataType) -> Result<Vec<usize>> {
     if values.data_type() != data_type {
-        return Err(BrookError::DatatypeMismatch(format!(
+        return Err(brook_err!(
+            DatatypeMismatch,
             "sample of {data_type} values fed {}",
             values.data_type()
-        )));
+        ));
     }
     Ok((0..values.len()).filter(|i| values.is_valid(*i)).collect())
 }

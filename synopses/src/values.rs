@@ -10,7 +10,7 @@
 //! DataSketches' string updates skip it.
 
 use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, AsArray, Float64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -149,10 +149,11 @@ pub fn for_each_hashed(values: &dyn Array, sink: &mut impl HashedValues) -> Resu
             for_each_hashed(&plain, sink)?;
         }
         other => {
-            return Err(BrookError::unsupported(format!(
+            return Err(brook_err!(
+                Unsupported,
                 "sketches over values of type {}",
                 sql_name(other)
-            )))
+            ))
         }
     }
     Ok(())
@@ -190,10 +191,11 @@ pub fn is_hashable(data_type: &DataType) -> bool {
 pub fn as_f64(values: &dyn Array) -> Result<Float64Array> {
     let t = values.data_type();
     if !(t.is_numeric() || t.is_null()) {
-        return Err(BrookError::DatatypeMismatch(format!(
+        return Err(brook_err!(
+            DatatypeMismatch,
             "quantiles need numeric values, got {}",
             sql_name(t)
-        )));
+        ));
     }
     let doubles = cast(values, &DataType::Float64)?;
     Ok(doubles.as_primitive::<Float64Type>().clone())

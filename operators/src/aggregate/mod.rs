@@ -30,7 +30,7 @@ mod tests;
 
 use crate::group_index::GroupIndex;
 use crate::{NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::logical_expr::Accumulator;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
@@ -99,9 +99,7 @@ impl AggregateNode {
         let ok = !order_only.contains(&name.as_str());
         match a.expr.create_sliding_accumulator() {
             Ok(acc) if ok && acc.supports_retract_batch() => Ok(acc),
-            _ => Err(BrookError::unsupported(format!(
-                "{name}() over an updating input in a continuous query (its accumulator cannot retract rows)"
-            ))),
+            _ => Err(brook_err!(Unsupported, "{name}() over an updating input in a continuous query (its accumulator cannot retract rows)")),
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::*;
 use crate::group_index::{BatchKeys, GroupIndex, GroupKey};
 use crate::{change, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int8Array, UInt32Array};
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::{cast, filter, prep_null_mask_filter, take};
@@ -96,7 +96,7 @@ pub(super) fn filter_mask(m: &ArrayRef) -> Result<BooleanArray> {
     let m = m
         .as_any()
         .downcast_ref::<BooleanArray>()
-        .ok_or_else(|| BrookError::internal("FILTER is not boolean"))?;
+        .ok_or_else(|| brook_err!(Internal, "FILTER is not boolean"))?;
     Ok(if m.null_count() > 0 {
         prep_null_mask_filter(m)
     } else {
@@ -189,7 +189,7 @@ impl AggregateOp {
     pub(super) fn group(&mut self, slot: usize) -> Result<&mut Group> {
         self.groups[slot]
             .as_mut()
-            .ok_or_else(|| BrookError::internal("aggregate group vanished"))
+            .ok_or_else(|| brook_err!(Internal, "aggregate group vanished"))
     }
 
     /// Current aggregate values of a group.
@@ -205,7 +205,7 @@ impl AggregateOp {
         let ends = match self.node.window {
             Some(w) => window_ends(
                 keys.get(w.end_key)
-                    .ok_or_else(|| BrookError::internal("window end key out of range"))?,
+                    .ok_or_else(|| brook_err!(Internal, "window end key out of range"))?,
             )?,
             None => Vec::new(),
         };
@@ -371,8 +371,9 @@ impl AggregateOp {
             };
             let state = acc.state(EmitTo::All)?;
             if state.iter().any(|s| s.len() != slots.len()) {
-                return Err(BrookError::internal(
-                    "vectorised aggregate state does not cover its groups",
+                return Err(brook_err!(
+                    Internal,
+                    "vectorised aggregate state does not cover its groups"
                 ));
             }
             for (d, &slot) in slots.iter().enumerate() {
@@ -484,8 +485,9 @@ impl Rows {
             arrays.push(ScalarValue::iter_to_array(values)?);
         }
         if arrays.len() != schema.fields().len() {
-            return Err(BrookError::internal(
-                "aggregate output does not match its schema",
+            return Err(brook_err!(
+                Internal,
+                "aggregate output does not match its schema"
             ));
         }
         let arrays = arrays

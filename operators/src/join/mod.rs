@@ -30,7 +30,7 @@ use op::JoinOp;
 use side::Side;
 
 use crate::{NodeSpec, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::physical_expr::PhysicalExpr;
@@ -198,7 +198,7 @@ impl NodeSpec for JoinNode {
             };
         let left_types = key_types(&self.left_schema, &self.left_keys)?;
         if left_types != key_types(&self.right_schema, &self.right_keys)? {
-            return Err(BrookError::internal("join keys of different types"));
+            return Err(brook_err!(Internal, "join keys of different types"));
         }
         let left_types: Vec<SortField> = left_types.into_iter().map(SortField::new).collect();
         let all = |schema: &SchemaRef| -> Vec<SortField> {

@@ -4,7 +4,7 @@
 use super::side::*;
 use super::*;
 use crate::{change, Operator};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, Int8Array, UInt32Array};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::{interleave, take};
@@ -106,7 +106,7 @@ impl JoinOp {
                 let mask = mask
                     .as_any()
                     .downcast_ref::<datafusion::arrow::array::BooleanArray>()
-                    .ok_or_else(|| BrookError::internal("join condition is not boolean"))?
+                    .ok_or_else(|| brook_err!(Internal, "join condition is not boolean"))?
                     .clone();
                 (0..mask.len())
                     .map(|i| mask.is_valid(i) && mask.value(i))
@@ -154,7 +154,7 @@ impl JoinOp {
 impl Operator for JoinOp {
     fn on_data(&mut self, port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         if port > 1 {
-            return Err(BrookError::internal("join has two inputs"));
+            return Err(brook_err!(Internal, "join has two inputs"));
         }
         let batch = self.drop_late(port, batch)?;
         let kinds = change::kinds(&batch)?.clone();
@@ -537,7 +537,7 @@ impl JoinOp {
             let row = full.as_ref().map(|f| f.row(i).data());
             if kinds.value(i) == change::DELETE {
                 let row = row.ok_or_else(|| {
-                    BrookError::internal("an append-only join input retracted a row")
+                    brook_err!(Internal, "an append-only join input retracted a row")
                 })?;
                 side.delete(row)?;
                 continue;

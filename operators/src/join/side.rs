@@ -1,7 +1,7 @@
 //! One side of a join: its rows by key (counted copies, or one entry per row for an
 //! append-only input), with the time bound that lets old rows go.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
 use datafusion::arrow::compute::interleave;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -72,14 +72,14 @@ impl Side {
         self.slots
             .get(slot)
             .and_then(Option::as_ref)
-            .ok_or_else(|| BrookError::internal("join entry vanished"))
+            .ok_or_else(|| brook_err!(Internal, "join entry vanished"))
     }
 
     pub(super) fn entry_mut(&mut self, slot: usize) -> Result<&mut Entry> {
         self.slots
             .get_mut(slot)
             .and_then(Option::as_mut)
-            .ok_or_else(|| BrookError::internal("join entry vanished"))
+            .ok_or_else(|| brook_err!(Internal, "join entry vanished"))
     }
 
     /// One more copy of the row `row` (whole, row-encoded; `None` on an append-only side)
@@ -131,7 +131,7 @@ impl Side {
         let slot = *self
             .by_row
             .get(row)
-            .ok_or_else(|| BrookError::internal("join input retracted a row it never inserted"))?;
+            .ok_or_else(|| brook_err!(Internal, "join input retracted a row it never inserted"))?;
         let e = self.entry_mut(slot)?;
         e.count -= 1;
         if e.count > 0 {

@@ -1,7 +1,7 @@
 //! Joins: equi-joins, and the time bound of an interval join that lets rows leave the state.
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::graph::Endpoint;
 use brook_operators::join::{JoinKind, JoinNode, TimeBound};
 use datafusion::arrow::datatypes::DataType;
@@ -54,11 +54,12 @@ impl Builder<'_> {
                 ));
             }
             if bounds.iter().any(Option::is_none) {
-                return Err(BrookError::unsupported(
+                return Err(brook_err!(
+                    Unsupported,
                     "a join of two streams without a time bound on both sides in a continuous \
                      query (its state would grow without bound): add a condition such as \
                      b.ts BETWEEN a.ts AND a.ts + INTERVAL '1 hour' over the streams' \
-                     WATERMARK columns, join a stream with a table, or aggregate a side first",
+                     WATERMARK columns, join a stream with a table, or aggregate a side first"
                 ));
             }
         }

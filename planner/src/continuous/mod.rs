@@ -13,7 +13,7 @@ mod scan;
 mod top_n;
 mod window;
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_operators::filter::FilterNode;
 use brook_operators::graph::{Endpoint, GraphPlan, PlanNode};
 use brook_operators::project::ProjectNode;
@@ -114,8 +114,9 @@ pub fn plan_continuous(
     };
     let root = b.build(plan)?;
     if options.emit_on_window_close && !b.windowed {
-        return Err(BrookError::unsupported(
-            "EMIT ON WINDOW CLOSE without a GROUP BY over window_end of TUMBLE or HOP",
+        return Err(brook_err!(
+            Unsupported,
+            "EMIT ON WINDOW CLOSE without a GROUP BY over window_end of TUMBLE or HOP"
         ));
     }
     Ok(GraphPlan {
@@ -140,7 +141,7 @@ struct Builder<'a> {
 }
 
 fn refuse(what: &str) -> BrookError {
-    BrookError::unsupported(format!("{what} in a continuous query (over a stream)"))
+    brook_err!(Unsupported, "{what} in a continuous query (over a stream)")
 }
 
 impl Builder<'_> {
@@ -198,8 +199,9 @@ impl Builder<'_> {
                     return Err(refuse("LIMIT"));
                 }
                 if !scan.filters.is_empty() {
-                    return Err(BrookError::internal(
-                        "filters pushed into a continuous scan",
+                    return Err(brook_err!(
+                        Internal,
+                        "filters pushed into a continuous scan"
                     ));
                 }
                 if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
@@ -268,10 +270,11 @@ impl Builder<'_> {
             LogicalPlan::Aggregate(a) => self.aggregate(a),
             LogicalPlan::Sort(sort) => match sort.fetch {
                 Some(n) => self.top_n(sort, 0, n),
-                None => Err(BrookError::unsupported(
+                None => Err(brook_err!(
+                    Unsupported,
                     "ORDER BY without LIMIT in a continuous query (over a stream, results \
                      arrive as they change: sort what FETCH returns, or keep a top-N with \
-                     ORDER BY .. LIMIT n)",
+                     ORDER BY .. LIMIT n)"
                 )),
             },
             LogicalPlan::Limit(l) => {

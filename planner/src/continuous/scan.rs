@@ -3,7 +3,7 @@
 
 use super::join::fixed_intervals_as_durations;
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::graph::Endpoint;
 use brook_operators::project::ProjectNode;
 use brook_operators::source::SourceSpec;
@@ -135,10 +135,11 @@ impl Builder<'_> {
             .map(|f| f.data_type())
             .eq(produced.iter().copied())
         {
-            return Err(BrookError::internal(format!(
+            return Err(brook_err!(
+                Internal,
                 "materialized view {} no longer matches its definition",
                 scan.table_name
-            )));
+            ));
         }
         // The view's columns by the names the query sees.
         self.scan_columns(scan, at)

@@ -1,7 +1,7 @@
 //! Window functions (running aggregates, LAG/LEAD, frames) and SESSION windows.
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::graph::Endpoint;
 use brook_operators::session_window::SessionBound;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
@@ -95,19 +95,21 @@ impl Builder<'_> {
             ));
         }
         let (Some(time), [sort]) = (p.args.first(), p.order_by.as_slice()) else {
-            return Err(BrookError::internal("session function without time order"));
+            return Err(brook_err!(Internal, "session function without time order"));
         };
         let gap = match p.args.get(1) {
             Some(Expr::Literal(v, _)) => gap_micros(v)?,
             _ => {
-                return Err(BrookError::InvalidParameter(
-                    "a session gap must be a constant interval".into(),
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "a session gap must be a constant interval"
                 ))
             }
         };
         if &sort.expr != time || !sort.asc {
-            return Err(BrookError::internal(
-                "session function ordered by another column",
+            return Err(brook_err!(
+                Internal,
+                "session function ordered by another column"
             ));
         }
         let input = self.build(&w.input)?;

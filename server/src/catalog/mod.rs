@@ -13,15 +13,19 @@ pub mod table;
 
 use crate::pg::types::PgType;
 use crate::storage::sync_dir;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Name of the database every server has.
+/// Name of the database every server has (where a client without a database name lands).
 pub const DEFAULT_DATABASE: &str = "brook";
+/// The databases every PostgreSQL installation has, which tools connect to before they list
+/// or create anything (`psql -l`, pg_dumpall, createdb connect to `postgres` or
+/// `template1`): present in every catalog, added to an older one when it opens.
+pub const STANDARD_DATABASES: [&str; 2] = ["postgres", "template1"];
 /// Name of the schema every database has.
 pub const DEFAULT_SCHEMA: &str = "public";
 
@@ -107,9 +111,10 @@ impl RelationMeta {
             .iter()
             .position(|c| c.name == column)
             .ok_or_else(|| {
-                BrookError::UndefinedColumn(format!(
+                brook_err!(
+                    UndefinedColumn,
                     "column \"{column}\" of relation \"{relation}\" does not exist"
-                ))
+                )
             })
     }
 
@@ -163,17 +168,39 @@ pub struct CatalogDoc {
 
 impl Default for CatalogDoc {
     fn default() -> Self {
+        let mut doc = CatalogDoc {
+            next_id: 1,
+            databases: BTreeMap::from([(DEFAULT_DATABASE.to_string(), DatabaseMeta::new())]),
+        };
+        doc.add_standard_databases();
+        doc
+    }
+}
+
+impl DatabaseMeta {
+    /// An empty database with its `public` schema.
+    pub fn new() -> Self {
         let mut db = DatabaseMeta::default();
         db.schemas
             .insert(DEFAULT_SCHEMA.into(), SchemaMeta::default());
-        CatalogDoc {
-            next_id: 1,
-            databases: BTreeMap::from([(DEFAULT_DATABASE.to_string(), db)]),
-        }
+        db
     }
 }
 
 impl CatalogDoc {
+    /// Add the [`STANDARD_DATABASES`] that are missing (a catalog made before they were
+    /// standard, or one where they were dropped); true when one was added.
+    fn add_standard_databases(&mut self) -> bool {
+        let mut added = false;
+        for name in STANDARD_DATABASES {
+            if !self.databases.contains_key(name) {
+                self.databases.insert(name.to_string(), DatabaseMeta::new());
+                added = true;
+            }
+        }
+        added
+    }
+
     /// A database by name or 3D000.
     pub fn database(&self, name: &str) -> Result<&DatabaseMeta> {
         self.databases
@@ -218,18 +245,22 @@ impl Catalog {
     pub fn open(dir: &Path) -> Result<Catalog> {
         let path = dir.join("catalog.json");
         let doc = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                BrookError::internal(format!("catalog {} is unreadable: {e}", path.display()))
-            })?,
+            Ok(bytes) => {
+                let mut doc: CatalogDoc = serde_json::from_slice(&bytes).map_err(|e| {
+                    brook_err!(Internal, "catalog {} is unreadable: {e}", path.display())
+                })?;
+                if doc.add_standard_databases() {
+                    write_doc(dir, &doc)?;
+                }
+                doc
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let held = relation_dirs(dir)?;
                 if !held.is_empty() {
-                    return Err(BrookError::DataCorrupted(format!(
-                        "{} is missing but {} holds data of {} relation(s): refusing to start with an empty catalog. Restore catalog.json from a backup (or start with another --data-dir)",
+                    return Err(brook_err!(DataCorrupted, "{} is missing but {} holds data of {} relation(s): refusing to start with an empty catalog. Restore catalog.json from a backup (or start with another --data-dir)",
                         path.display(),
                         dir.join("relations").display(),
-                        held.len()
-                    )));
+                        held.len()));
                 }
                 let doc = CatalogDoc::default();
                 write_doc(dir, &doc)?;
@@ -323,7 +354,7 @@ mod tests {
         .unwrap();
         let err = cat.update(|d| {
             d.databases.insert("nope".into(), DatabaseMeta::default());
-            Err::<(), _>(BrookError::internal("boom"))
+            Err::<(), _>(brook_err!(Internal, "boom"))
         });
         assert!(err.is_err());
         let again = Catalog::open(dir.path()).unwrap();
@@ -344,5 +375,21 @@ mod tests {
         assert_eq!(err.sqlstate(), "XX001");
         assert!(err.to_string().contains("catalog.json is missing"), "{err}");
         assert!(dir.path().join("relations/7").exists());
+    }
+
+    /// `postgres` and `template1` are in a new catalog and are added to an older one.
+    #[test]
+    fn standard_databases_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(dir.path()).unwrap();
+        assert!(cat.read().database("postgres").is_ok());
+        cat.update(|d| {
+            d.databases.remove("template1");
+            Ok(())
+        })
+        .unwrap();
+        let again = Catalog::open(dir.path()).unwrap();
+        assert!(again.read().database("template1").is_ok());
+        assert!(again.read().database(DEFAULT_DATABASE).is_ok());
     }
 }

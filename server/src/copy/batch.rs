@@ -4,7 +4,7 @@ use super::convert::{binary_values, text_to_column};
 use super::*;
 use crate::pg::fast_text::{fast_integers, RawText};
 use crate::pg::types::PgType;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef};
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -214,12 +214,10 @@ impl RawBatch {
             };
             if t.not_null[ci] && a.null_count() > 0 {
                 let bad = (0..rows).find(|&r| a.is_null(r)).unwrap_or(0);
-                return Err(BrookError::NotNullViolation(format!(
-                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint (line {})",
+                return Err(brook_err!(NotNullViolation, "null value in column \"{}\" of relation \"{}\" violates not-null constraint (line {})",
                     t.schema.field(ci).name(),
                     t.table,
-                    lines.get(bad).copied().unwrap_or(0)
-                )));
+                    lines.get(bad).copied().unwrap_or(0)));
             }
             arrays.push(a);
         }
@@ -278,11 +276,12 @@ pub(super) fn strings(
                 nulls.as_ref().is_none_or(|n| n.is_valid(*r))
                     && std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_err()
             });
-            BrookError::BadEncoding(format!(
+            brook_err!(
+                BadEncoding,
                 "invalid byte sequence for encoding \"UTF8\" (COPY {}, line {})",
                 t.table,
                 bad.and_then(|(r, _)| lines.get(r).copied()).unwrap_or(0)
-            ))
+            )
         })
 }
 

@@ -3,7 +3,7 @@
 
 use crate::pg::fast_text::RawText;
 use crate::pg::types::PgType;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use std::sync::Arc;
@@ -37,10 +37,11 @@ pub fn text_to_column(
                 None => b.append_null(),
                 Some(v) => b.append_value(
                     brook_planner::bytea::parse_bytea(v.as_bytes()).ok_or_else(|| {
-                        BrookError::InvalidText(format!(
+                        brook_err!(
+                            InvalidText,
                             "invalid input syntax for type bytea (COPY {table}, line {})",
                             line_of(r)
-                        ))
+                        )
                     })?,
                 ),
             }
@@ -109,28 +110,32 @@ pub fn text_to_column(
             PgType::Date | PgType::Time | PgType::Timestamp | PgType::Timestamptz
         );
         return Err(if is_numeric_type && numeric_like {
-            BrookError::OutOfRange(format!(
+            brook_err!(
+                OutOfRange,
                 "value \"{text}\" is out of range for type {} {ctx}",
                 ty.name()
-            ))
+            )
         } else if is_datetime_type {
             // PostgreSQL: a well-formed value with a field out of range is 22008, other
             // text 22007.
             if brook_common::error::is_well_formed_datetime(&text) {
-                BrookError::DatetimeOverflow(format!(
+                brook_err!(
+                    DatetimeOverflow,
                     "date/time field value out of range: \"{text}\" {ctx}"
-                ))
+                )
             } else {
-                BrookError::InvalidDatetime(format!(
+                brook_err!(
+                    InvalidDatetime,
                     "invalid input syntax for type {}: \"{text}\" {ctx}",
                     ty.name()
-                ))
+                )
             }
         } else {
-            BrookError::InvalidText(format!(
+            brook_err!(
+                InvalidText,
                 "invalid input syntax for type {}: \"{text}\" {ctx}",
                 ty.name()
-            ))
+            )
         });
     }
     check_lengths(&out, ty, line_of, table, column)?;
@@ -156,11 +161,12 @@ pub fn check_lengths(
         for (r, v) in s.iter().enumerate() {
             if let Some(v) = v {
                 if v.chars().count() > limit && v.trim_end_matches(' ').chars().count() > limit {
-                    return Err(BrookError::StringTooLong(format!(
+                    return Err(brook_err!(
+                        StringTooLong,
                         "value too long for type {} (COPY {table}, line {}, column {column})",
                         ty.name(),
                         line_of(r)
-                    )));
+                    ));
                 }
             }
         }
@@ -247,10 +253,11 @@ pub(super) fn binary_values(
 ) -> Result<ArrayRef> {
     use datafusion::arrow::array::*;
     let bad = |r: usize, what: &str| {
-        BrookError::BadCopyFormat(format!(
+        brook_err!(
+            BadCopyFormat,
             "incorrect binary data format for {what} in column {column} (row {})",
             lines.get(r).copied().unwrap_or(0)
-        ))
+        )
     };
     fn fixed<const N: usize>(v: &[u8]) -> Option<[u8; N]> {
         v.try_into().ok()
@@ -270,10 +277,11 @@ pub(super) fn binary_values(
     // PostgreSQL's infinite dates and timestamps (the extreme values) and intervals past
     // nanosecond range have no Arrow representation: refused, never stored as garbage.
     let range = |r: usize, what: &str| {
-        BrookError::DatetimeOverflow(format!(
+        brook_err!(
+            DatetimeOverflow,
             "{what} out of range in column {column} (row {}): infinite or too far from 2000-01-01",
             lines.get(r).copied().unwrap_or(0)
-        ))
+        )
     };
     let epoch_shift = |r: usize, v: &[u8], what: &str| -> Result<i64> {
         let raw = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, what))?);

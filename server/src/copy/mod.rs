@@ -15,7 +15,7 @@ pub use convert::{check_lengths, text_to_column};
 pub use out::CopyOutEncoder;
 pub use parse::CopyParser;
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption};
 
 /// Rows per batch produced by COPY IN.
@@ -54,9 +54,10 @@ impl CopyOptions {
                         "csv" => CopyFormat::Csv,
                         "binary" => CopyFormat::Binary,
                         other => {
-                            return Err(BrookError::InvalidParameter(format!(
+                            return Err(brook_err!(
+                                InvalidParameter,
                                 "COPY format \"{other}\" not recognized"
-                            )))
+                            ))
                         }
                     }
                 }
@@ -67,13 +68,14 @@ impl CopyOptions {
                 CopyOption::Escape(c) => escape = Some(single_byte(*c, "escape")?),
                 CopyOption::Encoding(e) => {
                     if !e.eq_ignore_ascii_case("utf8") && !e.eq_ignore_ascii_case("utf-8") {
-                        return Err(BrookError::unsupported(format!(
+                        return Err(brook_err!(
+                            Unsupported,
                             "COPY encoding {e} (only UTF8 is supported)"
-                        )));
+                        ));
                     }
                 }
                 CopyOption::Freeze(_) => {}
-                other => return Err(BrookError::unsupported(format!("COPY option {other}"))),
+                other => return Err(brook_err!(Unsupported, "COPY option {other}")),
             }
         }
         for o in legacy {
@@ -92,19 +94,18 @@ impl CopyOptions {
                             CopyLegacyCsvOption::Escape(e) => {
                                 escape = Some(single_byte(*e, "escape")?)
                             }
-                            other => {
-                                return Err(BrookError::unsupported(format!("COPY option {other}")))
-                            }
+                            other => return Err(brook_err!(Unsupported, "COPY option {other}")),
                         }
                     }
                 }
-                other => return Err(BrookError::unsupported(format!("COPY option {other}"))),
+                other => return Err(brook_err!(Unsupported, "COPY option {other}")),
             }
         }
         let csv = format == CopyFormat::Csv;
         if header && format == CopyFormat::Text {
-            return Err(BrookError::unsupported(
-                "COPY HEADER in text format (use FORMAT csv)",
+            return Err(brook_err!(
+                Unsupported,
+                "COPY HEADER in text format (use FORMAT csv)"
             ));
         }
         let quote = quote.unwrap_or(b'"');
@@ -123,9 +124,10 @@ fn single_byte(c: char, what: &str) -> Result<u8> {
     if c.is_ascii() {
         Ok(c as u8)
     } else {
-        Err(BrookError::InvalidParameter(format!(
+        Err(brook_err!(
+            InvalidParameter,
             "COPY {what} must be a single one-byte character"
-        )))
+        ))
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::pg::encode::ColumnView;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::record_batch::RecordBatch;
 
 /// Formats result batches as COPY TO text or CSV.
@@ -15,7 +15,7 @@ impl CopyOutEncoder {
     /// An encoder with the statement's options.
     pub fn new(opts: CopyOptions) -> Result<Self> {
         if opts.format == CopyFormat::Binary {
-            return Err(BrookError::unsupported("COPY TO with FORMAT binary"));
+            return Err(brook_err!(Unsupported, "COPY TO with FORMAT binary"));
         }
         Ok(CopyOutEncoder {
             opts,

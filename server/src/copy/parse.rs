@@ -2,7 +2,7 @@
 //! at a time for the bytes that matter) and binary.
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 
 /// Incremental parser of COPY IN data.
 pub struct CopyParser {
@@ -89,9 +89,7 @@ impl CopyParser {
                 let consumed = self.parse_binary(row)?;
                 self.buf.drain(..consumed);
                 if !self.buf.is_empty() || !self.finished && self.binary_header_done {
-                    return Err(BrookError::BadCopyFormat(
-                        "unexpected EOF in COPY data".into(),
-                    ));
+                    return Err(brook_err!(BadCopyFormat, "unexpected EOF in COPY data"));
                 }
             }
             _ => {
@@ -272,10 +270,11 @@ impl CopyParser {
             }
             if eof && !b.is_empty() {
                 if in_quote {
-                    return Err(BrookError::BadCopyFormat(format!(
+                    return Err(brook_err!(
+                        BadCopyFormat,
                         "unterminated CSV quoted field (line {})",
                         self.line
-                    )));
+                    ));
                 }
                 return Ok(Some((pos + b.len(), quoted)));
             }
@@ -299,14 +298,16 @@ impl CopyParser {
                 return Ok(0);
             }
             if &b[..SIG.len()] != SIG {
-                return Err(BrookError::BadCopyFormat(
-                    "COPY file signature not recognized".into(),
+                return Err(brook_err!(
+                    BadCopyFormat,
+                    "COPY file signature not recognized"
                 ));
             }
             let ext = i32::from_be_bytes([b[15], b[16], b[17], b[18]]);
             if ext < 0 {
-                return Err(BrookError::BadCopyFormat(
-                    "invalid COPY file header (negative extension length)".into(),
+                return Err(brook_err!(
+                    BadCopyFormat,
+                    "invalid COPY file header (negative extension length)"
                 ));
             }
             let hdr = SIG.len() + 8 + ext as usize;
@@ -326,10 +327,11 @@ impl CopyParser {
                 return Ok(b.len());
             }
             if n < 0 {
-                return Err(BrookError::BadCopyFormat(format!(
+                return Err(brook_err!(
+                    BadCopyFormat,
                     "invalid field count {n} in binary COPY row {}",
                     self.line
-                )));
+                ));
             }
             // First check the whole row is buffered, then hand its fields out.
             let mut p = pos + 2;
@@ -342,10 +344,11 @@ impl CopyParser {
                 let len = i32::from_be_bytes([b[p], b[p + 1], b[p + 2], b[p + 3]]);
                 p += 4;
                 if len < -1 {
-                    return Err(BrookError::BadCopyFormat(format!(
+                    return Err(brook_err!(
+                        BadCopyFormat,
                         "invalid field length in binary COPY row {}",
                         self.line
-                    )));
+                    ));
                 }
                 if len > 0 {
                     if b.len() < p + len as usize {
@@ -504,9 +507,10 @@ pub(super) fn emit_csv<S: RowSink>(
             }
         }
         if in_quote {
-            return Err(BrookError::BadCopyFormat(format!(
+            return Err(brook_err!(
+                BadCopyFormat,
                 "unterminated CSV quoted field (line {line})"
-            )));
+            ));
         }
         let raw = &rec[start..i];
         if !quoted_any && raw == opts.null.as_bytes() {

@@ -4,7 +4,7 @@
 use crate::catalog::table::BrookTable;
 use crate::catalog::{Catalog, CatalogDoc, RelKind, RelationMeta, DEFAULT_DATABASE};
 use crate::storage::{CacheBudget, TableStore};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::catalog::{
     CatalogProvider, MemoryCatalogProvider, MemoryCatalogProviderList, MemorySchemaProvider,
     SchemaProvider,
@@ -125,7 +125,7 @@ impl Engine {
             let store = TableStore::open(&relation_dir(data_dir, id), budget.clone()).map_err(
                 |e| match e {
                     BrookError::DataCorrupted(m) => {
-                        BrookError::DataCorrupted(format!("relation {db}.{schema}.{name}: {m}"))
+                        brook_err!(DataCorrupted, "relation {db}.{schema}.{name}: {m}")
                     }
                     other => other,
                 },
@@ -210,6 +210,7 @@ impl Engine {
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::udf::functions::register(&ctx);
+        crate::udf::pg_admin::register(&ctx);
         crate::udf::checked::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         brook_synopses::functions::register(&ctx);
@@ -255,7 +256,7 @@ impl Engine {
         lock(&self.stores)
             .get(&id)
             .cloned()
-            .ok_or_else(|| BrookError::internal(format!("no store for relation {id}")))
+            .ok_or_else(|| brook_err!(Internal, "no store for relation {id}"))
     }
 
     /// Create a relation: its id is allocated, its data directory made and its catalog
@@ -299,7 +300,7 @@ impl Engine {
     fn register(&self, db: &Database, schema: &str, name: &str, meta: RelationMeta) -> Result<()> {
         let provider = db
             .schema_provider(schema)
-            .ok_or_else(|| BrookError::internal(format!("schema {schema} missing from context")))?;
+            .ok_or_else(|| brook_err!(Internal, "schema {schema} missing from context"))?;
         provider.deregister_table(name)?;
         provider.register_table(name.to_string(), self.provider(meta)?)?;
         Ok(())
@@ -337,9 +338,10 @@ impl Engine {
             .downcast_ref::<crate::stream::view::ViewTable>()
             .map(|v| v.state.clone())
             .ok_or_else(|| {
-                BrookError::WrongObjectType(format!(
+                brook_err!(
+                    WrongObjectType,
                     "\"{name}\" is not a materialized view or synopsis"
-                ))
+                )
             })
     }
 
@@ -384,12 +386,8 @@ impl Engine {
         let doc = self.catalog.read();
         match doc.relation_by_id(meta.id) {
             Some(m) if m == meta => Ok(txn),
-            Some(_) => Err(BrookError::SerializationFailure(
-                "could not write: the relation's definition changed (a concurrent ALTER TABLE) while this statement waited; retry it".into(),
-            )),
-            None => Err(BrookError::SerializationFailure(
-                "could not write: the relation was dropped while this statement waited".into(),
-            )),
+            Some(_) => Err(brook_err!(SerializationFailure, "could not write: the relation's definition changed (a concurrent ALTER TABLE) while this statement waited; retry it")),
+            None => Err(brook_err!(SerializationFailure, "could not write: the relation was dropped while this statement waited")),
         }
     }
 
@@ -428,11 +426,12 @@ impl Engine {
                         Err(BrookError::UndefinedTable(name.into()))
                     }
                 }
-                Some(r) if r.kind != kind => Err(BrookError::WrongObjectType(format!(
+                Some(r) if r.kind != kind => Err(brook_err!(
+                    WrongObjectType,
                     "\"{name}\" is not a {}; use DROP {}",
                     kind.noun(),
                     r.kind.noun().to_uppercase()
-                ))),
+                )),
                 Some(_) => {
                     s.indexes.retain(|_, ix| ix.table != name);
                     Ok(s.relations.remove(name))
@@ -504,9 +503,7 @@ impl Engine {
             }
         };
         if !rels.is_empty() && !cascade {
-            return Err(BrookError::InvalidDefinition(format!(
-                "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"
-            )));
+            return Err(brook_err!(InvalidDefinition, "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"));
         }
         for (r, kind) in rels {
             self.drop_relation(db, name, &r, kind, true)?;
@@ -533,10 +530,8 @@ impl Engine {
                     })
                 };
             }
-            let mut d = crate::catalog::DatabaseMeta::default();
-            d.schemas
-                .insert(crate::catalog::DEFAULT_SCHEMA.into(), Default::default());
-            doc.databases.insert(name.to_string(), d);
+            doc.databases
+                .insert(name.to_string(), crate::catalog::DatabaseMeta::new());
             Ok(())
         })
     }
@@ -544,14 +539,22 @@ impl Engine {
     /// Drop a database nobody is connected to.
     pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<()> {
         if name == DEFAULT_DATABASE {
-            return Err(BrookError::InvalidDefinition(format!(
+            return Err(brook_err!(
+                InvalidDefinition,
                 "cannot drop the default database \"{name}\""
-            )));
+            ));
+        }
+        if name == "template1" {
+            return Err(brook_err!(
+                WrongObjectType,
+                "cannot drop a template database"
+            ));
         }
         if self.database_in_use(name) {
-            return Err(BrookError::ObjectInUse(format!(
+            return Err(brook_err!(
+                ObjectInUse,
                 "database \"{name}\" is being accessed by other users"
-            )));
+            ));
         }
         let removed = self
             .catalog

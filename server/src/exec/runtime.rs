@@ -8,7 +8,7 @@
 //! the operating system shares the cores between them). A cancel or a statement timeout
 //! answers the client at once; the computation stops at its next yield.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
@@ -42,7 +42,7 @@ pub async fn run<T: Send + 'static>(
     statements()
         .spawn(fut)
         .await
-        .map_err(|e| BrookError::internal(format!("statement task failed: {e}")))
+        .map_err(|e| brook_err!(Internal, "statement task failed: {e}"))
 }
 
 /// Poll `stream` on the statement runtime; its batches come through a small channel, so a

@@ -5,7 +5,7 @@ use crate::ident::ident_name;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::write::coerce::repeat_scalar;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
 
@@ -40,7 +40,7 @@ impl Session {
                     let (mut cols, pk) =
                         self.columns_from_defs(std::slice::from_ref(&column_def), &[], meta.kind)?;
                     if !pk.is_empty() {
-                        return Err(BrookError::unsupported("ADD COLUMN ... PRIMARY KEY"));
+                        return Err(brook_err!(Unsupported, "ADD COLUMN ... PRIMARY KEY"));
                     }
                     let col = cols.remove(0);
                     let mut next = meta.clone();
@@ -54,10 +54,11 @@ impl Session {
                         None
                     };
                     if next.columns[idx].not_null && fill.is_none() && store.row_count() > 0 {
-                        return Err(BrookError::NotNullViolation(format!(
+                        return Err(brook_err!(
+                            NotNullViolation,
                             "column \"{}\" of relation \"{name}\" contains null values",
                             next.columns[idx].name
-                        )));
+                        ));
                     }
                     let new_schema = next.schema();
                     let mut txn = self.begin_write(&meta, &store, true).await?;
@@ -82,7 +83,7 @@ impl Session {
                         .update_relation(&self.db, &schema, &name, next.clone())?;
                     meta = next;
                 }
-                other => return Err(BrookError::unsupported(format!("ALTER TABLE {other}"))),
+                other => return Err(brook_err!(Unsupported, "ALTER TABLE {other}")),
             }
         }
         Ok(Outcome::Command("ALTER TABLE".into()))
@@ -93,9 +94,10 @@ impl Session {
             let (schema, name) = self.resolve(&target.name)?;
             let (meta, store) = self.writable(&schema, &name)?;
             if meta.kind == RelKind::Stream {
-                return Err(BrookError::WrongObjectType(format!(
+                return Err(brook_err!(
+                    WrongObjectType,
                     "cannot truncate stream \"{name}\": streams are append-only"
-                )));
+                ));
             }
             let txn = self.begin_write(&meta, &store, true).await?;
             txn.commit()?;

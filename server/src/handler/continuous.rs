@@ -15,7 +15,7 @@ use crate::stream::plan::continuous_plan;
 use crate::stream::plan::plan_query_continuous;
 use crate::stream::plan::plan_view_sql;
 use crate::stream::queries::QueryStats;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_operators::graph::GraphPlan;
 use brook_planner::continuous::ContinuousOptions;
 use datafusion::arrow::array::RecordBatch;
@@ -50,8 +50,9 @@ pub(crate) fn wire_schema(
 }
 
 pub(crate) fn emit_misplaced() -> BrookError {
-    BrookError::unsupported(
-        "EMIT ON WINDOW CLOSE outside DECLARE CURSOR (it applies to continuous queries)",
+    brook_err!(
+        Unsupported,
+        "EMIT ON WINDOW CLOSE outside DECLARE CURSOR (it applies to continuous queries)"
     )
 }
 
@@ -59,15 +60,15 @@ impl Session {
     /// EXPLAIN DECLARE name CURSOR FOR query: the continuous plan the cursor would run.
     pub(crate) async fn explain_declare(&mut self, declare: Statement) -> Result<Outcome> {
         let Statement::Declare { stmts } = declare else {
-            return Err(BrookError::internal("EXPLAIN DECLARE lost its DECLARE"));
+            return Err(brook_err!(Internal, "EXPLAIN DECLARE lost its DECLARE"));
         };
         let [d] = stmts.as_slice() else {
-            return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+            return Err(brook_err!(Syntax, "DECLARE takes one cursor name"));
         };
         let q = d
             .for_query
             .clone()
-            .ok_or_else(|| BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into()))?;
+            .ok_or_else(|| brook_err!(Syntax, "DECLARE CURSOR needs FOR <query>"))?;
         Box::pin(self.explain_continuous(Statement::Query(q), ContinuousOptions::default(), false))
             .await
     }
@@ -87,11 +88,12 @@ impl Session {
             Statement::Explain { statement, .. } => match *statement {
                 Statement::Declare { stmts } => {
                     let [d] = stmts.as_slice() else {
-                        return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+                        return Err(brook_err!(Syntax, "DECLARE takes one cursor name"));
                     };
-                    let q = d.for_query.clone().ok_or_else(|| {
-                        BrookError::Syntax("DECLARE CURSOR needs FOR <query>".into())
-                    })?;
+                    let q = d
+                        .for_query
+                        .clone()
+                        .ok_or_else(|| brook_err!(Syntax, "DECLARE CURSOR needs FOR <query>"))?;
                     self.explain_continuous(Statement::Query(q), options, true)
                         .await
                 }
@@ -117,8 +119,9 @@ impl Session {
                 ..
             } => {
                 if !matches!(target, SqlCopyTarget::Stdout) {
-                    return Err(BrookError::unsupported(
-                        "COPY TO a file or program (use COPY ... TO STDOUT)",
+                    return Err(brook_err!(
+                        Unsupported,
+                        "COPY TO a file or program (use COPY ... TO STDOUT)"
                     ));
                 }
                 let opts = CopyOptions::from_sql(&copy_options, &legacy_options)?;
@@ -138,13 +141,15 @@ impl Session {
         options: ContinuousOptions,
     ) -> Result<Outcome> {
         if cv.or_replace || cv.or_alter {
-            return Err(BrookError::unsupported(
-                "CREATE OR REPLACE MATERIALIZED VIEW",
+            return Err(brook_err!(
+                Unsupported,
+                "CREATE OR REPLACE MATERIALIZED VIEW"
             ));
         }
         if !cv.columns.is_empty() {
-            return Err(BrookError::unsupported(
-                "a column list in CREATE MATERIALIZED VIEW (alias the query's columns)",
+            return Err(brook_err!(
+                Unsupported,
+                "a column list in CREATE MATERIALIZED VIEW (alias the query's columns)"
             ));
         }
         let (schema, name) = self.resolve(&cv.name)?;

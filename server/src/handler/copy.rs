@@ -10,8 +10,7 @@ use crate::write::copy_in::copy_feed;
 use crate::write::copy_in::BatchWriter;
 use crate::write::copy_in::CopyIn;
 use crate::write::copy_in::CopyWriter;
-use brook_common::{BrookError, Result};
-use brook_planner::BrookStatement;
+use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{self, CopySource, CopyTarget as SqlCopyTarget, Statement};
 use std::sync::Arc;
 
@@ -28,8 +27,9 @@ impl Session {
         let opts = CopyOptions::from_sql(options, legacy)?;
         if to {
             if !matches!(target, SqlCopyTarget::Stdout) {
-                return Err(BrookError::unsupported(
-                    "COPY TO a file or program (use COPY ... TO STDOUT)",
+                return Err(brook_err!(
+                    Unsupported,
+                    "COPY TO a file or program (use COPY ... TO STDOUT)"
                 ));
             }
             let stmt = match source {
@@ -54,10 +54,10 @@ impl Session {
                         quote_ident(&schema),
                         quote_ident(&name)
                     );
-                    match brook_planner::parser::parse_one(&sql)? {
-                        BrookStatement::Sql(s) => *s,
-                        _ => {
-                            return Err(BrookError::internal("COPY TO query did not parse as SQL"))
+                    match brook_planner::parser::parse_one(&sql)?.into_plain_sql() {
+                        Some(s) => s,
+                        None => {
+                            return Err(brook_err!(Internal, "COPY TO query did not parse as SQL"))
                         }
                     }
                 }
@@ -68,13 +68,15 @@ impl Session {
             return Ok(Outcome::CopyOut { opts, stream });
         }
         if !matches!(target, SqlCopyTarget::Stdin) {
-            return Err(BrookError::unsupported(
-                "COPY FROM a file or program (use COPY ... FROM STDIN)",
+            return Err(brook_err!(
+                Unsupported,
+                "COPY FROM a file or program (use COPY ... FROM STDIN)"
             ));
         }
         if !values.is_empty() {
-            return Err(BrookError::unsupported(
-                "inline COPY data in the query string",
+            return Err(brook_err!(
+                Unsupported,
+                "inline COPY data in the query string"
             ));
         }
         let CopySource::Table {
@@ -82,8 +84,9 @@ impl Session {
             columns,
         } = source
         else {
-            return Err(BrookError::Syntax(
-                "COPY ... FROM does not support a query as a source".into(),
+            return Err(brook_err!(
+                Syntax,
+                "COPY ... FROM does not support a query as a source"
             ));
         };
         let (schema, name) = self.resolve(&table_name)?;
@@ -96,9 +99,10 @@ impl Session {
                 let n = ident_name(c);
                 let i = meta.column_index(&n, &name)?;
                 if v.contains(&i) {
-                    return Err(BrookError::Syntax(format!(
+                    return Err(brook_err!(
+                        Syntax,
                         "column \"{n}\" specified more than once"
-                    )));
+                    ));
                 }
                 v.push(i);
             }
@@ -136,8 +140,9 @@ impl Session {
     /// COPY data arrived. On error the COPY is aborted (nothing of it is visible).
     pub async fn copy_data(&mut self, data: &[u8]) -> Result<()> {
         let Some(c) = self.copy_in.as_mut() else {
-            return Err(BrookError::Protocol(
-                "COPY data received outside of COPY IN".into(),
+            return Err(brook_err!(
+                Protocol,
+                "COPY data received outside of COPY IN"
             ));
         };
         let res = copy_feed(c, data, false).await;
@@ -150,9 +155,7 @@ impl Session {
     /// COPY data ended: flush, commit, return the row count.
     pub async fn copy_done(&mut self) -> Result<usize> {
         let Some(mut c) = self.copy_in.take() else {
-            return Err(BrookError::Protocol(
-                "CopyDone received outside of COPY IN".into(),
-            ));
+            return Err(brook_err!(Protocol, "CopyDone received outside of COPY IN"));
         };
         copy_feed(&mut c, &[], true).await?;
         let mut w = c.writer.finish().await?;

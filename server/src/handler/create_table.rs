@@ -7,7 +7,7 @@ use crate::session::Outcome;
 use crate::session::Session;
 use crate::settings::parse_timeout;
 use crate::write::WriteMode;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_planner::CreateStream;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::sql::sqlparser::ast::{self, ColumnOption, Expr, Statement, TableConstraint};
@@ -29,11 +29,12 @@ pub(crate) fn stored_columns(
             let ty = PgType::from_field(f)
                 .or_else(|| pg_type_of_arrow(f.data_type()))
                 .ok_or_else(|| {
-                    BrookError::unsupported(format!(
+                    brook_err!(
+                        Unsupported,
                         "column \"{}\" has type {} which {what} cannot store",
                         named.name(),
                         f.data_type()
-                    ))
+                    )
                 })?;
             Ok(ColumnMeta {
                 name: named.name().clone(),
@@ -85,9 +86,10 @@ impl Session {
         for d in defs {
             let name = ident_name(&d.name);
             if brook_common::columns::is_reserved(&name) {
-                return Err(BrookError::InvalidDefinition(format!(
+                return Err(brook_err!(
+                    InvalidDefinition,
                     "column name \"{name}\" is reserved"
-                )));
+                ));
             }
             if columns.iter().any(|c| c.name == name) {
                 return Err(BrookError::DuplicateObject {
@@ -110,16 +112,18 @@ impl Session {
                     ColumnOption::Default(e) => col.default = Some(e.to_string()),
                     ColumnOption::PrimaryKey(_) => {
                         if !pk.is_empty() {
-                            return Err(BrookError::InvalidDefinition(
-                                "multiple primary keys for a table are not allowed".into(),
+                            return Err(brook_err!(
+                                InvalidDefinition,
+                                "multiple primary keys for a table are not allowed"
                             ));
                         }
                         pk.push(name.clone());
                     }
                     other => {
-                        return Err(BrookError::unsupported(format!(
+                        return Err(brook_err!(
+                            Unsupported,
                             "column constraint {other} is not supported yet"
-                        )))
+                        ))
                     }
                 }
             }
@@ -129,43 +133,50 @@ impl Session {
             match c {
                 TableConstraint::PrimaryKey(p) => {
                     if !pk.is_empty() {
-                        return Err(BrookError::InvalidDefinition(
-                            "multiple primary keys for a table are not allowed".into(),
+                        return Err(brook_err!(
+                            InvalidDefinition,
+                            "multiple primary keys for a table are not allowed"
                         ));
                     }
                     for ic in &p.columns {
                         match &ic.column.expr {
                             Expr::Identifier(i) => pk.push(ident_name(i)),
                             other => {
-                                return Err(BrookError::unsupported(format!(
+                                return Err(brook_err!(
+                                    Unsupported,
                                     "primary key on expression {other}"
-                                )))
+                                ))
                             }
                         }
                     }
                 }
                 other => {
-                    return Err(BrookError::unsupported(format!(
+                    return Err(brook_err!(
+                        Unsupported,
                         "table constraint {other} is not supported yet"
-                    )))
+                    ))
                 }
             }
         }
         if !pk.is_empty() && kind == RelKind::Stream {
-            return Err(BrookError::InvalidDefinition(
-                "a stream is append-only and cannot have a PRIMARY KEY".into(),
+            return Err(brook_err!(
+                InvalidDefinition,
+                "a stream is append-only and cannot have a PRIMARY KEY"
             ));
         }
         let mut pk_idx = Vec::new();
         for k in pk {
             let i = columns.iter().position(|c| c.name == k).ok_or_else(|| {
-                BrookError::UndefinedColumn(format!("column \"{k}\" named in key does not exist"))
+                brook_err!(
+                    UndefinedColumn,
+                    "column \"{k}\" named in key does not exist"
+                )
             })?;
             columns[i].not_null = true;
             pk_idx.push(i);
         }
         if columns.is_empty() {
-            return Err(BrookError::unsupported("tables without columns"));
+            return Err(brook_err!(Unsupported, "tables without columns"));
         }
         Ok((columns, pk_idx))
     }
@@ -173,7 +184,7 @@ impl Session {
     pub(crate) async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
         let (schema, name) = self.resolve(&ct.name)?;
         if ct.temporary {
-            return Err(BrookError::unsupported("CREATE TEMPORARY TABLE"));
+            return Err(brook_err!(Unsupported, "CREATE TEMPORARY TABLE"));
         }
         if let Some(q) = ct.query {
             return self
@@ -239,21 +250,20 @@ impl Session {
         let (columns, _) = self.columns_from_defs(&cs.columns, &cs.constraints, RelKind::Stream)?;
         let watermark = match cs.watermark {
             Some(w) => {
-                let col = columns
-                    .iter()
-                    .find(|c| c.name == w.column.to_lowercase() || c.name == w.column)
-                    .ok_or_else(|| {
-                        BrookError::UndefinedColumn(format!(
-                            "watermark column \"{}\" does not exist",
-                            w.column
-                        ))
-                    })?;
+                let col = columns.iter().find(|c| c.name == w.column).ok_or_else(|| {
+                    brook_err!(
+                        UndefinedColumn,
+                        "watermark column \"{}\" does not exist",
+                        w.column
+                    )
+                })?;
                 if !matches!(col.ty, PgType::Timestamp | PgType::Timestamptz) {
-                    return Err(BrookError::DatatypeMismatch(format!(
+                    return Err(brook_err!(
+                        DatatypeMismatch,
                         "watermark column \"{}\" must be a timestamp, not {}",
                         col.name,
                         col.ty.name()
-                    )));
+                    ));
                 }
                 Some(WatermarkMeta {
                     column: col.name.clone(),
@@ -270,14 +280,15 @@ impl Session {
                     ident_name(key),
                     value.to_string().trim_matches('\'').to_string(),
                 )),
-                other => Err(BrookError::unsupported(format!("stream option {other}"))),
+                other => Err(brook_err!(Unsupported, "stream option {other}")),
             })
             .collect::<Result<BTreeMap<_, _>>>()?;
         if let Some(text) = options.get(crate::stream::queries::IDLE_TIMEOUT) {
             parse_timeout(text)?;
             if watermark.is_none() {
-                return Err(BrookError::InvalidParameter(
-                    "idle_timeout applies to a stream with a WATERMARK FOR clause".into(),
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "idle_timeout applies to a stream with a WATERMARK FOR clause"
                 ));
             }
         }

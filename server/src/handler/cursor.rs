@@ -9,7 +9,7 @@ use crate::session::Outcome;
 use crate::session::Session;
 use crate::settings::parse_timeout;
 use crate::settings::FETCH_TIMEOUT;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_planner::continuous::ContinuousOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::sql::sqlparser::ast::{self, Ident, Statement};
@@ -29,7 +29,7 @@ impl Session {
             Statement::Fetch {
                 name, direction, ..
             } => self.fetch(&name, &direction, timeout).await,
-            _ => Err(BrookError::internal("FETCH WITH is not a FETCH")),
+            _ => Err(brook_err!(Internal, "FETCH WITH is not a FETCH")),
         }
     }
 
@@ -57,17 +57,16 @@ impl Session {
     ) -> Result<Outcome> {
         for d in stmts {
             let [name] = d.names.as_slice() else {
-                return Err(BrookError::Syntax("DECLARE takes one cursor name".into()));
+                return Err(brook_err!(Syntax, "DECLARE takes one cursor name"));
             };
             let name = ident_name(name);
             let Some(q) = d.for_query else {
-                return Err(BrookError::Syntax(
-                    "DECLARE CURSOR needs FOR <query>".into(),
-                ));
+                return Err(brook_err!(Syntax, "DECLARE CURSOR needs FOR <query>"));
             };
             if d.scroll == Some(true) {
-                return Err(BrookError::unsupported(
-                    "SCROLL cursors (cursors scan forward only)",
+                return Err(brook_err!(
+                    Unsupported,
+                    "SCROLL cursors (cursors scan forward only)"
                 ));
             }
             if self.cursors.contains_key(&name) {
@@ -89,9 +88,7 @@ impl Session {
                 }
                 None => {
                     if options.emit_on_window_close {
-                        return Err(BrookError::unsupported(
-                            "EMIT ON WINDOW CLOSE over tables only (it applies to queries over streams)",
-                        ));
+                        return Err(brook_err!(Unsupported, "EMIT ON WINDOW CLOSE over tables only (it applies to queries over streams)"));
                     }
                     let df = self.ctx.execute_logical_plan(plan).await?;
                     let schema = pg_named(df.schema().as_arrow().clone(), names);
@@ -123,8 +120,8 @@ impl Session {
             match &v.value {
                 ast::Value::Number(n, _) => n
                     .parse::<usize>()
-                    .map_err(|_| BrookError::Syntax(format!("invalid FETCH count {n}"))),
-                other => Err(BrookError::Syntax(format!("invalid FETCH count {other}"))),
+                    .map_err(|_| brook_err!(Syntax, "invalid FETCH count {n}")),
+                other => Err(brook_err!(Syntax, "invalid FETCH count {other}")),
             }
         };
         let n = match direction {
@@ -134,9 +131,10 @@ impl Session {
             D::Forward { limit: None } => Some(1),
             D::All | D::ForwardAll => None,
             other => {
-                return Err(BrookError::ObjectState(format!(
+                return Err(brook_err!(
+                    ObjectState,
                     "FETCH {other}: cursors can only scan forward"
-                )))
+                ))
             }
         };
         let key = ident_name(name);
@@ -156,7 +154,7 @@ impl Session {
     /// The row shape of a FETCH: its cursor's.
     pub(crate) fn describe_fetch(&self, fetch: &Statement) -> Result<Option<SchemaRef>> {
         let Statement::Fetch { name, .. } = fetch else {
-            return Err(BrookError::internal("not a FETCH"));
+            return Err(brook_err!(Internal, "not a FETCH"));
         };
         let key = ident_name(name);
         match self.cursors.get(&key) {

@@ -11,7 +11,7 @@ use crate::session::Session;
 use crate::stream::plan::plan_query_continuous;
 use brook_common::Result;
 use brook_planner::continuous::ContinuousOptions;
-use brook_planner::BrookStatement;
+use brook_planner::{BrookStatement, StatementBody};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::sql::sqlparser::ast::{self, Expr, FromTable, Statement, TableFactor, TableObject};
 use std::collections::BTreeMap;
@@ -29,25 +29,21 @@ impl Session {
                 false,
             )]))
         };
-        match stmt {
-            BrookStatement::FetchWith { fetch, .. } => self.describe_fetch(fetch),
-            BrookStatement::Emit {
-                stmt,
-                on_window_close,
-            } => match stmt.as_ref() {
+        match (&stmt.body, stmt.emit) {
+            (StatementBody::FetchWith { fetch, .. }, _) => self.describe_fetch(fetch),
+            (StatementBody::Sql(s), Some(emit)) => match s.as_ref() {
                 Statement::Explain { .. } => Ok(Some(plan_schema())),
                 Statement::Query(_) => {
                     // The continuous result: with the change kind when it is updating.
                     let options = ContinuousOptions {
-                        emit_on_window_close: *on_window_close,
+                        emit_on_window_close: emit.on_window_close(),
                     };
-                    let p =
-                        plan_query_continuous(&self.ctx, stmt.as_ref().clone(), options).await?;
+                    let p = plan_query_continuous(&self.ctx, s.as_ref().clone(), options).await?;
                     Ok(Some(wire_schema(&p.graph, p.names)))
                 }
                 _ => Ok(Some(Arc::new(Schema::empty()))),
             },
-            BrookStatement::Sql(s) => match s.as_ref() {
+            (StatementBody::Sql(s), None) => match s.as_ref() {
                 Statement::Fetch { .. } => self.describe_fetch(s),
                 Statement::Explain { statement, .. }
                     if matches!(statement.as_ref(), Statement::Declare { .. }) =>
@@ -98,7 +94,7 @@ impl Session {
         let mut types: Vec<Type> = declared.to_vec();
         let (stmt, _) = self.approximated(stmt.clone())?;
         let stmt = &stmt;
-        let BrookStatement::Sql(s) = stmt else {
+        let (StatementBody::Sql(s), None) = (&stmt.body, stmt.emit) else {
             return Ok((types, self.describe(stmt).await?));
         };
         let mut inferred: BTreeMap<usize, Type> = BTreeMap::new();

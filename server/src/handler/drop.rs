@@ -4,7 +4,7 @@ use crate::catalog::RelKind;
 use crate::ident::object_parts;
 use crate::session::Outcome;
 use crate::session::Session;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{self, ObjectName, ObjectType};
 
 impl Session {
@@ -39,16 +39,17 @@ impl Session {
                 for n in names {
                     let name = object_parts(n)?.join(".");
                     if name == self.db.name {
-                        return Err(BrookError::ObjectInUse(format!(
+                        return Err(brook_err!(
+                            ObjectInUse,
                             "cannot drop the currently open database \"{name}\""
-                        )));
+                        ));
                     }
                     self.engine.drop_database(&name, if_exists)?;
                 }
                 Ok(Outcome::Command("DROP DATABASE".into()))
             }
             ObjectType::Index => self.drop_indexes(names, if_exists),
-            other => Err(BrookError::unsupported(format!("DROP {other}"))),
+            other => Err(brook_err!(Unsupported, "DROP {other}")),
         }
     }
 
@@ -135,12 +136,13 @@ impl Session {
                 self.dependents(&schema, &name)?.into_iter().next()
             {
                 // 2BP01, as PostgreSQL.
-                return Err(BrookError::DependentObjects(format!(
+                return Err(brook_err!(
+                    DependentObjects,
                     "cannot drop {} {name} because {} {vschema}.{vname} depends on it \
                      (use DROP ... CASCADE to drop the dependent objects too)",
                     kind.noun(),
                     vkind.noun()
-                )));
+                ));
             }
             self.engine
                 .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
@@ -159,9 +161,10 @@ impl Session {
             self.engine.catalog.update(|doc| {
                 let s = doc.schema_mut(&db, &schema)?;
                 if s.indexes.remove(&name).is_none() && !if_exists {
-                    return Err(BrookError::UndefinedObject(format!(
+                    return Err(brook_err!(
+                        UndefinedObject,
                         "index \"{name}\" does not exist"
-                    )));
+                    ));
                 }
                 Ok(())
             })?;

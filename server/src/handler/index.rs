@@ -5,7 +5,7 @@ use crate::ident::ident_name;
 use crate::ident::object_parts;
 use crate::session::Outcome;
 use crate::session::Session;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{self, Expr};
 
 impl Session {
@@ -18,22 +18,17 @@ impl Session {
                 Expr::Identifier(i) => {
                     let n = ident_name(i);
                     if !meta.columns.iter().any(|m| m.name == n) {
-                        return Err(BrookError::UndefinedColumn(format!(
-                            "column \"{n}\" does not exist"
-                        )));
+                        return Err(brook_err!(UndefinedColumn, "column \"{n}\" does not exist"));
                     }
                     columns.push(n);
                 }
-                other => {
-                    return Err(BrookError::unsupported(format!(
-                        "index on expression {other}"
-                    )))
-                }
+                other => return Err(brook_err!(Unsupported, "index on expression {other}")),
             }
         }
         if ci.unique {
-            return Err(BrookError::unsupported(
-                "CREATE UNIQUE INDEX (use a PRIMARY KEY)",
+            return Err(brook_err!(
+                Unsupported,
+                "CREATE UNIQUE INDEX (use a PRIMARY KEY)"
             ));
         }
         let name = match &ci.name {

@@ -9,8 +9,7 @@ use crate::pg::sql::pg_named;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::write::WriteMode;
-use brook_common::{BrookError, Result};
-use brook_planner::BrookStatement;
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::SendableRecordBatchStream;
@@ -30,13 +29,13 @@ pub(crate) fn returning_query(
 ) -> Result<(Statement, Option<Vec<brook_planner::rewrite::OutputName>>)> {
     let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
     let sql = format!("SELECT {} FROM {from}", items.join(", "));
-    let BrookStatement::Sql(q) = brook_planner::parser::parse_one(&sql)? else {
-        return Err(BrookError::internal(
-            "RETURNING list did not parse as a query",
+    let Some(mut q) = brook_planner::parser::parse_one(&sql)?.into_plain_sql() else {
+        return Err(brook_err!(
+            Internal,
+            "RETURNING list did not parse as a query"
         ));
     };
     let names = brook_planner::rewrite::output_names(&q);
-    let mut q = *q;
     pg_literals(&mut q)?;
     Ok((q, names))
 }
@@ -44,7 +43,7 @@ pub(crate) fn returning_query(
 impl Session {
     pub(crate) async fn insert(&mut self, ins: ast::Insert) -> Result<Outcome> {
         let TableObject::TableName(tn) = &ins.table else {
-            return Err(BrookError::unsupported("INSERT INTO TABLE FUNCTION"));
+            return Err(brook_err!(Unsupported, "INSERT INTO TABLE FUNCTION"));
         };
         let (schema, name) = self.resolve(tn)?;
         let (meta, store) = self.writable(&schema, &name)?;
@@ -54,9 +53,10 @@ impl Session {
             let cname = parts.last().cloned().unwrap_or_default();
             let i = meta.column_index(&cname, &name)?;
             if targets.contains(&i) {
-                return Err(BrookError::Syntax(format!(
+                return Err(brook_err!(
+                    Syntax,
                     "column \"{cname}\" specified more than once"
-                )));
+                ));
             }
             targets.push(i);
         }
@@ -66,14 +66,16 @@ impl Session {
                 OnConflictAction::DoNothing => WriteMode::SkipConflicts,
                 OnConflictAction::DoUpdate(du) => {
                     if ins.returning.is_some() {
-                        return Err(BrookError::unsupported(
-                            "RETURNING with ON CONFLICT DO UPDATE",
+                        return Err(brook_err!(
+                            Unsupported,
+                            "RETURNING with ON CONFLICT DO UPDATE"
                         ));
                     }
                     self.check_conflict_target(&meta, oc.conflict_target.as_ref())?;
                     let Some(q) = ins.source.clone() else {
-                        return Err(BrookError::unsupported(
-                            "DEFAULT VALUES with ON CONFLICT DO UPDATE",
+                        return Err(brook_err!(
+                            Unsupported,
+                            "DEFAULT VALUES with ON CONFLICT DO UPDATE"
                         ));
                     };
                     let plan = self.plan(Statement::Query(q)).await?;
@@ -94,12 +96,12 @@ impl Session {
                     return Ok(Outcome::Command(format!("INSERT 0 {n}")));
                 }
             },
-            Some(other) => return Err(BrookError::unsupported(format!("INSERT {other}"))),
+            Some(other) => return Err(brook_err!(Unsupported, "INSERT {other}")),
         };
         if mode == WriteMode::SkipConflicts && meta.primary_key.is_empty() {
-            return Err(BrookError::InvalidDefinition(
+            return Err(brook_err!(
+                InvalidDefinition,
                 "there is no unique or exclusion constraint matching the ON CONFLICT specification"
-                    .into(),
             ));
         }
         let stream: SendableRecordBatchStream = match ins.source {
@@ -161,7 +163,7 @@ impl Session {
         let tmp_schema = "brook_returning";
         let cat = ctx
             .catalog(&self.db.name)
-            .ok_or_else(|| BrookError::internal("session catalog missing"))?;
+            .ok_or_else(|| brook_err!(Internal, "session catalog missing"))?;
         // A private catalog view: the RETURNING list sees the written rows under the table's name.
         let provider = Arc::new(datafusion::catalog::MemorySchemaProvider::new());
         datafusion::catalog::SchemaProvider::register_table(

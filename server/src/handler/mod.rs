@@ -12,6 +12,7 @@ pub mod index;
 pub mod insert;
 pub mod query;
 pub mod schema;
+pub mod set_config;
 pub mod set_show;
 pub mod transaction;
 pub mod update_delete;
@@ -22,9 +23,9 @@ use crate::catalog::RelKind;
 use crate::handler::query::first_words;
 use crate::pg::sql::pg_literals;
 use crate::session::{Outcome, Session};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_planner::continuous::ContinuousOptions;
-use brook_planner::BrookStatement;
+use brook_planner::{BrookStatement, StatementBody};
 use datafusion::sql::sqlparser::ast::Statement;
 
 impl Session {
@@ -32,16 +33,24 @@ impl Session {
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
         let (stmt, replaced) = self.approximated(stmt)?;
         self.notices.extend(replaced.iter().map(|r| r.notice()));
-        match stmt {
-            BrookStatement::Sql(s) => self.execute_sql(*s).await,
-            BrookStatement::CreateStream(cs) => self.create_stream(*cs).await,
-            BrookStatement::DropStream {
+        match stmt.body {
+            StatementBody::Sql(s) => match stmt.emit {
+                None => self.execute_sql(*s).await,
+                Some(emit) => {
+                    let options = ContinuousOptions {
+                        emit_on_window_close: emit.on_window_close(),
+                    };
+                    self.execute_emit(*s, options).await
+                }
+            },
+            StatementBody::CreateStream(cs) => self.create_stream(*cs).await,
+            StatementBody::DropStream {
                 names,
                 if_exists,
                 cascade,
             } => self.drop_relations(&names, RelKind::Stream, if_exists, cascade, "DROP STREAM"),
-            BrookStatement::CreateSynopsis(cs) => self.create_synopsis(*cs).await,
-            BrookStatement::DropSynopsis {
+            StatementBody::CreateSynopsis(cs) => self.create_synopsis(*cs).await,
+            StatementBody::DropSynopsis {
                 names,
                 if_exists,
                 cascade,
@@ -52,19 +61,7 @@ impl Session {
                 cascade,
                 "DROP SYNOPSIS",
             ),
-            BrookStatement::Approx { .. } => Err(BrookError::Syntax(
-                "syntax error: WITH ERROR given twice".into(),
-            )),
-            BrookStatement::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
-            BrookStatement::Emit {
-                stmt,
-                on_window_close,
-            } => {
-                let options = ContinuousOptions {
-                    emit_on_window_close: on_window_close,
-                };
-                self.execute_emit(*stmt, options).await
-            }
+            StatementBody::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
         }
     }
 
@@ -72,6 +69,9 @@ impl Session {
     pub(crate) async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
         let names = brook_planner::rewrite::output_names(&stmt);
         pg_literals(&mut stmt)?;
+        if let Some(calls) = set_config::set_config_calls(&stmt) {
+            return self.set_config(calls);
+        }
         match stmt {
             Statement::Explain { statement, .. }
                 if matches!(*statement, Statement::Declare { .. }) =>
@@ -141,13 +141,17 @@ impl Session {
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(&variable),
             Statement::Discard { .. } => Ok(self.discard()),
+            // LISTEN is refused, so a session listens on no channel and UNLISTEN (asyncpg's
+            // pool sends `UNLISTEN *` on release) has nothing to stop, as in PostgreSQL.
+            Statement::UNLISTEN { .. } => Ok(Outcome::Command("UNLISTEN".into())),
             Statement::Reset(r) => self.reset(r),
             Statement::Deallocate { .. } => Ok(Outcome::Command("DEALLOCATE".into())),
             Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
-            other => Err(BrookError::unsupported(format!(
+            other => Err(brook_err!(
+                Unsupported,
                 "statement not supported: {}",
                 first_words(&other.to_string())
-            ))),
+            )),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::settings::APPROX_CONFIDENCE;
 use crate::settings::APPROX_ERROR;
 use crate::settings::APPROX_REPORT;
 use brook_common::Result;
-use brook_planner::BrookStatement;
+use brook_planner::{BrookStatement, StatementBody};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -58,47 +58,29 @@ impl Session {
         stmt: BrookStatement,
     ) -> Result<(BrookStatement, Vec<brook_planner::approx::Replacement>)> {
         use brook_planner::approx::{approximate, Budget, Report};
-        let (inner, budget) = match stmt {
-            BrookStatement::Approx {
-                stmt,
-                error,
-                confidence,
-            } => {
-                let confidence = match confidence {
+        let budget = match stmt.budget {
+            Some(stated) => {
+                let confidence = match stated.confidence {
                     Some(c) => c,
                     None => parse_setting_f64(
                         APPROX_CONFIDENCE,
                         &self.settings.get(APPROX_CONFIDENCE).unwrap_or_default(),
                     )?,
                 };
-                (*stmt, Some(Budget::new(error, confidence)?))
+                Some(Budget::new(stated.error, confidence)?)
             }
-            other => (other, self.session_budget()?),
+            None => self.session_budget()?,
         };
-        let Some(budget) = budget else {
-            return Ok((inner, Vec::new()));
+        let mut stmt = BrookStatement {
+            budget: None,
+            ..stmt
+        };
+        let (Some(budget), StatementBody::Sql(s)) = (budget, &mut stmt.body) else {
+            return Ok((stmt, Vec::new()));
         };
         let report = Report::parse(&self.settings.get(APPROX_REPORT).unwrap_or_default())?;
-        match inner {
-            BrookStatement::Sql(mut s) => {
-                let done = approximate(&mut s, budget, report)?;
-                Ok((BrookStatement::Sql(s), done))
-            }
-            BrookStatement::Emit {
-                mut stmt,
-                on_window_close,
-            } => {
-                let done = approximate(&mut stmt, budget, report)?;
-                Ok((
-                    BrookStatement::Emit {
-                        stmt,
-                        on_window_close,
-                    },
-                    done,
-                ))
-            }
-            other => Ok((other, Vec::new())),
-        }
+        let done = approximate(s, budget, report)?;
+        Ok((stmt, done))
     }
 
     /// Plan a statement with DataFusion.

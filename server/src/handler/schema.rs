@@ -2,7 +2,7 @@
 
 use crate::ident::object_parts;
 use crate::session::{Outcome, Session};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{ObjectName, SchemaName};
 
 impl Session {
@@ -14,7 +14,7 @@ impl Session {
     ) -> Result<Outcome> {
         let name = match schema_name {
             SchemaName::Simple(n) => object_parts(n)?.join("."),
-            other => return Err(BrookError::unsupported(format!("CREATE SCHEMA {other}"))),
+            other => return Err(brook_err!(Unsupported, "CREATE SCHEMA {other}")),
         };
         self.engine.create_schema(&self.db, &name, if_not_exists)?;
         Ok(Outcome::Command("CREATE SCHEMA".into()))

@@ -12,7 +12,7 @@ use crate::settings::parse_timeout;
 use crate::settings::APPROX_CONFIDENCE;
 use crate::settings::APPROX_ERROR;
 use crate::settings::APPROX_REPORT;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::sql::sqlparser::ast::{self, Expr, Ident};
@@ -52,9 +52,10 @@ impl Session {
                         self.settings.remove(&key);
                     }
                     None => {
-                        return Err(BrookError::UndefinedObject(format!(
+                        return Err(brook_err!(
+                            UndefinedObject,
                             "unrecognized configuration parameter \"{key}\""
-                        )))
+                        ))
                     }
                 }
             }
@@ -83,7 +84,7 @@ impl Session {
             | ast::Set::SetNames { .. }
             | ast::Set::SetNamesDefault {} => {}
             ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => {}
-            other => return Err(BrookError::unsupported(format!("{other}"))),
+            other => return Err(brook_err!(Unsupported, "{other}")),
         }
         Ok(Outcome::Command("SET".into()))
     }
@@ -121,9 +122,10 @@ impl Session {
                         | "default"
                         | "local"
                 ) {
-                    return Err(BrookError::unsupported(format!(
+                    return Err(brook_err!(
+                        Unsupported,
                         "time zone \"{v}\" (sessions run in UTC)"
-                    )));
+                    ));
                 }
                 self.settings.set("timezone", "UTC");
             }
@@ -146,30 +148,31 @@ impl Session {
                     .to_ascii_uppercase()
                     .replace('-', "");
                 if v != "UTF8" && v != "UNICODE" && v != "DEFAULT" {
-                    return Err(BrookError::unsupported(format!(
+                    return Err(brook_err!(
+                        Unsupported,
                         "client_encoding {value} (only UTF8 is supported)"
-                    )));
+                    ));
                 }
             }
             "datestyle" => {
                 let v = value.to_ascii_lowercase();
                 if !v.contains("iso") {
-                    return Err(BrookError::unsupported(format!(
+                    return Err(brook_err!(
+                        Unsupported,
                         "DateStyle {value} (only ISO output is supported)"
-                    )));
+                    ));
                 }
                 self.settings.set(key, "ISO, MDY");
             }
             "extra_float_digits" => {
                 let v: i32 = value.parse().map_err(|_| {
-                    BrookError::InvalidText(format!(
+                    brook_err!(
+                        InvalidText,
                         "invalid value for parameter \"extra_float_digits\": \"{value}\""
-                    ))
+                    )
                 })?;
                 if !(-15..=3).contains(&v) {
-                    return Err(BrookError::InvalidParameter(format!(
-                        "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"
-                    )));
+                    return Err(brook_err!(InvalidParameter, "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"));
                 }
                 self.settings.set(key, value.to_string());
             }
@@ -197,9 +200,10 @@ impl Session {
                 self.settings.set(key, value.to_string());
             }
             _ => {
-                return Err(BrookError::UndefinedObject(format!(
+                return Err(brook_err!(
+                    UndefinedObject,
                     "unrecognized configuration parameter \"{name}\""
-                )))
+                ))
             }
         }
         Ok(())
@@ -211,10 +215,15 @@ impl Session {
             .map(ident_name)
             .collect::<Vec<_>>()
             .join(" ");
-        let key = match name.as_str() {
-            "time zone" => "timezone".to_string(),
-            "transaction isolation level" => "transaction_isolation".to_string(),
-            other => other.to_string(),
+        // sqlparser splits `SHOW a.b` into words as it does `SHOW time zone`: the
+        // multi-word names PostgreSQL knows, else a dotted (custom) parameter name.
+        let (key, name) = match name.as_str() {
+            "time zone" => ("timezone".to_string(), name),
+            "transaction isolation level" => ("transaction_isolation".to_string(), name),
+            _ => {
+                let dotted = name.replace(' ', ".");
+                (dotted.clone(), dotted)
+            }
         };
         if key == "all" {
             let (names, values): (Vec<String>, Vec<String>) =
@@ -241,7 +250,10 @@ impl Session {
             self.settings.get(&key)
         };
         let value = value.ok_or_else(|| {
-            BrookError::UndefinedObject(format!("unrecognized configuration parameter \"{name}\""))
+            brook_err!(
+                UndefinedObject,
+                "unrecognized configuration parameter \"{name}\""
+            )
         })?;
         let schema = Arc::new(Schema::new(vec![Field::new(key, DataType::Utf8, true)]));
         let batch = RecordBatch::try_new(

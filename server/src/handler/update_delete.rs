@@ -9,7 +9,7 @@ use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::coerce::to_relation_batch;
 use crate::write::keys::KeyCheck;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, BooleanArray};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::sql::sqlparser::ast::{self, FromTable, SelectItem, TableFactor};
@@ -28,17 +28,16 @@ pub(crate) struct DmlTarget {
 impl Session {
     pub(crate) fn dml_target(&self, tf: &TableFactor, verb: &str) -> Result<DmlTarget> {
         let TableFactor::Table { name, alias, .. } = tf else {
-            return Err(BrookError::unsupported(format!(
-                "{verb} of a derived table"
-            )));
+            return Err(brook_err!(Unsupported, "{verb} of a derived table"));
         };
         let (schema, tname) = self.resolve(name)?;
         let (meta, store) = self.writable(&schema, &tname)?;
         if meta.kind == RelKind::Stream {
-            return Err(BrookError::WrongObjectType(format!(
+            return Err(brook_err!(
+                WrongObjectType,
                 "cannot {} stream \"{tname}\": streams are append-only",
                 verb.to_lowercase()
-            )));
+            ));
         }
         Ok(DmlTarget {
             schema,
@@ -51,10 +50,10 @@ impl Session {
 
     pub(crate) async fn update(&mut self, u: ast::Update) -> Result<Outcome> {
         if u.from.is_some() {
-            return Err(BrookError::unsupported("UPDATE ... FROM"));
+            return Err(brook_err!(Unsupported, "UPDATE ... FROM"));
         }
         if !u.table.joins.is_empty() {
-            return Err(BrookError::unsupported("UPDATE with joins"));
+            return Err(brook_err!(Unsupported, "UPDATE with joins"));
         }
         let DmlTarget {
             schema,
@@ -97,13 +96,13 @@ impl Session {
 
     pub(crate) async fn delete(&mut self, d: ast::Delete) -> Result<Outcome> {
         if d.using.is_some() {
-            return Err(BrookError::unsupported("DELETE ... USING"));
+            return Err(brook_err!(Unsupported, "DELETE ... USING"));
         }
         let tables = match &d.from {
             FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
         };
         let [twj] = tables.as_slice() else {
-            return Err(BrookError::unsupported("DELETE from several tables"));
+            return Err(brook_err!(Unsupported, "DELETE from several tables"));
         };
         let DmlTarget {
             schema,
@@ -159,7 +158,7 @@ impl Session {
                 .column(n - 1)
                 .as_any()
                 .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| BrookError::internal("hit flag is not boolean"))?
+                .ok_or_else(|| brook_err!(Internal, "hit flag is not boolean"))?
                 .clone();
             hits += hit.true_count();
             let rows = to_relation_batch(meta, name, &b)?;

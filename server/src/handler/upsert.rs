@@ -8,7 +8,7 @@ use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::coerce::to_relation_batch;
 use crate::write::keys::KeyCheck;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -30,14 +30,15 @@ pub(crate) fn assignments(
     let mut sets = BTreeMap::new();
     for a in list {
         let AssignmentTarget::ColumnName(c) = &a.target else {
-            return Err(BrookError::unsupported("assignment to a column tuple"));
+            return Err(brook_err!(Unsupported, "assignment to a column tuple"));
         };
         let cname = object_parts(c)?.pop().unwrap_or_default();
         let i = meta.column_index(&cname, name)?;
         if sets.insert(i, render(&a.value)).is_some() {
-            return Err(BrookError::Syntax(format!(
+            return Err(brook_err!(
+                Syntax,
                 "multiple assignments to same column \"{cname}\""
-            )));
+            ));
         }
     }
     Ok(sets)
@@ -64,9 +65,9 @@ impl Session {
         target: Option<&ast::ConflictTarget>,
     ) -> Result<()> {
         let no_match = || {
-            BrookError::InvalidDefinition(
+            brook_err!(
+                InvalidDefinition,
                 "there is no unique or exclusion constraint matching the ON CONFLICT specification"
-                    .into(),
             )
         };
         match target {
@@ -85,10 +86,11 @@ impl Session {
                 Ok(())
             }
             Some(ast::ConflictTarget::OnConstraint(_)) => {
-                Err(BrookError::unsupported("ON CONFLICT ON CONSTRAINT"))
+                Err(brook_err!(Unsupported, "ON CONFLICT ON CONSTRAINT"))
             }
-            None => Err(BrookError::Syntax(
-                "ON CONFLICT DO UPDATE requires a conflict target".into(),
+            None => Err(brook_err!(
+                Syntax,
+                "ON CONFLICT DO UPDATE requires a conflict target"
             )),
         }
     }
@@ -150,8 +152,9 @@ impl Session {
         for r in converter.convert_columns(&key_cols(&incoming))?.iter() {
             let key: Box<[u8]> = r.as_ref().into();
             if !proposed.insert(key.clone()) {
-                return Err(BrookError::Cardinality(
-                    "ON CONFLICT DO UPDATE command cannot affect row a second time".into(),
+                return Err(brook_err!(
+                    Cardinality,
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time"
                 ));
             }
             conflict.push(existing.contains(&key));
@@ -207,8 +210,9 @@ impl Session {
         );
         let rows = ctx.sql(&sql).await?.collect().await?;
         let Some(mut keys) = KeyCheck::new(meta, name)? else {
-            return Err(BrookError::internal(
-                "upsert on a relation without a primary key",
+            return Err(brook_err!(
+                Internal,
+                "upsert on a relation without a primary key"
             ));
         };
         let mut updated = 0usize;

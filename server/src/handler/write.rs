@@ -9,7 +9,7 @@ use crate::write::coerce::coerce_column;
 use crate::write::coerce::repeat_scalar;
 use crate::write::keys::KeyCheck;
 use crate::write::WriteMode;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::execution::SendableRecordBatchStream;
@@ -58,7 +58,7 @@ impl Session {
         let df = self.ctx.sql(&format!("SELECT {expr}")).await?;
         let batches = df.collect().await?;
         let Some(b) = batches.first() else {
-            return Err(BrookError::internal("default expression produced no row"));
+            return Err(brook_err!(Internal, "default expression produced no row"));
         };
         let f = b.schema().field(0).clone();
         coerce_column(b.column(0), &f, &col.ty, &col.name)
@@ -80,21 +80,24 @@ impl Session {
         let targets: Vec<usize> = match targets {
             Some(t) => {
                 if width > t.len() {
-                    return Err(BrookError::Syntax(
-                        "INSERT has more expressions than target columns".into(),
+                    return Err(brook_err!(
+                        Syntax,
+                        "INSERT has more expressions than target columns"
                     ));
                 }
                 if width < t.len() {
-                    return Err(BrookError::Syntax(
-                        "INSERT has more target columns than expressions".into(),
+                    return Err(brook_err!(
+                        Syntax,
+                        "INSERT has more target columns than expressions"
                     ));
                 }
                 t.to_vec()
             }
             None => {
                 if width > meta.columns.len() {
-                    return Err(BrookError::Syntax(
-                        "INSERT has more expressions than target columns".into(),
+                    return Err(brook_err!(
+                        Syntax,
+                        "INSERT has more expressions than target columns"
                     ));
                 }
                 (0..width).collect()
@@ -121,15 +124,13 @@ impl Session {
                     }
                     match &defaults[i] {
                         Some(d) => repeat_scalar(d, rows)?,
-                        None => return Err(BrookError::internal("default missing")),
+                        None => return Err(brook_err!(Internal, "default missing")),
                     }
                 }
             };
             if meta.columns[i].not_null && a.null_count() > 0 {
-                return Err(BrookError::NotNullViolation(format!(
-                    "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
-                    meta.columns[i].name
-                )));
+                return Err(brook_err!(NotNullViolation, "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
+                    meta.columns[i].name));
             }
             arrays.push(a);
         }

@@ -8,7 +8,7 @@
 //! cell by cell into one reusable buffer.
 
 use crate::pg::types::PgType;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use bytes::{BufMut, BytesMut};
 use chrono::{DateTime, NaiveDate};
 use datafusion::arrow::array::*;
@@ -193,19 +193,21 @@ impl<'a> ColumnView<'a> {
                 let mut s = String::new();
                 self.write_text(i, &mut s);
                 let d: rust_decimal::Decimal = s.parse().map_err(|e| {
-                    BrookError::OutOfRange(format!(
+                    brook_err!(
+                        OutOfRange,
                         "numeric value {s} cannot be sent in binary: {e}"
-                    ))
+                    )
                 })?;
                 postgres_types::ToSql::to_sql(&d, &Type::NUMERIC, out)
                     .map_err(|e| BrookError::internal(e.to_string()))?;
             }
             ColumnView::List(a) => write_binary_list(*a, i, ty, out)?,
             ColumnView::Other(..) => {
-                return Err(BrookError::unsupported(format!(
+                return Err(brook_err!(
+                    Unsupported,
                     "binary result format for type {} is not supported; request text format",
                     ty.name()
-                )))
+                ))
             }
         }
         Ok(())

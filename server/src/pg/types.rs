@@ -1,6 +1,6 @@
 //! PostgreSQL column types and their Arrow representation.
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
 use datafusion::sql::sqlparser::ast::{DataType as SqlType, ExactNumberInfo, TimezoneInfo};
 use postgres_types::Type;
@@ -87,9 +87,7 @@ impl PgType {
                 match n.trim_matches('"') {
                     "timestamptz" => PgType::Timestamptz,
                     "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2" => {
-                        return Err(BrookError::unsupported(format!(
-                            "column type {n} (sequences are not supported yet; use an explicit key)"
-                        )))
+                        return Err(brook_err!(Unsupported, "column type {n} (sequences are not supported yet; use an explicit key)"))
                     }
                     "float4" => PgType::Float4,
                     "float8" => PgType::Float8,
@@ -99,16 +97,15 @@ impl PgType {
                     "bool" => PgType::Bool,
                     "string" => PgType::Text,
                     other => {
-                        return Err(BrookError::UndefinedObject(format!(
-                            "type \"{other}\" does not exist"
-                        )))
+                        return Err(brook_err!(UndefinedObject, "type \"{other}\" does not exist"))
                     }
                 }
             }
             other => {
-                return Err(BrookError::unsupported(format!(
+                return Err(brook_err!(
+                    Unsupported,
                     "column type {other} is not supported"
-                )))
+                ))
             }
         })
     }
@@ -236,14 +233,16 @@ impl PgType {
 
 fn numeric(p: u64, s: i64) -> Result<PgType> {
     if !(1..=38).contains(&p) {
-        return Err(BrookError::InvalidDefinition(format!(
+        return Err(brook_err!(
+            InvalidDefinition,
             "NUMERIC precision {p} must be between 1 and 38"
-        )));
+        ));
     }
     if s < 0 || s as u64 > p {
-        return Err(BrookError::InvalidDefinition(format!(
+        return Err(brook_err!(
+            InvalidDefinition,
             "NUMERIC scale {s} must be between 0 and precision {p}"
-        )));
+        ));
     }
     Ok(PgType::Numeric {
         precision: Some(p as u8),

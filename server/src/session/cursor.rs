@@ -1,7 +1,7 @@
 //! An open cursor: a query's result stream, read on demand by FETCH.
 
 use crate::stream::queries::QueryStats;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::SendableRecordBatchStream;
@@ -47,7 +47,7 @@ impl Cursor {
                     let stream = self
                         .stream
                         .get_mut()
-                        .map_err(|_| BrookError::internal("cursor poisoned"))?;
+                        .map_err(|_| brook_err!(Internal, "cursor poisoned"))?;
                     let next = match deadline {
                         None => stream.next().await,
                         Some(d) if out.is_empty() => {

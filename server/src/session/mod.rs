@@ -12,7 +12,7 @@ use crate::settings::parse_timeout;
 use crate::settings::Settings;
 use crate::storage::TableStore;
 use crate::write::copy_in::CopyIn;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::SessionContext;
@@ -110,12 +110,14 @@ impl Session {
             [t] => Ok((self.current_schema(), t.clone())),
             [s, t] => Ok((s.clone(), t.clone())),
             [d, s, t] if *d == self.db.name => Ok((s.clone(), t.clone())),
-            [d, _, _] => Err(BrookError::unsupported(format!(
+            [d, _, _] => Err(brook_err!(
+                Unsupported,
                 "cross-database references are not implemented: \"{d}\""
-            ))),
-            _ => Err(BrookError::Syntax(format!(
+            )),
+            _ => Err(brook_err!(
+                Syntax,
                 "improper qualified name (too many dotted names): {name}"
-            ))),
+            )),
         }
     }
 
@@ -145,10 +147,11 @@ impl Session {
     ) -> Result<(RelationMeta, Arc<TableStore>)> {
         let (meta, store) = self.relation(schema, name)?;
         if meta.kind.is_maintained() {
-            return Err(BrookError::WrongObjectType(format!(
+            return Err(brook_err!(
+                WrongObjectType,
                 "cannot change {} \"{name}\"",
                 meta.kind.noun()
-            )));
+            ));
         }
         Ok((meta, store))
     }

@@ -3,7 +3,7 @@
 //! file is complete and synced before the rename).
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -29,7 +29,7 @@ impl TableStore {
         let dir = self
             .path
             .parent()
-            .ok_or_else(|| BrookError::internal("log without a directory"))?;
+            .ok_or_else(|| brook_err!(Internal, "log without a directory"))?;
         let tmp = dir.join(COMPACT_TMP);
         let out = Arc::new(
             OpenOptions::new()
@@ -51,7 +51,7 @@ impl TableStore {
                 *self
                     .file
                     .lock()
-                    .map_err(|_| BrookError::internal("log file lock poisoned"))? = out;
+                    .map_err(|_| brook_err!(Internal, "log file lock poisoned"))? = out;
                 tracing::info!(path = %self.path.display(), from = len, to = live_bytes, "compacted the log");
                 Ok(Some(chunks))
             }

@@ -39,7 +39,7 @@ use recover::replay;
 pub use recover::{check, salvage, Damage, Salvaged};
 pub use txn::{WriteLock, WriteTxn};
 
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
@@ -152,10 +152,8 @@ impl TableStore {
         // A relation's id is never reused, so a log with records here belongs to something
         // the catalog lost track of: keep it rather than cut it to nothing.
         if std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
-            return Err(BrookError::DataCorrupted(format!(
-                "refusing to create relation data in {}: a log with records is already there (run `brook repair` to inspect the data directory)",
-                dir.display()
-            )));
+            return Err(brook_err!(DataCorrupted, "refusing to create relation data in {}: a log with records is already there (run `brook repair` to inspect the data directory)",
+                dir.display()));
         }
         let file = OpenOptions::new()
             .create(true)
@@ -183,23 +181,19 @@ impl TableStore {
         let file = match OpenOptions::new().read(true).write(true).open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(BrookError::DataCorrupted(format!(
-                    "{} is missing: the catalog names this relation but its data is gone; restore the file from a backup, or drop the relation with `brook repair --forget-missing`",
-                    path.display()
-                )));
+                return Err(brook_err!(DataCorrupted, "{} is missing: the catalog names this relation but its data is gone; restore the file from a backup, or drop the relation with `brook repair --forget-missing`",
+                    path.display()));
             }
             Err(e) => return Err(e.into()),
         };
         let file = Arc::new(file);
         let replayed = replay(&file, &budget)?;
         if let Some(damage) = replayed.damage {
-            return Err(BrookError::DataCorrupted(format!(
-                "{} is damaged at byte offset {}: {}; {} later committed transaction(s) follow it, so it is not a torn tail and nothing was cut. Restore the file from a backup, or run `brook repair --salvage` to keep every readable commit",
+            return Err(brook_err!(DataCorrupted, "{} is damaged at byte offset {}: {}; {} later committed transaction(s) follow it, so it is not a torn tail and nothing was cut. Restore the file from a backup, or run `brook repair --salvage` to keep every readable commit",
                 path.display(),
                 damage.offset,
                 damage.why,
-                damage.later_commits
-            )));
+                damage.later_commits));
         }
         let (chunks, next_txid, valid_len) =
             (replayed.committed, replayed.next_txid, replayed.valid_len);
@@ -276,7 +270,7 @@ impl TableStore {
             let f = self
                 .file
                 .lock()
-                .map_err(|_| BrookError::internal("log file lock poisoned"))?;
+                .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?;
             f.metadata()?.len()
         };
         let txid = self.next_txid.fetch_add(1, Ordering::AcqRel);
@@ -298,7 +292,7 @@ impl TableStore {
         let f = self
             .file
             .lock()
-            .map_err(|_| BrookError::internal("log file lock poisoned"))?;
+            .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?;
         let mut w: &File = &f;
         let offset = w.seek(SeekFrom::End(0))?;
         w.write_all(&header)?;
@@ -311,7 +305,7 @@ impl TableStore {
         Ok(self
             .file
             .lock()
-            .map_err(|_| BrookError::internal("log file lock poisoned"))?
+            .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?
             .clone())
     }
 
@@ -345,11 +339,11 @@ fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>> {
 fn decode_batch(payload: &[u8]) -> Result<RecordBatch> {
     let ipc = payload
         .get(8..)
-        .ok_or_else(|| BrookError::internal("short batch record"))?;
+        .ok_or_else(|| brook_err!(Internal, "short batch record"))?;
     let mut r = StreamReader::try_new(std::io::Cursor::new(ipc), None)?;
     match r.next() {
         Some(b) => Ok(b?),
-        None => Err(BrookError::internal("empty batch record")),
+        None => Err(brook_err!(Internal, "empty batch record")),
     }
 }
 

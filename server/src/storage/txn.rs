@@ -2,7 +2,7 @@
 //! grow), made durable by one commit record under the relation's write lock.
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::record_batch::RecordBatch;
 use std::sync::Arc;
 
@@ -72,7 +72,7 @@ impl WriteTxn {
             .store
             .file
             .lock()
-            .map_err(|_| BrookError::internal("log file lock poisoned"))?
+            .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?
             .try_clone()?;
         self.flushing = Some(std::thread::spawn(move || file.sync_data()));
         self.unflushed = 0;
@@ -84,7 +84,7 @@ impl WriteTxn {
         match self.flushing.take().map(|f| f.join()) {
             None | Some(Ok(Ok(()))) => Ok(()),
             Some(Ok(Err(e))) => Err(e.into()),
-            Some(Err(_)) => Err(BrookError::internal("log flush thread panicked")),
+            Some(Err(_)) => Err(brook_err!(Internal, "log flush thread panicked")),
         }
     }
 
@@ -105,7 +105,7 @@ impl WriteTxn {
         self.guard
             .take()
             .map(|g| WriteLock { _guard: g })
-            .ok_or_else(|| BrookError::internal("write lock already released"))
+            .ok_or_else(|| brook_err!(Internal, "write lock already released"))
     }
 
     fn commit_inner(&mut self) -> Result<()> {
@@ -121,7 +121,7 @@ impl WriteTxn {
                 .store
                 .file
                 .lock()
-                .map_err(|_| BrookError::internal("log file lock poisoned"))?;
+                .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?;
             f.sync_data()?;
         }
         // We hold the relation's write lock: nobody else changes the committed list.
@@ -148,7 +148,7 @@ impl WriteTxn {
             .store
             .committed
             .write()
-            .map_err(|_| BrookError::internal("snapshot lock poisoned"))? = Arc::new(next);
+            .map_err(|_| brook_err!(Internal, "snapshot lock poisoned"))? = Arc::new(next);
         self.store.commits.send_modify(|v| *v += 1);
         Ok(())
     }

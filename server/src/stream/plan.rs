@@ -4,10 +4,10 @@
 use crate::pg::sql::pg_literals;
 use crate::pg::sql::pg_named;
 use crate::storage::TableStore;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::graph::GraphPlan;
 use brook_planner::continuous::{plan_continuous, ContinuousOptions};
-use brook_planner::BrookStatement;
+use brook_planner::StatementBody;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DFStatement;
@@ -42,21 +42,16 @@ pub async fn continuous_plan(
 /// A view's defining SQL (a query, possibly ending in an EMIT clause) as a query and the
 /// options it runs with.
 pub(crate) fn parse_view_sql(sql: &str) -> Result<(Statement, ContinuousOptions)> {
-    let (stmt, options) = match brook_planner::parser::parse_one(sql)? {
-        BrookStatement::Sql(s) => (*s, ContinuousOptions::default()),
-        BrookStatement::Emit {
-            stmt,
-            on_window_close,
-        } => (
-            *stmt,
-            ContinuousOptions {
-                emit_on_window_close: on_window_close,
-            },
-        ),
-        _ => return Err(BrookError::Syntax("a view is defined by a query".into())),
+    let parsed = brook_planner::parser::parse_one(sql)?;
+    let (StatementBody::Sql(stmt), None) = (parsed.body, parsed.budget) else {
+        return Err(brook_err!(Syntax, "a view is defined by a query"));
     };
+    let options = ContinuousOptions {
+        emit_on_window_close: parsed.emit.is_some_and(|e| e.on_window_close()),
+    };
+    let stmt = *stmt;
     if !matches!(stmt, Statement::Query(_)) {
-        return Err(BrookError::Syntax("a view is defined by a query".into()));
+        return Err(brook_err!(Syntax, "a view is defined by a query"));
     }
     Ok((stmt, options))
 }
@@ -112,7 +107,7 @@ pub async fn plan_query_continuous(
         .await?;
     let (graph, stores) = continuous_plan(ctx, &plan, options, true)
         .await?
-        .ok_or_else(|| BrookError::internal("forced continuous plan missing"))?;
+        .ok_or_else(|| brook_err!(Internal, "forced continuous plan missing"))?;
     Ok(PlannedContinuous {
         graph,
         stores,

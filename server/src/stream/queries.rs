@@ -14,7 +14,7 @@ use crate::catalog::table::BrookTable;
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
 use crate::stream::view::ViewState;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
 use brook_planner::continuous::{
@@ -84,8 +84,8 @@ pub async fn plan_views(
         if out.contains_key(&name) {
             continue;
         }
-        let sql = definition
-            .ok_or_else(|| BrookError::internal(format!("view {name} has no definition")))?;
+        let sql =
+            definition.ok_or_else(|| brook_err!(Internal, "view {name} has no definition"))?;
         let (plan, options) = crate::stream::plan::view_logical_plan(ctx, &sql).await?;
         Box::pin(plan_views(ctx, &plan, out)).await?;
         out.insert(name, ViewDefinition { plan, options });
@@ -169,9 +169,10 @@ impl SourceResolver for Resolver<'_> {
         }
         match self.views.get(&table.to_string()) {
             Some(v) => Ok(Some(v.clone())),
-            None => Err(BrookError::internal(format!(
+            None => Err(brook_err!(
+                Internal,
                 "definition of view {table} was not planned"
-            ))),
+            )),
         }
     }
 
@@ -181,13 +182,14 @@ impl SourceResolver for Resolver<'_> {
         source: &Arc<dyn TableSource>,
     ) -> Result<SourceFacts> {
         let provider = brook_table(source).ok_or_else(|| {
-            BrookError::unsupported(format!(
+            brook_err!(
+                Unsupported,
                 "reading {table} (a system view or table function) in a continuous query"
-            ))
+            )
         })?;
         let t = provider
             .downcast_ref::<BrookTable>()
-            .ok_or_else(|| BrookError::internal("scan is not a Brook relation"))?;
+            .ok_or_else(|| brook_err!(Internal, "scan is not a Brook relation"))?;
         let table_schema = t.meta.schema();
         let watermark = match &t.meta.watermark {
             Some(w) => {

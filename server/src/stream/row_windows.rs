@@ -7,7 +7,7 @@
 //! after it (see `CountWindowTable` in the resolver).
 
 use crate::catalog::table::BrookTable;
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_operators::change;
 use brook_operators::count_window::CountWindowNode;
 use brook_operators::NodeSpec;
@@ -38,9 +38,9 @@ pub struct CountWindowFunction {
 impl TableFunctionImpl for CountWindowFunction {
     fn call_with_args(&self, args: TableFunctionArgs<'_, '_>) -> DfResult<Arc<dyn TableProvider>> {
         let usage = || {
-            user_error(BrookError::InvalidParameter(
+            user_error(brook_err!(
+                InvalidParameter,
                 "brook_count_window(relation, size, slide, key ...): use TUMBLE_ROWS or HOP_ROWS"
-                    .into(),
             ))
         };
         let exprs = args.exprs();
@@ -67,18 +67,20 @@ impl TableFunctionImpl for CountWindowFunction {
             .map_err(user_error)?
             .ok_or_else(|| user_error(BrookError::UndefinedTable(name.clone())))?;
         if !relation.is::<BrookTable>() {
-            return Err(user_error(BrookError::WrongObjectType(format!(
+            return Err(user_error(brook_err!(
+                WrongObjectType,
                 "count windows read a table or stream, and \"{name}\" is neither"
-            ))));
+            )));
         }
         let input = relation.schema();
         let mut keys = Vec::new();
         for e in exprs.iter().skip(3) {
             let key = text(Some(e)).ok_or_else(usage)?;
             let at = input.index_of(&key).map_err(|_| {
-                user_error(BrookError::UndefinedColumn(format!(
+                user_error(brook_err!(
+                    UndefinedColumn,
                     "column \"{key}\" does not exist in \"{name}\""
-                )))
+                ))
             })?;
             keys.push(at);
         }

@@ -15,7 +15,7 @@
 
 use crate::storage::TableStore;
 use async_trait::async_trait;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_operators::change;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::concat_batches;
@@ -164,7 +164,7 @@ impl ViewState {
         let mut rows = self
             .rows
             .lock()
-            .map_err(|_| BrookError::internal("view state poisoned"))?;
+            .map_err(|_| brook_err!(Internal, "view state poisoned"))?;
         if rows.append_only && kinds.values().iter().all(|k| *k == change::INSERT) {
             let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
             return rows.append(batch, &self.schema);
@@ -200,9 +200,10 @@ impl ViewState {
 
     fn check_failed(&self) -> Result<()> {
         match self.failed.lock().ok().and_then(|f| f.clone()) {
-            Some(msg) => Err(BrookError::ObjectState(format!(
+            Some(msg) => Err(brook_err!(
+                ObjectState,
                 "materialized view maintenance failed: {msg}"
-            ))),
+            )),
             None => Ok(()),
         }
     }
@@ -228,7 +229,7 @@ impl ViewState {
                 rx.borrow_and_update();
             }
             if rx.changed().await.is_err() {
-                return Err(BrookError::internal("view maintenance ended"));
+                return Err(brook_err!(Internal, "view maintenance ended"));
             }
         }
     }
@@ -240,7 +241,7 @@ impl ViewState {
         let rows = self
             .rows
             .lock()
-            .map_err(|_| BrookError::internal("view state poisoned"))?;
+            .map_err(|_| brook_err!(Internal, "view state poisoned"))?;
         let mut out = rows.appended.clone();
         if rows.counts.is_empty() {
             return Ok(out);

@@ -9,7 +9,7 @@
 //! Each wraps DataFusion's own function and checks its arguments before calling it;
 //! written here because DataFusion bounds these only by their types.
 
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::{cast, kernels::length::length};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
@@ -150,9 +150,10 @@ fn check_seconds(arg: &ColumnarValue) -> Result<()> {
         .map(|i| values.value(i))
         .find(|v| !v.is_finite() || v.abs() > MAX_SECONDS);
     match bad {
-        Some(v) => Err(DataFusionError::External(Box::new(
-            BrookError::DatetimeOverflow(format!("timestamp out of range: \"{v}\"")),
-        ))),
+        Some(v) => Err(DataFusionError::External(Box::new(brook_err!(
+            DatetimeOverflow,
+            "timestamp out of range: \"{v}\""
+        )))),
         None => Ok(()),
     }
 }

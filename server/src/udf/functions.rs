@@ -175,9 +175,10 @@ impl datafusion::logical_expr::ScalarUDFImpl for CurrentSetting {
                 Some(v) => Ok(Some(v)),
                 None if missing_ok => Ok(None),
                 None => Err(DataFusionError::External(Box::new(
-                    brook_common::BrookError::UndefinedObject(format!(
+                    brook_common::brook_err!(
+                        UndefinedObject,
                         "unrecognized configuration parameter \"{name}\""
-                    )),
+                    ),
                 ))),
             }
         };

@@ -4,5 +4,6 @@ pub mod checked;
 pub mod functions;
 pub mod mode;
 pub mod nexmark;
+pub mod pg_admin;
 pub mod sum_numeric;
 pub mod synopses;

@@ -9,7 +9,7 @@
 use crate::catalog::RelKind;
 use crate::stream::queries::QueryRegistry;
 use crate::stream::view::{ViewState, ViewTable};
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_synopses::dft::{correlated_pairs, Dft};
 use brook_synopses::Synopsis;
 use datafusion::arrow::array::{
@@ -158,12 +158,13 @@ impl CorrelatedPairsFunction {
     /// The `dft` synopsis named by the first argument (`name` or `schema.name`; folded to
     /// lower case unless double-quoted, as identifiers are).
     fn synopsis(&self, name: &str) -> Result<Arc<ViewState>, BrookError> {
-        let missing = || BrookError::UndefinedTable(format!("synopsis \"{name}\" does not exist"));
+        let missing = || brook_err!(UndefinedTable, "synopsis \"{name}\" does not exist");
         let table = crate::catalog::table::lookup(&self.catalog, name)?.ok_or_else(missing)?;
         let not_dft = || {
-            BrookError::WrongObjectType(format!(
+            brook_err!(
+                WrongObjectType,
                 "\"{name}\" is not a dft synopsis (CREATE SYNOPSIS ... USING dft(column, window))"
-            ))
+            )
         };
         let view = table.downcast_ref::<ViewTable>().ok_or_else(not_dft)?;
         let kind = view.options.get("synopsis.kind").map(String::as_str);
@@ -180,10 +181,7 @@ impl TableFunctionImpl for CorrelatedPairsFunction {
         args: TableFunctionArgs<'_, '_>,
     ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
         let usage = || {
-            user_error(BrookError::InvalidParameter(
-                "correlated_pairs(synopsis, threshold): a synopsis name and a correlation between -1 and 1"
-                    .into(),
-            ))
+            user_error(brook_err!(InvalidParameter, "correlated_pairs(synopsis, threshold): a synopsis name and a correlation between -1 and 1"))
         };
         let exprs = args.exprs();
         let name = match exprs.first() {
@@ -210,10 +208,10 @@ impl TableFunctionImpl for CorrelatedPairsFunction {
         let sketches = snapshot
             .column(sketch_at)
             .as_binary_opt::<i32>()
-            .ok_or_else(|| user_error(BrookError::internal("dft synopsis sketch is not bytea")))?;
+            .ok_or_else(|| user_error(brook_err!(Internal, "dft synopsis sketch is not bytea")))?;
         let mut series = Vec::with_capacity(sketches.len());
         for bytes in sketches.iter() {
-            let bytes = bytes.ok_or_else(|| user_error(BrookError::internal("null sketch")))?;
+            let bytes = bytes.ok_or_else(|| user_error(brook_err!(Internal, "null sketch")))?;
             series.push(Dft::from_bytes(bytes).map_err(user_error)?);
         }
         let refs: Vec<&Dft> = series.iter().collect();

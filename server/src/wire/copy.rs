@@ -2,7 +2,7 @@
 
 use super::*;
 use async_trait::async_trait;
-use brook_common::BrookError;
+use brook_common::brook_err;
 use futures::{Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::results::Tag;
@@ -24,7 +24,7 @@ impl CopyHandler for BrookHandler {
         let mut g = self.session.lock().await;
         let s = g
             .as_mut()
-            .ok_or_else(|| to_pg(BrookError::Protocol("COPY data without a session".into())))?;
+            .ok_or_else(|| to_pg(brook_err!(Protocol, "COPY data without a session")))?;
         let r = s.copy_data(&copy_data.data).await.map_err(to_pg);
         let limit = s
             .timeout_setting("idle_in_transaction_session_timeout")
@@ -51,7 +51,7 @@ impl CopyHandler for BrookHandler {
             let mut g = self.session.lock().await;
             let s = g
                 .as_mut()
-                .ok_or_else(|| to_pg(BrookError::Protocol("CopyDone without a session".into())))?;
+                .ok_or_else(|| to_pg(brook_err!(Protocol, "CopyDone without a session")))?;
             s.copy_done().await.map_err(to_pg)?
         };
         client
@@ -72,9 +72,10 @@ impl CopyHandler for BrookHandler {
         if let Some(s) = self.session.lock().await.as_mut() {
             s.copy_fail();
         }
-        to_pg(BrookError::BadCopyFormat(format!(
+        to_pg(brook_err!(
+            BadCopyFormat,
             "COPY from stdin failed: {}",
             fail.message
-        )))
+        ))
     }
 }

@@ -3,15 +3,15 @@
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
 use super::simple::is_txn_control;
-use super::statement::execute_on_statement_runtime;
+use super::statement::{execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
 use crate::session::Session;
 use crate::wire::rows::field_infos;
 use async_trait::async_trait;
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_planner::rewrite::{bind_parameters, placeholder_count, BoundParam};
-use brook_planner::BrookStatement;
+use brook_planner::{BrookStatement, StatementBody};
 use futures::Sink;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
@@ -48,8 +48,9 @@ impl QueryParser for BrookParser {
         check_query_text(sql).map_err(to_pg)?;
         let mut stmts = brook_planner::parse_sql(sql).map_err(to_pg)?;
         if stmts.len() > 1 {
-            return Err(to_pg(BrookError::Syntax(
-                "cannot insert multiple commands into a prepared statement".into(),
+            return Err(to_pg(brook_err!(
+                Syntax,
+                "cannot insert multiple commands into a prepared statement"
             )));
         }
         let stmt = stmts.pop();
@@ -143,8 +144,9 @@ pub(super) fn bound_params(
             None => None,
             Some(bytes) if !portal.parameter_format.is_binary(i) => {
                 Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
-                    to_pg(BrookError::BadEncoding(
-                        "invalid byte sequence for encoding \"UTF8\" in parameter".into(),
+                    to_pg(brook_err!(
+                        BadEncoding,
+                        "invalid byte sequence for encoding \"UTF8\" in parameter"
                     ))
                 })?)
             }
@@ -162,9 +164,10 @@ pub(super) fn bound_params(
 pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookError> {
     use postgres_types::FromSql;
     let bad = |e: Box<dyn std::error::Error + Sync + Send>| {
-        BrookError::Protocol(format!(
+        brook_err!(
+            Protocol,
             "incorrect binary data format in bind parameter: {e}"
-        ))
+        )
     };
     Ok(match *ty {
         Type::BOOL => bool::from_sql(ty, b).map_err(bad)?.to_string(),
@@ -193,10 +196,11 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
             s
         }
         _ => String::from_utf8(b.to_vec()).map_err(|_| {
-            BrookError::Protocol(format!(
+            brook_err!(
+                Protocol,
                 "binary parameters of type {} are not supported",
                 ty.name()
-            ))
+            )
         })?,
     })
 }
@@ -254,7 +258,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let g = self.session(client).await?;
         let s = g
             .as_ref()
-            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+            .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
         let (types, schema) = s
             .describe_with_params(stmt, &p.params)
             .await
@@ -282,7 +286,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let g = self.session(client).await?;
         let s = g
             .as_ref()
-            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+            .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let schema = s.describe(&stmt).await.map_err(to_pg)?;
@@ -317,7 +321,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let mut g = self.session(client).await?;
         let s = g
             .as_mut()
-            .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+            .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);
@@ -358,7 +362,7 @@ impl ExtendedQueryHandler for BrookHandler {
                 Response::Query(mut q) if max_rows == 0 => {
                     let tag = q.command_tag().to_string();
                     let rows = send_data_rows(client, &mut q, &|| self.client_gone()).await?;
-                    Response::Execution(Tag::new(&tag).with_rows(rows))
+                    Response::Execution(rows_tag(&tag, rows))
                 }
                 other => other,
             };
@@ -374,23 +378,17 @@ impl ExtendedQueryHandler for BrookHandler {
 /// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
 /// How many `$n` parameters a statement takes.
 pub(super) fn statement_placeholders(stmt: &BrookStatement) -> usize {
-    match stmt {
-        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => placeholder_count(s),
-        BrookStatement::Approx { stmt, .. } => statement_placeholders(stmt),
-        _ => 0,
-    }
+    stmt.as_sql().map_or(0, placeholder_count)
 }
 
 pub(super) fn cursor_portal_changes(
     stmt: &BrookStatement,
 ) -> Vec<(String, Option<BrookStatement>)> {
     use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
-    let s = match stmt {
-        BrookStatement::Sql(s) | BrookStatement::Emit { stmt: s, .. } => s,
-        BrookStatement::Approx { stmt, .. } => return cursor_portal_changes(stmt),
-        _ => return vec![],
+    let Some(s) = stmt.as_sql() else {
+        return vec![];
     };
-    match s.as_ref() {
+    match s {
         // Executing or describing the portal reads the cursor, as `FETCH ALL` does (a
         // continuous cursor's rows carry its change kind, which its query's plan lacks).
         S::Declare { stmts } => stmts
@@ -404,7 +402,7 @@ pub(super) fn cursor_portal_changes(
                     position: datafusion::sql::sqlparser::ast::FetchPosition::From,
                     into: None,
                 };
-                Some((name, Some(BrookStatement::Sql(Box::new(fetch)))))
+                Some((name, Some(BrookStatement::sql(fetch))))
             })
             .collect(),
         S::Close {
@@ -414,31 +412,12 @@ pub(super) fn cursor_portal_changes(
     }
 }
 
-pub(super) fn bind(stmt: BrookStatement, params: &[BoundParam]) -> PgWireResult<BrookStatement> {
-    match stmt {
-        BrookStatement::Sql(mut s) => {
-            bind_parameters(&mut s, params).map_err(to_pg)?;
-            Ok(BrookStatement::Sql(s))
-        }
-        BrookStatement::Emit {
-            mut stmt,
-            on_window_close,
-        } => {
-            bind_parameters(&mut stmt, params).map_err(to_pg)?;
-            Ok(BrookStatement::Emit {
-                stmt,
-                on_window_close,
-            })
-        }
-        BrookStatement::Approx {
-            stmt,
-            error,
-            confidence,
-        } => Ok(BrookStatement::Approx {
-            stmt: Box::new(bind(*stmt, params)?),
-            error,
-            confidence,
-        }),
-        other => Ok(other),
+pub(super) fn bind(
+    mut stmt: BrookStatement,
+    params: &[BoundParam],
+) -> PgWireResult<BrookStatement> {
+    if let StatementBody::Sql(s) = &mut stmt.body {
+        bind_parameters(s, params).map_err(to_pg)?;
     }
+    Ok(stmt)
 }

@@ -28,7 +28,7 @@ use crate::exec::cancel::SessionCancel;
 use crate::session::Session;
 use crate::wire::cancel::CancelRegistry;
 use async_trait::async_trait;
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_planner::BrookStatement;
 use datafusion::arrow::datatypes::SchemaRef;
 use pgwire::api::auth::StartupHandler;
@@ -193,9 +193,7 @@ pub struct Prepared {
 /// itself can still be written as `chr(65533)`).
 fn check_query_text(sql: &str) -> Result<(), BrookError> {
     if sql.contains('\u{FFFD}') {
-        return Err(BrookError::BadEncoding(
-            "invalid byte sequence for encoding \"UTF8\" in the query text (U+FFFD as a literal character is refused too; write it as chr(65533))".into(),
-        ));
+        return Err(brook_err!(BadEncoding, "invalid byte sequence for encoding \"UTF8\" in the query text (U+FFFD as a literal character is refused too; write it as chr(65533))"));
     }
     Ok(())
 }

@@ -74,7 +74,7 @@ where
         .await?;
     let tag = q.command_tag().to_string();
     let count = send_data_rows(client, &mut q, gone).await?;
-    let done = Tag::new(&tag).with_rows(count);
+    let done = super::statement::rows_tag(&tag, count);
     client
         .feed(PgWireBackendMessage::CommandComplete(done.into()))
         .await?;

@@ -4,7 +4,7 @@ use super::send::{send_copy_out, send_notices, send_rows};
 use super::statement::execute_on_statement_runtime;
 use super::*;
 use async_trait::async_trait;
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_planner::BrookStatement;
 use futures::{Sink, SinkExt};
 use pgwire::api::query::{send_execution_response, SimpleQueryHandler};
@@ -18,12 +18,18 @@ use std::fmt::Debug;
 
 pub(super) fn is_txn_control(s: &BrookStatement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
-    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Commit { .. } | S::Rollback { .. }))
+    matches!(s.as_sql(), Some(S::Commit { .. } | S::Rollback { .. }))
 }
 
 pub(super) fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
-    matches!(s, BrookStatement::Sql(b) if matches!(b.as_ref(), S::Rollback { savepoint: Some(_), .. }))
+    matches!(
+        s.as_sql(),
+        Some(S::Rollback {
+            savepoint: Some(_),
+            ..
+        })
+    )
 }
 
 #[async_trait]
@@ -188,8 +194,9 @@ impl SimpleQueryHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        Err(to_pg(BrookError::internal(
-            "simple queries are handled by on_query",
+        Err(to_pg(brook_err!(
+            Internal,
+            "simple queries are handled by on_query"
         )))
     }
 }

@@ -6,7 +6,7 @@ use super::*;
 use crate::copy::CopyOutEncoder;
 use crate::exec::cancel::SessionCancel;
 use crate::session::{Outcome, Session};
-use brook_common::BrookError;
+use brook_common::{brook_err, BrookError};
 use brook_planner::BrookStatement;
 use futures::{stream, StreamExt};
 use pgwire::api::results::{CopyResponse, FieldFormat, Response, Tag};
@@ -151,11 +151,22 @@ pub(super) fn command_tag(tag: &str) -> Tag {
         Some(n) if parts.len() > 1 => {
             parts.pop();
             if parts.len() == 2 && parts[0] == "INSERT" {
-                return Tag::new("INSERT").with_oid(0).with_rows(n);
+                return rows_tag("INSERT", n);
             }
-            Tag::new(&parts.join(" ")).with_rows(n)
+            rows_tag(&parts.join(" "), n)
         }
         _ => Tag::new(tag),
+    }
+}
+
+/// The CommandComplete tag of a statement that affected or returned `rows` rows. INSERT's
+/// tag carries an oid (always 0) before the count, `INSERT 0 n`, also with RETURNING: psql
+/// and drivers parse it by that shape ("could not interpret result from server" otherwise).
+pub(super) fn rows_tag(command: &str, rows: usize) -> Tag {
+    if command == "INSERT" {
+        Tag::new("INSERT").with_oid(0).with_rows(rows)
+    } else {
+        Tag::new(command).with_rows(rows)
     }
 }
 
@@ -171,7 +182,7 @@ pub(super) async fn execute_on_statement_runtime(
 ) -> PgWireResult<(Outcome, Vec<String>)> {
     let mut session = slot
         .take()
-        .ok_or_else(|| to_pg(BrookError::internal("no session")))?;
+        .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
     session.set_statement_token(token.clone());
     let (session, outcome) = crate::exec::runtime::run(async move {
         let outcome = tokio::select! {

@@ -2,7 +2,7 @@
 
 use crate::catalog::RelationMeta;
 use crate::pg::types::PgType;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field};
@@ -15,7 +15,7 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
     if col.data_type() == &target {
         crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
             BrookError::StringTooLong(_) => {
-                BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+                brook_err!(StringTooLong, "value too long for type {}", ty.name())
             }
             other => other,
         })?;
@@ -33,7 +33,7 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                     BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
                 }
                 BrookError::StringTooLong(_) => {
-                    BrookError::StringTooLong(format!("value too long for type {}", ty.name()))
+                    brook_err!(StringTooLong, "value too long for type {}", ty.name())
                 }
                 other => other,
             })
@@ -41,11 +41,12 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
         DataType::Null => Ok(datafusion::arrow::array::new_null_array(&target, col.len())),
         src => {
             if !assignable(src, ty) {
-                return Err(BrookError::DatatypeMismatch(format!(
+                return Err(brook_err!(
+                    DatatypeMismatch,
                     "column \"{name}\" is of type {} but expression is of type {}",
                     ty.name(),
                     crate::pg::types::arrow_wire_type(src).name()
-                )));
+                ));
             }
             let rounded = round_floats_for_int(col, ty)?;
             let out = cast_with_options(
@@ -57,10 +58,7 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                 },
             )?;
             if out.null_count() != col.null_count() {
-                return Err(BrookError::OutOfRange(format!(
-                    "{} out of range",
-                    ty.name()
-                )));
+                return Err(brook_err!(OutOfRange, "{} out of range", ty.name()));
             }
             Ok(out)
         }
@@ -79,7 +77,7 @@ pub(crate) fn round_floats_for_int(col: &ArrayRef, ty: &PgType) -> Result<ArrayR
     let f = f
         .as_any()
         .downcast_ref::<Float64Array>()
-        .ok_or_else(|| BrookError::internal("float cast"))?;
+        .ok_or_else(|| brook_err!(Internal, "float cast"))?;
     let r: Float64Array = f.iter().map(|v| v.map(f64::round_ties_even)).collect();
     Ok(Arc::new(r))
 }
@@ -130,10 +128,11 @@ pub(crate) fn to_relation_batch(
     for (i, c) in meta.columns.iter().enumerate() {
         let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
         if c.not_null && a.null_count() > 0 {
-            return Err(BrookError::NotNullViolation(format!(
+            return Err(brook_err!(
+                NotNullViolation,
                 "null value in column \"{}\" of relation \"{name}\" violates not-null constraint",
                 c.name
-            )));
+            ));
         }
         cols.push(a);
     }

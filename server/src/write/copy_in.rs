@@ -4,7 +4,7 @@
 use crate::copy::{BatchBuilder, CopyParser, CopyTarget, RawBatch, BATCH_ROWS};
 use crate::storage::WriteTxn;
 use crate::write::keys::KeyCheck;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use std::sync::Arc;
 
 /// A COPY FROM STDIN in progress.
@@ -93,7 +93,7 @@ impl CopyWriter {
         }
         if let CopyWriter::Here(_) = self {
             let CopyWriter::Here(w) = std::mem::replace(self, CopyWriter::Switching) else {
-                return Err(BrookError::internal("COPY writer vanished"));
+                return Err(brook_err!(Internal, "COPY writer vanished"));
             };
             // A few batches in flight: enough to keep both cores busy, bounded so that a
             // fast client cannot make the server buffer its whole input.
@@ -102,13 +102,13 @@ impl CopyWriter {
             *self = CopyWriter::Thread { batches: tx, done };
         }
         let CopyWriter::Thread { batches, .. } = self else {
-            return Err(BrookError::internal("COPY writer vanished"));
+            return Err(brook_err!(Internal, "COPY writer vanished"));
         };
         for raw in ready {
             if batches.send(raw).await.is_err() {
                 // The writer stopped on an error: that error is the COPY's.
                 return Err(self.finish().await.err().unwrap_or_else(|| {
-                    BrookError::internal("COPY writer stopped without an error")
+                    brook_err!(Internal, "COPY writer stopped without an error")
                 }));
             }
         }
@@ -122,9 +122,9 @@ impl CopyWriter {
             CopyWriter::Thread { batches, done } => {
                 drop(batches);
                 done.await
-                    .map_err(|e| BrookError::internal(format!("COPY writer failed: {e}")))?
+                    .map_err(|e| brook_err!(Internal, "COPY writer failed: {e}"))?
             }
-            CopyWriter::Switching => Err(BrookError::internal("COPY writer vanished")),
+            CopyWriter::Switching => Err(brook_err!(Internal, "COPY writer vanished")),
         }
     }
 }

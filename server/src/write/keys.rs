@@ -2,7 +2,7 @@
 //! relation's write lock.
 
 use crate::catalog::RelationMeta;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::row::{RowConverter, SortField};
 use std::collections::HashSet;
@@ -73,11 +73,9 @@ impl KeyCheck {
                     .unwrap_or_default()
             })
             .collect();
-        BrookError::UniqueViolation(format!(
-            "duplicate key value violates unique constraint \"{}_pkey\": Key ({})=({}) already exists.",
+        brook_err!(UniqueViolation, "duplicate key value violates unique constraint \"{}_pkey\": Key ({})=({}) already exists.",
             self.table,
             self.names.join(", "),
-            vals.join(", ")
-        ))
+            vals.join(", "))
     }
 }

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::dft::{self, Dft};
 use crate::Synopsis;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array};
 use datafusion::arrow::compute::{filter, is_not_null, sort_to_indices, SortOptions};
 use datafusion::arrow::datatypes::DataType;
@@ -57,7 +57,11 @@ fn synopsis(args: &AccumulatorArgs<'_>) -> Result<Dft> {
         dft::WINDOW_RANGE.0 as i64..=dft::WINDOW_RANGE.1 as i64,
     )?
     .ok_or_else(|| {
-        BrookError::InvalidParameter(format!("{}() needs a window size", function_name(args)))
+        brook_err!(
+            InvalidParameter,
+            "{}() needs a window size",
+            function_name(args)
+        )
     })? as usize;
     let coefficients = int_arg(args, 2, 1..=i64::from(u16::MAX))?
         .map_or(dft::DEFAULT_COEFFICIENTS.min((window - 1) / 2), |k| {
@@ -152,9 +156,10 @@ impl Accumulator for OrderedWindow {
         };
         let x: Float64Array = crate::values::as_f64(x.as_ref()).map_err(external)?;
         if let Some(v) = x.iter().flatten().find(|v| !v.is_finite()) {
-            return Err(external(BrookError::OutOfRange(format!(
+            return Err(external(brook_err!(
+                OutOfRange,
                 "a DFT synopsis needs finite values, got {v}"
-            ))));
+            )));
         }
         let valid = is_not_null(&x)?;
         let (x, t) = (filter(&x, &valid)?, filter(t.as_ref(), &valid)?);
@@ -210,8 +215,9 @@ impl Accumulator for OrderedWindow {
             let part = Dft::from_bytes(bytes).map_err(external)?;
             let row_keys = keys.value(row);
             if row_keys.len() != part.values().len() {
-                return Err(external(BrookError::internal(
-                    "partial DFT window and its order keys differ in length",
+                return Err(external(brook_err!(
+                    Internal,
+                    "partial DFT window and its order keys differ in length"
                 )));
             }
             let mut incoming = Vec::with_capacity(row_keys.len());
@@ -229,7 +235,7 @@ impl Accumulator for OrderedWindow {
 /// spectra; NULL while a window is not full or is constant.
 fn approx_corr(args: &[ArrayRef]) -> Result<ArrayRef> {
     let (Some(a), Some(b)) = (args.first(), args.get(1)) else {
-        return Err(BrookError::internal("approx_corr without two arguments"));
+        return Err(brook_err!(Internal, "approx_corr without two arguments"));
     };
     let (a, b) = (binary_values(a.as_ref())?, binary_values(b.as_ref())?);
     let mut out = Vec::with_capacity(a.len());
@@ -240,13 +246,11 @@ fn approx_corr(args: &[ArrayRef]) -> Result<ArrayRef> {
         };
         let (a, b) = (Dft::from_bytes(a)?, Dft::from_bytes(b)?);
         if (a.window(), a.coefficients()) != (b.window(), b.coefficients()) {
-            return Err(BrookError::InvalidParameter(format!(
-                "approx_corr needs synopses of one window and coefficient count, got {}/{} and {}/{}",
+            return Err(brook_err!(InvalidParameter, "approx_corr needs synopses of one window and coefficient count, got {}/{} and {}/{}",
                 a.window(),
                 a.coefficients(),
                 b.window(),
-                b.coefficients()
-            )));
+                b.coefficients()));
         }
         out.push(match (a.spectrum(), b.spectrum()) {
             (Some(sa), Some(sb)) => Some(sa.correlation(&sb).value),

@@ -10,7 +10,7 @@ use crate::hll::{self, Hll};
 use crate::theta::{self, Theta};
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{Accumulator, AggregateUDF, Signature, TypeSignature, Volatility};
@@ -71,10 +71,11 @@ pub(super) fn sketch_of_sketches(types: &[DataType]) -> Result<DataType> {
         Some(DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::Null) => {
             returns_binary(types)
         }
-        Some(t) => Err(BrookError::DatatypeMismatch(format!(
+        Some(t) => Err(brook_err!(
+            DatatypeMismatch,
             "a union of sketches takes sketches (bytea), got {}",
             sql_name(t)
-        ))),
+        )),
         None => returns_binary(types),
     }
 }

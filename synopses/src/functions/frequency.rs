@@ -21,7 +21,7 @@ use crate::frequent::{self, Frequent, Item};
 use crate::reservoir::Reservoir;
 use crate::{Confidence, Synopsis};
 use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::scalar::ScalarStructBuilder;
@@ -157,7 +157,7 @@ fn frequent_sketch_type(types: &[DataType]) -> Result<DataType> {
 /// The `k` and the sketch of `approx_top_k(x, k [, error])` and `approx_top_k_counts`.
 fn top_k_sketch(args: &AccumulatorArgs<'_>) -> Result<(usize, Frequent)> {
     let k = int_arg(args, 1, 1..=10_000)?
-        .ok_or_else(|| BrookError::InvalidParameter(format!("{}() needs k", function_name(args))))?
+        .ok_or_else(|| brook_err!(InvalidParameter, "{}() needs k", function_name(args)))?
         as usize;
     let lg = Frequent::lg_map_size_for_top_k(k, f64_arg(args, 2)?)?;
     let sketch = Frequent::for_type(&value_type(args)?, lg)?;
@@ -281,15 +281,15 @@ fn approx_mode(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
 /// the column's values do (`approx_count(int_col, 7)` finds the int 7).
 fn probe_item(args: &AccumulatorArgs<'_>) -> Result<ArrayRef> {
     let t = value_type(args)?;
-    let item = constant_arg(args, 1)?.ok_or_else(|| {
-        BrookError::InvalidParameter(format!("{}() needs an item", function_name(args)))
-    })?;
+    let item = constant_arg(args, 1)?
+        .ok_or_else(|| brook_err!(InvalidParameter, "{}() needs an item", function_name(args)))?;
     let item = item.cast_to(&t).map_err(|_| {
-        BrookError::DatatypeMismatch(format!(
+        brook_err!(
+            DatatypeMismatch,
             "{}(): item {item} is not a value of type {}",
             function_name(args),
             sql_name(&t)
-        ))
+        )
     })?;
     Ok(item.to_array()?)
 }
@@ -359,9 +359,9 @@ fn frequent_items_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulat
 
 /// The reservoir of `sample(x, n)` / `sample_sketch_agg(x, n)`.
 fn reservoir(args: &AccumulatorArgs<'_>) -> Result<Reservoir> {
-    let n = int_arg(args, 1, 1..=1 << 24)?.ok_or_else(|| {
-        BrookError::InvalidParameter(format!("{}() needs a size", function_name(args)))
-    })? as usize;
+    let n = int_arg(args, 1, 1..=1 << 24)?
+        .ok_or_else(|| brook_err!(InvalidParameter, "{}() needs a size", function_name(args)))?
+        as usize;
     Reservoir::new(n, value_type(args)?)
 }
 
@@ -378,7 +378,7 @@ fn chain_sample_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator
     let size = |i: usize, what: &str, max: u64| -> Result<u64> {
         int_arg(args, i, 1..=max as i64)?
             .map(|v| v as u64)
-            .ok_or_else(|| BrookError::InvalidParameter(format!("chain_sample_agg() needs {what}")))
+            .ok_or_else(|| brook_err!(InvalidParameter, "chain_sample_agg() needs {what}"))
     };
     let k = size(1, "a sample size", chain::MAX_SIZE)?;
     let n = size(2, "a window (rows)", chain::MAX_WINDOW)?;

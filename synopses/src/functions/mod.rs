@@ -29,7 +29,7 @@ mod scalar;
 
 use crate::Synopsis;
 use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::error::DataFusionError;
@@ -345,8 +345,9 @@ impl<S: Synopsis + 'static> Accumulator for SynopsisAccumulator<S> {
         match (self.retract, values.first()) {
             (Some(retract), Some(v)) => retract(&mut self.synopsis, v.as_ref()).map_err(external),
             (Some(_), None) => Ok(()),
-            (None, _) => Err(external(BrookError::internal(
-                "retract_batch on a synopsis without deletions",
+            (None, _) => Err(external(brook_err!(
+                Internal,
+                "retract_batch on a synopsis without deletions"
             ))),
         }
     }
@@ -383,9 +384,9 @@ impl<S: Synopsis + 'static> ShapedUnion<S> {
         for bytes in binary_values(sketches)?.into_iter().flatten() {
             let other = S::from_bytes(bytes)?;
             match &mut self.union {
-                Some(u) => u.merge(&other).map_err(|e| {
-                    BrookError::InvalidParameter(format!("{} union: {e}", self.kind))
-                })?,
+                Some(u) => u
+                    .merge(&other)
+                    .map_err(|e| brook_err!(InvalidParameter, "{} union: {e}", self.kind))?,
                 None => self.union = Some(other),
             }
         }
@@ -430,10 +431,11 @@ pub(crate) fn binary_values(array: &dyn Array) -> Result<Vec<Option<&[u8]>>> {
         DataType::BinaryView => array.as_binary_view().iter().collect(),
         DataType::Null => vec![None; array.len()],
         other => {
-            return Err(BrookError::DatatypeMismatch(format!(
+            return Err(brook_err!(
+                DatatypeMismatch,
                 "expected a sketch (bytea), got {}",
                 sql_name(other)
-            )))
+            ))
         }
     })
 }
@@ -453,11 +455,12 @@ pub(crate) fn constant_arg(args: &AccumulatorArgs<'_>, i: usize) -> Result<Optio
     };
     match expr.as_ref().downcast_ref::<Literal>() {
         Some(lit) => Ok(Some(lit.value().clone())),
-        None => Err(BrookError::InvalidParameter(format!(
+        None => Err(brook_err!(
+            InvalidParameter,
             "argument {} of {}() must be a constant",
             i + 1,
             function_name(args)
-        ))),
+        )),
     }
 }
 
@@ -471,11 +474,12 @@ pub(crate) fn f64_arg(args: &AccumulatorArgs<'_>, i: usize) -> Result<Option<f64
     }
     match v.cast_to(&DataType::Float64)? {
         ScalarValue::Float64(f) => Ok(f),
-        other => Err(BrookError::DatatypeMismatch(format!(
+        other => Err(brook_err!(
+            DatatypeMismatch,
             "argument {} of {}() must be a number, got {other}",
             i + 1,
             function_name(args)
-        ))),
+        )),
     }
 }
 
@@ -494,21 +498,23 @@ pub(crate) fn int_arg(
     let n = match v.cast_to(&DataType::Int64) {
         Ok(ScalarValue::Int64(Some(n))) => n,
         _ => {
-            return Err(BrookError::DatatypeMismatch(format!(
+            return Err(brook_err!(
+                DatatypeMismatch,
                 "argument {} of {}() must be an integer, got {v}",
                 i + 1,
                 function_name(args)
-            )))
+            ))
         }
     };
     if !range.contains(&n) {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "argument {} of {}() must be between {} and {}, got {n}",
             i + 1,
             function_name(args),
             range.start(),
             range.end()
-        )));
+        ));
     }
     Ok(Some(n))
 }
@@ -518,17 +524,18 @@ pub(crate) fn value_type(args: &AccumulatorArgs<'_>) -> Result<DataType> {
     args.expr_fields
         .first()
         .map(|f| f.data_type().clone())
-        .ok_or_else(|| BrookError::internal("aggregate without arguments"))
+        .ok_or_else(|| brook_err!(Internal, "aggregate without arguments"))
 }
 
 /// Checked when a call is planned: the summarised (first) argument must have a defined
 /// hashing; 0A000 names `what` and the type otherwise.
 pub(crate) fn check_hashable(what: &str, types: &[DataType]) -> Result<()> {
     match types.first() {
-        Some(t) if !crate::values::is_hashable(t) => Err(BrookError::unsupported(format!(
+        Some(t) if !crate::values::is_hashable(t) => Err(brook_err!(
+            Unsupported,
             "{what} over values of type {}",
             sql_name(t)
-        ))),
+        )),
         _ => Ok(()),
     }
 }

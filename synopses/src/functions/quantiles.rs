@@ -9,7 +9,7 @@ use crate::req::{self, Req};
 use crate::tdigest::{self, TDigest};
 use crate::{check_rank, Confidence, Quantiles, Synopsis};
 use brook_common::types::sql_name;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::function::AccumulatorArgs;
 use datafusion::logical_expr::{Accumulator, AggregateUDF, Signature, TypeSignature, Volatility};
@@ -47,10 +47,11 @@ pub(super) fn aggregates() -> Vec<AggregateUDF> {
 /// Checked at planning: quantiles need numbers (42804 otherwise).
 fn check_numeric(types: &[DataType]) -> Result<()> {
     match types.first() {
-        Some(t) if !(t.is_numeric() || t.is_null()) => Err(BrookError::DatatypeMismatch(format!(
+        Some(t) if !(t.is_numeric() || t.is_null()) => Err(brook_err!(
+            DatatypeMismatch,
             "approximate quantiles need numeric values, got {}",
             sql_name(t)
-        ))),
+        )),
         _ => Ok(()),
     }
 }
@@ -66,9 +67,8 @@ fn numeric_sketch(types: &[DataType]) -> Result<DataType> {
 }
 
 fn approx_percentile(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
-    let p = f64_arg(args, 1)?.ok_or_else(|| {
-        BrookError::InvalidParameter("approx_percentile() needs a percentile".into())
-    })?;
+    let p = f64_arg(args, 1)?
+        .ok_or_else(|| brook_err!(InvalidParameter, "approx_percentile() needs a percentile"))?;
     let mut p = check_rank(p)?;
     // `ORDER BY x DESC` counts ranks from the top, as percentile_cont does.
     if args.order_bys.first().is_some_and(|o| o.options.descending) {
@@ -113,9 +113,10 @@ fn kll_union(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
 fn req_sketch(args: &AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
     let k = k_arg(args, req::K_RANGE, req::DEFAULT_K)?;
     if k % 2 == 1 {
-        return Err(BrookError::InvalidParameter(format!(
+        return Err(brook_err!(
+            InvalidParameter,
             "req_sketch_agg() needs an even k, got {k}"
-        )));
+        ));
     }
     Ok(SynopsisAccumulator::values(
         Req::new(k)?,

@@ -21,7 +21,7 @@ use crate::reservoir::Reservoir;
 use crate::tdigest::TDigest;
 use crate::theta::Theta;
 use crate::{check_rank, Confidence, Estimate, Quantiles, Synopsis};
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Float64Array, Int64Array,
 };
@@ -204,8 +204,9 @@ impl ScalarUDFImpl for SketchFunction {
 fn family(bytes: &[u8]) -> Result<u8> {
     match bytes.get(2).copied() {
         Some(f @ (THETA | HLL | KLL | CPC | REQ | TDIGEST | FREQUENCY | COUNTMIN | BLOOM)) => Ok(f),
-        _ => Err(BrookError::InvalidBinary(
-            "not a DataSketches sketch (unknown family in its preamble)".into(),
+        _ => Err(brook_err!(
+            InvalidBinary,
+            "not a DataSketches sketch (unknown family in its preamble)"
         )),
     }
 }
@@ -240,10 +241,8 @@ fn distinct_estimate(bytes: &[u8], confidence: Confidence) -> Result<Estimate> {
         HLL => Ok(Hll::from_bytes(bytes)?.estimate(confidence)),
         CPC => Ok(Cpc::from_bytes(bytes)?.estimate(confidence)),
         THETA => Ok(Theta::from_bytes(bytes)?.estimate(confidence)),
-        other => Err(BrookError::DatatypeMismatch(format!(
-            "estimate/lower_bound/upper_bound take a distinct-count sketch (HLL, CPC, theta), not a {} sketch",
-            family_name(other)
-        ))),
+        other => Err(brook_err!(DatatypeMismatch, "estimate/lower_bound/upper_bound take a distinct-count sketch (HLL, CPC, theta), not a {} sketch",
+            family_name(other))),
     }
 }
 
@@ -272,10 +271,11 @@ fn quantile_of(bytes: &[u8], rank: f64) -> Result<Option<f64>> {
         KLL => Ok(Kll::from_bytes(bytes)?.quantile(rank)),
         REQ => Ok(Req::from_bytes(bytes)?.quantile(rank)),
         TDIGEST => Ok(TDigest::from_bytes(bytes)?.quantile(rank)),
-        other => Err(BrookError::DatatypeMismatch(format!(
+        other => Err(brook_err!(
+            DatatypeMismatch,
             "quantile() takes a quantiles sketch (KLL, REQ, t-digest), not a {} sketch",
             family_name(other)
-        ))),
+        )),
     }
 }
 
@@ -296,11 +296,12 @@ fn quantile(args: &[ArrayRef]) -> Result<ArrayRef> {
 fn expect_family(bytes: &[u8], want: u8, function: &str) -> Result<()> {
     match family(bytes)? {
         f if f == want => Ok(()),
-        other => Err(BrookError::DatatypeMismatch(format!(
+        other => Err(brook_err!(
+            DatatypeMismatch,
             "{function}() takes a {} sketch, not a {} sketch",
             family_name(want),
             family_name(other)
-        ))),
+        )),
     }
 }
 
@@ -364,15 +365,17 @@ impl ScalarUDFImpl for SampleValues {
         let element = match arg_types {
             [DataType::Binary] => DataType::Utf8,
             [DataType::Binary, DataType::Null] => {
-                return Err(external(BrookError::DatatypeMismatch(
-                    "sample_values(sample, hint): give the hint a type, e.g. NULL::float8".into(),
+                return Err(external(brook_err!(
+                    DatatypeMismatch,
+                    "sample_values(sample, hint): give the hint a type, e.g. NULL::float8"
                 )))
             }
             [DataType::Binary, hint] => hint.clone(),
             other => {
-                return Err(external(BrookError::DatatypeMismatch(format!(
+                return Err(external(brook_err!(
+                DatatypeMismatch,
                 "sample_values(sample [, type hint]) takes a sample sketch (bytea), not {other:?}"
-            ))))
+            )))
             }
         };
         Ok(DataType::List(Arc::new(Field::new_list_field(
@@ -391,7 +394,7 @@ impl ScalarUDFImpl for SampleValues {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let samples = arrays
             .first()
-            .ok_or_else(|| external(BrookError::internal("sample_values without arguments")))?;
+            .ok_or_else(|| external(brook_err!(Internal, "sample_values without arguments")))?;
         Ok(ColumnarValue::Array(
             sample_values(samples, &element).map_err(external)?,
         ))
@@ -411,10 +414,11 @@ fn sample_values(samples: &ArrayRef, element: &DataType) -> Result<ArrayRef> {
                     Reservoir::from_bytes(b)?.to_array()?
                 };
                 Some(cast(&values, element).map_err(|e| {
-                    BrookError::DatatypeMismatch(format!(
+                    brook_err!(
+                        DatatypeMismatch,
                         "sampled {} values do not convert to {element}: {e}",
                         values.data_type()
-                    ))
+                    )
                 })?)
             }
             None => None,

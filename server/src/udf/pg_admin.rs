@@ -1,0 +1,118 @@
+//! PostgreSQL's administration functions that clients call when they connect, reflect a
+//! table or return a pooled connection: `pg_size_pretty`, `pg_get_serial_sequence`,
+//! `pg_advisory_unlock_all`, and `set_config` for describing a statement.
+
+use brook_common::brook_err;
+use datafusion::arrow::array::{AsArray, StringArray};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
+
+/// Register the functions on a database context.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udf(create_udf(
+        "pg_size_pretty",
+        vec![DataType::Int64],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let sizes = arrays[0].as_primitive::<Int64Type>();
+            let out: StringArray = sizes.iter().map(|s| s.map(size_pretty)).collect();
+            Ok(match &args[0] {
+                ColumnarValue::Scalar(_) => {
+                    ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+                }
+                ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
+            })
+        }),
+    ));
+    // Brook has no sequences (SERIAL and identity columns are refused), so no column
+    // owns one: NULL, as PostgreSQL answers for a column without a sequence. pandas and
+    // SQLAlchemy ask it of every table they reflect or write.
+    ctx.register_udf(create_udf(
+        "pg_get_serial_sequence",
+        vec![DataType::Utf8, DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
+    ));
+    // Brook takes no advisory locks, so a session holds none to release (asyncpg's pool
+    // calls this on every connection it takes back). PostgreSQL's result is void: NULL.
+    ctx.register_udf(create_udf(
+        "pg_advisory_unlock_all",
+        vec![],
+        DataType::Utf8,
+        Volatility::Volatile,
+        Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
+    ));
+    // `SELECT set_config(...)` runs as SET before it reaches DataFusion
+    // (`handler::set_config`); DataFusion knows the function so that such a statement can
+    // be described before it runs. Anywhere else it cannot change the session: 0A000.
+    ctx.register_udf(create_udf(
+        "set_config",
+        vec![DataType::Utf8, DataType::Utf8, DataType::Boolean],
+        DataType::Utf8,
+        Volatility::Volatile,
+        Arc::new(|_args: &[ColumnarValue]| {
+            Err(DataFusionError::External(Box::new(brook_err!(
+                Unsupported,
+                "set_config() inside a larger query (call it alone: SELECT set_config(name, value, is_local), with constant arguments)"
+            ))))
+        }),
+    ));
+}
+
+/// PostgreSQL's `pg_size_pretty(bigint)`: bytes below 10 kB, then kB, MB, GB, TB and PB,
+/// each unit used below 20,480 of it, the last step rounded half away from zero.
+fn size_pretty(size: i64) -> String {
+    // (name, limit, rounded, bits)
+    const UNITS: [(&str, i64, bool, u32); 6] = [
+        ("bytes", 10 * 1024, false, 0),
+        ("kB", 20 * 1024 - 1, true, 10),
+        ("MB", 20 * 1024 - 1, true, 20),
+        ("GB", 20 * 1024 - 1, true, 30),
+        ("TB", 20 * 1024 - 1, true, 40),
+        ("PB", 20 * 1024 - 1, true, 50),
+    ];
+    let mut size = size;
+    for (i, &(name, limit, round, bits)) in UNITS.iter().enumerate() {
+        let last = i + 1 == UNITS.len();
+        if last || size.unsigned_abs() < limit as u64 {
+            if round {
+                size = (size + if size < 0 { -1 } else { 1 }) / 2;
+            }
+            return format!("{size} {name}");
+        }
+        let (_, _, next_round, next_bits) = UNITS[i + 1];
+        // One bit fewer when the next unit rounds its last half.
+        let shift = next_bits - bits - u32::from(next_round) + u32::from(round);
+        size /= 1i64 << shift;
+    }
+    unreachable!("the last unit always answers")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_pretty;
+
+    /// PostgreSQL 15's answers.
+    #[test]
+    fn sizes_read_as_postgresql_prints_them() {
+        for (size, text) in [
+            (0, "0 bytes"),
+            (10239, "10239 bytes"),
+            (10240, "10 kB"),
+            (1_048_576, "1024 kB"),
+            (20_971_520, "20 MB"),
+            (1_073_741_824, "1024 MB"),
+            (-10240, "-10 kB"),
+            (i64::MAX, "8192 PB"),
+        ] {
+            assert_eq!(size_pretty(size), text, "{size}");
+        }
+    }
+}
