@@ -18,6 +18,8 @@ python3 -c 'import pg8000' 2>/dev/null || need_pip+=(pg8000)
 python3 -c 'import pyodbc' 2>/dev/null || need_pip+=(pyodbc)
 python3 -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
 python3 -c 'import datasketches' 2>/dev/null || need_pip+=(datasketches)
+python3 -c 'import asyncpg' 2>/dev/null || need_pip+=(asyncpg)
+python3 -c 'import sqlalchemy, pandas' 2>/dev/null || need_pip+=('sqlalchemy>=2' pandas)
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "== pip install ${need_pip[*]}"
   python3 -m pip install -q --disable-pip-version-check "${need_pip[@]}"

@@ -85,6 +85,9 @@ pub enum BrookError {
     /// 22001: string too long for varchar(n).
     #[error("{0}")]
     StringTooLong(String),
+    /// 22025: a LIKE pattern or escape string that is not well formed.
+    #[error("{0}")]
+    InvalidEscape(String),
     /// 22023: invalid parameter value (e.g. an unknown setting value).
     #[error("{0}")]
     InvalidParameter(String),
@@ -187,6 +190,7 @@ impl BrookError {
             BrookError::DivisionByZero => "22012",
             BrookError::StringTooLong(_) => "22001",
             BrookError::InvalidParameter(_) => "22023",
+            BrookError::InvalidEscape(_) => "22025",
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
             BrookError::NotNullViolation(_) => "23502",

@@ -19,6 +19,7 @@
 //! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
 //!   bins, as integer arithmetic).
 //! - [`session_window`]: the `session_start`/`session_end` window functions.
+//! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
@@ -28,6 +29,7 @@ pub mod bytea;
 pub mod checked;
 pub mod continuous;
 pub mod decorrelate;
+pub mod like_escape;
 pub mod parser;
 pub mod pg_functions;
 pub mod rewrite;

@@ -27,6 +27,7 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
+        Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),
@@ -472,7 +473,10 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         COMPAT
             .parse(&describe_brook_kinds(text))?
             .into_iter()
-            .map(|s| REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s)))
+            .map(|s| {
+                let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
+                REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))
+            })
             .collect()
     } else {
         let mut parsed = Parser::new(&dialect)

@@ -1,6 +1,9 @@
 //! PostgreSQL functions Brook answers by rewriting a statement into SQL DataFusion plans,
 //! where the function is a lookup over the catalogs rather than a computation on values.
 //!
+//! `x::uuid` is `brook_uuid(x)`: a uuid is kept as its canonical text, and the cast checks
+//! and canonicalises its input (DataFusion has no uuid type: "Unsupported SQL type").
+//!
 //! `to_regtype(name)` is `name::regtype` that yields NULL instead of an error for an unknown
 //! type: the compatibility rewrites of `datafusion-pg-catalog` already turn a cast of a name
 //! to `regtype` into a lookup in `pg_type` (no row: NULL), so `to_regtype` becomes that cast
@@ -13,6 +16,50 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
+
+/// Name of the function a cast to uuid becomes.
+pub const UUID_CAST: &str = "brook_uuid";
+
+/// `name(args...)`, a plain call of a function Brook registers.
+pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(datafusion::sql::sqlparser::ast::Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(datafusion::sql::sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// Every `CAST(x AS uuid)` / `x::uuid` of `stmt` as `brook_uuid(x)`.
+pub fn uuid_casts(stmt: &mut Statement) {
+    struct Casts;
+    impl VisitorMut for Casts {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Cast {
+                expr: inner,
+                data_type: DataType::Uuid,
+                ..
+            } = expr
+            {
+                *expr = function_call(UUID_CAST, vec![(**inner).clone()]);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = stmt.visit(&mut Casts);
+}
 
 /// `to_regtype(x)` (or `pg_catalog.to_regtype(x)`) as `CAST(x AS regtype)`.
 #[derive(Debug)]

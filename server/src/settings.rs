@@ -86,6 +86,8 @@ pub(crate) fn default_settings() -> BTreeMap<String, String> {
         ("client_min_messages", "notice"),
         ("row_security", "on"),
         ("synchronous_commit", "on"),
+        // Brook compiles no expressions to machine code; asyncpg turns JIT off through this.
+        ("jit", "off"),
         ("geqo", "on"),
         ("jit", "off"),
         ("work_mem", "4MB"),

@@ -23,6 +23,10 @@ check "9|kiwi" "$("${P[@]}" -c "INSERT INTO items VALUES (9, 'kiwi', 3) RETURNIN
 # postgres and template1 exist, as tools that connect there first expect (psql -l, createdb)
 check "template1" "$(psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d template1 -At -c "SELECT current_database()")" "connect to template1"
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -l | grep -q postgres || { echo "psql: -l failed"; exit 1; }
+# a HEADER line is not a row: \copy ... TO with HEADER reports the rows only
+check "COPY 3" "$("${P[@]}" -c "\\copy (SELECT * FROM items ORDER BY id) TO '/tmp/psql_hdr.$$' WITH (FORMAT csv, HEADER)")" "\\copy TO with HEADER"
+check "4" "$(wc -l < /tmp/psql_hdr.$$ | tr -d ' ')" "\\copy TO with HEADER writes header and rows"
+rm -f /tmp/psql_hdr.$$
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }

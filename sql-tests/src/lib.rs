@@ -421,9 +421,41 @@ fn render(
         Type::INT8_ARRAY => get!(Vec<Option<i64>>, |v| pg_array(v, |x| x.to_string())),
         Type::FLOAT8_ARRAY => get!(Vec<Option<f64>>, |v| pg_array(v, |x| pg_float(x, 15, None))),
         Type::TEXT_ARRAY => get!(Vec<Option<String>>, |v| pg_array(v, |x| x)),
+        Type::UUID => get!(RawValue, |v| {
+            let h: String = v.0.iter().map(|b| format!("{b:02x}")).collect();
+            if h.len() == 32 {
+                format!(
+                    "{}-{}-{}-{}-{}",
+                    &h[..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..]
+                )
+            } else {
+                format!("<uuid of {} bytes>", v.0.len())
+            }
+        }),
         _ => get!(String, |v| v),
     };
     Ok(cell(v.as_deref()))
+}
+
+/// A value's bytes as the server sent them (for types tokio-postgres decodes only behind
+/// a feature: uuid).
+struct RawValue(Vec<u8>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for RawValue {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(raw.to_vec()))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
 }
 
 /// PostgreSQL's array text output: `{a,NULL,"b c"}`.

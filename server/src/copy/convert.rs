@@ -63,6 +63,31 @@ pub fn text_to_column(
             }
         }
         PgType::Interval => normalize_intervals(strings),
+        // Kept as canonical text: any input form PostgreSQL accepts, checked here.
+        PgType::Uuid => {
+            let text = cast_with_options(
+                strings,
+                &datafusion::arrow::datatypes::DataType::Utf8,
+                &CastOptions::default(),
+            )?;
+            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+            let mut out = datafusion::arrow::array::StringBuilder::new();
+            for (r, v) in text.iter().enumerate() {
+                match v {
+                    None => out.append_null(),
+                    Some(v) => {
+                        out.append_value(crate::pg::uuid::canonical(v).ok_or_else(|| {
+                            brook_err!(
+                            InvalidText,
+                            "invalid input syntax for type uuid: \"{v}\" (COPY {table}, line {})",
+                            line_of(r)
+                        )
+                        })?)
+                    }
+                }
+            }
+            return Ok(Arc::new(out.finish()));
+        }
         PgType::Timestamp => {
             let fast = strings
                 .as_any()
@@ -376,15 +401,7 @@ pub(super) fn binary_values(
                     // uuid's binary form is its 16 bytes.
                     Some(v) if *ty == PgType::Uuid => {
                         let b = fixed::<16>(v).ok_or_else(|| bad(r, "uuid"))?;
-                        let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-                        sb.append_value(format!(
-                            "{}-{}-{}-{}-{}",
-                            &h[..8],
-                            &h[8..12],
-                            &h[12..16],
-                            &h[16..20],
-                            &h[20..]
-                        ));
+                        sb.append_value(crate::pg::uuid::from_bytes(&b));
                     }
                     Some(v) => sb.append_value(std::str::from_utf8(v).map_err(|_| bad(r, "text"))?),
                 }

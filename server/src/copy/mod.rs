@@ -193,6 +193,55 @@ mod tests {
         Some(v.as_bytes().to_vec())
     }
 
+    fn binary() -> CopyOptions {
+        CopyOptions {
+            format: CopyFormat::Binary,
+            ..text()
+        }
+    }
+
+    /// A binary COPY stream: header, rows of (field) values, then the trailer if asked.
+    fn binary_data(rows: &[&[Option<&[u8]>]], trailer: bool) -> Vec<u8> {
+        let mut out = b"PGCOPY\n\xff\r\n\0".to_vec();
+        out.extend_from_slice(&[0; 8]);
+        for row in rows {
+            out.extend_from_slice(&(row.len() as i16).to_be_bytes());
+            for f in *row {
+                match f {
+                    Some(v) => {
+                        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                        out.extend_from_slice(v);
+                    }
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+        }
+        if trailer {
+            out.extend_from_slice(&(-1i16).to_be_bytes());
+        }
+        out
+    }
+
+    /// The end of data may come at a row boundary without the trailer (pgx sends none), as
+    /// PostgreSQL accepts; inside a row it is 22P04.
+    #[test]
+    fn binary_data_may_end_at_a_row_boundary() {
+        let rows: &[&[Option<&[u8]>]] = &[
+            &[Some(&[0, 0, 0, 1]), None],
+            &[Some(&[0, 0, 0, 2]), Some(b"x")],
+        ];
+        for trailer in [true, false] {
+            let data = binary_data(rows, trailer);
+            let (a, b) = data.split_at(30);
+            let got = parse(binary(), &[a, b]).unwrap();
+            assert_eq!(got.len(), 2, "trailer {trailer}");
+            assert_eq!(got[1].1, vec![Some(vec![0, 0, 0, 2]), s("x")]);
+        }
+        let data = binary_data(rows, false);
+        let e = parse(binary(), &[&data[..data.len() - 1]]).unwrap_err();
+        assert_eq!(e.sqlstate(), "22P04");
+    }
+
     /// Every byte value in every lane, against every target byte: the mask marks exactly
     /// the equal bytes.
     #[test]

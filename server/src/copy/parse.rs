@@ -86,9 +86,11 @@ impl CopyParser {
         }
         match self.opts.format {
             CopyFormat::Binary => {
+                // The end of data may come at a row boundary without the -1 trailer, as
+                // PostgreSQL accepts (pgx's CopyFrom sends none); within a row it is an error.
                 let consumed = self.parse_binary(row)?;
                 self.buf.drain(..consumed);
-                if !self.buf.is_empty() || !self.finished && self.binary_header_done {
+                if !self.buf.is_empty() {
                     return Err(brook_err!(BadCopyFormat, "unexpected EOF in COPY data"));
                 }
             }

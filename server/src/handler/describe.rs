@@ -158,6 +158,9 @@ impl Session {
             Statement::Update(_) | Statement::Delete(_) => self.returning_schema(s).await?,
             _ => Some(Arc::new(Schema::empty())),
         };
+        // `$n::type` / `CAST($n AS type)` gives the parameter that type, as in PostgreSQL
+        // (asyncpg then sends an int for `$1::int`, not its text).
+        inferred.extend(cast_placeholder_types(s));
         let n = brook_planner::rewrite::placeholder_count(s).max(types.len());
         types.resize(n, Type::UNKNOWN);
         for (i, t) in types.iter_mut().enumerate() {
@@ -206,4 +209,34 @@ impl Session {
         let plan = self.plan(q).await?;
         Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
     }
+}
+
+/// The types of parameters cast right where they appear (`$n::type`).
+fn cast_placeholder_types(stmt: &Statement) -> BTreeMap<usize, postgres_types::Type> {
+    use datafusion::sql::sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Casts(BTreeMap<usize, postgres_types::Type>);
+    impl Visitor for Casts {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Cast {
+                expr, data_type, ..
+            } = e
+            {
+                if let Expr::Value(v) = expr.as_ref() {
+                    if let ast::Value::Placeholder(p) = &v.value {
+                        let n = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
+                        if let (Some(n), Ok(t)) = (n, crate::pg::types::PgType::from_sql(data_type))
+                        {
+                            self.0.insert(n, t.wire());
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut casts = Casts(BTreeMap::new());
+    let _ = stmt.visit(&mut casts);
+    casts.0
 }

@@ -69,8 +69,8 @@ impl Session {
     pub(crate) async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
         let names = brook_planner::rewrite::output_names(&stmt);
         pg_literals(&mut stmt)?;
-        if let Some(calls) = set_config::set_config_calls(&stmt) {
-            return self.set_config(calls);
+        if let Some(outputs) = set_config::set_config_outputs(&stmt) {
+            return self.set_config(outputs).await;
         }
         match stmt {
             Statement::Explain { statement, .. }

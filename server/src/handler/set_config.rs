@@ -1,12 +1,15 @@
 //! `SELECT set_config(name, value, is_local)`: PostgreSQL's function form of SET, which
 //! pg_dump, asyncpg and ORMs send when they connect (`SELECT pg_catalog.set_config(
-//! 'search_path', '', false)`).
+//! 'search_path', '', false)`; asyncpg: `SELECT current_setting('jit') AS cur,
+//! set_config('jit', 'off', false) AS new`).
 //!
 //! A setting changes the session, which a function evaluated inside DataFusion cannot
-//! reach; so a SELECT whose every output is a `set_config` call with constant arguments (the
-//! shape clients send) runs as that many SETs and answers one row of the new values. The
-//! `set_config` function DataFusion knows (registered in `udf::functions`) only lets such a
-//! statement be described before it runs; called anywhere else it reports 0A000.
+//! reach. So a SELECT without FROM whose outputs include a `set_config` call with constant
+//! arguments (the shape clients send) is evaluated here, output by output from left to
+//! right as PostgreSQL does: a `set_config` runs as SET and yields the value now in force;
+//! any other output is evaluated on its own, after the SETs to its left. The `set_config`
+//! function DataFusion knows (registered in `udf::pg_admin`) only lets such a statement be
+//! described before it runs; called anywhere else it reports 0A000.
 
 use crate::handler::query::rows_outcome;
 use crate::session::{Outcome, Session};
@@ -20,17 +23,23 @@ use datafusion::sql::sqlparser::ast::{
 };
 use std::sync::Arc;
 
-/// One `set_config` call: the output column's name, the setting and its new value.
+/// One output of such a SELECT.
 #[derive(Debug, PartialEq)]
-pub(crate) struct SetConfigCall {
-    column: String,
-    name: String,
-    value: String,
+pub(crate) enum Output {
+    /// `set_config(name, value, is_local)`: the output column's name, the setting and its
+    /// new value.
+    SetConfig {
+        column: String,
+        name: String,
+        value: String,
+    },
+    /// Any other output, evaluated on its own.
+    Other(SelectItem),
 }
 
-/// The calls of `SELECT set_config(...) [AS x], ...` without FROM, WHERE or other clauses,
-/// every argument a constant; None for any other statement.
-pub(crate) fn set_config_calls(stmt: &Statement) -> Option<Vec<SetConfigCall>> {
+/// The outputs of `SELECT ..., set_config(...) [AS x], ...` without FROM, WHERE or other
+/// clauses, where every `set_config` has constant arguments; None for any other statement.
+pub(crate) fn set_config_outputs(stmt: &Statement) -> Option<Vec<Output>> {
     let Statement::Query(q) = stmt else {
         return None;
     };
@@ -50,19 +59,38 @@ pub(crate) fn set_config_calls(stmt: &Statement) -> Option<Vec<SetConfigCall>> {
     if !sel.from.is_empty() || sel.selection.is_some() || sel.projection.is_empty() {
         return None;
     }
-    sel.projection
+    let mut any = false;
+    let outputs = sel
+        .projection
         .iter()
-        .map(|item| match item {
-            SelectItem::UnnamedExpr(e) => call(e, "set_config"),
-            SelectItem::ExprWithAlias { expr, alias } => {
-                call(expr, &brook_common::ident::ident_name(alias))
+        .map(|item| {
+            let (expr, column) = match item {
+                SelectItem::UnnamedExpr(e) => (e, "set_config".to_string()),
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    (expr, brook_common::ident::ident_name(alias))
+                }
+                _ => return Some(Output::Other(item.clone())),
+            };
+            match set_config_call(expr) {
+                None => Some(Output::Other(item.clone())),
+                Some(None) => None,
+                Some(Some((name, value))) => {
+                    any = true;
+                    Some(Output::SetConfig {
+                        column,
+                        name,
+                        value,
+                    })
+                }
             }
-            _ => None,
         })
-        .collect()
+        .collect::<Option<Vec<_>>>()?;
+    any.then_some(outputs)
 }
 
-fn call(e: &Expr, column: &str) -> Option<SetConfigCall> {
+/// None when `e` is no `set_config` call; Some(None) when it is one with arguments other
+/// than constants (left to DataFusion, which refuses it); else its setting and value.
+fn set_config_call(e: &Expr) -> Option<Option<(String, String)>> {
     let Expr::Function(f) = e else {
         return None;
     };
@@ -77,17 +105,15 @@ fn call(e: &Expr, column: &str) -> Option<SetConfigCall> {
         return None;
     }
     let FunctionArguments::List(list) = &f.args else {
-        return None;
+        return Some(None);
     };
     let [name, value, is_local] = list.args.as_slice() else {
-        return None;
+        return Some(None);
     };
-    Some(SetConfigCall {
-        column: column.to_string(),
-        name: text_argument(name)?,
-        value: text_argument(value)?,
+    Some(match (text_argument(name), text_argument(value)) {
+        (Some(n), Some(v)) if is_boolean(is_local) => Some((n, v)),
+        _ => None,
     })
-    .filter(|_| is_boolean(is_local))
 }
 
 /// A constant text argument (a string or a number, as PostgreSQL's `unknown` literal).
@@ -111,28 +137,63 @@ fn is_boolean(a: &FunctionArg) -> bool {
 }
 
 impl Session {
-    /// Run `set_config` calls as SETs, in order; one row of the values now in force.
+    /// Evaluate the outputs left to right (SETs as they come); one row.
     /// `is_local` is treated as SET LOCAL is: the value holds for the session.
-    pub(crate) fn set_config(&mut self, calls: Vec<SetConfigCall>) -> Result<Outcome> {
-        let mut fields = Vec::with_capacity(calls.len());
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(calls.len());
-        for c in calls {
-            let key = c.name.to_ascii_lowercase();
-            if !key.contains('.') && !default_settings().contains_key(&key) {
-                return Err(brook_err!(
-                    UndefinedObject,
-                    "unrecognized configuration parameter \"{}\"",
-                    c.name
-                ));
+    pub(crate) async fn set_config(&mut self, outputs: Vec<Output>) -> Result<Outcome> {
+        let mut fields = Vec::with_capacity(outputs.len());
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(outputs.len());
+        for output in outputs {
+            match output {
+                Output::SetConfig {
+                    column,
+                    name,
+                    value,
+                } => {
+                    let key = name.to_ascii_lowercase();
+                    if !key.contains('.') && !default_settings().contains_key(&key) {
+                        return Err(brook_err!(
+                            UndefinedObject,
+                            "unrecognized configuration parameter \"{name}\""
+                        ));
+                    }
+                    self.set_var(&key, &value)?;
+                    let now = self.settings.get(&key).unwrap_or(value);
+                    fields.push(Arc::new(Field::new(column, DataType::Utf8, true)));
+                    columns.push(Arc::new(StringArray::from(vec![now])));
+                }
+                Output::Other(item) => {
+                    let (field, column) = self.evaluate_alone(item).await?;
+                    fields.push(field);
+                    columns.push(column);
+                }
             }
-            self.set_var(&key, &c.value)?;
-            let now = self.settings.get(&key).unwrap_or(c.value);
-            fields.push(Field::new(c.column, DataType::Utf8, true));
-            columns.push(Arc::new(StringArray::from(vec![now])));
         }
         let schema = Arc::new(Schema::new(fields));
         let batch = RecordBatch::try_new(schema.clone(), columns)?;
         Ok(rows_outcome(schema, vec![batch], "SELECT"))
+    }
+
+    /// `SELECT item` (no FROM): its one column.
+    async fn evaluate_alone(
+        &mut self,
+        item: SelectItem,
+    ) -> Result<(datafusion::arrow::datatypes::FieldRef, ArrayRef)> {
+        let stmt = brook_planner::parser::parse_one(&format!("SELECT {item}"))?
+            .into_plain_sql()
+            .ok_or_else(|| brook_err!(Internal, "SELECT {item} did not parse as a query"))?;
+        let names = brook_planner::rewrite::output_names(&stmt);
+        let plan = self.plan(stmt).await?;
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let schema = crate::pg::sql::pg_named(df.schema().as_arrow().clone(), names);
+        let batches = df.collect().await?;
+        let batch = datafusion::arrow::compute::concat_batches(&schema, &batches)?;
+        if batch.num_rows() != 1 || batch.num_columns() != 1 {
+            return Err(brook_err!(
+                Internal,
+                "SELECT {item} gave other than one value"
+            ));
+        }
+        Ok((schema.fields()[0].clone(), batch.column(0).clone()))
     }
 }
 
@@ -140,38 +201,42 @@ impl Session {
 mod tests {
     use super::*;
 
-    fn calls(sql: &str) -> Option<Vec<SetConfigCall>> {
+    fn outputs(sql: &str) -> Option<Vec<Output>> {
         let stmt = brook_planner::parser::parse_one(sql)
             .ok()?
             .into_plain_sql()?;
-        set_config_calls(&stmt)
+        set_config_outputs(&stmt)
     }
 
     #[test]
     fn the_shapes_clients_send_are_recognised() {
-        let c = calls("SELECT pg_catalog.set_config('search_path', '', false)").unwrap();
+        let c = outputs("SELECT pg_catalog.set_config('search_path', '', false)").unwrap();
         assert_eq!(
             c,
-            vec![SetConfigCall {
+            vec![Output::SetConfig {
                 column: "set_config".into(),
                 name: "search_path".into(),
                 value: String::new(),
             }]
         );
-        let c = calls(
+        let c = outputs(
             "select set_config('statement_timeout', '5s', true) AS t, set_config('x.y', 1, false)",
         )
         .unwrap();
-        assert_eq!(c.len(), 2);
-        assert_eq!(c[0].column, "t");
-        assert_eq!(c[1].value, "1");
+        assert!(matches!(&c[0], Output::SetConfig { column, .. } if column == "t"));
+        assert!(matches!(&c[1], Output::SetConfig { value, .. } if value == "1"));
+        // asyncpg's: another output beside it, evaluated on its own
+        let c =
+            outputs("SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new")
+                .unwrap();
+        assert!(matches!(&c[0], Output::Other(_)));
+        assert!(matches!(&c[1], Output::SetConfig { column, .. } if column == "new"));
     }
 
     #[test]
     fn other_uses_are_left_to_the_planner() {
-        assert!(calls("SELECT set_config('a.b', 'c', false) FROM t").is_none());
-        assert!(calls("SELECT set_config('a.b', 'c', false), 1").is_none());
-        assert!(calls("SELECT set_config('a.b', x, false)").is_none());
-        assert!(calls("SELECT 1").is_none());
+        assert!(outputs("SELECT set_config('a.b', 'c', false) FROM t").is_none());
+        assert!(outputs("SELECT set_config('a.b', x, false)").is_none());
+        assert!(outputs("SELECT 1").is_none());
     }
 }

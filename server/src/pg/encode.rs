@@ -178,7 +178,18 @@ impl<'a> ColumnView<'a> {
             ColumnView::U32(a) => put_int(out, ty, a.value(i) as i64),
             ColumnView::F32(a) => out.put_f32(a.value(i)),
             ColumnView::F64(a) => out.put_f64(a.value(i)),
-            ColumnView::Str(a, k) => out.put_slice(str_value(*a, *k, i).as_bytes()),
+            ColumnView::Str(a, k) => {
+                let text = str_value(*a, *k, i);
+                match *ty {
+                    // A uuid is kept as its text; its binary form is its 16 bytes.
+                    Type::UUID => put_uuid(out, text)?,
+                    Type::JSONB => {
+                        out.put_u8(1);
+                        out.put_slice(text.as_bytes());
+                    }
+                    _ => out.put_slice(text.as_bytes()),
+                }
+            }
             ColumnView::Bin(a) => out.put_slice(bin_value(*a, i)),
             ColumnView::Date(a) => out.put_i32(a.value(i) - PG_EPOCH_DAYS),
             ColumnView::Ts(a, u, _) => out.put_i64(to_micros(*a, *u, i) - PG_EPOCH_MICROS),
@@ -212,6 +223,14 @@ impl<'a> ColumnView<'a> {
         }
         Ok(())
     }
+}
+
+/// The 16 bytes of a uuid kept as text.
+fn put_uuid(out: &mut BytesMut, text: &str) -> Result<()> {
+    let b = crate::pg::uuid::parse(text)
+        .ok_or_else(|| brook_err!(Internal, "stored uuid {text:?} is not a uuid"))?;
+    out.put_slice(&b);
+    Ok(())
 }
 
 fn put_int(out: &mut BytesMut, ty: &Type, v: i64) {
@@ -488,6 +507,14 @@ mod tests {
         let mut s = String::new();
         format_float(v, 15, None, &mut s);
         s
+    }
+
+    #[test]
+    fn uuid_text_goes_as_its_sixteen_bytes() {
+        let mut out = BytesMut::new();
+        put_uuid(&mut out, "01020304-0506-0708-090a-0b0c0d0e0f10").unwrap();
+        assert_eq!(out.as_ref(), (1..=16).collect::<Vec<u8>>().as_slice());
+        assert!(put_uuid(&mut BytesMut::new(), "not-a-uuid").is_err());
     }
 
     #[test]

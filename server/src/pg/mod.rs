@@ -5,3 +5,4 @@ pub mod encode;
 pub mod fast_text;
 pub mod sql;
 pub mod types;
+pub mod uuid;

@@ -234,6 +234,21 @@ pub struct QueryStats {
     pub graph: Mutex<GraphStats>,
 }
 
+impl Drop for QueryStats {
+    /// The query's task and its readers are gone: its last statistics go to the log.
+    fn drop(&mut self) {
+        tracing::info!(
+            id = self.id,
+            database = %self.database,
+            kind = self.kind,
+            name = %self.name,
+            rows_in = self.rows_in.load(Ordering::Relaxed),
+            rows_out = self.rows_out.load(Ordering::Relaxed),
+            "continuous query stopped"
+        );
+    }
+}
+
 /// Every running continuous query of the server, for the statistics view.
 #[derive(Debug, Default)]
 pub struct QueryRegistry {
@@ -262,6 +277,13 @@ impl QueryRegistry {
             l.retain(|w| w.strong_count() > 0);
             l.push(Arc::downgrade(&stats));
         }
+        tracing::info!(
+            id = stats.id,
+            database,
+            kind,
+            name,
+            "continuous query started"
+        );
         stats
     }
 

@@ -6,6 +6,7 @@
 
 use crate::config::SERVER_VERSION;
 use crate::settings::Settings;
+use brook_common::brook_err;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -37,6 +38,14 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udwf(f);
     }
     ctx.register_udf(brook_planner::window_start::window_start_function());
+    ctx.register_udf(brook_planner::like_escape::like_escape_function());
+    ctx.register_udf(create_udf(
+        brook_planner::pg_functions::UUID_CAST,
+        vec![DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(uuid_cast),
+    ));
     for (name, inner) in [
         (
             "generate_series",
@@ -50,6 +59,29 @@ pub fn register(ctx: &SessionContext) {
     ] {
         ctx.register_udtf(name, Arc::new(WidenedIntegers { inner }));
     }
+}
+
+/// `x::uuid`: the canonical text of a uuid (22P02 for text that is none).
+fn uuid_cast(args: &[ColumnarValue]) -> datafusion::error::Result<ColumnarValue> {
+    let arrays = ColumnarValue::values_to_arrays(args)?;
+    let text = datafusion::arrow::array::AsArray::as_string::<i32>(&arrays[0]);
+    let mut out = Vec::with_capacity(text.len());
+    for v in text.iter() {
+        out.push(match v {
+            None => None,
+            Some(v) => Some(crate::pg::uuid::canonical(v).ok_or_else(|| {
+                DataFusionError::External(Box::new(brook_err!(
+                    InvalidText,
+                    "invalid input syntax for type uuid: \"{v}\""
+                )))
+            })?),
+        });
+    }
+    let out = StringArray::from(out);
+    Ok(match &args[0] {
+        ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
+        ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
+    })
 }
 
 /// `generate_series` / `range` taking integer arguments of any width, and parameters.

@@ -41,6 +41,8 @@ pub async fn serve_connection(
         }
     };
     let plain = tls.is_none();
+    let began = std::time::Instant::now();
+    tracing::info!(%peer, tls = !plain, "connection received");
     let handlers = front.connection(Some(probe));
     let watchdog = match last_word.try_clone() {
         Ok(socket) => Some(tokio::spawn(idle_watchdog(
@@ -72,6 +74,7 @@ pub async fn serve_connection(
         }
         Err(e) => tracing::debug!(%peer, error = %e, "connection task ended"),
     }
+    tracing::info!(%peer, seconds = began.elapsed().as_secs_f64(), "disconnection");
 }
 
 /// pgwire's message loop (`pgwire::tokio::process_socket`), with the client's bytes read

@@ -3,7 +3,7 @@
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
 use super::simple::is_txn_control;
-use super::statement::{execute_on_statement_runtime, rows_tag};
+use super::statement::{copy_header_lines, execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
 use crate::session::Session;
@@ -195,14 +195,123 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
             }
             s
         }
-        _ => String::from_utf8(b.to_vec()).map_err(|_| {
-            brook_err!(
-                Protocol,
-                "binary parameters of type {} are not supported",
+        Type::TIME => chrono::NaiveTime::from_sql(ty, b).map_err(bad)?.to_string(),
+        Type::UUID => uuid_text(b)?,
+        Type::INTERVAL => interval_text(b)?,
+        // The binary form of these is their text (jsonb's after a version byte).
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
+            utf8_param(b)?
+        }
+        Type::JSONB => match b.split_first() {
+            Some((1, text)) => utf8_param(text)?,
+            _ => {
+                return Err(brook_err!(
+                    Protocol,
+                    "unsupported jsonb version number in bind parameter"
+                ))
+            }
+        },
+        // Reading other bytes as text would store garbage: refuse them by name.
+        _ => {
+            return Err(brook_err!(
+                Unsupported,
+                "binary parameters of type {} (send it in text format)",
                 ty.name()
-            )
-        })?,
+            ))
+        }
     })
+}
+
+fn utf8_param(b: &[u8]) -> Result<String, BrookError> {
+    String::from_utf8(b.to_vec()).map_err(|_| {
+        brook_err!(
+            BadEncoding,
+            "invalid byte sequence for encoding \"UTF8\" in parameter"
+        )
+    })
+}
+
+/// A binary uuid (16 bytes) in its text form, `8-4-4-4-12` hex digits.
+fn uuid_text(b: &[u8]) -> Result<String, BrookError> {
+    let bytes = <[u8; 16]>::try_from(b).map_err(|_| {
+        brook_err!(
+            Protocol,
+            "incorrect binary data format in bind parameter: a uuid is 16 bytes, not {}",
+            b.len()
+        )
+    })?;
+    Ok(crate::pg::uuid::from_bytes(&bytes))
+}
+
+/// A binary interval (microseconds: i64, days: i32, months: i32) as interval text.
+fn interval_text(b: &[u8]) -> Result<String, BrookError> {
+    let field = |at: usize, n: usize| b.get(at..at + n).filter(|_| b.len() == 16);
+    let (Some(us), Some(days), Some(months)) = (field(0, 8), field(8, 4), field(12, 4)) else {
+        return Err(brook_err!(
+            Protocol,
+            "incorrect binary data format in bind parameter: an interval is 16 bytes, not {}",
+            b.len()
+        ));
+    };
+    let int = |x: &[u8]| x.iter().fold(0i64, |acc, &d| (acc << 8) | i64::from(d));
+    // Two's complement of the 32-bit fields.
+    let int32 = |x: &[u8]| int(x) as u32 as i32;
+    Ok(format!(
+        "{} months {} days {} microseconds",
+        int32(months),
+        int32(days),
+        int(us)
+    ))
+}
+
+#[cfg(test)]
+mod binary_param_tests {
+    use super::*;
+
+    #[test]
+    fn binary_parameters_read_as_postgresql_sends_them() {
+        let interval: Vec<u8> = [
+            5_000_000i64.to_be_bytes().to_vec(),
+            (-1i32).to_be_bytes().to_vec(),
+            14i32.to_be_bytes().to_vec(),
+        ]
+        .concat();
+        assert_eq!(
+            binary_param_text(&interval, &Type::INTERVAL).unwrap(),
+            "14 months -1 days 5000000 microseconds"
+        );
+        let uuid: Vec<u8> = (1..=16).collect();
+        assert_eq!(
+            binary_param_text(&uuid, &Type::UUID).unwrap(),
+            "01020304-0506-0708-090a-0b0c0d0e0f10"
+        );
+        let time = (10 * 3600 + 30 * 60) as i64 * 1_000_000;
+        assert_eq!(
+            binary_param_text(&time.to_be_bytes(), &Type::TIME).unwrap(),
+            "10:30:00"
+        );
+        assert_eq!(binary_param_text(b"\x01{}", &Type::JSONB).unwrap(), "{}");
+        assert_eq!(
+            binary_param_text(b"\x02{}", &Type::JSONB)
+                .unwrap_err()
+                .sqlstate(),
+            "08P01"
+        );
+        assert_eq!(binary_param_text(b"abc", &Type::JSON).unwrap(), "abc");
+        // Bytes of an unknown binary format are never read as text.
+        assert_eq!(
+            binary_param_text(b"abc", &Type::POINT)
+                .unwrap_err()
+                .sqlstate(),
+            "0A000"
+        );
+        assert_eq!(
+            binary_param_text(&[0; 15], &Type::INTERVAL)
+                .unwrap_err()
+                .sqlstate(),
+            "08P01"
+        );
+    }
 }
 
 #[async_trait]
@@ -353,10 +462,12 @@ impl ExtendedQueryHandler for BrookHandler {
         // at the end), which would hold a continuous query's rows back and never notice a
         // vanished client: without a row limit, send them here, flushing as they come, and
         // leave pgwire the CommandComplete. (With a row limit pgwire flushes at each suspend.)
+        let header_lines = copy_header_lines(&outcome);
         let response =
             match Self::respond(outcome, &|i| fmt.format_for(i), token, self.cancel.clone())? {
                 Response::CopyOut(r) => {
-                    let rows = send_copy_body(client, r, &|| self.client_gone()).await?;
+                    let rows =
+                        send_copy_body(client, r, &|| self.client_gone(), header_lines).await?;
                     Response::Execution(Tag::new("COPY").with_rows(rows))
                 }
                 Response::Query(mut q) if max_rows == 0 => {

@@ -46,7 +46,7 @@ pub fn to_pg(e: BrookError) -> PgWireError {
     if let BrookError::Internal(m) = &e {
         tracing::error!(error = %m, "internal error");
     } else {
-        tracing::debug!(sqlstate = e.sqlstate(), error = %e, "statement failed");
+        tracing::info!(sqlstate = e.sqlstate(), error = %e, "statement failed");
     }
     // Messages quote user data; a NUL byte would corrupt the protocol message.
     let message = e.to_string().replace('\0', "\\0");

@@ -150,13 +150,14 @@ pub(super) async fn send_copy_out<C>(
     client: &mut C,
     resp: CopyResponse,
     gone: Gone<'_>,
+    header_lines: usize,
 ) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let rows = send_copy_body(client, resp, gone).await?;
+    let rows = send_copy_body(client, resp, gone, header_lines).await?;
     let tag = Tag::new("COPY").with_rows(rows);
     client
         .feed(PgWireBackendMessage::CommandComplete(tag.into()))
@@ -166,11 +167,13 @@ where
 
 /// CopyOutResponse, the data (flushed whenever the producer has nothing ready, as in
 /// [`send_data_rows`], so `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is
-/// produced) and CopyDone. Returns the number of rows.
+/// produced) and CopyDone. Returns the number of rows: the messages but the first
+/// `header_lines` (a HEADER line is no row, as PostgreSQL counts).
 pub(super) async fn send_copy_body<C>(
     client: &mut C,
     resp: CopyResponse,
     gone: Gone<'_>,
+    header_lines: usize,
 ) -> PgWireResult<usize>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
@@ -190,6 +193,7 @@ where
         .send(PgWireBackendMessage::CopyOutResponse(head))
         .await?;
     let mut rows = 0;
+    let mut header_left = header_lines;
     loop {
         let next = match data_stream.next().now_or_never() {
             Some(next) => next,
@@ -203,8 +207,10 @@ where
         if data.data.is_empty() {
             continue;
         }
-        // The binary trailer is not a row.
-        if data.data.as_ref() != [0xFF, 0xFF] {
+        // The binary trailer is not a row, nor is a header line.
+        if header_left > 0 {
+            header_left -= 1;
+        } else if data.data.as_ref() != [0xFF, 0xFF] {
             rows += 1;
         }
         client.feed(PgWireBackendMessage::CopyData(data)).await?;

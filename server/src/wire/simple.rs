@@ -1,7 +1,7 @@
 //! The simple query protocol: a Query message's statements run one after another.
 
 use super::send::{send_copy_out, send_notices, send_rows};
-use super::statement::execute_on_statement_runtime;
+use super::statement::{copy_header_lines, execute_on_statement_runtime};
 use super::*;
 use async_trait::async_trait;
 use brook_common::{brook_err, BrookError};
@@ -95,6 +95,7 @@ impl SimpleQueryHandler for BrookHandler {
                 }
                 Err(e) => Err(e),
             };
+            let header_lines = outcome.as_ref().map_or(0, copy_header_lines);
             let outcome = match outcome.and_then(|o| {
                 Self::respond(
                     o,
@@ -155,7 +156,9 @@ impl SimpleQueryHandler for BrookHandler {
                     return Ok(());
                 }
                 Response::CopyOut(r) => {
-                    if let Err(e) = send_copy_out(client, r, &|| self.client_gone()).await {
+                    if let Err(e) =
+                        send_copy_out(client, r, &|| self.client_gone(), header_lines).await
+                    {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(
                                 ErrorInfo::from(e).into(),

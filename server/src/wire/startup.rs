@@ -104,6 +104,15 @@ pub(super) fn next_pid_and_secret(
         pgwire::messages::ProtocolVersion::PROTOCOL3_0 => SecretKey::I32(rand::random::<i32>()),
         _ => SecretKey::Bytes(bytes::Bytes::from(rand::random::<[u8; 32]>().to_vec())),
     };
+    let meta = client.metadata();
+    tracing::info!(
+        pid,
+        peer = %client.socket_addr(),
+        user = meta.get(pgwire::api::METADATA_USER).map_or("", String::as_str),
+        database = meta.get(pgwire::api::METADATA_DATABASE).map_or("", String::as_str),
+        application_name = meta.get("application_name").map_or("", String::as_str),
+        "connection authorized"
+    );
     (pid, key)
 }
 

@@ -144,6 +144,12 @@ impl BrookHandler {
     }
 }
 
+/// How many of a COPY TO's CopyData messages are a header line, not a row (CSV or text
+/// with HEADER sends one first).
+pub(super) fn copy_header_lines(outcome: &Outcome) -> usize {
+    usize::from(matches!(outcome, Outcome::CopyOut { opts, .. } if opts.header))
+}
+
 pub(super) fn command_tag(tag: &str) -> Tag {
     // "INSERT 0 3" / "UPDATE 2" / "CREATE TABLE": split a trailing row count off.
     let mut parts: Vec<&str> = tag.split(' ').collect();

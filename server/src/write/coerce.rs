@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// text is parsed as input of the type; numbers convert when they fit (22003 otherwise).
 pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> Result<ArrayRef> {
     let target = ty.arrow();
-    if col.data_type() == &target {
+    // A uuid is kept as text, but not any text: it goes through the check below.
+    if col.data_type() == &target && *ty != PgType::Uuid {
         crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
             BrookError::StringTooLong(_) => {
                 brook_err!(StringTooLong, "value too long for type {}", ty.name())

@@ -1,0 +1,70 @@
+"""asyncpg with a connection pool: every release resets the connection (advisory locks,
+UNLISTEN *, RESET ALL), parameters travel in binary (uuid, time, interval), `$1::int` types
+its parameter, and the JIT probe at type introspection runs through set_config."""
+import asyncio
+import datetime
+import uuid
+
+import asyncpg
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def pool_for(b):
+    return await asyncpg.create_pool(
+        host=b["host"], port=b["port"], user=b["user"], database=b["dbname"], min_size=1, max_size=2
+    )
+
+
+def test_pool_round_trips_binary_parameters(brook):
+    async def main():
+        pool = await pool_for(brook)
+        try:
+            async with pool.acquire() as c:
+                await c.execute("CREATE TABLE apg (id int PRIMARY KEY, u uuid, t time, d interval, name text)")
+            # Each step on a connection the pool took back (and reset) at least once.
+            for _ in range(3):
+                async with pool.acquire() as c:
+                    assert await c.fetchval("SELECT 1") == 1
+            async with pool.acquire() as c:
+                await c.execute(
+                    "INSERT INTO apg VALUES ($1, $2, $3, $4, $5)",
+                    1,
+                    uuid.UUID("01020304-0506-0708-090a-0b0c0d0e0f10"),
+                    datetime.time(10, 30, 5),
+                    datetime.timedelta(days=1, seconds=5, microseconds=7),
+                    "one",
+                )
+            async with pool.acquire() as c:
+                await c.executemany("INSERT INTO apg (id, name) VALUES ($1, $2)", [(2, "two"), (3, "three")])
+                await c.copy_records_to_table("apg", records=[(4, None, None, None, "four")], columns=["id", "u", "t", "d", "name"])
+            async with pool.acquire() as c:
+                row = await c.fetchrow("SELECT u, t, d, name FROM apg WHERE id = $1", 1)
+                assert row["u"] == uuid.UUID("01020304-0506-0708-090a-0b0c0d0e0f10")
+                assert row["t"] == datetime.time(10, 30, 5)
+                assert row["d"] == datetime.timedelta(days=1, seconds=5, microseconds=7)
+                assert row["name"] == "one"
+                assert await c.fetchval("SELECT count(*) FROM apg") == 4
+                # a cast types its parameter: asyncpg sends an int, not text
+                assert tuple(await c.fetchrow("SELECT $1::int + 1, $2::text", 41, "x")) == (42, "x")
+                assert await c.fetchval("SELECT id FROM apg WHERE u = $1::uuid", uuid.UUID(int=0x0102030405060708090A0B0C0D0E0F10)) == 1
+        finally:
+            await pool.close()
+
+    run(main())
+
+
+def test_set_config_and_current_setting_in_one_select(brook):
+    async def main():
+        c = await asyncpg.connect(host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"])
+        try:
+            row = await c.fetchrow("SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new")
+            assert (row["cur"], row["new"]) == ("off", "off")
+            assert await c.fetchval("SELECT set_config('statement_timeout', '7s', false)") == "7s"
+            assert await c.fetchval("SHOW statement_timeout") == "7s"
+        finally:
+            await c.close()
+
+    run(main())

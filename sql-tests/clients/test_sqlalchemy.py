@@ -1,0 +1,47 @@
+"""SQLAlchemy 2 (psycopg 3 driver) and pandas: connect (the dialect's start-up queries:
+version, to_regtype for hstore, standard_conforming_strings, current_schema), Core DDL and
+DML, the inspector's table and schema lists (LIKE ... ESCAPE '/'), and pandas' read_sql /
+to_sql through an engine."""
+import decimal
+
+import pandas as pd
+import sqlalchemy as sa
+
+
+def engine(b):
+    return sa.create_engine(f"postgresql+psycopg://{b['user']}@{b['host']}:{b['port']}/{b['dbname']}")
+
+
+def test_core_round_trip_and_inspector(brook):
+    e = engine(brook)
+    md = sa.MetaData()
+    t = sa.Table(
+        "sa_items",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("name", sa.String(30)),
+        sa.Column("price", sa.Numeric(10, 2)),
+    )
+    md.create_all(e)
+    with e.begin() as c:
+        c.execute(t.insert(), [{"id": 1, "name": "a", "price": decimal.Decimal("1.50")}, {"id": 2, "name": "b", "price": 2}])
+    with e.connect() as c:
+        rows = c.execute(sa.select(t).where(t.c.price > 1).order_by(t.c.id)).fetchall()
+        assert [tuple(r) for r in rows] == [(1, "a", decimal.Decimal("1.50")), (2, "b", decimal.Decimal("2.00"))]
+        assert c.execute(sa.select(sa.func.count()).select_from(t)).scalar() == 2
+    insp = sa.inspect(e)
+    assert "sa_items" in insp.get_table_names()
+    assert "public" in insp.get_schema_names()
+    assert insp.has_table("sa_items")
+    e.dispose()
+
+
+def test_pandas_reads_and_writes_through_an_engine(brook):
+    e = engine(brook)
+    df = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    df.to_sql("pd_t", e, if_exists="replace", index=False)
+    df.to_sql("pd_t", e, if_exists="append", index=False)
+    back = pd.read_sql("SELECT a, b FROM pd_t ORDER BY a, b", e)
+    assert back["a"].tolist() == [1, 1, 2, 2, 3, 3]
+    assert back["b"].tolist() == ["x", "x", "y", "y", "z", "z"]
+    e.dispose()
