@@ -88,6 +88,10 @@ pub enum BrookError {
     /// 22025: a LIKE pattern or escape string that is not well formed.
     #[error("{0}")]
     InvalidEscape(String),
+    /// 2201F: a power PostgreSQL leaves undefined (zero to a negative power, a negative
+    /// number to a non-integer power).
+    #[error("{0}")]
+    PowerArgument(String),
     /// 22023: invalid parameter value (e.g. an unknown setting value).
     #[error("{0}")]
     InvalidParameter(String),
@@ -191,6 +195,7 @@ impl BrookError {
             BrookError::StringTooLong(_) => "22001",
             BrookError::InvalidParameter(_) => "22023",
             BrookError::InvalidEscape(_) => "22025",
+            BrookError::PowerArgument(_) => "2201F",
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
             BrookError::NotNullViolation(_) => "23502",
@@ -321,7 +326,12 @@ fn classify_arrow(e: ArrowError) -> BrookError {
     match e {
         ArrowError::DivideByZero => BrookError::DivisionByZero,
         ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-            if m.contains("overflow") || m.contains("out of range") || m.contains("Overflow") {
+            if m.starts_with("Can't cast value") || number_too_large_for_decimal(&m) {
+                // An integer that does not fit the narrower type, or a well-formed number
+                // too large for numeric's 38 digits: out of range (22003), not bad text.
+                BrookError::OutOfRange(m)
+            } else if m.contains("overflow") || m.contains("out of range") || m.contains("Overflow")
+            {
                 if is_datetime_message(&m) {
                     BrookError::DatetimeOverflow(m)
                 } else {
@@ -346,6 +356,13 @@ fn classify_arrow(e: ArrowError) -> BrookError {
         ArrowError::ComputeError(m) if m.contains("Regular expression did not compile") => {
             BrookError::InvalidRegex(m)
         }
+        // A value with more digits than a numeric(p, s) column or cast allows.
+        ArrowError::InvalidArgumentError(m)
+            if m.contains("too large to store in a Decimal")
+                || m.contains("too small to store in a Decimal") =>
+        {
+            BrookError::OutOfRange(format!("numeric field overflow ({m})"))
+        }
         ArrowError::ArithmeticOverflow(m) if m.starts_with("value out of range") => {
             BrookError::OutOfRange(m)
         }
@@ -361,6 +378,30 @@ fn classify_arrow(e: ArrowError) -> BrookError {
         },
         other => BrookError::Internal(other.to_string()),
     }
+}
+
+/// `Cannot cast string '1e500' to value of Decimal128(..) type`: well-formed number text
+/// that numeric's 38 digits cannot hold.
+fn number_too_large_for_decimal(m: &str) -> bool {
+    m.contains("to value of Decimal") && m.split('\'').nth(1).is_some_and(is_number_text)
+}
+
+/// Whether text is a decimal number (sign, digits with at most one point, an exponent).
+fn is_number_text(t: &str) -> bool {
+    let t = t.trim();
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let digits = mantissa.chars().filter(char::is_ascii_digit).count();
+    let points = mantissa.chars().filter(|&c| c == '.').count();
+    let mantissa_ok = digits > 0 && points <= 1 && digits + points == mantissa.len();
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && e.chars().all(|c| c.is_ascii_digit())
+    });
+    mantissa_ok && exponent_ok
 }
 
 /// DataFusion reports user mistakes (planning errors, unknown tables) and bugs through one
@@ -456,6 +497,9 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::UndefinedFunction(format!(
             "function {name} does not accept these arguments: {why}"
         ))
+    } else if lower.contains("cannot get result type for temporal operation") {
+        // e.g. interval * double precision, which DataFusion lacks.
+        BrookError::Unsupported(format!("this operation on date/time values: {m}"))
     } else if lower.contains("invalid function") || lower.contains("no function matches") {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {
@@ -512,6 +556,11 @@ mod tests {
                 "42701",
             ),
             (
+                "interval * float, which DataFusion lacks",
+                "Cannot get result type for temporal operation Interval(MonthDayNano) * Float64: Invalid argument error: Invalid interval arithmetic operation",
+                "0A000",
+            ),
+            (
                 "an unknown message is internal, not the user's syntax error",
                 "Something DataFusion says that Brook has never seen",
                 "XX000",
@@ -521,6 +570,24 @@ mod tests {
             let e: BrookError = DataFusionError::Plan(message.into()).into();
             assert_eq!(e.sqlstate(), code, "{name}: {e}");
         }
+    }
+
+    /// Values out of a type's range are 22003, never bad text or an internal error.
+    #[test]
+    fn range_errors_of_casts_are_22003() {
+        for e in [
+            ArrowError::CastError("Can't cast value 32768 to type Int16".into()),
+            ArrowError::CastError("Cannot cast string '1e500' to value of Decimal128(38, 10) type".into()),
+            ArrowError::InvalidArgumentError("99999999999.00 is too large to store in a Decimal128 of precision 10. Max is 99999999.99".into()),
+        ] {
+            let b: BrookError = e.into();
+            assert_eq!(b.sqlstate(), "22003", "{b}");
+        }
+        let b: BrookError = ArrowError::CastError(
+            "Cannot cast string 'abc' to value of Decimal128(38, 10) type".into(),
+        )
+        .into();
+        assert_eq!(b.sqlstate(), "22P02", "{b}");
     }
 
     #[test]

@@ -147,6 +147,7 @@ pub struct CheckedIntegerArithmetic {
     add: Arc<ScalarUDF>,
     sub: Arc<ScalarUDF>,
     mul: Arc<ScalarUDF>,
+    power: Arc<ScalarUDF>,
 }
 
 impl Default for CheckedIntegerArithmetic {
@@ -155,6 +156,7 @@ impl Default for CheckedIntegerArithmetic {
             add: Arc::new(CheckedArith::udf(Operator::Plus)),
             sub: Arc::new(CheckedArith::udf(Operator::Minus)),
             mul: Arc::new(CheckedArith::udf(Operator::Multiply)),
+            power: Arc::new(crate::checked_power::checked_power_function()),
         }
     }
 }
@@ -184,6 +186,21 @@ impl CheckedIntegerArithmetic {
                 let (e, _, changed) = self.rewrite_arith(e, schema)?;
                 // The chain below was rewritten as a whole: do not descend into it again.
                 Ok(Transformed::new(e, changed, TreeNodeRecursion::Jump))
+            }
+            // float8 `^` / `power`: PostgreSQL's errors instead of inf, 0 or NaN.
+            Expr::ScalarFunction(f)
+                if matches!(f.name(), "power" | "pow")
+                    && f.args.len() == 2
+                    && e.get_type(schema).ok() == Some(DataType::Float64) =>
+            {
+                let args = f
+                    .args
+                    .iter()
+                    .map(|a| a.clone().cast_to(&DataType::Float64, schema))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(self.power.clone(), args),
+                )))
             }
             _ => Ok(Transformed::no(e)),
         })

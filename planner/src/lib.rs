@@ -12,6 +12,7 @@
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
 //! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
+//! - [`checked_power`]: float8 `^`/`power` with PostgreSQL's overflow and domain errors.
 //! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (window
@@ -27,6 +28,7 @@
 pub mod approx;
 pub mod bytea;
 pub mod checked;
+pub mod checked_power;
 pub mod continuous;
 pub mod decorrelate;
 pub mod like_escape;

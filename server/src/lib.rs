@@ -23,6 +23,8 @@
 //! - [`wire`]: the PostgreSQL protocol over pgwire (the only module naming pgwire types):
 //!   startup and authentication, simple and extended query, COPY, cancel, message checks,
 //!   a connection's life;
+//! - [`server`]: the accept loop (a data directory's engine behind a listener, TLS set-up,
+//!   shutdown on SIGTERM/SIGINT); `main.rs` is the command line only;
 //! - [`repair`]: `brook repair`, which inspects and (when told) fixes a data directory.
 
 pub mod catalog;
@@ -34,6 +36,7 @@ pub mod handler;
 pub mod ident;
 pub mod pg;
 pub mod repair;
+pub mod server;
 pub mod session;
 pub mod settings;
 pub mod storage;

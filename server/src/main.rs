@@ -1,13 +1,10 @@
-//! `brook`: the Brook server binary.
+//! `brook`: the Brook server binary — its command line; the server itself is
+//! [`brook::server`].
 
 use anyhow::{bail, Context};
-use brook::db::Engine;
-use brook::wire::{Front, WireConfig};
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
-use tokio::net::TcpListener;
 
 /// Brook: a streaming SQL database server that speaks the PostgreSQL protocol.
 ///
@@ -133,7 +130,17 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .thread_stack_size(brook::exec::runtime::THREAD_STACK_BYTES)
         .build()?;
-    let served = rt.block_on(serve(args, password));
+    let options = brook::server::ServerOptions {
+        listen: args.listen,
+        data_dir: args.data_dir,
+        cache_bytes: args.cache_bytes,
+        memory_limit: args.memory_limit.unwrap_or_else(half_of_memory),
+        password,
+        max_connections: args.max_connections,
+        tls: args.tls_cert.zip(args.tls_key),
+        require_tls: args.require_tls,
+    };
+    let served = rt.block_on(brook::server::serve(options));
     // Every acknowledged write is on disk already: do not wait for statements still
     // computing (a stuck one would hang the shutdown).
     rt.shutdown_background();
@@ -153,33 +160,6 @@ fn half_of_memory() -> usize {
     total_kib * 1024 / 2
 }
 
-/// The TLS acceptor of `--tls-cert` / `--tls-key` (rustls, TLS 1.2 and 1.3).
-fn tls_acceptor(
-    cert: &std::path::Path,
-    key: &std::path::Path,
-) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-    let certs = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("reading TLS certificate {}", cert.display()))?
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("parsing TLS certificate {}", cert.display()))?;
-    if certs.is_empty() {
-        bail!("no certificate in {}", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("reading TLS private key {}", key.display()))?;
-    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .context("TLS protocol versions")?
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .context("TLS certificate and key do not match")?;
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
 fn repair(args: RepairArgs) -> anyhow::Result<()> {
     let opts = brook::repair::RepairOptions {
         salvage: args.salvage,
@@ -196,64 +176,4 @@ fn repair(args: RepairArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-async fn serve(args: ServeArgs, password: Option<String>) -> anyhow::Result<()> {
-    let engine = Engine::open(
-        &args.data_dir,
-        args.cache_bytes,
-        args.memory_limit.unwrap_or_else(half_of_memory),
-    )
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    let addr = listener.local_addr()?;
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(tls_acceptor(cert, key)?),
-        _ => None,
-    };
-    let front = Arc::new(Front::new(
-        engine,
-        WireConfig {
-            password: password.clone(),
-            max_connections: args.max_connections,
-            require_tls: args.require_tls,
-        },
-    ));
-    tracing::info!(%addr, data_dir = %args.data_dir.display(), auth = if password.is_some() { "scram-sha-256" } else { "trust" }, tls = tls.is_some(), "brook listening");
-    println!("brook listening on {addr}");
-    let shutdown = async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {},
-            _ = term.recv() => {},
-        }
-        Ok::<_, std::io::Error>(())
-    };
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            r = &mut shutdown => {
-                r?;
-                tracing::info!("shutting down");
-                return Ok(());
-            }
-            accepted = listener.accept() => {
-                let (socket, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                tokio::spawn(brook::wire::connection::serve_connection(
-                    front.clone(),
-                    socket,
-                    peer,
-                    tls.clone(),
-                ));
-            }
-        }
-    }
 }

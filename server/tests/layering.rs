@@ -30,8 +30,8 @@ const LAYERS: &[&[&str]] = &[
     &["handler"],
     // The PostgreSQL protocol: the only module naming pgwire types.
     &["wire"],
-    // The offline repair tool, the library root and the binary.
-    &["repair", "lib", "main"],
+    // The accept loop, the offline repair tool, the library root and the binary.
+    &["server", "repair", "lib", "main"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
