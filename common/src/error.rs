@@ -500,6 +500,9 @@ fn classify_message(m: &str) -> BrookError {
     } else if lower.contains("cannot get result type for temporal operation") {
         // e.g. interval * double precision, which DataFusion lacks.
         BrookError::Unsupported(format!("this operation on date/time values: {m}"))
+    } else if lower.contains("unexpected argument type to") {
+        // A JSON function given a path step that is neither text nor an integer.
+        BrookError::UndefinedFunction(m)
     } else if lower.contains("invalid function") || lower.contains("no function matches") {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {

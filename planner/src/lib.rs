@@ -20,6 +20,7 @@
 //! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
 //!   bins, as integer arithmetic).
 //! - [`session_window`]: the `session_start`/`session_end` window functions.
+//! - [`json_ops`]: `->`, `->>`, `?` and PostgreSQL's JSON functions as `datafusion-functions-json`'s.
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
@@ -31,6 +32,7 @@ pub mod checked;
 pub mod checked_power;
 pub mod continuous;
 pub mod decorrelate;
+pub mod json_ops;
 pub mod like_escape;
 pub mod parser;
 pub mod pg_functions;

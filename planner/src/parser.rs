@@ -28,6 +28,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
     vec![
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
+        Arc::new(crate::json_ops::JsonOperators),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),

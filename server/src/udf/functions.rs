@@ -39,6 +39,22 @@ pub fn register(ctx: &SessionContext) {
     }
     ctx.register_udf(brook_planner::window_start::window_start_function());
     ctx.register_udf(brook_planner::like_escape::like_escape_function());
+    // JSON: the functions `->`, `->>`, `?` and PostgreSQL's JSON functions become
+    // (brook_planner::json_ops), and the typed getters; not `json_get`, whose union-typed
+    // result no PostgreSQL client reads.
+    for udf in [
+        datafusion_functions_json::udfs::json_get_json_udf(),
+        datafusion_functions_json::udfs::json_as_text_udf(),
+        datafusion_functions_json::udfs::json_contains_udf(),
+        datafusion_functions_json::udfs::json_length_udf(),
+        datafusion_functions_json::udfs::json_object_keys_udf(),
+        datafusion_functions_json::udfs::json_get_str_udf(),
+        datafusion_functions_json::udfs::json_get_int_udf(),
+        datafusion_functions_json::udfs::json_get_float_udf(),
+        datafusion_functions_json::udfs::json_get_bool_udf(),
+    ] {
+        ctx.register_udf(udf.as_ref().clone());
+    }
     ctx.register_udf(create_udf(
         brook_planner::pg_functions::UUID_CAST,
         vec![DataType::Utf8],

@@ -1,0 +1,130 @@
+//! PostgreSQL's JSON operators and functions as the JSON functions of
+//! `datafusion-functions-json`, which read JSON text (Brook keeps json and jsonb as text).
+//!
+//! - `j -> k` is `json_get_json(j, k)`: the member or element as JSON text;
+//! - `j ->> k` is `json_as_text(j, k)`: a string member as its text, any other value as its
+//!   JSON text, JSON `null` as SQL NULL;
+//! - `j ? k` is `json_contains(j, k)`;
+//! - `json_extract_path[_text](j, k, ...)`, their `jsonb_` twins, and
+//!   `json[b]_array_length(j)` call the same functions.
+//!
+//! The rewrite happens on the statement, before DataFusion plans it, so the crate's own
+//! operator planner (which makes `->` a union-typed value no PostgreSQL client reads) is
+//! never needed. `#>`/`#>>` (paths as text arrays) are left alone: DataFusion refuses them
+//! with 0A000.
+
+use crate::pg_functions::function_call;
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement, VisitMut,
+    VisitorMut,
+};
+use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+use std::ops::ControlFlow;
+
+/// The operators and PostgreSQL function names as the crate's functions.
+#[derive(Debug)]
+pub struct JsonOperators;
+
+impl SqlStatementRewriteRule for JsonOperators {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        let _ = s.visit(&mut Visitor);
+        s
+    }
+}
+
+struct Visitor;
+
+impl VisitorMut for Visitor {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::BinaryOp { left, op, right } => {
+                let name = match op {
+                    BinaryOperator::Arrow => "json_get_json",
+                    BinaryOperator::LongArrow => "json_as_text",
+                    BinaryOperator::Question => "json_contains",
+                    _ => return ControlFlow::Continue(()),
+                };
+                *expr = function_call(name, vec![(**left).clone(), path_step((**right).clone())]);
+            }
+            Expr::Function(f) => {
+                let Some(target) = f
+                    .name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .and_then(|i| renamed(&i.value.to_ascii_lowercase()))
+                else {
+                    return ControlFlow::Continue(());
+                };
+                let FunctionArguments::List(list) = &f.args else {
+                    return ControlFlow::Continue(());
+                };
+                let args: Option<Vec<Expr>> = list
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if let Some(mut args) = args {
+                    for a in args.iter_mut().skip(1) {
+                        *a = path_step(a.clone());
+                    }
+                    *expr = function_call(target, args);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// A path step as the functions take it: an array index as bigint (Brook's integer literals
+/// are `integer`, which the functions refuse).
+fn path_step(e: Expr) -> Expr {
+    use datafusion::sql::sqlparser::ast::{CastKind, DataType, Value};
+    match &e {
+        Expr::Value(v) if matches!(v.value, Value::Number(..)) => Expr::Cast {
+            kind: CastKind::Cast,
+            expr: Box::new(e),
+            data_type: DataType::BigInt(None),
+            array: false,
+            format: None,
+        },
+        _ => e,
+    }
+}
+
+/// The crate's function for a PostgreSQL JSON function name.
+fn renamed(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "json_extract_path" | "jsonb_extract_path" => "json_get_json",
+        "json_extract_path_text" | "jsonb_extract_path_text" => "json_as_text",
+        "json_array_length" | "jsonb_array_length" => "json_length",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parser::parse_one;
+
+    fn sql(text: &str) -> String {
+        parse_one(text).unwrap().as_sql().unwrap().to_string()
+    }
+
+    #[test]
+    fn operators_become_function_calls() {
+        assert_eq!(
+            sql("SELECT doc -> 'a' -> 0, doc ->> 'b' FROM t WHERE doc ? 'c'"),
+            "SELECT json_get_json(json_get_json(doc, 'a'), CAST(0 AS BIGINT)), json_as_text(doc, 'b') FROM t WHERE json_contains(doc, 'c')"
+        );
+        assert_eq!(
+            sql("SELECT jsonb_extract_path_text(doc, 'a', 'b'), json_array_length(doc)"),
+            "SELECT json_as_text(doc, 'a', 'b'), json_length(doc)"
+        );
+    }
+}
