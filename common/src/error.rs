@@ -27,6 +27,10 @@ pub enum BrookError {
     /// 42601: the SQL text does not parse.
     #[error("{0}")]
     Syntax(String),
+    /// 42601 with the place in the query text (1-based, in characters) where parsing
+    /// stopped, which clients show under the query (psql's `LINE 1: ... ^`).
+    #[error("{message}")]
+    SyntaxAt { message: String, position: usize },
     /// 42P01: a relation named in the statement does not exist.
     #[error("relation \"{0}\" does not exist")]
     UndefinedTable(String),
@@ -174,7 +178,7 @@ impl BrookError {
     /// The SQLSTATE a PostgreSQL client receives for this error.
     pub fn sqlstate(&self) -> &'static str {
         match self {
-            BrookError::Syntax(_) => "42601",
+            BrookError::Syntax(_) | BrookError::SyntaxAt { .. } => "42601",
             BrookError::UndefinedTable(_) => "42P01",
             BrookError::UndefinedColumn(_) => "42703",
             BrookError::UndefinedFunction(_) => "42883",

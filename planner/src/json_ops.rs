@@ -15,11 +15,9 @@
 
 use crate::pg_functions::function_call;
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement, VisitMut,
-    VisitorMut,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
-use std::ops::ControlFlow;
 
 /// The operators and PostgreSQL function names as the crate's functions.
 #[derive(Debug)]
@@ -27,58 +25,52 @@ pub struct JsonOperators;
 
 impl SqlStatementRewriteRule for JsonOperators {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        let _ = s.visit(&mut Visitor);
+        crate::pg_functions::rewrite_expressions(&mut s, rewrite_json);
         s
     }
 }
 
-struct Visitor;
-
-impl VisitorMut for Visitor {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        match expr {
-            Expr::BinaryOp { left, op, right } => {
-                let name = match op {
-                    BinaryOperator::Arrow => "json_get_json",
-                    BinaryOperator::LongArrow => "json_as_text",
-                    BinaryOperator::Question => "json_contains",
-                    _ => return ControlFlow::Continue(()),
-                };
-                *expr = function_call(name, vec![(**left).clone(), path_step((**right).clone())]);
-            }
-            Expr::Function(f) => {
-                let Some(target) = f
-                    .name
-                    .0
-                    .last()
-                    .and_then(|p| p.as_ident())
-                    .and_then(|i| renamed(&i.value.to_ascii_lowercase()))
-                else {
-                    return ControlFlow::Continue(());
-                };
-                let FunctionArguments::List(list) = &f.args else {
-                    return ControlFlow::Continue(());
-                };
-                let args: Option<Vec<Expr>> = list
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                if let Some(mut args) = args {
-                    for a in args.iter_mut().skip(1) {
-                        *a = path_step(a.clone());
-                    }
-                    *expr = function_call(target, args);
-                }
-            }
-            _ => {}
+/// One expression, its operands already rewritten.
+fn rewrite_json(expr: &mut Expr) {
+    match expr {
+        Expr::BinaryOp { left, op, right } => {
+            let name = match op {
+                BinaryOperator::Arrow => "json_get_json",
+                BinaryOperator::LongArrow => "json_as_text",
+                BinaryOperator::Question => "json_contains",
+                _ => return,
+            };
+            *expr = function_call(name, vec![(**left).clone(), path_step((**right).clone())]);
         }
-        ControlFlow::Continue(())
+        Expr::Function(f) => {
+            let Some(target) = f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .and_then(|i| renamed(&i.value.to_ascii_lowercase()))
+            else {
+                return;
+            };
+            let FunctionArguments::List(list) = &f.args else {
+                return;
+            };
+            let args: Option<Vec<Expr>> = list
+                .args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(mut args) = args {
+                for a in args.iter_mut().skip(1) {
+                    *a = path_step(a.clone());
+                }
+                *expr = function_call(target, args);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -14,9 +14,8 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use datafusion::sql::sqlparser::ast::{Expr, Statement, Value, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::ast::{Expr, Statement, Value};
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
-use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// Name of the function.
@@ -28,43 +27,36 @@ pub struct LikeEscapeAsBackslash;
 
 impl SqlStatementRewriteRule for LikeEscapeAsBackslash {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        let _ = s.visit(&mut Visitor);
+        crate::pg_functions::rewrite_expressions(&mut s, like_with_backslash);
         s
     }
 }
 
-struct Visitor;
-
-impl VisitorMut for Visitor {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Expr::Like {
-            pattern,
-            escape_char,
-            ..
-        }
-        | Expr::ILike {
-            pattern,
-            escape_char,
-            ..
-        } = expr
-        {
-            let escape = match escape_char.as_ref().map(|v| &v.value) {
-                Some(Value::SingleQuotedString(c)) if c != "\\" => c.clone(),
-                _ => return ControlFlow::Continue(()),
-            };
-            let call = crate::pg_functions::function_call(
-                LIKE_ESCAPE,
-                vec![
-                    (**pattern).clone(),
-                    Expr::value(Value::SingleQuotedString(escape)),
-                ],
-            );
-            *pattern = Box::new(call);
-            *escape_char = None;
-        }
-        ControlFlow::Continue(())
+fn like_with_backslash(expr: &mut Expr) {
+    if let Expr::Like {
+        pattern,
+        escape_char,
+        ..
+    }
+    | Expr::ILike {
+        pattern,
+        escape_char,
+        ..
+    } = expr
+    {
+        let escape = match escape_char.as_ref().map(|v| &v.value) {
+            Some(Value::SingleQuotedString(c)) if c != "\\" => c.clone(),
+            _ => return,
+        };
+        let call = crate::pg_functions::function_call(
+            LIKE_ESCAPE,
+            vec![
+                (**pattern).clone(),
+                Expr::value(Value::SingleQuotedString(escape)),
+            ],
+        );
+        **pattern = call;
+        *escape_char = None;
     }
 }
 

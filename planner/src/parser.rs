@@ -29,6 +29,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(crate::json_ops::JsonOperators),
+        Arc::new(crate::pg_functions::StatActivityView),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),
@@ -234,14 +235,34 @@ pub struct Watermark {
 /// Parse a whole query string (possibly several `;`-separated statements) from a client:
 /// each statement's expressions may nest at most [`MAX_EXPR_DEPTH`] deep (54001 beyond).
 pub fn parse_sql(sql: &str) -> Result<Vec<BrookStatement>> {
-    split_statements(sql)?
+    split_statements_at(sql)?
         .iter()
-        .map(|s| {
-            let stmt = parse_one(s)?;
+        .map(|(start, s)| {
+            let stmt = parse_one(s).map_err(|e| with_position(e, sql, *start, s))?;
             check_depth(&stmt)?;
             Ok(stmt)
         })
         .collect()
+}
+
+/// A syntax error of statement `stmt` (starting at byte `start` of the query text `sql`)
+/// that names its line and column, as the position in `sql` clients point at.
+fn with_position(e: BrookError, sql: &str, start: usize, stmt: &str) -> BrookError {
+    let BrookError::Syntax(message) = e else {
+        return e;
+    };
+    let Some((text, line, column)) = message.rsplit_once(" at Line: ").and_then(|(text, at)| {
+        let (line, column) = at.split_once(", Column: ")?;
+        Some((text, line.parse::<u64>().ok()?, column.parse::<u64>().ok()?))
+    }) else {
+        return BrookError::Syntax(message);
+    };
+    let byte = start + LineOffsets::new(stmt).byte(line, column);
+    let position = sql.get(..byte).map_or(0, |before| before.chars().count()) + 1;
+    BrookError::SyntaxAt {
+        message: text.to_string(),
+        position,
+    }
 }
 
 /// How deep a statement's expressions may nest (`1 + 1 + ... + 1` with n terms nests n
@@ -292,6 +313,14 @@ pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
 /// Split at top-level semicolons, keeping each statement's original text (the compatibility
 /// rewrites match on tokens of the text the client sent).
 pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+    Ok(split_statements_at(sql)?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect())
+}
+
+/// [`split_statements`], each statement with the byte offset where it starts.
+fn split_statements_at(sql: &str) -> Result<Vec<(usize, String)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize_with_location()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
@@ -303,7 +332,7 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
         match &t.token {
             Token::SemiColon => {
                 if let Some(s) = start.take() {
-                    out.push(sql[s..end].to_string());
+                    out.push((s, sql[s..end].to_string()));
                 }
             }
             Token::Whitespace(_) | Token::EOF => {}
@@ -317,7 +346,7 @@ pub fn split_statements(sql: &str) -> Result<Vec<String>> {
         }
     }
     if let Some(s) = start {
-        out.push(sql[s..end].to_string());
+        out.push((s, sql[s..end].to_string()));
     }
     Ok(out)
 }
@@ -476,6 +505,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             .into_iter()
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
+                let s = crate::pg_functions::StatActivityView.rewrite(s);
                 REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))
             })
             .collect()
@@ -830,5 +860,20 @@ mod tests {
     fn garbage_is_a_syntax_error() {
         let e = parse_sql("SELEC 1").unwrap_err();
         assert_eq!(e.sqlstate(), "42601");
+    }
+
+    /// The position clients point at: 1-based, in characters of the whole query text.
+    #[test]
+    fn syntax_errors_carry_their_position() {
+        let position = |sql: &str| match parse_sql(sql).unwrap_err() {
+            BrookError::SyntaxAt { position, message } => {
+                assert!(!message.contains("Line:"), "{message}");
+                position
+            }
+            other => panic!("no position: {other:?}"),
+        };
+        assert_eq!(position("SELEC 1"), 1);
+        assert_eq!(position("SELECT * FROM t WHERE a = = 1"), 27);
+        assert_eq!(position("SELECT 'é';\nSELECT 1 +* 2"), 23);
     }
 }

@@ -11,11 +11,66 @@
 //! `... WHERE t.oid = to_regtype($1)` when it connects.
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, Statement, VisitMut, VisitorMut,
+    visit_expressions_mut, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
+    TableFunctionArgs, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
+
+/// Name of the table function `pg_stat_activity` becomes (registered by the server).
+pub const STAT_ACTIVITY: &str = "brook_stat_activity";
+
+/// `FROM pg_stat_activity` (or `pg_catalog.pg_stat_activity`) as `FROM brook_stat_activity()
+/// AS pg_stat_activity`: the view lists the server's connections, which the catalog tables
+/// of `datafusion-pg-catalog` do not know.
+#[derive(Debug)]
+pub struct StatActivityView;
+
+impl SqlStatementRewriteRule for StatActivityView {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        struct Tables;
+        impl VisitorMut for Tables {
+            type Break = ();
+            fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+                if let TableFactor::Table {
+                    name, args, alias, ..
+                } = t
+                {
+                    if args.is_none() && names_stat_activity(name) {
+                        *name =
+                            ObjectName(vec![ObjectNamePart::Identifier(Ident::new(STAT_ACTIVITY))]);
+                        *args = Some(TableFunctionArgs {
+                            args: vec![],
+                            settings: None,
+                        });
+                        if alias.is_none() {
+                            *alias = Some(TableAlias {
+                                explicit: true,
+                                name: Ident::new("pg_stat_activity"),
+                                columns: vec![],
+                                at: None,
+                            });
+                        }
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = s.visit(&mut Tables);
+        s
+    }
+}
+
+fn names_stat_activity(name: &ObjectName) -> bool {
+    let parts: Vec<Option<&Ident>> = name.0.iter().map(|p| p.as_ident()).collect();
+    let is = |i: &Option<&Ident>, w: &str| i.is_some_and(|i| i.value.eq_ignore_ascii_case(w));
+    match parts.as_slice() {
+        [t] => is(t, "pg_stat_activity"),
+        [s, t] => is(s, "pg_catalog") && is(t, "pg_stat_activity"),
+        _ => false,
+    }
+}
 
 /// Name of the function a cast to uuid becomes.
 pub const UUID_CAST: &str = "brook_uuid";
@@ -41,24 +96,27 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
+/// Apply `f` to every expression of `s`, the operands of an expression before it (as
+/// sqlparser's `visit_expressions_mut` walks them): what each of these rewrites does.
+pub fn rewrite_expressions(s: &mut Statement, f: impl Fn(&mut Expr)) {
+    let _ = visit_expressions_mut(s, |e| {
+        f(e);
+        ControlFlow::<()>::Continue(())
+    });
+}
+
 /// Every `CAST(x AS uuid)` / `x::uuid` of `stmt` as `brook_uuid(x)`.
 pub fn uuid_casts(stmt: &mut Statement) {
-    struct Casts;
-    impl VisitorMut for Casts {
-        type Break = ();
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-            if let Expr::Cast {
-                expr: inner,
-                data_type: DataType::Uuid,
-                ..
-            } = expr
-            {
-                *expr = function_call(UUID_CAST, vec![(**inner).clone()]);
-            }
-            ControlFlow::Continue(())
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::Cast {
+            expr: inner,
+            data_type: DataType::Uuid,
+            ..
+        } = expr
+        {
+            *expr = function_call(UUID_CAST, vec![(**inner).clone()]);
         }
-    }
-    let _ = stmt.visit(&mut Casts);
+    });
 }
 
 /// `to_regtype(x)` (or `pg_catalog.to_regtype(x)`) as `CAST(x AS regtype)`.
@@ -67,30 +125,21 @@ pub struct ToRegtypeAsCast;
 
 impl SqlStatementRewriteRule for ToRegtypeAsCast {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        let _ = s.visit(&mut ToRegtypeVisitor);
+        rewrite_expressions(&mut s, |expr| {
+            if let Some(arg) = to_regtype_argument(expr) {
+                *expr = Expr::Cast {
+                    kind: CastKind::DoubleColon,
+                    expr: Box::new(arg),
+                    data_type: DataType::Custom(
+                        ObjectName(vec![ObjectNamePart::Identifier(Ident::new("regtype"))]),
+                        vec![],
+                    ),
+                    array: false,
+                    format: None,
+                };
+            }
+        });
         s
-    }
-}
-
-struct ToRegtypeVisitor;
-
-impl VisitorMut for ToRegtypeVisitor {
-    type Break = ();
-
-    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Some(arg) = to_regtype_argument(expr) {
-            *expr = Expr::Cast {
-                kind: CastKind::DoubleColon,
-                expr: Box::new(arg),
-                data_type: DataType::Custom(
-                    ObjectName(vec![ObjectNamePart::Identifier(Ident::new("regtype"))]),
-                    vec![],
-                ),
-                array: false,
-                format: None,
-            };
-        }
-        ControlFlow::Continue(())
     }
 }
 
@@ -136,6 +185,12 @@ mod tests {
         );
         let out = sql("SELECT pg_catalog.to_regtype($1)");
         assert!(out.contains("WHERE typname = $1"), "{out}");
+        // pg_stat_activity reads the server's connections.
+        let out = sql("SELECT pid, state FROM pg_catalog.pg_stat_activity WHERE pid <> 1");
+        assert_eq!(
+            out,
+            "SELECT pid, state FROM brook_stat_activity() AS pg_stat_activity WHERE pid <> 1"
+        );
         // Other functions of that name shape are left alone.
         assert_eq!(sql("SELECT to_regtypes('a')"), "SELECT to_regtypes('a')");
     }

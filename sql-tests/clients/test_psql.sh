@@ -27,6 +27,10 @@ psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -l | grep -q postgres || { echo "
 check "COPY 3" "$("${P[@]}" -c "\\copy (SELECT * FROM items ORDER BY id) TO '/tmp/psql_hdr.$$' WITH (FORMAT csv, HEADER)")" "\\copy TO with HEADER"
 check "4" "$(wc -l < /tmp/psql_hdr.$$ | tr -d ' ')" "\\copy TO with HEADER writes header and rows"
 rm -f /tmp/psql_hdr.$$
+# a syntax error points at its place (psql prints LINE n: and a caret under it)
+if "${P[@]}" -c "SELECT * FROM items WHERE id = = 1" 2>/tmp/psql_syn.$$; then echo "psql: bad SQL accepted"; exit 1; fi
+grep -q "LINE 1: SELECT \* FROM items WHERE id = = 1" /tmp/psql_syn.$$ && grep -q "^  *\^" /tmp/psql_syn.$$ || { echo "psql: no position: $(cat /tmp/psql_syn.$$)"; exit 1; }
+rm -f /tmp/psql_syn.$$
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }

@@ -94,3 +94,48 @@ def test_cancel_stops_a_running_query(brook):
         finally:
             timer.cancel()
         assert c.execute("SELECT 43").fetchone()[0] == 43
+
+
+def test_pg_stat_activity_and_pg_cancel_backend(brook):
+    """A second connection sees the first one's running statement in pg_stat_activity and
+    cancels it with pg_cancel_backend(pid), as an administrator does in PostgreSQL."""
+    import threading
+    import time
+
+    long = "SELECT count(*) FROM generate_series(1, 20000000000) AS g(x) WHERE x % 7 = 3"
+    with connect(brook) as busy, psycopg.connect(
+        host=brook["host"], port=brook["port"], user=brook["user"], dbname=brook["dbname"],
+        autocommit=True, application_name="watcher",
+    ) as admin:
+        busy_pid = busy.info.backend_pid
+        failure = []
+
+        def run():
+            try:
+                busy.execute(long)
+                failure.append("the long statement was not cancelled")
+            except psycopg.errors.QueryCanceled:
+                pass
+
+        t = threading.Thread(target=run)
+        t.start()
+        row = None
+        for _ in range(100):
+            row = admin.execute(
+                "SELECT state, query, usename FROM pg_stat_activity WHERE pid = %s", (busy_pid,)
+            ).fetchone()
+            if row and row[0] == "active":
+                break
+            time.sleep(0.05)
+        assert row == ("active", long, "brook"), row
+        me = admin.execute(
+            "SELECT application_name, state FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid()"
+        ).fetchone()
+        assert me == ("watcher", "active"), me
+        assert admin.execute("SELECT pg_cancel_backend(%s)", (busy_pid,)).fetchone()[0] is True
+        t.join(timeout=30)
+        assert not t.is_alive() and not failure, failure
+        assert admin.execute("SELECT pg_cancel_backend(99999999)").fetchone()[0] is False
+        assert busy.execute("SELECT 1").fetchone()[0] == 1
+        state = admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (busy_pid,)).fetchone()[0]
+        assert state == "idle", state

@@ -77,6 +77,8 @@ pub struct Engine {
     budget: Arc<CacheBudget>,
     /// Running continuous queries (for `brook_continuous_queries()`).
     pub queries: Arc<crate::stream::queries::QueryRegistry>,
+    /// What each connection is doing (for `pg_stat_activity`, `pg_cancel_backend`).
+    pub activity: Arc<crate::exec::activity::Activity>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
     runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
@@ -140,6 +142,7 @@ impl Engine {
             databases: Mutex::new(HashMap::new()),
             budget,
             queries: Arc::default(),
+            activity: Arc::default(),
             runtime_env: query_runtime_env(memory_limit)?,
             _lock: lock_file,
         }))
@@ -211,6 +214,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
+        crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         brook_synopses::functions::register(&ctx);

@@ -1,6 +1,8 @@
 //! How statements execute: on a runtime of their own, cancellable (CancelRequest,
-//! `statement_timeout`) down to the leaves of their plans.
+//! `statement_timeout`) down to the leaves of their plans; what each connection is doing
+//! (`activity`).
 
+pub mod activity;
 pub mod cancel;
 pub mod cancellable;
 pub mod runtime;

@@ -34,7 +34,7 @@ pub(crate) enum Output {
         value: String,
     },
     /// Any other output, evaluated on its own.
-    Other(SelectItem),
+    Other(Box<SelectItem>),
 }
 
 /// The outputs of `SELECT ..., set_config(...) [AS x], ...` without FROM, WHERE or other
@@ -69,10 +69,10 @@ pub(crate) fn set_config_outputs(stmt: &Statement) -> Option<Vec<Output>> {
                 SelectItem::ExprWithAlias { expr, alias } => {
                     (expr, brook_common::ident::ident_name(alias))
                 }
-                _ => return Some(Output::Other(item.clone())),
+                _ => return Some(Output::Other(Box::new(item.clone()))),
             };
             match set_config_call(expr) {
-                None => Some(Output::Other(item.clone())),
+                None => Some(Output::Other(Box::new(item.clone()))),
                 Some(None) => None,
                 Some(Some((name, value))) => {
                     any = true;
@@ -162,7 +162,7 @@ impl Session {
                     columns.push(Arc::new(StringArray::from(vec![now])));
                 }
                 Output::Other(item) => {
-                    let (field, column) = self.evaluate_alone(item).await?;
+                    let (field, column) = self.evaluate_alone(*item).await?;
                     fields.push(field);
                     columns.push(column);
                 }

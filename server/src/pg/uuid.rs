@@ -18,7 +18,11 @@ pub fn parse(text: &str) -> Option<[u8; 16]> {
     while i < bytes.len() {
         if bytes[i] == b'-' {
             // Only between groups of four digits, never first, last or doubled.
-            if digits == 0 || digits % 4 != 0 || digits == 32 || bytes.get(i + 1) == Some(&b'-') {
+            if digits == 0
+                || !digits.is_multiple_of(4)
+                || digits == 32
+                || bytes.get(i + 1) == Some(&b'-')
+            {
                 return None;
             }
             i += 1;
@@ -28,7 +32,7 @@ pub fn parse(text: &str) -> Option<[u8; 16]> {
         if digits == 32 {
             return None;
         }
-        out[digits / 2] |= if digits % 2 == 0 { d << 4 } else { d };
+        out[digits / 2] |= if digits.is_multiple_of(2) { d << 4 } else { d };
         digits += 1;
         i += 1;
     }

@@ -78,6 +78,24 @@ impl Session {
         }
     }
 
+    /// The connection's backend pid, as `pg_backend_pid()` answers it (the one
+    /// `pg_stat_activity`, CancelRequest and `pg_cancel_backend` use).
+    pub fn set_backend_pid(&self, pid: i32) {
+        use datafusion::arrow::datatypes::DataType;
+        use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+        self.ctx.register_udf(create_udf(
+            "pg_backend_pid",
+            vec![],
+            DataType::Int32,
+            Volatility::Stable,
+            Arc::new(move |_args: &[ColumnarValue]| {
+                Ok(ColumnarValue::Scalar(
+                    datafusion::scalar::ScalarValue::Int32(Some(pid)),
+                ))
+            }),
+        ));
+    }
+
     /// The cancellation token of the statement about to run: plans executed for it stop
     /// when it is cancelled (see [`crate::exec::cancellable`]).
     pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {

@@ -1,5 +1,6 @@
 //! The SQL functions Brook adds to DataFusion's.
 
+pub mod activity;
 pub mod checked;
 pub mod functions;
 pub mod mode;

@@ -69,6 +69,7 @@ impl QueryParser for BrookParser {
             .collect();
         Ok(Some(Prepared {
             stmt,
+            sql: sql.to_string(),
             params,
             schema: None,
         }))
@@ -264,56 +265,6 @@ fn interval_text(b: &[u8]) -> Result<String, BrookError> {
     ))
 }
 
-#[cfg(test)]
-mod binary_param_tests {
-    use super::*;
-
-    #[test]
-    fn binary_parameters_read_as_postgresql_sends_them() {
-        let interval: Vec<u8> = [
-            5_000_000i64.to_be_bytes().to_vec(),
-            (-1i32).to_be_bytes().to_vec(),
-            14i32.to_be_bytes().to_vec(),
-        ]
-        .concat();
-        assert_eq!(
-            binary_param_text(&interval, &Type::INTERVAL).unwrap(),
-            "14 months -1 days 5000000 microseconds"
-        );
-        let uuid: Vec<u8> = (1..=16).collect();
-        assert_eq!(
-            binary_param_text(&uuid, &Type::UUID).unwrap(),
-            "01020304-0506-0708-090a-0b0c0d0e0f10"
-        );
-        let time = (10 * 3600 + 30 * 60) as i64 * 1_000_000;
-        assert_eq!(
-            binary_param_text(&time.to_be_bytes(), &Type::TIME).unwrap(),
-            "10:30:00"
-        );
-        assert_eq!(binary_param_text(b"\x01{}", &Type::JSONB).unwrap(), "{}");
-        assert_eq!(
-            binary_param_text(b"\x02{}", &Type::JSONB)
-                .unwrap_err()
-                .sqlstate(),
-            "08P01"
-        );
-        assert_eq!(binary_param_text(b"abc", &Type::JSON).unwrap(), "abc");
-        // Bytes of an unknown binary format are never read as text.
-        assert_eq!(
-            binary_param_text(b"abc", &Type::POINT)
-                .unwrap_err()
-                .sqlstate(),
-            "0A000"
-        );
-        assert_eq!(
-            binary_param_text(&[0; 15], &Type::INTERVAL)
-                .unwrap_err()
-                .sqlstate(),
-            "08P01"
-        );
-    }
-}
-
 #[async_trait]
 impl ExtendedQueryHandler for BrookHandler {
     type Statement = Prepared;
@@ -436,6 +387,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let cursor_portals = cursor_portal_changes(&stmt);
         let timeout = s.timeout_setting("statement_timeout").map_err(to_pg)?;
         let token = self.cancel.begin_with_timeout(timeout);
+        self.activity_active(&portal.statement.statement.sql);
         let (outcome, notices) =
             execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
         drop(g);
@@ -446,6 +398,7 @@ impl ExtendedQueryHandler for BrookHandler {
                 Some(q) => {
                     let prepared = Prepared {
                         stmt: Some(q),
+                        sql: format!("FETCH ALL FROM {name}"),
                         params: vec![],
                         schema: None,
                     };
@@ -480,6 +433,7 @@ impl ExtendedQueryHandler for BrookHandler {
         // A portal executed with a row limit streams on through later Executes; the
         // statement timeout covered this one.
         self.cancel.end();
+        self.activity_idle(client.transaction_status());
         self.note_response(&response);
         self.idle.idle(self.idle_limit().await);
         Ok(response)
@@ -531,4 +485,54 @@ pub(super) fn bind(
         bind_parameters(s, params).map_err(to_pg)?;
     }
     Ok(stmt)
+}
+
+#[cfg(test)]
+mod binary_param_tests {
+    use super::*;
+
+    #[test]
+    fn binary_parameters_read_as_postgresql_sends_them() {
+        let interval: Vec<u8> = [
+            5_000_000i64.to_be_bytes().to_vec(),
+            (-1i32).to_be_bytes().to_vec(),
+            14i32.to_be_bytes().to_vec(),
+        ]
+        .concat();
+        assert_eq!(
+            binary_param_text(&interval, &Type::INTERVAL).unwrap(),
+            "14 months -1 days 5000000 microseconds"
+        );
+        let uuid: Vec<u8> = (1..=16).collect();
+        assert_eq!(
+            binary_param_text(&uuid, &Type::UUID).unwrap(),
+            "01020304-0506-0708-090a-0b0c0d0e0f10"
+        );
+        let time = (10 * 3600 + 30 * 60) as i64 * 1_000_000;
+        assert_eq!(
+            binary_param_text(&time.to_be_bytes(), &Type::TIME).unwrap(),
+            "10:30:00"
+        );
+        assert_eq!(binary_param_text(b"\x01{}", &Type::JSONB).unwrap(), "{}");
+        assert_eq!(
+            binary_param_text(b"\x02{}", &Type::JSONB)
+                .unwrap_err()
+                .sqlstate(),
+            "08P01"
+        );
+        assert_eq!(binary_param_text(b"abc", &Type::JSON).unwrap(), "abc");
+        // Bytes of an unknown binary format are never read as text.
+        assert_eq!(
+            binary_param_text(b"abc", &Type::POINT)
+                .unwrap_err()
+                .sqlstate(),
+            "0A000"
+        );
+        assert_eq!(
+            binary_param_text(&[0; 15], &Type::INTERVAL)
+                .unwrap_err()
+                .sqlstate(),
+            "08P01"
+        );
+    }
 }

@@ -50,11 +50,11 @@ pub fn to_pg(e: BrookError) -> PgWireError {
     }
     // Messages quote user data; a NUL byte would corrupt the protocol message.
     let message = e.to_string().replace('\0', "\\0");
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".into(),
-        e.sqlstate().into(),
-        message,
-    )))
+    let mut info = ErrorInfo::new("ERROR".into(), e.sqlstate().into(), message);
+    if let BrookError::SyntaxAt { position, .. } = e {
+        info.position = Some(position.to_string());
+    }
+    PgWireError::UserError(Box::new(info))
 }
 
 fn fatal(code: &str, msg: String) -> PgWireError {
@@ -116,6 +116,7 @@ impl Front {
             cancel: Arc::new(SessionCancel::default()),
             cancels: self.cancels.clone(),
             pid: std::sync::Mutex::new(None),
+            backend: std::sync::Mutex::new(None),
             max_connections: self.startup.max_connections,
             peer,
             idle: Arc::default(),
@@ -181,6 +182,8 @@ impl PgWireServerHandlers for ConnHandlers {
 pub struct Prepared {
     /// The parsed statement (None: empty query).
     pub stmt: Option<BrookStatement>,
+    /// Its text, as the client sent it (for `pg_stat_activity`).
+    pub sql: String,
     /// Parameter types (declared by the client or inferred).
     pub params: Vec<Type>,
     /// Result schema, when known at Parse time.
@@ -213,6 +216,8 @@ pub struct BrookHandler {
     cancels: Arc<CancelRegistry>,
     /// Backend pid under which `cancel` is registered (once the session exists).
     pid: std::sync::Mutex<Option<i32>>,
+    /// This connection in the server's activity list (once the session exists).
+    backend: std::sync::Mutex<Option<Arc<crate::exec::activity::Backend>>>,
     /// The server's connection limit (shown as `max_connections`).
     max_connections: usize,
     /// A second handle on the client's socket, only peeked at (never read): tells when the
@@ -226,6 +231,7 @@ impl Drop for BrookHandler {
     fn drop(&mut self) {
         if let Some(pid) = self.pid.lock().ok().and_then(|p| *p) {
             self.cancels.unregister(pid);
+            self.engine.activity.unregister(pid);
         }
     }
 }

@@ -71,8 +71,10 @@ impl SimpleQueryHandler for BrookHandler {
                 .await?;
         }
         for stmt in stmts {
+            // (The session, and with it the connection's activity entry, exists from here.)
             let timeout = self.statement_timeout(client).await?;
             let token = self.cancel.begin_with_timeout(timeout);
+            self.activity_active(&query.query);
             if status == TransactionStatus::Error && !is_txn_control(&stmt) {
                 client
                     .feed(PgWireBackendMessage::ErrorResponse(
@@ -179,6 +181,7 @@ impl SimpleQueryHandler for BrookHandler {
             }
         }
         self.cancel.end();
+        self.activity_idle(status);
         self.idle.idle(self.idle_limit().await);
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);

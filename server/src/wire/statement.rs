@@ -13,6 +13,7 @@ use pgwire::api::results::{CopyResponse, FieldFormat, Response, Tag};
 use pgwire::api::ClientInfo;
 use pgwire::error::PgWireResult;
 use pgwire::messages::copy::CopyData;
+use pgwire::messages::response::TransactionStatus;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -40,12 +41,43 @@ impl BrookHandler {
                 .cloned()
                 .filter(|d| !d.is_empty())
                 .unwrap_or_else(|| crate::catalog::DEFAULT_DATABASE.into());
+            let backend = Arc::new(crate::exec::activity::Backend::new(
+                pid,
+                user.clone(),
+                dbname.clone(),
+                client
+                    .metadata()
+                    .get("application_name")
+                    .cloned()
+                    .unwrap_or_default(),
+                client.socket_addr().to_string(),
+                self.cancel.clone(),
+            ));
+            self.engine.activity.register(backend.clone());
+            if let Ok(mut b) = self.backend.lock() {
+                *b = Some(backend);
+            }
             let db = self.engine.database(&dbname).map_err(to_pg)?;
             let mut session = Session::new(self.engine.clone(), db, user);
+            session.set_backend_pid(pid);
             session.report_setting("max_connections", &self.max_connections.to_string());
             *g = Some(session);
         }
         Ok(g)
+    }
+
+    /// For `pg_stat_activity`: a statement (the text the client sent) starts.
+    pub(super) fn activity_active(&self, query: &str) {
+        if let Some(b) = self.backend.lock().ok().and_then(|b| b.clone()) {
+            b.active(query);
+        }
+    }
+
+    /// For `pg_stat_activity`: the connection waits for the client.
+    pub(super) fn activity_idle(&self, status: TransactionStatus) {
+        if let Some(b) = self.backend.lock().ok().and_then(|b| b.clone()) {
+            b.idle(status != TransactionStatus::Idle);
+        }
     }
 
     /// Whether the client closed its connection: the socket reads end-of-file (or fails),

@@ -1,0 +1,182 @@
+//! What every connection is doing — the rows of `pg_stat_activity` — and cancelling a
+//! connection's statement by its pid (`pg_cancel_backend`), as a CancelRequest does.
+
+use crate::exec::cancel::SessionCancel;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// Every connection with a session, by backend pid.
+#[derive(Debug, Default)]
+pub struct Activity {
+    backends: Mutex<BTreeMap<i32, Arc<Backend>>>,
+}
+
+/// One connection.
+#[derive(Debug)]
+pub struct Backend {
+    /// Backend pid (what CancelRequest and `pg_cancel_backend` name).
+    pub pid: i32,
+    /// Role.
+    pub user: String,
+    /// Database.
+    pub database: String,
+    /// The client's `application_name` (empty when not given).
+    pub application_name: String,
+    /// The client's address.
+    pub client_addr: String,
+    /// When the connection began, microseconds since the epoch.
+    pub backend_start: i64,
+    cancel: Arc<SessionCancel>,
+    doing: Mutex<Doing>,
+}
+
+/// What a connection is doing now.
+#[derive(Debug, Clone)]
+pub struct Doing {
+    /// `active`, `idle` or `idle in transaction`.
+    pub state: &'static str,
+    /// The statement running, or the last one.
+    pub query: String,
+    /// When that statement began (microseconds since the epoch).
+    pub query_start: Option<i64>,
+    /// When `state` last changed.
+    pub state_change: i64,
+}
+
+/// Microseconds since the epoch, now.
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+impl Backend {
+    /// A connection that has just started, idle.
+    pub fn new(
+        pid: i32,
+        user: String,
+        database: String,
+        application_name: String,
+        client_addr: String,
+        cancel: Arc<SessionCancel>,
+    ) -> Self {
+        let now = now_micros();
+        Backend {
+            pid,
+            user,
+            database,
+            application_name,
+            client_addr,
+            backend_start: now,
+            cancel,
+            doing: Mutex::new(Doing {
+                state: "idle",
+                query: String::new(),
+                query_start: None,
+                state_change: now,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Doing> {
+        self.doing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A statement (`query`, the text the client sent) starts.
+    pub fn active(&self, query: &str) {
+        let now = now_micros();
+        let mut d = self.lock();
+        d.state = "active";
+        d.query = query.to_string();
+        d.query_start = Some(now);
+        d.state_change = now;
+    }
+
+    /// The statement ended; the connection waits for the next one.
+    pub fn idle(&self, in_transaction: bool) {
+        let mut d = self.lock();
+        d.state = if in_transaction {
+            "idle in transaction"
+        } else {
+            "idle"
+        };
+        d.state_change = now_micros();
+    }
+
+    /// What it is doing now.
+    pub fn doing(&self) -> Doing {
+        self.lock().clone()
+    }
+}
+
+impl Activity {
+    /// List a connection (once its session exists).
+    pub fn register(&self, backend: Arc<Backend>) {
+        if let Ok(mut m) = self.backends.lock() {
+            m.insert(backend.pid, backend);
+        }
+    }
+
+    /// Forget a connection (it ended).
+    pub fn unregister(&self, pid: i32) {
+        if let Ok(mut m) = self.backends.lock() {
+            m.remove(&pid);
+        }
+    }
+
+    /// Every listed connection, by pid.
+    pub fn backends(&self) -> Vec<Arc<Backend>> {
+        self.backends
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Cancel the running statement of connection `pid`; false when there is none by
+    /// that pid.
+    pub fn cancel(&self, pid: i32) -> bool {
+        let target = self.backends.lock().ok().and_then(|m| m.get(&pid).cloned());
+        match target {
+            Some(b) => {
+                b.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_follow_statements_and_cancel_reaches_the_running_one() {
+        let activity = Activity::default();
+        let cancel = Arc::new(SessionCancel::default());
+        let b = Arc::new(Backend::new(
+            7,
+            "brook".into(),
+            "brook".into(),
+            "app".into(),
+            "127.0.0.1:5".into(),
+            cancel.clone(),
+        ));
+        activity.register(b.clone());
+        assert_eq!(b.doing().state, "idle");
+        let token = cancel.begin();
+        b.active("SELECT 1");
+        assert_eq!(
+            (b.doing().state, b.doing().query.as_str()),
+            ("active", "SELECT 1")
+        );
+        assert!(activity.cancel(7));
+        assert!(token.is_cancelled());
+        b.idle(true);
+        assert_eq!(b.doing().state, "idle in transaction");
+        assert!(!activity.cancel(8));
+        activity.unregister(7);
+        assert!(activity.backends().is_empty());
+    }
+}

@@ -1,0 +1,104 @@
+//! `pg_stat_activity` (as the table function `brook_stat_activity()`, which a reference to
+//! the view becomes: see `brook_planner::pg_functions`) and `pg_cancel_backend(pid)`.
+
+use crate::exec::activity::Activity;
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::prelude::SessionContext;
+use std::sync::Arc;
+
+/// Register `brook_stat_activity()` and `pg_cancel_backend(pid)` on a database context.
+pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
+    ctx.register_udtf(
+        brook_planner::pg_functions::STAT_ACTIVITY,
+        Arc::new(StatActivity {
+            activity: activity.clone(),
+        }),
+    );
+    ctx.register_udf(create_udf(
+        "pg_cancel_backend",
+        vec![DataType::Int32],
+        DataType::Boolean,
+        Volatility::Volatile,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let pids = datafusion::arrow::array::AsArray::as_primitive::<
+                datafusion::arrow::datatypes::Int32Type,
+            >(&arrays[0]);
+            let out: BooleanArray = pids.iter().map(|p| p.map(|p| activity.cancel(p))).collect();
+            Ok(match &args[0] {
+                ColumnarValue::Scalar(_) => {
+                    ColumnarValue::Scalar(datafusion::scalar::ScalarValue::try_from_array(&out, 0)?)
+                }
+                ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
+            })
+        }),
+    ));
+}
+
+/// One row per connection, with PostgreSQL's column names.
+#[derive(Debug)]
+struct StatActivity {
+    activity: Arc<Activity>,
+}
+
+impl TableFunctionImpl for StatActivity {
+    fn call_with_args(
+        &self,
+        _args: TableFunctionArgs<'_, '_>,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("datname", DataType::Utf8, true),
+            Field::new("pid", DataType::Int32, false),
+            Field::new("usename", DataType::Utf8, true),
+            Field::new("application_name", DataType::Utf8, true),
+            Field::new("client_addr", DataType::Utf8, true),
+            Field::new("backend_start", ts.clone(), true),
+            Field::new("query_start", ts.clone(), true),
+            Field::new("state_change", ts.clone(), true),
+            Field::new("state", DataType::Utf8, true),
+            Field::new("query", DataType::Utf8, true),
+            Field::new("backend_type", DataType::Utf8, false),
+        ]));
+        let backends = self.activity.backends();
+        let doing: Vec<_> = backends.iter().map(|b| b.doing()).collect();
+        let text = |f: &dyn Fn(usize) -> String| -> ArrayRef {
+            Arc::new(
+                (0..backends.len())
+                    .map(|i| Some(f(i)))
+                    .collect::<StringArray>(),
+            )
+        };
+        let times = |f: &dyn Fn(usize) -> Option<i64>| -> ArrayRef {
+            Arc::new(
+                (0..backends.len())
+                    .map(f)
+                    .collect::<TimestampMicrosecondArray>()
+                    .with_timezone("+00:00"),
+            )
+        };
+        let columns: Vec<ArrayRef> = vec![
+            text(&|i| backends[i].database.clone()),
+            Arc::new(backends.iter().map(|b| b.pid).collect::<Int32Array>()),
+            text(&|i| backends[i].user.clone()),
+            text(&|i| backends[i].application_name.clone()),
+            text(&|i| backends[i].client_addr.clone()),
+            times(&|i| Some(backends[i].backend_start)),
+            times(&|i| doing[i].query_start),
+            times(&|i| Some(doing[i].state_change)),
+            text(&|i| doing[i].state.to_string()),
+            text(&|i| doing[i].query.clone()),
+            text(&|_| "client backend".to_string()),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
+        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?))
+    }
+}
