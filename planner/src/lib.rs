@@ -6,7 +6,9 @@
 //! here with sqlparser's building blocks, never by forking the grammar.
 //!
 //! # Layout
-//! - [`parser`]: statement splitting and [`BrookStatement`] (a body and Brook's optional clauses).
+//! - [`parser`]: statement splitting and parsing, syntax error positions, the depth limit.
+//! - [`statement`]: [`BrookStatement`] (a body and Brook's optional clauses) and the bodies
+//!   of Brook's own statements.
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
@@ -38,6 +40,7 @@ pub mod parser;
 pub mod pg_functions;
 pub mod rewrite;
 pub mod session_window;
+pub mod statement;
 pub mod synopsis;
 pub mod window_start;
 pub mod windows;

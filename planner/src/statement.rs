@@ -1,0 +1,162 @@
+//! What the parser produces: [`BrookStatement`] — a standard or Brook statement with the
+//! clauses Brook lifts off it — and the bodies of Brook's own statements.
+
+use datafusion::sql::sqlparser::ast::{
+    ColumnDef, Expr, ObjectName, SqlOption, Statement, TableConstraint,
+};
+
+/// A parsed statement: what it does, and the clauses Brook lifts off a statement before
+/// parsing the rest as standard SQL (an `EMIT` clause, an accuracy budget). One struct with
+/// optional clauses, so that a handler asks `stmt.emit` instead of unwrapping layers.
+#[derive(Debug, Clone)]
+pub struct BrookStatement {
+    /// The statement without Brook's clauses.
+    pub body: StatementBody,
+    /// `EMIT CHANGES` or `EMIT ON WINDOW CLOSE` (only on a SQL body: SELECT, COPY, DECLARE,
+    /// EXPLAIN).
+    pub emit: Option<Emit>,
+    /// `WITH ERROR e [CONFIDENCE c]`: exact aggregates may be replaced by synopses.
+    pub budget: Option<ErrorBudget>,
+}
+
+impl BrookStatement {
+    /// A statement without Brook's clauses.
+    pub fn new(body: StatementBody) -> Self {
+        BrookStatement {
+            body,
+            emit: None,
+            budget: None,
+        }
+    }
+
+    /// A standard SQL statement without Brook's clauses.
+    pub fn sql(stmt: Statement) -> Self {
+        Self::new(StatementBody::Sql(Box::new(stmt)))
+    }
+
+    /// The SQL statement when the body is one (with or without Brook's clauses).
+    pub fn as_sql(&self) -> Option<&Statement> {
+        match &self.body {
+            StatementBody::Sql(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The SQL statement when the body is one and no clause of Brook's was given: what a
+    /// caller that only runs plain SQL accepts.
+    pub fn into_plain_sql(self) -> Option<Statement> {
+        match self.body {
+            StatementBody::Sql(s) if self.emit.is_none() && self.budget.is_none() => Some(*s),
+            _ => None,
+        }
+    }
+}
+
+/// What a statement does: standard SQL, or one of Brook's own statements.
+#[derive(Debug, Clone)]
+pub enum StatementBody {
+    /// Any statement sqlparser understands (after PostgreSQL compatibility rewrites).
+    Sql(Box<Statement>),
+    /// `CREATE STREAM`.
+    CreateStream(Box<CreateStream>),
+    /// `CREATE SYNOPSIS`.
+    CreateSynopsis(Box<CreateSynopsis>),
+    /// `DROP SYNOPSIS [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
+    DropSynopsis {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+        /// CASCADE: drop what reads it too.
+        cascade: bool,
+    },
+    /// `DROP STREAM [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.
+    DropStream {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+        /// CASCADE: drop what reads it too.
+        cascade: bool,
+    },
+    /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
+    FetchWith {
+        /// The FETCH itself.
+        fetch: Box<Statement>,
+        /// How long to wait for rows of a continuous cursor (interval text).
+        timeout: Option<String>,
+    },
+}
+
+/// A query's `EMIT` clause: `EMIT CHANGES` makes a SELECT or COPY continuous (a push query,
+/// as in ksqlDB); `EMIT ON WINDOW CLOSE` also makes windowed aggregates emit once per window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// `EMIT CHANGES`.
+    Changes,
+    /// `EMIT ON WINDOW CLOSE`.
+    OnWindowClose,
+}
+
+impl Emit {
+    /// Whether windowed aggregates wait for their window to close.
+    pub fn on_window_close(self) -> bool {
+        self == Emit::OnWindowClose
+    }
+}
+
+/// A statement's accuracy budget, `WITH ERROR e [CONFIDENCE c]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorBudget {
+    /// The accepted error.
+    pub error: f64,
+    /// How sure the bound must be (the session's `approx.confidence` when absent).
+    pub confidence: Option<f64>,
+}
+
+/// `CREATE SYNOPSIS [IF NOT EXISTS] name ON source USING kind(column [, size])
+/// [PARTITION BY key [, ...]] [WINDOW TUMBLE(ts, size) | HOP(ts, slide, size) | SESSION(ts,
+/// gap) | TUMBLE_ROWS(n) | HOP_ROWS(slide, n) | LAST_ROWS(n)]
+/// [WITH (error = e, confidence = c)]`: a synopsis per key, maintained as data arrives.
+#[derive(Debug, Clone)]
+pub struct CreateSynopsis {
+    /// Synopsis name (possibly schema-qualified).
+    pub name: ObjectName,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+    /// The stream or table summarised.
+    pub source: ObjectName,
+    /// The kind (`hll`, `kll`, `sample`, ...), lower-cased.
+    pub kind: String,
+    /// The summarised column, then an optional size parameter.
+    pub args: Vec<Expr>,
+    /// One synopsis per value of these keys.
+    pub partition_by: Vec<Expr>,
+    /// A window (`TUMBLE`, `HOP`, `SESSION`, `TUMBLE_ROWS`, `HOP_ROWS`; `LAST_ROWS` for a
+    /// sample of the last rows) and its arguments after the source.
+    pub window: Option<(String, Vec<Expr>)>,
+    /// `WITH (...)` options (error, confidence).
+    pub options: Vec<SqlOption>,
+}
+
+/// `CREATE STREAM [IF NOT EXISTS] name (columns [, WATERMARK FOR col AS expr]) [WITH (...)]`.
+#[derive(Debug, Clone)]
+pub struct CreateStream {
+    /// Stream name (possibly schema-qualified).
+    pub name: ObjectName,
+    /// `IF NOT EXISTS` was given.
+    pub if_not_exists: bool,
+    /// Column definitions, as in CREATE TABLE.
+    pub columns: Vec<ColumnDef>,
+    /// Table constraints (a stream accepts none but they are parsed to report them).
+    pub constraints: Vec<TableConstraint>,
+    /// The event-time column and its watermark expression.
+    pub watermark: Option<Watermark>,
+    /// `WITH (key = value, ...)` options.
+    pub options: Vec<SqlOption>,
+}
+
+/// `WATERMARK FOR column AS expr`: the event-time column and the watermark it implies.
+#[derive(Debug, Clone)]
+pub struct Watermark {
+    /// The event-time column (folded as an identifier).
+    pub column: String,
+    /// The watermark expression, as SQL text (e.g. `ts - INTERVAL '5 seconds'`).
+    pub expr: String,
+}
