@@ -31,6 +31,13 @@ rm -f /tmp/psql_hdr.$$
 if "${P[@]}" -c "SELECT * FROM items WHERE id = = 1" 2>/tmp/psql_syn.$$; then echo "psql: bad SQL accepted"; exit 1; fi
 grep -q "LINE 1: SELECT \* FROM items WHERE id = = 1" /tmp/psql_syn.$$ && grep -q "^  *\^" /tmp/psql_syn.$$ || { echo "psql: no position: $(cat /tmp/psql_syn.$$)"; exit 1; }
 rm -f /tmp/psql_syn.$$
+# binary COPY out and back in (what polars/connectorx read): counts and values survive
+check "COPY 3" "$("${P[@]}" -c "\\copy (SELECT * FROM items ORDER BY id) TO '/tmp/psql_bin.$$' WITH (FORMAT binary)")" "\\copy TO binary"
+"${P[@]}" -c "CREATE TABLE items_bin (id int, name text, price numeric(10,2))" >/dev/null
+check "COPY 3" "$("${P[@]}" -c "\\copy items_bin FROM '/tmp/psql_bin.$$' WITH (FORMAT binary)")" "\\copy FROM binary"
+check "$("${P[@]}" -c "SELECT * FROM items ORDER BY id")" "$("${P[@]}" -c "SELECT * FROM items_bin ORDER BY id")" "binary round trip"
+"${P[@]}" -c "DROP TABLE items_bin" >/dev/null
+rm -f /tmp/psql_bin.$$
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }

@@ -139,3 +139,29 @@ def test_pg_stat_activity_and_pg_cancel_backend(brook):
         assert busy.execute("SELECT 1").fetchone()[0] == 1
         state = admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (busy_pid,)).fetchone()[0]
         assert state == "idle", state
+
+
+def test_copy_to_stdout_in_binary_format(brook):
+    """COPY (query) TO STDOUT (FORMAT binary) — the path polars/connectorx read by default —
+    decoded by psycopg's binary copy with the column types."""
+    import uuid
+    with connect(brook) as c:
+        c.execute("CREATE TABLE bin_out (id int, big bigint, name text, x float8, price numeric(10,2), ok bool, d date, at timestamp, u uuid)")
+        c.execute(
+            "INSERT INTO bin_out VALUES (1, 9000000000, 'a', 1.5, 2.25, true, '2026-01-02', '2026-01-02 03:04:05', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'),"
+            " (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+        )
+        with c.cursor() as cur:
+            with cur.copy("COPY (SELECT * FROM bin_out ORDER BY id) TO STDOUT (FORMAT binary)") as cp:
+                cp.set_types(["int4", "int8", "text", "float8", "numeric", "bool", "date", "timestamp", "uuid"])
+                rows = list(cp.rows())
+        assert rows[0] == (
+            1, 9000000000, "a", 1.5, decimal.Decimal("2.25"), True, datetime.date(2026, 1, 2),
+            datetime.datetime(2026, 1, 2, 3, 4, 5), uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        )
+        assert rows[1] == (2,) + (None,) * 8
+        # an empty result: header and trailer in one message, as PostgreSQL sends them
+        with c.cursor() as cur:
+            with cur.copy("COPY (SELECT id FROM bin_out WHERE id > 5) TO STDOUT (FORMAT binary)") as cp:
+                cp.set_types(["int4"])
+                assert list(cp.rows()) == []

@@ -12,7 +12,7 @@ mod parse;
 
 pub use batch::{BatchBuilder, CopyTarget, RawBatch};
 pub use convert::{check_lengths, text_to_column};
-pub use out::CopyOutEncoder;
+pub use out::{binary_end, CopyOutEncoder};
 pub use parse::CopyParser;
 
 use brook_common::{brook_err, Result};

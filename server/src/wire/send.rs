@@ -167,8 +167,8 @@ where
 
 /// CopyOutResponse, the data (flushed whenever the producer has nothing ready, as in
 /// [`send_data_rows`], so `COPY (... EMIT CHANGES) TO STDOUT` pushes each row as it is
-/// produced) and CopyDone. Returns the number of rows: the messages but the first
-/// `header_lines` (a HEADER line is no row, as PostgreSQL counts).
+/// produced) and CopyDone. Returns the number of rows: the messages but `header_lines`
+/// of them (a HEADER line, a binary trailer: no rows, as PostgreSQL counts).
 pub(super) async fn send_copy_body<C>(
     client: &mut C,
     resp: CopyResponse,
@@ -192,8 +192,7 @@ where
     client
         .send(PgWireBackendMessage::CopyOutResponse(head))
         .await?;
-    let mut rows = 0;
-    let mut header_left = header_lines;
+    let mut messages = 0usize;
     loop {
         let next = match data_stream.next().now_or_never() {
             Some(next) => next,
@@ -207,16 +206,11 @@ where
         if data.data.is_empty() {
             continue;
         }
-        // The binary trailer is not a row, nor is a header line.
-        if header_left > 0 {
-            header_left -= 1;
-        } else if data.data.as_ref() != [0xFF, 0xFF] {
-            rows += 1;
-        }
+        messages += 1;
         client.feed(PgWireBackendMessage::CopyData(data)).await?;
     }
     client
         .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
         .await?;
-    Ok(rows)
+    Ok(messages.saturating_sub(header_lines))
 }

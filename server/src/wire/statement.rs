@@ -159,6 +159,8 @@ impl BrookHandler {
                 let columns = rows.schema().fields().len();
                 let rows = crate::exec::runtime::offload(rows);
                 let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
+                let binary = enc.is_binary();
+                let header_sent = enc.binary_header_sent();
                 let data = cancellable(rows, token, cancel).flat_map(move |b| {
                     let items: Vec<PgWireResult<CopyData>> =
                         match b.map_err(BrookError::from).and_then(|b| enc.encode(&b)) {
@@ -170,16 +172,33 @@ impl BrookHandler {
                         };
                     stream::iter(items)
                 });
-                Response::CopyOut(CopyResponse::new(0, columns, data))
+                if binary {
+                    // The header went with the first row; the trailer ends the data (with
+                    // the header when there was no row, in one message as PostgreSQL sends
+                    // it). Made as text and marked binary after: `CopyResponse::new` would
+                    // add a trailer of its own to a binary response.
+                    let tail = stream::once(async move {
+                        Ok(CopyData::new(crate::copy::binary_end(&header_sent).into()))
+                    });
+                    let mut response = CopyResponse::new(0, columns, data.chain(tail));
+                    response.format = 1;
+                    Response::CopyOut(response)
+                } else {
+                    Response::CopyOut(CopyResponse::new(0, columns, data))
+                }
             }
         })
     }
 }
 
-/// How many of a COPY TO's CopyData messages are a header line, not a row (CSV or text
-/// with HEADER sends one first).
+/// How many of a COPY TO's CopyData messages are no row: CSV or text with HEADER sends a
+/// header line first, binary a last message with the trailer.
 pub(super) fn copy_header_lines(outcome: &Outcome) -> usize {
-    usize::from(matches!(outcome, Outcome::CopyOut { opts, .. } if opts.header))
+    usize::from(matches!(
+        outcome,
+        Outcome::CopyOut { opts, .. }
+            if opts.header || opts.format == crate::copy::CopyFormat::Binary
+    ))
 }
 
 pub(super) fn command_tag(tag: &str) -> Tag {
