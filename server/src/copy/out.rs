@@ -66,12 +66,7 @@ impl CopyOutEncoder {
             );
         }
         self.header_done = true;
-        let views = batch
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(c, f)| ColumnView::new(c, f))
-            .collect::<Result<Vec<_>>>()?;
+        let views = ColumnView::of_batch(batch)?;
         let mut cell = String::new();
         for i in 0..batch.num_rows() {
             let mut line = String::new();
@@ -155,12 +150,7 @@ fn encode_binary(batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
         .iter()
         .map(|f| crate::pg::types::wire_type(f))
         .collect();
-    let views = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| ColumnView::new(c, f))
-        .collect::<Result<Vec<_>>>()?;
+    let views = ColumnView::of_batch(batch)?;
     let fields = i16::try_from(views.len())
         .map_err(|_| brook_err!(Unsupported, "binary COPY of more than 32767 columns"))?;
     let mut out = Vec::with_capacity(batch.num_rows());

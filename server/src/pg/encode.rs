@@ -53,6 +53,17 @@ pub enum StrKind {
 }
 
 impl<'a> ColumnView<'a> {
+    /// Views of every column of `batch`.
+    pub fn of_batch(batch: &'a datafusion::arrow::record_batch::RecordBatch) -> Result<Vec<Self>> {
+        let schema = batch.schema();
+        batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| ColumnView::new(c, f))
+            .collect()
+    }
+
     /// View `col`, whose field is `field`.
     pub fn new(col: &'a ArrayRef, field: &Field) -> Result<ColumnView<'a>> {
         let a = col.as_ref();

@@ -46,13 +46,7 @@ impl RowEncoder {
 
     /// Encode every row of `batch`.
     pub fn encode(&mut self, batch: &RecordBatch) -> Result<Vec<DataRow>> {
-        let schema = batch.schema();
-        let views = batch
-            .columns()
-            .iter()
-            .zip(schema.fields())
-            .map(|(c, f)| ColumnView::new(c, f))
-            .collect::<Result<Vec<_>>>()?;
+        let views = ColumnView::of_batch(batch)?;
         let mut rows = Vec::with_capacity(batch.num_rows());
         let n = views.len() as i16;
         for i in 0..batch.num_rows() {
