@@ -7,7 +7,7 @@
 use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, AsArray, Float64Array};
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::common::{Result, ScalarValue};
+use datafusion::common::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -68,33 +68,29 @@ impl ScalarUDFImpl for CheckedPower {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let (xs, ys) = (
-            arrays[0].as_primitive::<Float64Type>(),
-            arrays[1].as_primitive::<Float64Type>(),
-        );
-        let mut out = Vec::with_capacity(xs.len());
-        for i in 0..xs.len() {
-            out.push(if xs.is_null(i) || ys.is_null(i) {
-                None
-            } else {
-                Some(
-                    power(xs.value(i), ys.value(i))
-                        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?,
-                )
-            });
-        }
-        let out = Float64Array::from(out);
-        Ok(if scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-        } else {
-            ColumnarValue::Array(std::sync::Arc::new(out))
-        })
+        datafusion::functions::utils::make_scalar_function(powers, vec![])(&args.args)
     }
+}
+
+/// Each power, row by row.
+fn powers(
+    args: &[datafusion::arrow::array::ArrayRef],
+) -> Result<datafusion::arrow::array::ArrayRef> {
+    let (xs, ys) = (
+        args[0].as_primitive::<Float64Type>(),
+        args[1].as_primitive::<Float64Type>(),
+    );
+    let out = (0..xs.len())
+        .map(|i| {
+            if xs.is_null(i) || ys.is_null(i) {
+                return Ok(None);
+            }
+            power(xs.value(i), ys.value(i))
+                .map(Some)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
+        })
+        .collect::<Result<Float64Array>>()?;
+    Ok(std::sync::Arc::new(out))
 }
 
 #[cfg(test)]

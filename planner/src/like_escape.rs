@@ -8,9 +8,8 @@
 //! (no escape character at all) goes the same way.
 
 use brook_common::brook_err;
-use datafusion::arrow::array::{Array, AsArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -129,30 +128,24 @@ impl ScalarUDFImpl for LikeEscape {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::error::Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let (patterns, escapes) = (arrays[0].as_string::<i32>(), arrays[1].as_string::<i32>());
-        let mut out = Vec::with_capacity(patterns.len());
-        for i in 0..patterns.len() {
-            out.push(if patterns.is_null(i) || escapes.is_null(i) {
-                None
-            } else {
-                Some(
-                    to_backslash_escapes(patterns.value(i), escapes.value(i))
-                        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?,
-                )
-            });
-        }
-        let out = StringArray::from(out);
-        Ok(if scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-        } else {
-            ColumnarValue::Array(Arc::new(out))
-        })
+        datafusion::functions::utils::make_scalar_function(like_escape, vec![])(&args.args)
     }
+}
+
+/// Each pattern with backslash escapes, row by row.
+fn like_escape(args: &[ArrayRef]) -> datafusion::error::Result<ArrayRef> {
+    let (patterns, escapes) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let out = (0..patterns.len())
+        .map(|i| {
+            if patterns.is_null(i) || escapes.is_null(i) {
+                return Ok(None);
+            }
+            to_backslash_escapes(patterns.value(i), escapes.value(i))
+                .map(Some)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
+        })
+        .collect::<datafusion::error::Result<StringArray>>()?;
+    Ok(Arc::new(out))
 }
 
 #[cfg(test)]

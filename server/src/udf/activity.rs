@@ -7,7 +7,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::logical_expr::{create_udf, Volatility};
 use datafusion::prelude::SessionContext;
 use std::sync::Arc;
 
@@ -24,19 +24,17 @@ pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
         vec![DataType::Int32],
         DataType::Boolean,
         Volatility::Volatile,
-        Arc::new(move |args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            let pids = datafusion::arrow::array::AsArray::as_primitive::<
-                datafusion::arrow::datatypes::Int32Type,
-            >(&arrays[0]);
-            let out: BooleanArray = pids.iter().map(|p| p.map(|p| activity.cancel(p))).collect();
-            Ok(match &args[0] {
-                ColumnarValue::Scalar(_) => {
-                    ColumnarValue::Scalar(datafusion::scalar::ScalarValue::try_from_array(&out, 0)?)
-                }
-                ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
-            })
-        }),
+        Arc::new(datafusion::functions::utils::make_scalar_function(
+            move |args: &[ArrayRef]| {
+                let pids = datafusion::arrow::array::AsArray::as_primitive::<
+                    datafusion::arrow::datatypes::Int32Type,
+                >(&args[0]);
+                let out: BooleanArray =
+                    pids.iter().map(|p| p.map(|p| activity.cancel(p))).collect();
+                Ok(Arc::new(out) as ArrayRef)
+            },
+            vec![],
+        )),
     ));
 }
 

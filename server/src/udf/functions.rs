@@ -60,7 +60,10 @@ pub fn register(ctx: &SessionContext) {
         vec![DataType::Utf8],
         DataType::Utf8,
         Volatility::Immutable,
-        Arc::new(uuid_cast),
+        Arc::new(datafusion::functions::utils::make_scalar_function(
+            uuid_cast,
+            vec![],
+        )),
     ));
     for (name, inner) in [
         (
@@ -78,26 +81,25 @@ pub fn register(ctx: &SessionContext) {
 }
 
 /// `x::uuid`: the canonical text of a uuid (22P02 for text that is none).
-fn uuid_cast(args: &[ColumnarValue]) -> datafusion::error::Result<ColumnarValue> {
-    let arrays = ColumnarValue::values_to_arrays(args)?;
-    let text = datafusion::arrow::array::AsArray::as_string::<i32>(&arrays[0]);
-    let mut out = Vec::with_capacity(text.len());
-    for v in text.iter() {
-        out.push(match v {
-            None => None,
-            Some(v) => Some(crate::pg::uuid::canonical(v).ok_or_else(|| {
-                DataFusionError::External(Box::new(brook_err!(
-                    InvalidText,
-                    "invalid input syntax for type uuid: \"{v}\""
-                )))
-            })?),
-        });
-    }
-    let out = StringArray::from(out);
-    Ok(match &args[0] {
-        ColumnarValue::Scalar(_) => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
-        ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
-    })
+fn uuid_cast(
+    args: &[datafusion::arrow::array::ArrayRef],
+) -> datafusion::error::Result<datafusion::arrow::array::ArrayRef> {
+    let text = datafusion::arrow::array::AsArray::as_string::<i32>(&args[0]);
+    let out = text
+        .iter()
+        .map(|v| {
+            v.map(|v| {
+                crate::pg::uuid::canonical(v).ok_or_else(|| {
+                    DataFusionError::External(Box::new(brook_err!(
+                        InvalidText,
+                        "invalid input syntax for type uuid: \"{v}\""
+                    )))
+                })
+            })
+            .transpose()
+        })
+        .collect::<datafusion::error::Result<StringArray>>()?;
+    Ok(Arc::new(out))
 }
 
 /// `generate_series` / `range` taking integer arguments of any width, and parameters.

@@ -3,7 +3,7 @@
 //! `pg_advisory_unlock_all`, and `set_config` for describing a statement.
 
 use brook_common::brook_err;
-use datafusion::arrow::array::{AsArray, StringArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
@@ -18,17 +18,14 @@ pub fn register(ctx: &SessionContext) {
         vec![DataType::Int64],
         DataType::Utf8,
         Volatility::Immutable,
-        Arc::new(|args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            let sizes = arrays[0].as_primitive::<Int64Type>();
-            let out: StringArray = sizes.iter().map(|s| s.map(size_pretty)).collect();
-            Ok(match &args[0] {
-                ColumnarValue::Scalar(_) => {
-                    ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
-                }
-                ColumnarValue::Array(_) => ColumnarValue::Array(Arc::new(out)),
-            })
-        }),
+        Arc::new(datafusion::functions::utils::make_scalar_function(
+            |args: &[ArrayRef]| {
+                let sizes = args[0].as_primitive::<Int64Type>();
+                let out: StringArray = sizes.iter().map(|s| s.map(size_pretty)).collect();
+                Ok(Arc::new(out) as ArrayRef)
+            },
+            vec![],
+        )),
     ));
     // Brook has no sequences (SERIAL and identity columns are refused), so no column
     // owns one: NULL, as PostgreSQL answers for a column without a sequence. pandas and

@@ -144,12 +144,7 @@ pub(super) fn bound_params(
         let text = match raw {
             None => None,
             Some(bytes) if !portal.parameter_format.is_binary(i) => {
-                Some(String::from_utf8(bytes.to_vec()).map_err(|_| {
-                    to_pg(brook_err!(
-                        BadEncoding,
-                        "invalid byte sequence for encoding \"UTF8\" in parameter"
-                    ))
-                })?)
+                Some(utf8_param(&bytes).map_err(to_pg)?)
             }
             Some(bytes) => Some(binary_param_text(&bytes, &ty).map_err(to_pg)?),
         };
