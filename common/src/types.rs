@@ -49,31 +49,40 @@ pub fn push_fraction(frac_micros: i64, out: &mut String) {
     }
 }
 
+/// A duration of `micros` (what `timestamp - timestamp` gives) as PostgreSQL shows it: whole
+/// days split off and the rest as time, each with the duration's sign — PostgreSQL's
+/// `timestamp_mi` applies `justify_hours` (`'1 day 02:00:00'`, `'-1 days -03:00:00'`).
+pub fn duration_as_interval(micros: i64) -> datafusion::arrow::datatypes::IntervalMonthDayNano {
+    const DAY: i64 = 86_400_000_000;
+    datafusion::arrow::datatypes::IntervalMonthDayNano {
+        months: 0,
+        days: (micros / DAY) as i32,
+        nanoseconds: (micros % DAY) * 1000,
+    }
+}
+
 /// PostgreSQL's `IntervalStyle = postgres` output: `1 year 2 mons 3 days 04:05:06.5`.
 pub fn format_interval(v: datafusion::arrow::datatypes::IntervalMonthDayNano, out: &mut String) {
+    format_interval_fields(v.months, v.days, v.nanoseconds / 1000, out);
+}
+
+/// [`format_interval`] of an interval's three fields (as the binary protocol sends them).
+pub fn format_interval_fields(months: i32, days: i32, micros: i64, out: &mut String) {
     let mut parts: Vec<String> = Vec::new();
-    let years = v.months / 12;
-    let months = v.months % 12;
+    let years = months / 12;
+    let months = months % 12;
     if years != 0 {
-        parts.push(format!(
-            "{years} year{}",
-            if years.abs() == 1 { "" } else { "s" }
-        ));
+        parts.push(format!("{years} year{}", if years == 1 { "" } else { "s" }));
     }
     if months != 0 {
         parts.push(format!(
             "{months} mon{}",
-            if months.abs() == 1 { "" } else { "s" }
+            if months == 1 { "" } else { "s" }
         ));
     }
-    if v.days != 0 {
-        parts.push(format!(
-            "{} day{}",
-            v.days,
-            if v.days.abs() == 1 { "" } else { "s" }
-        ));
+    if days != 0 {
+        parts.push(format!("{days} day{}", if days == 1 { "" } else { "s" }));
     }
-    let micros = v.nanoseconds / 1000;
     if micros != 0 || parts.is_empty() {
         let neg = micros < 0;
         let m = micros.unsigned_abs();

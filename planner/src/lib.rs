@@ -34,6 +34,7 @@ pub mod checked;
 pub mod checked_power;
 pub mod continuous;
 pub mod decorrelate;
+pub mod interval_scale;
 pub mod json_ops;
 pub mod like_escape;
 pub mod parser;
@@ -42,6 +43,7 @@ pub mod rewrite;
 pub mod session_window;
 pub mod statement;
 pub mod synopsis;
+pub mod timestamp_difference;
 pub mod window_start;
 pub mod windows;
 

@@ -16,7 +16,7 @@ use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::compute::kernels::cast_utils::parse_interval_month_day_nano;
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Query, Statement, TableAlias,
-    TableFactor, Value, VisitMut, VisitorMut,
+    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -30,6 +30,45 @@ pub fn rewrite_windows(stmt: &mut Statement) -> Result<()> {
         ControlFlow::Break(e) => Err(e),
         ControlFlow::Continue(()) => Ok(()),
     }
+}
+
+/// The relations `q` reads through window table functions (the first argument of each
+/// `TUMBLE`, `HOP`, `SESSION`, `TUMBLE_ROWS`, `HOP_ROWS`), which are not table names to
+/// `visit_relations`: a view over `TUMBLE(s, ...)` depends on `s`.
+pub fn window_relations(q: &Query) -> Vec<ObjectName> {
+    let mut found = WindowRelations(Vec::new());
+    let _ = q.visit(&mut found);
+    found.0
+}
+
+struct WindowRelations(Vec<ObjectName>);
+
+impl Visitor for WindowRelations {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table {
+            name,
+            args: Some(args),
+            ..
+        } = tf
+        {
+            let func = name.to_string().to_ascii_lowercase();
+            if is_window_function(&func) {
+                if let Some(rel) = args.args.first().and_then(|a| relation(&func, a).ok()) {
+                    self.0.push(rel);
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn is_window_function(name: &str) -> bool {
+    matches!(
+        name,
+        "tumble" | "hop" | "session" | "tumble_rows" | "hop_rows"
+    )
 }
 
 struct Windows;
@@ -48,10 +87,7 @@ impl VisitorMut for Windows {
             return ControlFlow::Continue(());
         };
         let func = name.to_string().to_ascii_lowercase();
-        if !matches!(
-            func.as_str(),
-            "tumble" | "hop" | "session" | "tumble_rows" | "hop_rows"
-        ) {
+        if !is_window_function(&func) {
             return ControlFlow::Continue(());
         }
         match window_table(&func, &args.args, alias.take()) {
@@ -399,6 +435,15 @@ mod tests {
             s.contains("brook_count_window('readings', 100, 25)) AS readings"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_relations_read_through_window_functions_are_found() {
+        let sql = "SELECT * FROM TUMBLE(a, ts, INTERVAL '1 minute') JOIN TUMBLE_ROWS(public.b, 3) \
+                   USING (window_start) WHERE x IN (SELECT y FROM SESSION(c, ts, INTERVAL '1 s'))";
+        let q = parse_query(sql).unwrap();
+        let names: Vec<String> = window_relations(&q).iter().map(|n| n.to_string()).collect();
+        assert_eq!(names, vec!["a", "public.b", "c"]);
     }
 
     #[test]

@@ -26,6 +26,13 @@ SELECT id, v / 3 AS third, v % 3 AS rest FROM {t}
 SELECT id, COALESCE(v, 0) + id AS s FROM {t}
 SELECT id, date_bin(INTERVAL '1 minute', ts, TIMESTAMP '2026-01-01 00:00:00') AS minute FROM {t}
 SELECT id, NULLIF(v, 0) AS nz FROM {t}
+-- timestamp differences are intervals; intervals scale
+SELECT id, ts - TIMESTAMP '2026-01-01 00:00:00' AS since FROM {t}
+SELECT id, ts - TIMESTAMP '2025-12-30 12:00:00' AS since, TIMESTAMP '2025-12-30' - ts AS back FROM {t}
+SELECT id, extract(epoch FROM ts - TIMESTAMP '2026-01-01 00:00:00') AS secs FROM {t}
+SELECT id, (ts - TIMESTAMP '2026-01-01 00:00:00') * 2 AS twice, (ts - TIMESTAMP '2026-01-01 00:00:00') / 3 AS third FROM {t}
+SELECT id FROM {t} WHERE ts - TIMESTAMP '2026-01-01 00:00:00' > INTERVAL '2 minutes 30 seconds'
+SELECT k, max(ts) - min(ts) AS span FROM {t} GROUP BY k
 -- aggregates
 SELECT count(*) FROM {t}
 SELECT count(v), sum(v), min(v), max(v) FROM {t}

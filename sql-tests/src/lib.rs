@@ -436,6 +436,17 @@ fn render(
                 format!("<uuid of {} bytes>", v.0.len())
             }
         }),
+        Type::INTERVAL => get!(RawValue, |v| match <[u8; 16]>::try_from(v.0.as_slice()) {
+            Ok(b) => {
+                let micros = i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                let days = i32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+                let months = i32::from_be_bytes([b[12], b[13], b[14], b[15]]);
+                let mut out = String::new();
+                brook_common::types::format_interval_fields(months, days, micros, &mut out);
+                out
+            }
+            Err(_) => format!("<interval of {} bytes>", v.0.len()),
+        }),
         _ => get!(String, |v| v),
     };
     Ok(cell(v.as_deref()))

@@ -202,6 +202,10 @@ impl NodeSpec for JoinNode {
         }
         let left_types: Vec<SortField> = left_types.into_iter().map(SortField::new).collect();
         let all = |schema: &SchemaRef| -> Vec<SortField> {
+            if schema.fields().is_empty() {
+                // A side whose columns are all pruned: each row encodes as one constant.
+                return vec![SortField::new(DataType::Boolean)];
+            }
             schema
                 .fields()
                 .iter()

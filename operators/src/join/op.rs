@@ -9,7 +9,7 @@ use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Int64Array, Int8Ar
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::{interleave, take};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::row::{RowConverter, Rows};
 use datafusion::common::HashMap;
 use datafusion::physical_expr::PhysicalExpr;
@@ -147,7 +147,7 @@ impl JoinOp {
         } else {
             theirs.into_iter().chain(mine).collect()
         };
-        Ok(RecordBatch::try_new(self.pair_schema.clone(), columns)?)
+        batch_of(self.pair_schema.clone(), columns, pairs.len())
     }
 }
 
@@ -524,7 +524,7 @@ impl JoinOp {
         let side = &mut self.sides[port];
         let full = match side.append_only {
             true => None,
-            false => Some(self.full_rows[port].convert_columns(data.columns())?),
+            false => Some(self.full_rows[port].convert_columns(&full_row_columns(data))?),
         };
         let batch_no = side.batches.len();
         let mut stored = false;
@@ -588,6 +588,30 @@ impl JoinOp {
         }
         Ok(filter_record_batch(&batch, &keep)?)
     }
+}
+
+/// A batch of `rows` rows, also when it has no columns (both sides pruned, as under
+/// `SELECT count(*) FROM s CROSS JOIN t`).
+pub(super) fn batch_of(
+    schema: SchemaRef,
+    columns: Vec<ArrayRef>,
+    rows: usize,
+) -> Result<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema, columns, &options,
+    )?)
+}
+
+/// The columns a whole row of a side is encoded from, for finding it again when it is
+/// retracted. A side with no columns (a join that selects none of them, as
+/// `SELECT s.x FROM s CROSS JOIN t`) still has rows: each is the same constant, so its
+/// copies are counted as a multiset.
+fn full_row_columns(data: &RecordBatch) -> Vec<ArrayRef> {
+    if data.num_columns() > 0 {
+        return data.columns().to_vec();
+    }
+    vec![Arc::new(BooleanArray::from(vec![true; data.num_rows()]))]
 }
 
 /// How the match count of each paired entry (by slot) changes with a batch of changes:

@@ -194,7 +194,7 @@ impl Side {
                 self.batches.iter().map(|b| b.column(c).as_ref()).collect();
             columns.push(interleave(&arrays, &at)?);
         }
-        let merged = RecordBatch::try_new(schema, columns)?;
+        let merged = super::op::batch_of(schema, columns, live.len())?;
         for (i, &s) in live.iter().enumerate() {
             self.entry_mut(s)?.at = (0, i);
         }

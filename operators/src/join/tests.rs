@@ -350,3 +350,44 @@ fn copies_of_append_only_rows_pair_once_each() {
     }
     assert!(sizes[1] < sizes[0], "no whole rows held: {sizes:?}");
 }
+
+/// `SELECT s.seq FROM s CROSS JOIN t`: the table's side has no columns left, yet its rows
+/// count — inserted and retracted — and the stream's rows pair with each.
+#[test]
+fn a_cross_join_with_no_column_of_one_side_counts_its_rows() {
+    use datafusion::physical_expr::expressions::lit;
+    let stream =
+        |rows: &[&str]| from_pretty(&format!("seq:int64 | _brook_op:int8\n{}", rows.join("\n")));
+    let table = |rows: &[&str]| from_pretty(&format!("_brook_op:int8\n{}", rows.join("\n")));
+    let (ls, rs, pair) = schemas(&stream(&[]), &table(&[]));
+    assert_eq!(rs.fields().len(), 0);
+    let node = JoinNode {
+        left_keys: vec![lit(true)],
+        right_keys: vec![lit(true)],
+        filter: None,
+        left_schema: ls,
+        right_schema: rs,
+        schema: pair,
+        updating: true,
+        inputs_updating: [false, true],
+        kind: JoinKind::Inner,
+        bounds: [None, None],
+        nulls_equal: false,
+        null_aware: false,
+    };
+    let mut op = node.instantiate().unwrap();
+    assert!(op.on_data(1, table(&["1", "1"])).unwrap().is_empty());
+    assert_eq!(
+        to_sorted_rows(&op.on_data(0, stream(&["1 | 1", "2 | 1", "3 | 1"])).unwrap()),
+        vec!["1 | 1", "1 | 1", "2 | 1", "2 | 1", "3 | 1", "3 | 1"]
+    );
+    // One of the table's two rows is deleted: each stream row loses one pair.
+    assert_eq!(
+        to_sorted_rows(&op.on_data(1, table(&["-1"])).unwrap()),
+        vec!["1 | -1", "2 | -1", "3 | -1"]
+    );
+    assert_eq!(
+        to_sorted_rows(&op.on_data(0, stream(&["4 | 1"])).unwrap()),
+        vec!["4 | 1"]
+    );
+}

@@ -205,11 +205,21 @@ impl Engine {
             .with_catalog_list(list)
             .with_default_features()
             .build();
-        let ctx = SessionContext::new_with_state(state);
+        let mut ctx = SessionContext::new_with_state(state);
+        // `timestamp - timestamp` is an interval, and intervals scale, as in PostgreSQL.
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(brook_planner::timestamp_difference::TimestampDifferencePlanner::default()),
+        )?;
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(brook_planner::interval_scale::IntervalScalePlanner::default()),
+        )?;
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::checked::CheckedIntegerArithmetic::default(),
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::bytea::ByteaInput::default()));
+
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
         crate::udf::functions::register(&ctx);

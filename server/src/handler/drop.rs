@@ -56,7 +56,7 @@ impl Session {
     /// The existing relations a query names, as (schema, name).
     pub(crate) fn relations_read(&self, q: &ast::Query) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        let _ = ast::visit_relations(q, |name| {
+        let mut add = |name: &ast::ObjectName| {
             if let Ok((schema, rel)) = self.resolve(name) {
                 if self.relation(&schema, &rel).is_ok()
                     && !out.contains(&(schema.clone(), rel.clone()))
@@ -64,8 +64,14 @@ impl Session {
                     out.push((schema, rel));
                 }
             }
+        };
+        let _ = ast::visit_relations(q, |name| {
+            add(name);
             std::ops::ControlFlow::<()>::Continue(())
         });
+        for name in brook_planner::windows::window_relations(q) {
+            add(&name);
+        }
         out
     }
 

@@ -40,6 +40,8 @@ pub enum ColumnView<'a> {
     Ts(&'a dyn Array, TimeUnit, bool),
     Time(&'a dyn Array, TimeUnit),
     IntervalMdn(&'a IntervalMonthDayNanoArray),
+    /// `timestamp - timestamp`: shown as the interval PostgreSQL gives.
+    Duration(&'a dyn Array, TimeUnit),
     List(&'a dyn Array),
     Other(&'a dyn Array, ArrayFormatter<'a>),
 }
@@ -102,6 +104,7 @@ impl<'a> ColumnView<'a> {
             DataType::Interval(IntervalUnit::MonthDayNano) => {
                 ColumnView::IntervalMdn(a.as_primitive())
             }
+            DataType::Duration(u) => ColumnView::Duration(a, *u),
             DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
                 ColumnView::List(a)
             }
@@ -129,6 +132,7 @@ impl<'a> ColumnView<'a> {
             ColumnView::Str(a, _)
             | ColumnView::Bin(a)
             | ColumnView::Ts(a, ..)
+            | ColumnView::Duration(a, _)
             | ColumnView::Time(a, _) => *a,
             ColumnView::Date(a) => *a,
             ColumnView::IntervalMdn(a) => *a,
@@ -169,6 +173,9 @@ impl<'a> ColumnView<'a> {
             ColumnView::Ts(a, u, tz) => format_timestamp(to_micros(*a, *u, i), *tz, out),
             ColumnView::Time(a, u) => format_time(time_micros(*a, *u, i), out),
             ColumnView::IntervalMdn(a) => format_interval(a.value(i), out),
+            ColumnView::Duration(a, u) => {
+                format_interval(duration_as_interval(duration_micros(*a, *u, i)), out)
+            }
             ColumnView::List(a) => format_list(*a, i, out),
             ColumnView::Other(_, f) => {
                 let _ = write!(out, "{}", f.value(i));
@@ -207,6 +214,12 @@ impl<'a> ColumnView<'a> {
             ColumnView::Time(a, u) => out.put_i64(time_micros(*a, *u, i)),
             ColumnView::IntervalMdn(a) => {
                 let v = a.value(i);
+                out.put_i64(v.nanoseconds / 1000);
+                out.put_i32(v.days);
+                out.put_i32(v.months);
+            }
+            ColumnView::Duration(a, u) => {
+                let v = duration_as_interval(duration_micros(*a, *u, i));
                 out.put_i64(v.nanoseconds / 1000);
                 out.put_i32(v.days);
                 out.put_i32(v.months);
@@ -379,6 +392,16 @@ fn to_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
     }
 }
 
+fn duration_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
+    use datafusion::arrow::datatypes::*;
+    match u {
+        TimeUnit::Second => a.as_primitive::<DurationSecondType>().value(i) * 1_000_000,
+        TimeUnit::Millisecond => a.as_primitive::<DurationMillisecondType>().value(i) * 1000,
+        TimeUnit::Microsecond => a.as_primitive::<DurationMicrosecondType>().value(i),
+        TimeUnit::Nanosecond => a.as_primitive::<DurationNanosecondType>().value(i) / 1000,
+    }
+}
+
 fn time_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
     use datafusion::arrow::datatypes::*;
     match (a.data_type(), u) {
@@ -407,7 +430,7 @@ pub fn format_timestamp(micros: i64, tz: bool, out: &mut String) {
     }
 }
 
-use brook_common::types::{format_interval, push_fraction};
+use brook_common::types::{duration_as_interval, format_interval, push_fraction};
 
 fn format_time(micros: i64, out: &mut String) {
     let secs = micros.div_euclid(1_000_000);

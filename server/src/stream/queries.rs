@@ -316,7 +316,7 @@ pub fn start(
         rows: 0,
     });
     tokio::spawn(async move {
-        if let Err(e) = run(plan, stores, sink, stats).await {
+        if let Err(e) = run_guarded(plan, stores, sink, stats).await {
             let _ = tx.send(Err(DataFusionError::External(Box::new(e)))).await;
         }
     });
@@ -435,12 +435,32 @@ pub fn start_view(
     let stop = view.stop_token();
     tokio::spawn(async move {
         let sink = Sink::View(weak.clone(), stop);
-        if let Err(e) = run(plan, stores, sink, stats).await {
+        if let Err(e) = run_guarded(plan, stores, sink, stats).await {
             if let Some(v) = weak.upgrade() {
                 v.fail(&e);
             }
         }
     });
+}
+
+/// Run a query until its sink is gone. A panic in an operator is a bug, but its reader (or
+/// view) must hear of it: it becomes an internal error (XX000) instead of a result stream
+/// that silently ends. The panic hook has already logged where it happened.
+async fn run_guarded(
+    plan: Arc<GraphPlan>,
+    stores: Vec<Arc<TableStore>>,
+    sink: Sink,
+    stats: Arc<QueryStats>,
+) -> Result<()> {
+    use futures::FutureExt;
+    let running = std::panic::AssertUnwindSafe(run(plan, stores, sink, stats));
+    match running.catch_unwind().await {
+        Ok(done) => done,
+        Err(_) => Err(brook_err!(
+            Internal,
+            "the continuous query stopped on an internal error (see the server log)"
+        )),
+    }
 }
 
 async fn run(
