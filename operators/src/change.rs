@@ -49,6 +49,19 @@ pub fn constant(kind: i8, rows: usize) -> ArrayRef {
     Arc::new(Int8Array::from_value(kind, rows))
 }
 
+/// Push the rows of `data` (of `schema`) through `op` as inserts and return what it emits,
+/// without the change-kind column: how an ad-hoc query runs a continuous operator over a
+/// table's rows.
+pub fn push_inserts(
+    op: &mut dyn crate::Operator,
+    schema: &SchemaRef,
+    data: &RecordBatch,
+) -> Result<Vec<RecordBatch>> {
+    let rows = data.num_rows();
+    let input = attach(schema, data.columns().to_vec(), constant(INSERT, rows))?;
+    op.on_data(0, input)?.iter().map(strip).collect()
+}
+
 /// The change kinds of a batch of a continuous plan.
 pub fn kinds(batch: &RecordBatch) -> Result<&Int8Array> {
     batch

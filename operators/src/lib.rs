@@ -29,6 +29,7 @@ pub mod filter;
 pub mod graph;
 pub mod group_index;
 pub mod join;
+pub mod match_recognize;
 pub mod over;
 pub mod project;
 pub mod session_window;

@@ -37,6 +37,7 @@ pub mod decorrelate;
 pub mod interval_scale;
 pub mod json_ops;
 pub mod like_escape;
+pub mod match_recognize;
 pub mod parser;
 pub mod pg_functions;
 pub mod rewrite;

@@ -255,8 +255,14 @@ impl<'a> LineOffsets<'a> {
 
 /// Parse one statement's text.
 pub fn parse_one(text: &str) -> Result<BrookStatement> {
-    let dialect = PostgreSqlDialect {};
-    let mut p = Parser::new(&dialect).try_with_sql(text)?;
+    // PostgreSQL's dialect lacks MATCH_RECOGNIZE; the generic one has it.
+    let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> =
+        if crate::match_recognize::uses_match_recognize(text) {
+            Box::new(datafusion::sql::sqlparser::dialect::GenericDialect {})
+        } else {
+            Box::new(PostgreSqlDialect {})
+        };
+    let mut p = Parser::new(dialect.as_ref()).try_with_sql(text)?;
     if p.parse_keywords(&[Keyword::CREATE, Keyword::STREAM]) {
         return Ok(BrookStatement::new(StatementBody::CreateStream(Box::new(
             parse_create_stream(&mut p)?,
@@ -356,9 +362,10 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             })
             .collect()
     } else {
-        let mut parsed = Parser::new(&dialect)
+        let mut parsed = Parser::new(dialect.as_ref())
             .try_with_sql(text)?
-            .parse_statements()?;
+            .parse_statements()
+            .map_err(crate::match_recognize::refuse_unparsed_input)?;
         for rule in SAFE_RULES.iter() {
             parsed = parsed.into_iter().map(|s| rule.rewrite(s)).collect();
         }

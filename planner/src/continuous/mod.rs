@@ -53,15 +53,20 @@ pub struct ViewDefinition {
     pub options: ContinuousOptions,
 }
 
-/// Count windows over a relation: what a scan of the count window table function reads.
+/// An operator over a relation's rows in arrival order, which a table function scan reads
+/// (count windows, `MATCH_RECOGNIZE`).
 #[derive(Clone)]
-pub struct CountWindowDefinition {
-    /// The relation windowed.
+pub struct RowOperatorDefinition {
+    /// The relation read.
     pub relation: TableReference,
     /// Its table source.
     pub source: Arc<dyn TableSource>,
-    /// The windows (the operator's plan node, over the relation's full row).
-    pub node: Arc<brook_operators::count_window::CountWindowNode>,
+    /// The operator's plan node, over the relation's full row.
+    pub node: Arc<dyn NodeSpec>,
+    /// What it is, for refusals ("count windows").
+    pub what: &'static str,
+    /// Why it cannot run continuously, when it cannot.
+    pub refusal: Option<String>,
 }
 
 /// The server's catalog, as the planner sees it.
@@ -79,11 +84,12 @@ pub trait SourceResolver {
         Ok(None)
     }
 
-    /// The count windows a scan reads (a `TUMBLE_ROWS`/`HOP_ROWS`); `None` otherwise.
-    fn count_window(
+    /// The operator a scan reads (`TUMBLE_ROWS`/`HOP_ROWS`, `MATCH_RECOGNIZE`); `None`
+    /// otherwise.
+    fn row_operator(
         &self,
         _source: &Arc<dyn TableSource>,
-    ) -> Result<Option<CountWindowDefinition>> {
+    ) -> Result<Option<RowOperatorDefinition>> {
         Ok(None)
     }
 }
@@ -207,8 +213,8 @@ impl Builder<'_> {
                 if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
                     return self.view_scan(scan, view);
                 }
-                if let Some(cw) = self.resolver.count_window(&scan.source)? {
-                    return self.count_window_scan(scan, cw);
+                if let Some(op) = self.resolver.row_operator(&scan.source)? {
+                    return self.row_operator_scan(scan, op);
                 }
                 let source = self.source(&scan.table_name, &scan.source)?;
                 let at = Endpoint::Source(source);

@@ -7,7 +7,6 @@ use brook_common::{brook_err, Result};
 use brook_operators::graph::Endpoint;
 use brook_operators::project::ProjectNode;
 use brook_operators::source::SourceSpec;
-use brook_operators::NodeSpec;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, TableReference};
 use datafusion::logical_expr::TableSource;
@@ -91,20 +90,24 @@ impl Builder<'_> {
         Ok(self.add(Arc::new(node), vec![at], time))
     }
 
-    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) over a stream, in arrival order.
-    pub(super) fn count_window_scan(
+    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) or `MATCH_RECOGNIZE` over a stream, in
+    /// arrival order.
+    pub(super) fn row_operator_scan(
         &mut self,
         scan: &datafusion::logical_expr::TableScan,
-        cw: CountWindowDefinition,
+        op: RowOperatorDefinition,
     ) -> Result<Endpoint> {
-        let source = self.source(&cw.relation, &cw.source)?;
-        if self.sources[source].updating {
-            return Err(refuse(
-                "count windows over a table (its rows have no arrival order once they change)",
-            ));
+        if let Some(why) = op.refusal {
+            return Err(refuse(&why));
         }
-        let node: Arc<dyn NodeSpec> = cw.node;
-        let at = self.add(node, vec![Endpoint::Source(source)], None);
+        let source = self.source(&op.relation, &op.source)?;
+        if self.sources[source].updating {
+            return Err(refuse(&format!(
+                "{} over a table (its rows have no arrival order once they change)",
+                op.what
+            )));
+        }
+        let at = self.add(op.node, vec![Endpoint::Source(source)], None);
         self.scan_columns(scan, at)
     }
 

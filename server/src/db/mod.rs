@@ -245,6 +245,12 @@ impl Engine {
             }),
         );
         ctx.register_udtf(
+            brook_planner::match_recognize::MATCH_RECOGNIZE_FUNCTION,
+            Arc::new(crate::stream::match_recognize::MatchRecognizeFunction {
+                catalog: catalog.clone(),
+            }),
+        );
+        ctx.register_udtf(
             "correlated_pairs",
             Arc::new(crate::udf::synopses::CorrelatedPairsFunction {
                 catalog: catalog.clone(),

@@ -16,6 +16,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
             | Statement::Delete(_)
             | Statement::Explain { .. }
     ) {
+        brook_planner::match_recognize::rewrite_match_recognize(stmt)?;
         brook_planner::windows::rewrite_windows(stmt)?;
         brook_planner::rewrite::int4_literals(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);

@@ -2,6 +2,7 @@
 //! ([`queries`], the only place a query task is spawned), materialized views ([`view`]) and
 //! the `TUMBLE_ROWS`/`HOP_ROWS` table function ([`row_windows`]).
 
+pub mod match_recognize;
 pub mod plan;
 pub mod queries;
 pub mod row_windows;

@@ -18,7 +18,7 @@ use brook_common::{brook_err, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
 use brook_planner::continuous::{
-    CountWindowDefinition, SourceFacts, SourceResolver, ViewDefinition,
+    RowOperatorDefinition, SourceFacts, SourceResolver, ViewDefinition,
 };
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -99,13 +99,17 @@ pub fn reads_stream(plan: &LogicalPlan) -> bool {
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             let provider = source_as_provider(&scan.source).ok();
-            // Count windows read the relation they window.
-            let provider = match provider
-                .as_ref()
-                .and_then(|p| p.downcast_ref::<crate::stream::row_windows::CountWindowTable>())
-            {
-                Some(cw) => Some(cw.relation.clone()),
-                None => provider,
+            // Count windows and MATCH_RECOGNIZE read the relation they take.
+            let provider = match provider.as_ref() {
+                Some(p) => match (
+                    p.downcast_ref::<crate::stream::row_windows::CountWindowTable>(),
+                    p.downcast_ref::<crate::stream::match_recognize::MatchRecognizeTable>(),
+                ) {
+                    (Some(cw), _) => Some(cw.relation.clone()),
+                    (_, Some(mr)) => Some(mr.relation.clone()),
+                    _ => provider,
+                },
+                None => None,
             };
             if let Some(t) = provider
                 .as_ref()
@@ -144,19 +148,39 @@ impl<'a> Resolver<'a> {
 }
 
 impl SourceResolver for Resolver<'_> {
-    fn count_window(&self, source: &Arc<dyn TableSource>) -> Result<Option<CountWindowDefinition>> {
+    fn row_operator(&self, source: &Arc<dyn TableSource>) -> Result<Option<RowOperatorDefinition>> {
         let Ok(provider) = source_as_provider(source) else {
             return Ok(None);
         };
-        let Some(cw) = provider.downcast_ref::<crate::stream::row_windows::CountWindowTable>()
-        else {
-            return Ok(None);
+        let table = |name: &str| TableReference::from(name);
+        let source = |r: &Arc<dyn datafusion::catalog::TableProvider>| {
+            datafusion::datasource::provider_as_source(r.clone())
         };
-        Ok(Some(CountWindowDefinition {
-            relation: TableReference::from(cw.name.as_str()),
-            source: datafusion::datasource::provider_as_source(cw.relation.clone()),
-            node: cw.node.clone(),
-        }))
+        if let Some(cw) = provider.downcast_ref::<crate::stream::row_windows::CountWindowTable>() {
+            return Ok(Some(RowOperatorDefinition {
+                relation: table(&cw.name),
+                source: source(&cw.relation),
+                node: cw.node.clone(),
+                what: "count windows",
+                refusal: None,
+            }));
+        }
+        if let Some(mr) =
+            provider.downcast_ref::<crate::stream::match_recognize::MatchRecognizeTable>()
+        {
+            let refusal = mr.node.pattern.uses_end().then(|| {
+                "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)"
+                    .to_string()
+            });
+            return Ok(Some(RowOperatorDefinition {
+                relation: table(&mr.name),
+                source: source(&mr.relation),
+                node: mr.node.clone(),
+                what: "MATCH_RECOGNIZE",
+                refusal,
+            }));
+        }
+        Ok(None)
     }
 
     fn view(

@@ -134,16 +134,10 @@ impl TableProvider for CountWindowTable {
         let mut op = self.node.instantiate().map_err(user_error)?;
         let mut out: Vec<RecordBatch> = Vec::new();
         for b in batches {
-            let rows = b.num_rows();
-            let input = change::attach(
-                &self.node.input_schema,
-                b.columns().to_vec(),
-                change::constant(change::INSERT, rows),
-            )
-            .map_err(user_error)?;
-            for o in op.on_data(0, input).map_err(user_error)? {
-                out.push(change::strip(&o).map_err(user_error)?);
-            }
+            out.extend(
+                change::push_inserts(op.as_mut(), &self.node.input_schema, &b)
+                    .map_err(user_error)?,
+            );
         }
         let exec = MemorySourceConfig::try_new_exec(
             &[out],

@@ -1,0 +1,176 @@
+//! `MATCH_RECOGNIZE`: row pattern recognition (SQL:2016) per partition, over rows in the
+//! order of their `ORDER BY` columns.
+//!
+//! The plan node holds what the query asked for, resolved against the input: partition and
+//! order columns, one condition per pattern variable (over the row and the rows at fixed
+//! offsets before it — `PREV(col, k)` reads an extra column the operator fills in), the
+//! compiled pattern, the measures and the output shape. The operator ([`op`]) keeps per
+//! partition only the rows a match still being decided may need, and decides each match as
+//! soon as the rows seen decide it: the same matches as over all the rows at once.
+
+mod op;
+pub mod pattern;
+
+use crate::{NodeSpec, Operator};
+use brook_common::Result;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::physical_expr::PhysicalExpr;
+use pattern::{Pattern, Program};
+use std::fmt;
+use std::sync::Arc;
+
+pub use op::MatchRecognizeOp;
+
+/// `ONE ROW PER MATCH` or `ALL ROWS PER MATCH`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RowsPerMatch {
+    /// One row per match: the partition columns and the measures, over the whole match.
+    One,
+    /// Every row of each match with the measures so far (running); with `unmatched`, rows
+    /// in no match too (measures NULL).
+    All { unmatched: bool },
+}
+
+/// Where the next match attempt starts after a match.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AfterMatch {
+    PastLastRow,
+    ToNextRow,
+    /// The first row of the variable in the match.
+    ToFirst(usize),
+    /// The last row of the variable in the match.
+    ToLast(usize),
+}
+
+/// What a measure computes over the rows of a match (up to the current row when running).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MeasureKind {
+    /// `FIRST(v.col)`: column `col` of the first row of variable `v` (any row when None).
+    First { var: Option<usize>, col: usize },
+    /// `LAST(v.col)` or `v.col`.
+    Last { var: Option<usize>, col: usize },
+    /// `CLASSIFIER()`: the variable of the row.
+    Classifier,
+    /// `MATCH_NUMBER()`: 1, 2, ... per partition.
+    MatchNumber,
+    /// `count(*)`, `count(v.*)`, `count(v.col)` (non-NULL values).
+    Count {
+        var: Option<usize>,
+        col: Option<usize>,
+    },
+    /// `sum`, `avg`, `min`, `max` of `v.col`.
+    Aggregate {
+        func: Aggregate,
+        var: Option<usize>,
+        col: usize,
+    },
+}
+
+/// Aggregates a measure may take over a variable's rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Aggregate {
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One `MEASURES` item.
+#[derive(Debug, Clone)]
+pub struct Measure {
+    pub kind: MeasureKind,
+    /// The SQL text, for EXPLAIN.
+    pub text: String,
+}
+
+/// A `PREV(col, offset)` a condition reads: filled in as an extra input column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrevColumn {
+    pub col: usize,
+    pub offset: usize,
+}
+
+/// Plan node of `MATCH_RECOGNIZE`.
+#[derive(Debug, Clone)]
+pub struct MatchRecognizeNode {
+    /// Input schema.
+    pub input_schema: SchemaRef,
+    /// Partition columns of the input.
+    pub partition: Vec<usize>,
+    /// Order columns of the input (ascending).
+    pub order: Vec<usize>,
+    /// Pattern variables; a variable's index is its bit in a row's eligibility.
+    pub variables: Vec<String>,
+    /// The condition of each variable (None: any row), over the input's columns followed by
+    /// `prev` columns.
+    pub conditions: Vec<Option<Arc<dyn PhysicalExpr>>>,
+    /// The `PREV` columns conditions read.
+    pub prev: Vec<PrevColumn>,
+    /// The pattern and its program.
+    pub pattern: Pattern,
+    pub program: Program,
+    pub rows_per_match: RowsPerMatch,
+    pub after_match: AfterMatch,
+    pub measures: Vec<Measure>,
+    /// Output schema: ONE ROW: partition columns, measures. ALL ROWS: partition columns,
+    /// order columns, measures, the other input columns (as Trino and Oracle order them).
+    pub schema: SchemaRef,
+}
+
+impl MatchRecognizeNode {
+    /// Input columns an ALL ROWS output row carries, in output order (before and after the
+    /// measures).
+    pub fn carried_columns(&self) -> (Vec<usize>, Vec<usize>) {
+        match self.rows_per_match {
+            RowsPerMatch::One => (self.partition.clone(), Vec::new()),
+            RowsPerMatch::All { .. } => {
+                let mut lead = self.partition.clone();
+                lead.extend(self.order.iter().filter(|c| !self.partition.contains(c)));
+                let rest = (0..self.input_schema.fields().len())
+                    .filter(|c| !lead.contains(c))
+                    .collect();
+                (lead, rest)
+            }
+        }
+    }
+}
+
+impl fmt::Display for MatchRecognizeNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |cols: &[usize]| -> Vec<String> {
+            cols.iter()
+                .map(|c| self.input_schema.field(*c).name().clone())
+                .collect()
+        };
+        let measures: Vec<&str> = self.measures.iter().map(|m| m.text.as_str()).collect();
+        write!(
+            f,
+            "MatchRecognize: partition=[{}] order=[{}] variables=[{}] measures=[{}] rows={} \
+             state=rows of matches being decided",
+            names(&self.partition).join(", "),
+            names(&self.order).join(", "),
+            self.variables.join(", "),
+            measures.join(", "),
+            match self.rows_per_match {
+                RowsPerMatch::One => "one per match",
+                RowsPerMatch::All { unmatched: false } => "all per match",
+                RowsPerMatch::All { unmatched: true } => "all, with unmatched",
+            }
+        )
+    }
+}
+
+impl NodeSpec for MatchRecognizeNode {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn updating(&self) -> bool {
+        false
+    }
+    fn instantiate(&self) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(MatchRecognizeOp::new(self)?))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,468 @@
+//! Runtime state of `MATCH_RECOGNIZE`: per partition, the rows from the first one a match
+//! may still start at (plus the rows `PREV` reads back), with the variables each row can be.
+
+use super::pattern::Outcome;
+use super::{AfterMatch, Aggregate, MatchRecognizeNode, MeasureKind, RowsPerMatch};
+use crate::{change, Operator};
+use brook_common::{brook_err, Result};
+use datafusion::arrow::array::{
+    new_null_array, Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array,
+};
+use datafusion::arrow::compute::{cast, concat, concat_batches, take};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::{HashMap, ScalarValue};
+use std::sync::Arc;
+
+/// One partition's rows still needed.
+pub(super) struct Partition {
+    /// The rows kept, in order.
+    pub(super) rows: RecordBatch,
+    /// Bit v of `eligible[i]`: row i can be variable v.
+    eligible: Vec<u64>,
+    /// Rows of the partition dropped before `rows[0]`.
+    dropped: u64,
+    /// Where the next match attempt starts (index into `rows`).
+    next: usize,
+    /// Matches found so far.
+    matches: i64,
+    /// The order key of the last row taken (rows behind it are late).
+    last_order: Option<Vec<u8>>,
+}
+
+/// A row of output: the input row it carries and the rows its measures cover.
+struct OutRow {
+    /// Input row (index into the partition's rows) whose columns the output row carries.
+    row: usize,
+    /// The match: its first row, the variable of each row, and its number; None for an
+    /// unmatched row.
+    matched: Option<(usize, Arc<Vec<usize>>, i64)>,
+    /// Rows of the match the measures cover (all of it, or up to the output row).
+    upto: usize,
+}
+
+/// The operator.
+pub struct MatchRecognizeOp {
+    node: MatchRecognizeNode,
+    keys: Option<RowConverter>,
+    order_rows: RowConverter,
+    pub(super) partitions: HashMap<Vec<u8>, Partition>,
+    /// Extended schema the conditions read: the input's columns, then the `PREV` columns.
+    extended: SchemaRef,
+    history: usize,
+    late: u64,
+}
+
+impl MatchRecognizeOp {
+    /// Fresh state for `node`.
+    pub fn new(node: &MatchRecognizeNode) -> Result<Self> {
+        let sort_fields = |cols: &[usize]| -> Vec<SortField> {
+            cols.iter()
+                .map(|&c| SortField::new(node.input_schema.field(c).data_type().clone()))
+                .collect()
+        };
+        let mut fields: Vec<Field> = node
+            .input_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        for (i, p) in node.prev.iter().enumerate() {
+            let f = node.input_schema.field(p.col);
+            fields.push(Field::new(
+                format!("__prev_{i}"),
+                f.data_type().clone(),
+                true,
+            ));
+        }
+        Ok(MatchRecognizeOp {
+            node: node.clone(),
+            keys: (!node.partition.is_empty())
+                .then(|| RowConverter::new(sort_fields(&node.partition)))
+                .transpose()?,
+            order_rows: RowConverter::new(sort_fields(&node.order))?,
+            partitions: HashMap::new(),
+            extended: Arc::new(Schema::new(fields)),
+            history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
+            late: 0,
+        })
+    }
+
+    /// No rows follow: decide every match still open (the ad-hoc form over a table).
+    pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        let mut keys: Vec<Vec<u8>> = self.partitions.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            if let Some(mut p) = self.partitions.remove(&k) {
+                if let Some(b) = self.advance(&mut p, true)? {
+                    out.push(b);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The variables each of `new` rows can be, given the partition's kept rows before it.
+    fn eligibility(&self, kept: &RecordBatch, new: &RecordBatch) -> Result<Vec<u64>> {
+        let h = self.history.min(kept.num_rows());
+        let tail = kept.slice(kept.num_rows() - h, h);
+        let both = concat_batches(&self.node.input_schema, [&tail, new])?;
+        let n = both.num_rows();
+        let mut cols: Vec<ArrayRef> = both.columns().to_vec();
+        for p in &self.node.prev {
+            let c = both.column(p.col);
+            let k = p.offset.min(n);
+            let shifted = concat(&[
+                new_null_array(c.data_type(), k).as_ref(),
+                c.slice(0, n - k).as_ref(),
+            ])?;
+            cols.push(shifted);
+        }
+        let ext = RecordBatch::try_new(self.extended.clone(), cols)?;
+        let mut bits = vec![0u64; new.num_rows()];
+        for (v, cond) in self.node.conditions.iter().enumerate() {
+            let Some(cond) = cond else {
+                bits.iter_mut().for_each(|b| *b |= 1 << v);
+                continue;
+            };
+            let mask = cond.evaluate(&ext)?.into_array(n)?;
+            let mask = mask
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| brook_err!(Internal, "DEFINE condition is not boolean"))?;
+            for (i, b) in bits.iter_mut().enumerate() {
+                if mask.is_valid(h + i) && mask.value(h + i) {
+                    *b |= 1 << v;
+                }
+            }
+        }
+        Ok(bits)
+    }
+
+    /// Decide what the rows seen decide; the output rows, as one batch.
+    fn advance(&self, p: &mut Partition, finished: bool) -> Result<Option<RecordBatch>> {
+        let mut out: Vec<OutRow> = Vec::new();
+        let all = matches!(self.node.rows_per_match, RowsPerMatch::All { .. });
+        let unmatched = self.node.rows_per_match == RowsPerMatch::All { unmatched: true };
+        while p.next < p.eligible.len() {
+            let start = p.next;
+            let first = p.dropped == 0 && start == 0;
+            match self.node.program.run(&p.eligible, start, first, finished)? {
+                Outcome::NeedMore => break,
+                Outcome::NoMatch => {
+                    if unmatched {
+                        out.push(OutRow {
+                            row: start,
+                            matched: None,
+                            upto: start,
+                        });
+                    }
+                    p.next += 1;
+                }
+                Outcome::Match(vars) => {
+                    p.matches += 1;
+                    let len = vars.len();
+                    let vars = Arc::new(vars);
+                    if all {
+                        for j in 0..len {
+                            out.push(OutRow {
+                                row: start + j,
+                                matched: Some((start, vars.clone(), p.matches)),
+                                upto: start + j,
+                            });
+                        }
+                    } else {
+                        out.push(OutRow {
+                            row: start,
+                            matched: Some((start, vars.clone(), p.matches)),
+                            upto: start + len - 1,
+                        });
+                    }
+                    p.next = self.skip_to(start, &vars)?;
+                }
+            }
+        }
+        let batch = if out.is_empty() {
+            None
+        } else {
+            Some(self.output(&p.rows, &out)?)
+        };
+        // Keep rows from the next attempt on, and the rows PREV reads before the newest.
+        let keep_from = p.next.min(p.rows.num_rows().saturating_sub(self.history));
+        if keep_from > 0 {
+            p.rows = p.rows.slice(keep_from, p.rows.num_rows() - keep_from);
+            p.eligible.drain(..keep_from);
+            p.next -= keep_from;
+            p.dropped += keep_from as u64;
+        }
+        Ok(batch)
+    }
+
+    /// Where the next attempt starts after a match at `start` of `vars`.
+    fn skip_to(&self, start: usize, vars: &[usize]) -> Result<usize> {
+        let at = match self.node.after_match {
+            AfterMatch::PastLastRow => return Ok(start + vars.len()),
+            AfterMatch::ToNextRow => return Ok(start + 1),
+            AfterMatch::ToFirst(v) => vars.iter().position(|x| *x == v),
+            AfterMatch::ToLast(v) => vars.iter().rposition(|x| *x == v),
+        };
+        match at {
+            Some(i) if i > 0 => Ok(start + i),
+            _ => Err(brook_err!(
+                InvalidParameter,
+                "AFTER MATCH SKIP TO {} would start the next match where this one started \
+                 (or at a variable the match does not have)",
+                match self.node.after_match {
+                    AfterMatch::ToFirst(v) => format!("FIRST {}", self.node.variables[v]),
+                    AfterMatch::ToLast(v) => format!("LAST {}", self.node.variables[v]),
+                    _ => String::new(),
+                }
+            )),
+        }
+    }
+
+    /// The output batch of `out` over the partition's `rows`.
+    fn output(&self, rows: &RecordBatch, out: &[OutRow]) -> Result<RecordBatch> {
+        let (lead, rest) = self.node.carried_columns();
+        let at = UInt32Array::from(out.iter().map(|o| o.row as u32).collect::<Vec<_>>());
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        for &c in &lead {
+            cols.push(take(rows.column(c).as_ref(), &at, None)?);
+        }
+        for (m, measure) in self.node.measures.iter().enumerate() {
+            let ty = self.node.schema.field(lead.len() + m).data_type().clone();
+            cols.push(self.measure(rows, out, &measure.kind, &ty)?);
+        }
+        for &c in &rest {
+            cols.push(take(rows.column(c).as_ref(), &at, None)?);
+        }
+        Ok(RecordBatch::try_new(self.node.schema.clone(), cols)?)
+    }
+
+    /// One measure's column.
+    fn measure(
+        &self,
+        rows: &RecordBatch,
+        out: &[OutRow],
+        kind: &MeasureKind,
+        ty: &DataType,
+    ) -> Result<ArrayRef> {
+        // The rows of the match up to the output row's, with their variables.
+        let span = |o: &OutRow| -> Vec<(usize, usize)> {
+            match &o.matched {
+                Some((start, vars, _)) => (*start..=o.upto).map(|r| (r, vars[r - start])).collect(),
+                None => Vec::new(),
+            }
+        };
+        let of_var = |var: &Option<usize>, v: usize| var.is_none_or(|x| x == v);
+        match kind {
+            MeasureKind::First { var, col } | MeasureKind::Last { var, col } => {
+                let first = matches!(kind, MeasureKind::First { .. });
+                let idx: UInt32Array = out
+                    .iter()
+                    .map(|o| {
+                        let s = span(o);
+                        let mut hits = s.iter().filter(|(_, v)| of_var(var, *v));
+                        let hit = if first { hits.next() } else { hits.next_back() };
+                        hit.map(|(r, _)| *r as u32)
+                    })
+                    .collect();
+                Ok(take(rows.column(*col).as_ref(), &idx, None)?)
+            }
+            MeasureKind::Classifier => {
+                let names: StringArray = out
+                    .iter()
+                    .map(|o| span(o).last().map(|(_, v)| self.node.variables[*v].clone()))
+                    .collect();
+                Ok(cast(&names, ty)?)
+            }
+            MeasureKind::MatchNumber => Ok(Arc::new(
+                out.iter()
+                    .map(|o| o.matched.as_ref().map(|m| m.2))
+                    .collect::<Int64Array>(),
+            )),
+            MeasureKind::Count { var, col } => Ok(Arc::new(
+                out.iter()
+                    .map(|o| {
+                        o.matched.as_ref()?;
+                        let n = span(o)
+                            .iter()
+                            .filter(|(r, v)| {
+                                of_var(var, *v) && col.is_none_or(|c| rows.column(c).is_valid(*r))
+                            })
+                            .count();
+                        Some(n as i64)
+                    })
+                    .collect::<Int64Array>(),
+            )),
+            MeasureKind::Aggregate { func, var, col } => {
+                let column = rows.column(*col);
+                let values = out
+                    .iter()
+                    .map(|o| {
+                        let picked: Vec<usize> = span(o)
+                            .iter()
+                            .filter(|(r, v)| of_var(var, *v) && column.is_valid(*r))
+                            .map(|(r, _)| *r)
+                            .collect();
+                        aggregate(*func, column, &picked, ty)
+                    })
+                    .collect::<Result<Vec<ScalarValue>>>()?;
+                if values.is_empty() {
+                    return Ok(new_null_array(ty, 0));
+                }
+                Ok(ScalarValue::iter_to_array(values)?)
+            }
+        }
+    }
+}
+
+/// `func` over the rows `picked` of `column`, as a value of `ty` (NULL over no rows).
+fn aggregate(
+    func: Aggregate,
+    column: &ArrayRef,
+    picked: &[usize],
+    ty: &DataType,
+) -> Result<ScalarValue> {
+    let null = ScalarValue::try_from(ty)?;
+    if picked.is_empty() {
+        return Ok(null);
+    }
+    let value = |r: usize| -> Result<ScalarValue> {
+        Ok(ScalarValue::try_from_array(column, r)?.cast_to(ty)?)
+    };
+    let mut acc = value(picked[0])?;
+    for &r in &picked[1..] {
+        let v = value(r)?;
+        acc = match func {
+            Aggregate::Sum | Aggregate::Avg => acc.add_checked(&v)?,
+            Aggregate::Min => {
+                if v < acc {
+                    v
+                } else {
+                    acc
+                }
+            }
+            Aggregate::Max => {
+                if v > acc {
+                    v
+                } else {
+                    acc
+                }
+            }
+        };
+    }
+    if func == Aggregate::Avg {
+        acc = acc.div(ScalarValue::Float64(Some(picked.len() as f64)))?;
+    }
+    Ok(acc)
+}
+
+impl Operator for MatchRecognizeOp {
+    fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+        if !change::all_inserts(&batch)? {
+            return Err(brook_err!(
+                Internal,
+                "MATCH_RECOGNIZE input retracted a row (it reads only append-only inputs)"
+            ));
+        }
+        let data = change::strip(&batch)?;
+        let n = data.num_rows();
+        // Rows per partition, in arrival order.
+        let mut groups: Vec<(Vec<u8>, Vec<u32>)> = Vec::new();
+        let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
+        let key_rows = match &self.keys {
+            Some(conv) => {
+                let cols: Vec<ArrayRef> = self
+                    .node
+                    .partition
+                    .iter()
+                    .map(|&c| data.column(c).clone())
+                    .collect();
+                Some(conv.convert_columns(&cols)?)
+            }
+            None => None,
+        };
+        let order_cols: Vec<ArrayRef> = self
+            .node
+            .order
+            .iter()
+            .map(|&c| data.column(c).clone())
+            .collect();
+        let order = self.order_rows.convert_columns(&order_cols)?;
+        for i in 0..n {
+            let key = key_rows
+                .as_ref()
+                .map(|k| k.row(i).data().to_vec())
+                .unwrap_or_default();
+            let at = *slot.entry(key.clone()).or_insert_with(|| {
+                groups.push((key, Vec::new()));
+                groups.len() - 1
+            });
+            groups[at].1.push(i as u32);
+        }
+        let mut out = Vec::new();
+        for (key, idx) in groups {
+            let mut p = self.partitions.remove(&key).unwrap_or_else(|| Partition {
+                rows: RecordBatch::new_empty(self.node.input_schema.clone()),
+                eligible: Vec::new(),
+                dropped: 0,
+                next: 0,
+                matches: 0,
+                last_order: None,
+            });
+            // Rows behind the partition's order so far are late (dropped, counted).
+            let mut in_order = Vec::with_capacity(idx.len());
+            for i in idx {
+                let o = order.row(i as usize).data();
+                if p.last_order.as_deref().is_some_and(|last| o < last) {
+                    self.late += 1;
+                    continue;
+                }
+                p.last_order = Some(o.to_vec());
+                in_order.push(i);
+            }
+            let new = take_batch(&data, &in_order)?;
+            let bits = self.eligibility(&p.rows, &new)?;
+            p.rows = concat_batches(&self.node.input_schema, [&p.rows, &new])?;
+            p.eligible.extend(bits);
+            if let Some(b) = self.advance(&mut p, false)? {
+                out.push(b);
+            }
+            self.partitions.insert(key, p);
+        }
+        out.into_iter()
+            .map(|b| {
+                let rows = b.num_rows();
+                change::attach(
+                    &self.node.schema,
+                    b.columns().to_vec(),
+                    change::constant(change::INSERT, rows),
+                )
+            })
+            .collect()
+    }
+
+    fn state_size(&self) -> usize {
+        self.partitions
+            .values()
+            .map(|p| p.rows.get_array_memory_size() + p.eligible.len() * 8)
+            .sum()
+    }
+
+    fn late_rows(&self) -> u64 {
+        self.late
+    }
+}
+
+fn take_batch(data: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {
+    let at = UInt32Array::from(idx.to_vec());
+    let cols = data
+        .columns()
+        .iter()
+        .map(|c| Ok(take(c.as_ref(), &at, None)?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(data.schema(), cols)?)
+}

@@ -1,0 +1,233 @@
+//! Tests of the MATCH_RECOGNIZE operator.
+
+use super::pattern::{Pattern, Program};
+use super::*;
+use crate::testing::{from_pretty, to_sorted_rows};
+use crate::{change, Operator};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::logical_expr::Operator as Op;
+use datafusion::physical_expr::expressions::{binary, col};
+
+/// Prices per symbol; the V shape of Flink's documentation:
+/// `PATTERN (strt down+ up+) DEFINE down AS price < PREV(price), up AS price > PREV(price)`.
+fn ticks() -> RecordBatch {
+    from_pretty(
+        "sym:utf8 | t:int64 | price:int64
+         A        | 1       | 12
+         B        | 1       | 50
+         A        | 2       | 11
+         A        | 3       | 10
+         B        | 2       | 40
+         A        | 4       | 11
+         B        | 3       | 45
+         A        | 5       | 13
+         A        | 6       | 12
+         B        | 4       | 46
+         A        | 7       | 14",
+    )
+}
+
+fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
+    let input = ticks().schema();
+    let mut ext: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
+    ext.push(Field::new("__prev_0", DataType::Int64, true));
+    let ext = Arc::new(Schema::new(ext));
+    let price = col("price", &ext).unwrap();
+    let prev = col("__prev_0", &ext).unwrap();
+    let down = binary(price.clone(), Op::Lt, prev.clone(), &ext).unwrap();
+    let up = binary(price, Op::Gt, prev, &ext).unwrap();
+    let plus = |v| Pattern::Repeat {
+        inner: Box::new(Pattern::Var(v)),
+        min: 1,
+        max: None,
+    };
+    let pattern = Pattern::Concat(vec![Pattern::Var(0), plus(1), plus(2)]);
+    let measures = vec![
+        Measure {
+            kind: MeasureKind::First {
+                var: Some(0),
+                col: 1,
+            },
+            text: "FIRST(strt.t)".into(),
+        },
+        Measure {
+            kind: MeasureKind::Last {
+                var: Some(1),
+                col: 2,
+            },
+            text: "LAST(down.price)".into(),
+        },
+        Measure {
+            kind: MeasureKind::Count {
+                var: Some(2),
+                col: None,
+            },
+            text: "count(up.*)".into(),
+        },
+        Measure {
+            kind: MeasureKind::Classifier,
+            text: "CLASSIFIER()".into(),
+        },
+        Measure {
+            kind: MeasureKind::MatchNumber,
+            text: "MATCH_NUMBER()".into(),
+        },
+    ];
+    let mut fields = vec![Field::new("sym", DataType::Utf8, true)];
+    if matches!(rows_per_match, RowsPerMatch::All { .. }) {
+        fields.push(Field::new("t", DataType::Int64, true));
+    }
+    fields.extend([
+        Field::new("start_t", DataType::Int64, true),
+        Field::new("bottom", DataType::Int64, true),
+        Field::new("ups", DataType::Int64, true),
+        Field::new("cls", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, true),
+    ]);
+    if matches!(rows_per_match, RowsPerMatch::All { .. }) {
+        fields.push(Field::new("price", DataType::Int64, true));
+    }
+    MatchRecognizeNode {
+        input_schema: input,
+        partition: vec![0],
+        order: vec![1],
+        variables: vec!["strt".into(), "down".into(), "up".into()],
+        conditions: vec![None, Some(down), Some(up)],
+        prev: vec![PrevColumn { col: 2, offset: 1 }],
+        program: Program::compile(&pattern).unwrap(),
+        pattern,
+        rows_per_match,
+        after_match: AfterMatch::PastLastRow,
+        measures,
+        schema: Arc::new(Schema::new(fields)),
+    }
+}
+
+/// Run the node over `data` cut into batches of `cut` rows; then finish.
+fn run(node: &MatchRecognizeNode, data: &RecordBatch, cut: usize) -> (Vec<String>, Vec<String>) {
+    let mut op = MatchRecognizeOp::new(node).unwrap();
+    let mut streamed = Vec::new();
+    let mut at = 0;
+    while at < data.num_rows() {
+        let n = cut.min(data.num_rows() - at);
+        let part = data.slice(at, n);
+        let input = change::attach(
+            &node.input_schema,
+            part.columns().to_vec(),
+            change::constant(change::INSERT, n),
+        )
+        .unwrap();
+        for b in op.on_data(0, input).unwrap() {
+            streamed.push(change::strip(&b).unwrap());
+        }
+        at += n;
+    }
+    let mut all = streamed.clone();
+    all.extend(op.finish().unwrap());
+    (to_sorted_rows(&streamed), to_sorted_rows(&all))
+}
+
+#[test]
+fn one_row_per_match_finds_each_v_shape() {
+    let node = v_shape(RowsPerMatch::One);
+    let (streamed, all) = run(&node, &ticks(), 100);
+    // A: 12 11 10 11 13 | 12 14: matches at t 1..5 (rising run ends at 12) and t 5..7?
+    // After the first match (t1..t5, up = 11, 13) the next attempt starts at t6 (12):
+    // strt 12, down? 14 is not down: no match. B: 50 40 45 46: one match, still rising.
+    assert_eq!(
+        all,
+        vec!["A | 1 | 10 | 2 | up | 1", "B | 1 | 40 | 2 | up | 1"]
+    );
+    // While streaming, B's rising run may still go on, and A's could too until 12 < 13.
+    assert_eq!(streamed, vec!["A | 1 | 10 | 2 | up | 1"]);
+}
+
+#[test]
+fn all_rows_per_match_have_running_measures() {
+    let node = v_shape(RowsPerMatch::All { unmatched: false });
+    let (_, all) = run(&node, &ticks(), 100);
+    assert_eq!(
+        all,
+        vec![
+            "A | 1 | 1 | NULL | 0 | strt | 1 | 12",
+            "A | 2 | 1 | 11 | 0 | down | 1 | 11",
+            "A | 3 | 1 | 10 | 0 | down | 1 | 10",
+            "A | 4 | 1 | 10 | 1 | up | 1 | 11",
+            "A | 5 | 1 | 10 | 2 | up | 1 | 13",
+            "B | 1 | 1 | NULL | 0 | strt | 1 | 50",
+            "B | 2 | 1 | 40 | 0 | down | 1 | 40",
+            "B | 3 | 1 | 40 | 1 | up | 1 | 45",
+            "B | 4 | 1 | 40 | 2 | up | 1 | 46",
+        ]
+    );
+}
+
+#[test]
+fn results_do_not_depend_on_batch_boundaries() {
+    for rows in [
+        RowsPerMatch::One,
+        RowsPerMatch::All { unmatched: false },
+        RowsPerMatch::All { unmatched: true },
+    ] {
+        let node = v_shape(rows);
+        let whole = run(&node, &ticks(), 100);
+        for cut in 1..ticks().num_rows() {
+            assert_eq!(run(&node, &ticks(), cut), whole, "{rows:?} cut {cut}");
+        }
+    }
+}
+
+#[test]
+fn with_unmatched_rows_shows_every_row_once() {
+    let node = v_shape(RowsPerMatch::All { unmatched: true });
+    let (_, all) = run(&node, &ticks(), 3);
+    assert_eq!(all.len(), ticks().num_rows());
+    assert!(all.contains(&"A | 6 | NULL | NULL | NULL | NULL | NULL | 12".to_string()));
+}
+
+#[test]
+fn state_holds_only_rows_of_undecided_matches() {
+    let node = v_shape(RowsPerMatch::One);
+    let mut op = MatchRecognizeOp::new(&node).unwrap();
+    // A long falling run then a rise: everything before the last match's end is freed.
+    let mut lines = String::from("sym:utf8 | t:int64 | price:int64\n");
+    for t in 0..1000 {
+        let price = if t % 10 < 5 {
+            100 - t % 10
+        } else {
+            90 + t % 10
+        };
+        lines.push_str(&format!("A | {t} | {price}\n"));
+    }
+    let data = from_pretty(&lines);
+    let input = change::attach(
+        &node.input_schema,
+        data.columns().to_vec(),
+        change::constant(change::INSERT, data.num_rows()),
+    )
+    .unwrap();
+    let out = op.on_data(0, input).unwrap();
+    assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), 99);
+    let kept: usize = op.partitions.values().map(|p| p.rows.num_rows()).sum();
+    assert!(kept <= 12, "kept {kept} rows");
+}
+
+#[test]
+fn rows_out_of_order_are_late() {
+    let node = v_shape(RowsPerMatch::One);
+    let mut op = MatchRecognizeOp::new(&node).unwrap();
+    let data = from_pretty(
+        "sym:utf8 | t:int64 | price:int64
+         A        | 5       | 10
+         A        | 3       | 9",
+    );
+    let input = change::attach(
+        &node.input_schema,
+        data.columns().to_vec(),
+        change::constant(change::INSERT, 2),
+    )
+    .unwrap();
+    op.on_data(0, input).unwrap();
+    assert_eq!(op.late_rows(), 1);
+}

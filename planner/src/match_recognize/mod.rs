@@ -1,0 +1,440 @@
+//! `MATCH_RECOGNIZE` (SQL:2016 row pattern recognition) in FROM.
+//!
+//! DataFusion does not plan the clause, so it is rewritten, as `TUMBLE_ROWS` is, into a
+//! table function over the relation it reads: `brook_match_recognize('rel', 'clause')`,
+//! where `clause` is the clause's own SQL. The server's table function plans the clause
+//! against the relation with [`plan_node`] and runs the operator
+//! (`brook_operators::match_recognize`) — ad hoc over the relation's rows in `ORDER BY`
+//! order, continuously as the operator after the stream's source — so a stream and its table
+//! give the same matches.
+//!
+//! PostgreSQL's dialect of sqlparser lacks the clause; statements that contain it are
+//! parsed with the generic dialect, which has it ([`uses_match_recognize`]).
+
+use brook_common::{brook_err, ident, BrookError, Result};
+use brook_operators::match_recognize::pattern::{Pattern, Program};
+use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, Measure, RowsPerMatch};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::execution::context::SessionState;
+use datafusion::sql::sqlparser::ast::{
+    self, EmptyMatchesMode, Expr, FunctionArg, FunctionArgExpr, MatchRecognizePattern,
+    MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor, Value, VisitMut,
+    VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+mod define;
+mod measures;
+
+use define::plan_conditions;
+use measures::plan_measure;
+
+/// Name of the table function the clause becomes.
+pub const MATCH_RECOGNIZE_FUNCTION: &str = "brook_match_recognize";
+
+/// Most pattern variables (a row's eligibility is one bit per variable).
+const MAX_VARIABLES: usize = 64;
+
+/// True when `sql` holds the MATCH_RECOGNIZE keyword (outside strings and comments).
+pub fn uses_match_recognize(sql: &str) -> bool {
+    Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .map(|tokens| {
+            tokens
+                .iter()
+                .any(|t| matches!(t, Token::Word(w) if w.keyword == Keyword::MATCH_RECOGNIZE))
+        })
+        .unwrap_or(false)
+}
+
+/// sqlparser reads MATCH_RECOGNIZE only after a table name; after a subquery, a join or a
+/// function it stops there. That is valid SQL Brook does not run yet: 0A000, not 42601.
+pub fn refuse_unparsed_input(e: ParserError) -> BrookError {
+    if e.to_string().contains("found: MATCH_RECOGNIZE") {
+        return brook_err!(
+            Unsupported,
+            "MATCH_RECOGNIZE over a subquery, join or function: it reads a table or stream \
+             by name"
+        );
+    }
+    e.into()
+}
+
+/// Replace every `rel MATCH_RECOGNIZE (...)` in FROM by the table function call.
+pub fn rewrite_match_recognize(stmt: &mut Statement) -> Result<()> {
+    match stmt.visit(&mut Rewrite) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+struct Rewrite;
+
+impl VisitorMut for Rewrite {
+    type Break = BrookError;
+
+    fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<BrookError> {
+        let TableFactor::MatchRecognize { table, alias, .. } = tf else {
+            return ControlFlow::Continue(());
+        };
+        let relation = match table.as_ref() {
+            TableFactor::Table {
+                name, args: None, ..
+            } => name.to_string(),
+            other => {
+                return ControlFlow::Break(brook_err!(
+                    Unsupported,
+                    "MATCH_RECOGNIZE over {other}: it reads a table or stream by name (put \
+                     the query in a view first)"
+                ))
+            }
+        };
+        let alias = alias.take();
+        let clause = tf.to_string();
+        let text = |s: String| {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                Value::SingleQuotedString(s),
+            )))
+        };
+        *tf = TableFactor::Table {
+            name: ast::ObjectName::from(vec![ast::Ident::new(MATCH_RECOGNIZE_FUNCTION)]),
+            alias,
+            args: Some(ast::TableFunctionArgs {
+                args: vec![text(relation), text(clause)],
+                settings: None,
+            }),
+            with_hints: Vec::new(),
+            version: None,
+            with_ordinality: false,
+            partitions: Vec::new(),
+            json_path: None,
+            sample: None,
+            index_hints: Vec::new(),
+        };
+        ControlFlow::Continue(())
+    }
+}
+
+/// The parts of a clause, as parsed back from its text.
+struct Clause {
+    partition_by: Vec<Expr>,
+    order_by: Vec<ast::OrderByExpr>,
+    measures: Vec<ast::Measure>,
+    rows_per_match: Option<ast::RowsPerMatch>,
+    after_match_skip: Option<ast::AfterMatchSkip>,
+    pattern: MatchRecognizePattern,
+    symbols: Vec<ast::SymbolDefinition>,
+}
+
+fn parse_clause(text: &str) -> Result<Clause> {
+    let sql = format!("SELECT * FROM {text}");
+    let mut stmts = Parser::parse_sql(&GenericDialect {}, &sql)?;
+    let Some(Statement::Query(q)) = stmts.pop() else {
+        return Err(brook_err!(
+            Internal,
+            "MATCH_RECOGNIZE clause did not parse back"
+        ));
+    };
+    let ast::SetExpr::Select(select) = *q.body else {
+        return Err(brook_err!(
+            Internal,
+            "MATCH_RECOGNIZE clause did not parse back"
+        ));
+    };
+    match select.from.into_iter().next().map(|t| t.relation) {
+        Some(TableFactor::MatchRecognize {
+            partition_by,
+            order_by,
+            measures,
+            rows_per_match,
+            after_match_skip,
+            pattern,
+            symbols,
+            ..
+        }) => Ok(Clause {
+            partition_by,
+            order_by,
+            measures,
+            rows_per_match,
+            after_match_skip,
+            pattern,
+            symbols,
+        }),
+        _ => Err(brook_err!(
+            Internal,
+            "MATCH_RECOGNIZE clause did not parse back"
+        )),
+    }
+}
+
+/// Plan the clause `text` over a relation of schema `input`.
+pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<MatchRecognizeNode> {
+    let clause = parse_clause(text)?;
+    let column = |e: &Expr, what: &str| -> Result<usize> {
+        let name = match e {
+            Expr::Identifier(i) => ident::ident_name(i),
+            other => {
+                return Err(brook_err!(
+                    Unsupported,
+                    "MATCH_RECOGNIZE {what} {other}: name a column of the input"
+                ))
+            }
+        };
+        input
+            .index_of(&name)
+            .map_err(|_| BrookError::UndefinedColumn(name))
+    };
+    let partition = clause
+        .partition_by
+        .iter()
+        .map(|e| column(e, "PARTITION BY"))
+        .collect::<Result<Vec<_>>>()?;
+    if clause.order_by.is_empty() {
+        return Err(brook_err!(
+            Syntax,
+            "MATCH_RECOGNIZE needs ORDER BY: rows are matched in that order"
+        ));
+    }
+    let mut order = Vec::new();
+    for o in &clause.order_by {
+        if o.options.asc == Some(false) {
+            return Err(brook_err!(
+                Unsupported,
+                "MATCH_RECOGNIZE ORDER BY ... DESC (rows are matched as they arrive, in \
+                 ascending order)"
+            ));
+        }
+        order.push(column(&o.expr, "ORDER BY")?);
+    }
+    let mut variables: Vec<String> = Vec::new();
+    let pattern = convert_pattern(&clause.pattern, &mut variables)?;
+    pattern.validate()?;
+    if pattern.can_be_empty() {
+        return Err(brook_err!(
+            Syntax,
+            "PATTERN {} can match an empty sequence of rows",
+            clause.pattern
+        ));
+    }
+    let program = Program::compile(&pattern)?;
+    let (conditions, prev) = plan_conditions(&clause.symbols, &variables, &input, state)?;
+    let var_index = |i: &ast::Ident| -> Result<usize> {
+        let name = ident::ident_name(i);
+        variables
+            .iter()
+            .position(|v| *v == name)
+            .ok_or_else(|| brook_err!(Syntax, "pattern variable \"{name}\" is not in PATTERN"))
+    };
+    let after_match = match &clause.after_match_skip {
+        None | Some(ast::AfterMatchSkip::PastLastRow) => AfterMatch::PastLastRow,
+        Some(ast::AfterMatchSkip::ToNextRow) => AfterMatch::ToNextRow,
+        Some(ast::AfterMatchSkip::ToFirst(v)) => AfterMatch::ToFirst(var_index(v)?),
+        Some(ast::AfterMatchSkip::ToLast(v)) => AfterMatch::ToLast(var_index(v)?),
+    };
+    let rows_per_match = match &clause.rows_per_match {
+        None | Some(ast::RowsPerMatch::OneRow) => RowsPerMatch::One,
+        Some(ast::RowsPerMatch::AllRows(mode)) => RowsPerMatch::All {
+            unmatched: matches!(mode, Some(EmptyMatchesMode::WithUnmatched)),
+        },
+    };
+    let mut measures = Vec::new();
+    let mut measure_fields = Vec::new();
+    for m in &clause.measures {
+        let (kind, ty) = plan_measure(&m.expr, &variables, &input)?;
+        measure_fields.push(Field::new(ident::ident_name(&m.alias), ty, true));
+        measures.push(Measure {
+            kind,
+            text: m.to_string(),
+        });
+    }
+    let mut node = MatchRecognizeNode {
+        input_schema: input.clone(),
+        partition,
+        order,
+        variables,
+        conditions,
+        prev,
+        pattern,
+        program,
+        rows_per_match,
+        after_match,
+        measures,
+        schema: Arc::new(Schema::empty()),
+    };
+    let (lead, rest) = node.carried_columns();
+    let carried = |c: &usize| input.field(*c).as_ref().clone().with_nullable(true);
+    let mut fields: Vec<Field> = lead.iter().map(carried).collect();
+    fields.extend(measure_fields);
+    fields.extend(rest.iter().map(carried));
+    for (i, f) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|g| g.name() == f.name()) {
+            return Err(BrookError::duplicate_column(format!(
+                "MATCH_RECOGNIZE output column \"{}\" specified more than once",
+                f.name()
+            )));
+        }
+    }
+    node.schema = Arc::new(Schema::new(fields));
+    Ok(node)
+}
+
+/// The pattern tree, with variables numbered in order of first appearance.
+fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<Pattern> {
+    let mut var = |s: &MatchRecognizeSymbol| -> Result<Pattern> {
+        Ok(match s {
+            MatchRecognizeSymbol::Start => Pattern::Start,
+            MatchRecognizeSymbol::End => Pattern::End,
+            MatchRecognizeSymbol::Named(i) => {
+                let name = ident::ident_name(i);
+                let at = match vars.iter().position(|v| *v == name) {
+                    Some(at) => at,
+                    None => {
+                        if vars.len() == MAX_VARIABLES {
+                            return Err(brook_err!(
+                                Unsupported,
+                                "more than {MAX_VARIABLES} pattern variables"
+                            ));
+                        }
+                        vars.push(name);
+                        vars.len() - 1
+                    }
+                };
+                Pattern::Var(at)
+            }
+        })
+    };
+    Ok(match p {
+        MatchRecognizePattern::Symbol(s) => var(s)?,
+        MatchRecognizePattern::Exclude(s) => {
+            return Err(brook_err!(
+                Unsupported,
+                "pattern exclusion {{- {s} -}} in MATCH_RECOGNIZE"
+            ))
+        }
+        MatchRecognizePattern::Permute(symbols) => {
+            if symbols.len() > 5 {
+                return Err(brook_err!(
+                    Unsupported,
+                    "PERMUTE of more than 5 variables ({} alternatives)",
+                    (1..=symbols.len()).product::<usize>()
+                ));
+            }
+            let parts = symbols.iter().map(&mut var).collect::<Result<Vec<_>>>()?;
+            Pattern::Alt(
+                permutations(parts.len())
+                    .into_iter()
+                    .map(|order| Pattern::Concat(order.iter().map(|&i| parts[i].clone()).collect()))
+                    .collect(),
+            )
+        }
+        MatchRecognizePattern::Concat(ps) => Pattern::Concat(
+            ps.iter()
+                .map(|q| convert_pattern(q, vars))
+                .collect::<Result<_>>()?,
+        ),
+        MatchRecognizePattern::Group(q) => convert_pattern(q, vars)?,
+        MatchRecognizePattern::Alternation(ps) => Pattern::Alt(
+            ps.iter()
+                .map(|q| convert_pattern(q, vars))
+                .collect::<Result<_>>()?,
+        ),
+        MatchRecognizePattern::Repetition(q, quantifier) => {
+            // sqlparser reads the reluctant `a+?` as `(a+)?` (a quantifier directly on a
+            // quantified part; a written `(a+)?` has a group between them).
+            if matches!(quantifier, RepetitionQuantifier::AtMostOne)
+                && matches!(q.as_ref(), MatchRecognizePattern::Repetition(..))
+            {
+                return Err(brook_err!(
+                    Unsupported,
+                    "reluctant quantifier {p} in MATCH_RECOGNIZE (only greedy ones)"
+                ));
+            }
+            let (min, max) = match quantifier {
+                RepetitionQuantifier::ZeroOrMore => (0, None),
+                RepetitionQuantifier::OneOrMore => (1, None),
+                RepetitionQuantifier::AtMostOne => (0, Some(1)),
+                RepetitionQuantifier::Exactly(n) => (*n, Some(*n)),
+                RepetitionQuantifier::AtLeast(n) => (*n, None),
+                RepetitionQuantifier::AtMost(n) => (0, Some(*n)),
+                RepetitionQuantifier::Range(n, m) => (*n, Some(*m)),
+            };
+            Pattern::Repeat {
+                inner: Box::new(convert_pattern(q, vars)?),
+                min,
+                max,
+            }
+        }
+    })
+}
+
+/// Every order of `n` items, in lexicographic order (PERMUTE prefers them so).
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for first in 0..n {
+        for rest in permutations(n - 1) {
+            let mut order = vec![first];
+            order.extend(rest.into_iter().map(|i| if i >= first { i + 1 } else { i }));
+            out.push(order);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> Result<String> {
+        let mut stmts = Parser::parse_sql(&GenericDialect {}, sql)?;
+        rewrite_match_recognize(&mut stmts[0])?;
+        Ok(stmts[0].to_string())
+    }
+
+    #[test]
+    fn the_clause_becomes_a_table_function_over_its_relation() {
+        let s = rewritten(
+            "SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY t \
+             MEASURES FIRST(a.t) AS s ONE ROW PER MATCH PATTERN (a b+) \
+             DEFINE b AS b.price < PREV(price)) AS m",
+        )
+        .unwrap();
+        assert!(s.starts_with("SELECT * FROM brook_match_recognize('ticks', 'ticks MATCH_RECOGNIZE(PARTITION BY sym"), "{s}");
+        assert!(s.ends_with(") AS m"), "{s}");
+        assert!(uses_match_recognize(
+            "select * from t match_recognize (pattern (a))"
+        ));
+        assert!(!uses_match_recognize("select 'match_recognize' from t"));
+    }
+
+    #[test]
+    fn a_subquery_input_is_refused_by_name() {
+        let e = crate::parser::parse_sql(
+            "SELECT * FROM (SELECT * FROM t) s MATCH_RECOGNIZE (ORDER BY x PATTERN (a) DEFINE a AS true)",
+        )
+        .unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+    }
+
+    #[test]
+    fn permutations_are_in_preference_order() {
+        assert_eq!(
+            permutations(3),
+            vec![
+                vec![0, 1, 2],
+                vec![0, 2, 1],
+                vec![1, 0, 2],
+                vec![1, 2, 0],
+                vec![2, 0, 1],
+                vec![2, 1, 0]
+            ]
+        );
+    }
+}
