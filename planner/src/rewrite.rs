@@ -157,6 +157,11 @@ pub fn output_names(stmt: &Statement) -> Option<Vec<OutputName>> {
             .iter()
             .map(|item| match item {
                 SelectItem::UnnamedExpr(e) => match e {
+                    Expr::Identifier(_) | Expr::CompoundIdentifier(_)
+                        if repeats_earlier_column(&select.projection, item) =>
+                    {
+                        OutputName::Name(figure_colname(e).unwrap_or_else(|| "?column?".into()))
+                    }
                     Expr::Identifier(_) | Expr::CompoundIdentifier(_) => OutputName::Keep,
                     other => {
                         OutputName::Name(figure_colname(other).unwrap_or_else(|| "?column?".into()))
@@ -257,6 +262,56 @@ fn type_colname(t: &DataType) -> String {
 /// Give integer literals that fit PostgreSQL's `integer` that type, as PostgreSQL does
 /// (DataFusion types every integer literal `bigint`). Positional references (`ORDER BY 1`,
 /// `GROUP BY 1`) and `LIMIT`/`OFFSET`/`FETCH` counts keep their literals.
+/// `[OFFSET m ROWS] FETCH FIRST n ROWS ONLY`, the standard's LIMIT, which DataFusion does not
+/// plan ("FETCH clause is not supported"), as `LIMIT n [OFFSET m]`; `WITH TIES` and `PERCENT`
+/// are refused by name (0A000).
+pub fn fetch_as_limit(stmt: &mut Statement) -> brook_common::Result<()> {
+    match stmt.visit(&mut FetchAsLimit) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+struct FetchAsLimit;
+
+impl VisitorMut for FetchAsLimit {
+    type Break = brook_common::BrookError;
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<Self::Break> {
+        let Some(fetch) = q.fetch.take() else {
+            return ControlFlow::Continue(());
+        };
+        if fetch.with_ties || fetch.percent {
+            return ControlFlow::Break(brook_common::BrookError::unsupported(format!(
+                "FETCH FIRST ... {}",
+                if fetch.with_ties {
+                    "WITH TIES"
+                } else {
+                    "PERCENT"
+                }
+            )));
+        }
+        let n = fetch
+            .quantity
+            .unwrap_or_else(|| Expr::value(Value::Number("1".into(), false)));
+        q.limit_clause = Some(match q.limit_clause.take() {
+            Some(LimitClause::LimitOffset {
+                offset, limit_by, ..
+            }) => LimitClause::LimitOffset {
+                limit: Some(n),
+                offset,
+                limit_by,
+            },
+            _ => LimitClause::LimitOffset {
+                limit: Some(n),
+                offset: None,
+                limit_by: Vec::new(),
+            },
+        });
+        ControlFlow::Continue(())
+    }
+}
+
 pub fn int4_literals(stmt: &mut Statement) {
     let _ = stmt.visit(&mut Int4Literals);
 }
@@ -281,6 +336,19 @@ fn unwrap_int_cast(e: &mut Expr) {
     }
 }
 
+/// Frame offsets of a window definition back from int4 casts to plain row counts.
+fn plain_frame_offsets(spec: &mut datafusion::sql::sqlparser::ast::WindowSpec) {
+    use datafusion::sql::sqlparser::ast::WindowFrameBound as B;
+    if let Some(frame) = spec.window_frame.as_mut() {
+        let bounds = std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut());
+        for b in bounds {
+            if let B::Preceding(Some(x)) | B::Following(Some(x)) = b {
+                unwrap_int_cast(x);
+            }
+        }
+    }
+}
+
 impl VisitorMut for Int4Literals {
     type Break = ();
 
@@ -290,16 +358,7 @@ impl VisitorMut for Int4Literals {
             if let Some(datafusion::sql::sqlparser::ast::WindowType::WindowSpec(spec)) =
                 f.over.as_mut()
             {
-                if let Some(frame) = spec.window_frame.as_mut() {
-                    let bounds =
-                        std::iter::once(&mut frame.start_bound).chain(frame.end_bound.as_mut());
-                    for b in bounds {
-                        use datafusion::sql::sqlparser::ast::WindowFrameBound as B;
-                        if let B::Preceding(Some(x)) | B::Following(Some(x)) = b {
-                            unwrap_int_cast(x);
-                        }
-                    }
-                }
+                plain_frame_offsets(spec);
             }
         }
         if is_small_int(e) {
@@ -347,6 +406,12 @@ impl VisitorMut for Int4Literals {
     }
 
     fn post_visit_select(&mut self, s: &mut Select) -> ControlFlow<()> {
+        // Named windows (`WINDOW w AS (ROWS BETWEEN 100 PRECEDING ...)`) hold frames too.
+        for w in &mut s.named_window {
+            if let datafusion::sql::sqlparser::ast::NamedWindowExpr::WindowSpec(spec) = &mut w.1 {
+                plain_frame_offsets(spec);
+            }
+        }
         if let GroupByExpr::Expressions(exprs, _) = &mut s.group_by {
             for e in exprs {
                 unwrap_int_cast(e);
@@ -445,12 +510,38 @@ pub fn alias_outputs(stmt: &mut Statement) {
     }
 }
 
+/// True when `item` is a plain column whose name an earlier plain column of `projection`
+/// already has (`SELECT i, i`, `SELECT a.k, b.k`): PostgreSQL names both alike, DataFusion
+/// needs them apart.
+fn repeats_earlier_column(projection: &[SelectItem], item: &SelectItem) -> bool {
+    let column = |it: &SelectItem| match it {
+        SelectItem::UnnamedExpr(e @ (Expr::Identifier(_) | Expr::CompoundIdentifier(_))) => {
+            figure_colname(e)
+        }
+        _ => None,
+    };
+    let Some(name) = column(item) else {
+        return false;
+    };
+    projection
+        .iter()
+        .take_while(|other| !std::ptr::eq(*other, item))
+        .any(|other| column(other).as_deref() == Some(name.as_str()))
+}
+
 fn alias_set_expr(body: &mut SetExpr) {
     match body {
         SetExpr::Select(s) => {
+            let repeated: Vec<bool> = s
+                .projection
+                .iter()
+                .map(|item| repeats_earlier_column(&s.projection, item))
+                .collect();
             for (i, item) in s.projection.iter_mut().enumerate() {
                 if let SelectItem::UnnamedExpr(e) = item {
-                    if !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                    if repeated[i]
+                        || !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+                    {
                         let expr = std::mem::replace(e, Expr::value(Value::Null));
                         *item = SelectItem::ExprWithAlias {
                             expr,

@@ -24,6 +24,7 @@
 //! dropped. With `EMIT ON WINDOW CLOSE` nothing is emitted before that moment, and then only
 //! the final insert: an append-only result.
 
+mod kept_values;
 mod op;
 #[cfg(test)]
 mod tests;
@@ -96,10 +97,20 @@ impl AggregateNode {
         // (for window frames); a changelog retracts any row, so they would be wrong.
         let name = a.expr.fun().name().to_ascii_lowercase();
         let order_only = ["min", "max", "first_value", "last_value", "nth_value"];
-        let ok = !order_only.contains(&name.as_str());
+        if order_only[2..].contains(&name.as_str()) {
+            // "First" and "last" follow arrival order, which a retraction does not undo.
+            return Err(brook_err!(
+                Unsupported,
+                "{name}() over an updating input in a continuous query (first and last \
+                 follow arrival order, which retractions do not undo)"
+            ));
+        }
+        let invertible = !order_only.contains(&name.as_str());
         match a.expr.create_sliding_accumulator() {
-            Ok(acc) if ok && acc.supports_retract_batch() => Ok(acc),
-            _ => Err(brook_err!(Unsupported, "{name}() over an updating input in a continuous query (its accumulator cannot retract rows)")),
+            Ok(acc) if invertible && acc.supports_retract_batch() => Ok(acc),
+            // No inverse: the group keeps its values and re-aggregates (min/max from the
+            // ends of the ordered values).
+            _ => Ok(Box::new(kept_values::KeptValues::new(a.expr.clone()))),
         }
     }
 }

@@ -5,7 +5,7 @@ use crate::testing::{from_pretty, to_sorted_rows};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::functions_aggregate::count::count_udaf;
-use datafusion::functions_aggregate::min_max::min_udaf;
+use datafusion::functions_aggregate::min_max::{max_udaf, min_udaf};
 use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::Operator as BinaryOp;
 use datafusion::physical_expr::aggregate::AggregateExprBuilder;
@@ -170,15 +170,48 @@ fn global_aggregate_has_a_row_before_data() {
 }
 
 #[test]
-fn min_over_retracting_input_is_refused() {
-    let b = from_pretty("k:text | v:int64 | _brook_op:int8");
+fn min_and_max_over_a_retracting_input_keep_their_values() {
+    let b = from_pretty(
+        "k:text | v:int64 | _brook_op:int8
+         a      | 5       | 1
+         a      | 3       | 1
+         a      | 7       | 1
+         a      | NULL    | 1",
+    );
     let schema = b.schema();
     let mut n = node(&b, true);
-    n.aggs = vec![call(min_udaf(), "v", &schema)];
-    let err = n.validate().unwrap_err();
-    assert_eq!(err.sqlstate(), "0A000");
-    n.input_updating = false;
-    assert!(n.validate().is_ok());
+    n.aggs = vec![
+        call(min_udaf(), "v", &schema),
+        call(max_udaf(), "v", &schema),
+    ];
+    n.schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("min", DataType::Int64, true),
+        Field::new("max", DataType::Int64, true),
+    ]));
+    let mut op = n.instantiate().unwrap();
+    assert_eq!(round(&mut op, vec![b]), vec!["a | 3 | 7 | 1"]);
+    // The minimum and the maximum leave: the next ones answer.
+    let gone = from_pretty(
+        "k:text | v:int64 | _brook_op:int8
+         a      | 3       | -1
+         a      | 7       | -1",
+    );
+    assert_eq!(
+        round(&mut op, vec![gone]),
+        vec!["a | 3 | 7 | -1", "a | 5 | 5 | 1"]
+    );
+    // A value kept twice leaves once.
+    let twice = from_pretty(
+        "k:text | v:int64 | _brook_op:int8
+         a      | 9       | 1
+         a      | 9       | 1
+         a      | 9       | -1",
+    );
+    assert_eq!(
+        round(&mut op, vec![twice]),
+        vec!["a | 5 | 5 | -1", "a | 5 | 9 | 1"]
+    );
 }
 
 fn window_node(input: &RecordBatch, updating: bool) -> AggregateNode {
