@@ -85,16 +85,20 @@ class PeakRss:
         return self.peak / 1024
 
 
-def run_brook(binary, work, csv, rows):
-    data = os.path.join(work, "brook")
+def start_brook(binary, data):
+    """Start a Brook server on a free port over data directory `data`: (process, port)."""
     proc = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = None
     for line in proc.stdout:
         m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
         if m:
-            port = int(m.group(1))
-            break
+            return proc, int(m.group(1))
+    proc.kill()
+    raise RuntimeError("brook did not start")
+
+
+def run_brook(binary, work, csv, rows):
+    proc, port = start_brook(binary, os.path.join(work, "brook"))
     try:
         psql(port, "CREATE STREAM s (k integer, v bigint, ts timestamp, WATERMARK FOR ts AS ts)")
         psql(port, "CREATE MATERIALIZED VIEW agg AS SELECT window_start, k, sum(v) AS total "

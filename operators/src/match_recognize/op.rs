@@ -8,7 +8,7 @@ use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array,
 };
-use datafusion::arrow::compute::{cast, concat, concat_batches, take};
+use datafusion::arrow::compute::{cast, concat_batches, interleave, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -29,6 +29,15 @@ pub(super) struct Partition {
     matches: i64,
     /// The order key of the last row taken (rows behind it are late).
     last_order: Option<Vec<u8>>,
+}
+
+/// One partition's share of a batch.
+struct Group {
+    key: Vec<u8>,
+    /// Its rows of the batch, in order.
+    rows: Vec<u32>,
+    /// Its kept rows that `PREV` may read (the last ones).
+    tail: RecordBatch,
 }
 
 /// A row of output: the input row it carries and the rows its measures cover.
@@ -104,24 +113,43 @@ impl MatchRecognizeOp {
         Ok(out)
     }
 
-    /// The variables each of `new` rows can be, given the partition's kept rows before it.
-    fn eligibility(&self, kept: &RecordBatch, new: &RecordBatch) -> Result<Vec<u64>> {
-        let h = self.history.min(kept.num_rows());
-        let tail = kept.slice(kept.num_rows() - h, h);
-        let both = concat_batches(&self.node.input_schema, [&tail, new])?;
-        let n = both.num_rows();
-        let mut cols: Vec<ArrayRef> = both.columns().to_vec();
-        for p in &self.node.prev {
-            let c = both.column(p.col);
-            let k = p.offset.min(n);
-            let shifted = concat(&[
-                new_null_array(c.data_type(), k).as_ref(),
-                c.slice(0, n - k).as_ref(),
-            ])?;
-            cols.push(shifted);
+    /// The variables each row of `data` can be (bit v: variable v), evaluated once over the
+    /// whole batch: a `PREV(col, k)` column holds, for each row, the value of the row k before
+    /// it in its partition — an earlier row of the batch or one of the partition's kept rows
+    /// (`groups`: each partition's rows of the batch in order, with its kept tail).
+    fn eligibility(&self, data: &RecordBatch, groups: &[Group]) -> Result<Vec<u64>> {
+        let n = data.num_rows();
+        let mut cols: Vec<ArrayRef> = data.columns().to_vec();
+        if !self.node.prev.is_empty() {
+            // Where each row's k-th predecessor is: (source, row); source 0 is the batch,
+            // 1 + g the kept tail of group g, the last a single NULL.
+            let null_source = 1 + groups.len();
+            for p in &self.node.prev {
+                let mut at = vec![(null_source, 0usize); n];
+                for (g, group) in groups.iter().enumerate() {
+                    let h = group.tail.num_rows();
+                    for (q, &i) in group.rows.iter().enumerate() {
+                        let back = h + q;
+                        if back >= p.offset {
+                            let before = back - p.offset;
+                            at[i as usize] = if before < h {
+                                (1 + g, before)
+                            } else {
+                                (0, group.rows[before - h] as usize)
+                            };
+                        }
+                    }
+                }
+                let column = data.column(p.col);
+                let null = new_null_array(column.data_type(), 1);
+                let mut sources: Vec<&dyn Array> = vec![column.as_ref()];
+                sources.extend(groups.iter().map(|g| g.tail.column(p.col).as_ref()));
+                sources.push(null.as_ref());
+                cols.push(interleave(&sources, &at)?);
+            }
         }
         let ext = RecordBatch::try_new(self.extended.clone(), cols)?;
-        let mut bits = vec![0u64; new.num_rows()];
+        let mut bits = vec![0u64; n];
         for (v, cond) in self.node.conditions.iter().enumerate() {
             let Some(cond) = cond else {
                 bits.iter_mut().for_each(|b| *b |= 1 << v);
@@ -133,7 +161,7 @@ impl MatchRecognizeOp {
                 .downcast_ref::<BooleanArray>()
                 .ok_or_else(|| brook_err!(Internal, "DEFINE condition is not boolean"))?;
             for (i, b) in bits.iter_mut().enumerate() {
-                if mask.is_valid(h + i) && mask.value(h + i) {
+                if mask.is_valid(i) && mask.value(i) {
                     *b |= 1 << v;
                 }
             }
@@ -403,18 +431,23 @@ impl Operator for MatchRecognizeOp {
             });
             groups[at].1.push(i as u32);
         }
-        let mut out = Vec::new();
+        // Each partition's rows in order (rows behind its order so far are late: dropped,
+        // counted), with the rows PREV reads back from before this batch.
+        let mut accepted: Vec<Group> = Vec::with_capacity(groups.len());
         for (key, idx) in groups {
-            let mut p = self.partitions.remove(&key).unwrap_or_else(|| Partition {
-                rows: RecordBatch::new_empty(self.node.input_schema.clone()),
-                eligible: Vec::new(),
-                dropped: 0,
-                next: 0,
-                matches: 0,
-                last_order: None,
-            });
-            // Rows behind the partition's order so far are late (dropped, counted).
-            let mut in_order = Vec::with_capacity(idx.len());
+            let schema = self.node.input_schema.clone();
+            let p = self
+                .partitions
+                .entry(key.clone())
+                .or_insert_with(|| Partition {
+                    rows: RecordBatch::new_empty(schema),
+                    eligible: Vec::new(),
+                    dropped: 0,
+                    next: 0,
+                    matches: 0,
+                    last_order: None,
+                });
+            let mut rows = Vec::with_capacity(idx.len());
             for i in idx {
                 let o = order.row(i as usize).data();
                 if p.last_order.as_deref().is_some_and(|last| o < last) {
@@ -422,16 +455,26 @@ impl Operator for MatchRecognizeOp {
                     continue;
                 }
                 p.last_order = Some(o.to_vec());
-                in_order.push(i);
+                rows.push(i);
             }
-            let new = take_batch(&data, &in_order)?;
-            let bits = self.eligibility(&p.rows, &new)?;
+            let h = self.history.min(p.rows.num_rows());
+            let tail = p.rows.slice(p.rows.num_rows() - h, h);
+            accepted.push(Group { key, rows, tail });
+        }
+        let bits = self.eligibility(&data, &accepted)?;
+        let mut out = Vec::new();
+        for group in accepted {
+            let Some(mut p) = self.partitions.remove(&group.key) else {
+                continue;
+            };
+            let new = take_batch(&data, &group.rows)?;
             p.rows = concat_batches(&self.node.input_schema, [&p.rows, &new])?;
-            p.eligible.extend(bits);
+            p.eligible
+                .extend(group.rows.iter().map(|&i| bits[i as usize]));
             if let Some(b) = self.advance(&mut p, false)? {
                 out.push(b);
             }
-            self.partitions.insert(key, p);
+            self.partitions.insert(group.key, p);
         }
         out.into_iter()
             .map(|b| {
