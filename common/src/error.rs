@@ -504,6 +504,11 @@ fn classify_message(m: &str) -> BrookError {
     } else if lower.contains("cannot get result type for temporal operation") {
         // e.g. interval * double precision, which DataFusion lacks.
         BrookError::Unsupported(format!("this operation on date/time values: {m}"))
+    } else if lower.contains("must be an integer or null, got column") {
+        // `FROM t, generate_series(1, t.n)`: DataFusion's table functions take constants.
+        BrookError::Unsupported(format!(
+            "a table function reading a column of an earlier FROM item (LATERAL): {m}"
+        ))
     } else if lower.contains("unexpected argument type to") {
         // A JSON function given a path step that is neither text nor an integer.
         BrookError::UndefinedFunction(m)
@@ -565,6 +570,11 @@ mod tests {
             (
                 "interval * float, which DataFusion lacks",
                 "Cannot get result type for temporal operation Interval(MonthDayNano) * Float64: Invalid argument error: Invalid interval arithmetic operation",
+                "0A000",
+            ),
+            (
+                "generate_series over a column of an earlier FROM item",
+                "Argument #2 must be an INTEGER or NULL, got Column(Column { relation: Some(Bare { table: \"qt\" }), name: \"seq\" })",
                 "0A000",
             ),
             (

@@ -42,6 +42,15 @@ const MAX_VARIABLES: usize = 64;
 
 /// True when `sql` holds the MATCH_RECOGNIZE keyword (outside strings and comments).
 pub fn uses_match_recognize(sql: &str) -> bool {
+    // Most statements do not mention it: only those that do are tokenized again.
+    const WORD: &[u8] = b"match_recognize";
+    if !sql
+        .as_bytes()
+        .windows(WORD.len())
+        .any(|w| w.eq_ignore_ascii_case(WORD))
+    {
+        return false;
+    }
     Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
         .map(|tokens| {

@@ -224,6 +224,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
+        crate::udf::format::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod checked;
+pub mod format;
 pub mod functions;
 pub mod mode;
 pub mod nexmark;
