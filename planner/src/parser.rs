@@ -57,14 +57,19 @@ fn is_catalog_query(text: &str) -> bool {
         || lower.contains("information_schema")
 }
 
-/// psql's relation lists (`\d`, `\dt`, `\dv`) name a kind by `pg_class.relkind`, which
-/// knows no streams: there the kind's name comes from `brook_relkind(schema, name)`, so
-/// streams list as `stream` and materialized views as `materialized view`.
+/// psql's relation lists (`\d`, `\dt`, `\dv`, `\dm`) name a kind by `pg_class.relkind`,
+/// which knows no streams: there the kind's name comes from `brook_relkind(schema, name)`, so
+/// streams list as `stream` and materialized views as `materialized view`, and `\dm` (which
+/// asks for relkind 'm') finds the materialized views.
 fn describe_brook_kinds(text: &str) -> String {
     if !(text.contains("c.relname") && text.contains("n.nspname")) {
         return text.to_string();
     }
     text.replace(
+        "c.relkind IN ('m','')",
+        "(c.relkind IN ('m','') OR brook_relkind(n.nspname, c.relname) = 'materialized view')",
+    )
+    .replace(
         "WHEN 'r' THEN 'table'",
         "WHEN 'r' THEN COALESCE(brook_relkind(n.nspname, c.relname), 'table')",
     )

@@ -47,6 +47,7 @@ check "public|items|table|postgres
 public|last_px|materialized view|postgres
 public|ticks|stream|postgres" "$("${P[@]}" -c '\d')" "\\d lists kinds"
 "${P[@]}" -c '\d ticks' | grep -q sym || { echo "psql: \\d ticks does not show columns"; exit 1; }
+check "public|last_px|materialized view|postgres" "$("${P[@]}" -c '\dm')" "\\dm lists materialized views"
 # a continuous cursor from psql: FETCH waits for rows up to brook.fetch_timeout
 printf "BEGIN;\nDECLARE c CURSOR FOR SELECT sym, px FROM ticks WHERE px > 1;\nINSERT INTO ticks VALUES ('A', 5), ('B', 1);\nFETCH ALL FROM c;\nFETCH ALL FROM c WITH (timeout = '10ms');\nCOMMIT;\n" | "${P[@]}" >/tmp/psql_cur.$$
 check "BEGIN
