@@ -277,32 +277,40 @@ impl MatchRecognizeOp {
         kind: &MeasureKind,
         ty: &DataType,
     ) -> Result<ArrayRef> {
-        // The rows of the match up to the output row's, with their variables.
-        let span = |o: &OutRow| -> Vec<(usize, usize)> {
-            match &o.matched {
-                Some((start, vars, _)) => (*start..=o.upto).map(|r| (r, vars[r - start])).collect(),
-                None => Vec::new(),
-            }
-        };
         let of_var = |var: &Option<usize>, v: usize| var.is_none_or(|x| x == v);
+        let index = |states: Vec<Option<Option<usize>>>| -> UInt32Array {
+            states
+                .into_iter()
+                .map(|s| s.flatten().map(|r| r as u32))
+                .collect()
+        };
         match kind {
-            MeasureKind::First { var, col } | MeasureKind::Last { var, col } => {
-                let first = matches!(kind, MeasureKind::First { .. });
-                let idx: UInt32Array = out
-                    .iter()
-                    .map(|o| {
-                        let s = span(o);
-                        let mut hits = s.iter().filter(|(_, v)| of_var(var, *v));
-                        let hit = if first { hits.next() } else { hits.next_back() };
-                        hit.map(|(r, _)| *r as u32)
-                    })
-                    .collect();
-                Ok(take(rows.column(*col).as_ref(), &idx, None)?)
+            MeasureKind::First { var, col } => {
+                let states = fold_spans(out, |s: &mut Option<usize>, r, v| {
+                    if s.is_none() && of_var(var, v) {
+                        *s = Some(r);
+                    }
+                    Ok(())
+                })?;
+                Ok(take(rows.column(*col).as_ref(), &index(states), None)?)
+            }
+            MeasureKind::Last { var, col } => {
+                let states = fold_spans(out, |s: &mut Option<usize>, r, v| {
+                    if of_var(var, v) {
+                        *s = Some(r);
+                    }
+                    Ok(())
+                })?;
+                Ok(take(rows.column(*col).as_ref(), &index(states), None)?)
             }
             MeasureKind::Classifier => {
-                let names: StringArray = out
-                    .iter()
-                    .map(|o| span(o).last().map(|(_, v)| self.node.variables[*v].clone()))
+                let states = fold_spans(out, |s: &mut Option<usize>, _, v| {
+                    *s = Some(v);
+                    Ok(())
+                })?;
+                let names: StringArray = states
+                    .into_iter()
+                    .map(|s| s.flatten().map(|v| self.node.variables[v].as_str()))
                     .collect();
                 Ok(cast(&names, ty)?)
             }
@@ -311,33 +319,31 @@ impl MatchRecognizeOp {
                     .map(|o| o.matched.as_ref().map(|m| m.2))
                     .collect::<Int64Array>(),
             )),
-            MeasureKind::Count { var, col } => Ok(Arc::new(
-                out.iter()
-                    .map(|o| {
-                        o.matched.as_ref()?;
-                        let n = span(o)
-                            .iter()
-                            .filter(|(r, v)| {
-                                of_var(var, *v) && col.is_none_or(|c| rows.column(c).is_valid(*r))
-                            })
-                            .count();
-                        Some(n as i64)
-                    })
-                    .collect::<Int64Array>(),
-            )),
+            MeasureKind::Count { var, col } => {
+                let states = fold_spans(out, |n: &mut i64, r, v| {
+                    if of_var(var, v) && col.is_none_or(|c| rows.column(c).is_valid(r)) {
+                        *n += 1;
+                    }
+                    Ok(())
+                })?;
+                Ok(Arc::new(states.into_iter().collect::<Int64Array>()))
+            }
             MeasureKind::Aggregate { func, var, col } => {
                 let column = rows.column(*col);
-                let values = out
-                    .iter()
-                    .map(|o| {
-                        let picked: Vec<usize> = span(o)
-                            .iter()
-                            .filter(|(r, v)| of_var(var, *v) && column.is_valid(*r))
-                            .map(|(r, _)| *r)
-                            .collect();
-                        aggregate(*func, column, &picked, ty)
+                let states = fold_spans(out, |acc: &mut Running, r, v| {
+                    if of_var(var, v) && column.is_valid(r) {
+                        acc.add(*func, ScalarValue::try_from_array(column, r)?.cast_to(ty)?)?;
+                    }
+                    Ok(())
+                })?;
+                let null = ScalarValue::try_from(ty)?;
+                let values = states
+                    .into_iter()
+                    .map(|s| match s {
+                        Some(acc) => acc.value(*func, &null),
+                        None => Ok(null.clone()),
                     })
-                    .collect::<Result<Vec<ScalarValue>>>()?;
+                    .collect::<Result<Vec<_>>>()?;
                 if values.is_empty() {
                     return Ok(new_null_array(ty, 0));
                 }
@@ -347,45 +353,65 @@ impl MatchRecognizeOp {
     }
 }
 
-/// `func` over the rows `picked` of `column`, as a value of `ty` (NULL over no rows).
-fn aggregate(
-    func: Aggregate,
-    column: &ArrayRef,
-    picked: &[usize],
-    ty: &DataType,
-) -> Result<ScalarValue> {
-    let null = ScalarValue::try_from(ty)?;
-    if picked.is_empty() {
-        return Ok(null);
-    }
-    let value = |r: usize| -> Result<ScalarValue> {
-        Ok(ScalarValue::try_from_array(column, r)?.cast_to(ty)?)
-    };
-    let mut acc = value(picked[0])?;
-    for &r in &picked[1..] {
-        let v = value(r)?;
-        acc = match func {
-            Aggregate::Sum | Aggregate::Avg => acc.add_checked(&v)?,
-            Aggregate::Min => {
-                if v < acc {
-                    v
-                } else {
-                    acc
-                }
-            }
-            Aggregate::Max => {
-                if v > acc {
-                    v
-                } else {
-                    acc
-                }
-            }
+/// Fold each output row's span — the rows of its match up to the row it shows — with `add`
+/// (given the state, the row and its variable), from `S::default()`; None for a row in no
+/// match. Consecutive output rows of one match (ALL ROWS PER MATCH) extend the previous
+/// row's state by their new rows rather than scan the match again: a match of n rows costs
+/// O(n), not O(n²).
+fn fold_spans<S: Clone + Default>(
+    out: &[OutRow],
+    mut add: impl FnMut(&mut S, usize, usize) -> Result<()>,
+) -> Result<Vec<Option<S>>> {
+    let mut states = Vec::with_capacity(out.len());
+    let mut previous: Option<(&Arc<Vec<usize>>, usize, S)> = None;
+    for o in out {
+        let Some((start, vars, _)) = &o.matched else {
+            states.push(None);
+            continue;
         };
+        let (mut state, from) = match previous.take() {
+            Some((v, upto, s)) if Arc::ptr_eq(v, vars) && upto < o.upto => (s, upto + 1),
+            _ => (S::default(), *start),
+        };
+        for r in from..=o.upto {
+            add(&mut state, r, vars[r - start])?;
+        }
+        states.push(Some(state.clone()));
+        previous = Some((vars, o.upto, state));
     }
-    if func == Aggregate::Avg {
-        acc = acc.div(ScalarValue::Float64(Some(picked.len() as f64)))?;
+    Ok(states)
+}
+
+/// An aggregate measure so far: the combined value and how many values went in.
+#[derive(Clone, Default)]
+struct Running {
+    acc: Option<ScalarValue>,
+    n: usize,
+}
+
+impl Running {
+    fn add(&mut self, func: Aggregate, v: ScalarValue) -> Result<()> {
+        self.n += 1;
+        self.acc = Some(match self.acc.take() {
+            None => v,
+            Some(acc) => match func {
+                Aggregate::Sum | Aggregate::Avg => acc.add_checked(&v)?,
+                Aggregate::Min if v < acc => v,
+                Aggregate::Max if v > acc => v,
+                Aggregate::Min | Aggregate::Max => acc,
+            },
+        });
+        Ok(())
     }
-    Ok(acc)
+
+    /// The measure's value (`null` over no values).
+    fn value(&self, func: Aggregate, null: &ScalarValue) -> Result<ScalarValue> {
+        match (&self.acc, func) {
+            (None, _) => Ok(null.clone()),
+            (Some(sum), Aggregate::Avg) => Ok(sum.div(ScalarValue::Float64(Some(self.n as f64)))?),
+            (Some(acc), _) => Ok(acc.clone()),
+        }
+    }
 }
 
 impl Operator for MatchRecognizeOp {
@@ -400,7 +426,6 @@ impl Operator for MatchRecognizeOp {
         let n = data.num_rows();
         // Rows per partition, in arrival order.
         let mut groups: Vec<(Vec<u8>, Vec<u32>)> = Vec::new();
-        let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
         let key_rows = match &self.keys {
             Some(conv) => {
                 let cols: Vec<ArrayRef> = self
@@ -420,13 +445,11 @@ impl Operator for MatchRecognizeOp {
             .map(|&c| data.column(c).clone())
             .collect();
         let order = self.order_rows.convert_columns(&order_cols)?;
+        let mut slot: HashMap<&[u8], usize> = HashMap::new();
         for i in 0..n {
-            let key = key_rows
-                .as_ref()
-                .map(|k| k.row(i).data().to_vec())
-                .unwrap_or_default();
-            let at = *slot.entry(key.clone()).or_insert_with(|| {
-                groups.push((key, Vec::new()));
+            let key: &[u8] = key_rows.as_ref().map_or(&[], |k| k.row(i).data());
+            let at = *slot.entry(key).or_insert_with(|| {
+                groups.push((key.to_vec(), Vec::new()));
                 groups.len() - 1
             });
             groups[at].1.push(i as u32);
@@ -447,15 +470,21 @@ impl Operator for MatchRecognizeOp {
                     matches: 0,
                     last_order: None,
                 });
-            let mut rows = Vec::with_capacity(idx.len());
+            let mut rows: Vec<u32> = Vec::with_capacity(idx.len());
             for i in idx {
                 let o = order.row(i as usize).data();
-                if p.last_order.as_deref().is_some_and(|last| o < last) {
+                let behind = match rows.last() {
+                    Some(&j) => o < order.row(j as usize).data(),
+                    None => p.last_order.as_deref().is_some_and(|last| o < last),
+                };
+                if behind {
                     self.late += 1;
                     continue;
                 }
-                p.last_order = Some(o.to_vec());
                 rows.push(i);
+            }
+            if let Some(&j) = rows.last() {
+                p.last_order = Some(order.row(j as usize).data().to_vec());
             }
             let h = self.history.min(p.rows.num_rows());
             let tail = p.rows.slice(p.rows.num_rows() - h, h);
