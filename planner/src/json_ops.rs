@@ -10,14 +10,19 @@
 //!
 //! The rewrite happens on the statement, before DataFusion plans it, so the crate's own
 //! operator planner (which makes `->` a union-typed value no PostgreSQL client reads) is
-//! never needed. `#>`/`#>>` (paths as text arrays) are left alone: DataFusion refuses them
-//! with 0A000.
+//! never needed. `#>`/`#>>` (paths as text arrays) become Brook's `brook_json_path[_text]`,
+//! whose steps are members or positions by what they meet, as PostgreSQL's.
 
 use crate::pg_functions::function_call;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Statement,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+
+/// The function `j #> path` becomes (registered by the server).
+pub const JSON_PATH: &str = "brook_json_path";
+/// The function `j #>> path` becomes.
+pub const JSON_PATH_TEXT: &str = "brook_json_path_text";
 
 /// The operators and PostgreSQL function names as the crate's functions.
 #[derive(Debug)]
@@ -38,8 +43,14 @@ fn rewrite_json(expr: &mut Expr) {
                 BinaryOperator::Arrow => "json_get_json",
                 BinaryOperator::LongArrow => "json_as_text",
                 BinaryOperator::Question => "json_contains",
+                BinaryOperator::HashArrow => JSON_PATH,
+                BinaryOperator::HashLongArrow => JSON_PATH_TEXT,
                 _ => return,
             };
+            if name == JSON_PATH || name == JSON_PATH_TEXT {
+                *expr = function_call(name, vec![(**left).clone(), (**right).clone()]);
+                return;
+            }
             *expr = function_call(name, vec![(**left).clone(), path_step((**right).clone())]);
         }
         Expr::Function(f) => {
@@ -117,6 +128,10 @@ mod tests {
         assert_eq!(
             sql("SELECT jsonb_extract_path_text(doc, 'a', 'b'), json_array_length(doc)"),
             "SELECT json_as_text(doc, 'a', 'b'), json_length(doc)"
+        );
+        assert_eq!(
+            sql("SELECT doc #> '{a,0}', doc #>> ARRAY['a', 'b'] FROM t"),
+            "SELECT brook_json_path(doc, '{a,0}'), brook_json_path_text(doc, ARRAY['a', 'b']) FROM t"
         );
     }
 }

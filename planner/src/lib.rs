@@ -17,6 +17,7 @@
 //! - [`checked_power`]: float8 `^`/`power` with PostgreSQL's overflow and domain errors.
 //! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
+//! - [`single_row_subquery`]: correlated scalar subqueries that select one row (21000 for more).
 //! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (window
 //!   starts, session window functions).
 //! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
@@ -42,6 +43,7 @@ pub mod parser;
 pub mod pg_functions;
 pub mod rewrite;
 pub mod session_window;
+pub mod single_row_subquery;
 pub mod statement;
 pub mod synopsis;
 pub mod timestamp_difference;

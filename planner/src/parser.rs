@@ -25,6 +25,9 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
+        Arc::new(crate::pg_functions::GenerateSubscripts),
+        Arc::new(crate::pg_functions::SerialSequenceIsNull),
+        Arc::new(crate::pg_functions::IndexDefLookup),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(crate::json_ops::JsonOperators),
         Arc::new(crate::pg_functions::StatActivityView),
@@ -363,6 +366,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
                 let s = crate::pg_functions::StatActivityView.rewrite(s);
+                let s = crate::pg_functions::GenerateSubscripts.rewrite(s);
+                let s = crate::pg_functions::SerialSequenceIsNull.rewrite(s);
+                let s = crate::pg_functions::IndexDefLookup.rewrite(s);
                 REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))
             })
             .collect()

@@ -119,6 +119,32 @@ pub fn uuid_casts(stmt: &mut Statement) {
     });
 }
 
+/// Name of the function a cast to json becomes.
+pub const JSON_CAST: &str = "brook_json";
+/// Name of the function a cast to jsonb becomes.
+pub const JSONB_CAST: &str = "brook_jsonb";
+
+/// Every `x::json` / `x::jsonb` of `stmt` as `brook_json(x)` / `brook_jsonb(x)`: Brook keeps
+/// JSON as text, and the cast checks it (22P02 for text that is not JSON) and, for jsonb,
+/// prints it as PostgreSQL prints jsonb (DataFusion has no JSON type: "Unsupported SQL type").
+pub fn json_casts(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } = expr
+        {
+            let name = match data_type {
+                DataType::JSON => JSON_CAST,
+                DataType::JSONB => JSONB_CAST,
+                _ => return,
+            };
+            *expr = function_call(name, vec![(**inner).clone()]);
+        }
+    });
+}
+
 /// `to_regtype(x)` (or `pg_catalog.to_regtype(x)`) as `CAST(x AS regtype)`.
 #[derive(Debug)]
 pub struct ToRegtypeAsCast;
@@ -140,6 +166,193 @@ impl SqlStatementRewriteRule for ToRegtypeAsCast {
             }
         });
         s
+    }
+}
+
+/// `generate_subscripts(a, d)` as `unnest(generate_series(1, CASE WHEN d = 1 THEN
+/// cardinality(a) ELSE 0 END))`: the subscripts of a one-dimensional array (Brook's arrays
+/// start at 1, as PostgreSQL's do by default), none for another dimension. SQLAlchemy and
+/// pgjdbc number `pg_index.indkey`'s columns this way.
+#[derive(Debug)]
+pub struct GenerateSubscripts;
+
+impl SqlStatementRewriteRule for GenerateSubscripts {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            let Some((array, dimension)) = subscripts_of(expr) else {
+                return;
+            };
+            let number = |n: &str| {
+                Expr::value(datafusion::sql::sqlparser::ast::Value::Number(
+                    n.into(),
+                    false,
+                ))
+            };
+            // Arrays are one-dimensional: any other dimension has no subscripts.
+            let upper = Expr::Case {
+                case_token:
+                    datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                end_token:
+                    datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                operand: None,
+                conditions: vec![datafusion::sql::sqlparser::ast::CaseWhen {
+                    condition: Expr::BinaryOp {
+                        left: Box::new(dimension),
+                        op: datafusion::sql::sqlparser::ast::BinaryOperator::Eq,
+                        right: Box::new(number("1")),
+                    },
+                    result: function_call("cardinality", vec![array]),
+                }],
+                else_result: Some(Box::new(number("0"))),
+            };
+            let upper = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(upper),
+                data_type: DataType::BigInt(None),
+                array: false,
+                format: None,
+            };
+            *expr = function_call(
+                "unnest",
+                vec![function_call("generate_series", vec![number("1"), upper])],
+            );
+        });
+        s
+    }
+}
+
+/// `pg_get_serial_sequence(table, column)` as a text NULL. Brook has no sequences, so no
+/// column owns one and the answer is NULL for every argument (as the function registered
+/// by the server answers). Folded, the NULL keeps the catalog subquery a `::regclass` of it
+/// becomes from being correlated with the caller's row (SQLAlchemy's column reflection
+/// nests one in a correlated subquery, which DataFusion cannot plan).
+#[derive(Debug)]
+pub struct SerialSequenceIsNull;
+
+impl SqlStatementRewriteRule for SerialSequenceIsNull {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            if null_as_regclass(expr) {
+                *expr = Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(Expr::value(datafusion::sql::sqlparser::ast::Value::Null)),
+                    data_type: DataType::Integer(None),
+                    array: false,
+                    format: None,
+                };
+                return;
+            }
+            let Expr::Function(f) = expr else {
+                return;
+            };
+            let named = f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_get_serial_sequence"));
+            let two_args = matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 2);
+            if named && two_args {
+                *expr = Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(Expr::value(datafusion::sql::sqlparser::ast::Value::Null)),
+                    data_type: DataType::Text,
+                    array: false,
+                    format: None,
+                };
+            }
+        });
+        s
+    }
+}
+
+/// `pg_get_indexdef(index [, column, pretty])` as a lookup in the server's
+/// `pg_catalog.brook_index_defs` (the index's `CREATE INDEX` for column 0, else the
+/// column's name): `(SELECT def FROM ... WHERE indexrelid = index AND colno = column)`.
+#[derive(Debug)]
+pub struct IndexDefLookup;
+
+impl SqlStatementRewriteRule for IndexDefLookup {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            let Expr::Function(f) = expr else {
+                return;
+            };
+            let named = f
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_get_indexdef"));
+            let FunctionArguments::List(list) = &f.args else {
+                return;
+            };
+            let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
+            if !named || args.is_empty() || args.len() > 3 {
+                return;
+            }
+            let column = args.get(1).cloned().unwrap_or_else(|| "0".into());
+            let sql = format!(
+                "SELECT (SELECT brook_indexdef.brook_def FROM pg_catalog.brook_index_defs AS brook_indexdef WHERE brook_indexdef.brook_indexrelid = {} AND brook_indexdef.brook_colno = {column})",
+                args[0]
+            );
+            let parsed = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+                &sql,
+            );
+            if let Ok(mut stmts) = parsed {
+                if let Some(Statement::Query(q)) = stmts.pop() {
+                    if let datafusion::sql::sqlparser::ast::SetExpr::Select(sel) = *q.body {
+                        if let Some(datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(e)) =
+                            sel.projection.into_iter().next()
+                        {
+                            *expr = e;
+                        }
+                    }
+                }
+            }
+        });
+        s
+    }
+}
+
+/// True for `CAST(CAST(NULL AS text) AS regclass)`: the oid of no relation, NULL.
+fn null_as_regclass(expr: &Expr) -> bool {
+    let Expr::Cast {
+        expr: inner,
+        data_type: DataType::Custom(name, _),
+        ..
+    } = expr
+    else {
+        return false;
+    };
+    let regclass = name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass"));
+    let null = matches!(inner.as_ref(), Expr::Cast { expr: e, .. }
+        if matches!(e.as_ref(), Expr::Value(v) if v.value == datafusion::sql::sqlparser::ast::Value::Null));
+    regclass && null
+}
+
+/// The array and dimension of a `generate_subscripts(array, dimension)` call.
+fn subscripts_of(expr: &Expr) -> Option<(Expr, Expr)> {
+    let Expr::Function(f) = expr else {
+        return None;
+    };
+    let name = f.name.0.last()?.as_ident()?;
+    if !name.value.eq_ignore_ascii_case("generate_subscripts") {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(d))] => {
+            Some((a.clone(), d.clone()))
+        }
+        _ => None,
     }
 }
 
@@ -174,6 +387,14 @@ mod tests {
 
     fn sql(text: &str) -> String {
         parse_one(text).unwrap().as_sql().unwrap().to_string()
+    }
+
+    #[test]
+    fn generate_subscripts_becomes_unnest_of_a_series() {
+        assert_eq!(
+            sql("SELECT generate_subscripts(i.indkey, 1) AS ord FROM t AS i"),
+            "SELECT unnest(generate_series(1, CAST(CASE WHEN 1 = 1 THEN cardinality(i.indkey) ELSE 0 END AS BIGINT))) AS ord FROM t AS i"
+        );
     }
 
     #[test]

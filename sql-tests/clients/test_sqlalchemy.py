@@ -45,3 +45,27 @@ def test_pandas_reads_and_writes_through_an_engine(brook):
     assert back["a"].tolist() == [1, 1, 2, 2, 3, 3]
     assert back["b"].tolist() == ["x", "x", "y", "y", "z", "z"]
     e.dispose()
+
+
+def test_reflection_reads_keys_defaults_and_types(brook):
+    e = engine(brook)
+    with e.begin() as c:
+        c.execute(sa.text(
+            "CREATE TABLE sa_reflect (id int, region text, code varchar(12) NOT NULL DEFAULT 'none',"
+            " price numeric(10,2), seen timestamp, PRIMARY KEY (region, id))"
+        ))
+        c.execute(sa.text("INSERT INTO sa_reflect VALUES (1, 'eu', 'a', 1.5, '2026-01-01 00:00:00')"))
+    insp = sa.inspect(e)
+    cols = {c["name"]: c for c in insp.get_columns("sa_reflect")}
+    assert list(cols) == ["id", "region", "code", "price", "seen"]
+    assert isinstance(cols["id"]["type"], sa.INTEGER)
+    assert isinstance(cols["code"]["type"], sa.VARCHAR) and cols["code"]["type"].length == 12
+    assert cols["code"]["nullable"] is False and cols["code"]["default"] == "'none'"
+    assert cols["price"]["type"].precision == 10 and cols["price"]["type"].scale == 2
+    assert isinstance(cols["seen"]["type"], sa.TIMESTAMP)
+    assert cols["id"]["default"] is None and cols["seen"]["nullable"] is True
+    pk = insp.get_pk_constraint("sa_reflect")
+    assert pk["constrained_columns"] == ["region", "id"] and pk["name"] == "sa_reflect_pkey"
+    assert insp.get_unique_constraints("sa_reflect") == []
+    assert insp.get_foreign_keys("sa_reflect") == []
+    e.dispose()

@@ -9,6 +9,7 @@
 //! and keeps (`brook repair --remove-orphans` deletes them). A missing `catalog.json` beside
 //! relation data is damage, never a fresh start: opening refuses.
 
+pub mod pg_views;
 pub mod table;
 
 use crate::pg::types::PgType;

@@ -68,7 +68,7 @@ pub struct Engine {
     /// Data directory.
     pub data_dir: PathBuf,
     /// The persistent catalog.
-    pub catalog: Catalog,
+    pub catalog: Arc<Catalog>,
     stores: Mutex<HashMap<u64, Arc<TableStore>>>,
     /// Every database opened since the server started. Kept open (not dropped with its last
     /// session) so its materialized views and synopses stay maintained without clients, and
@@ -120,7 +120,7 @@ impl Engine {
         memory_limit: usize,
         lock_file: File,
     ) -> Result<Arc<Engine>> {
-        let catalog = Catalog::open(data_dir)?;
+        let catalog = Arc::new(Catalog::open(data_dir)?);
         let budget = CacheBudget::new(cache_bytes);
         let mut stores = HashMap::new();
         for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
@@ -219,12 +219,18 @@ impl Engine {
             brook_planner::checked::CheckedIntegerArithmetic::default(),
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::bytea::ByteaInput::default()));
+        ctx.add_analyzer_rule(Arc::new(
+            brook_planner::single_row_subquery::SingleRowSubqueries,
+        ));
 
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
             .map_err(|e| BrookError::from(*e))?;
+        crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::format::register(&ctx);
+        crate::udf::json_build::register(&ctx);
+        crate::udf::json_path::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);

@@ -4,6 +4,8 @@ pub mod activity;
 pub mod checked;
 pub mod format;
 pub mod functions;
+pub mod json_build;
+pub mod json_path;
 pub mod mode;
 pub mod nexmark;
 pub mod pg_admin;

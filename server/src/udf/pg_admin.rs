@@ -1,9 +1,10 @@
 //! PostgreSQL's administration functions that clients call when they connect, reflect a
 //! table or return a pooled connection: `pg_size_pretty`, `pg_get_serial_sequence`,
-//! `pg_advisory_unlock_all`, and `set_config` for describing a statement.
+//! `pg_advisory_unlock_all`, the `pg_*_is_visible` checks of pg_catalog's objects, and
+//! `set_config` for describing a statement.
 
 use brook_common::brook_err;
-use datafusion::arrow::array::{ArrayRef, AsArray, StringArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
@@ -46,6 +47,32 @@ pub fn register(ctx: &SessionContext) {
         Volatility::Volatile,
         Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
     ));
+    // Every type, function, operator and collation lives in pg_catalog, which is always
+    // on the search path: visible (NULL for NULL, as PostgreSQL). psql's `\df`/`\dT` and
+    // SQLAlchemy's column reflection filter by these.
+    for name in [
+        "pg_collation_is_visible",
+        "pg_function_is_visible",
+        "pg_type_is_visible",
+        "pg_operator_is_visible",
+        "pg_opclass_is_visible",
+        "pg_conversion_is_visible",
+    ] {
+        ctx.register_udf(create_udf(
+            name,
+            vec![DataType::Int64],
+            DataType::Boolean,
+            Volatility::Stable,
+            Arc::new(datafusion::functions::utils::make_scalar_function(
+                |args: &[ArrayRef]| {
+                    let oids = args[0].as_primitive::<Int64Type>();
+                    let out: BooleanArray = oids.iter().map(|o| o.map(|_| true)).collect();
+                    Ok(Arc::new(out) as ArrayRef)
+                },
+                vec![],
+            )),
+        ));
+    }
     // `SELECT set_config(...)` runs as SET before it reaches DataFusion
     // (`handler::set_config`); DataFusion knows the function so that such a statement can
     // be described before it runs. Anywhere else it cannot change the session: 0A000.

@@ -1,0 +1,466 @@
+//! The pg_catalog tables that describe user objects, from Brook's catalog.
+//!
+//! `datafusion-pg-catalog` derives `pg_class` and `pg_attribute` from Arrow schemas and
+//! serves `pg_index`, `pg_constraint` and `pg_attrdef` as PostgreSQL's own system rows: a
+//! client reflecting a table (SQLAlchemy's `get_pk_constraint`, pgjdbc's `getPrimaryKeys`,
+//! psql's `\d`) would find no primary key, no index, no default, and `varchar(30)` as
+//! `text`. Brook knows these; this module puts them where clients look:
+//!
+//! - `pg_index`: one row per primary key and per index, `indkey` an `int2[]` of column
+//!   numbers (as PostgreSQL's `int2vector`, so `unnest(indkey)` works);
+//! - `pg_constraint`: one `p` row per primary key, backed by its `pg_index` row;
+//! - `pg_attrdef`: one row per column default, `adbin` the default's SQL text (the
+//!   `pg_get_expr` registered here gives it back);
+//! - `pg_attribute`: the crate's rows with Brook's declared type (`atttypid`, `atttypmod`)
+//!   and `atthasdef`;
+//! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so).
+//!
+//! The tables are views over two tables computed at each scan from the catalog
+//! (`brook_columns`, `brook_indexes`) joined to the crate's `pg_class`/`pg_namespace` for the
+//! oids it assigns. Oids of indexes, constraints and defaults are derived from their
+//! relation's oid (they need only be unique within their own table, as PostgreSQL's are).
+
+use crate::catalog::{Catalog, CatalogDoc};
+use async_trait::async_trait;
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Int16Array, Int32Array, ListArray, RecordBatch, StringArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Int16Type, Int32Type, Schema, SchemaRef};
+use datafusion::catalog::{SchemaProvider, Session, TableProvider};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::{TableType, ViewTable};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{Expr, SessionContext};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// Prefix under which the overlay shows the crate's own table `x` (`brook_base_x`), so a
+/// view can read the table it replaces.
+const BASE: &str = "brook_base_";
+
+/// Replace pg_catalog's user-object tables of database `database` by views over Brook's
+/// catalog. Runs once, when the database's context is built.
+pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> Result<()> {
+    let db = ctx
+        .catalog(database)
+        .ok_or_else(|| brook_err!(Internal, "database {database} has no context catalog"))?;
+    let inner = db
+        .schema("pg_catalog")
+        .ok_or_else(|| brook_err!(Internal, "pg_catalog missing from {database}"))?;
+    let overlay = Arc::new(Overlay {
+        inner,
+        tables: RwLock::new(HashMap::new()),
+    });
+    let source = Source {
+        catalog,
+        database: database.to_string(),
+    };
+    overlay.add("brook_columns", Arc::new(Computed::columns(source.clone())));
+    overlay.add("brook_indexes", Arc::new(Computed::indexes(source)));
+    db.register_schema("pg_catalog", overlay.clone())?;
+    for (name, sql) in VIEWS {
+        let plan = futures::executor::block_on(ctx.state().create_logical_plan(sql))?;
+        overlay.add(name, Arc::new(ViewTable::new(plan, Some(sql.to_string()))));
+    }
+    ctx.register_udf(ScalarUDF::new_from_impl(PgGetExpr {
+        signature: Signature::variadic_any(Volatility::Stable),
+    }));
+    Ok(())
+}
+
+/// The views; each reads the crate's tables as `brook_base_*`.
+const VIEWS: [(&str, &str); 5] = [
+    (
+        "pg_index",
+        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
+                c.oid AS indrelid,
+                CAST(cardinality(i.indkey) AS SMALLINT) AS indnatts,
+                CAST(cardinality(i.indkey) AS SMALLINT) AS indnkeyatts,
+                i.indisunique AS indisunique, false AS indnullsnotdistinct, i.indisprimary AS indisprimary,
+                false AS indisexclusion, true AS indimmediate, false AS indisclustered,
+                true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
+                false AS indisreplident, i.indkey AS indkey, i.indcollation AS indcollation, i.indclass AS indclass, i.indoption AS indoption,
+                CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
+           FROM pg_catalog.brook_indexes i
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+    ),
+    (
+        "brook_index_defs",
+        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS brook_indexrelid,
+                CAST(0 AS BIGINT) AS brook_colno,
+                'CREATE ' || CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || i.indexname
+                  || ' ON ' || i.nspname || '.' || i.relname || ' USING btree ('
+                  || array_to_string(i.colnames, ', ') || ')' AS brook_def
+           FROM pg_catalog.brook_indexes i
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname
+         UNION ALL
+         SELECT brook_indexrelid, brook_colno, brook_def FROM (
+           SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS brook_indexrelid,
+                  unnest(generate_series(1, CAST(cardinality(i.colnames) AS BIGINT))) AS brook_colno,
+                  unnest(i.colnames) AS brook_def
+             FROM pg_catalog.brook_indexes i
+             JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+             JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname) k",
+    ),
+    (
+        "pg_constraint",
+        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS oid,
+                i.indexname AS conname, n.oid AS connamespace, 'p' AS contype,
+                false AS condeferrable, false AS condeferred, true AS convalidated,
+                c.oid AS conrelid, 0 AS contypid,
+                CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS conindid,
+                0 AS conparentid, 0 AS confrelid, ' ' AS confupdtype, ' ' AS confdeltype,
+                ' ' AS confmatchtype, true AS conislocal, CAST(0 AS SMALLINT) AS coninhcount,
+                true AS connoinherit, i.indkey AS conkey, CAST(NULL AS VARCHAR) AS confkey,
+                CAST(NULL AS VARCHAR) AS conpfeqop, CAST(NULL AS VARCHAR) AS conppeqop,
+                CAST(NULL AS VARCHAR) AS conffeqop, CAST(NULL AS VARCHAR) AS confdelsetcols,
+                CAST(NULL AS VARCHAR) AS conexclop, CAST(NULL AS VARCHAR) AS conbin
+           FROM pg_catalog.brook_indexes i
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname
+          WHERE i.indisprimary",
+    ),
+    (
+        "pg_attrdef",
+        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 1600 + b.attnum AS INT) AS oid,
+                c.oid AS adrelid, b.attnum AS adnum, b.adsrc AS adbin
+           FROM pg_catalog.brook_columns b
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname
+          WHERE b.adsrc IS NOT NULL",
+    ),
+    (
+        "pg_attribute",
+        "SELECT a.attrelid AS attrelid, a.attname AS attname, COALESCE(b.atttypid, a.atttypid) AS atttypid,
+                a.attstattarget AS attstattarget, a.attlen AS attlen, a.attnum AS attnum, a.attndims AS attndims, a.attcacheoff AS attcacheoff,
+                COALESCE(b.atttypmod, a.atttypmod) AS atttypmod, a.attbyval AS attbyval, a.attalign AS attalign,
+                a.attstorage AS attstorage, a.attcompression AS attcompression, a.attnotnull AS attnotnull,
+                COALESCE(b.adsrc IS NOT NULL, a.atthasdef) AS atthasdef, a.atthasmissing AS atthasmissing,
+                a.attidentity AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
+                a.attcollation AS attcollation, a.attacl AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
+           FROM pg_catalog.brook_base_pg_attribute a
+           LEFT JOIN (SELECT c.oid AS relid, b.attnum, b.atttypid, b.atttypmod, b.adsrc
+                        FROM pg_catalog.brook_columns b
+                        JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
+                        JOIN pg_catalog.brook_base_pg_class c
+                          ON c.relnamespace = n.oid AND c.relname = b.relname) b
+             ON b.relid = a.attrelid AND b.attnum = a.attnum",
+    ),
+];
+
+/// pg_catalog: the crate's tables, some replaced.
+#[derive(Debug)]
+struct Overlay {
+    inner: Arc<dyn SchemaProvider>,
+    tables: RwLock<HashMap<String, Arc<dyn TableProvider>>>,
+}
+
+impl Overlay {
+    fn add(&self, name: &str, table: Arc<dyn TableProvider>) {
+        let mut tables = match self.tables.write() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        tables.insert(name.to_string(), table);
+    }
+
+    fn replaced(&self, name: &str) -> Option<Arc<dyn TableProvider>> {
+        let tables = match self.tables.read() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        tables.get(&name.to_ascii_lowercase()).cloned()
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for Overlay {
+    fn table_names(&self) -> Vec<String> {
+        self.inner.table_names()
+    }
+
+    async fn table(&self, name: &str) -> datafusion::error::Result<Option<Arc<dyn TableProvider>>> {
+        if let Some(t) = self.replaced(name) {
+            return Ok(Some(t));
+        }
+        match name.strip_prefix(BASE) {
+            Some(base) => self.inner.table(base).await,
+            None => self.inner.table(name).await,
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.replaced(name).is_some()
+            || self
+                .inner
+                .table_exist(name.strip_prefix(BASE).unwrap_or(name))
+    }
+}
+
+/// Where the computed tables read: the persistent catalog, one database of it.
+#[derive(Debug, Clone)]
+struct Source {
+    catalog: Arc<Catalog>,
+    database: String,
+}
+
+/// A table computed from the catalog at each scan.
+#[derive(Debug)]
+struct Computed {
+    schema: SchemaRef,
+    source: Source,
+    rows: fn(&CatalogDoc, &str, &SchemaRef) -> Result<RecordBatch>,
+}
+
+impl Computed {
+    /// `brook_columns`: a row per column of every table, stream and materialized view.
+    fn columns(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("attnum", DataType::Int16, false),
+                Field::new("atttypid", DataType::Int32, false),
+                Field::new("atttypmod", DataType::Int32, false),
+                Field::new("adsrc", DataType::Utf8, true),
+            ])),
+            source,
+            rows: column_rows,
+        }
+    }
+
+    /// `brook_indexes`: a row per primary key (`<table>_pkey`) and per index.
+    fn indexes(source: Source) -> Computed {
+        let list = |t: DataType| DataType::List(Arc::new(Field::new_list_field(t, true)));
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("indexname", DataType::Utf8, false),
+                Field::new("ordinal", DataType::Int64, false),
+                Field::new("indisprimary", DataType::Boolean, false),
+                Field::new("indisunique", DataType::Boolean, false),
+                Field::new("indkey", list(DataType::Int16), false),
+                Field::new("indcollation", list(DataType::Int32), false),
+                Field::new("indclass", list(DataType::Int32), false),
+                Field::new("indoption", list(DataType::Int16), false),
+                Field::new("colnames", list(DataType::Utf8), false),
+            ])),
+            source,
+            rows: index_rows,
+        }
+    }
+}
+
+#[async_trait]
+impl TableProvider for Computed {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+        let batch = {
+            let doc = self.source.catalog.read();
+            (self.rows)(&doc, &self.source.database, &self.schema)
+        }
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(MemorySourceConfig::try_new_exec(
+            &[vec![batch]],
+            self.schema.clone(),
+            projection.cloned(),
+        )?)
+    }
+}
+
+fn column_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+    let (mut nsp, mut rel, mut num, mut typ, mut typmod, mut default) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (sname, s) in &doc.database(database)?.schemas {
+        for (rname, r) in &s.relations {
+            for (i, c) in r.columns.iter().enumerate() {
+                nsp.push(sname.clone());
+                rel.push(rname.clone());
+                num.push(attnum(i)?);
+                typ.push(c.ty.wire().oid() as i32);
+                typmod.push(c.ty.typmod());
+                default.push(c.default.clone());
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(nsp)) as ArrayRef,
+            Arc::new(StringArray::from(rel)),
+            Arc::new(Int16Array::from(num)),
+            Arc::new(Int32Array::from(typ)),
+            Arc::new(Int32Array::from(typmod)),
+            Arc::new(StringArray::from(default)),
+        ],
+    )?)
+}
+
+fn attnum(index: usize) -> Result<i16> {
+    i16::try_from(index + 1).map_err(|_| brook_err!(Internal, "column number {index} over int2"))
+}
+
+fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut nsp = vec![];
+    let mut rel = vec![];
+    let mut name = vec![];
+    let mut ordinal = vec![];
+    let mut primary = vec![];
+    let mut unique = vec![];
+    let mut keys: Vec<Vec<i16>> = vec![];
+    let mut colnames: Vec<Vec<String>> = vec![];
+    for (sname, s) in &doc.database(database)?.schemas {
+        let mut per_relation: HashMap<String, i64> = HashMap::new();
+        let mut push = |relname: &str,
+                        index: String,
+                        is_primary: bool,
+                        is_unique: bool,
+                        key: Vec<i16>,
+                        names: Vec<String>| {
+            let n = per_relation.entry(relname.to_string()).or_insert(0);
+            nsp.push(sname.clone());
+            rel.push(relname.to_string());
+            name.push(index);
+            ordinal.push(*n);
+            *n += 1;
+            primary.push(is_primary);
+            unique.push(is_unique);
+            keys.push(key);
+            colnames.push(names);
+        };
+        for (rname, r) in &s.relations {
+            if !r.primary_key.is_empty() {
+                let key = r
+                    .primary_key
+                    .iter()
+                    .map(|&i| attnum(i))
+                    .collect::<Result<_>>()?;
+                let names = r
+                    .primary_key
+                    .iter()
+                    .filter_map(|&i| r.columns.get(i))
+                    .map(|c| c.name.clone())
+                    .collect();
+                push(rname, format!("{rname}_pkey"), true, true, key, names);
+            }
+        }
+        for (iname, index) in &s.indexes {
+            let Some(r) = s.relations.get(&index.table) else {
+                continue;
+            };
+            let key = index
+                .columns
+                .iter()
+                .map(|c| {
+                    let i = r.columns.iter().position(|m| &m.name == c).ok_or_else(|| {
+                        brook_err!(Internal, "index {iname} names a missing column {c}")
+                    })?;
+                    attnum(i)
+                })
+                .collect::<Result<_>>()?;
+            push(
+                &index.table,
+                iname.clone(),
+                false,
+                index.unique,
+                key,
+                index.columns.clone(),
+            );
+        }
+    }
+    let zeros16 = |k: &Vec<i16>| Some(k.iter().map(|_| Some(0i16)).collect::<Vec<_>>());
+    let zeros32 = |k: &Vec<i16>| Some(k.iter().map(|_| Some(0i32)).collect::<Vec<_>>());
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(nsp)) as ArrayRef,
+            Arc::new(StringArray::from(rel)),
+            Arc::new(StringArray::from(name)),
+            Arc::new(datafusion::arrow::array::Int64Array::from(ordinal)),
+            Arc::new(BooleanArray::from(primary)),
+            Arc::new(BooleanArray::from(unique)),
+            Arc::new(ListArray::from_iter_primitive::<Int16Type, _, _>(
+                keys.iter()
+                    .map(|k| Some(k.iter().map(|&a| Some(a)).collect::<Vec<_>>())),
+            )),
+            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+                keys.iter().map(zeros32),
+            )),
+            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+                keys.iter().map(zeros32),
+            )),
+            Arc::new(ListArray::from_iter_primitive::<Int16Type, _, _>(
+                keys.iter().map(zeros16),
+            )),
+            Arc::new(text_lists(&colnames)),
+        ],
+    )?)
+}
+
+/// A list column of texts.
+fn text_lists(lists: &[Vec<String>]) -> ListArray {
+    let mut builder =
+        datafusion::arrow::array::ListBuilder::new(datafusion::arrow::array::StringBuilder::new())
+            .with_field(Arc::new(Field::new_list_field(DataType::Utf8, true)));
+    for list in lists {
+        for name in list {
+            builder.values().append_value(name);
+        }
+        builder.append(true);
+    }
+    builder.finish()
+}
+
+/// `pg_get_expr(expr, relation [, pretty])`: the expression's SQL text. The expressions of
+/// these tables (column defaults) are stored as SQL text, so the text is the answer.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgGetExpr {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for PgGetExpr {
+    fn name(&self) -> &str {
+        "pg_get_expr"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let Some(expr) = args.args.first() else {
+            return Err(DataFusionError::External(Box::new(
+                BrookError::UndefinedFunction("function pg_get_expr() does not exist".into()),
+            )));
+        };
+        expr.cast_to(&DataType::Utf8, None)
+    }
+}

@@ -1,0 +1,379 @@
+//! JSON built from SQL values, as PostgreSQL's `json_build_object`, `json_build_array`,
+//! `to_json` and their `jsonb_` twins, and `json_typeof`/`jsonb_typeof`.
+//!
+//! `datafusion-functions-json` reads JSON; it has no constructors, so these are written here.
+//! Values render as PostgreSQL renders them: numbers bare (NaN and infinities as strings),
+//! booleans and NULL as JSON literals, timestamps as ISO 8601 strings, arrays as JSON arrays,
+//! everything else as a JSON string of its text. Brook keeps json as text, so a json value
+//! passed in is quoted like any text (PostgreSQL embeds it).
+
+use brook_common::BrookError;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
+
+/// Register the functions on a database context.
+pub fn register(ctx: &SessionContext) {
+    for (name, kind) in [
+        ("json_build_object", Kind::Object),
+        ("jsonb_build_object", Kind::Object),
+        ("json_build_array", Kind::Array),
+        ("jsonb_build_array", Kind::Array),
+        ("to_json", Kind::Value),
+        ("to_jsonb", Kind::Value),
+        ("json_typeof", Kind::TypeOf),
+        ("jsonb_typeof", Kind::TypeOf),
+    ] {
+        let signature = match kind {
+            Kind::Object | Kind::Array => Signature::variadic_any(Volatility::Stable),
+            Kind::Value => Signature::any(1, Volatility::Stable),
+            Kind::TypeOf => Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+        };
+        ctx.register_udf(ScalarUDF::new_from_impl(JsonBuild {
+            name,
+            kind,
+            signature,
+        }));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Object,
+    Array,
+    Value,
+    TypeOf,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonBuild {
+    name: &'static str,
+    kind: Kind,
+    signature: Signature,
+}
+
+fn err(e: BrookError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+impl ScalarUDFImpl for JsonBuild {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let rows = if scalar { 1 } else { args.number_rows };
+        let arrays: Vec<ArrayRef> = args
+            .args
+            .iter()
+            .map(|a| a.to_array(rows))
+            .collect::<Result<_>>()?;
+        if self.kind == Kind::Object && arrays.len() % 2 == 1 {
+            return Err(err(BrookError::InvalidParameter(format!(
+                "argument list must have even number of elements (the arguments of {} alternate keys and values)",
+                self.name
+            ))));
+        }
+        let out: StringArray = (0..rows)
+            .map(|row| self.row(&arrays, row))
+            .collect::<Result<_>>()?;
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(Arc::new(out)))
+        }
+    }
+}
+
+impl JsonBuild {
+    fn row(&self, arrays: &[ArrayRef], row: usize) -> Result<Option<String>> {
+        let mut out = String::new();
+        match self.kind {
+            Kind::Object => {
+                out.push('{');
+                for (i, pair) in arrays.chunks(2).enumerate() {
+                    if is_null(&pair[0], row) {
+                        return Err(err(BrookError::Semantic {
+                            message: format!("argument {}: key must not be null", 2 * i + 1),
+                            code: "22004",
+                        }));
+                    }
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_string(&mut out, &text_of(&pair[0], row)?);
+                    out.push_str(" : ");
+                    write_value(&mut out, &pair[1], row)?;
+                }
+                out.push('}');
+            }
+            Kind::Array => {
+                out.push('[');
+                for (i, a) in arrays.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_value(&mut out, a, row)?;
+                }
+                out.push(']');
+            }
+            Kind::Value => {
+                let Some(a) = arrays.first() else {
+                    return Ok(None);
+                };
+                if is_null(a, row) {
+                    return Ok(None);
+                }
+                write_value(&mut out, a, row)?;
+            }
+            Kind::TypeOf => {
+                let Some(a) = arrays.first() else {
+                    return Ok(None);
+                };
+                if a.is_null(row) {
+                    return Ok(None);
+                }
+                let text = a.as_string::<i32>().value(row);
+                let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                    err(BrookError::InvalidText(format!(
+                        "invalid input syntax for type json: {e}"
+                    )))
+                })?;
+                return Ok(Some(type_name(&value).to_string()));
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// True for a NULL value (an untyped NULL literal is a column of Arrow's Null type, which
+/// has no validity bits).
+fn is_null(a: &ArrayRef, row: usize) -> bool {
+    a.data_type() == &DataType::Null || a.is_null(row)
+}
+
+/// The name `json_typeof` gives a value.
+fn type_name(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+/// A value's text as Arrow displays it (PostgreSQL's text forms for Brook's types).
+fn text_of(a: &ArrayRef, row: usize) -> Result<String> {
+    let options = FormatOptions::default();
+    let f = ArrayFormatter::try_new(a.as_ref(), &options)?;
+    Ok(f.value(row).to_string())
+}
+
+fn write_string(out: &mut String, s: &str) {
+    // serde_json escapes as JSON requires; writing to a String cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+}
+
+/// One value of `a` as JSON.
+fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
+    if is_null(a, row) {
+        out.push_str("null");
+        return Ok(());
+    }
+    match a.data_type() {
+        DataType::Boolean => {
+            out.push_str(if a.as_boolean().value(row) {
+                "true"
+            } else {
+                "false"
+            });
+        }
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64
+        | DataType::Decimal128(_, _)
+        | DataType::Decimal256(_, _) => out.push_str(&text_of(a, row)?),
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+            let text = text_of(a, row)?;
+            let finite = text.parse::<f64>().is_ok_and(f64::is_finite);
+            if finite {
+                out.push_str(&text);
+            } else {
+                write_string(out, &pg_float_name(&text));
+            }
+        }
+        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
+            let items = match a.data_type() {
+                DataType::List(_) => a.as_list::<i32>().value(row),
+                DataType::LargeList(_) => a.as_list::<i64>().value(row),
+                _ => a.as_fixed_size_list().value(row),
+            };
+            out.push('[');
+            for i in 0..items.len() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, &items, i)?;
+            }
+            out.push(']');
+        }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            out.push('{');
+            for (i, field) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, field.name());
+                out.push(':');
+                write_value(out, s.column(i), row)?;
+            }
+            out.push('}');
+        }
+        _ => {
+            let text = text_of(a, row)?;
+            write_string(out, &text);
+        }
+    }
+    Ok(())
+}
+
+/// PostgreSQL's spelling of a non-finite float.
+fn pg_float_name(arrow_text: &str) -> String {
+    match arrow_text {
+        "inf" => "Infinity".into(),
+        "-inf" => "-Infinity".into(),
+        other if other.eq_ignore_ascii_case("nan") => "NaN".into(),
+        other => other.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{BooleanArray, Float64Array, Int32Array, ListArray};
+    use datafusion::arrow::datatypes::Int32Type;
+
+    fn call(kind: Kind, args: Vec<ArrayRef>) -> Result<Vec<Option<String>>> {
+        let f = JsonBuild {
+            name: "f",
+            kind,
+            signature: Signature::variadic_any(Volatility::Stable),
+        };
+        let rows = args.first().map_or(1, |a| a.len());
+        (0..rows).map(|r| f.row(&args, r)).collect()
+    }
+
+    fn text(values: &[Option<&str>]) -> ArrayRef {
+        Arc::new(StringArray::from(values.to_vec()))
+    }
+
+    #[test]
+    fn objects_render_as_postgresql_prints_them() {
+        let out = call(
+            Kind::Object,
+            vec![
+                text(&[Some("always")]),
+                Arc::new(BooleanArray::from(vec![false])),
+                text(&[Some("start")]),
+                Arc::new(Int32Array::from(vec![1])),
+                text(&[Some("name")]),
+                text(&[Some("a \"b\"")]),
+                text(&[Some("none")]),
+                text(&[None]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![Some(
+                r#"{"always" : false, "start" : 1, "name" : "a \"b\"", "none" : null}"#.into()
+            )]
+        );
+    }
+
+    #[test]
+    fn arrays_floats_and_lists() {
+        let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![
+            Some(1),
+            None,
+            Some(3),
+        ])]);
+        let out = call(
+            Kind::Array,
+            vec![
+                Arc::new(Float64Array::from(vec![f64::INFINITY])),
+                Arc::new(Float64Array::from(vec![1.5])),
+                Arc::new(list),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out, vec![Some(r#"["Infinity", 1.5, [1,null,3]]"#.into())]);
+    }
+
+    #[test]
+    fn a_null_key_and_an_odd_argument_count_are_errors() {
+        let e = call(
+            Kind::Object,
+            vec![text(&[None]), Arc::new(Int32Array::from(vec![1]))],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("key must not be null"), "{e}");
+    }
+
+    #[test]
+    fn typeof_names_each_json_kind() {
+        let out = call(
+            Kind::TypeOf,
+            vec![text(&[
+                Some("{}"),
+                Some("[1]"),
+                Some("1.5"),
+                Some("\"s\""),
+                Some("true"),
+                Some("null"),
+                None,
+            ])],
+        )
+        .unwrap();
+        let names: Vec<Option<&str>> = out.iter().map(|o| o.as_deref()).collect();
+        assert_eq!(
+            names,
+            vec![
+                Some("object"),
+                Some("array"),
+                Some("number"),
+                Some("string"),
+                Some("boolean"),
+                Some("null"),
+                None
+            ]
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! `j #> path` and `j #>> path`: the JSON value at a path of text steps, as PostgreSQL's
+//! (`brook_json_path` / `brook_json_path_text`, which the operators become); and the casts
+//! `x::json` / `x::jsonb` (`brook_json` / `brook_jsonb`), which check the text is JSON.
+//!
+//! A step names an object member, or, on an array, an element by its integer position
+//! (negative counts from the end); a step the value cannot take gives NULL. The path is a
+//! `text[]`, written as a literal (`'{a,0}'`) or an `ARRAY[...]`. `datafusion-functions-json`
+//! takes a step as a key or an index fixed by the step's SQL type, so `'{a,0}'` could not
+//! mean "member `0` of an object, element 0 of an array" as it does in PostgreSQL; the walk
+//! is written here over `serde_json`.
+
+use brook_common::BrookError;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Register the path functions and the json/jsonb casts on a database context.
+pub fn register(ctx: &SessionContext) {
+    for (name, jsonb) in [
+        (brook_planner::pg_functions::JSON_CAST, false),
+        (brook_planner::pg_functions::JSONB_CAST, true),
+    ] {
+        ctx.register_udf(ScalarUDF::new_from_impl(JsonCast {
+            name,
+            jsonb,
+            signature: Signature::any(1, Volatility::Immutable),
+        }));
+    }
+    for (name, as_text) in [("brook_json_path", false), ("brook_json_path_text", true)] {
+        ctx.register_udf(ScalarUDF::new_from_impl(JsonPath {
+            name,
+            as_text,
+            signature: Signature::any(2, Volatility::Immutable),
+        }));
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonPath {
+    name: &'static str,
+    as_text: bool,
+    signature: Signature,
+}
+
+fn invalid(message: String) -> DataFusionError {
+    DataFusionError::External(Box::new(BrookError::InvalidText(message)))
+}
+
+impl ScalarUDFImpl for JsonPath {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let rows = if scalar { 1 } else { args.number_rows };
+        let docs = args.args[0].to_array(rows)?;
+        let docs = datafusion::arrow::compute::cast(&docs, &DataType::Utf8)?;
+        let paths = args.args[1].to_array(rows)?;
+        let docs = docs.as_string::<i32>();
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            if docs.is_null(row) || paths.is_null(row) {
+                out.push(None);
+                continue;
+            }
+            let steps = path_steps(&paths, row)?;
+            let doc: Value = serde_json::from_str(docs.value(row))
+                .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
+            out.push(walk(&doc, &steps).and_then(|v| render(v, self.as_text)));
+        }
+        let out: ArrayRef = Arc::new(StringArray::from(out));
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+}
+
+/// `x::json` checks that `x` is JSON and keeps its text; `x::jsonb` prints it as jsonb.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonCast {
+    name: &'static str,
+    jsonb: bool,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JsonCast {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let rows = if scalar { 1 } else { args.number_rows };
+        let texts = args.args[0].to_array(rows)?;
+        let texts = datafusion::arrow::compute::cast(&texts, &DataType::Utf8)?;
+        let texts = texts.as_string::<i32>();
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            if texts.is_null(row) {
+                out.push(None);
+                continue;
+            }
+            let text = texts.value(row);
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
+            out.push(Some(if self.jsonb {
+                let mut s = String::new();
+                write_jsonb(&mut s, &value);
+                s
+            } else {
+                text.to_string()
+            }));
+        }
+        let out: ArrayRef = Arc::new(StringArray::from(out));
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
+}
+
+/// The steps of row `row` of a path column: a `text[]` literal or a list.
+fn path_steps(paths: &ArrayRef, row: usize) -> Result<Vec<Option<String>>> {
+    match paths.data_type() {
+        DataType::List(_) | DataType::LargeList(_) => {
+            let items = match paths.data_type() {
+                DataType::List(_) => paths.as_list::<i32>().value(row),
+                _ => paths.as_list::<i64>().value(row),
+            };
+            let items = datafusion::arrow::compute::cast(&items, &DataType::Utf8)?;
+            let items = items.as_string::<i32>();
+            Ok((0..items.len())
+                .map(|i| (!items.is_null(i)).then(|| items.value(i).to_string()))
+                .collect())
+        }
+        _ => {
+            let text = datafusion::arrow::compute::cast(paths, &DataType::Utf8)?;
+            parse_text_array(text.as_string::<i32>().value(row))
+        }
+    }
+}
+
+/// A one-dimensional `text[]` literal: `{a,"b c",NULL}`.
+fn parse_text_array(text: &str) -> Result<Vec<Option<String>>> {
+    let malformed = || invalid(format!("malformed array literal: \"{text}\""));
+    let inner = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or_else(malformed)?;
+    let mut steps = Vec::new();
+    if inner.trim().is_empty() {
+        return Ok(steps);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') => break,
+                    Some('\\') => item.push(chars.next().ok_or_else(malformed)?),
+                    Some(c) => item.push(c),
+                    None => return Err(malformed()),
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' || c == '}' || c == '"' {
+                    return Err(malformed());
+                }
+                item.push(c);
+                chars.next();
+            }
+            item = item.trim().to_string();
+        }
+        if !quoted && item.eq_ignore_ascii_case("null") {
+            steps.push(None);
+        } else {
+            steps.push(Some(item));
+        }
+        match chars.next() {
+            Some(',') => continue,
+            None => return Ok(steps),
+            Some(_) => return Err(malformed()),
+        }
+    }
+}
+
+/// The value at `steps` of `doc`, None where a step does not apply (or is NULL).
+fn walk<'a>(doc: &'a Value, steps: &[Option<String>]) -> Option<&'a Value> {
+    let mut at = doc;
+    for step in steps {
+        let step = step.as_deref()?;
+        at = match at {
+            Value::Object(members) => members.get(step)?,
+            Value::Array(items) => {
+                let i: i64 = step.trim().parse().ok()?;
+                let len = i64::try_from(items.len()).ok()?;
+                let i = if i < 0 { len + i } else { i };
+                items.get(usize::try_from(i).ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+/// `#>`: the value's JSON text; `#>>`: a string's own text, JSON null as NULL.
+fn render(v: &Value, as_text: bool) -> Option<String> {
+    match (v, as_text) {
+        (Value::Null, true) => None,
+        (Value::String(s), true) => Some(s.clone()),
+        _ => {
+            let mut out = String::new();
+            write_jsonb(&mut out, v);
+            Some(out)
+        }
+    }
+}
+
+/// JSON text spaced as PostgreSQL prints jsonb (`{"a": 1, "b": [1, 2]}`); members in
+/// `serde_json`'s order (by key), where PostgreSQL orders shorter keys first.
+fn write_jsonb(out: &mut String, v: &Value) {
+    match v {
+        Value::Object(members) => {
+            out.push('{');
+            for (i, (k, m)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_jsonb(out, m);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, m) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_jsonb(out, m);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(doc: &str, path: &str, as_text: bool) -> Option<String> {
+        let doc: Value = serde_json::from_str(doc).unwrap();
+        let steps = parse_text_array(path).unwrap();
+        walk(&doc, &steps).and_then(|v| render(v, as_text))
+    }
+
+    #[test]
+    fn steps_are_members_or_positions_by_what_they_meet() {
+        let doc = r#"{"a": {"0": "zero", "b": [10, {"c": "x"}, null]}}"#;
+        assert_eq!(at(doc, "{a,0}", true).as_deref(), Some("zero"));
+        assert_eq!(at(doc, "{a,b,1,c}", true).as_deref(), Some("x"));
+        assert_eq!(at(doc, "{a,b,1}", false).as_deref(), Some(r#"{"c": "x"}"#));
+        assert_eq!(at(doc, "{a,b,-3}", false).as_deref(), Some("10"));
+        assert_eq!(at(doc, "{a,b,2}", true), None, "JSON null is NULL as text");
+        assert_eq!(at(doc, "{a,b,2}", false).as_deref(), Some("null"));
+        assert_eq!(at(doc, "{a,b,x}", true), None);
+        assert_eq!(at(doc, "{a,missing}", true), None);
+        assert_eq!(
+            at(doc, "{}", false).as_deref(),
+            Some(r#"{"a": {"0": "zero", "b": [10, {"c": "x"}, null]}}"#)
+        );
+    }
+
+    #[test]
+    fn text_array_literals_parse_as_postgresql_reads_them() {
+        assert_eq!(
+            parse_text_array(r#"{a, "b c" ,NULL,"NULL","q\"x"}"#).unwrap(),
+            vec![
+                Some("a".into()),
+                Some("b c".into()),
+                None,
+                Some("NULL".into()),
+                Some("q\"x".into())
+            ]
+        );
+        assert!(parse_text_array("a,b").is_err());
+        assert!(parse_text_array("{a,{b}}").is_err());
+    }
+}
