@@ -41,6 +41,12 @@ rm -f /tmp/psql_bin.$$
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }
+# \d lists a table's primary key and indexes (from pg_index, as psql reads them)
+"${P[@]}" -c "CREATE TABLE keyed (id int PRIMARY KEY, v int)" -c "CREATE INDEX keyed_v ON keyed (v)" >/dev/null
+psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d keyed' >/tmp/psql_idx.$$
+grep -q '"keyed_pkey" PRIMARY KEY, btree (id)' /tmp/psql_idx.$$ && grep -q '"keyed_v" btree (v)' /tmp/psql_idx.$$ || { echo "psql: \\d keyed shows no indexes: $(cat /tmp/psql_idx.$$)"; exit 1; }
+rm -f /tmp/psql_idx.$$
+"${P[@]}" -c "DROP TABLE keyed" >/dev/null
 # streams and materialized views list as such
 "${P[@]}" -c "CREATE STREAM ticks (sym text, px int)" -c "CREATE MATERIALIZED VIEW last_px AS SELECT sym, max(px) AS px FROM ticks GROUP BY sym" >/dev/null
 check "public|items|table|postgres

@@ -47,13 +47,14 @@ def test_pandas_reads_and_writes_through_an_engine(brook):
     e.dispose()
 
 
-def test_reflection_reads_keys_defaults_and_types(brook):
+def test_reflection_reads_keys_indexes_defaults_and_types(brook):
     e = engine(brook)
     with e.begin() as c:
         c.execute(sa.text(
             "CREATE TABLE sa_reflect (id int, region text, code varchar(12) NOT NULL DEFAULT 'none',"
             " price numeric(10,2), seen timestamp, PRIMARY KEY (region, id))"
         ))
+        c.execute(sa.text("CREATE INDEX sa_reflect_seen ON sa_reflect (seen)"))
         c.execute(sa.text("INSERT INTO sa_reflect VALUES (1, 'eu', 'a', 1.5, '2026-01-01 00:00:00')"))
     insp = sa.inspect(e)
     cols = {c["name"]: c for c in insp.get_columns("sa_reflect")}
@@ -66,6 +67,16 @@ def test_reflection_reads_keys_defaults_and_types(brook):
     assert cols["id"]["default"] is None and cols["seen"]["nullable"] is True
     pk = insp.get_pk_constraint("sa_reflect")
     assert pk["constrained_columns"] == ["region", "id"] and pk["name"] == "sa_reflect_pkey"
+    indexes = insp.get_indexes("sa_reflect")
+    assert [(i["name"], i["column_names"], i["unique"]) for i in indexes] == [("sa_reflect_seen", ["seen"], False)]
     assert insp.get_unique_constraints("sa_reflect") == []
     assert insp.get_foreign_keys("sa_reflect") == []
+    t = sa.Table("sa_reflect", sa.MetaData(), autoload_with=e)
+    assert [c.name for c in t.primary_key.columns] == ["region", "id"]
+    assert [i.name for i in t.indexes] == ["sa_reflect_seen"]
+    with e.connect() as c:
+        assert c.execute(sa.select(t.c.code).where(t.c.id == 1)).scalar() == "a"
+    # pandas reads a table by name through the same reflection
+    df = pd.read_sql("sa_reflect", e)
+    assert df["code"].tolist() == ["a"] and list(df.columns) == ["id", "region", "code", "price", "seen"]
     e.dispose()

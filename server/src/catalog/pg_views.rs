@@ -6,13 +6,16 @@
 //! psql's `\d`) would find no primary key, no index, no default, and `varchar(30)` as
 //! `text`. Brook knows these; this module puts them where clients look:
 //!
-//! - `pg_index`: one row per primary key and per index, `indkey` an `int2[]` of column
-//!   numbers (as PostgreSQL's `int2vector`, so `unnest(indkey)` works);
+//! - `pg_index`: one row per primary key and per index, `indkey` (and `indclass`,
+//!   `indcollation`) an array so `unnest(indkey)` works as on PostgreSQL's vectors, and
+//!   `indoption` in int2vector's text form, which SQLAlchemy splits;
 //! - `pg_constraint`: one `p` row per primary key, backed by its `pg_index` row;
 //! - `pg_attrdef`: one row per column default, `adbin` the default's SQL text (the
 //!   `pg_get_expr` registered here gives it back);
 //! - `pg_attribute`: the crate's rows with Brook's declared type (`atttypid`, `atttypmod`)
 //!   and `atthasdef`;
+//! - `pg_class`: the crate's rows (`relhasindex` true for indexed tables, and the
+//!   `reloptions`/`relacl` columns clients select) plus a row of kind `i` per index;
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so).
 //!
 //! The tables are views over two tables computed at each scan from the catalog
@@ -74,7 +77,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 }
 
 /// The views; each reads the crate's tables as `brook_base_*`.
-const VIEWS: [(&str, &str); 5] = [
+const VIEWS: [(&str, &str); 6] = [
     (
         "pg_index",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -93,21 +96,48 @@ const VIEWS: [(&str, &str); 5] = [
     (
         "brook_index_defs",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS brook_indexrelid,
-                CAST(0 AS BIGINT) AS brook_colno,
-                'CREATE ' || CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || i.indexname
-                  || ' ON ' || i.nspname || '.' || i.relname || ' USING btree ('
-                  || array_to_string(i.colnames, ', ') || ')' AS brook_def
+                unnest(generate_series(0, CAST(cardinality(i.defparts) AS BIGINT) - 1)) AS brook_colno,
+                unnest(i.defparts) AS brook_def
            FROM pg_catalog.brook_indexes i
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+    ),
+    (
+        "pg_class",
+        "SELECT c.oid AS oid, c.relname AS relname, c.relnamespace AS relnamespace,
+                c.reltype AS reltype, c.reloftype AS reloftype, c.relowner AS relowner,
+                c.relam AS relam, c.relfilenode AS relfilenode,
+                c.reltablespace AS reltablespace, c.relpages AS relpages,
+                c.reltuples AS reltuples, c.relallvisible AS relallvisible,
+                c.reltoastrelid AS reltoastrelid,
+                (c.relhasindex OR h.relname IS NOT NULL) AS relhasindex,
+                c.relisshared AS relisshared, c.relpersistence AS relpersistence,
+                c.relkind AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
+                c.relhasrules AS relhasrules, c.relhastriggers AS relhastriggers,
+                c.relhassubclass AS relhassubclass, c.relrowsecurity AS relrowsecurity,
+                c.relforcerowsecurity AS relforcerowsecurity,
+                c.relispopulated AS relispopulated, c.relreplident AS relreplident,
+                c.relispartition AS relispartition, c.relrewrite AS relrewrite,
+                c.relfrozenxid AS relfrozenxid, c.relminmxid AS relminmxid,
+                c.relpartbound AS relpartbound,
+                CAST(NULL AS VARCHAR) AS reloptions, CAST(NULL AS VARCHAR) AS relacl
+           FROM pg_catalog.brook_base_pg_class c
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.oid = c.relnamespace
+           LEFT JOIN (SELECT DISTINCT nspname, relname FROM pg_catalog.brook_indexes) h
+             ON h.nspname = n.nspname AND h.relname = c.relname
          UNION ALL
-         SELECT brook_indexrelid, brook_colno, brook_def FROM (
-           SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS brook_indexrelid,
-                  unnest(generate_series(1, CAST(cardinality(i.colnames) AS BIGINT))) AS brook_colno,
-                  unnest(i.colnames) AS brook_def
-             FROM pg_catalog.brook_indexes i
-             JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-             JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname) k",
+         SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT),
+                i.indexname, c.relnamespace, CAST(0 AS INT), CAST(0 AS INT), c.relowner,
+                CAST(403 AS INT),
+                CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT),
+                CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
+                false, false, 'p', 'i', CAST(cardinality(i.indkey) AS SMALLINT),
+                CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
+                CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR),
+                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)
+           FROM pg_catalog.brook_indexes i
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
     ),
     (
         "pg_constraint",
@@ -250,8 +280,9 @@ impl Computed {
                 Field::new("indkey", list(DataType::Int16), false),
                 Field::new("indcollation", list(DataType::Int32), false),
                 Field::new("indclass", list(DataType::Int32), false),
-                Field::new("indoption", list(DataType::Int16), false),
-                Field::new("colnames", list(DataType::Utf8), false),
+                // int2vector as text ("0 0"): SQLAlchemy selects it and splits it on spaces.
+                Field::new("indoption", DataType::Utf8, false),
+                Field::new("defparts", list(DataType::Utf8), false),
             ])),
             source,
             rows: index_rows,
@@ -329,7 +360,7 @@ fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<Re
     let mut primary = vec![];
     let mut unique = vec![];
     let mut keys: Vec<Vec<i16>> = vec![];
-    let mut colnames: Vec<Vec<String>> = vec![];
+    let mut defparts: Vec<Vec<String>> = vec![];
     for (sname, s) in &doc.database(database)?.schemas {
         let mut per_relation: HashMap<String, i64> = HashMap::new();
         let mut push = |relname: &str,
@@ -341,13 +372,20 @@ fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<Re
             let n = per_relation.entry(relname.to_string()).or_insert(0);
             nsp.push(sname.clone());
             rel.push(relname.to_string());
-            name.push(index);
+            name.push(index.clone());
             ordinal.push(*n);
             *n += 1;
             primary.push(is_primary);
             unique.push(is_unique);
             keys.push(key);
-            colnames.push(names);
+            // `pg_get_indexdef(index, 0)` and then each column's (`pg_get_indexdef(index, k)`).
+            let mut parts = vec![format!(
+                "CREATE {}INDEX {index} ON {sname}.{relname} USING btree ({})",
+                if is_unique { "UNIQUE " } else { "" },
+                names.join(", ")
+            )];
+            parts.extend(names);
+            defparts.push(parts);
         };
         for (rname, r) in &s.relations {
             if !r.primary_key.is_empty() {
@@ -389,7 +427,6 @@ fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<Re
             );
         }
     }
-    let zeros16 = |k: &Vec<i16>| Some(k.iter().map(|_| Some(0i16)).collect::<Vec<_>>());
     let zeros32 = |k: &Vec<i16>| Some(k.iter().map(|_| Some(0i32)).collect::<Vec<_>>());
     Ok(RecordBatch::try_new(
         schema.clone(),
@@ -410,10 +447,10 @@ fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<Re
             Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
                 keys.iter().map(zeros32),
             )),
-            Arc::new(ListArray::from_iter_primitive::<Int16Type, _, _>(
-                keys.iter().map(zeros16),
+            Arc::new(StringArray::from_iter_values(
+                keys.iter().map(|k| vec!["0"; k.len()].join(" ")),
             )),
-            Arc::new(text_lists(&colnames)),
+            Arc::new(text_lists(&defparts)),
         ],
     )?)
 }
