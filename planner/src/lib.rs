@@ -11,6 +11,9 @@
 //!   of Brook's own statements.
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
+//! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
+//! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
+//!   pg_catalog views.
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
 //! - [`bytea`]: text to `bytea` in PostgreSQL's hex and escape formats.
 //! - [`checked`]: integer `+ - *` that raise 22003 on overflow instead of wrapping.
@@ -30,7 +33,9 @@
 //!   aggregates over empty inputs, parameter substitution).
 
 pub mod approx;
+pub mod array_subquery;
 pub mod bytea;
+pub mod catalog_lookups;
 pub mod checked;
 pub mod checked_power;
 pub mod continuous;

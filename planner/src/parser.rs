@@ -26,8 +26,9 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
     vec![
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
+        Arc::new(crate::array_subquery::ArraySubquery),
         Arc::new(crate::pg_functions::SerialSequenceIsNull),
-        Arc::new(crate::pg_functions::IndexDefLookup),
+        Arc::new(crate::catalog_lookups::CatalogLookups),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(crate::json_ops::JsonOperators),
         Arc::new(crate::pg_functions::StatActivityView),
@@ -367,8 +368,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
                 let s = crate::pg_functions::StatActivityView.rewrite(s);
                 let s = crate::pg_functions::GenerateSubscripts.rewrite(s);
+                let s = crate::array_subquery::ArraySubquery.rewrite(s);
                 let s = crate::pg_functions::SerialSequenceIsNull.rewrite(s);
-                let s = crate::pg_functions::IndexDefLookup.rewrite(s);
+                let s = crate::catalog_lookups::CatalogLookups.rewrite(s);
                 REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))
             })
             .collect()

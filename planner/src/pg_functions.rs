@@ -266,56 +266,6 @@ impl SqlStatementRewriteRule for SerialSequenceIsNull {
     }
 }
 
-/// `pg_get_indexdef(index [, column, pretty])` as a lookup in the server's
-/// `pg_catalog.brook_index_defs` (the index's `CREATE INDEX` for column 0, else the
-/// column's name): `(SELECT def FROM ... WHERE indexrelid = index AND colno = column)`.
-#[derive(Debug)]
-pub struct IndexDefLookup;
-
-impl SqlStatementRewriteRule for IndexDefLookup {
-    fn rewrite(&self, mut s: Statement) -> Statement {
-        rewrite_expressions(&mut s, |expr| {
-            let Expr::Function(f) = expr else {
-                return;
-            };
-            let named = f
-                .name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_get_indexdef"));
-            let FunctionArguments::List(list) = &f.args else {
-                return;
-            };
-            let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
-            if !named || args.is_empty() || args.len() > 3 {
-                return;
-            }
-            let column = args.get(1).cloned().unwrap_or_else(|| "0".into());
-            let sql = format!(
-                "SELECT (SELECT brook_indexdef.brook_def FROM pg_catalog.brook_index_defs AS brook_indexdef WHERE brook_indexdef.brook_indexrelid = {} AND brook_indexdef.brook_colno = {column})",
-                args[0]
-            );
-            let parsed = datafusion::sql::sqlparser::parser::Parser::parse_sql(
-                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
-                &sql,
-            );
-            if let Ok(mut stmts) = parsed {
-                if let Some(Statement::Query(q)) = stmts.pop() {
-                    if let datafusion::sql::sqlparser::ast::SetExpr::Select(sel) = *q.body {
-                        if let Some(datafusion::sql::sqlparser::ast::SelectItem::UnnamedExpr(e)) =
-                            sel.projection.into_iter().next()
-                        {
-                            *expr = e;
-                        }
-                    }
-                }
-            }
-        });
-        s
-    }
-}
-
 /// True for `CAST(CAST(NULL AS text) AS regclass)`: the oid of no relation, NULL.
 fn null_as_regclass(expr: &Expr) -> bool {
     let Expr::Cast {

@@ -41,6 +41,10 @@ rm -f /tmp/psql_bin.$$
 # meta-commands
 "${P[@]}" -c '\dt' | grep -q items || { echo "psql: \\dt does not list items"; exit 1; }
 "${P[@]}" -c '\d items' | grep -q price || { echo "psql: \\d items does not show columns"; exit 1; }
+# \du lists the role; \dt+ and \l+ show sizes from the data directory
+check "brook|Superuser, Create role, Create DB" "$("${P[@]}" -c '\du' | cut -d'|' -f1,2)" "\\du lists the role"
+"${P[@]}" -c '\dt+ items' | grep -Eq '^public\|items\|table\|brook\|permanent\|\|[0-9]+ (bytes|kB)\|$' || { echo "psql: \\dt+ items: $("${P[@]}" -c '\dt+ items')"; exit 1; }
+"${P[@]}" -c '\l+' | grep -Eq '^brook\|brook\|.*\|[0-9]+ (bytes|kB)\|pg_default\|$' || { echo "psql: \\l+: $("${P[@]}" -c '\l+')"; exit 1; }
 # \d lists a table's primary key and indexes (from pg_index, as psql reads them)
 "${P[@]}" -c "CREATE TABLE keyed (id int PRIMARY KEY, v int)" -c "CREATE INDEX keyed_v ON keyed (v)" >/dev/null
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d keyed' >/tmp/psql_idx.$$
@@ -49,11 +53,11 @@ rm -f /tmp/psql_idx.$$
 "${P[@]}" -c "DROP TABLE keyed" >/dev/null
 # streams and materialized views list as such
 "${P[@]}" -c "CREATE STREAM ticks (sym text, px int)" -c "CREATE MATERIALIZED VIEW last_px AS SELECT sym, max(px) AS px FROM ticks GROUP BY sym" >/dev/null
-check "public|items|table|postgres
-public|last_px|materialized view|postgres
-public|ticks|stream|postgres" "$("${P[@]}" -c '\d')" "\\d lists kinds"
+check "public|items|table|brook
+public|last_px|materialized view|brook
+public|ticks|stream|brook" "$("${P[@]}" -c '\d')" "\\d lists kinds"
 "${P[@]}" -c '\d ticks' | grep -q sym || { echo "psql: \\d ticks does not show columns"; exit 1; }
-check "public|last_px|materialized view|postgres" "$("${P[@]}" -c '\dm')" "\\dm lists materialized views"
+check "public|last_px|materialized view|brook" "$("${P[@]}" -c '\dm')" "\\dm lists materialized views"
 # a continuous cursor from psql: FETCH waits for rows up to brook.fetch_timeout
 printf "BEGIN;\nDECLARE c CURSOR FOR SELECT sym, px FROM ticks WHERE px > 1;\nINSERT INTO ticks VALUES ('A', 5), ('B', 1);\nFETCH ALL FROM c;\nFETCH ALL FROM c WITH (timeout = '10ms');\nCOMMIT;\n" | "${P[@]}" >/tmp/psql_cur.$$
 check "BEGIN

@@ -275,6 +275,11 @@ impl Catalog {
         })
     }
 
+    /// The data directory the catalog describes.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Read access to the current catalog.
     pub fn read(&self) -> MutexGuard<'_, CatalogDoc> {
         match self.doc.lock() {
@@ -294,6 +299,11 @@ impl Catalog {
         }
         Ok(out)
     }
+}
+
+/// Where relation `id` of data directory `dir` keeps its files.
+pub fn relation_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join("relations").join(id.to_string())
 }
 
 /// The ids of the relation directories under `dir/relations` (other names are ignored).

@@ -16,7 +16,10 @@
 //!   and `atthasdef`;
 //! - `pg_class`: the crate's rows (`relhasindex` true for indexed tables, and the
 //!   `reloptions`/`relacl` columns clients select) plus a row of kind `i` per index;
-//! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so).
+//! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
+//! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
+//!   `pg_table_size`, `pg_relation_size`, `pg_total_relation_size` and `pg_database_size`
+//!   look up.
 //!
 //! The tables are views over two tables computed at each scan from the catalog
 //! (`brook_columns`, `brook_indexes`) joined to the crate's `pg_class`/`pg_namespace` for the
@@ -64,7 +67,8 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         database: database.to_string(),
     };
     overlay.add("brook_columns", Arc::new(Computed::columns(source.clone())));
-    overlay.add("brook_indexes", Arc::new(Computed::indexes(source)));
+    overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
+    overlay.add("brook_storage", Arc::new(Computed::storage(source)));
     db.register_schema("pg_catalog", overlay.clone())?;
     for (name, sql) in VIEWS {
         let plan = futures::executor::block_on(ctx.state().create_logical_plan(sql))?;
@@ -77,7 +81,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 }
 
 /// The views; each reads the crate's tables as `brook_base_*`.
-const VIEWS: [(&str, &str); 6] = [
+const VIEWS: [(&str, &str); 7] = [
     (
         "pg_index",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -120,7 +124,7 @@ const VIEWS: [(&str, &str); 6] = [
                 c.relispartition AS relispartition, c.relrewrite AS relrewrite,
                 c.relfrozenxid AS relfrozenxid, c.relminmxid AS relminmxid,
                 c.relpartbound AS relpartbound,
-                CAST(NULL AS VARCHAR) AS reloptions, CAST(NULL AS VARCHAR) AS relacl
+                CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
            FROM pg_catalog.brook_base_pg_class c
            JOIN pg_catalog.brook_base_pg_namespace n ON n.oid = c.relnamespace
            LEFT JOIN (SELECT DISTINCT nspname, relname FROM pg_catalog.brook_indexes) h
@@ -134,10 +138,18 @@ const VIEWS: [(&str, &str); 6] = [
                 false, false, 'p', 'i', CAST(cardinality(i.indkey) AS SMALLINT),
                 CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR),
-                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)
+                CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_indexes i
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+    ),
+    (
+        "brook_relation_sizes",
+        "SELECT c.oid AS brook_reloid, s.bytes AS brook_bytes
+           FROM pg_catalog.brook_storage s
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = s.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = s.relname
+          WHERE s.datname = current_database()",
     ),
     (
         "pg_constraint",
@@ -174,7 +186,7 @@ const VIEWS: [(&str, &str); 6] = [
                 a.attstorage AS attstorage, a.attcompression AS attcompression, a.attnotnull AS attnotnull,
                 COALESCE(b.adsrc IS NOT NULL, a.atthasdef) AS atthasdef, a.atthasmissing AS atthasmissing,
                 a.attidentity AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
-                a.attcollation AS attcollation, a.attacl AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
+                a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
            FROM pg_catalog.brook_base_pg_attribute a
            LEFT JOIN (SELECT c.oid AS relid, b.attnum, b.atttypid, b.atttypmod, b.adsrc
                         FROM pg_catalog.brook_columns b
@@ -184,6 +196,36 @@ const VIEWS: [(&str, &str); 6] = [
              ON b.relid = a.attrelid AND b.attnum = a.attnum",
     ),
 ];
+
+/// The roles pg_catalog lists (`pg_roles`, psql's `\du`): Brook has one, `brook`, a
+/// superuser that may log in (the role clients connect as; its password, if any, is the
+/// server's `--password-file`).
+#[derive(Debug, Clone)]
+pub struct Roles;
+
+#[async_trait]
+impl datafusion_pg_catalog::pg_catalog::context::PgCatalogContextProvider for Roles {
+    async fn roles(&self) -> Vec<String> {
+        vec![ROLE.to_string()]
+    }
+
+    async fn role(&self, name: &str) -> Option<datafusion_pg_catalog::pg_catalog::context::Role> {
+        (name == ROLE).then(|| datafusion_pg_catalog::pg_catalog::context::Role {
+            name: ROLE.to_string(),
+            is_superuser: true,
+            can_login: true,
+            can_create_db: true,
+            can_create_role: true,
+            can_create_user: true,
+            can_replication: false,
+            grants: vec![],
+            inherited_roles: vec![],
+        })
+    }
+}
+
+/// Brook's role.
+const ROLE: &str = "brook";
 
 /// pg_catalog: the crate's tables, some replaced.
 #[derive(Debug)]
@@ -246,7 +288,7 @@ struct Source {
 struct Computed {
     schema: SchemaRef,
     source: Source,
-    rows: fn(&CatalogDoc, &str, &SchemaRef) -> Result<RecordBatch>,
+    rows: fn(&CatalogDoc, &Source, &SchemaRef) -> Result<RecordBatch>,
 }
 
 impl Computed {
@@ -263,6 +305,20 @@ impl Computed {
             ])),
             source,
             rows: column_rows,
+        }
+    }
+
+    /// `brook_storage`: the bytes on disk of every relation of every database.
+    fn storage(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("datname", DataType::Utf8, false),
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("bytes", DataType::Int64, false),
+            ])),
+            source,
+            rows: storage_rows,
         }
     }
 
@@ -309,7 +365,7 @@ impl TableProvider for Computed {
     ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
         let batch = {
             let doc = self.source.catalog.read();
-            (self.rows)(&doc, &self.source.database, &self.schema)
+            (self.rows)(&doc, &self.source, &self.schema)
         }
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(MemorySourceConfig::try_new_exec(
@@ -320,7 +376,8 @@ impl TableProvider for Computed {
     }
 }
 
-fn column_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let database = source.database.as_str();
     let (mut nsp, mut rel, mut num, mut typ, mut typmod, mut default) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     for (sname, s) in &doc.database(database)?.schemas {
@@ -348,11 +405,49 @@ fn column_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<R
     )?)
 }
 
+fn storage_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let (mut dat, mut nsp, mut rel, mut bytes) = (vec![], vec![], vec![], vec![]);
+    for (dname, sname, rname, id) in crate::catalog::all_relations(doc) {
+        dat.push(dname);
+        nsp.push(sname);
+        rel.push(rname);
+        bytes.push(dir_bytes(&crate::catalog::relation_path(
+            source.catalog.dir(),
+            id,
+        )));
+    }
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(dat)) as ArrayRef,
+            Arc::new(StringArray::from(nsp)),
+            Arc::new(StringArray::from(rel)),
+            Arc::new(datafusion::arrow::array::Int64Array::from(bytes)),
+        ],
+    )?)
+}
+
+/// The bytes of the files under `dir` (a file that vanishes meanwhile counts 0).
+fn dir_bytes(dir: &std::path::Path) -> i64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => i64::try_from(m.len()).unwrap_or(i64::MAX),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 fn attnum(index: usize) -> Result<i16> {
     i16::try_from(index + 1).map_err(|_| brook_err!(Internal, "column number {index} over int2"))
 }
 
-fn index_rows(doc: &CatalogDoc, database: &str, schema: &SchemaRef) -> Result<RecordBatch> {
+fn index_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let database = source.database.as_str();
     let mut nsp = vec![];
     let mut rel = vec![];
     let mut name = vec![];

@@ -11,7 +11,6 @@ use datafusion::catalog::{
 };
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use fs2::FileExt;
 use std::collections::HashMap;
 use std::fs::File;
@@ -223,7 +222,7 @@ impl Engine {
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
 
-        datafusion_pg_catalog::setup_pg_catalog(&ctx, name, EmptyContextProvider)
+        datafusion_pg_catalog::setup_pg_catalog(&ctx, name, crate::catalog::pg_views::Roles)
             .map_err(|e| BrookError::from(*e))?;
         crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
@@ -636,7 +635,7 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
 
 /// The data directory of relation `id`.
 pub fn relation_dir(data_dir: &Path, id: u64) -> PathBuf {
-    data_dir.join("relations").join(id.to_string())
+    crate::catalog::relation_path(data_dir, id)
 }
 
 /// Report relation directories the catalog does not name (a crash between creating the

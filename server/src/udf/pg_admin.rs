@@ -1,6 +1,7 @@
 //! PostgreSQL's administration functions that clients call when they connect, reflect a
 //! table or return a pooled connection: `pg_size_pretty`, `pg_get_serial_sequence`,
-//! `pg_advisory_unlock_all`, the `pg_*_is_visible` checks of pg_catalog's objects, and
+//! `pg_advisory_unlock_all`, the `pg_*_is_visible` checks of pg_catalog's objects, the
+//! object descriptions (`obj_description` & co.), and
 //! `set_config` for describing a statement.
 
 use brook_common::brook_err;
@@ -47,6 +48,35 @@ pub fn register(ctx: &SessionContext) {
         Volatility::Volatile,
         Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
     ));
+    // Brook has one role, `brook` (pg_roles), which owns every object: the owner psql's
+    // `\d`, `\l` and `\dt+` show (the compatibility crate's answer was `postgres`, a role
+    // pg_roles does not list).
+    ctx.register_udf(create_udf(
+        "pg_get_userbyid",
+        vec![DataType::Int32],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(datafusion::functions::utils::make_scalar_function(
+            |args: &[ArrayRef]| {
+                let oids = args[0].as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+                let out: StringArray = oids.iter().map(|o| o.map(|_| "brook")).collect();
+                Ok(Arc::new(out) as ArrayRef)
+            },
+            vec![],
+        )),
+    ));
+    // Brook keeps no comments on objects (COMMENT ON is not supported), so every object's
+    // description is NULL, as PostgreSQL's is for an object without a comment (psql's
+    // `\dt+`, `\l+`, `\dn+` and `\dT` show them).
+    for name in ["obj_description", "col_description", "shobj_description"] {
+        ctx.register_udf(create_udf(
+            name,
+            vec![DataType::Int64, DataType::Utf8],
+            DataType::Utf8,
+            Volatility::Stable,
+            Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
+        ));
+    }
     // Every type, function, operator and collation lives in pg_catalog, which is always
     // on the search path: visible (NULL for NULL, as PostgreSQL). psql's `\df`/`\dT` and
     // SQLAlchemy's column reflection filter by these.

@@ -1,0 +1,123 @@
+//! PostgreSQL functions that read the server's pg_catalog additions, as scalar subqueries
+//! over them: `pg_get_indexdef` and the size functions. The tables behind them are views
+//! the server computes from its catalog and data directory (`server/src/catalog/pg_views.rs`);
+//! a function call whose argument reads the outer row becomes a correlated subquery, which
+//! `single_row_subquery` lets DataFusion run.
+
+use crate::pg_functions::rewrite_expressions;
+use datafusion::sql::sqlparser::ast::{Expr, FunctionArguments, SelectItem, SetExpr, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+
+/// The lookups.
+#[derive(Debug)]
+pub struct CatalogLookups;
+
+impl SqlStatementRewriteRule for CatalogLookups {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            let Some((name, args)) = call(expr) else {
+                return;
+            };
+            if let Some(sql) = lookup(&name, &args) {
+                if let Some(e) = scalar(&sql) {
+                    *expr = e;
+                }
+            }
+        });
+        s
+    }
+}
+
+/// The subquery (SQL text) a call becomes, None for other functions.
+fn lookup(name: &str, args: &[String]) -> Option<String> {
+    Some(match (name, args) {
+        // the index's CREATE INDEX for column 0, else the column's name
+        ("pg_get_indexdef", [index, rest @ ..]) if rest.len() <= 2 => {
+            let column = rest.first().map_or("0", |c| c.as_str());
+            format!(
+                "(SELECT brook_indexdef.brook_def FROM pg_catalog.brook_index_defs AS brook_indexdef \
+                 WHERE brook_indexdef.brook_indexrelid = {index} AND brook_indexdef.brook_colno = {column})"
+            )
+        }
+        // a relation's files (Brook keeps no separate TOAST, free-space or index files)
+        ("pg_table_size" | "pg_relation_size" | "pg_total_relation_size", [rel]) => format!(
+            "(SELECT brook_size.brook_bytes FROM pg_catalog.brook_relation_sizes AS brook_size \
+             WHERE brook_size.brook_reloid = {rel})"
+        ),
+        // a database's relations, by name
+        ("pg_database_size", [db]) => format!(
+            "(SELECT CAST(COALESCE(sum(brook_store.bytes), 0) AS BIGINT) FROM pg_catalog.brook_storage AS brook_store \
+             WHERE brook_store.datname = CAST({db} AS TEXT))"
+        ),
+        _ => return None,
+    })
+}
+
+/// A call's lower-case name (unqualified or in pg_catalog) and its arguments as SQL text.
+fn call(expr: &Expr) -> Option<(String, Vec<String>)> {
+    let Expr::Function(f) = expr else {
+        return None;
+    };
+    let parts = &f.name.0;
+    let qualifier_ok = match parts.len() {
+        1 => true,
+        2 => parts[0]
+            .as_ident()
+            .is_some_and(|q| q.value.eq_ignore_ascii_case("pg_catalog")),
+        _ => false,
+    };
+    if !qualifier_ok {
+        return None;
+    }
+    let name = parts.last()?.as_ident()?.value.to_ascii_lowercase();
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    Some((name, list.args.iter().map(|a| a.to_string()).collect()))
+}
+
+/// The expression of a one-item `SELECT <expr>` written as SQL text.
+fn scalar(expr_sql: &str) -> Option<Expr> {
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, &format!("SELECT {expr_sql}")).ok()?;
+    let Some(Statement::Query(q)) = stmts.pop() else {
+        return None;
+    };
+    let SetExpr::Select(select) = *q.body else {
+        return None;
+    };
+    match select.projection.into_iter().next()? {
+        SelectItem::UnnamedExpr(e) => Some(e),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parser::parse_one;
+
+    fn sql(text: &str) -> String {
+        parse_one(text).unwrap().as_sql().unwrap().to_string()
+    }
+
+    #[test]
+    fn calls_become_lookups() {
+        let out = sql("SELECT pg_get_indexdef(i.indexrelid, 2, true) FROM t AS i");
+        assert!(
+            out.contains(
+                "brook_indexdef.brook_indexrelid = i.indexrelid AND brook_indexdef.brook_colno = 2"
+            ),
+            "{out}"
+        );
+        let out = sql("SELECT pg_catalog.pg_table_size(c.oid) FROM t AS c");
+        assert!(out.contains("brook_size.brook_reloid = c.oid"), "{out}");
+        let out = sql("SELECT pg_database_size(d.datname) FROM t AS d");
+        assert!(
+            out.contains("brook_store.datname = CAST(d.datname AS TEXT)"),
+            "{out}"
+        );
+        // other arities are left to DataFusion
+        assert!(sql("SELECT pg_table_size(1, 2)").contains("pg_table_size(1, 2)"));
+    }
+}
