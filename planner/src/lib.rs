@@ -11,6 +11,7 @@
 //!   of Brook's own statements.
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
+//! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
 //! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
 //!   pg_catalog views.
@@ -33,6 +34,7 @@
 //!   aggregates over empty inputs, parameter substitution).
 
 pub mod approx;
+pub mod array_literal;
 pub mod array_subquery;
 pub mod bytea;
 pub mod catalog_lookups;

@@ -24,6 +24,7 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 /// DataFusion does not); applied to every user statement.
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
+        Arc::new(crate::array_literal::ArrayLiteralCasts),
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
         Arc::new(crate::array_subquery::ArraySubquery),

@@ -505,8 +505,15 @@ pub fn rename_output(
 /// requires unique ones. The wire layer names the columns as PostgreSQL does (see
 /// [`output_names`] and [`rename_output`]), so the internal aliases are never seen.
 pub fn alias_outputs(stmt: &mut Statement) {
-    if let Statement::Query(q) = stmt {
-        alias_set_expr(&mut q.body);
+    match stmt {
+        Statement::Query(q) => alias_set_expr(&mut q.body),
+        // `INSERT INTO t SELECT i, i ...`: the rows go to the columns by position.
+        Statement::Insert(insert) => {
+            if let Some(source) = &mut insert.source {
+                alias_set_expr(&mut source.body);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -165,3 +165,11 @@ def test_copy_to_stdout_in_binary_format(brook):
             with cur.copy("COPY (SELECT id FROM bin_out WHERE id > 5) TO STDOUT (FORMAT binary)") as cp:
                 cp.set_types(["int4"])
                 assert list(cp.rows()) == []
+
+
+def test_lists_bind_as_arrays(brook):
+    # a list bound as a parameter is the array of its items (it was one text '{a,b}')
+    with connect(brook) as c:
+        assert c.execute("SELECT %s::text[]", (["a", "b,c", None],)).fetchone()[0] == ["a", "b,c", None]
+        assert c.execute("SELECT 2 = ANY(%s)", ([1, 2, 3],)).fetchone()[0] is True
+        assert c.execute("SELECT cardinality(%s::int[])", ([4, 5, 6],)).fetchone()[0] == 3

@@ -22,6 +22,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::rewrite::int4_literals(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);
         brook_planner::pg_functions::json_casts(stmt);
+        brook_planner::array_literal::array_literal_casts(stmt);
         brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
         brook_planner::rewrite::alias_outputs(stmt);
     }

@@ -336,6 +336,17 @@ pub fn cast_name(t: &Type) -> Option<&'static str> {
         Type::TIMESTAMPTZ => "timestamptz",
         Type::INTERVAL => "interval",
         Type::OID => "bigint",
+        Type::BOOL_ARRAY => "boolean[]",
+        Type::INT2_ARRAY => "smallint[]",
+        Type::INT4_ARRAY => "integer[]",
+        Type::INT8_ARRAY => "bigint[]",
+        Type::FLOAT4_ARRAY => "real[]",
+        Type::FLOAT8_ARRAY => "double precision[]",
+        Type::NUMERIC_ARRAY => "numeric[]",
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::BPCHAR_ARRAY | Type::NAME_ARRAY => "text[]",
+        Type::DATE_ARRAY => "date[]",
+        Type::TIMESTAMP_ARRAY => "timestamp[]",
+        Type::TIMESTAMPTZ_ARRAY => "timestamptz[]",
         _ => return None,
     })
 }

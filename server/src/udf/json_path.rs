@@ -165,65 +165,9 @@ fn path_steps(paths: &ArrayRef, row: usize) -> Result<Vec<Option<String>>> {
         }
         _ => {
             let text = datafusion::arrow::compute::cast(paths, &DataType::Utf8)?;
-            parse_text_array(text.as_string::<i32>().value(row))
-        }
-    }
-}
-
-/// A one-dimensional `text[]` literal: `{a,"b c",NULL}`.
-fn parse_text_array(text: &str) -> Result<Vec<Option<String>>> {
-    let malformed = || invalid(format!("malformed array literal: \"{text}\""));
-    let inner = text
-        .trim()
-        .strip_prefix('{')
-        .and_then(|t| t.strip_suffix('}'))
-        .ok_or_else(malformed)?;
-    let mut steps = Vec::new();
-    if inner.trim().is_empty() {
-        return Ok(steps);
-    }
-    let mut chars = inner.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let mut item = String::new();
-        let quoted = chars.peek() == Some(&'"');
-        if quoted {
-            chars.next();
-            loop {
-                match chars.next() {
-                    Some('"') => break,
-                    Some('\\') => item.push(chars.next().ok_or_else(malformed)?),
-                    Some(c) => item.push(c),
-                    None => return Err(malformed()),
-                }
-            }
-            while chars.peek().is_some_and(|c| c.is_whitespace()) {
-                chars.next();
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                if c == '{' || c == '}' || c == '"' {
-                    return Err(malformed());
-                }
-                item.push(c);
-                chars.next();
-            }
-            item = item.trim().to_string();
-        }
-        if !quoted && item.eq_ignore_ascii_case("null") {
-            steps.push(None);
-        } else {
-            steps.push(Some(item));
-        }
-        match chars.next() {
-            Some(',') => continue,
-            None => return Ok(steps),
-            Some(_) => return Err(malformed()),
+            let text = text.as_string::<i32>().value(row);
+            brook_planner::array_literal::parse_text_array(text)
+                .ok_or_else(|| invalid(format!("malformed array literal: \"{text}\"")))
         }
     }
 }
@@ -296,7 +240,7 @@ mod tests {
 
     fn at(doc: &str, path: &str, as_text: bool) -> Option<String> {
         let doc: Value = serde_json::from_str(doc).unwrap();
-        let steps = parse_text_array(path).unwrap();
+        let steps = brook_planner::array_literal::parse_text_array(path).unwrap();
         walk(&doc, &steps).and_then(|v| render(v, as_text))
     }
 
@@ -315,21 +259,5 @@ mod tests {
             at(doc, "{}", false).as_deref(),
             Some(r#"{"a": {"0": "zero", "b": [10, {"c": "x"}, null]}}"#)
         );
-    }
-
-    #[test]
-    fn text_array_literals_parse_as_postgresql_reads_them() {
-        assert_eq!(
-            parse_text_array(r#"{a, "b c" ,NULL,"NULL","q\"x"}"#).unwrap(),
-            vec![
-                Some("a".into()),
-                Some("b c".into()),
-                None,
-                Some("NULL".into()),
-                Some("q\"x".into())
-            ]
-        );
-        assert!(parse_text_array("a,b").is_err());
-        assert!(parse_text_array("{a,{b}}").is_err());
     }
 }

@@ -1,0 +1,154 @@
+//! PostgreSQL's array literals: `'{a,"b c",NULL}'::text[]`.
+//!
+//! DataFusion casts a string to an array type by wrapping it (`'{a,b}'::text[]` became the
+//! one-element array `['{a,b}']`, a wrong answer); PostgreSQL reads the text as the array's
+//! elements. A bound parameter of an array type (psycopg sends a list as `'{a,b}'` typed
+//! `text[]`) is such a cast once bound. The rewrite reads the literal into `ARRAY[...]` of
+//! its elements' texts, cast to the array type, so each element is cast as PostgreSQL casts
+//! it. Written here because no library parses the format; one-dimensional arrays only (a
+//! nested literal is left to DataFusion).
+
+use datafusion::sql::sqlparser::ast::{
+    Array, ArrayElemTypeDef, DataType, Expr, Statement, Value, ValueWithSpan,
+};
+
+/// A one-dimensional `text[]` literal: `{a,"b c",NULL}`.
+pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
+    let inner = text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))?;
+    let mut items = Vec::new();
+    if inner.trim().is_empty() {
+        return Some(items);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') => break,
+                    Some('\\') => item.push(chars.next()?),
+                    Some(c) => item.push(c),
+                    None => return None,
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if c == '{' || c == '}' || c == '"' {
+                    return None;
+                }
+                item.push(c);
+                chars.next();
+            }
+            item = item.trim().to_string();
+        }
+        if !quoted && item.eq_ignore_ascii_case("null") {
+            items.push(None);
+        } else {
+            items.push(Some(item));
+        }
+        match chars.next() {
+            Some(',') => continue,
+            None => return Some(items),
+            Some(_) => return None,
+        }
+    }
+}
+
+/// The rewrite as a parser rule: it runs before the compatibility crate's `FixArrayLiteral`,
+/// which splits the text at every comma (`'{a,"b,c"}'` gave three elements, `NULL` the text
+/// `'NULL'`).
+#[derive(Debug)]
+pub struct ArrayLiteralCasts;
+
+impl datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule for ArrayLiteralCasts {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        array_literal_casts(&mut s);
+        s
+    }
+}
+
+/// Every `CAST('{...}' AS t[])` of `stmt` as `CAST(ARRAY['...', ...] AS t[])`.
+pub fn array_literal_casts(stmt: &mut Statement) {
+    crate::pg_functions::rewrite_expressions(stmt, |expr| {
+        let Expr::Cast {
+            expr: inner,
+            data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(_, _)),
+            ..
+        } = expr
+        else {
+            return;
+        };
+        let Expr::Value(ValueWithSpan {
+            value: Value::SingleQuotedString(text),
+            ..
+        }) = inner.as_ref()
+        else {
+            return;
+        };
+        let Some(items) = parse_text_array(text) else {
+            return;
+        };
+        let elem = items
+            .into_iter()
+            .map(|i| match i {
+                Some(t) => Expr::value(Value::SingleQuotedString(t)),
+                None => Expr::value(Value::Null),
+            })
+            .collect();
+        **inner = Expr::Array(Array { elem, named: true });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_parse_as_postgresql_reads_them() {
+        assert_eq!(
+            parse_text_array(r#"{a, "b c" ,NULL,"NULL","q\"x"}"#).unwrap(),
+            vec![
+                Some("a".into()),
+                Some("b c".into()),
+                None,
+                Some("NULL".into()),
+                Some("q\"x".into())
+            ]
+        );
+        assert_eq!(
+            parse_text_array("{}").unwrap(),
+            Vec::<Option<String>>::new()
+        );
+        assert!(parse_text_array("a,b").is_none());
+        assert!(parse_text_array("{a,{b}}").is_none());
+    }
+
+    #[test]
+    fn a_cast_of_a_literal_becomes_an_array_of_its_elements() {
+        let mut s = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+            &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+            "SELECT '{1,2,NULL}'::int[], CAST('{a,\"b,c\"}' AS text[]), 'x'::text",
+        )
+        .unwrap()
+        .remove(0);
+        array_literal_casts(&mut s);
+        assert_eq!(
+            s.to_string(),
+            "SELECT ARRAY['1', '2', NULL]::INT[], CAST(ARRAY['a', 'b,c'] AS TEXT[]), 'x'::TEXT"
+        );
+    }
+}
