@@ -68,6 +68,10 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
     }
 }
 
+/// The function a literal that is not a one-dimensional array becomes (registered by the
+/// server; it raises the literal's error).
+pub const ARRAY_LITERAL_ERROR: &str = "brook_array_literal_error";
+
 /// The rewrite as a parser rule: it runs before the compatibility crate's `FixArrayLiteral`,
 /// which splits the text at every comma (`'{a,"b,c"}'` gave three elements, `NULL` the text
 /// `'NULL'`).
@@ -100,6 +104,12 @@ pub fn array_literal_casts(stmt: &mut Statement) {
             return;
         };
         let Some(items) = parse_text_array(text) else {
+            // Not a one-dimensional literal: an error when the value is read (22P02, or
+            // 0A000 for a nested literal), never the text taken as one element.
+            **inner = crate::pg_functions::function_call(
+                ARRAY_LITERAL_ERROR,
+                vec![Expr::value(Value::SingleQuotedString(text.clone()))],
+            );
             return;
         };
         let elem = items
@@ -149,6 +159,17 @@ mod tests {
         assert_eq!(
             s.to_string(),
             "SELECT ARRAY['1', '2', NULL]::INT[], CAST(ARRAY['a', 'b,c'] AS TEXT[]), 'x'::TEXT"
+        );
+        let mut s = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+            &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+            "SELECT '{a,b'::text[]",
+        )
+        .unwrap()
+        .remove(0);
+        array_literal_casts(&mut s);
+        assert_eq!(
+            s.to_string(),
+            "SELECT brook_array_literal_error('{a,b')::TEXT[]"
         );
     }
 }

@@ -77,6 +77,29 @@ pub fn register(ctx: &SessionContext) {
             Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
         ));
     }
+    // An array literal Brook cannot read (brook_planner::array_literal): nested ones are
+    // 0A000, malformed ones 22P02, as PostgreSQL words them.
+    ctx.register_udf(create_udf(
+        brook_planner::array_literal::ARRAY_LITERAL_ERROR,
+        vec![DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| {
+            let text = match &args[0] {
+                ColumnarValue::Scalar(ScalarValue::Utf8(Some(t))) => t.clone(),
+                _ => String::new(),
+            };
+            let e = if text.trim_start().starts_with("{{") {
+                brook_err!(
+                    Unsupported,
+                    "multidimensional array literals are not supported: \"{text}\""
+                )
+            } else {
+                brook_err!(InvalidText, "malformed array literal: \"{text}\"")
+            };
+            Err(DataFusionError::External(Box::new(e)))
+        }),
+    ));
     // Every type, function, operator and collation lives in pg_catalog, which is always
     // on the search path: visible (NULL for NULL, as PostgreSQL). psql's `\df`/`\dT` and
     // SQLAlchemy's column reflection filter by these.
