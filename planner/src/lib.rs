@@ -21,6 +21,7 @@
 //! - [`checked_power`]: float8 `^`/`power` with PostgreSQL's overflow and domain errors.
 //! - [`synopsis`]: `CREATE SYNOPSIS` as the continuous query that maintains it.
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
+//! - [`select_list_subqueries`]: which select-list subqueries of catalog queries are kept.
 //! - [`single_row_subquery`]: correlated scalar subqueries that select one row (21000 for more).
 //! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (window
 //!   starts, session window functions).
@@ -49,6 +50,7 @@ pub mod match_recognize;
 pub mod parser;
 pub mod pg_functions;
 pub mod rewrite;
+pub mod select_list_subqueries;
 pub mod session_window;
 pub mod single_row_subquery;
 pub mod statement;

@@ -7,9 +7,11 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use datafusion_pg_catalog::sql::rules::{
-    AliasDuplicatedProjectionRewrite, FixArrayLiteral, PrependUnqualifiedPgTableName,
-    RewriteArrayAnyAllOperation, RewritePgCatalogOperator, RewriteRegCastToSubquery,
-    SqlStatementRewriteRule, StripCallableQualifier, StripCollate,
+    AliasDuplicatedProjectionRewrite, CurrentUserVariableToSessionUserFunctionCall,
+    FixArrayLiteral, FixVersionColumnName, PrependUnqualifiedPgTableName,
+    RemoveSubqueryFromProjection, ResolveUnqualifiedIdentifier, RewriteArrayAnyAllOperation,
+    RewritePgCatalogOperator, RewriteRegCastToSubquery, SqlStatementRewriteRule,
+    StripCallableQualifier, StripCollate,
 };
 use datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use std::sync::{Arc, LazyLock};
@@ -43,6 +45,52 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(RewriteRegCastToSubquery::new()),
     ]
 });
+
+/// The compatibility parser's rewrite rules, in its order, with Brook's
+/// `SelectListSubqueries` in place of its `RemoveSubqueryFromProjection` (which replaces
+/// every correlated select-list subquery by NULL).
+static CATALOG_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
+    vec![
+        Arc::new(AliasDuplicatedProjectionRewrite),
+        Arc::new(ResolveUnqualifiedIdentifier),
+        Arc::new(RewriteArrayAnyAllOperation),
+        Arc::new(PrependUnqualifiedPgTableName),
+        Arc::new(StripCallableQualifier),
+        Arc::new(FixArrayLiteral),
+        Arc::new(CurrentUserVariableToSessionUserFunctionCall),
+        Arc::new(StripCollate),
+        Arc::new(RewritePgCatalogOperator),
+        Arc::new(RewriteRegCastToSubquery::new()),
+    ]
+});
+
+/// A catalog query as the compatibility parser reads it, except that select-list
+/// subqueries Brook can run are kept (`select_list_subqueries`). The parser also swaps
+/// whole known client queries for replacements (token matching); when it did, its result
+/// is taken as it is. It did not when its result equals the query parsed plainly with its
+/// own rules applied.
+fn parse_catalog_query(text: &str) -> Result<Vec<Statement>> {
+    let compat = COMPAT.parse(text)?;
+    let Ok(plain) = Parser::parse_sql(&PostgreSqlDialect {}, text) else {
+        return Ok(compat);
+    };
+    let with_rules = |s: Statement| CATALOG_RULES.iter().fold(s, |s, rule| rule.rewrite(s));
+    let same = plain.len() == compat.len()
+        && plain.iter().zip(&compat).all(|(p, c)| {
+            let theirs = RemoveSubqueryFromProjection.rewrite(with_rules(p.clone()));
+            FixVersionColumnName.rewrite(theirs).to_string() == c.to_string()
+        });
+    if !same {
+        return Ok(compat);
+    }
+    Ok(plain
+        .into_iter()
+        .map(|s| {
+            let s = crate::select_list_subqueries::SelectListSubqueries.rewrite(with_rules(s));
+            FixVersionColumnName.rewrite(s)
+        })
+        .collect())
+}
 
 /// Names cast to `regclass`/`regtype`/... as catalog lookups: run again on a catalog query
 /// after Brook's own rewrites have made such casts (`to_regtype`).
@@ -362,8 +410,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
     }
     let mut stmts = if is_catalog_query(text) {
-        COMPAT
-            .parse(&describe_brook_kinds(text))?
+        parse_catalog_query(&describe_brook_kinds(text))?
             .into_iter()
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);

@@ -45,10 +45,11 @@ rm -f /tmp/psql_bin.$$
 check "brook|Superuser, Create role, Create DB" "$("${P[@]}" -c '\du' | cut -d'|' -f1,2)" "\\du lists the role"
 "${P[@]}" -c '\dt+ items' | grep -Eq '^public\|items\|table\|brook\|permanent\|\|[0-9]+ (bytes|kB)\|$' || { echo "psql: \\dt+ items: $("${P[@]}" -c '\dt+ items')"; exit 1; }
 "${P[@]}" -c '\l+' | grep -Eq '^brook\|brook\|.*\|[0-9]+ (bytes|kB)\|pg_default\|$' || { echo "psql: \\l+: $("${P[@]}" -c '\l+')"; exit 1; }
-# \d lists a table's primary key and indexes (from pg_index, as psql reads them)
-"${P[@]}" -c "CREATE TABLE keyed (id int PRIMARY KEY, v int)" -c "CREATE INDEX keyed_v ON keyed (v)" >/dev/null
+# \d lists a table's declared types, defaults, primary key and indexes (as psql reads them)
+"${P[@]}" -c "CREATE TABLE keyed (id int PRIMARY KEY, v int, tag varchar(5) DEFAULT 'x')" -c "CREATE INDEX keyed_v ON keyed (v)" >/dev/null
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d keyed' >/tmp/psql_idx.$$
-grep -q '"keyed_pkey" PRIMARY KEY, btree (id)' /tmp/psql_idx.$$ && grep -q '"keyed_v" btree (v)' /tmp/psql_idx.$$ || { echo "psql: \\d keyed shows no indexes: $(cat /tmp/psql_idx.$$)"; exit 1; }
+grep -q '"keyed_pkey" PRIMARY KEY, btree (id)' /tmp/psql_idx.$$ && grep -q '"keyed_v" btree (v)' /tmp/psql_idx.$$ &&
+  grep -Eq "^ tag +\| character varying\(5\) +\| +\| +\| 'x'" /tmp/psql_idx.$$ || { echo "psql: \\d keyed: $(cat /tmp/psql_idx.$$)"; exit 1; }
 rm -f /tmp/psql_idx.$$
 "${P[@]}" -c "DROP TABLE keyed" >/dev/null
 # streams and materialized views list as such
