@@ -5,7 +5,7 @@
 //! `single_row_subquery` lets DataFusion run.
 
 use crate::pg_functions::rewrite_expressions;
-use datafusion::sql::sqlparser::ast::{Expr, FunctionArguments, SelectItem, SetExpr, Statement};
+use datafusion::sql::sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
@@ -57,25 +57,8 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
 
 /// A call's lower-case name (unqualified or in pg_catalog) and its arguments as SQL text.
 fn call(expr: &Expr) -> Option<(String, Vec<String>)> {
-    let Expr::Function(f) = expr else {
-        return None;
-    };
-    let parts = &f.name.0;
-    let qualifier_ok = match parts.len() {
-        1 => true,
-        2 => parts[0]
-            .as_ident()
-            .is_some_and(|q| q.value.eq_ignore_ascii_case("pg_catalog")),
-        _ => false,
-    };
-    if !qualifier_ok {
-        return None;
-    }
-    let name = parts.last()?.as_ident()?.value.to_ascii_lowercase();
-    let FunctionArguments::List(list) = &f.args else {
-        return None;
-    };
-    Some((name, list.args.iter().map(|a| a.to_string()).collect()))
+    let (name, args) = crate::pg_functions::pg_call(expr)?;
+    Some((name, args.iter().map(|a| a.to_string()).collect()))
 }
 
 /// The expression of a one-item `SELECT <expr>` written as SQL text.

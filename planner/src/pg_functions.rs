@@ -308,10 +308,20 @@ fn subscripts_of(expr: &Expr) -> Option<(Expr, Expr)> {
 
 /// The argument of a one-argument `to_regtype` call.
 fn to_regtype_argument(expr: &Expr) -> Option<Expr> {
+    match pg_call(expr)? {
+        (name, [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))]) if name == "to_regtype" => {
+            Some(e.clone())
+        }
+        _ => None,
+    }
+}
+
+/// A call of a PostgreSQL function, unqualified or qualified by `pg_catalog`, with an
+/// argument list: its lower-case name and its arguments.
+pub fn pg_call(expr: &Expr) -> Option<(String, &[FunctionArg])> {
     let Expr::Function(f) = expr else {
         return None;
     };
-    let name = f.name.0.last()?.as_ident()?;
     let qualifier_ok = match f.name.0.len() {
         1 => true,
         2 => f.name.0[0]
@@ -319,16 +329,14 @@ fn to_regtype_argument(expr: &Expr) -> Option<Expr> {
             .is_some_and(|q| q.value.eq_ignore_ascii_case("pg_catalog")),
         _ => false,
     };
-    if !qualifier_ok || !name.value.eq_ignore_ascii_case("to_regtype") {
+    if !qualifier_ok {
         return None;
     }
+    let name = f.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
     let FunctionArguments::List(list) = &f.args else {
         return None;
     };
-    match list.args.as_slice() {
-        [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => Some(e.clone()),
-        _ => None,
-    }
+    Some((name, list.args.as_slice()))
 }
 
 #[cfg(test)]

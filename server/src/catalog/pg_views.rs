@@ -80,12 +80,33 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     Ok(())
 }
 
-/// The views; each reads the crate's tables as `brook_base_*`.
-const VIEWS: [(&str, &str); 7] = [
+/// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
+/// two give Brook's indexes and columns the oids of their relations (and an index its own).
+const VIEWS: [(&str, &str); 9] = [
+    (
+        "brook_index_rows",
+        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
+                c.oid AS indrelid, c.relnamespace AS relnamespace, c.relowner AS relowner,
+                i.indexname AS indexname, i.indisprimary AS indisprimary,
+                i.indisunique AS indisunique, i.indkey AS indkey,
+                i.indcollation AS indcollation, i.indclass AS indclass,
+                i.indoption AS indoption, i.defparts AS defparts
+           FROM pg_catalog.brook_indexes i
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+    ),
+    (
+        "brook_column_rows",
+        "SELECT c.oid AS relid, b.attnum AS attnum, b.atttypid AS atttypid,
+                b.atttypmod AS atttypmod, b.adsrc AS adsrc
+           FROM pg_catalog.brook_columns b
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname",
+    ),
     (
         "pg_index",
-        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
-                c.oid AS indrelid,
+        "SELECT i.indexrelid AS indexrelid,
+                i.indrelid AS indrelid,
                 CAST(cardinality(i.indkey) AS SMALLINT) AS indnatts,
                 CAST(cardinality(i.indkey) AS SMALLINT) AS indnkeyatts,
                 i.indisunique AS indisunique, false AS indnullsnotdistinct, i.indisprimary AS indisprimary,
@@ -93,18 +114,14 @@ const VIEWS: [(&str, &str); 7] = [
                 true AS indisvalid, false AS indcheckxmin, true AS indisready, true AS indislive,
                 false AS indisreplident, i.indkey AS indkey, i.indcollation AS indcollation, i.indclass AS indclass, i.indoption AS indoption,
                 CAST(NULL AS VARCHAR) AS indexprs, CAST(NULL AS VARCHAR) AS indpred
-           FROM pg_catalog.brook_indexes i
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+           FROM pg_catalog.brook_index_rows i",
     ),
     (
         "brook_index_defs",
-        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS brook_indexrelid,
+        "SELECT i.indexrelid AS brook_indexrelid,
                 unnest(generate_series(0, CAST(cardinality(i.defparts) AS BIGINT) - 1)) AS brook_colno,
                 unnest(i.defparts) AS brook_def
-           FROM pg_catalog.brook_indexes i
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+           FROM pg_catalog.brook_index_rows i",
     ),
     (
         "pg_class",
@@ -114,7 +131,7 @@ const VIEWS: [(&str, &str); 7] = [
                 c.reltablespace AS reltablespace, c.relpages AS relpages,
                 c.reltuples AS reltuples, c.relallvisible AS relallvisible,
                 c.reltoastrelid AS reltoastrelid,
-                (c.relhasindex OR h.relname IS NOT NULL) AS relhasindex,
+                (c.relhasindex OR h.indrelid IS NOT NULL) AS relhasindex,
                 c.relisshared AS relisshared, c.relpersistence AS relpersistence,
                 c.relkind AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
                 c.relhasrules AS relhasrules, c.relhastriggers AS relhastriggers,
@@ -126,22 +143,19 @@ const VIEWS: [(&str, &str); 7] = [
                 c.relpartbound AS relpartbound,
                 CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
            FROM pg_catalog.brook_base_pg_class c
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.oid = c.relnamespace
-           LEFT JOIN (SELECT DISTINCT nspname, relname FROM pg_catalog.brook_indexes) h
-             ON h.nspname = n.nspname AND h.relname = c.relname
+           LEFT JOIN (SELECT DISTINCT indrelid FROM pg_catalog.brook_index_rows) h
+             ON h.indrelid = c.oid
          UNION ALL
-         SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT),
-                i.indexname, c.relnamespace, CAST(0 AS INT), CAST(0 AS INT), c.relowner,
+         SELECT i.indexrelid AS oid,
+                i.indexname, i.relnamespace, CAST(0 AS INT), CAST(0 AS INT), i.relowner,
                 CAST(403 AS INT),
-                CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT),
+                i.indexrelid AS relfilenode,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
                 false, false, 'p', 'i', CAST(cardinality(i.indkey) AS SMALLINT),
                 CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR),
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
-           FROM pg_catalog.brook_indexes i
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname",
+           FROM pg_catalog.brook_index_rows i",
     ),
     (
         "brook_relation_sizes",
@@ -153,29 +167,25 @@ const VIEWS: [(&str, &str); 7] = [
     ),
     (
         "pg_constraint",
-        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS oid,
-                i.indexname AS conname, n.oid AS connamespace, 'p' AS contype,
+        "SELECT i.indexrelid AS oid,
+                i.indexname AS conname, i.relnamespace AS connamespace, 'p' AS contype,
                 false AS condeferrable, false AS condeferred, true AS convalidated,
-                c.oid AS conrelid, 0 AS contypid,
-                CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS conindid,
+                i.indrelid AS conrelid, 0 AS contypid,
+                i.indexrelid AS conindid,
                 0 AS conparentid, 0 AS confrelid, ' ' AS confupdtype, ' ' AS confdeltype,
                 ' ' AS confmatchtype, true AS conislocal, CAST(0 AS SMALLINT) AS coninhcount,
                 true AS connoinherit, i.indkey AS conkey, CAST(NULL AS VARCHAR) AS confkey,
                 CAST(NULL AS VARCHAR) AS conpfeqop, CAST(NULL AS VARCHAR) AS conppeqop,
                 CAST(NULL AS VARCHAR) AS conffeqop, CAST(NULL AS VARCHAR) AS confdelsetcols,
                 CAST(NULL AS VARCHAR) AS conexclop, CAST(NULL AS VARCHAR) AS conbin
-           FROM pg_catalog.brook_indexes i
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = i.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = i.relname
+           FROM pg_catalog.brook_index_rows i
           WHERE i.indisprimary",
     ),
     (
         "pg_attrdef",
-        "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 1600 + b.attnum AS INT) AS oid,
-                c.oid AS adrelid, b.attnum AS adnum, b.adsrc AS adbin
-           FROM pg_catalog.brook_columns b
-           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
-           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname
+        "SELECT CAST(1000000000 + (CAST(b.relid AS BIGINT) - 16384) * 1600 + b.attnum AS INT) AS oid,
+                b.relid AS adrelid, b.attnum AS adnum, b.adsrc AS adbin
+           FROM pg_catalog.brook_column_rows b
           WHERE b.adsrc IS NOT NULL",
     ),
     (
@@ -188,11 +198,7 @@ const VIEWS: [(&str, &str); 7] = [
                 a.attidentity AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
                 a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
            FROM pg_catalog.brook_base_pg_attribute a
-           LEFT JOIN (SELECT c.oid AS relid, b.attnum, b.atttypid, b.atttypmod, b.adsrc
-                        FROM pg_catalog.brook_columns b
-                        JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
-                        JOIN pg_catalog.brook_base_pg_class c
-                          ON c.relnamespace = n.oid AND c.relname = b.relname) b
+           LEFT JOIN pg_catalog.brook_column_rows b
              ON b.relid = a.attrelid AND b.attnum = a.attnum",
     ),
 ];

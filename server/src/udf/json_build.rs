@@ -16,7 +16,6 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
-use datafusion::scalar::ScalarValue;
 use std::sync::Arc;
 
 /// Register the functions on a database context.
@@ -77,16 +76,8 @@ impl ScalarUDFImpl for JsonBuild {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let (arrays, scalar) = super::argument_arrays(&args)?;
         let rows = if scalar { 1 } else { args.number_rows };
-        let arrays: Vec<ArrayRef> = args
-            .args
-            .iter()
-            .map(|a| a.to_array(rows))
-            .collect::<Result<_>>()?;
         if self.kind == Kind::Object && arrays.len() % 2 == 1 {
             return Err(err(BrookError::InvalidParameter(format!(
                 "argument list must have even number of elements (the arguments of {} alternate keys and values)",
@@ -96,11 +87,7 @@ impl ScalarUDFImpl for JsonBuild {
         let out: StringArray = (0..rows)
             .map(|row| self.row(&arrays, row))
             .collect::<Result<_>>()?;
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }
+        super::result_value(Arc::new(out), scalar)
     }
 }
 

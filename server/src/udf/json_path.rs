@@ -17,7 +17,6 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
-use datafusion::scalar::ScalarValue;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -67,14 +66,10 @@ impl ScalarUDFImpl for JsonPath {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let (arrays, scalar) = super::argument_arrays(&args)?;
         let rows = if scalar { 1 } else { args.number_rows };
-        let docs = args.args[0].to_array(rows)?;
-        let docs = datafusion::arrow::compute::cast(&docs, &DataType::Utf8)?;
-        let paths = args.args[1].to_array(rows)?;
+        let docs = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
+        let paths = &arrays[1];
         let docs = docs.as_string::<i32>();
         let mut out = Vec::with_capacity(rows);
         for row in 0..rows {
@@ -82,17 +77,13 @@ impl ScalarUDFImpl for JsonPath {
                 out.push(None);
                 continue;
             }
-            let steps = path_steps(&paths, row)?;
+            let steps = path_steps(paths, row)?;
             let doc: Value = serde_json::from_str(docs.value(row))
                 .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
             out.push(walk(&doc, &steps).and_then(|v| render(v, self.as_text)));
         }
         let out: ArrayRef = Arc::new(StringArray::from(out));
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(out))
-        }
+        super::result_value(out, scalar)
     }
 }
 
@@ -118,10 +109,9 @@ impl ScalarUDFImpl for JsonCast {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let (arrays, scalar) = super::argument_arrays(&args)?;
         let rows = if scalar { 1 } else { args.number_rows };
-        let texts = args.args[0].to_array(rows)?;
-        let texts = datafusion::arrow::compute::cast(&texts, &DataType::Utf8)?;
+        let texts = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
         let texts = texts.as_string::<i32>();
         let mut out = Vec::with_capacity(rows);
         for row in 0..rows {
@@ -141,11 +131,7 @@ impl ScalarUDFImpl for JsonCast {
             }));
         }
         let out: ArrayRef = Arc::new(StringArray::from(out));
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(out))
-        }
+        super::result_value(out, scalar)
     }
 }
 

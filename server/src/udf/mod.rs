@@ -11,3 +11,37 @@ pub mod nexmark;
 pub mod pg_admin;
 pub mod sum_numeric;
 pub mod synopses;
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
+use datafusion::scalar::ScalarValue;
+
+/// A function call's arguments as arrays, and whether all were scalars (then each array
+/// holds one row, and the result should be a scalar: [`result_value`]).
+pub(crate) fn argument_arrays(
+    args: &ScalarFunctionArgs,
+) -> datafusion::error::Result<(Vec<ArrayRef>, bool)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let rows = if scalar { 1 } else { args.number_rows };
+    let arrays = args
+        .args
+        .iter()
+        .map(|a| a.to_array(rows))
+        .collect::<datafusion::error::Result<_>>()?;
+    Ok((arrays, scalar))
+}
+
+/// A function's result `out`, a scalar when its arguments were ([`argument_arrays`]).
+pub(crate) fn result_value(
+    out: ArrayRef,
+    scalar: bool,
+) -> datafusion::error::Result<ColumnarValue> {
+    if scalar {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+    } else {
+        Ok(ColumnarValue::Array(out))
+    }
+}
