@@ -305,6 +305,27 @@ async fn an_execute_with_a_huge_row_limit_is_refused() {
     assert_eq!(one, 1);
 }
 
+/// A negative Execute row limit means all rows, as in PostgreSQL (found by the fuzz test
+/// below: pgwire read it as a huge limit and panicked sizing its buffer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execute_with_a_negative_row_limit_fetches_all_rows() {
+    let server = BrookServer::start();
+    let mut s = raw_session(&server.addr).await;
+    let body = [
+        parse("", "SELECT x FROM generate_series(1, 3) g(x)", &[]),
+        bind(&[], &[], &[]),
+        execute_limited(-5),
+        sync(),
+    ]
+    .concat();
+    s.write_all(&body).await.expect("send");
+    let mut reply = Vec::new();
+    read_until_ready(&mut s, &mut reply, 1).await;
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.contains("SELECT 3"), "{text:?}");
+    assert_eq!(panics(&server), 0, "{text:?}");
+}
+
 /// A Bind whose value length runs past the message (pgwire's decoder would panic on it) is
 /// refused before pgwire sees it: FATAL 08P01 naming the message, no panic, and the server
 /// serves the next client.
@@ -392,6 +413,12 @@ async fn mutated_protocol_messages_never_take_the_server_down() {
         let (seed, edits, startup_edits) = strategy.new_tree(&mut runner).expect("case").current();
         let body = apply(seeds[seed.index(seeds.len())].clone(), &edits);
         one_case(&server.addr, &body, startup_edits.as_deref()).await;
+        // Name the case that made the server panic, so that it can be turned into a test.
+        assert_eq!(
+            panics(&server),
+            0,
+            "a panic while serving the case {body:?} (startup edits {startup_edits:?})"
+        );
         recent.push((body, startup_edits));
         if i % 25 == 0 {
             let answered =

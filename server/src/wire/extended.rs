@@ -271,11 +271,13 @@ impl ExtendedQueryHandler for BrookHandler {
 
     /// Every Execute's row limit is checked before pgwire acts on it: pgwire sizes a buffer
     /// for the whole limit up front, also when it resumes a suspended portal without asking
-    /// `do_query`, so an absurd limit allocated tens of gigabytes and aborted the server.
+    /// `do_query`, so an absurd limit allocated tens of gigabytes and aborted the server. A
+    /// negative limit means all rows, as in PostgreSQL (pgwire read it as a huge one and
+    /// panicked sizing that buffer).
     async fn on_execute<C>(
         &self,
         client: &mut C,
-        message: pgwire::messages::extendedquery::Execute,
+        mut message: pgwire::messages::extendedquery::Execute,
     ) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -283,6 +285,7 @@ impl ExtendedQueryHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        message.max_rows = message.max_rows.max(0);
         let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
         if max_rows > MAX_EXECUTE_ROWS {
             return Err(to_pg(BrookError::Limit {
