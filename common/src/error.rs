@@ -169,6 +169,12 @@ pub enum BrookError {
     /// parses but is wrong in a way PostgreSQL names.
     #[error("{message}")]
     Semantic { message: String, code: &'static str },
+    /// 2200H: a sequence reached its MAXVALUE or MINVALUE and does not CYCLE.
+    #[error("{0}")]
+    SequenceLimit(String),
+    /// 428C9: a value given for a `GENERATED ALWAYS` identity column.
+    #[error("{0}")]
+    GeneratedAlways(String),
     /// XX000: a bug in Brook.
     #[error("internal error: {0}")]
     Internal(String),
@@ -224,6 +230,8 @@ impl BrookError {
             BrookError::Limit { code, .. } => code,
             BrookError::Timeout { code, .. } => code,
             BrookError::Semantic { code, .. } => code,
+            BrookError::SequenceLimit(_) => "2200H",
+            BrookError::GeneratedAlways(_) => "428C9",
             BrookError::Internal(_) => "XX000",
         }
     }

@@ -13,6 +13,7 @@
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
+//! - [`create_sequence`]: `CREATE SEQUENCE` with its options in PostgreSQL's any order.
 //! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
 //!   pg_catalog views.
 //! - [`approx`]: the accuracy budget (exact aggregates replaced by sized synopses).
@@ -42,6 +43,7 @@ pub mod catalog_lookups;
 pub mod checked;
 pub mod checked_power;
 pub mod continuous;
+pub mod create_sequence;
 pub mod decorrelate;
 pub mod interval_scale;
 pub mod json_ops;

@@ -31,6 +31,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::GenerateSubscripts),
         Arc::new(crate::array_subquery::ArraySubquery),
         Arc::new(crate::pg_functions::SerialSequenceIsNull),
+        Arc::new(crate::pg_functions::SequenceNameArguments),
         Arc::new(crate::catalog_lookups::CatalogLookups),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(crate::json_ops::JsonOperators),
@@ -86,6 +87,7 @@ fn parse_catalog_query(text: &str) -> Result<Vec<Statement>> {
     Ok(plain
         .into_iter()
         .map(|s| {
+            let s = crate::pg_functions::SequenceNameArguments.rewrite(s);
             let s = crate::select_list_subqueries::SelectListSubqueries.rewrite(with_rules(s));
             FixVersionColumnName.rewrite(s)
         })
@@ -255,7 +257,7 @@ fn split_statements_at(sql: &str) -> Result<Vec<(usize, String)>> {
     Ok(out)
 }
 
-fn span_bytes(offsets: &mut LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
+pub(crate) fn span_bytes(offsets: &mut LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
     let s = offsets.byte(t.span.start.line, t.span.start.column);
     let e = offsets.byte(t.span.end.line, t.span.end.column);
     (s, e)
@@ -265,7 +267,7 @@ fn span_bytes(offsets: &mut LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize
 /// offsets of the original text. Tokens are asked for in order, so a cursor moves forward
 /// through the text: linear in its length however long a line is (walking each line from
 /// its start per token made a 100 K-element IN list on one line take a minute).
-struct LineOffsets<'a> {
+pub(crate) struct LineOffsets<'a> {
     text: &'a str,
     starts: Vec<usize>,
     /// Where the cursor is: line, column (both 1-based) and byte offset.
@@ -275,7 +277,7 @@ struct LineOffsets<'a> {
 }
 
 impl<'a> LineOffsets<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str) -> Self {
         let mut starts = vec![0];
         for (i, c) in text.char_indices() {
             if c == '\n' {
@@ -313,6 +315,9 @@ impl<'a> LineOffsets<'a> {
 
 /// Parse one statement's text.
 pub fn parse_one(text: &str) -> Result<BrookStatement> {
+    if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
+        return parse_one(&reordered);
+    }
     // PostgreSQL's dialect lacks MATCH_RECOGNIZE; the generic one has it.
     let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> =
         if crate::match_recognize::uses_match_recognize(text) {
@@ -331,6 +336,17 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             return Ok(BrookStatement::new(StatementBody::CreateSynopsis(
                 Box::new(parse_create_synopsis(&mut p)?),
             )));
+        }
+        let temporary = p
+            .parse_one_of_keywords(&[Keyword::TEMP, Keyword::TEMPORARY])
+            .is_some();
+        if p.parse_keyword(Keyword::SEQUENCE) {
+            let s = crate::create_sequence::parse_create_sequence(&mut p, temporary)?;
+            expect_end(&mut p)?;
+            return Ok(BrookStatement::sql(s));
+        }
+        if temporary {
+            p.prev_token();
         }
         p.prev_token();
     }

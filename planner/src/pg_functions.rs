@@ -221,42 +221,24 @@ impl SqlStatementRewriteRule for GenerateSubscripts {
     }
 }
 
-/// `pg_get_serial_sequence(table, column)` as a text NULL. Brook has no sequences, so no
-/// column owns one and the answer is NULL for every argument (as the function registered
-/// by the server answers). Folded, the NULL keeps the catalog subquery a `::regclass` of it
-/// becomes from being correlated with the caller's row (SQLAlchemy's column reflection
-/// nests one in a correlated subquery, which DataFusion cannot plan).
+/// `pg_get_serial_sequence(table, column)::regclass` as an integer NULL. The compatibility
+/// rewrite of a `::regclass` cast looks up names written in the statement; this one names a
+/// sequence computed per row of a catalog query (SQLAlchemy's column reflection asks it, in
+/// a correlated subquery, for the options of identity columns), which DataFusion cannot
+/// plan. Folded, the subquery is not correlated and the identity options read as NULL (the
+/// column reflects as an autoincrementing one). A direct call of `pg_get_serial_sequence`
+/// is left to the server's function, which answers from the catalog.
 #[derive(Debug)]
 pub struct SerialSequenceIsNull;
 
 impl SqlStatementRewriteRule for SerialSequenceIsNull {
     fn rewrite(&self, mut s: Statement) -> Statement {
         rewrite_expressions(&mut s, |expr| {
-            if null_as_regclass(expr) {
+            if serial_sequence_as_regclass(expr) {
                 *expr = Expr::Cast {
                     kind: CastKind::Cast,
                     expr: Box::new(Expr::value(datafusion::sql::sqlparser::ast::Value::Null)),
                     data_type: DataType::Integer(None),
-                    array: false,
-                    format: None,
-                };
-                return;
-            }
-            let Expr::Function(f) = expr else {
-                return;
-            };
-            let named = f
-                .name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_get_serial_sequence"));
-            let two_args = matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 2);
-            if named && two_args {
-                *expr = Expr::Cast {
-                    kind: CastKind::Cast,
-                    expr: Box::new(Expr::value(datafusion::sql::sqlparser::ast::Value::Null)),
-                    data_type: DataType::Text,
                     array: false,
                     format: None,
                 };
@@ -266,24 +248,78 @@ impl SqlStatementRewriteRule for SerialSequenceIsNull {
     }
 }
 
-/// True for `CAST(CAST(NULL AS text) AS regclass)`: the oid of no relation, NULL.
-fn null_as_regclass(expr: &Expr) -> bool {
+/// `nextval('name'::regclass)` (and `currval`, `setval`) as `nextval('name')`: the server's
+/// sequence functions take the name and resolve it themselves. Left as it was, the cast
+/// would become a `pg_class` subquery, which a column DEFAULT (evaluated per row while
+/// rows are written) cannot run. `::regclass` is what PostgreSQL shows in a SERIAL
+/// column's default and what pg_dump writes.
+#[derive(Debug)]
+pub struct SequenceNameArguments;
+
+impl SqlStatementRewriteRule for SequenceNameArguments {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            let Some((name, _)) = pg_call(expr) else {
+                return;
+            };
+            if !matches!(name.as_str(), "nextval" | "currval" | "setval") {
+                return;
+            }
+            let Expr::Function(f) = expr else {
+                return;
+            };
+            let FunctionArguments::List(list) = &mut f.args else {
+                return;
+            };
+            if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(first))) = list.args.first_mut()
+            {
+                if let Expr::Cast {
+                    expr: inner,
+                    data_type: DataType::Regclass,
+                    ..
+                } = first
+                {
+                    *first = inner.as_ref().clone();
+                } else if let Expr::Cast {
+                    expr: inner,
+                    data_type: DataType::Custom(t, _),
+                    ..
+                } = first
+                {
+                    if is_named(t, "regclass") {
+                        *first = inner.as_ref().clone();
+                    }
+                }
+            }
+        });
+        s
+    }
+}
+
+fn is_named(name: &ObjectName, wanted: &str) -> bool {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.value.eq_ignore_ascii_case(wanted))
+}
+
+/// True for `CAST(pg_get_serial_sequence(t, c) AS regclass)`.
+fn serial_sequence_as_regclass(expr: &Expr) -> bool {
     let Expr::Cast {
         expr: inner,
-        data_type: DataType::Custom(name, _),
+        data_type,
         ..
     } = expr
     else {
         return false;
     };
-    let regclass = name
-        .0
-        .last()
-        .and_then(|p| p.as_ident())
-        .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass"));
-    let null = matches!(inner.as_ref(), Expr::Cast { expr: e, .. }
-        if matches!(e.as_ref(), Expr::Value(v) if v.value == datafusion::sql::sqlparser::ast::Value::Null));
-    regclass && null
+    let regclass = match data_type {
+        DataType::Regclass => true,
+        DataType::Custom(name, _) => is_named(name, "regclass"),
+        _ => false,
+    };
+    regclass
+        && pg_call(inner).is_some_and(|(n, args)| n == "pg_get_serial_sequence" && args.len() == 2)
 }
 
 /// The array and dimension of a `generate_subscripts(array, dimension)` call.
@@ -372,5 +408,17 @@ mod tests {
         );
         // Other functions of that name shape are left alone.
         assert_eq!(sql("SELECT to_regtypes('a')"), "SELECT to_regtypes('a')");
+    }
+
+    #[test]
+    fn sequence_functions_take_the_name_of_a_regclass_cast() {
+        assert_eq!(
+            sql("SELECT nextval('public.t_id_seq'::regclass), pg_catalog.setval('s'::pg_catalog.regclass, 5, false)"),
+            "SELECT nextval('public.t_id_seq'), setval('s', 5, false)"
+        );
+        assert_eq!(
+            sql("SELECT pg_get_serial_sequence('t', 'id'), pg_get_serial_sequence('t', 'id')::regclass"),
+            "SELECT pg_get_serial_sequence('t', 'id'), CAST(NULL AS INTEGER)"
+        );
     }
 }

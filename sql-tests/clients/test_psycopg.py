@@ -173,3 +173,35 @@ def test_lists_bind_as_arrays(brook):
         assert c.execute("SELECT %s::text[]", (["a", "b,c", None],)).fetchone()[0] == ["a", "b,c", None]
         assert c.execute("SELECT 2 = ANY(%s)", ([1, 2, 3],)).fetchone()[0] is True
         assert c.execute("SELECT cardinality(%s::int[])", ([4, 5, 6],)).fetchone()[0] == 3
+
+
+def test_sequences_serial_copy_and_sqlstates(brook):
+    """A SERIAL column takes its values in COPY too; the sequence errors carry PostgreSQL's
+    SQLSTATEs."""
+    with connect(brook) as c:
+        c.autocommit = True
+        c.execute("CREATE TABLE pg_serial (id bigserial PRIMARY KEY, v text)")
+        with c.cursor().copy("COPY pg_serial (v) FROM STDIN") as cp:
+            for v in ["a", "b", "c"]:
+                cp.write_row((v,))
+        c.execute("INSERT INTO pg_serial (v) VALUES (%s)", ("d",))
+        assert c.execute("SELECT id, v FROM pg_serial ORDER BY id").fetchall() == [
+            (1, "a"), (2, "b"), (3, "c"), (4, "d")]
+        c.execute("CREATE SEQUENCE pg_short MAXVALUE 2")
+        c.execute("CREATE TABLE pg_always (id int GENERATED ALWAYS AS IDENTITY, v int)")
+        cases = {
+            "SELECT currval('pg_short')": "55000",
+            "SELECT nextval('pg_short') FROM generate_series(1, 3)": "2200H",
+            "SELECT nextval('pg_missing')": "42P01",
+            "SELECT nextval('pg_serial')": "42809",
+            "SELECT setval('pg_short', 5)": "22003",
+            "INSERT INTO pg_always VALUES (1, 1)": "428C9",
+            "DROP SEQUENCE pg_serial_id_seq": "2BP01",
+            "SELECT nextval('a b')": "42602",
+        }
+        for sql, code in cases.items():
+            with pytest.raises(psycopg.Error) as err:
+                c.execute(sql)
+            assert err.value.sqlstate == code, (sql, err.value)
+        c.execute("DROP TABLE pg_serial, pg_always")
+        c.execute("DROP SEQUENCE pg_short")

@@ -80,3 +80,57 @@ def test_reflection_reads_keys_indexes_defaults_and_types(brook):
     df = pd.read_sql("sa_reflect", e)
     assert df["code"].tolist() == ["a"] and list(df.columns) == ["id", "region", "code", "price", "seen"]
     e.dispose()
+
+
+def test_orm_autoincrement_keys_serial_and_identity(brook):
+    """An Integer primary key is SERIAL (create_all), the ORM gets each new row's key back
+    (INSERT ... RETURNING), an Identity() column is GENERATED ... AS IDENTITY; the SERIAL
+    column reflects as autoincrementing with its nextval default."""
+    from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Note(Base):
+        __tablename__ = "sa_notes"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        body: Mapped[str] = mapped_column(sa.String(40))
+
+    class Event(Base):
+        __tablename__ = "sa_events"
+        id: Mapped[int] = mapped_column(sa.BigInteger, sa.Identity(always=True, start=10), primary_key=True)
+        kind: Mapped[str] = mapped_column(sa.Text)
+
+    e = engine(brook)
+    Base.metadata.create_all(e)
+    with Session(e) as s:
+        notes = [Note(body="first"), Note(body="second")]
+        s.add_all(notes)
+        s.add(Event(kind="start"))
+        s.commit()
+        assert [n.id for n in notes] == [1, 2]
+        assert s.scalars(sa.select(Event.id)).all() == [10]
+        s.add(Note(body="third"))
+        s.commit()
+        assert s.scalars(sa.select(Note.id).order_by(Note.id)).all() == [1, 2, 3]
+    insp = sa.inspect(e)
+    note_id = {c["name"]: c for c in insp.get_columns("sa_notes")}["id"]
+    assert note_id["autoincrement"] is True
+    assert note_id["default"] == "nextval('sa_notes_id_seq'::regclass)"
+    event_id = {c["name"]: c for c in insp.get_columns("sa_events")}["id"]
+    assert (event_id["nullable"], event_id["default"]) == (False, None)
+    assert "sa_notes_id_seq" in insp.get_sequence_names()
+    Base.metadata.drop_all(e)
+    assert "sa_notes_id_seq" not in sa.inspect(e).get_sequence_names()
+    e.dispose()
+
+
+def test_pandas_replaces_a_table_and_reads_it_by_name(brook):
+    e = engine(brook)
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    df.to_sql("pd_r", e, if_exists="replace")
+    df.to_sql("pd_r", e, if_exists="replace")
+    back = pd.read_sql("pd_r", e)
+    assert back["index"].tolist() == [0, 1]
+    assert back["b"].tolist() == ["x", "y"]
+    e.dispose()

@@ -16,32 +16,31 @@
 //!   and `atthasdef`;
 //! - `pg_class`: the crate's rows (`relhasindex` true for indexed tables, and the
 //!   `reloptions`/`relacl` columns clients select) plus a row of kind `i` per index;
+//! - `pg_class` rows of kind `S` and `pg_sequence`: the sequences (`CREATE SEQUENCE`, and
+//!   those SERIAL and identity columns own); `pg_attribute.attidentity` marks identity
+//!   columns (which, as in PostgreSQL, have no `pg_attrdef` row);
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
 //!   `pg_table_size`, `pg_relation_size`, `pg_total_relation_size` and `pg_database_size`
 //!   look up.
 //!
-//! The tables are views over two tables computed at each scan from the catalog
-//! (`brook_columns`, `brook_indexes`) joined to the crate's `pg_class`/`pg_namespace` for the
+//! The tables are views over tables computed at each scan from the catalog
+//! (`pg_rows`: `brook_columns`, `brook_indexes`, `brook_sequences`) joined to the crate's `pg_class`/`pg_namespace` for the
 //! oids it assigns. Oids of indexes, constraints and defaults are derived from their
 //! relation's oid (they need only be unique within their own table, as PostgreSQL's are).
 
-use crate::catalog::{Catalog, CatalogDoc};
+use crate::catalog::pg_rows::{Computed, Source};
+use crate::catalog::Catalog;
 use async_trait::async_trait;
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int16Array, Int32Array, ListArray, RecordBatch, StringArray,
-};
-use datafusion::arrow::datatypes::{DataType, Field, Int16Type, Int32Type, Schema, SchemaRef};
-use datafusion::catalog::{SchemaProvider, Session, TableProvider};
-use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::{TableType, ViewTable};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::catalog::{SchemaProvider, TableProvider};
+use datafusion::datasource::ViewTable;
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::{Expr, SessionContext};
+use datafusion::prelude::SessionContext;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -67,6 +66,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         database: database.to_string(),
     };
     overlay.add("brook_columns", Arc::new(Computed::columns(source.clone())));
+    overlay.add(
+        "brook_sequences",
+        Arc::new(Computed::sequences(source.clone())),
+    );
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
     db.register_schema("pg_catalog", overlay.clone())?;
@@ -82,7 +85,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 9] = [
+const VIEWS: [(&str, &str); 10] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -98,7 +101,7 @@ const VIEWS: [(&str, &str); 9] = [
     (
         "brook_column_rows",
         "SELECT c.oid AS relid, b.attnum AS attnum, b.atttypid AS atttypid,
-                b.atttypmod AS atttypmod, b.adsrc AS adsrc
+                b.atttypmod AS atttypmod, b.adsrc AS adsrc, b.attidentity AS attidentity
            FROM pg_catalog.brook_columns b
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname",
@@ -155,7 +158,24 @@ const VIEWS: [(&str, &str); 9] = [
                 CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR),
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
-           FROM pg_catalog.brook_index_rows i",
+           FROM pg_catalog.brook_index_rows i
+         UNION ALL
+         SELECT q.oid AS oid, q.relname, n.oid AS relnamespace, CAST(0 AS INT), CAST(0 AS INT),
+                CAST(0 AS INT), CAST(0 AS INT), q.oid AS relfilenode,
+                CAST(0 AS INT), CAST(1 AS INT), CAST(1 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
+                false, false, 'p', 'S', CAST(3 AS SMALLINT),
+                CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
+                CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR),
+                CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
+           FROM pg_catalog.brook_sequences q
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname",
+    ),
+    (
+        "pg_sequence",
+        "SELECT q.oid AS seqrelid, q.seqtypid AS seqtypid, q.seqstart AS seqstart,
+                q.seqincrement AS seqincrement, q.seqmax AS seqmax, q.seqmin AS seqmin,
+                q.seqcache AS seqcache, q.seqcycle AS seqcycle
+           FROM pg_catalog.brook_sequences q",
     ),
     (
         "brook_relation_sizes",
@@ -195,7 +215,7 @@ const VIEWS: [(&str, &str); 9] = [
                 COALESCE(b.atttypmod, a.atttypmod) AS atttypmod, a.attbyval AS attbyval, a.attalign AS attalign,
                 a.attstorage AS attstorage, a.attcompression AS attcompression, a.attnotnull AS attnotnull,
                 COALESCE(b.adsrc IS NOT NULL, a.atthasdef) AS atthasdef, a.atthasmissing AS atthasmissing,
-                a.attidentity AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
+                COALESCE(b.attidentity, a.attidentity) AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
                 a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
            FROM pg_catalog.brook_base_pg_attribute a
            LEFT JOIN pg_catalog.brook_column_rows b
@@ -280,294 +300,6 @@ impl SchemaProvider for Overlay {
                 .inner
                 .table_exist(name.strip_prefix(BASE).unwrap_or(name))
     }
-}
-
-/// Where the computed tables read: the persistent catalog, one database of it.
-#[derive(Debug, Clone)]
-struct Source {
-    catalog: Arc<Catalog>,
-    database: String,
-}
-
-/// A table computed from the catalog at each scan.
-#[derive(Debug)]
-struct Computed {
-    schema: SchemaRef,
-    source: Source,
-    rows: fn(&CatalogDoc, &Source, &SchemaRef) -> Result<RecordBatch>,
-}
-
-impl Computed {
-    /// `brook_columns`: a row per column of every table, stream and materialized view.
-    fn columns(source: Source) -> Computed {
-        Computed {
-            schema: Arc::new(Schema::new(vec![
-                Field::new("nspname", DataType::Utf8, false),
-                Field::new("relname", DataType::Utf8, false),
-                Field::new("attnum", DataType::Int16, false),
-                Field::new("atttypid", DataType::Int32, false),
-                Field::new("atttypmod", DataType::Int32, false),
-                Field::new("adsrc", DataType::Utf8, true),
-            ])),
-            source,
-            rows: column_rows,
-        }
-    }
-
-    /// `brook_storage`: the bytes on disk of every relation of every database.
-    fn storage(source: Source) -> Computed {
-        Computed {
-            schema: Arc::new(Schema::new(vec![
-                Field::new("datname", DataType::Utf8, false),
-                Field::new("nspname", DataType::Utf8, false),
-                Field::new("relname", DataType::Utf8, false),
-                Field::new("bytes", DataType::Int64, false),
-            ])),
-            source,
-            rows: storage_rows,
-        }
-    }
-
-    /// `brook_indexes`: a row per primary key (`<table>_pkey`) and per index.
-    fn indexes(source: Source) -> Computed {
-        let list = |t: DataType| DataType::List(Arc::new(Field::new_list_field(t, true)));
-        Computed {
-            schema: Arc::new(Schema::new(vec![
-                Field::new("nspname", DataType::Utf8, false),
-                Field::new("relname", DataType::Utf8, false),
-                Field::new("indexname", DataType::Utf8, false),
-                Field::new("ordinal", DataType::Int64, false),
-                Field::new("indisprimary", DataType::Boolean, false),
-                Field::new("indisunique", DataType::Boolean, false),
-                Field::new("indkey", list(DataType::Int16), false),
-                Field::new("indcollation", list(DataType::Int32), false),
-                Field::new("indclass", list(DataType::Int32), false),
-                // int2vector as text ("0 0"): SQLAlchemy selects it and splits it on spaces.
-                Field::new("indoption", DataType::Utf8, false),
-                Field::new("defparts", list(DataType::Utf8), false),
-            ])),
-            source,
-            rows: index_rows,
-        }
-    }
-}
-
-#[async_trait]
-impl TableProvider for Computed {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        _state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
-        let batch = {
-            let doc = self.source.catalog.read();
-            (self.rows)(&doc, &self.source, &self.schema)
-        }
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        Ok(MemorySourceConfig::try_new_exec(
-            &[vec![batch]],
-            self.schema.clone(),
-            projection.cloned(),
-        )?)
-    }
-}
-
-fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
-    let database = source.database.as_str();
-    let (mut nsp, mut rel, mut num, mut typ, mut typmod, mut default) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for (sname, s) in &doc.database(database)?.schemas {
-        for (rname, r) in &s.relations {
-            for (i, c) in r.columns.iter().enumerate() {
-                nsp.push(sname.clone());
-                rel.push(rname.clone());
-                num.push(attnum(i)?);
-                typ.push(c.ty.wire().oid() as i32);
-                typmod.push(c.ty.typmod());
-                default.push(c.default.clone());
-            }
-        }
-    }
-    Ok(RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(nsp)) as ArrayRef,
-            Arc::new(StringArray::from(rel)),
-            Arc::new(Int16Array::from(num)),
-            Arc::new(Int32Array::from(typ)),
-            Arc::new(Int32Array::from(typmod)),
-            Arc::new(StringArray::from(default)),
-        ],
-    )?)
-}
-
-fn storage_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
-    let (mut dat, mut nsp, mut rel, mut bytes) = (vec![], vec![], vec![], vec![]);
-    for (dname, sname, rname, id) in crate::catalog::all_relations(doc) {
-        dat.push(dname);
-        nsp.push(sname);
-        rel.push(rname);
-        bytes.push(dir_bytes(&crate::catalog::relation_path(
-            source.catalog.dir(),
-            id,
-        )));
-    }
-    Ok(RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(dat)) as ArrayRef,
-            Arc::new(StringArray::from(nsp)),
-            Arc::new(StringArray::from(rel)),
-            Arc::new(datafusion::arrow::array::Int64Array::from(bytes)),
-        ],
-    )?)
-}
-
-/// The bytes of the files under `dir` (a file that vanishes meanwhile counts 0).
-fn dir_bytes(dir: &std::path::Path) -> i64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => i64::try_from(m.len()).unwrap_or(i64::MAX),
-            Err(_) => 0,
-        })
-        .sum()
-}
-
-fn attnum(index: usize) -> Result<i16> {
-    i16::try_from(index + 1).map_err(|_| brook_err!(Internal, "column number {index} over int2"))
-}
-
-fn index_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
-    let database = source.database.as_str();
-    let mut nsp = vec![];
-    let mut rel = vec![];
-    let mut name = vec![];
-    let mut ordinal = vec![];
-    let mut primary = vec![];
-    let mut unique = vec![];
-    let mut keys: Vec<Vec<i16>> = vec![];
-    let mut defparts: Vec<Vec<String>> = vec![];
-    for (sname, s) in &doc.database(database)?.schemas {
-        let mut per_relation: HashMap<String, i64> = HashMap::new();
-        let mut push = |relname: &str,
-                        index: String,
-                        is_primary: bool,
-                        is_unique: bool,
-                        key: Vec<i16>,
-                        names: Vec<String>| {
-            let n = per_relation.entry(relname.to_string()).or_insert(0);
-            nsp.push(sname.clone());
-            rel.push(relname.to_string());
-            name.push(index.clone());
-            ordinal.push(*n);
-            *n += 1;
-            primary.push(is_primary);
-            unique.push(is_unique);
-            keys.push(key);
-            // `pg_get_indexdef(index, 0)` and then each column's (`pg_get_indexdef(index, k)`).
-            let mut parts = vec![format!(
-                "CREATE {}INDEX {index} ON {sname}.{relname} USING btree ({})",
-                if is_unique { "UNIQUE " } else { "" },
-                names.join(", ")
-            )];
-            parts.extend(names);
-            defparts.push(parts);
-        };
-        for (rname, r) in &s.relations {
-            if !r.primary_key.is_empty() {
-                let key = r
-                    .primary_key
-                    .iter()
-                    .map(|&i| attnum(i))
-                    .collect::<Result<_>>()?;
-                let names = r
-                    .primary_key
-                    .iter()
-                    .filter_map(|&i| r.columns.get(i))
-                    .map(|c| c.name.clone())
-                    .collect();
-                push(rname, format!("{rname}_pkey"), true, true, key, names);
-            }
-        }
-        for (iname, index) in &s.indexes {
-            let Some(r) = s.relations.get(&index.table) else {
-                continue;
-            };
-            let key = index
-                .columns
-                .iter()
-                .map(|c| {
-                    let i = r.columns.iter().position(|m| &m.name == c).ok_or_else(|| {
-                        brook_err!(Internal, "index {iname} names a missing column {c}")
-                    })?;
-                    attnum(i)
-                })
-                .collect::<Result<_>>()?;
-            push(
-                &index.table,
-                iname.clone(),
-                false,
-                index.unique,
-                key,
-                index.columns.clone(),
-            );
-        }
-    }
-    let zeros32 = |k: &Vec<i16>| Some(k.iter().map(|_| Some(0i32)).collect::<Vec<_>>());
-    Ok(RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(nsp)) as ArrayRef,
-            Arc::new(StringArray::from(rel)),
-            Arc::new(StringArray::from(name)),
-            Arc::new(datafusion::arrow::array::Int64Array::from(ordinal)),
-            Arc::new(BooleanArray::from(primary)),
-            Arc::new(BooleanArray::from(unique)),
-            Arc::new(ListArray::from_iter_primitive::<Int16Type, _, _>(
-                keys.iter()
-                    .map(|k| Some(k.iter().map(|&a| Some(a)).collect::<Vec<_>>())),
-            )),
-            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
-                keys.iter().map(zeros32),
-            )),
-            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
-                keys.iter().map(zeros32),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                keys.iter().map(|k| vec!["0"; k.len()].join(" ")),
-            )),
-            Arc::new(text_lists(&defparts)),
-        ],
-    )?)
-}
-
-/// A list column of texts.
-fn text_lists(lists: &[Vec<String>]) -> ListArray {
-    let mut builder =
-        datafusion::arrow::array::ListBuilder::new(datafusion::arrow::array::StringBuilder::new())
-            .with_field(Arc::new(Field::new_list_field(DataType::Utf8, true)));
-    for list in lists {
-        for name in list {
-            builder.values().append_value(name);
-        }
-        builder.append(true);
-    }
-    builder.finish()
 }
 
 /// `pg_get_expr(expr, relation [, pretty])`: the expression's SQL text. The expressions of

@@ -2,6 +2,7 @@
 
 use super::convert::{binary_values, text_to_column};
 use super::*;
+use crate::exec::column_default::ColumnDefault;
 use crate::pg::fast_text::{fast_integers, RawText};
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
@@ -20,8 +21,8 @@ pub struct CopyTarget {
     pub types: Vec<PgType>,
     /// For each data field, the index of the table column it fills.
     pub field_columns: Vec<usize>,
-    /// Value for each table column not in `field_columns` (a one-row array: its default).
-    pub defaults: Vec<Option<ArrayRef>>,
+    /// The DEFAULT of each table column not in `field_columns`.
+    pub defaults: Vec<Option<ColumnDefault>>,
     /// Table name, for messages.
     pub table: String,
     /// NOT NULL flags of the table's columns.
@@ -208,7 +209,7 @@ impl RawBatch {
             let a = match a {
                 Some(a) => a,
                 None => match &t.defaults[ci] {
-                    Some(d) => repeat(d, rows)?,
+                    Some(d) => d.values(rows)?,
                     None => new_null_array(t.schema.field(ci).data_type(), rows),
                 },
             };
@@ -283,9 +284,4 @@ pub(super) fn strings(
                 bad.and_then(|(r, _)| lines.get(r).copied()).unwrap_or(0)
             )
         })
-}
-
-pub(super) fn repeat(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
-    let idx = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
-    Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
 }

@@ -1,6 +1,9 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+mod sequences;
+
+use crate::catalog::sequence::{self, SequenceMeta};
 use crate::catalog::table::BrookTable;
 use crate::catalog::{Catalog, CatalogDoc, RelKind, RelationMeta, DEFAULT_DATABASE};
 use crate::storage::{CacheBudget, TableStore};
@@ -296,19 +299,47 @@ impl Engine {
         meta: RelationMeta,
         if_not_exists: bool,
     ) -> Result<bool> {
+        self.create_relation_owning(db, schema, name, meta, Vec::new(), if_not_exists)
+    }
+
+    /// [`Engine::create_relation`] with the sequences its SERIAL and identity columns own,
+    /// as (column index, sequence): each is named `<table>_<column>_seq` (a number appended
+    /// when that name is taken), created in the same catalog update, and the column's
+    /// default becomes its `nextval`.
+    pub fn create_relation_owning(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        meta: RelationMeta,
+        sequences: Vec<(usize, SequenceMeta)>,
+        if_not_exists: bool,
+    ) -> Result<bool> {
         let created = self.catalog.update(|doc: &mut CatalogDoc| {
             let s = doc.schema_mut(&db.name, schema)?;
-            if s.relations.contains_key(name) {
+            if s.name_taken(name) {
                 return if if_not_exists {
                     Ok(None)
                 } else {
                     Err(BrookError::DuplicateTable(name.into()))
                 };
             }
+            let mut m = meta.clone();
+            for (column, mut seq) in sequences.clone() {
+                let col = &mut m.columns[column];
+                let seq_name =
+                    sequence::owned_name(doc.schema_mut(&db.name, schema)?, name, &col.name);
+                seq.id = doc.next_id;
+                doc.next_id += 1;
+                seq.owned_by = Some((name.to_string(), col.name.clone()));
+                col.default = Some(sequence::nextval_default(schema, &seq_name));
+                doc.schema_mut(&db.name, schema)?
+                    .sequences
+                    .insert(seq_name, seq);
+            }
             let id = doc.next_id;
             doc.next_id += 1;
             let store = TableStore::create(&relation_dir(&self.data_dir, id), self.budget.clone())?;
-            let mut m = meta.clone();
             m.id = id;
             doc.schema_mut(&db.name, schema)?
                 .relations
@@ -460,6 +491,8 @@ impl Engine {
                 )),
                 Some(_) => {
                     s.indexes.retain(|_, ix| ix.table != name);
+                    s.sequences
+                        .retain(|_, q| q.owned_by.as_ref().is_none_or(|(table, _)| table != name));
                     Ok(s.relations.remove(name))
                 }
             }

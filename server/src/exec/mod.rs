@@ -5,4 +5,5 @@
 pub mod activity;
 pub mod cancel;
 pub mod cancellable;
+pub mod column_default;
 pub mod runtime;

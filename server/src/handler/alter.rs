@@ -4,7 +4,6 @@ use crate::catalog::RelKind;
 use crate::ident::ident_name;
 use crate::session::Outcome;
 use crate::session::Session;
-use crate::write::coerce::repeat_scalar;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
@@ -37,12 +36,18 @@ impl Session {
                             code: "42701",
                         });
                     }
-                    let (mut cols, pk) =
+                    let mut defs =
                         self.columns_from_defs(std::slice::from_ref(&column_def), &[], meta.kind)?;
-                    if !pk.is_empty() {
+                    if !defs.primary_key.is_empty() {
                         return Err(brook_err!(Unsupported, "ADD COLUMN ... PRIMARY KEY"));
                     }
-                    let col = cols.remove(0);
+                    if !defs.sequences.is_empty() {
+                        return Err(brook_err!(
+                            Unsupported,
+                            "ADD COLUMN of a SERIAL or identity column"
+                        ));
+                    }
+                    let col = defs.columns.remove(0);
                     let mut next = meta.clone();
                     next.columns.push(col);
                     let idx = next.columns.len() - 1;
@@ -67,7 +72,7 @@ impl Session {
                         let b = crate::storage::adapt_batch(b, &meta.schema())?;
                         let mut cols = b.columns().to_vec();
                         cols.push(match &fill {
-                            Some(v) => repeat_scalar(v, b.num_rows())?,
+                            Some(v) => v.values(b.num_rows())?,
                             None => datafusion::arrow::array::new_null_array(
                                 new_schema.field(idx).data_type(),
                                 b.num_rows(),

@@ -1,6 +1,8 @@
 //! CREATE TABLE, CREATE TABLE AS and CREATE STREAM: column definitions to catalog entries.
 
+use crate::catalog::sequence::SequenceMeta;
 use crate::catalog::{ColumnMeta, RelKind, RelationMeta, WatermarkMeta};
+use crate::handler::sequence::{owned_sequence, serial_type};
 use crate::ident::ident_name;
 use crate::pg::types::PgType;
 use crate::session::Outcome;
@@ -41,6 +43,7 @@ pub(crate) fn stored_columns(
                 ty,
                 not_null: false,
                 default: None,
+                identity: None,
             })
         })
         .collect()
@@ -74,14 +77,24 @@ pub(crate) fn pg_type_of_arrow(dt: &DataType) -> Option<PgType> {
     })
 }
 
+/// The columns of a CREATE TABLE or CREATE STREAM.
+pub(crate) struct ColumnDefs {
+    pub columns: Vec<ColumnMeta>,
+    /// Indexes of the primary key's columns.
+    pub primary_key: Vec<usize>,
+    /// The sequences SERIAL and identity columns own, by column index.
+    pub sequences: Vec<(usize, SequenceMeta)>,
+}
+
 impl Session {
     pub(crate) fn columns_from_defs(
         &self,
         defs: &[ast::ColumnDef],
         constraints: &[TableConstraint],
         kind: RelKind,
-    ) -> Result<(Vec<ColumnMeta>, Vec<usize>)> {
+    ) -> Result<ColumnDefs> {
         let mut columns: Vec<ColumnMeta> = Vec::new();
+        let mut sequences = Vec::new();
         let mut pk: Vec<String> = Vec::new();
         for d in defs {
             let name = ident_name(&d.name);
@@ -98,12 +111,17 @@ impl Session {
                     code: "42701",
                 });
             }
-            let ty = PgType::from_sql(&d.data_type)?;
+            let serial = serial_type(&d.data_type);
+            let ty = match &serial {
+                Some(t) => t.clone(),
+                None => PgType::from_sql(&d.data_type)?,
+            };
             let mut col = ColumnMeta {
                 name: name.clone(),
                 ty,
                 not_null: false,
                 default: None,
+                identity: None,
             };
             for opt in &d.options {
                 match &opt.option {
@@ -119,6 +137,7 @@ impl Session {
                         }
                         pk.push(name.clone());
                     }
+                    ColumnOption::Generated { .. } => {}
                     other => {
                         return Err(brook_err!(
                             Unsupported,
@@ -126,6 +145,9 @@ impl Session {
                         ))
                     }
                 }
+            }
+            if let Some(seq) = owned_sequence(&mut col, serial.is_some(), &d.options)? {
+                sequences.push((columns.len(), seq));
             }
             columns.push(col);
         }
@@ -178,7 +200,11 @@ impl Session {
         if columns.is_empty() {
             return Err(brook_err!(Unsupported, "tables without columns"));
         }
-        Ok((columns, pk_idx))
+        Ok(ColumnDefs {
+            columns,
+            primary_key: pk_idx,
+            sequences,
+        })
     }
 
     pub(crate) async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
@@ -191,13 +217,12 @@ impl Session {
                 .create_table_as(schema, name, ct.if_not_exists, *q)
                 .await;
         }
-        let (columns, primary_key) =
-            self.columns_from_defs(&ct.columns, &ct.constraints, RelKind::Table)?;
+        let defs = self.columns_from_defs(&ct.columns, &ct.constraints, RelKind::Table)?;
         let meta = RelationMeta {
             id: 0,
             kind: RelKind::Table,
-            columns,
-            primary_key,
+            columns: defs.columns,
+            primary_key: defs.primary_key,
             watermark: None,
             options: BTreeMap::new(),
             query: None,
@@ -205,8 +230,14 @@ impl Session {
         };
         self.validate_defaults(&meta).await?;
         // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
-        self.engine
-            .create_relation(&self.db, &schema, &name, meta, ct.if_not_exists)?;
+        self.engine.create_relation_owning(
+            &self.db,
+            &schema,
+            &name,
+            meta,
+            defs.sequences,
+            ct.if_not_exists,
+        )?;
         Ok(Outcome::Command("CREATE TABLE".into()))
     }
 
@@ -247,7 +278,8 @@ impl Session {
 
     pub(crate) async fn create_stream(&mut self, cs: CreateStream) -> Result<Outcome> {
         let (schema, name) = self.resolve(&cs.name)?;
-        let (columns, _) = self.columns_from_defs(&cs.columns, &cs.constraints, RelKind::Stream)?;
+        let defs = self.columns_from_defs(&cs.columns, &cs.constraints, RelKind::Stream)?;
+        let columns = defs.columns;
         let watermark = match cs.watermark {
             Some(w) => {
                 let col = columns.iter().find(|c| c.name == w.column).ok_or_else(|| {
@@ -303,8 +335,14 @@ impl Session {
             depends_on: Vec::new(),
         };
         self.validate_defaults(&meta).await?;
-        self.engine
-            .create_relation(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        self.engine.create_relation_owning(
+            &self.db,
+            &schema,
+            &name,
+            meta,
+            defs.sequences,
+            cs.if_not_exists,
+        )?;
         Ok(Outcome::Command("CREATE STREAM".into()))
     }
 

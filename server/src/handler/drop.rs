@@ -49,6 +49,7 @@ impl Session {
                 Ok(Outcome::Command("DROP DATABASE".into()))
             }
             ObjectType::Index => self.drop_indexes(names, if_exists),
+            ObjectType::Sequence => self.drop_sequences(names, if_exists, cascade),
             other => Err(brook_err!(Unsupported, "DROP {other}")),
         }
     }

@@ -1,7 +1,8 @@
 //! INSERT (VALUES or a query) and RETURNING.
 
-use crate::catalog::RelationMeta;
+use crate::catalog::{Identity, RelationMeta};
 use crate::handler::query::rows_outcome;
+use crate::handler::write::default_query;
 use crate::ident::object_parts;
 use crate::ident::quote_ident;
 use crate::pg::sql::pg_literals;
@@ -9,7 +10,7 @@ use crate::pg::sql::pg_named;
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::write::WriteMode;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::SendableRecordBatchStream;
@@ -17,7 +18,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{
-    self, OnConflictAction, OnInsert, SelectItem, Statement, TableObject,
+    self, Expr, OnConflictAction, OnInsert, SelectItem, SetExpr, Statement, TableObject,
 };
 use std::sync::Arc;
 
@@ -40,8 +41,78 @@ pub(crate) fn returning_query(
     Ok((q, names))
 }
 
+/// `DEFAULT` in a VALUES list as the column's default expression (NULL when it has none),
+/// and the check that no value is given for a `GENERATED ALWAYS` identity column (428C9)
+/// other than `DEFAULT`. `targets` are the listed columns (empty: the table's, in order).
+fn fill_default_keywords(
+    ins: &mut ast::Insert,
+    meta: &RelationMeta,
+    targets: &[usize],
+) -> Result<()> {
+    let column_at = |j: usize| targets.get(j).copied().or(targets.is_empty().then_some(j));
+    let always = |i: usize| {
+        meta.columns
+            .get(i)
+            .is_some_and(|c| c.identity == Some(Identity::Always))
+    };
+    let refuse = |i: usize| {
+        Err(BrookError::GeneratedAlways(format!("cannot insert a non-DEFAULT value into column \"{}\": it is an identity column defined as GENERATED ALWAYS (leave it out of the column list)", meta.columns[i].name)))
+    };
+    let Some(source) = ins.source.as_mut() else {
+        return Ok(());
+    };
+    let SetExpr::Values(values) = source.body.as_mut() else {
+        let width = if targets.is_empty() {
+            meta.columns.len()
+        } else {
+            targets.len()
+        };
+        return match (0..width).filter_map(column_at).find(|&i| always(i)) {
+            Some(i) => refuse(i),
+            None => Ok(()),
+        };
+    };
+    for row in values.rows.iter_mut() {
+        for (j, cell) in row.iter_mut().enumerate() {
+            let Some(i) = column_at(j) else {
+                continue;
+            };
+            let is_default = matches!(cell, Expr::Identifier(id)
+                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"));
+            if !is_default {
+                if always(i) {
+                    return refuse(i);
+                }
+                continue;
+            }
+            *cell = match &meta.columns[i].default {
+                Some(text) => default_expr(text)?,
+                None => Expr::value(ast::Value::Null),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// A column's DEFAULT text as an expression.
+fn default_expr(text: &str) -> Result<Expr> {
+    if let Statement::Query(q) = default_query(text)? {
+        if let SetExpr::Select(sel) = *q.body {
+            if let [SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }] =
+                sel.projection.as_slice()
+            {
+                return Ok(e.clone());
+            }
+        }
+    }
+    Err(brook_err!(
+        Internal,
+        "DEFAULT {text} did not parse as an expression"
+    ))
+}
+
 impl Session {
-    pub(crate) async fn insert(&mut self, ins: ast::Insert) -> Result<Outcome> {
+    pub(crate) async fn insert(&mut self, mut ins: ast::Insert) -> Result<Outcome> {
         let TableObject::TableName(tn) = &ins.table else {
             return Err(brook_err!(Unsupported, "INSERT INTO TABLE FUNCTION"));
         };
@@ -60,6 +131,7 @@ impl Session {
             }
             targets.push(i);
         }
+        fill_default_keywords(&mut ins, &meta, &targets)?;
         let mode = match &ins.on {
             None => WriteMode::Append,
             Some(OnInsert::OnConflict(oc)) => match &oc.action {

@@ -12,6 +12,7 @@ pub mod index;
 pub mod insert;
 pub mod query;
 pub mod schema;
+pub mod sequence;
 pub mod set_config;
 pub mod set_show;
 pub mod transaction;
@@ -118,6 +119,21 @@ impl Session {
                 ..
             } => self.create_database(&db_name, if_not_exists),
             Statement::CreateIndex(ci) => self.create_index(ci),
+            Statement::CreateSequence {
+                temporary,
+                if_not_exists,
+                name,
+                data_type,
+                sequence_options,
+                owned_by,
+            } => self.create_sequence(sequence::CreateSequence {
+                temporary,
+                if_not_exists,
+                name,
+                data_type,
+                options: sequence_options,
+                owned_by,
+            }),
             Statement::AlterTable(at) => self.alter_table(at).await,
             Statement::Truncate(t) => self.truncate(t).await,
             Statement::StartTransaction { .. } => Ok(Outcome::TxnStart("BEGIN".into())),

@@ -112,7 +112,8 @@ impl Session {
         du: ast::DoUpdate,
     ) -> Result<usize> {
         let schema = meta.schema();
-        let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+        let mut defaults: Vec<Option<crate::exec::column_default::ColumnDefault>> =
+            vec![None; meta.columns.len()];
         let mut incoming = Vec::new();
         while let Some(b) = stream.next().await {
             incoming.push(

@@ -3,18 +3,36 @@
 //! batch to the relation's columns.
 
 use crate::catalog::RelationMeta;
+use crate::exec::column_default::ColumnDefault;
+use crate::pg::sql::pg_literals;
 use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::coerce::coerce_column;
-use crate::write::coerce::repeat_scalar;
 use crate::write::keys::KeyCheck;
 use crate::write::WriteMode;
 use brook_common::{brook_err, Result};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
+use datafusion::common::DFSchema;
 use datafusion::execution::SendableRecordBatchStream;
+use datafusion::logical_expr::{cast, LogicalPlan};
+use datafusion::sql::sqlparser::ast::Statement;
 use futures::StreamExt;
 use std::sync::Arc;
+
+/// `SELECT <default>` for a column's DEFAULT text, parsed with Brook's rewrites (as a
+/// statement's own expressions are).
+pub(crate) fn default_query(default: &str) -> Result<Statement> {
+    let sql = format!("SELECT {default}");
+    let Some(mut stmt) = brook_planner::parser::parse_one(&sql)?.into_plain_sql() else {
+        return Err(brook_err!(
+            Internal,
+            "DEFAULT {default} did not parse as an expression"
+        ));
+    };
+    pg_literals(&mut stmt)?;
+    Ok(stmt)
+}
 
 impl Session {
     /// Start a write to `meta` (see [`Engine::begin_write`]) under this session's
@@ -49,19 +67,38 @@ impl Session {
         Ok(Some(k))
     }
 
-    /// The value of column `i`'s DEFAULT as a one-row array of the column's type.
-    pub(crate) async fn default_value(&self, meta: &RelationMeta, i: usize) -> Result<ArrayRef> {
+    /// Column `i`'s DEFAULT, ready to fill rows (NULL when it has none). A volatile
+    /// expression (`nextval`, `random()`) is evaluated for each row; any other once, now.
+    pub(crate) async fn default_value(
+        &self,
+        meta: &RelationMeta,
+        i: usize,
+    ) -> Result<ColumnDefault> {
         let col = &meta.columns[i];
         let Some(expr) = &col.default else {
-            return Ok(datafusion::arrow::array::new_null_array(&col.ty.arrow(), 1));
+            return Ok(ColumnDefault::Once(new_null_array(&col.ty.arrow(), 1)));
         };
-        let df = self.ctx.sql(&format!("SELECT {expr}")).await?;
-        let batches = df.collect().await?;
+        let plan = self.plan(default_query(expr)?).await?;
+        if let LogicalPlan::Projection(p) = &plan {
+            if let [e] = p.expr.as_slice() {
+                if e.is_volatile() {
+                    let typed = cast(e.clone().unalias(), col.ty.arrow());
+                    let physical = self.ctx.create_physical_expr(typed, &DFSchema::empty())?;
+                    return Ok(ColumnDefault::PerRow(physical));
+                }
+            }
+        }
+        let batches = self.ctx.execute_logical_plan(plan).await?.collect().await?;
         let Some(b) = batches.first() else {
             return Err(brook_err!(Internal, "default expression produced no row"));
         };
         let f = b.schema().field(0).clone();
-        coerce_column(b.column(0), &f, &col.ty, &col.name)
+        Ok(ColumnDefault::Once(coerce_column(
+            b.column(0),
+            &f,
+            &col.ty,
+            &col.name,
+        )?))
     }
 
     /// Turn one batch of INSERT values into a batch of the relation: map to target columns,
@@ -72,7 +109,7 @@ impl Session {
         name: &str,
         batch: &RecordBatch,
         targets: Option<&[usize]>,
-        defaults: &mut [Option<ArrayRef>],
+        defaults: &mut [Option<ColumnDefault>],
     ) -> Result<RecordBatch> {
         let schema = meta.schema();
         let src_schema = batch.schema();
@@ -123,7 +160,7 @@ impl Session {
                         defaults[i] = Some(self.default_value(meta, i).await?);
                     }
                     match &defaults[i] {
-                        Some(d) => repeat_scalar(d, rows)?,
+                        Some(d) => d.values(rows)?,
                         None => return Err(brook_err!(Internal, "default missing")),
                     }
                 }
@@ -156,7 +193,7 @@ impl Session {
     ) -> Result<usize> {
         let mut txn = self.begin_write(meta, store, false).await?;
         let mut keys = self.key_check(meta, store, name).await?;
-        let mut defaults: Vec<Option<ArrayRef>> = vec![None; meta.columns.len()];
+        let mut defaults: Vec<Option<ColumnDefault>> = vec![None; meta.columns.len()];
         let mut total = 0usize;
         while let Some(batch) = stream.next().await {
             let mut out = self

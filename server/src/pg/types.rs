@@ -86,9 +86,6 @@ impl PgType {
                 let n = name.to_string().to_ascii_lowercase();
                 match n.trim_matches('"') {
                     "timestamptz" => PgType::Timestamptz,
-                    "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2" => {
-                        return Err(brook_err!(Unsupported, "column type {n} (sequences are not supported yet; use an explicit key)"))
-                    }
                     "float4" => PgType::Float4,
                     "float8" => PgType::Float8,
                     "int" | "int4" => PgType::Int4,
@@ -97,7 +94,10 @@ impl PgType {
                     "bool" => PgType::Bool,
                     "string" => PgType::Text,
                     other => {
-                        return Err(brook_err!(UndefinedObject, "type \"{other}\" does not exist"))
+                        return Err(brook_err!(
+                            UndefinedObject,
+                            "type \"{other}\" does not exist"
+                        ))
                     }
                 }
             }

@@ -66,6 +66,7 @@ impl Session {
         let ctx = SessionContext::new_with_state(db.ctx.state());
         let settings = Settings::default();
         crate::udf::functions::register_session(&ctx, &user, settings.clone());
+        crate::udf::sequences::register(&ctx, engine.catalog.clone(), &db.name);
         Session {
             engine,
             db,

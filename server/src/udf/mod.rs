@@ -9,6 +9,7 @@ pub mod json_path;
 pub mod mode;
 pub mod nexmark;
 pub mod pg_admin;
+pub mod sequences;
 pub mod sum_numeric;
 pub mod synopses;
 

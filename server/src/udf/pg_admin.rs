@@ -1,5 +1,5 @@
 //! PostgreSQL's administration functions that clients call when they connect, reflect a
-//! table or return a pooled connection: `pg_size_pretty`, `pg_get_serial_sequence`,
+//! table or return a pooled connection: `pg_size_pretty`,
 //! `pg_advisory_unlock_all`, the `pg_*_is_visible` checks of pg_catalog's objects, the
 //! object descriptions (`obj_description` & co.), and
 //! `set_config` for describing a statement.
@@ -28,16 +28,6 @@ pub fn register(ctx: &SessionContext) {
             },
             vec![],
         )),
-    ));
-    // Brook has no sequences (SERIAL and identity columns are refused), so no column
-    // owns one: NULL, as PostgreSQL answers for a column without a sequence. pandas and
-    // SQLAlchemy ask it of every table they reflect or write.
-    ctx.register_udf(create_udf(
-        "pg_get_serial_sequence",
-        vec![DataType::Utf8, DataType::Utf8],
-        DataType::Utf8,
-        Volatility::Stable,
-        Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
     ));
     // Brook takes no advisory locks, so a session holds none to release (asyncpg's pool
     // calls this on every connection it takes back). PostgreSQL's result is void: NULL.

@@ -143,8 +143,3 @@ pub(crate) fn to_relation_batch(
         &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
     )?)
 }
-
-pub(crate) fn repeat_scalar(one: &ArrayRef, rows: usize) -> Result<ArrayRef> {
-    let idx = datafusion::arrow::array::UInt32Array::from(vec![0u32; rows]);
-    Ok(datafusion::arrow::compute::take(one.as_ref(), &idx, None)?)
-}

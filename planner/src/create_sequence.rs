@@ -1,0 +1,217 @@
+//! Sequence options in any order, as PostgreSQL takes them: sqlparser reads them only in
+//! one fixed order (INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE), and pg_dump
+//! writes `START WITH` before `INCREMENT BY`. `CREATE SEQUENCE` is parsed here; the
+//! options of an identity column are put in sqlparser's order before the statement is
+//! parsed.
+
+use brook_common::{brook_err, Result};
+use datafusion::sql::sqlparser::ast::{SequenceOptions, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+use crate::parser::{span_bytes, LineOffsets};
+
+/// The rest of a `CREATE [TEMPORARY] SEQUENCE` after `SEQUENCE`.
+pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Statement> {
+    let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = p.parse_object_name(false)?;
+    let mut data_type = None;
+    let mut options = Vec::new();
+    let mut owned_by = None;
+    let mut seen = Vec::new();
+    loop {
+        if matches!(p.peek_token().token, Token::EOF | Token::SemiColon) {
+            break;
+        }
+        // NO MINVALUE / NO MAXVALUE / NO CYCLE count as the option they negate.
+        let negated = p.parse_keyword(Keyword::NO);
+        let option = if negated {
+            p.expect_one_of_keywords(&[Keyword::MINVALUE, Keyword::MAXVALUE, Keyword::CYCLE])?
+        } else {
+            p.expect_one_of_keywords(&[
+                Keyword::AS,
+                Keyword::INCREMENT,
+                Keyword::MINVALUE,
+                Keyword::MAXVALUE,
+                Keyword::START,
+                Keyword::CACHE,
+                Keyword::CYCLE,
+                Keyword::OWNED,
+            ])?
+        };
+        if seen.contains(&option) {
+            return Err(brook_err!(Syntax, "conflicting or redundant options"));
+        }
+        seen.push(option);
+        match option {
+            Keyword::AS => data_type = Some(p.parse_data_type()?),
+            Keyword::INCREMENT => {
+                let by = p.parse_keyword(Keyword::BY);
+                options.push(SequenceOptions::IncrementBy(p.parse_number()?, by));
+            }
+            Keyword::MINVALUE => options.push(SequenceOptions::MinValue(if negated {
+                None
+            } else {
+                Some(p.parse_number()?)
+            })),
+            Keyword::MAXVALUE => options.push(SequenceOptions::MaxValue(if negated {
+                None
+            } else {
+                Some(p.parse_number()?)
+            })),
+            Keyword::START => {
+                let with = p.parse_keyword(Keyword::WITH);
+                options.push(SequenceOptions::StartWith(p.parse_number()?, with));
+            }
+            Keyword::CACHE => options.push(SequenceOptions::Cache(p.parse_number()?)),
+            Keyword::CYCLE => options.push(SequenceOptions::Cycle(negated)),
+            Keyword::OWNED => {
+                p.expect_keyword(Keyword::BY)?;
+                owned_by = Some(p.parse_object_name(false)?);
+            }
+            other => return Err(brook_err!(Syntax, "syntax error at or near \"{other:?}\"")),
+        }
+    }
+    Ok(Statement::CreateSequence {
+        temporary,
+        if_not_exists,
+        name,
+        data_type,
+        sequence_options: options,
+        owned_by,
+    })
+}
+
+/// Where an option starts in sqlparser's order, by its first word (`NO` by the next);
+/// None for a word that starts no option.
+fn option_rank(word: &str) -> Option<usize> {
+    const ORDER: [&str; 6] = [
+        "INCREMENT",
+        "MINVALUE",
+        "MAXVALUE",
+        "START",
+        "CACHE",
+        "CYCLE",
+    ];
+    ORDER.iter().position(|o| o.eq_ignore_ascii_case(word))
+}
+
+fn word(t: &TokenWithSpan) -> Option<&str> {
+    match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => Some(&w.value),
+        _ => None,
+    }
+}
+
+/// `text` with the options of each `AS IDENTITY ( ... )` in sqlparser's order; None when
+/// no list is out of that order.
+pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
+    if !text.to_ascii_uppercase().contains("IDENTITY") {
+        return Ok(None);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {
+        // The parser reports the error with its position.
+        return Ok(None);
+    };
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let is = |k: usize, w: &str| {
+        words
+            .get(k)
+            .and_then(|t| word(t))
+            .is_some_and(|x| x.eq_ignore_ascii_case(w))
+    };
+    let mut offsets = LineOffsets::new(text);
+    let (mut out, mut copied) = (String::new(), 0usize);
+    let mut i = 0;
+    while i + 2 < words.len() {
+        if !(is(i, "AS") && is(i + 1, "IDENTITY") && words[i + 2].token == Token::LParen) {
+            i += 1;
+            continue;
+        }
+        let first = i + 3;
+        let Some(close) = (first..words.len()).find(|&k| words[k].token == Token::RParen) else {
+            break;
+        };
+        // Each option: its rank and the byte range of its words.
+        let mut options: Vec<(usize, usize, usize)> = Vec::new();
+        for k in first..close {
+            let w = word(words[k]).unwrap_or("");
+            let starts = option_rank(w).is_some() || w.eq_ignore_ascii_case("NO");
+            let (a, b) = span_bytes(&mut offsets, words[k]);
+            match options.last_mut() {
+                Some(last) if !starts || (k > first && is(k - 1, "NO")) => last.2 = b,
+                _ => {
+                    let named = if w.eq_ignore_ascii_case("NO") {
+                        word(words[k + 1]).unwrap_or("")
+                    } else {
+                        w
+                    };
+                    options.push((option_rank(named).unwrap_or(ORDER_LAST), a, b));
+                }
+            }
+        }
+        let mut sorted = options.clone();
+        sorted.sort_by_key(|o| o.0);
+        if sorted != options {
+            let (start, end) = (options[0].1, options[options.len() - 1].2);
+            out.push_str(&text[copied..start]);
+            let parts: Vec<&str> = sorted.iter().map(|o| &text[o.1..o.2]).collect();
+            out.push_str(&parts.join(" "));
+            copied = end;
+        }
+        i = close + 1;
+    }
+    if copied == 0 {
+        return Ok(None);
+    }
+    out.push_str(&text[copied..]);
+    Ok(Some(out))
+}
+
+/// The rank of words sqlparser does not read as an option: after the others, so that its
+/// error names them.
+const ORDER_LAST: usize = 6;
+
+#[cfg(test)]
+mod tests {
+    use crate::parser::parse_one;
+
+    fn sql(text: &str) -> String {
+        parse_one(text).unwrap().as_sql().unwrap().to_string()
+    }
+
+    #[test]
+    fn options_in_any_order() {
+        assert_eq!(
+            sql("CREATE SEQUENCE public.t_id_seq AS integer START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1"),
+            "CREATE SEQUENCE public.t_id_seq AS INTEGER START WITH 1 INCREMENT BY 1 NO MINVALUE NO MAXVALUE CACHE 1"
+        );
+        assert_eq!(
+            sql("create sequence if not exists s cycle start 10 owned by t.a"),
+            "CREATE SEQUENCE IF NOT EXISTS s CYCLE START 10 OWNED BY t.a"
+        );
+        let err = parse_one("CREATE SEQUENCE s START 1 START 2").unwrap_err();
+        assert_eq!(err.to_string(), "conflicting or redundant options");
+        assert!(parse_one("CREATE SEQUENCE s INCREMENT BY x").is_err());
+    }
+
+    #[test]
+    fn identity_options_in_any_order() {
+        assert_eq!(
+            sql("CREATE TABLE t (id int GENERATED BY DEFAULT AS IDENTITY (START WITH 100 NO CYCLE INCREMENT BY 10), v text DEFAULT 'it''s')"),
+            "CREATE TABLE t (id INT GENERATED BY DEFAULT AS IDENTITY ( INCREMENT BY 10 START WITH 100 NO CYCLE ), v TEXT DEFAULT 'it''s')"
+        );
+        assert_eq!(
+            super::identity_options_in_order(
+                "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (INCREMENT 2 START 5))"
+            )
+            .unwrap(),
+            None
+        );
+    }
+}

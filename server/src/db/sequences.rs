@@ -1,0 +1,140 @@
+//! Sequences as catalog objects: CREATE SEQUENCE and DROP SEQUENCE (the values they hand
+//! out are `catalog::sequence`'s).
+
+use super::{Database, Engine};
+use crate::catalog::sequence::{nextval_default, SequenceMeta};
+use crate::catalog::{CatalogDoc, RelationMeta};
+use brook_common::{brook_err, BrookError, Result};
+
+impl Engine {
+    /// Create sequence `schema.name`; false when it exists and `if_not_exists` is set.
+    pub fn create_sequence(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        meta: SequenceMeta,
+        if_not_exists: bool,
+    ) -> Result<bool> {
+        self.catalog.update(|doc| {
+            let s = doc.schema_mut(&db.name, schema)?;
+            if s.name_taken(name) {
+                return if if_not_exists {
+                    Ok(false)
+                } else {
+                    Err(BrookError::DuplicateTable(name.into()))
+                };
+            }
+            if let Some((table, column)) = &meta.owned_by {
+                let rel = s
+                    .relations
+                    .get(table)
+                    .ok_or_else(|| BrookError::UndefinedTable(table.clone()))?;
+                rel.column_index(column, table)?;
+            }
+            let mut m = meta.clone();
+            m.id = doc.next_id;
+            doc.next_id += 1;
+            doc.schema_mut(&db.name, schema)?
+                .sequences
+                .insert(name.to_string(), m);
+            Ok(true)
+        })
+    }
+
+    /// Drop sequence `schema.name`. Column defaults that take values from it are
+    /// dependents: without `cascade` the drop is refused (2BP01), with it they are removed;
+    /// an identity column's sequence can only go with its table.
+    pub fn drop_sequence(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<bool> {
+        let changed = self.catalog.update(|doc| {
+            let s = doc.schema_mut(&db.name, schema)?;
+            if !s.sequences.contains_key(name) {
+                return if s.relations.contains_key(name) {
+                    Err(brook_err!(WrongObjectType, "\"{name}\" is not a sequence"))
+                } else if if_exists {
+                    Ok(None)
+                } else {
+                    Err(BrookError::UndefinedTable(name.into()))
+                };
+            }
+            let users = users_of(doc, &db.name, schema, name);
+            if let Some((_, table, column)) = users
+                .iter()
+                .find(|(s, t, c)| identity_column(doc, &db.name, s, t, c))
+            {
+                return Err(BrookError::DependentObjects(format!("cannot drop sequence {name} because column {column} of table {table} requires it")));
+            }
+            if !users.is_empty() && !cascade {
+                let (_, table, column) = &users[0];
+                return Err(BrookError::DependentObjects(format!("cannot drop sequence {name} because other objects depend on it (default value for column {column} of table {table} depends on sequence {name}); use DROP ... CASCADE to drop the dependent objects too")));
+            }
+            let mut changed: Vec<(String, String, RelationMeta)> = Vec::new();
+            for (sname, table, column) in users {
+                let s = doc.schema_mut(&db.name, &sname)?;
+                if let Some(rel) = s.relations.get_mut(&table) {
+                    for c in rel.columns.iter_mut().filter(|c| c.name == column) {
+                        c.default = None;
+                    }
+                    changed.push((sname.clone(), table.clone(), rel.clone()));
+                }
+            }
+            doc.schema_mut(&db.name, schema)?.sequences.remove(name);
+            Ok(Some(changed))
+        })?;
+        let Some(changed) = changed else {
+            return Ok(false);
+        };
+        for (sname, table, meta) in changed {
+            self.register(db, &sname, &table, meta)?;
+        }
+        Ok(true)
+    }
+}
+
+/// The columns (schema, table, column) of database `db` whose DEFAULT is the `nextval` of
+/// sequence `schema.name`.
+fn users_of(doc: &CatalogDoc, db: &str, schema: &str, name: &str) -> Vec<(String, String, String)> {
+    let Ok(d) = doc.database(db) else {
+        return Vec::new();
+    };
+    // How a default names it: as written for the column (`nextval_default`), or with the
+    // schema spelled out, or without it when the schema is public.
+    let spellings = [
+        nextval_default(schema, name),
+        format!("nextval('{schema}.{name}'"),
+        format!("nextval('{name}'"),
+    ];
+    let mut out = Vec::new();
+    for (sname, s) in &d.schemas {
+        for (rname, rel) in &s.relations {
+            for c in &rel.columns {
+                let Some(default) = &c.default else {
+                    continue;
+                };
+                let named = spellings[0] == *default
+                    || default.starts_with(&spellings[1])
+                    || (schema == sname && default.starts_with(&spellings[2]));
+                if named {
+                    out.push((sname.clone(), rname.clone(), c.name.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn identity_column(doc: &CatalogDoc, db: &str, schema: &str, table: &str, column: &str) -> bool {
+    doc.database(db)
+        .ok()
+        .and_then(|d| d.schemas.get(schema))
+        .and_then(|s| s.relations.get(table))
+        .and_then(|r| r.columns.iter().find(|c| c.name == column))
+        .is_some_and(|c| c.identity.is_some())
+}

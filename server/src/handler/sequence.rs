@@ -1,0 +1,203 @@
+//! CREATE SEQUENCE and DROP SEQUENCE, and the sequences SERIAL and identity columns own.
+
+use crate::catalog::sequence::{SequenceMeta, SequenceOptions};
+use crate::catalog::{ColumnMeta, Identity};
+use crate::ident::object_parts;
+use crate::pg::types::PgType;
+use crate::session::{Outcome, Session};
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::sql::sqlparser::ast::{
+    self, ColumnOption, DataType, Expr, GeneratedAs, ObjectName,
+};
+
+/// `CREATE SEQUENCE` as sqlparser gives it.
+pub(crate) struct CreateSequence {
+    pub temporary: bool,
+    pub if_not_exists: bool,
+    pub name: ObjectName,
+    pub data_type: Option<DataType>,
+    pub options: Vec<ast::SequenceOptions>,
+    pub owned_by: Option<ObjectName>,
+}
+
+impl Session {
+    pub(crate) fn create_sequence(&mut self, cs: CreateSequence) -> Result<Outcome> {
+        if cs.temporary {
+            return Err(brook_err!(Unsupported, "CREATE TEMPORARY SEQUENCE"));
+        }
+        let (schema, name) = self.resolve(&cs.name)?;
+        let ty = match &cs.data_type {
+            Some(t) => PgType::from_sql(t)?,
+            None => PgType::Int8,
+        };
+        let mut meta = SequenceMeta::new(ty, &sequence_options(&cs.options)?)?;
+        if let Some(owner) = &cs.owned_by {
+            let parts = object_parts(owner)?;
+            meta.owned_by = match parts.as_slice() {
+                [none] if none == "none" => None,
+                [t, c] => Some((t.clone(), c.clone())),
+                [s, t, c] if *s == schema => Some((t.clone(), c.clone())),
+                [_, _, _] => {
+                    return Err(brook_err!(
+                        InvalidParameter,
+                        "sequence must be in same schema as table it is linked to"
+                    ))
+                }
+                _ => {
+                    return Err(brook_err!(
+                        Syntax,
+                        "invalid OWNED BY option: specify OWNED BY table.column or OWNED BY NONE"
+                    ))
+                }
+            };
+        }
+        self.engine
+            .create_sequence(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        Ok(Outcome::Command("CREATE SEQUENCE".into()))
+    }
+
+    pub(crate) fn drop_sequences(
+        &mut self,
+        names: &[ObjectName],
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<Outcome> {
+        for n in names {
+            let (schema, name) = self.resolve(n)?;
+            if !self
+                .engine
+                .drop_sequence(&self.db, &schema, &name, if_exists, cascade)?
+            {
+                self.notices
+                    .push(format!("sequence \"{name}\" does not exist, skipping"));
+            }
+        }
+        Ok(Outcome::Command("DROP SEQUENCE".into()))
+    }
+}
+
+/// The integer type a SERIAL type name stands for (`serial`, `bigserial`, `smallserial`
+/// and their `serial4`/`serial8`/`serial2` spellings).
+pub(crate) fn serial_type(dt: &DataType) -> Option<PgType> {
+    let DataType::Custom(name, args) = dt else {
+        return None;
+    };
+    if !args.is_empty() || name.0.len() != 1 {
+        return None;
+    }
+    let n = name.0[0].as_ident()?.value.to_ascii_lowercase();
+    match n.as_str() {
+        "serial" | "serial4" => Some(PgType::Int4),
+        "bigserial" | "serial8" => Some(PgType::Int8),
+        "smallserial" | "serial2" => Some(PgType::Int2),
+        _ => None,
+    }
+}
+
+/// The sequence a column definition asks for — SERIAL (then `serial` is its integer type)
+/// or `GENERATED ... AS IDENTITY` — with the column marked accordingly: NOT NULL, and for
+/// identity the kind. Its DEFAULT is set when the sequence is named (the catalog chooses
+/// the name). None for other columns.
+pub(crate) fn owned_sequence(
+    col: &mut ColumnMeta,
+    serial: bool,
+    options: &[ast::ColumnOptionDef],
+) -> Result<Option<SequenceMeta>> {
+    let mut identity = None;
+    for opt in options {
+        if let ColumnOption::Generated {
+            generated_as,
+            sequence_options,
+            generation_expr,
+            ..
+        } = &opt.option
+        {
+            if generation_expr.is_some() {
+                return Err(brook_err!(
+                    Unsupported,
+                    "generated columns (GENERATED ALWAYS AS (expression))"
+                ));
+            }
+            if identity.is_some() {
+                return Err(brook_err!(
+                    Syntax,
+                    "multiple identity specifications for column \"{}\"",
+                    col.name
+                ));
+            }
+            let kind = match generated_as {
+                GeneratedAs::ByDefault => Identity::ByDefault,
+                _ => Identity::Always,
+            };
+            identity = Some((kind, sequence_options.clone().unwrap_or_default()));
+        }
+    }
+    let options = match (&identity, serial) {
+        (None, false) => return Ok(None),
+        (Some(_), true) => {
+            return Err(brook_err!(
+                Syntax,
+                "both default and identity specified for column \"{}\"",
+                col.name
+            ))
+        }
+        (Some((_, o)), false) => o.clone(),
+        (None, true) => Vec::new(),
+    };
+    if col.default.is_some() {
+        let what = if serial { "default" } else { "identity" };
+        return Err(brook_err!(
+            Syntax,
+            "both default and {what} specified for column \"{}\"",
+            col.name
+        ));
+    }
+    if !matches!(col.ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
+        return Err(brook_err!(
+            InvalidParameter,
+            "identity column type must be smallint, integer, or bigint"
+        ));
+    }
+    col.not_null = true;
+    col.identity = identity.map(|(kind, _)| kind);
+    Ok(Some(SequenceMeta::new(
+        col.ty.clone(),
+        &sequence_options(&options)?,
+    )?))
+}
+
+/// The options of `CREATE SEQUENCE` or of an identity column.
+fn sequence_options(options: &[ast::SequenceOptions]) -> Result<SequenceOptions> {
+    let mut o = SequenceOptions::default();
+    for opt in options {
+        match opt {
+            ast::SequenceOptions::IncrementBy(e, _) => o.increment = Some(integer(e)?),
+            ast::SequenceOptions::MinValue(e) => o.min = e.as_ref().map(integer).transpose()?,
+            ast::SequenceOptions::MaxValue(e) => o.max = e.as_ref().map(integer).transpose()?,
+            ast::SequenceOptions::StartWith(e, _) => o.start = Some(integer(e)?),
+            ast::SequenceOptions::Cache(e) => o.cache = Some(integer(e)?),
+            ast::SequenceOptions::Cycle(no) => o.cycle = !no,
+        }
+    }
+    Ok(o)
+}
+
+/// An option's value: an integer literal, possibly negative.
+fn integer(e: &Expr) -> Result<i64> {
+    let text = match e {
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => format!("-{expr}"),
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Plus,
+            expr,
+        } => expr.to_string(),
+        other => other.to_string(),
+    };
+    text.parse().map_err(|_| {
+        BrookError::Syntax(format!(
+            "syntax error: sequence option value {e} is not an integer"
+        ))
+    })
+}
