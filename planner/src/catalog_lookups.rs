@@ -1,5 +1,5 @@
 //! PostgreSQL functions that read the server's pg_catalog additions, as scalar subqueries
-//! over them: `pg_get_indexdef` and the size functions. The tables behind them are views
+//! over them: `pg_get_indexdef`, `pg_get_viewdef` and the size functions. The tables behind them are views
 //! the server computes from its catalog and data directory (`server/src/catalog/pg_views.rs`);
 //! a function call whose argument reads the outer row becomes a correlated subquery, which
 //! `single_row_subquery` lets DataFusion run.
@@ -41,6 +41,11 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
                  WHERE brook_indexdef.brook_indexrelid = {index} AND brook_indexdef.brook_colno = {column})"
             )
         }
+        // a view's (or materialized view's) query
+        ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => format!(
+            "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
+             WHERE brook_viewdef.brook_reloid = {view})"
+        ),
         // a relation's files (Brook keeps no separate TOAST, free-space or index files)
         ("pg_table_size" | "pg_relation_size" | "pg_total_relation_size", [rel]) => format!(
             "(SELECT brook_size.brook_bytes FROM pg_catalog.brook_relation_sizes AS brook_size \

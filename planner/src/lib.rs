@@ -13,6 +13,7 @@
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
+//! - [`reloptions`]: `unnest(c.reloptions)` (psql's `\d+`) as a relation without rows.
 //! - [`create_sequence`]: `CREATE SEQUENCE` with its options in PostgreSQL's any order.
 //! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
 //!   pg_catalog views.
@@ -51,6 +52,7 @@ pub mod like_escape;
 pub mod match_recognize;
 pub mod parser;
 pub mod pg_functions;
+pub mod reloptions;
 pub mod rewrite;
 pub mod select_list_subqueries;
 pub mod session_window;

@@ -431,6 +431,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
                 let s = crate::pg_functions::StatActivityView.rewrite(s);
+                let s = crate::reloptions::ReloptionsHaveNoRows.rewrite(s);
                 let s = crate::pg_functions::GenerateSubscripts.rewrite(s);
                 let s = crate::array_subquery::ArraySubquery.rewrite(s);
                 let s = crate::pg_functions::SerialSequenceIsNull.rewrite(s);

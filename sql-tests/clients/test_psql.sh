@@ -59,6 +59,15 @@ public|last_px|materialized view|brook
 public|ticks|stream|brook" "$("${P[@]}" -c '\d')" "\\d lists kinds"
 "${P[@]}" -c '\d ticks' | grep -q sym || { echo "psql: \\d ticks does not show columns"; exit 1; }
 check "public|last_px|materialized view|brook" "$("${P[@]}" -c '\dm')" "\\dm lists materialized views"
+# views and sequences list as such; \d of a SERIAL column shows its nextval default
+"${P[@]}" -c "CREATE VIEW cheap AS SELECT id, name FROM items WHERE price < 2" -c "CREATE TABLE notes (id serial PRIMARY KEY, body text)" >/dev/null
+check "public|cheap|view|brook" "$("${P[@]}" -c '\dv')" "\\dv lists views"
+check "public|notes_id_seq|sequence|brook" "$("${P[@]}" -c '\ds')" "\\ds lists sequences"
+"${P[@]}" -c '\d notes' | grep -q "nextval('notes_id_seq'::regclass)" || { echo "psql: \d notes: $("${P[@]}" -c '\d notes')"; exit 1; }
+# \d+ shows storage columns (it failed on unnest of the TOAST table's options) and a view's query
+"${P[@]}" -c '\d+ notes' | grep -q '^body|text||||extended|' || { echo "psql: \d+ notes: $("${P[@]}" -c '\d+ notes')"; exit 1; }
+psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d+ cheap' | grep -q '^ SELECT id, name FROM items WHERE price < 2;' || { echo "psql: \d+ cheap: $("${P[@]}" -c '\d+ cheap')"; exit 1; }
+"${P[@]}" -c "DROP VIEW cheap" -c "DROP TABLE notes" >/dev/null
 # a continuous cursor from psql: FETCH waits for rows up to brook.fetch_timeout
 printf "BEGIN;\nDECLARE c CURSOR FOR SELECT sym, px FROM ticks WHERE px > 1;\nINSERT INTO ticks VALUES ('A', 5), ('B', 1);\nFETCH ALL FROM c;\nFETCH ALL FROM c WITH (timeout = '10ms');\nCOMMIT;\n" | "${P[@]}" >/tmp/psql_cur.$$
 check "BEGIN

@@ -364,3 +364,44 @@ async fn serial_keys_are_unique_across_sessions_and_kill9() {
         "keys after the restart {after:?} not above {max_before}"
     );
 }
+
+/// Views are planned again when the server starts, a view of a view after the view it
+/// reads, and a materialized view over a view is rebuilt through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_survive_kill9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute(
+            "CREATE TABLE base (k text, v int);
+             INSERT INTO base VALUES ('a', 1), ('b', 2), ('a', 3);
+             CREATE VIEW outer_v AS SELECT k, n FROM (SELECT 1 AS one) o, inner_placeholder;",
+        )
+        .await
+        .expect_err("a view of a missing relation is refused");
+        c.batch_execute(
+            "CREATE VIEW inner_v AS SELECT k, v * 10 AS v10 FROM base WHERE v > 1;
+             CREATE VIEW outer_v (key, total) AS SELECT k, sum(v10) FROM inner_v GROUP BY k;
+             CREATE MATERIALIZED VIEW mv_over_view AS SELECT count(*) AS n FROM inner_v;",
+        )
+        .await
+        .expect("views");
+    }
+    server.kill9();
+    let server = BrookServer::start_on(dir.path(), &[]).expect("restart");
+    let c = server.connect("brook").await;
+    let rows: Vec<(String, i64)> = c
+        .query("SELECT key, total FROM outer_v ORDER BY key", &[])
+        .await
+        .expect("read the view of a view after restart")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(rows, vec![("a".to_string(), 30), ("b".to_string(), 20)]);
+    c.batch_execute("INSERT INTO base VALUES ('b', 5)")
+        .await
+        .expect("insert after restart");
+    let n = poll_i64(&c, "SELECT n FROM mv_over_view", 3).await;
+    assert_eq!(n, 3);
+}

@@ -43,6 +43,8 @@ pub enum RelKind {
     MaterializedView,
     /// A synopsis (`CREATE SYNOPSIS`): a maintained sketch or sample per key (read-only).
     Synopsis,
+    /// A view (`CREATE VIEW`): a named query, planned into each query that reads it.
+    View,
 }
 
 impl RelKind {
@@ -58,6 +60,7 @@ impl RelKind {
             RelKind::Stream => "stream",
             RelKind::MaterializedView => "materialized view",
             RelKind::Synopsis => "synopsis",
+            RelKind::View => "view",
         }
     }
 }

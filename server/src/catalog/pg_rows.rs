@@ -1,8 +1,8 @@
 //! The tables pg_catalog's views are built on, computed from Brook's catalog at each scan:
 //! `brook_columns` (a row per column), `brook_indexes` (per primary key and index),
-//! `brook_sequences` (per sequence) and `brook_storage` (the bytes of each relation).
+//! `brook_sequences` (per sequence), `brook_views` (per view) and `brook_storage` (the bytes of each relation).
 
-use crate::catalog::{Catalog, CatalogDoc, Identity};
+use crate::catalog::{Catalog, CatalogDoc, Identity, RelKind};
 use async_trait::async_trait;
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
@@ -90,6 +90,22 @@ impl Computed {
 }
 
 impl Computed {
+    /// `brook_views`: the query of every view and materialized view, as
+    /// `pg_get_viewdef` gives it (a leading space, a closing semicolon), and its
+    /// `pg_class.relkind` (`v`, `m`: DataFusion shows both as views).
+    pub(super) fn views(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("definition", DataType::Utf8, false),
+                Field::new("relkind", DataType::Utf8, false),
+            ])),
+            source,
+            rows: view_rows,
+        }
+    }
+
     /// `brook_sequences`: a row per sequence, with its oid, options and owning column.
     pub(super) fn sequences(source: Source) -> Computed {
         Computed {
@@ -177,6 +193,30 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
             Arc::new(Int32Array::from(typmod)),
             Arc::new(StringArray::from(default)),
             Arc::new(StringArray::from(identity)),
+        ],
+    )?)
+}
+
+fn view_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let (mut nsp, mut rel, mut def, mut kind) = (vec![], vec![], vec![], vec![]);
+    for (sname, s) in &doc.database(&source.database)?.schemas {
+        for (rname, r) in &s.relations {
+            let (RelKind::View | RelKind::MaterializedView, Some(q)) = (r.kind, &r.query) else {
+                continue;
+            };
+            nsp.push(sname.clone());
+            rel.push(rname.clone());
+            def.push(format!(" {q};"));
+            kind.push(if r.kind == RelKind::View { "v" } else { "m" });
+        }
+    }
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(nsp)) as ArrayRef,
+            Arc::new(StringArray::from(rel)),
+            Arc::new(StringArray::from(def)),
+            Arc::new(StringArray::from(kind)),
         ],
     )?)
 }

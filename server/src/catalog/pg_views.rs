@@ -19,6 +19,7 @@
 //! - `pg_class` rows of kind `S` and `pg_sequence`: the sequences (`CREATE SEQUENCE`, and
 //!   those SERIAL and identity columns own); `pg_attribute.attidentity` marks identity
 //!   columns (which, as in PostgreSQL, have no `pg_attrdef` row);
+//! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
 //!   `pg_table_size`, `pg_relation_size`, `pg_total_relation_size` and `pg_database_size`
@@ -71,6 +72,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(Computed::sequences(source.clone())),
     );
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
+    overlay.add("brook_views", Arc::new(Computed::views(source.clone())));
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
     db.register_schema("pg_catalog", overlay.clone())?;
     for (name, sql) in VIEWS {
@@ -85,7 +87,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 10] = [
+const VIEWS: [(&str, &str); 11] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -136,7 +138,7 @@ const VIEWS: [(&str, &str); 10] = [
                 c.reltoastrelid AS reltoastrelid,
                 (c.relhasindex OR h.indrelid IS NOT NULL) AS relhasindex,
                 c.relisshared AS relisshared, c.relpersistence AS relpersistence,
-                c.relkind AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
+                COALESCE(v.relkind, c.relkind) AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
                 c.relhasrules AS relhasrules, c.relhastriggers AS relhastriggers,
                 c.relhassubclass AS relhassubclass, c.relrowsecurity AS relrowsecurity,
                 c.relforcerowsecurity AS relforcerowsecurity,
@@ -148,6 +150,10 @@ const VIEWS: [(&str, &str); 10] = [
            FROM pg_catalog.brook_base_pg_class c
            LEFT JOIN (SELECT DISTINCT indrelid FROM pg_catalog.brook_index_rows) h
              ON h.indrelid = c.oid
+           LEFT JOIN (SELECT vn.oid AS nsp, bv.relname AS relname, bv.relkind AS relkind
+                        FROM pg_catalog.brook_views bv
+                        JOIN pg_catalog.brook_base_pg_namespace vn ON vn.nspname = bv.nspname) v
+             ON v.nsp = c.relnamespace AND v.relname = c.relname
          UNION ALL
          SELECT i.indexrelid AS oid,
                 i.indexname, i.relnamespace, CAST(0 AS INT), CAST(0 AS INT), i.relowner,
@@ -169,6 +175,13 @@ const VIEWS: [(&str, &str); 10] = [
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_sequences q
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname",
+    ),
+    (
+        "brook_view_defs",
+        "SELECT c.oid AS brook_reloid, v.definition AS brook_def
+           FROM pg_catalog.brook_views v
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = v.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = v.relname",
     ),
     (
         "pg_sequence",

@@ -2,6 +2,7 @@
 //! DataFusion context per database.
 
 mod sequences;
+mod views;
 
 use crate::catalog::sequence::{self, SequenceMeta};
 use crate::catalog::table::BrookTable;
@@ -158,6 +159,7 @@ impl Engine {
         }
         let db = Arc::new(self.build_database(name)?);
         dbs.insert(name.to_string(), db.clone());
+        self.register_views(&db)?;
         self.start_views(&db)?;
         Ok(db)
     }
@@ -175,7 +177,12 @@ impl Engine {
         let catalog = Arc::new(MemoryCatalogProvider::new());
         for (sname, schema) in &meta.schemas {
             let provider = Arc::new(MemorySchemaProvider::new());
-            for (rname, rel) in &schema.relations {
+            // Views are planned once the database's context exists (`register_views`).
+            for (rname, rel) in schema
+                .relations
+                .iter()
+                .filter(|(_, r)| r.kind != RelKind::View)
+            {
                 provider.register_table(rname.clone(), self.provider(rel.clone())?)?;
             }
             catalog.register_schema(sname, provider)?;
@@ -358,8 +365,12 @@ impl Engine {
         let provider = db
             .schema_provider(schema)
             .ok_or_else(|| brook_err!(Internal, "schema {schema} missing from context"))?;
+        let table = match meta.kind {
+            RelKind::View => self.view_provider(db, &meta)?,
+            _ => self.provider(meta)?,
+        };
         provider.deregister_table(name)?;
-        provider.register_table(name.to_string(), self.provider(meta)?)?;
+        provider.register_table(name.to_string(), table)?;
         Ok(())
     }
 
@@ -461,7 +472,9 @@ impl Engine {
             s.relations.insert(name.to_string(), meta.clone());
             Ok(())
         })?;
-        self.register(db, schema, name, meta)
+        self.register(db, schema, name, meta)?;
+        // Views read the relations as they were planned: plan them again over the new shape.
+        self.register_views(db)
     }
 
     /// Drop a relation of kind `kind`: catalog first, then the data.

@@ -48,6 +48,9 @@ impl Session {
                 }
                 Ok(Outcome::Command("DROP DATABASE".into()))
             }
+            ObjectType::View => {
+                self.drop_relations(names, RelKind::View, if_exists, cascade, "DROP VIEW")
+            }
             ObjectType::Index => self.drop_indexes(names, if_exists),
             ObjectType::Sequence => self.drop_sequences(names, if_exists, cascade),
             other => Err(brook_err!(Unsupported, "DROP {other}")),

@@ -18,6 +18,7 @@ pub mod set_show;
 pub mod transaction;
 pub mod update_delete;
 pub mod upsert;
+pub mod view;
 pub mod write;
 
 use crate::catalog::RelKind;
@@ -86,6 +87,7 @@ impl Session {
                 self.create_materialized_view(cv, ContinuousOptions::default())
                     .await
             }
+            Statement::CreateView(cv) => self.create_view(cv).await,
             Statement::Insert(ins) => self.insert(ins).await,
             Statement::Update(u) => self.update(u).await,
             Statement::Delete(d) => self.delete(d).await,

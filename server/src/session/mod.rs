@@ -3,7 +3,7 @@
 
 pub mod cursor;
 
-use crate::catalog::RelationMeta;
+use crate::catalog::{RelKind, RelationMeta};
 use crate::copy::CopyOptions;
 use crate::db::{Database, Engine};
 use crate::ident::object_parts;
@@ -165,7 +165,7 @@ impl Session {
         name: &str,
     ) -> Result<(RelationMeta, Arc<TableStore>)> {
         let (meta, store) = self.relation(schema, name)?;
-        if meta.kind.is_maintained() {
+        if meta.kind.is_maintained() || meta.kind == RelKind::View {
             return Err(brook_err!(
                 WrongObjectType,
                 "cannot change {} \"{name}\"",
