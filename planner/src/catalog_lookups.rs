@@ -1,5 +1,6 @@
 //! PostgreSQL functions that read the server's pg_catalog additions, as scalar subqueries
-//! over them: `pg_get_indexdef`, `pg_get_viewdef` and the size functions. The tables behind them are views
+//! over them: `pg_get_indexdef`, `pg_get_viewdef`, `obj_description`/`col_description` and
+//! the size functions. The tables behind them are views
 //! the server computes from its catalog and data directory (`server/src/catalog/pg_views.rs`);
 //! a function call whose argument reads the outer row becomes a correlated subquery, which
 //! `single_row_subquery` lets DataFusion run.
@@ -45,6 +46,16 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
         ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => format!(
             "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
              WHERE brook_viewdef.brook_reloid = {view})"
+        ),
+        // comments: on relations (pg_class) and their columns; no other object has one
+        ("obj_description", [object, catalog]) => format!(
+            "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \
+             WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = 0 \
+             AND CAST({catalog} AS TEXT) IN ('pg_class', 'pg_catalog.pg_class'))"
+        ),
+        ("col_description", [object, column]) => format!(
+            "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \
+             WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = {column})"
         ),
         // a relation's files (Brook keeps no separate TOAST, free-space or index files)
         ("pg_table_size" | "pg_relation_size" | "pg_total_relation_size", [rel]) => format!(

@@ -67,6 +67,10 @@ check "public|notes_id_seq|sequence|brook" "$("${P[@]}" -c '\ds')" "\\ds lists s
 # \d+ shows storage columns (it failed on unnest of the TOAST table's options) and a view's query
 "${P[@]}" -c '\d+ notes' | grep -q '^body|text||||extended|' || { echo "psql: \d+ notes: $("${P[@]}" -c '\d+ notes')"; exit 1; }
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d+ cheap' | grep -q '^ SELECT id, name FROM items WHERE price < 2;' || { echo "psql: \d+ cheap: $("${P[@]}" -c '\d+ cheap')"; exit 1; }
+# comments show in \dt+ and \d+
+"${P[@]}" -c "COMMENT ON TABLE notes IS 'jottings'" -c "COMMENT ON COLUMN notes.body IS 'the text'" >/dev/null
+"${P[@]}" -c '\dt+ notes' | grep -q '|jottings$' || { echo "psql: \dt+ notes: $("${P[@]}" -c '\dt+ notes')"; exit 1; }
+"${P[@]}" -c '\d+ notes' | grep -q '^body|.*|the text$' || { echo "psql: \d+ notes: $("${P[@]}" -c '\d+ notes')"; exit 1; }
 "${P[@]}" -c "DROP VIEW cheap" -c "DROP TABLE notes" >/dev/null
 # a continuous cursor from psql: FETCH waits for rows up to brook.fetch_timeout
 printf "BEGIN;\nDECLARE c CURSOR FOR SELECT sym, px FROM ticks WHERE px > 1;\nINSERT INTO ticks VALUES ('A', 5), ('B', 1);\nFETCH ALL FROM c;\nFETCH ALL FROM c WITH (timeout = '10ms');\nCOMMIT;\n" | "${P[@]}" >/tmp/psql_cur.$$

@@ -134,3 +134,33 @@ def test_pandas_replaces_a_table_and_reads_it_by_name(brook):
     assert back["index"].tolist() == [0, 1]
     assert back["b"].tolist() == ["x", "y"]
     e.dispose()
+
+
+def test_comments_and_renames_round_trip(brook):
+    """create_all with comments emits COMMENT ON; the inspector reads them back; a table
+    renamed with ALTER TABLE ... RENAME TO keeps its rows (dbt swaps tables so)."""
+    e = engine(brook)
+    md = sa.MetaData()
+    t = sa.Table(
+        "sa_commented",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("qty", sa.Integer, comment="how many"),
+        comment="stock on hand",
+    )
+    md.create_all(e)
+    with e.begin() as c:
+        c.execute(t.insert(), [{"id": 1, "qty": 5}])
+    insp = sa.inspect(e)
+    assert insp.get_table_comment("sa_commented") == {"text": "stock on hand"}
+    assert {c["name"]: c["comment"] for c in insp.get_columns("sa_commented")} == {"id": None, "qty": "how many"}
+    with e.begin() as c:
+        c.execute(sa.text("ALTER TABLE sa_commented RENAME TO sa_renamed"))
+        c.execute(sa.text("ALTER TABLE sa_renamed ALTER COLUMN qty SET DEFAULT 0"))
+        c.execute(sa.text("INSERT INTO sa_renamed (id) VALUES (2)"))
+    with e.connect() as c:
+        assert c.execute(sa.text("SELECT id, qty FROM sa_renamed ORDER BY id")).fetchall() == [(1, 5), (2, 0)]
+    assert sa.inspect(e).get_table_comment("sa_renamed") == {"text": "stock on hand"}
+    with e.begin() as c:
+        c.execute(sa.text("DROP TABLE sa_renamed"))
+    e.dispose()

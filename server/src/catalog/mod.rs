@@ -80,6 +80,9 @@ pub struct ColumnMeta {
     /// `GENERATED ... AS IDENTITY`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// `COMMENT ON COLUMN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// How an identity column takes its values from its sequence.
@@ -121,6 +124,9 @@ pub struct RelationMeta {
     /// A materialized view's inputs as (schema, name): DROP of one of them is refused.
     #[serde(default)]
     pub depends_on: Vec<(String, String)>,
+    /// `COMMENT ON TABLE` (or VIEW, MATERIALIZED VIEW).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 impl RelationMeta {

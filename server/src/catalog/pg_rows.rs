@@ -1,6 +1,7 @@
 //! The tables pg_catalog's views are built on, computed from Brook's catalog at each scan:
 //! `brook_columns` (a row per column), `brook_indexes` (per primary key and index),
-//! `brook_sequences` (per sequence), `brook_views` (per view) and `brook_storage` (the bytes of each relation).
+//! `brook_sequences` (per sequence), `brook_views` (per view), `brook_comments` (per
+//! comment) and `brook_storage` (the bytes of each relation).
 
 use crate::catalog::{Catalog, CatalogDoc, Identity, RelKind};
 use async_trait::async_trait;
@@ -90,6 +91,23 @@ impl Computed {
 }
 
 impl Computed {
+    /// `brook_comments`: the comments on relations (`objsubid` 0) and their columns (the
+    /// column's number).
+    pub(super) fn comments(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("objsubid", DataType::Int32, false),
+                // Nullable: a lookup of it that finds no row answers NULL (DataFusion takes a
+                // scalar subquery's nullability from the column it selects).
+                Field::new("description", DataType::Utf8, true),
+            ])),
+            source,
+            rows: comment_rows,
+        }
+    }
+
     /// `brook_views`: the query of every view and materialized view, as
     /// `pg_get_viewdef` gives it (a leading space, a closing semicolon), and its
     /// `pg_class.relkind` (`v`, `m`: DataFusion shows both as views).
@@ -98,7 +116,7 @@ impl Computed {
             schema: Arc::new(Schema::new(vec![
                 Field::new("nspname", DataType::Utf8, false),
                 Field::new("relname", DataType::Utf8, false),
-                Field::new("definition", DataType::Utf8, false),
+                Field::new("definition", DataType::Utf8, true),
                 Field::new("relkind", DataType::Utf8, false),
             ])),
             source,
@@ -193,6 +211,36 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
             Arc::new(Int32Array::from(typmod)),
             Arc::new(StringArray::from(default)),
             Arc::new(StringArray::from(identity)),
+        ],
+    )?)
+}
+
+fn comment_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let (mut nsp, mut rel, mut sub, mut text) = (vec![], vec![], vec![], vec![]);
+    for (sname, s) in &doc.database(&source.database)?.schemas {
+        for (rname, r) in &s.relations {
+            let columns = r
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as i32 + 1, &c.comment));
+            for (n, comment) in std::iter::once((0, &r.comment)).chain(columns) {
+                if let Some(c) = comment {
+                    nsp.push(sname.clone());
+                    rel.push(rname.clone());
+                    sub.push(n);
+                    text.push(c.clone());
+                }
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(nsp)) as ArrayRef,
+            Arc::new(StringArray::from(rel)),
+            Arc::new(Int32Array::from(sub)),
+            Arc::new(StringArray::from(text)),
         ],
     )?)
 }

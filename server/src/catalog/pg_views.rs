@@ -19,6 +19,8 @@
 //! - `pg_class` rows of kind `S` and `pg_sequence`: the sequences (`CREATE SEQUENCE`, and
 //!   those SERIAL and identity columns own); `pg_attribute.attidentity` marks identity
 //!   columns (which, as in PostgreSQL, have no `pg_attrdef` row);
+//! - `pg_description`: the comments of `COMMENT ON` (relations and their columns; the
+//!   rewritten `obj_description`/`col_description` read it);
 //! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
@@ -73,6 +75,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     );
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
     overlay.add("brook_views", Arc::new(Computed::views(source.clone())));
+    overlay.add(
+        "brook_comments",
+        Arc::new(Computed::comments(source.clone())),
+    );
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
     db.register_schema("pg_catalog", overlay.clone())?;
     for (name, sql) in VIEWS {
@@ -87,7 +93,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 11] = [
+const VIEWS: [(&str, &str); 12] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -175,6 +181,17 @@ const VIEWS: [(&str, &str); 11] = [
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_sequences q
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname",
+    ),
+    (
+        "pg_description",
+        "SELECT c.oid AS objoid, k.oid AS classoid, b.objsubid AS objsubid,
+                b.description AS description
+           FROM pg_catalog.brook_comments b
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
+           JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname
+           CROSS JOIN (SELECT pc.oid AS oid FROM pg_catalog.brook_base_pg_class pc
+                         JOIN pg_catalog.brook_base_pg_namespace pn ON pn.oid = pc.relnamespace
+                        WHERE pc.relname = 'pg_class' AND pn.nspname = 'pg_catalog') k",
     ),
     (
         "brook_view_defs",

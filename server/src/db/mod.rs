@@ -1,6 +1,7 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+mod rename;
 mod sequences;
 mod views;
 

@@ -1,4 +1,5 @@
-//! ALTER TABLE and TRUNCATE.
+//! ALTER TABLE (ADD COLUMN here; RENAME TO and ALTER COLUMN in `alter_column`) and
+//! TRUNCATE.
 
 use crate::catalog::RelKind;
 use crate::ident::ident_name;
@@ -10,7 +11,7 @@ use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
 
 impl Session {
     pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
-        let (schema, name) = self.resolve(&at.name)?;
+        let (schema, mut name) = self.resolve(&at.name)?;
         let (mut meta, store) = match self.writable(&schema, &name) {
             Ok(r) => r,
             Err(BrookError::UndefinedTable(_)) if at.if_exists => {
@@ -86,6 +87,25 @@ impl Session {
                     let _lock = txn.commit_holding_lock()?;
                     self.engine
                         .update_relation(&self.db, &schema, &name, next.clone())?;
+                    meta = next;
+                }
+                AlterTableOperation::RenameTable { table_name } => {
+                    let to = match &table_name {
+                        ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) => n,
+                    };
+                    name = self.rename_table(&schema, &name, to)?;
+                    (meta, _) = self.relation(&schema, &name)?;
+                }
+                AlterTableOperation::AlterColumn { column_name, op } => {
+                    let next = self
+                        .alter_column(&meta, &store, &name, &column_name, op)
+                        .await?;
+                    // Under the write lock (an empty transaction, never committed): writers
+                    // planned against the old definition retry (40001).
+                    let txn = self.begin_write(&meta, &store, false).await?;
+                    self.engine
+                        .update_relation(&self.db, &schema, &name, next.clone())?;
+                    drop(txn);
                     meta = next;
                 }
                 other => return Err(brook_err!(Unsupported, "ALTER TABLE {other}")),

@@ -201,6 +201,7 @@ impl Session {
             options: m.options,
             query: Some(m.sql),
             depends_on: m.depends_on,
+            comment: None,
         };
         if !self
             .engine

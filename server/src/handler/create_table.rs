@@ -44,6 +44,7 @@ pub(crate) fn stored_columns(
                 not_null: false,
                 default: None,
                 identity: None,
+                comment: None,
             })
         })
         .collect()
@@ -122,6 +123,7 @@ impl Session {
                 not_null: false,
                 default: None,
                 identity: None,
+                comment: None,
             };
             for opt in &d.options {
                 match &opt.option {
@@ -227,6 +229,7 @@ impl Session {
             options: BTreeMap::new(),
             query: None,
             depends_on: Vec::new(),
+            comment: None,
         };
         self.validate_defaults(&meta).await?;
         // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
@@ -261,6 +264,7 @@ impl Session {
             options: BTreeMap::new(),
             query: None,
             depends_on: Vec::new(),
+            comment: None,
         };
         if !self
             .engine
@@ -333,6 +337,7 @@ impl Session {
             options,
             query: None,
             depends_on: Vec::new(),
+            comment: None,
         };
         self.validate_defaults(&meta).await?;
         self.engine.create_relation_owning(

@@ -2,6 +2,8 @@
 //! per statement kind.
 
 pub mod alter;
+pub mod alter_column;
+pub mod comment;
 pub mod continuous;
 pub mod copy;
 pub mod create_table;
@@ -121,6 +123,12 @@ impl Session {
                 ..
             } => self.create_database(&db_name, if_not_exists),
             Statement::CreateIndex(ci) => self.create_index(ci),
+            Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                ..
+            } => self.comment_on(object_type, &object_name, comment),
             Statement::CreateSequence {
                 temporary,
                 if_not_exists,

@@ -45,11 +45,16 @@ impl Session {
             options: BTreeMap::new(),
             query: Some(cv.query.to_string()),
             depends_on: self.relations_read(&cv.query),
+            comment: None,
         };
         if cv.or_replace {
             if let Ok((old, _)) = self.relation(&schema, &name) {
                 check_replacement(&old, &meta, &name)?;
-                let meta = RelationMeta { id: old.id, ..meta };
+                let meta = RelationMeta {
+                    id: old.id,
+                    comment: old.comment.clone(),
+                    ..meta
+                };
                 self.engine
                     .update_relation(&self.db, &schema, &name, meta)?;
                 return Ok(Outcome::Command("CREATE VIEW".into()));

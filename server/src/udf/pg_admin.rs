@@ -55,9 +55,11 @@ pub fn register(ctx: &SessionContext) {
             vec![],
         )),
     ));
-    // Brook keeps no comments on objects (COMMENT ON is not supported), so every object's
-    // description is NULL, as PostgreSQL's is for an object without a comment (psql's
-    // `\dt+`, `\l+`, `\dn+` and `\dT` show them).
+    // Comments exist on relations and their columns only: `obj_description(oid,
+    // 'pg_class')` and `col_description` are rewritten into lookups of `pg_description`
+    // (brook_planner::catalog_lookups). Any other object's description (a schema's, a
+    // database's: psql's `\l+`, `\dn+`, `\dT`) is NULL, as PostgreSQL's is for an object
+    // without a comment.
     for name in ["obj_description", "col_description", "shobj_description"] {
         ctx.register_udf(create_udf(
             name,

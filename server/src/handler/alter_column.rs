@@ -1,0 +1,120 @@
+//! ALTER TABLE operations that change the catalog only: RENAME TO, and ALTER COLUMN
+//! SET/DROP DEFAULT and SET/DROP NOT NULL.
+
+use crate::catalog::RelationMeta;
+use crate::ident::{ident_name, object_parts};
+use crate::session::Session;
+use crate::storage::TableStore;
+use brook_common::{brook_err, Result};
+use datafusion::arrow::array::Array;
+use datafusion::sql::sqlparser::ast::{AlterColumnOperation, Ident, ObjectName};
+use std::sync::Arc;
+
+impl Session {
+    /// `ALTER TABLE schema.name RENAME TO new`: the relation keeps its data, indexes and
+    /// owned sequences. Refused while a view reads it (a view keeps its query as text, and
+    /// would no longer find the relation by its old name).
+    pub(crate) fn rename_table(
+        &mut self,
+        schema: &str,
+        name: &str,
+        to: &ObjectName,
+    ) -> Result<String> {
+        let parts = object_parts(to)?;
+        let new = match parts.as_slice() {
+            [n] => n.clone(),
+            [s, n] if s == schema => n.clone(),
+            _ => {
+                return Err(brook_err!(
+                    Syntax,
+                    "ALTER TABLE ... RENAME TO takes a name without a schema: the relation stays in its schema"
+                ))
+            }
+        };
+        if let Some((vschema, vname, kind)) = self.dependents(schema, name)?.into_iter().next() {
+            return Err(brook_err!(
+                Unsupported,
+                "renaming {name} while {} {vschema}.{vname} reads it (drop the {}, rename, then create it again)",
+                kind.noun(),
+                kind.noun()
+            ));
+        }
+        self.engine.rename_relation(&self.db, schema, name, &new)?;
+        Ok(new)
+    }
+
+    /// `ALTER TABLE ... ALTER COLUMN c SET/DROP DEFAULT | SET/DROP NOT NULL`: the new
+    /// definition of the relation.
+    pub(crate) async fn alter_column(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        relation: &str,
+        column: &Ident,
+        op: AlterColumnOperation,
+    ) -> Result<RelationMeta> {
+        let cname = ident_name(column);
+        let i = meta.column_index(&cname, relation)?;
+        let mut next = meta.clone();
+        let col = &mut next.columns[i];
+        match op {
+            AlterColumnOperation::SetDefault { value } => {
+                if col.identity.is_some() {
+                    return Err(identity_column(&cname, relation));
+                }
+                col.default = Some(value.to_string());
+                self.default_value(&next, i).await?;
+            }
+            AlterColumnOperation::DropDefault => {
+                if col.identity.is_some() {
+                    return Err(identity_column(&cname, relation));
+                }
+                col.default = None;
+            }
+            AlterColumnOperation::SetNotNull => {
+                if !col.not_null {
+                    let schema = meta.schema();
+                    for c in store.snapshot().iter() {
+                        let b = crate::storage::adapt_batch(store.read(c)?, &schema)?;
+                        if b.column(i).null_count() > 0 {
+                            return Err(brook_err!(
+                                NotNullViolation,
+                                "column \"{cname}\" of relation \"{relation}\" contains null values"
+                            ));
+                        }
+                    }
+                }
+                col.not_null = true;
+            }
+            AlterColumnOperation::DropNotNull => {
+                if meta.primary_key.contains(&i) {
+                    return Err(brook_err!(
+                        InvalidDefinition,
+                        "column \"{cname}\" is in a primary key"
+                    ));
+                }
+                if col.identity.is_some() {
+                    return Err(brook_err!(
+                        InvalidDefinition,
+                        "column \"{cname}\" of relation \"{relation}\" is an identity column"
+                    ));
+                }
+                col.not_null = false;
+            }
+            other => {
+                return Err(brook_err!(
+                    Unsupported,
+                    "ALTER TABLE ... ALTER COLUMN {other}"
+                ))
+            }
+        }
+        Ok(next)
+    }
+}
+
+fn identity_column(column: &str, relation: &str) -> brook_common::BrookError {
+    brook_err!(
+        Syntax,
+        "column \"{column}\" of relation \"{relation}\" is an identity column (use ALTER TABLE ... ALTER COLUMN ... DROP IDENTITY)"
+    )
+}
