@@ -4,6 +4,7 @@
 //! options of an identity column are put in sqlparser's order before the statement is
 //! parsed.
 
+use crate::statement::{AlterSequence, SequenceClauses};
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{SequenceOptions, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -17,9 +18,32 @@ use crate::parser::{span_bytes, LineOffsets};
 pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Statement> {
     let if_not_exists = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = p.parse_object_name(false)?;
-    let mut data_type = None;
-    let mut options = Vec::new();
-    let mut owned_by = None;
+    let c = parse_clauses(p, false)?;
+    Ok(Statement::CreateSequence {
+        temporary,
+        if_not_exists,
+        name,
+        data_type: c.data_type,
+        sequence_options: c.options,
+        owned_by: c.owned_by,
+    })
+}
+
+/// The rest of an `ALTER SEQUENCE` after `SEQUENCE` (sqlparser has no ALTER SEQUENCE).
+pub fn parse_alter_sequence(p: &mut Parser<'_>) -> Result<AlterSequence> {
+    let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+    let name = p.parse_object_name(false)?;
+    let clauses = parse_clauses(p, true)?;
+    Ok(AlterSequence {
+        name,
+        if_exists,
+        clauses,
+    })
+}
+
+/// A sequence's clauses, each at most once, in any order; `RESTART` only in ALTER.
+fn parse_clauses(p: &mut Parser<'_>, alter: bool) -> Result<SequenceClauses> {
+    let mut c = SequenceClauses::default();
     let mut seen = Vec::new();
     loop {
         if matches!(p.peek_token().token, Token::EOF | Token::SemiColon) {
@@ -30,7 +54,7 @@ pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Stat
         let option = if negated {
             p.expect_one_of_keywords(&[Keyword::MINVALUE, Keyword::MAXVALUE, Keyword::CYCLE])?
         } else {
-            p.expect_one_of_keywords(&[
+            let mut words = vec![
                 Keyword::AS,
                 Keyword::INCREMENT,
                 Keyword::MINVALUE,
@@ -39,49 +63,61 @@ pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Stat
                 Keyword::CACHE,
                 Keyword::CYCLE,
                 Keyword::OWNED,
-            ])?
+            ];
+            if alter {
+                words.push(Keyword::RESTART);
+            }
+            p.expect_one_of_keywords(&words)?
         };
         if seen.contains(&option) {
             return Err(brook_err!(Syntax, "conflicting or redundant options"));
         }
         seen.push(option);
         match option {
-            Keyword::AS => data_type = Some(p.parse_data_type()?),
+            Keyword::AS => c.data_type = Some(p.parse_data_type()?),
             Keyword::INCREMENT => {
                 let by = p.parse_keyword(Keyword::BY);
-                options.push(SequenceOptions::IncrementBy(p.parse_number()?, by));
+                c.options
+                    .push(SequenceOptions::IncrementBy(p.parse_number()?, by));
             }
-            Keyword::MINVALUE => options.push(SequenceOptions::MinValue(if negated {
+            Keyword::MINVALUE => c.options.push(SequenceOptions::MinValue(if negated {
                 None
             } else {
                 Some(p.parse_number()?)
             })),
-            Keyword::MAXVALUE => options.push(SequenceOptions::MaxValue(if negated {
+            Keyword::MAXVALUE => c.options.push(SequenceOptions::MaxValue(if negated {
                 None
             } else {
                 Some(p.parse_number()?)
             })),
             Keyword::START => {
                 let with = p.parse_keyword(Keyword::WITH);
-                options.push(SequenceOptions::StartWith(p.parse_number()?, with));
+                c.options
+                    .push(SequenceOptions::StartWith(p.parse_number()?, with));
             }
-            Keyword::CACHE => options.push(SequenceOptions::Cache(p.parse_number()?)),
-            Keyword::CYCLE => options.push(SequenceOptions::Cycle(negated)),
+            Keyword::CACHE => c.options.push(SequenceOptions::Cache(p.parse_number()?)),
+            Keyword::CYCLE => c.options.push(SequenceOptions::Cycle(negated)),
             Keyword::OWNED => {
                 p.expect_keyword(Keyword::BY)?;
-                owned_by = Some(p.parse_object_name(false)?);
+                c.owned_by = Some(p.parse_object_name(false)?);
+            }
+            Keyword::RESTART => {
+                let with = p.parse_keyword(Keyword::WITH);
+                let number = matches!(
+                    p.peek_token().token,
+                    Token::Number(..) | Token::Minus | Token::Plus
+                );
+                let value = if with || number {
+                    Some(p.parse_number()?)
+                } else {
+                    None
+                };
+                c.restart = Some(value);
             }
             other => return Err(brook_err!(Syntax, "syntax error at or near \"{other:?}\"")),
         }
     }
-    Ok(Statement::CreateSequence {
-        temporary,
-        if_not_exists,
-        name,
-        data_type,
-        sequence_options: options,
-        owned_by,
-    })
+    Ok(c)
 }
 
 /// Where an option starts in sqlparser's order, by its first word (`NO` by the next);
@@ -179,6 +215,7 @@ const ORDER_LAST: usize = 6;
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::parser::parse_one;
 
     fn sql(text: &str) -> String {
@@ -198,6 +235,23 @@ mod tests {
         let err = parse_one("CREATE SEQUENCE s START 1 START 2").unwrap_err();
         assert_eq!(err.to_string(), "conflicting or redundant options");
         assert!(parse_one("CREATE SEQUENCE s INCREMENT BY x").is_err());
+    }
+
+    #[test]
+    fn alter_sequence_clauses() {
+        let mut p = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql("IF EXISTS public.s OWNED BY public.t.id RESTART INCREMENT 2")
+            .unwrap();
+        let a = super::parse_alter_sequence(&mut p).unwrap();
+        assert!(a.if_exists);
+        assert_eq!(a.clauses.owned_by.unwrap().to_string(), "public.t.id");
+        assert_eq!(a.clauses.restart, Some(None));
+        assert_eq!(a.clauses.options.len(), 1);
+        let mut p = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql("s RESTART WITH 40")
+            .unwrap();
+        let a = super::parse_alter_sequence(&mut p).unwrap();
+        assert_eq!(a.clauses.restart.unwrap().unwrap().to_string(), "40");
     }
 
     #[test]

@@ -135,7 +135,8 @@ fn describe_brook_kinds(text: &str) -> String {
 }
 
 pub use crate::statement::{
-    BrookStatement, CreateStream, CreateSynopsis, Emit, ErrorBudget, StatementBody, Watermark,
+    AlterSequence, BrookStatement, CreateStream, CreateSynopsis, Emit, ErrorBudget, StatementBody,
+    Watermark,
 };
 
 /// Parse a whole query string (possibly several `;`-separated statements) from a client:
@@ -349,6 +350,13 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             p.prev_token();
         }
         p.prev_token();
+    }
+    if p.parse_keywords(&[Keyword::ALTER, Keyword::SEQUENCE]) {
+        let a = crate::create_sequence::parse_alter_sequence(&mut p)?;
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::new(StatementBody::AlterSequence(Box::new(
+            a,
+        ))));
     }
     if p.parse_keyword(Keyword::DROP) {
         if parse_word(&mut p, "SYNOPSIS") {

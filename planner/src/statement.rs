@@ -52,11 +52,34 @@ impl BrookStatement {
     }
 }
 
+/// The clauses of `CREATE SEQUENCE` / `ALTER SEQUENCE`, as written.
+#[derive(Debug, Clone, Default)]
+pub struct SequenceClauses {
+    /// `AS type`.
+    pub data_type: Option<datafusion::sql::sqlparser::ast::DataType>,
+    /// INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE.
+    pub options: Vec<datafusion::sql::sqlparser::ast::SequenceOptions>,
+    /// `OWNED BY table.column` (or `NONE`).
+    pub owned_by: Option<ObjectName>,
+    /// `RESTART [WITH n]` (ALTER only): `Some(None)` restarts at START.
+    pub restart: Option<Option<Expr>>,
+}
+
+/// `ALTER SEQUENCE [IF EXISTS] name clauses`.
+#[derive(Debug, Clone)]
+pub struct AlterSequence {
+    pub name: ObjectName,
+    pub if_exists: bool,
+    pub clauses: SequenceClauses,
+}
+
 /// What a statement does: standard SQL, or one of Brook's own statements.
 #[derive(Debug, Clone)]
 pub enum StatementBody {
     /// Any statement sqlparser understands (after PostgreSQL compatibility rewrites).
     Sql(Box<Statement>),
+    /// `ALTER SEQUENCE` (sqlparser has none).
+    AlterSequence(Box<AlterSequence>),
     /// `CREATE STREAM`.
     CreateStream(Box<CreateStream>),
     /// `CREATE SYNOPSIS`.

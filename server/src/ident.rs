@@ -19,3 +19,17 @@ pub(crate) fn object_parts(name: &ObjectName) -> Result<Vec<String>> {
 pub(crate) fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
+
+/// A name as SQL writes it: double-quoted unless it is lower case letters, digits and `_`
+/// (as PostgreSQL prints names in `nextval('...')` defaults and `pg_get_serial_sequence`).
+pub(crate) fn quote_if_needed(name: &str) -> String {
+    let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        name.to_string()
+    } else {
+        quote_ident(name)
+    }
+}

@@ -67,6 +67,36 @@ check "public|notes_id_seq|sequence|brook" "$("${P[@]}" -c '\ds')" "\\ds lists s
 # \d+ shows storage columns (it failed on unnest of the TOAST table's options) and a view's query
 "${P[@]}" -c '\d+ notes' | grep -q '^body|text||||extended|' || { echo "psql: \d+ notes: $("${P[@]}" -c '\d+ notes')"; exit 1; }
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d+ cheap' | grep -q '^ SELECT id, name FROM items WHERE price < 2;' || { echo "psql: \d+ cheap: $("${P[@]}" -c '\d+ cheap')"; exit 1; }
+# \dn+ lists schemas with their privileges (nspacl was text, not an array)
+check "public|brook||" "$("${P[@]}" -c '\dn+')" "\\dn+ lists schemas"
+# a table with a SERIAL column as pg_dump writes it restores, and its sequence continues
+cat > /tmp/psql_dump.$$ <<'DUMP'
+SELECT pg_catalog.set_config('search_path', '', false);
+CREATE TABLE public.restored (
+    id integer NOT NULL,
+    v text
+);
+CREATE SEQUENCE public.restored_id_seq
+    AS integer
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+ALTER SEQUENCE public.restored_id_seq OWNED BY public.restored.id;
+ALTER TABLE ONLY public.restored ALTER COLUMN id SET DEFAULT nextval('public.restored_id_seq'::regclass);
+COPY public.restored (id, v) FROM stdin;
+1	a
+2	b
+\.
+SELECT pg_catalog.setval('public.restored_id_seq', 2, true);
+ALTER TABLE ONLY public.restored
+    ADD CONSTRAINT restored_pkey PRIMARY KEY (id);
+DUMP
+psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -f /tmp/psql_dump.$$ >/dev/null || { echo "psql: restoring a pg_dump script failed"; exit 1; }
+rm -f /tmp/psql_dump.$$
+check "3|c" "$("${P[@]}" -c "INSERT INTO restored (v) VALUES ('c') RETURNING id, v" | head -1)" "restored sequence continues"
+"${P[@]}" -c "DROP TABLE restored" >/dev/null
 # comments show in \dt+ and \d+
 "${P[@]}" -c "COMMENT ON TABLE notes IS 'jottings'" -c "COMMENT ON COLUMN notes.body IS 'the text'" >/dev/null
 "${P[@]}" -c '\dt+ notes' | grep -q '|jottings$' || { echo "psql: \dt+ notes: $("${P[@]}" -c '\dt+ notes')"; exit 1; }

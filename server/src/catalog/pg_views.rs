@@ -19,6 +19,10 @@
 //! - `pg_class` rows of kind `S` and `pg_sequence`: the sequences (`CREATE SEQUENCE`, and
 //!   those SERIAL and identity columns own); `pg_attribute.attidentity` marks identity
 //!   columns (which, as in PostgreSQL, have no `pg_attrdef` row);
+//! - `pg_namespace`: the crate's rows with `nspacl` an array (NULL: default privileges), as
+//!   psql's `\dn+` passes it to `array_to_string`;
+//! - `pg_policy`: no rows (Brook has no row-level security), `polroles` an array as
+//!   psql's `\dp` reads it;
 //! - `pg_description`: the comments of `COMMENT ON` (relations and their columns; the
 //!   rewritten `obj_description`/`col_description` read it);
 //! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
@@ -93,7 +97,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 12] = [
+const VIEWS: [(&str, &str); 14] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -181,6 +185,19 @@ const VIEWS: [(&str, &str); 12] = [
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_sequences q
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname",
+    ),
+    (
+        "pg_namespace",
+        "SELECT n.oid AS oid, n.nspname AS nspname, n.nspowner AS nspowner,
+                CAST(NULL AS VARCHAR[]) AS nspacl, n.options AS options
+           FROM pg_catalog.brook_base_pg_namespace n",
+    ),
+    (
+        "pg_policy",
+        "SELECT p.oid AS oid, p.polname AS polname, p.polrelid AS polrelid, p.polcmd AS polcmd,
+                p.polpermissive AS polpermissive, CAST(NULL AS INT[]) AS polroles,
+                p.polqual AS polqual, p.polwithcheck AS polwithcheck
+           FROM pg_catalog.brook_base_pg_policy p",
     ),
     (
         "pg_description",

@@ -9,6 +9,7 @@
 //! before a crash is therefore never handed out again after it.
 
 use super::{Catalog, CatalogDoc, SchemaMeta};
+use crate::ident::quote_if_needed;
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
 use serde::{Deserialize, Serialize};
@@ -59,7 +60,7 @@ pub struct SequenceOptions {
     pub max: Option<i64>,
     pub start: Option<i64>,
     pub cache: Option<i64>,
-    pub cycle: bool,
+    pub cycle: Option<bool>,
 }
 
 impl SequenceMeta {
@@ -127,10 +128,32 @@ impl SequenceMeta {
             min,
             max,
             cache,
-            cycle: o.cycle,
+            cycle: o.cycle.unwrap_or(false),
             owned_by: None,
             last_value: start,
             is_called: false,
+        })
+    }
+
+    /// This sequence with `ALTER SEQUENCE`'s changes: options given replace the current
+    /// ones (and are checked together, as at creation), a new type `ty` too; the state and
+    /// owner stay. (`NO MINVALUE`/`NO MAXVALUE` keep the current bound.)
+    pub fn altered(&self, ty: Option<PgType>, given: &SequenceOptions) -> Result<SequenceMeta> {
+        let merged = SequenceOptions {
+            increment: given.increment.or(Some(self.increment)),
+            min: given.min.or(Some(self.min)),
+            max: given.max.or(Some(self.max)),
+            start: given.start.or(Some(self.start)),
+            cache: given.cache.or(Some(self.cache)),
+            cycle: given.cycle.or(Some(self.cycle)),
+        };
+        let fresh = SequenceMeta::new(ty.unwrap_or_else(|| self.ty.clone()), &merged)?;
+        Ok(SequenceMeta {
+            id: self.id,
+            owned_by: self.owned_by.clone(),
+            last_value: self.last_value,
+            is_called: self.is_called,
+            ..fresh
         })
     }
 
@@ -208,16 +231,7 @@ pub fn owned_name(s: &SchemaMeta, table: &str, column: &str) -> String {
 /// The DEFAULT of a column that takes its values from sequence `schema.name`, as
 /// PostgreSQL shows it (the schema named when it is not `public`).
 pub fn nextval_default(schema: &str, name: &str) -> String {
-    let part = |p: &str| {
-        let plain = p.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if plain {
-            p.to_string()
-        } else {
-            format!("\"{}\"", p.replace('"', "\"\""))
-        }
-    };
+    let part = quote_if_needed;
     let qualified = if schema == super::DEFAULT_SCHEMA {
         part(name)
     } else {
@@ -344,20 +358,36 @@ impl Catalog {
         Ok(meta)
     }
 
-    /// The state `SELECT * FROM seq` shows: the last value handed out and whether it was.
-    pub fn sequence_state(
+    /// `ALTER SEQUENCE`: `change` edits the definition (and, for RESTART, the state) in one
+    /// catalog update, from the state handed out so far; the counter then starts again from
+    /// the recorded state.
+    pub fn alter_sequence(
         &self,
         db: &str,
         schema: &str,
         name: &str,
-    ) -> Result<(SequenceMeta, i64, bool)> {
-        let counters = self.counters.lock();
-        let meta = find(&self.read(), db, schema, name)?.clone();
-        let (last, called) = match counters.get(&meta.id) {
-            Some(c) => (c.last_value, c.is_called),
-            None => (meta.last_value, meta.is_called),
-        };
-        Ok((meta, last, called))
+        change: impl FnOnce(&SequenceMeta) -> Result<SequenceMeta>,
+    ) -> Result<()> {
+        let mut counters = self.counters.lock();
+        // The state handed out so far (not the one reserved ahead) is what the altered
+        // sequence continues from, as PostgreSQL's does.
+        let mut base = find(&self.read(), db, schema, name)?.clone();
+        if let Some(c) = counters.get(&base.id) {
+            base.last_value = c.last_value;
+            base.is_called = c.is_called;
+        }
+        self.update(|doc| {
+            if find(doc, db, schema, name)?.id != base.id {
+                return Err(BrookError::UndefinedTable(name.into()));
+            }
+            let next = change(&base)?;
+            doc.schema_mut(db, schema)?
+                .sequences
+                .insert(name.to_string(), next);
+            Ok(())
+        })?;
+        counters.remove(&base.id);
+        Ok(())
     }
 }
 
@@ -426,7 +456,13 @@ mod tests {
             err.to_string(),
             "nextval: reached maximum value of sequence \"s\" (3)"
         );
-        let (_d, cat) = with_sequence(SequenceOptions { cycle: true, ..o }, PgType::Int4);
+        let (_d, cat) = with_sequence(
+            SequenceOptions {
+                cycle: Some(true),
+                ..o
+            },
+            PgType::Int4,
+        );
         assert_eq!(
             cat.nextval("brook", "public", "s", 5).unwrap(),
             [1, 2, 3, 1, 2]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 impl Engine {
     /// View `meta` planned against database `db` now, its columns named as recorded.
-    pub(super) fn view_provider(
+    pub(crate) fn view_provider(
         &self,
         db: &Database,
         meta: &RelationMeta,

@@ -96,13 +96,26 @@ impl Session {
                     name = self.rename_table(&schema, &name, to)?;
                     (meta, _) = self.relation(&schema, &name)?;
                 }
+                AlterTableOperation::AddConstraint {
+                    constraint: ast::TableConstraint::PrimaryKey(key),
+                    ..
+                } => {
+                    // The rows are checked under the write lock, so none arrives unchecked.
+                    let txn = self.begin_write(&meta, &store, false).await?;
+                    let next = self.add_primary_key(&meta, &store, &name, &key)?;
+                    self.engine
+                        .update_relation(&self.db, &schema, &name, next.clone())?;
+                    drop(txn);
+                    meta = next;
+                }
                 AlterTableOperation::AlterColumn { column_name, op } => {
+                    // Under the write lock (an empty transaction, never committed), so SET
+                    // NOT NULL checks every row there will be; writers planned against the
+                    // old definition retry (40001).
+                    let txn = self.begin_write(&meta, &store, false).await?;
                     let next = self
                         .alter_column(&meta, &store, &name, &column_name, op)
                         .await?;
-                    // Under the write lock (an empty transaction, never committed): writers
-                    // planned against the old definition retry (40001).
-                    let txn = self.begin_write(&meta, &store, false).await?;
                     self.engine
                         .update_relation(&self.db, &schema, &name, next.clone())?;
                     drop(txn);

@@ -1,13 +1,16 @@
-//! ALTER TABLE operations that change the catalog only: RENAME TO, and ALTER COLUMN
-//! SET/DROP DEFAULT and SET/DROP NOT NULL.
+//! ALTER TABLE operations that change the catalog only: RENAME TO, ALTER COLUMN SET/DROP
+//! DEFAULT and SET/DROP NOT NULL, ADD PRIMARY KEY (after checking the rows).
 
-use crate::catalog::RelationMeta;
+use crate::catalog::{RelKind, RelationMeta};
 use crate::ident::{ident_name, object_parts};
 use crate::session::Session;
 use crate::storage::TableStore;
+use crate::write::keys::KeyCheck;
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::Array;
-use datafusion::sql::sqlparser::ast::{AlterColumnOperation, Ident, ObjectName};
+use datafusion::sql::sqlparser::ast::{
+    AlterColumnOperation, Expr, Ident, ObjectName, PrimaryKeyConstraint,
+};
 use std::sync::Arc;
 
 impl Session {
@@ -106,6 +109,65 @@ impl Session {
                     Unsupported,
                     "ALTER TABLE ... ALTER COLUMN {other}"
                 ))
+            }
+        }
+        Ok(next)
+    }
+}
+
+impl Session {
+    /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY (columns)` (pg_dump adds keys
+    /// so, after the data): the rows already there must have no NULL and no duplicate key
+    /// (23502, 23505). The relation's definition with the key.
+    pub(crate) fn add_primary_key(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        relation: &str,
+        key: &PrimaryKeyConstraint,
+    ) -> Result<RelationMeta> {
+        if meta.kind == RelKind::Stream {
+            return Err(brook_err!(
+                InvalidDefinition,
+                "a stream is append-only and cannot have a PRIMARY KEY"
+            ));
+        }
+        if !meta.primary_key.is_empty() {
+            return Err(brook_err!(
+                InvalidDefinition,
+                "multiple primary keys for table \"{relation}\" are not allowed"
+            ));
+        }
+        let mut next = meta.clone();
+        for c in &key.columns {
+            let Expr::Identifier(ident) = &c.column.expr else {
+                return Err(brook_err!(
+                    Unsupported,
+                    "primary key on expression {}",
+                    c.column.expr
+                ));
+            };
+            let i = meta.column_index(&ident_name(ident), relation)?;
+            next.primary_key.push(i);
+            next.columns[i].not_null = true;
+        }
+        let schema = meta.schema();
+        let mut keys = KeyCheck::new(&next, relation)?;
+        for c in store.snapshot().iter() {
+            let b = crate::storage::adapt_batch(store.read(c)?, &schema)?;
+            for &i in &next.primary_key {
+                if b.column(i).null_count() > 0 {
+                    return Err(brook_err!(
+                        NotNullViolation,
+                        "column \"{}\" of relation \"{relation}\" contains null values",
+                        next.columns[i].name
+                    ));
+                }
+            }
+            if let Some(k) = keys.as_mut() {
+                if let Some(row) = k.conflicts(&b, true)?.iter().position(|&c| c) {
+                    return Err(k.violation(&b, row));
+                }
             }
         }
         Ok(next)

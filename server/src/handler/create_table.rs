@@ -28,7 +28,10 @@ pub(crate) fn stored_columns(
         .iter()
         .zip(names.fields())
         .map(|(f, named)| {
+            // A declared type carried in the field's metadata holds only while the values
+            // are still of its Arrow type (a cast keeps the metadata of its input).
             let ty = PgType::from_field(f)
+                .filter(|t| t.arrow() == *f.data_type())
                 .or_else(|| pg_type_of_arrow(f.data_type()))
                 .ok_or_else(|| {
                     brook_err!(

@@ -4,8 +4,9 @@ use crate::catalog::RelKind;
 use crate::ident::object_parts;
 use crate::session::Outcome;
 use crate::session::Session;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{self, ObjectName, ObjectType};
+use std::collections::HashSet;
 
 impl Session {
     /// DROP of a table, materialized view, schema, database or index.
@@ -101,8 +102,23 @@ impl Session {
     /// Drop what reads `schema.name`, and what reads those, first (CASCADE), telling the
     /// client each one as PostgreSQL does.
     pub(crate) fn drop_dependents(&mut self, schema: &str, name: &str) -> Result<()> {
+        let mut seen = HashSet::from([(schema.to_string(), name.to_string())]);
+        self.drop_dependents_once(schema, name, &mut seen)
+    }
+
+    /// [`Session::drop_dependents`], each relation once: dependencies may form a cycle
+    /// (recursion through them without `seen` overflowed the stack and aborted the server).
+    fn drop_dependents_once(
+        &mut self,
+        schema: &str,
+        name: &str,
+        seen: &mut HashSet<(String, String)>,
+    ) -> Result<()> {
         for (vschema, vname, kind) in self.dependents(schema, name)? {
-            self.drop_dependents(&vschema, &vname)?;
+            if !seen.insert((vschema.clone(), vname.clone())) {
+                continue;
+            }
+            self.drop_dependents_once(&vschema, &vname, seen)?;
             if self
                 .engine
                 .drop_relation(&self.db, &vschema, &vname, kind, true)?
@@ -122,40 +138,72 @@ impl Session {
         cascade: bool,
         tag: &str,
     ) -> Result<Outcome> {
+        // Every name is checked before any is dropped: a DROP that fails drops nothing, as
+        // in PostgreSQL.
+        let mut targets: Vec<(String, String)> = Vec::new();
         for n in names {
-            let (schema, name) = self.resolve(n)?;
-            // Only a relation of the named kind cascades (a wrong kind or a missing one is
-            // reported by drop_relation below, with nothing dropped).
+            targets.push(self.resolve(n)?);
+        }
+        let mut existing = Vec::new();
+        for (schema, name) in &targets {
             let found = {
                 let doc = self.engine.catalog.read();
                 doc.database(&self.db.name)?
                     .schemas
-                    .get(&schema)
-                    .and_then(|s| s.relations.get(&name))
+                    .get(schema)
+                    .and_then(|s| s.relations.get(name))
                     .map(|r| r.kind)
             };
-            if found.is_some_and(|k| k != kind) {
-                // Reports the wrong object type (42809).
-                self.engine
-                    .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
-                continue;
+            match found {
+                None if if_exists => {
+                    self.notices.push(format!(
+                        "{} \"{name}\" does not exist, skipping",
+                        kind.noun()
+                    ));
+                    continue;
+                }
+                None => return Err(BrookError::UndefinedTable(name.clone())),
+                Some(k) if k != kind => {
+                    return Err(brook_err!(
+                        WrongObjectType,
+                        "\"{name}\" is not a {}; use DROP {}",
+                        kind.noun(),
+                        k.noun().to_uppercase()
+                    ))
+                }
+                Some(_) => {}
             }
-            if cascade && found.is_some() {
+            if !cascade {
+                // A dependent dropped by the same statement does not hold the drop back.
+                let blocking = self
+                    .dependents(schema, name)?
+                    .into_iter()
+                    .find(|(vs, vn, _)| !targets.contains(&(vs.clone(), vn.clone())));
+                if let Some((vschema, vname, vkind)) = blocking {
+                    // 2BP01, as PostgreSQL.
+                    return Err(brook_err!(
+                        DependentObjects,
+                        "cannot drop {} {name} because {} {vschema}.{vname} depends on it \
+                         (use DROP ... CASCADE to drop the dependent objects too)",
+                        kind.noun(),
+                        vkind.noun()
+                    ));
+                }
+            }
+            existing.push((schema.clone(), name.clone()));
+        }
+        for (schema, name) in existing {
+            if cascade {
                 self.drop_dependents(&schema, &name)?;
-            } else if let Some((vschema, vname, vkind)) =
-                self.dependents(&schema, &name)?.into_iter().next()
-            {
-                // 2BP01, as PostgreSQL.
-                return Err(brook_err!(
-                    DependentObjects,
-                    "cannot drop {} {name} because {} {vschema}.{vname} depends on it \
-                     (use DROP ... CASCADE to drop the dependent objects too)",
-                    kind.noun(),
-                    vkind.noun()
-                ));
+            } else {
+                // Dependents named in this statement go first.
+                for (vschema, vname, vkind) in self.dependents(&schema, &name)? {
+                    self.engine
+                        .drop_relation(&self.db, &vschema, &vname, vkind, true)?;
+                }
             }
             self.engine
-                .drop_relation(&self.db, &schema, &name, kind, if_exists)?;
+                .drop_relation(&self.db, &schema, &name, kind, true)?;
         }
         Ok(Outcome::Command(tag.into()))
     }

@@ -95,7 +95,7 @@ fn fill_default_keywords(
 }
 
 /// A column's DEFAULT text as an expression.
-fn default_expr(text: &str) -> Result<Expr> {
+pub(crate) fn default_expr(text: &str) -> Result<Expr> {
     if let Statement::Query(q) = default_query(text)? {
         if let SetExpr::Select(sel) = *q.body {
             if let [SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }] =

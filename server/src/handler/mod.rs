@@ -48,6 +48,7 @@ impl Session {
                 }
             },
             StatementBody::CreateStream(cs) => self.create_stream(*cs).await,
+            StatementBody::AlterSequence(a) => self.alter_sequence(*a),
             StatementBody::DropStream {
                 names,
                 if_exists,

@@ -1,4 +1,4 @@
-//! CREATE SEQUENCE and DROP SEQUENCE, and the sequences SERIAL and identity columns own.
+//! CREATE, ALTER and DROP SEQUENCE, and the sequences SERIAL and identity columns own.
 
 use crate::catalog::sequence::{SequenceMeta, SequenceOptions};
 use crate::catalog::{ColumnMeta, Identity};
@@ -6,6 +6,7 @@ use crate::ident::object_parts;
 use crate::pg::types::PgType;
 use crate::session::{Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
+use brook_planner::parser::AlterSequence;
 use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, DataType, Expr, GeneratedAs, ObjectName,
 };
@@ -32,28 +33,70 @@ impl Session {
         };
         let mut meta = SequenceMeta::new(ty, &sequence_options(&cs.options)?)?;
         if let Some(owner) = &cs.owned_by {
-            let parts = object_parts(owner)?;
-            meta.owned_by = match parts.as_slice() {
-                [none] if none == "none" => None,
-                [t, c] => Some((t.clone(), c.clone())),
-                [s, t, c] if *s == schema => Some((t.clone(), c.clone())),
-                [_, _, _] => {
-                    return Err(brook_err!(
-                        InvalidParameter,
-                        "sequence must be in same schema as table it is linked to"
-                    ))
-                }
-                _ => {
-                    return Err(brook_err!(
-                        Syntax,
-                        "invalid OWNED BY option: specify OWNED BY table.column or OWNED BY NONE"
-                    ))
-                }
-            };
+            meta.owned_by = owner_of(owner, &schema)?;
         }
         self.engine
             .create_sequence(&self.db, &schema, &name, meta, cs.if_not_exists)?;
         Ok(Outcome::Command("CREATE SEQUENCE".into()))
+    }
+
+    pub(crate) fn alter_sequence(&mut self, a: AlterSequence) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&a.name)?;
+        let c = a.clauses;
+        let ty = c.data_type.as_ref().map(PgType::from_sql).transpose()?;
+        let given = sequence_options(&c.options)?;
+        let owner = match &c.owned_by {
+            Some(o) => {
+                let owner = owner_of(o, &schema)?;
+                if let Some((table, column)) = &owner {
+                    let (meta, _) = self.relation(&schema, table)?;
+                    meta.column_index(column, table)?;
+                }
+                Some(owner)
+            }
+            None => None,
+        };
+        let restart = match &c.restart {
+            Some(Some(e)) => Some(Some(integer(e)?)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        let altered = self
+            .engine
+            .catalog
+            .alter_sequence(&self.db.name, &schema, &name, |old| {
+                let mut next = old.altered(ty.clone(), &given)?;
+                if let Some(o) = &owner {
+                    next.owned_by = o.clone();
+                }
+                if let Some(at) = restart {
+                    let at = at.unwrap_or(next.start);
+                    if at < next.min || at > next.max {
+                        return Err(brook_err!(
+                            InvalidParameter,
+                            "RESTART value ({at}) cannot be {} than {} ({})",
+                            if at < next.min { "less" } else { "greater" },
+                            if at < next.min {
+                                "MINVALUE"
+                            } else {
+                                "MAXVALUE"
+                            },
+                            if at < next.min { next.min } else { next.max }
+                        ));
+                    }
+                    next.last_value = at;
+                    next.is_called = false;
+                }
+                Ok(next)
+            });
+        match altered {
+            Err(BrookError::UndefinedTable(_)) if a.if_exists => {
+                self.notices
+                    .push(format!("relation \"{name}\" does not exist, skipping"));
+            }
+            other => other?,
+        }
+        Ok(Outcome::Command("ALTER SEQUENCE".into()))
     }
 
     pub(crate) fn drop_sequences(
@@ -62,8 +105,21 @@ impl Session {
         if_exists: bool,
         cascade: bool,
     ) -> Result<Outcome> {
+        // Every name is checked before any is dropped (a failed DROP drops nothing).
+        let mut targets = Vec::new();
         for n in names {
             let (schema, name) = self.resolve(n)?;
+            {
+                let doc = self.engine.catalog.read();
+                match crate::catalog::sequence::find(&doc, &self.db.name, &schema, &name) {
+                    Err(BrookError::UndefinedTable(_)) if if_exists => {}
+                    Err(e) => return Err(e),
+                    Ok(_) => {}
+                }
+            }
+            targets.push((schema, name));
+        }
+        for (schema, name) in targets {
             if !self
                 .engine
                 .drop_sequence(&self.db, &schema, &name, if_exists, cascade)?
@@ -73,6 +129,24 @@ impl Session {
             }
         }
         Ok(Outcome::Command("DROP SEQUENCE".into()))
+    }
+}
+
+/// The (table, column) of `OWNED BY table.column` in `schema`, None for `OWNED BY NONE`.
+fn owner_of(owner: &ObjectName, schema: &str) -> Result<Option<(String, String)>> {
+    let parts = object_parts(owner)?;
+    match parts.as_slice() {
+        [none] if none == "none" => Ok(None),
+        [t, c] => Ok(Some((t.clone(), c.clone()))),
+        [s, t, c] if s == schema => Ok(Some((t.clone(), c.clone()))),
+        [_, _, _] => Err(brook_err!(
+            InvalidParameter,
+            "sequence must be in same schema as table it is linked to"
+        )),
+        _ => Err(brook_err!(
+            Syntax,
+            "invalid OWNED BY option: specify OWNED BY table.column or OWNED BY NONE"
+        )),
     }
 }
 
@@ -176,7 +250,7 @@ fn sequence_options(options: &[ast::SequenceOptions]) -> Result<SequenceOptions>
             ast::SequenceOptions::MaxValue(e) => o.max = e.as_ref().map(integer).transpose()?,
             ast::SequenceOptions::StartWith(e, _) => o.start = Some(integer(e)?),
             ast::SequenceOptions::Cache(e) => o.cache = Some(integer(e)?),
-            ast::SequenceOptions::Cycle(no) => o.cycle = !no,
+            ast::SequenceOptions::Cycle(no) => o.cycle = Some(!no),
         }
     }
     Ok(o)

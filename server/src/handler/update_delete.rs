@@ -1,6 +1,7 @@
 //! UPDATE and DELETE: the relation is rewritten with the changed rows.
 
-use crate::catalog::{RelKind, RelationMeta};
+use crate::catalog::{Identity, RelKind, RelationMeta};
+use crate::handler::insert::default_expr;
 use crate::handler::upsert::assignments;
 use crate::ident::ident_name;
 use crate::ident::quote_ident;
@@ -9,7 +10,7 @@ use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::coerce::to_relation_batch;
 use crate::write::keys::KeyCheck;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, BooleanArray};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::sql::sqlparser::ast::{self, FromTable, SelectItem, TableFactor};
@@ -72,8 +73,21 @@ impl Session {
         for (i, c) in meta.columns.iter().enumerate() {
             let col = quote_ident(&c.name);
             match sets.get(&i) {
+                Some(v)
+                    if c.identity == Some(Identity::Always)
+                        && !v.eq_ignore_ascii_case("DEFAULT") =>
+                {
+                    return Err(BrookError::GeneratedAlways(format!(
+                        "column \"{}\" can only be updated to DEFAULT: it is an identity column defined as GENERATED ALWAYS",
+                        c.name
+                    )));
+                }
                 Some(v) if v.eq_ignore_ascii_case("DEFAULT") => {
-                    let d = c.default.clone().unwrap_or_else(|| "NULL".into());
+                    // With Brook's rewrites applied (a sequence's `::regclass` name).
+                    let d = match &c.default {
+                        Some(text) => default_expr(text)?.to_string(),
+                        None => "NULL".into(),
+                    };
                     items.push(format!("CASE WHEN {pred} THEN {d} ELSE {col} END AS {col}"));
                 }
                 Some(v) => items.push(format!("CASE WHEN {pred} THEN {v} ELSE {col} END AS {col}")),

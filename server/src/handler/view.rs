@@ -23,9 +23,17 @@ impl Session {
         }
         let (schema, name) = self.resolve(&cv.name)?;
         duplicate_aliases(&cv.query)?;
-        let stmt = Statement::Query(cv.query.clone());
+        let mut stmt = Statement::Query(cv.query.clone());
         let output = brook_planner::rewrite::output_names(&stmt);
+        // As every query (and the view's readers, `Engine::view_provider`) plans it.
+        crate::pg::sql::pg_literals(&mut stmt)?;
         let plan = self.plan(stmt).await?;
+        if plan.get_parameter_types().is_ok_and(|p| !p.is_empty()) {
+            return Err(brook_err!(
+                Parameter,
+                "there is no parameter $1: a view's query cannot take parameters"
+            ));
+        }
         let types = Arc::new(plan.schema().as_arrow().clone());
         let named = pg_named(types.as_ref().clone(), output);
         let names = column_names(&named, &cv.columns)?;
@@ -47,9 +55,13 @@ impl Session {
             depends_on: self.relations_read(&cv.query),
             comment: None,
         };
+        // The view is planned against the database (not this session) whenever it is read
+        // or the server starts: check now that it plans so, before the catalog names it.
+        self.engine.view_provider(&self.db, &meta)?;
         if cv.or_replace {
             if let Ok((old, _)) = self.relation(&schema, &name) {
                 check_replacement(&old, &meta, &name)?;
+                self.refuse_cycle(&meta.depends_on, &schema, &name)?;
                 let meta = RelationMeta {
                     id: old.id,
                     comment: old.comment.clone(),
@@ -63,6 +75,34 @@ impl Session {
         self.engine
             .create_relation(&self.db, &schema, &name, meta, cv.if_not_exists)?;
         Ok(Outcome::Command("CREATE VIEW".into()))
+    }
+}
+
+impl Session {
+    /// 42P17 when the relations `reads` read `schema.name`, directly or through others: a
+    /// view replaced so would read itself.
+    fn refuse_cycle(&self, reads: &[(String, String)], schema: &str, name: &str) -> Result<()> {
+        let doc = self.engine.catalog.read();
+        let db = doc.database(&self.db.name)?;
+        let mut todo: Vec<(String, String)> = reads.to_vec();
+        let mut seen = HashSet::new();
+        while let Some((s, n)) = todo.pop() {
+            if s == schema && n == name {
+                return Err(BrookError::Semantic {
+                    message: format!(
+                        "infinite recursion detected in rules for relation \"{name}\""
+                    ),
+                    code: "42P17",
+                });
+            }
+            if !seen.insert((s.clone(), n.clone())) {
+                continue;
+            }
+            if let Some(r) = db.schemas.get(&s).and_then(|m| m.relations.get(&n)) {
+                todo.extend(r.depends_on.iter().cloned());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::catalog::sequence::find;
 use crate::catalog::Catalog;
-use crate::ident::object_parts;
+use crate::ident::{object_parts, quote_if_needed};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
 use datafusion::arrow::datatypes::DataType;
@@ -228,8 +228,12 @@ impl SequenceFunction {
             }
             let (s, n) = resolve(names.value(i), schema)?;
             let v = values.value(i);
-            self.catalog
-                .setval(&self.db, &s, &n, v, is_called.unwrap_or(true))?;
+            let is_called = is_called.unwrap_or(true);
+            self.catalog.setval(&self.db, &s, &n, v, is_called)?;
+            // As in PostgreSQL, a value set as called is this session's currval too.
+            if is_called {
+                self.remember(&s, &n, Some(v))?;
+            }
             out.push(Some(v));
         }
         Ok(Arc::new(Int64Array::from(out)))
@@ -268,7 +272,9 @@ impl SequenceFunction {
                         .is_some_and(|(ot, oc)| *ot == t && oc == column)
                 })
             });
-            out.push(owned.map(|(name, _)| format!("{s}.{name}")));
+            out.push(
+                owned.map(|(name, _)| format!("{}.{}", quote_if_needed(&s), quote_if_needed(name))),
+            );
         }
         Ok(Arc::new(StringArray::from(out)))
     }
