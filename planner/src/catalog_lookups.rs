@@ -43,10 +43,18 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
             )
         }
         // a view's (or materialized view's) query
-        ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => format!(
-            "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
-             WHERE brook_viewdef.brook_reloid = {view})"
-        ),
+        // (given by name, `pg_get_viewdef('v')`, it is the name's relation)
+        ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => {
+            let view = if view.starts_with('\'') {
+                format!("CAST({view} AS regclass)")
+            } else {
+                view.clone()
+            };
+            format!(
+                "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
+                 WHERE brook_viewdef.brook_reloid = {view})"
+            )
+        }
         // comments: on relations (pg_class) and their columns; no other object has one
         ("obj_description", [object, catalog]) => format!(
             "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \

@@ -13,6 +13,7 @@
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
+//! - [`function_alias`]: `FROM generate_series(...) g` names the column `g`.
 //! - [`reloptions`]: `unnest(c.reloptions)` (psql's `\d+`) as a relation without rows.
 //! - [`create_sequence`]: `CREATE SEQUENCE` with its options in PostgreSQL's any order.
 //! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
@@ -46,6 +47,7 @@ pub mod checked_power;
 pub mod continuous;
 pub mod create_sequence;
 pub mod decorrelate;
+pub mod function_alias;
 pub mod interval_scale;
 pub mod json_ops;
 pub mod like_escape;

@@ -576,7 +576,7 @@ impl Engine {
             }
         };
         if !rels.is_empty() && !cascade {
-            return Err(brook_err!(InvalidDefinition, "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"));
+            return Err(brook_err!(DependentObjects, "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"));
         }
         for (r, kind) in rels {
             self.drop_relation(db, name, &r, kind, true)?;

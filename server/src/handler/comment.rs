@@ -36,17 +36,20 @@ impl Session {
         };
         let (schema, name) = self.resolve(&relation)?;
         let (mut meta, _) = self.relation(&schema, &name)?;
-        let wanted = match object_type {
-            CommentObject::View => Some(RelKind::View),
-            CommentObject::MaterializedView => Some(RelKind::MaterializedView),
-            _ => None,
+        // COMMENT ON TABLE names a table or stream; VIEW and MATERIALIZED VIEW their kind.
+        let fits = match object_type {
+            CommentObject::View => meta.kind == RelKind::View,
+            CommentObject::MaterializedView => meta.kind == RelKind::MaterializedView,
+            CommentObject::Table => matches!(meta.kind, RelKind::Table | RelKind::Stream),
+            _ => true,
         };
-        if let Some(kind) = wanted.filter(|k| *k != meta.kind) {
-            return Err(brook_err!(
-                WrongObjectType,
-                "\"{name}\" is not a {}",
-                kind.noun()
-            ));
+        if !fits {
+            let what = match object_type {
+                CommentObject::View => "view",
+                CommentObject::MaterializedView => "materialized view",
+                _ => "table",
+            };
+            return Err(brook_err!(WrongObjectType, "\"{name}\" is not a {what}"));
         }
         match column {
             Some(c) => {

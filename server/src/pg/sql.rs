@@ -20,6 +20,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::windows::rewrite_windows(stmt)?;
         brook_planner::rewrite::fetch_as_limit(stmt)?;
         brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::function_alias::name_function_columns(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);
         brook_planner::pg_functions::json_casts(stmt);
         brook_planner::array_literal::array_literal_casts(stmt);
