@@ -72,6 +72,8 @@ fn fill_default_keywords(
             None => Ok(()),
         };
     };
+    // Each column's default is parsed once, however many rows say DEFAULT.
+    let mut defaults: Vec<Option<Expr>> = vec![None; meta.columns.len()];
     for row in values.rows.iter_mut() {
         for (j, cell) in row.iter_mut().enumerate() {
             let Some(i) = column_at(j) else {
@@ -85,10 +87,15 @@ fn fill_default_keywords(
                 }
                 continue;
             }
-            *cell = match &meta.columns[i].default {
-                Some(text) => default_expr(text)?,
-                None => Expr::value(ast::Value::Null),
-            };
+            if defaults[i].is_none() {
+                defaults[i] = Some(match &meta.columns[i].default {
+                    Some(text) => default_expr(text)?,
+                    None => Expr::value(ast::Value::Null),
+                });
+            }
+            if let Some(d) = &defaults[i] {
+                *cell = d.clone();
+            }
         }
     }
     Ok(())

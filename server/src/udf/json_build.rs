@@ -76,8 +76,7 @@ impl ScalarUDFImpl for JsonBuild {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let (arrays, scalar) = super::argument_arrays(&args)?;
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         if self.kind == Kind::Object && arrays.len() % 2 == 1 {
             return Err(err(BrookError::InvalidParameter(format!(
                 "argument list must have even number of elements (the arguments of {} alternate keys and values)",

@@ -66,8 +66,7 @@ impl ScalarUDFImpl for JsonPath {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let (arrays, scalar) = super::argument_arrays(&args)?;
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         let docs = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
         let paths = &arrays[1];
         let docs = docs.as_string::<i32>();
@@ -109,8 +108,7 @@ impl ScalarUDFImpl for JsonCast {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let (arrays, scalar) = super::argument_arrays(&args)?;
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         let texts = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
         let texts = texts.as_string::<i32>();
         let mut out = Vec::with_capacity(rows);

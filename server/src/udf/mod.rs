@@ -17,11 +17,11 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 use datafusion::scalar::ScalarValue;
 
-/// A function call's arguments as arrays, and whether all were scalars (then each array
-/// holds one row, and the result should be a scalar: [`result_value`]).
+/// A function call's arguments as arrays, whether all were scalars (then each array holds
+/// one row, and the result should be a scalar: [`result_value`]), and the arrays' rows.
 pub(crate) fn argument_arrays(
     args: &ScalarFunctionArgs,
-) -> datafusion::error::Result<(Vec<ArrayRef>, bool)> {
+) -> datafusion::error::Result<(Vec<ArrayRef>, bool, usize)> {
     let scalar = args
         .args
         .iter()
@@ -32,7 +32,7 @@ pub(crate) fn argument_arrays(
         .iter()
         .map(|a| a.to_array(rows))
         .collect::<datafusion::error::Result<_>>()?;
-    Ok((arrays, scalar))
+    Ok((arrays, scalar, rows))
 }
 
 /// A function's result `out`, a scalar when its arguments were ([`argument_arrays`]).
