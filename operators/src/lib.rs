@@ -15,9 +15,10 @@
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
 //!   functions: running aggregates, LAG/LEAD, frames), [`session_window`] (SESSION windows),
 //!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`count_window`]
-//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`]. `join/` and `aggregate/` keep the plan
-//!   node (`mod.rs`), the runtime state and operator (`op.rs`, and a join side's `side.rs`)
-//!   and the tests apart.
+//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`], [`recursive`] (WITH RECURSIVE: a
+//!   small graph of the recursive term's operators, iterated to a fixpoint per change).
+//!   `join/` and `aggregate/` keep the plan node (`mod.rs`), the runtime state and operator
+//!   (`op.rs`, and a join side's `side.rs`) and the tests apart.
 //! - [`graph`]: a plan graph of nodes and the runtime that pushes batches and watermarks
 //!   through it.
 //! - `testing` (tests only): `from_pretty`, readable test batches.
@@ -32,6 +33,7 @@ pub mod join;
 pub mod match_recognize;
 pub mod over;
 pub mod project;
+pub mod recursive;
 pub mod session_window;
 pub mod source;
 #[cfg(test)]

@@ -61,6 +61,11 @@ const QUERIES: &[&str] = &[
     "SELECT k, v, ts FROM t ORDER BY v, k, ts LIMIT 2 OFFSET 1",
     "SELECT k, v, rn FROM (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v DESC, ts) AS rn FROM t) x WHERE rn <= 2",
     "SELECT k, count(*) FROM (SELECT k, v, row_number() OVER (PARTITION BY k ORDER BY v, ts) AS rn FROM t) x WHERE rn < 3 GROUP BY k",
+    // Recursion over the rows of t (chains of values two apart per key), and from d's rows
+    // down through t's (both inputs change; multiplicities count derivations).
+    "WITH RECURSIVE r(k, v, depth) AS (SELECT k, v, 0 FROM t WHERE v < 3 UNION ALL SELECT r.k, t.v, r.depth + 1 FROM r JOIN t ON t.k = r.k AND t.v = r.v + 2) SELECT k, v, depth FROM r",
+    "WITH RECURSIVE r(label, n) AS (SELECT label, w FROM d UNION ALL SELECT r.label, t.v FROM r JOIN t ON t.v = r.n - 1 AND t.k = 'k1') SELECT label, n, count(*) FROM r GROUP BY label, n",
+    "WITH RECURSIVE r(k, n) AS (SELECT k, v FROM t WHERE v > 6 UNION ALL SELECT r.k, d.w FROM r LEFT JOIN d ON d.k = r.k AND d.w < r.n WHERE r.n > 4) SELECT k, n FROM r",
 ];
 
 /// Joins of `t` with itself: admitted only when `t` is a table (bounded state).

@@ -9,6 +9,7 @@
 
 mod aggregate;
 mod join;
+mod recursive;
 mod scan;
 mod top_n;
 mod window;
@@ -117,6 +118,7 @@ pub fn plan_continuous(
         source_times: Vec::new(),
         node_times: Vec::new(),
         windowed: false,
+        work_table: None,
     };
     let root = b.build(plan)?;
     if options.emit_on_window_close && !b.windowed {
@@ -144,6 +146,9 @@ struct Builder<'a> {
     node_times: Vec<Option<usize>>,
     /// A windowed aggregate was planned.
     windowed: bool,
+    /// While a recursive term is built: its query's name and the node standing for its
+    /// working table (see `recursive.rs`).
+    work_table: Option<(String, Endpoint)>,
 }
 
 fn refuse(what: &str) -> BrookError {
@@ -209,6 +214,9 @@ impl Builder<'_> {
                         Internal,
                         "filters pushed into a continuous scan"
                     ));
+                }
+                if let Some(at) = self.work_table_scan(scan)? {
+                    return Ok(at);
                 }
                 if let Some(view) = self.resolver.view(&scan.table_name, &scan.source)? {
                     return self.view_scan(scan, view);
@@ -298,6 +306,7 @@ impl Builder<'_> {
             LogicalPlan::Join(j) => self.join(j),
             LogicalPlan::Unnest(u) => self.unnest(u),
             LogicalPlan::Window(w) => self.over(w),
+            LogicalPlan::RecursiveQuery(r) => self.recursive(r),
             LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
                 Err(refuse("a constant relation (VALUES or no FROM)"))
             }
