@@ -142,15 +142,40 @@ pub struct GraphStats {
     pub watermark: Option<i64>,
 }
 
+/// Per input or node, the (node, port) pairs it feeds.
+pub(crate) type Consumers = Vec<Vec<(usize, usize)>>;
+
+/// Consumers of each of `sources` inputs and of each node, as (node, port): the wiring a
+/// runtime pushes along. Fails when `nodes` are not in topological order.
+pub(crate) fn consumers(nodes: &[PlanNode], sources: usize) -> Result<(Consumers, Consumers)> {
+    let mut source_consumers = vec![Vec::new(); sources];
+    let mut node_consumers = vec![Vec::new(); nodes.len()];
+    for (n, node) in nodes.iter().enumerate() {
+        for (port, input) in node.inputs.iter().enumerate() {
+            match *input {
+                Endpoint::Source(s) if s < sources => source_consumers[s].push((n, port)),
+                Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
+                _ => {
+                    return Err(brook_err!(
+                        Internal,
+                        "continuous plan is not in topological order"
+                    ))
+                }
+            }
+        }
+    }
+    Ok((source_consumers, node_consumers))
+}
+
 /// A running continuous plan.
 pub struct Graph {
     plan: Arc<GraphPlan>,
     sources: Vec<SourceState>,
     ops: Vec<Box<dyn Operator>>,
     /// Consumers of each source: (node, port).
-    source_consumers: Vec<Vec<(usize, usize)>>,
+    source_consumers: Consumers,
     /// Consumers of each node: (node, port).
-    node_consumers: Vec<Vec<(usize, usize)>>,
+    node_consumers: Consumers,
     /// Watermark seen on each port of each node.
     port_watermarks: Vec<Vec<Option<i64>>>,
     /// Watermark each node passed on.
@@ -160,22 +185,7 @@ pub struct Graph {
 impl Graph {
     /// Instantiate a plan; returns the graph and the rows it emits before any input.
     pub fn new(plan: Arc<GraphPlan>) -> Result<(Graph, Vec<RecordBatch>)> {
-        let mut source_consumers = vec![Vec::new(); plan.sources.len()];
-        let mut node_consumers = vec![Vec::new(); plan.nodes.len()];
-        for (n, node) in plan.nodes.iter().enumerate() {
-            for (port, input) in node.inputs.iter().enumerate() {
-                match *input {
-                    Endpoint::Source(s) => source_consumers[s].push((n, port)),
-                    Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
-                    Endpoint::Node(_) => {
-                        return Err(brook_err!(
-                            Internal,
-                            "continuous plan is not in topological order"
-                        ))
-                    }
-                }
-            }
-        }
+        let (source_consumers, node_consumers) = consumers(&plan.nodes, plan.sources.len())?;
         let ops = plan
             .nodes
             .iter()

@@ -23,7 +23,7 @@
 //! not end either); after [`RecursiveNode::max_rounds`] rounds the operator fails with 54000
 //! rather than looping.
 
-use crate::graph::{Endpoint, PlanNode};
+use crate::graph::{Consumers, Endpoint, PlanNode};
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::compute::concat_batches;
@@ -109,22 +109,7 @@ impl NodeSpec for RecursiveNode {
             })
             .max()
             .unwrap_or(0);
-        let mut source_consumers = vec![Vec::new(); ports];
-        let mut node_consumers = vec![Vec::new(); self.body.len()];
-        for (n, node) in self.body.iter().enumerate() {
-            for (port, input) in node.inputs.iter().enumerate() {
-                match *input {
-                    Endpoint::Source(s) => source_consumers[s].push((n, port)),
-                    Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
-                    Endpoint::Node(_) => {
-                        return Err(brook_err!(
-                            Internal,
-                            "recursive term is not in topological order"
-                        ))
-                    }
-                }
-            }
-        }
+        let (source_consumers, node_consumers) = crate::graph::consumers(&self.body, ports)?;
         let ops = self
             .body
             .iter()
@@ -149,9 +134,9 @@ struct RecursiveOp {
     schema: SchemaRef,
     ops: Vec<Box<dyn Operator>>,
     /// Consumers of each body input: (node, port).
-    source_consumers: Vec<Vec<(usize, usize)>>,
+    source_consumers: Consumers,
     /// Consumers of each body node: (node, port).
-    node_consumers: Vec<Vec<(usize, usize)>>,
+    node_consumers: Consumers,
     root: Endpoint,
     max_rounds: usize,
 }
@@ -172,7 +157,7 @@ impl RecursiveOp {
             out.extend(batches.iter().cloned());
         }
         let consumers = match from {
-            Endpoint::Source(s) => self.source_consumers.get(s).cloned().unwrap_or_default(),
+            Endpoint::Source(s) => self.source_consumers[s].clone(),
             Endpoint::Node(n) => self.node_consumers[n].clone(),
         };
         for (node, port) in consumers {

@@ -65,6 +65,10 @@ const QUERIES: &[&str] = &[
     // down through t's (both inputs change; multiplicities count derivations).
     "WITH RECURSIVE r(k, v, depth) AS (SELECT k, v, 0 FROM t WHERE v < 3 UNION ALL SELECT r.k, t.v, r.depth + 1 FROM r JOIN t ON t.k = r.k AND t.v = r.v + 2) SELECT k, v, depth FROM r",
     "WITH RECURSIVE r(label, n) AS (SELECT label, w FROM d UNION ALL SELECT r.label, t.v FROM r JOIN t ON t.v = r.n - 1 AND t.k = 'k1') SELECT label, n, count(*) FROM r GROUP BY label, n",
+    // Uncorrelated scalar subqueries: a one-row input joined to every row; when it
+    // changes, the rows it decided change.
+    "SELECT k, v FROM t WHERE v > (SELECT avg(v) FROM t)",
+    "SELECT k, v, (SELECT max(w) FROM d) - v AS gap FROM t WHERE v < (SELECT count(*) FROM t WHERE v > 5)",
     "WITH RECURSIVE r(k, n) AS (SELECT k, v FROM t WHERE v > 6 UNION ALL SELECT r.k, d.w FROM r LEFT JOIN d ON d.k = r.k AND d.w < r.n WHERE r.n > 4) SELECT k, n FROM r",
 ];
 
@@ -173,7 +177,7 @@ async fn logical(ctx: &SessionContext, sql: &str) -> Result<LogicalPlan> {
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)?;
     let mut stmt = stmts.remove(0);
     brook_planner::windows::rewrite_windows(&mut stmt)?;
-    let state = ctx.state();
+    let state = brook_planner::continuous::optimizing_state(ctx.state());
     let plan = state
         .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
         .await?;

@@ -102,6 +102,19 @@ pub struct ContinuousOptions {
     pub emit_on_window_close: bool,
 }
 
+/// `state`, optimizing as a continuous plan needs: an uncorrelated scalar subquery becomes a
+/// join with its one-row input (DataFusion otherwise keeps it for a physical operator that
+/// runs it once), so its changes reach every row it was compared with. Optimize a plan with
+/// this state before [`plan_continuous`].
+pub fn optimizing_state(mut state: SessionState) -> SessionState {
+    state
+        .config_mut()
+        .options_mut()
+        .optimizer
+        .enable_physical_uncorrelated_scalar_subquery = false;
+    state
+}
+
 /// Plan `plan` (optimized) as a continuous graph.
 pub fn plan_continuous(
     plan: &LogicalPlan,

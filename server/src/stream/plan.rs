@@ -23,7 +23,7 @@ pub async fn continuous_plan(
     options: ContinuousOptions,
     force: bool,
 ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
-    let state = ctx.state();
+    let state = brook_planner::continuous::optimizing_state(ctx.state());
     let optimized = state.optimize(plan)?;
     let mut views = crate::stream::queries::ViewPlans::new();
     crate::stream::queries::plan_views(ctx, &optimized, &mut views).await?;
@@ -63,7 +63,7 @@ pub async fn view_logical_plan(
 ) -> Result<(datafusion::logical_expr::LogicalPlan, ContinuousOptions)> {
     let (mut stmt, options) = parse_view_sql(sql)?;
     pg_literals(&mut stmt)?;
-    let state = ctx.state();
+    let state = brook_planner::continuous::optimizing_state(ctx.state());
     let plan = state
         .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
         .await?;
