@@ -330,10 +330,15 @@ impl Graph {
         Ok(out)
     }
 
+    /// Bytes of operator state held now.
+    pub fn state_bytes(&self) -> usize {
+        self.ops.iter().map(|o| o.state_size()).sum()
+    }
+
     /// State size, late rows and watermark.
     pub fn stats(&self) -> GraphStats {
         GraphStats {
-            state_bytes: self.ops.iter().map(|o| o.state_size()).sum(),
+            state_bytes: self.state_bytes(),
             late_rows: self.ops.iter().map(|o| o.late_rows()).sum(),
             watermark: self
                 .sources

@@ -15,8 +15,8 @@
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::compute::kernels::cast_utils::parse_interval_month_day_nano;
 use datafusion::sql::sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Query, Statement, TableAlias,
-    TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, GroupByExpr, Ident, ObjectName, Query, Select, SelectItem,
+    SetExpr, Statement, TableAlias, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -76,6 +76,13 @@ struct Windows;
 impl VisitorMut for Windows {
     type Break = BrookError;
 
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<BrookError> {
+        if let SetExpr::Select(select) = q.body.as_mut() {
+            group_by_window_end(select);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<BrookError> {
         let TableFactor::Table {
             name,
@@ -98,6 +105,68 @@ impl VisitorMut for Windows {
             Err(e) => ControlFlow::Break(e),
         }
     }
+}
+
+/// A GROUP BY over `TUMBLE`/`HOP` that names `window_start` but not `window_end` also
+/// groups by `window_end` (the same groups: the end is the start plus the size), so a
+/// continuous aggregate sees the key the watermark closes: its windows free their state and
+/// `EMIT ON WINDOW CLOSE` applies, as when both are named.
+fn group_by_window_end(select: &mut Select) {
+    let over_window = select.from.iter().any(|t| {
+        std::iter::once(&t.relation)
+            .chain(t.joins.iter().map(|j| &j.relation))
+            .any(|tf| {
+                matches!(tf, TableFactor::Table { name, args: Some(_), .. }
+                    if matches!(name.to_string().to_ascii_lowercase().as_str(), "tumble" | "hop"))
+            })
+    });
+    let GroupByExpr::Expressions(keys, _) = &mut select.group_by else {
+        return;
+    };
+    if !over_window {
+        return;
+    }
+    let projection = &select.projection;
+    // The key's column name and qualifier, through a GROUP BY ordinal to its select item.
+    let named = |e: &Expr| -> Option<(String, Vec<Ident>)> {
+        let e = match e {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => {
+                    match projection.get(n.parse::<usize>().ok()?.checked_sub(1)?)? {
+                        SelectItem::UnnamedExpr(e) => e,
+                        _ => return None,
+                    }
+                }
+                _ => return None,
+            },
+            other => other,
+        };
+        match e {
+            Expr::Identifier(i) => Some((i.value.to_ascii_lowercase(), Vec::new())),
+            Expr::CompoundIdentifier(parts) => {
+                let (last, qualifier) = parts.split_last()?;
+                Some((last.value.to_ascii_lowercase(), qualifier.to_vec()))
+            }
+            _ => None,
+        }
+    };
+    let names: Vec<Option<(String, Vec<Ident>)>> = keys.iter().map(named).collect();
+    if names.iter().flatten().any(|(n, _)| n == "window_end") {
+        return;
+    }
+    let Some((_, qualifier)) = names
+        .into_iter()
+        .flatten()
+        .find(|(n, _)| n == "window_start")
+    else {
+        return;
+    };
+    let end = Ident::new("window_end");
+    keys.push(if qualifier.is_empty() {
+        Expr::Identifier(end)
+    } else {
+        Expr::CompoundIdentifier(qualifier.into_iter().chain([end]).collect())
+    });
 }
 
 fn arg_expr(a: &FunctionArg) -> Result<&Expr> {
@@ -400,6 +469,26 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("AS s GROUP BY"), "{s}");
+    }
+
+    #[test]
+    fn grouping_by_window_start_groups_by_window_end_too() {
+        for (sql, key) in [
+            ("SELECT window_start, count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute') GROUP BY window_start", "GROUP BY window_start, window_end"),
+            ("SELECT w.window_start, count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute') AS w GROUP BY w.window_start, k", "GROUP BY w.window_start, k, w.window_end"),
+            ("SELECT window_start, count(*) FROM HOP(s, ts, INTERVAL '1' MINUTE, INTERVAL '2' MINUTE) GROUP BY 1", "GROUP BY 1, window_end"),
+        ] {
+            let s = rewritten(sql).unwrap();
+            assert!(s.ends_with(key), "{s}");
+        }
+        for unchanged in [
+            "SELECT window_start, count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute') GROUP BY window_start, window_end",
+            "SELECT window_start, count(*) FROM SESSION(s, ts, INTERVAL '1 minute') GROUP BY window_start",
+            "SELECT window_start, count(*) FROM t GROUP BY window_start",
+        ] {
+            let s = rewritten(unchanged).unwrap();
+            assert_eq!(s.rsplit("GROUP BY").next(), unchanged.rsplit("GROUP BY").next(), "{s}");
+        }
     }
 
     #[test]

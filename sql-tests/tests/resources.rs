@@ -362,6 +362,44 @@ async fn memory_limits_answer_with_their_sqlstate() {
     still_serving(&server).await;
 }
 
+/// A continuous query's state is reserved in the same memory pool: a join of two streams
+/// without a time bound keeps both in full, and past `--memory-limit` its reader gets 53200
+/// (the query stops; the server and other queries go on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuous_state_past_the_memory_limit_is_53200() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        BrookServer::start_on(dir.path(), &[("BROOK_MEMORY_LIMIT", "30000000")]).expect("start");
+    let c = server.connect("brook").await;
+    c.batch_execute(
+        "CREATE STREAM a (k int, pad text, ts timestamp); \
+         CREATE STREAM b (k int, pad text, ts timestamp); \
+         BEGIN; \
+         DECLARE j CURSOR FOR SELECT a.k, a.pad, b.pad FROM a JOIN b ON a.k = b.k",
+    )
+    .await
+    .expect("declare");
+    let mut failed = None;
+    for round in 0..40 {
+        let insert = format!(
+            "INSERT INTO a SELECT x, repeat('a', 200), now() FROM generate_series({0}, {0} + 9999) g(x)",
+            round * 10_000
+        );
+        c.batch_execute(&insert).await.expect("insert");
+        if let Err(e) = c
+            .query("FETCH ALL FROM j WITH (timeout = '50ms')", &[])
+            .await
+        {
+            failed = Some(e);
+            break;
+        }
+    }
+    let err = failed.expect("the join's state never passed the memory limit");
+    assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    assert!(format!("{err:?}").contains("continuous query"), "{err:?}");
+    still_serving(&server).await;
+}
+
 /// Under a password an unknown database is not told before authentication: a wrong
 /// password is 28P01 whatever the database; with the right one the database is 3D000.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! Joins: equi-joins, and the time bound of an interval join that lets rows leave the state.
 
 use super::*;
-use brook_common::{brook_err, Result};
+use brook_common::Result;
 use brook_operators::graph::Endpoint;
 use brook_operators::join::{JoinKind, JoinNode, TimeBound};
 use datafusion::arrow::datatypes::DataType;
@@ -47,21 +47,13 @@ impl Builder<'_> {
                 bounds[side] = self.time_bound(j, side, ends, updating[1 - side])?;
             }
         }
-        if !updating[0] && !updating[1] {
-            if j.null_aware {
-                return Err(refuse(
-                    "NOT IN (subquery) between two streams (write NOT EXISTS with a time bound)",
-                ));
-            }
-            if bounds.iter().any(Option::is_none) {
-                return Err(brook_err!(
-                    Unsupported,
-                    "a join of two streams without a time bound on both sides in a continuous \
-                     query (its state would grow without bound): add a condition such as \
-                     b.ts BETWEEN a.ts AND a.ts + INTERVAL '1 hour' over the streams' \
-                     WATERMARK columns, join a stream with a table, or aggregate a side first"
-                ));
-            }
+        // Two streams without a time bound on a side join as tables do (Flink's regular
+        // join): that side's rows stay in the state, which the query's memory reservation
+        // bounds (53200 past the server's memory limit).
+        if !updating[0] && !updating[1] && j.null_aware {
+            return Err(refuse(
+                "NOT IN (subquery) between two streams (write NOT EXISTS with a time bound)",
+            ));
         }
         let (ls, rs) = (j.left.schema(), j.right.schema());
         let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());

@@ -139,15 +139,18 @@ impl Engine {
             stores.insert(id, store);
         }
         report_orphans(data_dir, &catalog)?;
+        let runtime_env = query_runtime_env(memory_limit)?;
         Ok(Arc::new(Engine {
             data_dir: data_dir.to_path_buf(),
             catalog,
             stores: Mutex::new(stores),
             databases: Mutex::new(HashMap::new()),
             budget,
-            queries: Arc::default(),
+            queries: Arc::new(crate::stream::queries::QueryRegistry::new(
+                runtime_env.memory_pool.clone(),
+            )),
             activity: Arc::default(),
-            runtime_env: query_runtime_env(memory_limit)?,
+            runtime_env,
             _lock: lock_file,
         }))
     }

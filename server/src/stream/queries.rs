@@ -14,7 +14,7 @@ use crate::catalog::table::BrookTable;
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
 use crate::stream::view::ViewState;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use brook_operators::change;
 use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
 use brook_planner::continuous::{
@@ -27,6 +27,7 @@ use datafusion::common::{DFSchema, TableReference};
 use datafusion::datasource::source_as_provider;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionState;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -256,6 +257,41 @@ pub struct QueryStats {
     pub rows_out: AtomicU64,
     /// Latest statistics of the graph (state size, late rows, watermark).
     pub graph: Mutex<GraphStats>,
+    /// The operator state's share of the server's memory pool (see
+    /// [`QueryStats::hold_state`]).
+    memory: Mutex<Option<MemoryReservation>>,
+}
+
+impl QueryStats {
+    /// Hold `bytes` of operator state in the memory pool every query shares; 53200 when the
+    /// pool cannot grant it (the server's `--memory-limit`), which stops the query instead
+    /// of letting a join of unbounded streams take the machine's memory.
+    pub fn hold_state(&self, bytes: usize) -> Result<()> {
+        let Ok(mut memory) = self.memory.lock() else {
+            return Ok(());
+        };
+        let Some(reservation) = memory.as_mut() else {
+            return Ok(());
+        };
+        if reservation.size() == bytes {
+            return Ok(());
+        }
+        reservation
+            .try_resize(bytes)
+            .map_err(|_| BrookError::Limit {
+                message: format!(
+                    "out of memory: continuous query {} ({}{}{}) needs {bytes} bytes of \
+                     state, more than the server's memory limit leaves (--memory-limit); its \
+                     state is what its joins, aggregates and windows keep: bound a join of \
+                     streams in time, or aggregate a side first",
+                    self.id,
+                    self.kind,
+                    if self.name.is_empty() { "" } else { " " },
+                    self.name
+                ),
+                code: "53200",
+            })
+    }
 }
 
 impl Drop for QueryStats {
@@ -278,17 +314,31 @@ impl Drop for QueryStats {
 pub struct QueryRegistry {
     next: AtomicU64,
     list: Mutex<Vec<Weak<QueryStats>>>,
+    /// The memory pool queries' state is reserved in (none: unaccounted, in tests).
+    pool: Option<Arc<dyn MemoryPool>>,
 }
 
 impl QueryRegistry {
+    /// A registry whose queries reserve their state in `pool`.
+    pub fn new(pool: Arc<dyn MemoryPool>) -> Self {
+        QueryRegistry {
+            pool: Some(pool),
+            ..Default::default()
+        }
+    }
+
     /// Statistics for a new query; it is listed while the returned `Arc` lives.
     pub fn register(&self, database: &str, kind: &'static str, name: &str) -> Arc<QueryStats> {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_micros() as i64)
             .unwrap_or(0);
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let memory = self.pool.as_ref().map(|pool| {
+            MemoryConsumer::new(format!("continuous query {id} ({kind} {name})")).register(pool)
+        });
         let stats = Arc::new(QueryStats {
-            id: self.next.fetch_add(1, Ordering::Relaxed) + 1,
+            id,
             database: database.to_string(),
             kind,
             name: name.to_string(),
@@ -296,6 +346,7 @@ impl QueryRegistry {
             rows_in: AtomicU64::new(0),
             rows_out: AtomicU64::new(0),
             graph: Mutex::new(GraphStats::default()),
+            memory: Mutex::new(memory),
         });
         if let Ok(mut l) = self.list.lock() {
             l.retain(|w| w.strong_count() > 0);
@@ -519,6 +570,7 @@ async fn run(
                 for c in chunks {
                     let raw = adapt_batch(store.read(&c)?, &table_schemas[i])?;
                     let out = graph.push(i, &raw, kind)?;
+                    stats.hold_state(graph.state_bytes())?;
                     stats
                         .rows_in
                         .fetch_add(raw.num_rows() as u64, Ordering::Relaxed);
@@ -541,6 +593,7 @@ async fn run(
         // The round's input is complete: operators that hold back output emit it now.
         epoch += 1;
         let out = graph.barrier(epoch)?;
+        stats.hold_state(graph.state_bytes())?;
         let produced: usize = out.iter().map(|b| b.num_rows()).sum();
         stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
         if !sink.push(out).await? {
