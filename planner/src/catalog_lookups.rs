@@ -1,6 +1,6 @@
 //! PostgreSQL functions that read the server's pg_catalog additions, as scalar subqueries
-//! over them: `pg_get_indexdef`, `pg_get_viewdef`, `obj_description`/`col_description` and
-//! the size functions. The tables behind them are views
+//! over them: `pg_get_indexdef`, `pg_get_viewdef`, `obj_description`/`col_description`,
+//! `pg_get_function_result`/`pg_get_function_arguments` and the size functions. The tables behind them are views
 //! the server computes from its catalog and data directory (`server/src/catalog/pg_views.rs`);
 //! a function call whose argument reads the outer row becomes a correlated subquery, which
 //! `single_row_subquery` lets DataFusion run.
@@ -53,6 +53,17 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
             format!(
                 "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
                  WHERE brook_viewdef.brook_reloid = {view})"
+            )
+        }
+        // a function's result and argument types (psql's `\df`), from pg_proc
+        ("pg_get_function_result", [function]) => format!(
+            "(SELECT format_type(brook_proc.prorettype, NULL) FROM pg_catalog.pg_proc AS brook_proc \
+             WHERE brook_proc.oid = {function})"
+        ),
+        ("pg_get_function_arguments" | "pg_get_function_identity_arguments", [function]) => {
+            format!(
+                "(SELECT COALESCE(max(brook_fargs.brook_args), '') FROM pg_catalog.brook_function_args AS brook_fargs \
+                 WHERE brook_fargs.brook_procoid = {function})"
             )
         }
         // comments: on relations (pg_class) and their columns; no other object has one

@@ -38,6 +38,7 @@
 //!   aggregates over empty inputs, parameter substitution).
 
 pub mod approx;
+pub mod array_comparison;
 pub mod array_literal;
 pub mod array_subquery;
 pub mod bytea;

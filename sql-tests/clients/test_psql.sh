@@ -69,6 +69,11 @@ check "public|notes_id_seq|sequence|brook" "$("${P[@]}" -c '\ds')" "\\ds lists s
 psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -c '\d+ cheap' | grep -q '^ SELECT id, name FROM items WHERE price < 2;' || { echo "psql: \d+ cheap: $("${P[@]}" -c '\d+ cheap')"; exit 1; }
 # \dn+ lists schemas with their privileges (nspacl was text, not an array)
 check "public|brook||" "$("${P[@]}" -c '\dn+')" "\\dn+ lists schemas"
+# \df lists functions with their result and argument types (pg_get_function_result and
+# pg_get_function_arguments were missing), as PostgreSQL does for abs
+check "pg_catalog|abs|integer|integer|func" "$("${P[@]}" -c '\df abs' | grep '|integer|')" "\\df abs"
+# \dconfig lists the settings this session changed (pg_settings had no boot_val and one row)
+check $'application_name|psql-test\nbrook.fetch_timeout|3s' "$("${P[@]}" -c "SET application_name = 'psql-test'" -c "SET brook.fetch_timeout = '3s'" -c '\dconfig' | tail -2)" "\\dconfig"
 # a table with a SERIAL column as pg_dump writes it restores, and its sequence continues
 cat > /tmp/psql_dump.$$ <<'DUMP'
 SELECT pg_catalog.set_config('search_path', '', false);

@@ -26,11 +26,13 @@ pub enum Pattern {
     Concat(Vec<Pattern>),
     /// The first alternative that leads to a match (`a | b`).
     Alt(Vec<Pattern>),
-    /// `inner{min,max}` (`max` None: no bound), greedy.
+    /// `inner{min,max}` (`max` None: no bound): greedy (the most repetitions first) or
+    /// reluctant (`inner{min,max}?`: the fewest first).
     Repeat {
         inner: Box<Pattern>,
         min: u32,
         max: Option<u32>,
+        greedy: bool,
     },
 }
 
@@ -66,7 +68,9 @@ impl Pattern {
         match self {
             Pattern::Var(_) | Pattern::Start | Pattern::End => Ok(()),
             Pattern::Concat(ps) | Pattern::Alt(ps) => ps.iter().try_for_each(Pattern::validate),
-            Pattern::Repeat { inner, min, max } => {
+            Pattern::Repeat {
+                inner, min, max, ..
+            } => {
                 if max.is_some_and(|m| m < *min) {
                     return Err(brook_err!(
                         Syntax,
@@ -176,10 +180,24 @@ impl Program {
                     self.ops[j] = Op::Jump(end);
                 }
             }
-            Pattern::Repeat { inner, min, max } => {
+            Pattern::Repeat {
+                inner,
+                min,
+                max,
+                greedy,
+            } => {
                 for _ in 0..*min {
                     self.emit(inner)?;
                 }
+                // A greedy repetition prefers one more pass of the body; a reluctant one
+                // prefers to leave.
+                let choose = |body: usize, out: usize| {
+                    if *greedy {
+                        Op::Split(body, out)
+                    } else {
+                        Op::Split(out, body)
+                    }
+                };
                 match max {
                     None => {
                         // loop: split body, out; body: inner; jump loop; out:
@@ -187,7 +205,7 @@ impl Program {
                         self.emit(inner)?;
                         self.push(Op::Jump(split))?;
                         let out = self.ops.len();
-                        self.ops[split] = Op::Split(split + 1, out);
+                        self.ops[split] = choose(split + 1, out);
                     }
                     Some(max) => {
                         // Each optional repetition: split body, out (all outs to the end).
@@ -198,7 +216,7 @@ impl Program {
                         }
                         let out = self.ops.len();
                         for s in splits {
-                            self.ops[s] = Op::Split(s + 1, out);
+                            self.ops[s] = choose(s + 1, out);
                         }
                     }
                 }
@@ -294,6 +312,7 @@ mod tests {
             inner: Box::new(p),
             min: 1,
             max: None,
+            greedy: true,
         }
     }
 
@@ -314,6 +333,51 @@ mod tests {
         assert_eq!(
             p.run(&rows("xxb"), 0, true, true).unwrap(),
             Outcome::Match(vec![A, A, B])
+        );
+    }
+
+    #[test]
+    fn reluctant_quantifiers_take_the_shortest_run() {
+        // A B+? X over "abbbx"-like rows: B+? stops at the first row that can be the next
+        // part; greedy B+ runs to the last.
+        let x = 2;
+        let rows: Vec<u64> = vec![1, 2 | 4, 2 | 4, 2 | 4];
+        let pattern = |greedy| {
+            Pattern::Concat(vec![
+                Pattern::Var(A),
+                Pattern::Repeat {
+                    inner: Box::new(Pattern::Var(B)),
+                    min: 1,
+                    max: None,
+                    greedy,
+                },
+                Pattern::Var(x),
+            ])
+        };
+        let reluctant = Program::compile(&pattern(false)).unwrap();
+        assert_eq!(
+            reluctant.run(&rows, 0, true, false).unwrap(),
+            Outcome::Match(vec![A, B, x])
+        );
+        let greedy = Program::compile(&pattern(true)).unwrap();
+        assert_eq!(
+            greedy.run(&rows, 0, true, true).unwrap(),
+            Outcome::Match(vec![A, B, B, x])
+        );
+        // Bounded: B{1,3}? prefers one.
+        let bounded = Pattern::Concat(vec![
+            Pattern::Repeat {
+                inner: Box::new(Pattern::Var(B)),
+                min: 1,
+                max: Some(3),
+                greedy: false,
+            },
+            Pattern::Var(x),
+        ]);
+        let p = Program::compile(&bounded).unwrap();
+        assert_eq!(
+            p.run(&rows, 1, false, false).unwrap(),
+            Outcome::Match(vec![B, x])
         );
     }
 
@@ -342,6 +406,7 @@ mod tests {
                 inner: Box::new(Pattern::Var(A)),
                 min: 2,
                 max: Some(3),
+                greedy: true,
             },
         ]))
         .unwrap();
@@ -375,21 +440,25 @@ mod tests {
                 inner: Box::new(Pattern::Var(A)),
                 min: 0,
                 max: Some(1),
+                greedy: true,
             }),
             min: 0,
             max: None,
+            greedy: true,
         };
         assert_eq!(empty.validate().unwrap_err().sqlstate(), "0A000");
         let reversed = Pattern::Repeat {
             inner: Box::new(Pattern::Var(A)),
             min: 3,
             max: Some(2),
+            greedy: true,
         };
         assert_eq!(reversed.validate().unwrap_err().sqlstate(), "42601");
         let huge = Pattern::Repeat {
             inner: Box::new(Pattern::Var(A)),
             min: 0,
             max: Some(1_000_000),
+            greedy: true,
         };
         assert_eq!(Program::compile(&huge).unwrap_err().sqlstate(), "54001");
     }

@@ -41,6 +41,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         inner: Box::new(Pattern::Var(v)),
         min: 1,
         max: None,
+        greedy: true,
     };
     let pattern = Pattern::Concat(vec![Pattern::Var(0), plus(1), plus(2)]);
     let measures = vec![

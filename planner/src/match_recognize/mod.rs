@@ -355,14 +355,12 @@ fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<
         MatchRecognizePattern::Repetition(q, quantifier) => {
             // sqlparser reads the reluctant `a+?` as `(a+)?` (a quantifier directly on a
             // quantified part; a written `(a+)?` has a group between them).
-            if matches!(quantifier, RepetitionQuantifier::AtMostOne)
-                && matches!(q.as_ref(), MatchRecognizePattern::Repetition(..))
-            {
-                return Err(brook_err!(
-                    Unsupported,
-                    "reluctant quantifier {p} in MATCH_RECOGNIZE (only greedy ones)"
-                ));
-            }
+            let (q, quantifier, greedy) = match (quantifier, q.as_ref()) {
+                (RepetitionQuantifier::AtMostOne, MatchRecognizePattern::Repetition(x, inner)) => {
+                    (x, inner, false)
+                }
+                _ => (q, quantifier, true),
+            };
             let (min, max) = match quantifier {
                 RepetitionQuantifier::ZeroOrMore => (0, None),
                 RepetitionQuantifier::OneOrMore => (1, None),
@@ -376,6 +374,7 @@ fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<
                 inner: Box::new(convert_pattern(q, vars)?),
                 min,
                 max,
+                greedy,
             }
         }
     })

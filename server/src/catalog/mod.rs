@@ -10,6 +10,7 @@
 //! relation data is damage, never a fresh start: opening refuses.
 
 pub mod pg_rows;
+pub mod pg_settings;
 pub mod pg_views;
 pub mod sequence;
 pub mod table;

@@ -26,7 +26,11 @@
 //! - `pg_description`: the comments of `COMMENT ON` (relations and their columns; the
 //!   rewritten `obj_description`/`col_description` read it);
 //! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
+//! - `brook_function_args`: a function's argument types, what
+//!   `pg_get_function_arguments` looks up (rewritten so; psql's `\df`);
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
+//! - `pg_settings`: the scanning session's settings (`pg_settings.rs`), and
+//!   `pg_parameter_acl`: no rows (no privileges granted on settings; psql's `\dconfig+`);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
 //!   `pg_table_size`, `pg_relation_size`, `pg_total_relation_size` and `pg_database_size`
 //!   look up.
@@ -84,6 +88,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(Computed::comments(source.clone())),
     );
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
+    overlay.add(
+        "pg_settings",
+        Arc::new(crate::catalog::pg_settings::PgSettings::new()),
+    );
     db.register_schema("pg_catalog", overlay.clone())?;
     for (name, sql) in VIEWS {
         let plan = futures::executor::block_on(ctx.state().create_logical_plan(sql))?;
@@ -97,7 +105,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 14] = [
+const VIEWS: [(&str, &str); 16] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -216,6 +224,20 @@ const VIEWS: [(&str, &str); 14] = [
            FROM pg_catalog.brook_views v
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = v.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = v.relname",
+    ),
+    (
+        "brook_function_args",
+        "SELECT a.oid AS brook_procoid,
+                array_to_string(array_agg(format_type(CAST(a.t AS INT), NULL)), ', ') AS brook_args
+           FROM (SELECT p.oid AS oid, unnest(string_to_array(p.proargtypes, ' ')) AS t
+                   FROM pg_catalog.brook_base_pg_proc p) a
+          GROUP BY a.oid",
+    ),
+    (
+        "pg_parameter_acl",
+        "SELECT CAST(NULL AS INT) AS oid, CAST(NULL AS VARCHAR) AS parname,
+                CAST(NULL AS VARCHAR[]) AS paracl
+          WHERE false",
     ),
     (
         "pg_sequence",

@@ -228,6 +228,10 @@ impl Engine {
             &mut ctx,
             Arc::new(brook_planner::interval_scale::IntervalScalePlanner::default()),
         )?;
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(brook_planner::array_comparison::ArrayComparisonPlanner),
+        )?;
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::checked::CheckedIntegerArithmetic::default(),
         ));

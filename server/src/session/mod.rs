@@ -66,6 +66,11 @@ impl Session {
         let ctx = SessionContext::new_with_state(db.ctx.state());
         let settings = Settings::default();
         crate::udf::functions::register_session(&ctx, &user, settings.clone());
+        // pg_settings lists this session's settings.
+        ctx.state_ref()
+            .write()
+            .config_mut()
+            .set_extension(Arc::new(settings.clone()));
         crate::udf::sequences::register(&ctx, engine.catalog.clone(), &db.name);
         Session {
             engine,
