@@ -63,6 +63,7 @@ pub mod single_row_subquery;
 pub mod statement;
 pub mod synopsis;
 pub mod timestamp_difference;
+pub mod timestamp_text;
 pub mod window_start;
 pub mod windows;
 

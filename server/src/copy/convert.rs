@@ -96,8 +96,9 @@ pub fn text_to_column(
             if let Some(fast) = fast {
                 return Ok(fast);
             }
-            strings.clone()
+            complete_timestamps(strings)
         }
+        PgType::Timestamptz => complete_timestamps(strings),
         _ => strings.clone(),
     };
     let out = cast_with_options(
@@ -165,6 +166,30 @@ pub fn text_to_column(
     }
     check_lengths(&out, ty, line_of, table, column)?;
     Ok(out)
+}
+
+/// Timestamps as Arrow's parser reads them: `YYYY-MM-DD HH:MM` completed with seconds
+/// (PostgreSQL reads it; `brook_planner::timestamp_text`).
+fn complete_timestamps(strings: &ArrayRef) -> ArrayRef {
+    let Some(s) = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+    else {
+        return strings.clone();
+    };
+    use brook_planner::timestamp_text::complete_timestamp;
+    if !s
+        .iter()
+        .flatten()
+        .any(|v| matches!(complete_timestamp(v), std::borrow::Cow::Owned(_)))
+    {
+        return strings.clone();
+    }
+    let out: datafusion::arrow::array::StringArray = s
+        .iter()
+        .map(|v| v.map(|v| complete_timestamp(v).into_owned()))
+        .collect();
+    Arc::new(out)
 }
 
 /// varchar(n)/char(n) reject longer values (22001), as PostgreSQL does.

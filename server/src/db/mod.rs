@@ -237,6 +237,9 @@ impl Engine {
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::bytea::ByteaInput::default()));
         ctx.add_analyzer_rule(Arc::new(
+            brook_planner::timestamp_text::TimestampInput::default(),
+        ));
+        ctx.add_analyzer_rule(Arc::new(
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
 
