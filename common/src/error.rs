@@ -463,6 +463,9 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
                 "out of memory: {what} (the server's memory for queries is used up; raise --memory-limit or make the query need less)"
             ))
         }
+        // DataFusion's ScalarSubqueryExec calls a second row an internal error; PostgreSQL
+        // answers 21000.
+        DataFusionError::Internal(m) if is_subquery_cardinality(&m) => subquery_cardinality(),
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }
@@ -472,8 +475,19 @@ fn clean(m: &str) -> String {
     m.lines().next().unwrap_or(m).trim().to_string()
 }
 
+fn is_subquery_cardinality(m: &str) -> bool {
+    m.contains("subquery returned more than one row")
+}
+
+fn subquery_cardinality() -> BrookError {
+    BrookError::Cardinality("more than one row returned by a subquery used as an expression".into())
+}
+
 /// Sort a planning/execution message by what it says.
 fn classify_message(m: &str) -> BrookError {
+    if is_subquery_cardinality(m) {
+        return subquery_cardinality();
+    }
     let m = clean(m);
     let lower = m.to_ascii_lowercase();
     if let Some(name) = lower

@@ -262,6 +262,55 @@ fn type_colname(t: &DataType) -> String {
 /// Give integer literals that fit PostgreSQL's `integer` that type, as PostgreSQL does
 /// (DataFusion types every integer literal `bigint`). Positional references (`ORDER BY 1`,
 /// `GROUP BY 1`) and `LIMIT`/`OFFSET`/`FETCH` counts keep their literals.
+/// `ORDER BY`, `LIMIT` or `OFFSET` on a recursive query (`WITH RECURSIVE r AS (... UNION ALL
+/// ... ORDER BY 1 LIMIT 3)`): 0A000 as PostgreSQL answers (DataFusion ignored them).
+pub fn refuse_recursive_order(stmt: &Statement) -> brook_common::Result<()> {
+    match datafusion::sql::sqlparser::ast::Visit::visit(stmt, &mut RecursiveOrder) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+struct RecursiveOrder;
+
+impl datafusion::sql::sqlparser::ast::Visitor for RecursiveOrder {
+    type Break = brook_common::BrookError;
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<Self::Break> {
+        let Some(with) = q.with.as_ref().filter(|w| w.recursive) else {
+            return ControlFlow::Continue(());
+        };
+        for cte in &with.cte_tables {
+            let cq = &cte.query;
+            if !matches!(cq.body.as_ref(), SetExpr::SetOperation { .. }) {
+                continue;
+            }
+            let name = cte.alias.name.value.to_ascii_lowercase();
+            let reads_itself = datafusion::sql::sqlparser::ast::visit_relations(cq, |r| {
+                match r.0.last().and_then(|p| p.as_ident()) {
+                    Some(i) if i.value.to_ascii_lowercase() == name => ControlFlow::Break(()),
+                    _ => ControlFlow::Continue(()),
+                }
+            })
+            .is_break();
+            let clause = if cq.order_by.is_some() {
+                "ORDER BY"
+            } else if cq.limit_clause.is_some() || cq.fetch.is_some() {
+                "LIMIT"
+            } else {
+                continue;
+            };
+            if reads_itself {
+                return ControlFlow::Break(brook_err!(
+                    Unsupported,
+                    "{clause} in a recursive query is not implemented"
+                ));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 /// `[OFFSET m ROWS] FETCH FIRST n ROWS ONLY`, the standard's LIMIT, which DataFusion does not
 /// plan ("FETCH clause is not supported"), as `LIMIT n [OFFSET m]`; `WITH TIES` and `PERCENT`
 /// are refused by name (0A000).

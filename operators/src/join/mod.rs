@@ -56,7 +56,7 @@ pub enum JoinKind {
 impl JoinKind {
     /// Whether rows of input `side` count their matches (they are emitted, or padded, by
     /// whether they have any).
-    fn keeps(self, side: usize) -> bool {
+    pub fn keeps(self, side: usize) -> bool {
         match self {
             JoinKind::Inner => false,
             JoinKind::Full => true,

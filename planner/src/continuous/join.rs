@@ -81,9 +81,15 @@ impl Builder<'_> {
             left_schema: Arc::new(ls.as_arrow().clone()),
             right_schema: Arc::new(rs.as_arrow().clone()),
             schema: Arc::new(j.schema.as_arrow().clone()),
-            // Two streams have a time bound each (checked above): an outer or anti join of
-            // them emits its unmatched rows once they expire, so its output is append-only.
-            updating: updating[0] || updating[1],
+            // An outer or anti join emits a kept row while it has no match: with a time
+            // bound on that side, once, when the bound passes; without one, at once, to be
+            // retracted when a match comes — an updating result even over two streams. (A
+            // semi join's row, once matched, stays matched over append-only inputs.)
+            updating: updating[0]
+                || updating[1]
+                || (0..2).any(|side| {
+                    kind.keeps(side) && !matches!(kind, JoinKind::Semi(_)) && bounds[side].is_none()
+                }),
             inputs_updating: updating,
             bounds,
             nulls_equal: j.null_equality == datafusion::common::NullEquality::NullEqualsNull,

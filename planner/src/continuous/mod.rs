@@ -115,6 +115,38 @@ pub fn optimizing_state(mut state: SessionState) -> SessionState {
     state
 }
 
+/// Refuse a scalar subquery that may return more than one row (0A000): over a stream its
+/// rows arrive over time, and the join it becomes would pair every outer row with each of
+/// them instead of failing as PostgreSQL does (21000). An aggregate without GROUP BY, or
+/// LIMIT 1, gives at most one. Run on the plan before it is optimized (the optimizer turns
+/// the subqueries into joins).
+pub fn check_scalar_subqueries(plan: &LogicalPlan) -> Result<()> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let mut found = None;
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::ScalarSubquery(sq) = e {
+                    if sq.outer_ref_columns.is_empty()
+                        && sq.subquery.max_rows().is_none_or(|n| n > 1)
+                    {
+                        found = Some(refuse(
+                            "a scalar subquery that can return more than one row (aggregate \
+                             it, or add LIMIT 1)",
+                        ));
+                        return Ok(TreeNodeRecursion::Stop);
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    match found {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// Plan `plan` (optimized) as a continuous graph.
 pub fn plan_continuous(
     plan: &LogicalPlan,

@@ -244,6 +244,8 @@ fn check_linear(plan: &LogicalPlan, name: &str) -> Result<()> {
             }
             check_linear(if side == 0 { &j.left } else { &j.right }, name)
         }
+        // DISTINCT is planned as a grouping without aggregates.
+        LogicalPlan::Aggregate(a) if a.aggr_expr.is_empty() => Err(nonlinear("DISTINCT")),
         LogicalPlan::Aggregate(_) => Err(nonlinear("an aggregate")),
         LogicalPlan::Window(_) => Err(nonlinear("a window function")),
         LogicalPlan::Distinct(_) => Err(nonlinear("DISTINCT")),

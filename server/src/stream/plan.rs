@@ -23,6 +23,7 @@ pub async fn continuous_plan(
     options: ContinuousOptions,
     force: bool,
 ) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
+    brook_planner::continuous::check_scalar_subqueries(plan)?;
     let state = brook_planner::continuous::optimizing_state(ctx.state());
     let optimized = state.optimize(plan)?;
     let mut views = crate::stream::queries::ViewPlans::new();
