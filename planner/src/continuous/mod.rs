@@ -197,7 +197,7 @@ struct Builder<'a> {
 }
 
 fn refuse(what: &str) -> BrookError {
-    brook_err!(Unsupported, "{what} in a continuous query (over a stream)")
+    brook_err!(Unsupported, "{what} in a continuous query")
 }
 
 impl Builder<'_> {

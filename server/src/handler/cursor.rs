@@ -147,8 +147,18 @@ impl Session {
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
         let wait = cursor.continuous.is_some().then_some(timeout);
-        let batches = cursor.fetch(n, wait).await?;
-        Ok(rows_outcome(cursor.schema.clone(), batches, "FETCH"))
+        let schema = cursor.schema.clone();
+        match cursor.fetch(n, wait).await {
+            Ok(batches) => Ok(rows_outcome(schema, batches, "FETCH")),
+            // The query behind the cursor failed (a continuous query past the memory limit,
+            // a cycle in a recursive query): the cursor closes, as PostgreSQL drops a
+            // portal whose execution failed, so a later FETCH says it is gone (34000)
+            // instead of answering an empty result as if the query were alive.
+            Err(e) => {
+                self.cursors.remove(&key);
+                Err(e)
+            }
+        }
     }
 
     /// The row shape of a FETCH: its cursor's.
