@@ -142,29 +142,69 @@ pub struct GraphStats {
     pub watermark: Option<i64>,
 }
 
-/// Per input or node, the (node, port) pairs it feeds.
-pub(crate) type Consumers = Vec<Vec<(usize, usize)>>;
+/// How a runtime's nodes are wired: the (node, port) pairs each input and each node feeds.
+/// Shared by the graph and by the recursive operator's body, which push batches the same
+/// way.
+pub(crate) struct Wiring {
+    /// Consumers of each input.
+    pub(crate) sources: Vec<Vec<(usize, usize)>>,
+    /// Consumers of each node.
+    pub(crate) nodes: Vec<Vec<(usize, usize)>>,
+}
 
-/// Consumers of each of `sources` inputs and of each node, as (node, port): the wiring a
-/// runtime pushes along. Fails when `nodes` are not in topological order.
-pub(crate) fn consumers(nodes: &[PlanNode], sources: usize) -> Result<(Consumers, Consumers)> {
-    let mut source_consumers = vec![Vec::new(); sources];
-    let mut node_consumers = vec![Vec::new(); nodes.len()];
-    for (n, node) in nodes.iter().enumerate() {
-        for (port, input) in node.inputs.iter().enumerate() {
-            match *input {
-                Endpoint::Source(s) if s < sources => source_consumers[s].push((n, port)),
-                Endpoint::Node(m) if m < n => node_consumers[m].push((n, port)),
-                _ => {
-                    return Err(brook_err!(
-                        Internal,
-                        "continuous plan is not in topological order"
-                    ))
+impl Wiring {
+    /// The wiring of `nodes` over `sources` inputs; fails when `nodes` are not in
+    /// topological order.
+    pub(crate) fn new(nodes: &[PlanNode], sources: usize) -> Result<Wiring> {
+        let mut wiring = Wiring {
+            sources: vec![Vec::new(); sources],
+            nodes: vec![Vec::new(); nodes.len()],
+        };
+        for (n, node) in nodes.iter().enumerate() {
+            for (port, input) in node.inputs.iter().enumerate() {
+                match *input {
+                    Endpoint::Source(s) if s < sources => wiring.sources[s].push((n, port)),
+                    Endpoint::Node(m) if m < n => wiring.nodes[m].push((n, port)),
+                    _ => {
+                        return Err(brook_err!(
+                            Internal,
+                            "continuous plan is not in topological order"
+                        ))
+                    }
                 }
             }
         }
+        Ok(wiring)
     }
-    Ok((source_consumers, node_consumers))
+
+    /// Push `batches`, emitted at `from`, through the operators downstream (depth first);
+    /// what reaches `root` is collected into `out`.
+    pub(crate) fn deliver(
+        &self,
+        ops: &mut [Box<dyn Operator>],
+        root: Endpoint,
+        from: Endpoint,
+        batches: Vec<RecordBatch>,
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<()> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        if from == root {
+            out.extend(batches.iter().cloned());
+        }
+        let consumers = match from {
+            Endpoint::Source(s) => &self.sources[s],
+            Endpoint::Node(n) => &self.nodes[n],
+        };
+        for &(node, port) in consumers {
+            for b in &batches {
+                let produced = ops[node].on_data(port, b.clone())?;
+                self.deliver(ops, root, Endpoint::Node(node), produced, out)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A running continuous plan.
@@ -172,10 +212,8 @@ pub struct Graph {
     plan: Arc<GraphPlan>,
     sources: Vec<SourceState>,
     ops: Vec<Box<dyn Operator>>,
-    /// Consumers of each source: (node, port).
-    source_consumers: Consumers,
-    /// Consumers of each node: (node, port).
-    node_consumers: Consumers,
+    /// Who consumes each source's and each node's batches.
+    wiring: Wiring,
     /// Watermark seen on each port of each node.
     port_watermarks: Vec<Vec<Option<i64>>>,
     /// Watermark each node passed on.
@@ -185,7 +223,7 @@ pub struct Graph {
 impl Graph {
     /// Instantiate a plan; returns the graph and the rows it emits before any input.
     pub fn new(plan: Arc<GraphPlan>) -> Result<(Graph, Vec<RecordBatch>)> {
-        let (source_consumers, node_consumers) = consumers(&plan.nodes, plan.sources.len())?;
+        let wiring = Wiring::new(&plan.nodes, plan.sources.len())?;
         let ops = plan
             .nodes
             .iter()
@@ -201,8 +239,7 @@ impl Graph {
             node_watermarks: vec![None; plan.nodes.len()],
             plan,
             ops,
-            source_consumers,
-            node_consumers,
+            wiring,
         };
         let mut out = Vec::new();
         for n in 0..graph.ops.len() {
@@ -241,28 +278,13 @@ impl Graph {
         batches: Vec<RecordBatch>,
         out: &mut Vec<RecordBatch>,
     ) -> Result<()> {
-        if batches.is_empty() {
-            return Ok(());
-        }
-        if from == self.plan.root {
-            out.extend(batches.iter().cloned());
-        }
-        let consumers = match from {
-            Endpoint::Source(s) => self.source_consumers[s].clone(),
-            Endpoint::Node(n) => self.node_consumers[n].clone(),
-        };
-        for (node, port) in consumers {
-            for b in &batches {
-                let produced = self.ops[node].on_data(port, b.clone())?;
-                self.emit(Endpoint::Node(node), produced, out)?;
-            }
-        }
-        Ok(())
+        self.wiring
+            .deliver(&mut self.ops, self.plan.root, from, batches, out)
     }
 
     /// Propagate source `source`'s new watermark through the nodes in topological order.
     fn advance(&mut self, source: usize, wm: i64, out: &mut Vec<RecordBatch>) -> Result<()> {
-        for &(node, port) in &self.source_consumers[source] {
+        for &(node, port) in &self.wiring.sources[source] {
             self.port_watermarks[node][port] = Some(wm);
         }
         for n in 0..self.ops.len() {
@@ -281,7 +303,7 @@ impl Graph {
             self.node_watermarks[n] = Some(min);
             let produced = self.ops[n].on_watermark(min)?;
             self.emit(Endpoint::Node(n), produced, out)?;
-            for (c, p) in self.node_consumers[n].clone() {
+            for &(c, p) in &self.wiring.nodes[n] {
                 self.port_watermarks[c][p] = Some(min);
             }
         }

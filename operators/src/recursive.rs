@@ -23,7 +23,7 @@
 //! not end either); after [`RecursiveNode::max_rounds`] rounds the operator fails with 54000
 //! rather than looping.
 
-use crate::graph::{Consumers, Endpoint, PlanNode};
+use crate::graph::{Endpoint, PlanNode, Wiring};
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::compute::concat_batches;
@@ -109,7 +109,7 @@ impl NodeSpec for RecursiveNode {
             })
             .max()
             .unwrap_or(0);
-        let (source_consumers, node_consumers) = crate::graph::consumers(&self.body, ports)?;
+        let wiring = Wiring::new(&self.body, ports)?;
         let ops = self
             .body
             .iter()
@@ -119,8 +119,7 @@ impl NodeSpec for RecursiveNode {
             name: self.name.clone(),
             schema: self.schema.clone(),
             ops,
-            source_consumers,
-            node_consumers,
+            wiring,
             root: self.body_root,
             max_rounds: self.max_rounds,
         }))
@@ -133,10 +132,8 @@ struct RecursiveOp {
     name: String,
     schema: SchemaRef,
     ops: Vec<Box<dyn Operator>>,
-    /// Consumers of each body input: (node, port).
-    source_consumers: Consumers,
-    /// Consumers of each body node: (node, port).
-    node_consumers: Consumers,
+    /// Who consumes each body input's and each body node's batches.
+    wiring: Wiring,
     root: Endpoint,
     max_rounds: usize,
 }
@@ -150,23 +147,8 @@ impl RecursiveOp {
         batches: Vec<RecordBatch>,
         out: &mut Vec<RecordBatch>,
     ) -> Result<()> {
-        if batches.is_empty() {
-            return Ok(());
-        }
-        if from == self.root {
-            out.extend(batches.iter().cloned());
-        }
-        let consumers = match from {
-            Endpoint::Source(s) => self.source_consumers[s].clone(),
-            Endpoint::Node(n) => self.node_consumers[n].clone(),
-        };
-        for (node, port) in consumers {
-            for b in &batches {
-                let produced = self.ops[node].on_data(port, b.clone())?;
-                self.emit(Endpoint::Node(node), produced, out)?;
-            }
-        }
-        Ok(())
+        self.wiring
+            .deliver(&mut self.ops, self.root, from, batches, out)
     }
 
     /// Iterate: `produced` (changes of the result) is emitted and fed back into the

@@ -3,22 +3,19 @@
 //! DataFusion casts text to binary by taking the UTF-8 bytes, so `'\x0102'::bytea` would be
 //! six bytes; PostgreSQL reads the hex format (`\x0102`, two bytes) or the escape format
 //! (`a\\b\001`). Every bound `bytea` parameter arrives as such text, so sketches and other
-//! binary values sent by drivers depend on it. This analyzer rule replaces each text-to-binary
-//! cast (written or inserted by coercion, e.g. for `INSERT` into a `bytea` column) with
-//! `brook_bytea_in`, which decodes PostgreSQL's formats and rejects malformed text with 22P02.
+//! binary values sent by drivers depend on it. This analyzer rule puts `brook_bytea_in` under
+//! each text-to-binary cast ([`crate::text_input`]); it decodes PostgreSQL's formats and
+//! rejects malformed text with 22P02.
 
+use crate::text_input::{result_like, text_argument, under_text_casts};
 use brook_common::brook_err;
-use datafusion::arrow::array::{Array, AsArray, BinaryBuilder};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, BinaryBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::common::Result;
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
@@ -76,10 +73,7 @@ impl ScalarUDFImpl for ByteaIn {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let text = cast(&arrays[0], &DataType::Utf8)?;
-        let text = text.as_string::<i32>();
+        let text = text_argument(&args.args)?;
         let mut out = BinaryBuilder::with_capacity(text.len(), text.value_data().len());
         for v in text.iter() {
             match v {
@@ -95,12 +89,7 @@ impl ScalarUDFImpl for ByteaIn {
                 },
             }
         }
-        let out = out.finish();
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }
+        result_like(&args.args, Arc::new(out.finish()))
     }
 }
 
@@ -120,10 +109,6 @@ impl Default for ByteaInput {
     }
 }
 
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
-
 fn is_binary(t: &DataType) -> bool {
     matches!(
         t,
@@ -131,39 +116,11 @@ fn is_binary(t: &DataType) -> bool {
     )
 }
 
-impl ByteaInput {
-    fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        e.transform_up(|e| {
-            let (inner, target) = match &e {
-                Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field })
-                    if is_binary(field.data_type()) =>
-                {
-                    (expr.as_ref(), field.data_type().clone())
-                }
-                _ => return Ok(Transformed::no(e)),
-            };
-            match inner.get_type(schema) {
-                Ok(t) if is_text(&t) => {}
-                _ => return Ok(Transformed::no(e)),
-            }
-            let decoded = Expr::ScalarFunction(ScalarFunction::new_udf(
-                self.udf.clone(),
-                vec![inner.clone()],
-            ));
-            Ok(Transformed::yes(if target == DataType::Binary {
-                decoded
-            } else {
-                Expr::Cast(Cast::new(Box::new(decoded), target))
-            }))
-        })
-    }
-}
-
 impl AnalyzerRule for ByteaInput {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         // VALUES rows are visited too: their text literals may be cast to bytea in place.
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
-            self.rewrite_expr(e, schema)
+            under_text_casts(e, schema, is_binary, &self.udf)
         })
     }
 

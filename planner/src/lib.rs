@@ -62,6 +62,7 @@ pub mod session_window;
 pub mod single_row_subquery;
 pub mod statement;
 pub mod synopsis;
+mod text_input;
 pub mod timestamp_difference;
 pub mod timestamp_text;
 pub mod window_start;

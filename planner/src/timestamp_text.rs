@@ -2,21 +2,17 @@
 //!
 //! PostgreSQL reads `'2020-01-03 02:00'::timestamp` (no seconds) as 02:00:00; Arrow's
 //! text-to-timestamp cast wants the seconds and failed ("error parsing time"). This analyzer
-//! rule puts `brook_timestamp_text` under every text-to-timestamp cast (written, or inserted
-//! by coercion for an `INSERT` into a timestamp column); it completes such values to the
-//! form Arrow reads and passes every other value through untouched, so the accepted language
-//! only grows. Written here because Arrow's parser has no option for it.
+//! rule puts `brook_timestamp_text` under every text-to-timestamp cast
+//! ([`crate::text_input`]); it completes such values to the form Arrow reads and passes every
+//! other value through untouched, so the accepted language only grows. Written here because Arrow's parser has no option for it.
 
-use datafusion::arrow::array::{Array, AsArray, StringBuilder};
-use datafusion::arrow::compute::cast;
+use crate::text_input::{result_like, text_argument, under_text_casts};
+use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, Result, ScalarValue};
-use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
+use datafusion::common::Result;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use std::borrow::Cow;
@@ -79,23 +75,9 @@ impl ScalarUDFImpl for TimestampText {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let text = cast(&arrays[0], &DataType::Utf8)?;
-        let text = text.as_string::<i32>();
-        let mut out = StringBuilder::with_capacity(text.len(), text.value_data().len());
-        for v in text.iter() {
-            match v {
-                None => out.append_null(),
-                Some(v) => out.append_value(complete_timestamp(v)),
-            }
-        }
-        let out = out.finish();
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(Arc::new(out)))
-        }
+        let text = text_argument(&args.args)?;
+        let out: StringArray = text.iter().map(|v| v.map(complete_timestamp)).collect();
+        result_like(&args.args, Arc::new(out))
     }
 }
 
@@ -115,52 +97,15 @@ impl Default for TimestampInput {
     }
 }
 
-impl TimestampInput {
-    fn rewrite_expr(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        e.transform_up(|e| {
-            let (inner, wrap): (&Expr, fn(Expr, &Expr) -> Expr) = match &e {
-                Expr::Cast(Cast { expr, field })
-                    if matches!(field.data_type(), DataType::Timestamp(..)) =>
-                {
-                    (expr.as_ref(), |inner, outer| match outer {
-                        Expr::Cast(c) => Expr::Cast(Cast {
-                            expr: Box::new(inner),
-                            field: c.field.clone(),
-                        }),
-                        _ => inner,
-                    })
-                }
-                Expr::TryCast(TryCast { expr, field })
-                    if matches!(field.data_type(), DataType::Timestamp(..)) =>
-                {
-                    (expr.as_ref(), |inner, outer| match outer {
-                        Expr::TryCast(c) => Expr::TryCast(TryCast {
-                            expr: Box::new(inner),
-                            field: c.field.clone(),
-                        }),
-                        _ => inner,
-                    })
-                }
-                _ => return Ok(Transformed::no(e)),
-            };
-            let already = matches!(inner, Expr::ScalarFunction(f) if f.name() == self.udf.name());
-            match inner.get_type(schema) {
-                Ok(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) if !already => {}
-                _ => return Ok(Transformed::no(e)),
-            }
-            let completed = Expr::ScalarFunction(ScalarFunction::new_udf(
-                self.udf.clone(),
-                vec![inner.clone()],
-            ));
-            Ok(Transformed::yes(wrap(completed, &e)))
-        })
-    }
-}
-
 impl AnalyzerRule for TimestampInput {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
-            self.rewrite_expr(e, schema)
+            under_text_casts(
+                e,
+                schema,
+                |t| matches!(t, DataType::Timestamp(..)),
+                &self.udf,
+            )
         })
     }
 
