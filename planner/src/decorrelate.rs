@@ -20,9 +20,11 @@
 //! one row per distinct combination of them, and a combination without matches gets the
 //! aggregate of an empty input (0 for count, NULL otherwise).
 //!
-//! Scope (others are left to DataFusion): the outer block has one table in FROM and no
-//! wildcard; the subquery is one aggregate call (`count`, `sum`, `avg`, `min`, `max`) over a
-//! FROM list, with a WHERE clause that references the outer table by its qualified name.
+//! Scope (others are left to DataFusion): the outer block has no wildcard; the subquery is
+//! one aggregate call (`count`, `sum`, `avg`, `min`, `max`, `array_agg`, which an
+//! `ARRAY(SELECT ...)` constructor becomes) over a FROM list, with a WHERE clause that
+//! references one table of the outer FROM (joined or not) by its qualified name; the
+//! grouped join joins the FROM item that table is part of.
 
 use datafusion::sql::sqlparser::ast::{
     Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, Statement, TableFactor, VisitMut,
@@ -53,44 +55,49 @@ fn rewrite_set_expr(body: &mut SetExpr, counter: &mut usize) {
     }
 }
 
-/// The outer block's single table: (SQL of the table name, name it is referenced by).
-fn outer_table(s: &Select) -> Option<(String, String)> {
-    let [twj] = s.from.as_slice() else {
-        return None;
-    };
-    if !twj.joins.is_empty() {
-        return None;
-    }
-    let TableFactor::Table {
-        name,
-        alias,
-        args: None,
-        with_hints,
-        ..
-    } = &twj.relation
-    else {
-        return None;
-    };
-    if !with_hints.is_empty() {
-        return None;
-    }
-    let reference = match alias {
-        Some(a) if a.columns.is_empty() => norm(&a.name.value, a.name.quote_style.is_some()),
-        Some(_) => return None,
-        None => {
-            let last = name.0.last()?.as_ident()?;
-            norm(&last.value, last.quote_style.is_some())
+/// The outer block's tables read by name: (SQL of the table name, name it is referenced
+/// by, index of the FROM item it is part of).
+fn outer_tables(s: &Select) -> Vec<(String, String, usize)> {
+    let mut out = Vec::new();
+    for (i, twj) in s.from.iter().enumerate() {
+        let factors = std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation));
+        for factor in factors {
+            let TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                with_hints,
+                ..
+            } = factor
+            else {
+                continue;
+            };
+            if !with_hints.is_empty() {
+                continue;
+            }
+            let reference = match alias {
+                Some(a) if a.columns.is_empty() => {
+                    norm(&a.name.value, a.name.quote_style.is_some())
+                }
+                Some(_) => continue,
+                None => match name.0.last().and_then(|p| p.as_ident()) {
+                    Some(last) => norm(&last.value, last.quote_style.is_some()),
+                    None => continue,
+                },
+            };
+            out.push((name.to_string(), reference, i));
         }
-    };
-    Some((name.to_string(), reference))
+    }
+    out
 }
 
 use brook_common::ident::fold as norm;
 
 fn rewrite_select(s: &mut Select, counter: &mut usize) {
-    let Some((table_sql, outer)) = outer_table(s) else {
+    let outers = outer_tables(s);
+    if outers.is_empty() {
         return;
-    };
+    }
     if s.projection.iter().any(|i| {
         matches!(
             i,
@@ -100,8 +107,7 @@ fn rewrite_select(s: &mut Select, counter: &mut usize) {
         return;
     }
     let mut finder = Finder {
-        outer: outer.clone(),
-        table_sql,
+        outers,
         counter,
         joins: Vec::new(),
     };
@@ -114,17 +120,19 @@ fn rewrite_select(s: &mut Select, counter: &mut usize) {
     if let Some(h) = s.having.as_mut() {
         let _ = h.visit(&mut finder);
     }
-    let joins = std::mem::take(&mut finder.joins);
-    if let Some(twj) = s.from.first_mut() {
-        twj.joins.extend(joins);
+    for (i, join) in std::mem::take(&mut finder.joins) {
+        if let Some(twj) = s.from.get_mut(i) {
+            twj.joins.push(join);
+        }
     }
 }
 
 struct Finder<'a> {
-    outer: String,
-    table_sql: String,
+    /// The outer tables: (SQL of the name, reference, FROM item).
+    outers: Vec<(String, String, usize)>,
     counter: &'a mut usize,
-    joins: Vec<datafusion::sql::sqlparser::ast::Join>,
+    /// The joins made, each with the FROM item it extends (the one holding its table).
+    joins: Vec<(usize, datafusion::sql::sqlparser::ast::Join)>,
 }
 
 /// The aggregate of a decorrelatable subquery, its FROM (SQL) and WHERE.
@@ -157,7 +165,10 @@ fn shape(q: &Query) -> Option<(&Expr, String, &Expr, bool)> {
         return None;
     }
     let fname = f.name.0[0].as_ident()?.value.to_ascii_lowercase();
-    if !matches!(fname.as_str(), "count" | "sum" | "avg" | "min" | "max") {
+    if !matches!(
+        fname.as_str(),
+        "count" | "sum" | "avg" | "min" | "max" | "array_agg"
+    ) {
         return None;
     }
     let from = s
@@ -212,7 +223,8 @@ fn inner_names(q: &Query) -> BTreeSet<String> {
     out
 }
 
-fn parse_expr(sql: &str) -> Option<Expr> {
+/// An expression from SQL text (None when it does not parse).
+pub(crate) fn parse_expr(sql: &str) -> Option<Expr> {
     Parser::new(&PostgreSqlDialect {})
         .try_with_sql(sql)
         .ok()?
@@ -231,14 +243,18 @@ impl VisitorMut for Finder<'_> {
         let Some((agg, from, pred, is_count)) = shape(q) else {
             return ControlFlow::Continue(());
         };
-        let mut cols = outer_refs(pred, &self.outer, &inner);
-        cols.extend(outer_refs(agg, &self.outer, &inner));
-        if cols.is_empty() {
-            return ControlFlow::Continue(()); // not correlated: DataFusion handles it
-        }
+        // The one outer table the subquery reads, and the columns it reads of it.
+        let mut read = self.outers.iter().filter_map(|(sql, outer, item)| {
+            let mut cols = outer_refs(pred, outer, &inner);
+            cols.extend(outer_refs(agg, outer, &inner));
+            (!cols.is_empty()).then(|| (sql.clone(), outer.clone(), *item, cols))
+        });
+        let (Some((table_sql, outer, item, cols)), None) = (read.next(), read.next()) else {
+            return ControlFlow::Continue(()); // not correlated, or with several tables
+        };
         let i = *self.counter;
         let sq = format!("__brook_sq{i}");
-        let q_outer = format!("\"{}\"", self.outer.replace('"', "\"\""));
+        let q_outer = format!("\"{}\"", outer.replace('"', "\"\""));
         let keys: Vec<String> = cols
             .iter()
             .enumerate()
@@ -250,7 +266,7 @@ impl VisitorMut for Finder<'_> {
             "SELECT {}, {agg} AS v FROM (SELECT DISTINCT {} FROM {}) AS {q_outer} JOIN {from} ON {pred} GROUP BY {}",
             keys.join(", "),
             distinct.join(", "),
-            self.table_sql,
+            table_sql,
             group.join(", ")
         );
         let on: Vec<String> = cols
@@ -283,7 +299,7 @@ impl VisitorMut for Finder<'_> {
                 _ => None,
             });
         if let Some(join) = join {
-            self.joins.push(join);
+            self.joins.push((item, join));
             *e = replacement;
             *self.counter += 1;
         }

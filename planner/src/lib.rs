@@ -48,6 +48,7 @@ pub mod checked_power;
 pub mod continuous;
 pub mod create_sequence;
 pub mod decorrelate;
+pub mod empty_catalogs;
 pub mod function_alias;
 pub mod interval_scale;
 pub mod json_ops;
@@ -55,6 +56,7 @@ pub mod like_escape;
 pub mod match_recognize;
 pub mod parser;
 pub mod pg_functions;
+pub mod regproc_columns;
 pub mod reloptions;
 pub mod rewrite;
 pub mod select_list_subqueries;
@@ -62,6 +64,7 @@ pub mod session_window;
 pub mod single_row_subquery;
 pub mod statement;
 pub mod synopsis;
+pub mod system_columns;
 mod text_input;
 pub mod timestamp_difference;
 pub mod timestamp_text;
@@ -71,3 +74,16 @@ pub mod windows;
 pub use parser::{
     parse_sql, BrookStatement, CreateStream, Emit, ErrorBudget, StatementBody, Watermark,
 };
+
+/// A statement's text after one rewrite rule (the rules' unit tests compare these).
+#[cfg(test)]
+pub(crate) fn rewritten_by(
+    rule: &dyn datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule,
+    sql: &str,
+) -> String {
+    use datafusion::sql::sqlparser::{dialect::PostgreSqlDialect, parser::Parser};
+    let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        .expect("test SQL parses")
+        .remove(0);
+    rule.rewrite(s).to_string()
+}

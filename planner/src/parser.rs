@@ -27,6 +27,11 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
         Arc::new(crate::array_literal::ArrayLiteralCasts),
+        Arc::new(crate::system_columns::TableOid),
+        Arc::new(crate::system_columns::CatalogRegclass),
+        Arc::new(crate::regproc_columns::RegprocColumns),
+        Arc::new(crate::empty_catalogs::EmptyCatalogs),
+        Arc::new(crate::reloptions::OptionsToTable),
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
         Arc::new(crate::array_subquery::ArraySubquery),
@@ -110,6 +115,34 @@ fn is_catalog_query(text: &str) -> bool {
         || lower.contains("pg_database")
         || lower.contains("pg_settings")
         || lower.contains("information_schema")
+}
+
+/// Brook's rewrites that must see a catalog query before the compatibility crate's rules
+/// (which turn casts to `regproc` into integer casts and qualify bare columns): the query
+/// text again when one of them changed it, else the text as sent (which the crate's
+/// replacements of known client queries match on).
+fn before_compat_rules(text: &str) -> String {
+    let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, text) else {
+        return text.to_string();
+    };
+    let [s] = parsed.as_mut_slice() else {
+        return text.to_string();
+    };
+    let before = s.to_string();
+    let after = [
+        &crate::empty_catalogs::EmptyCatalogs as &dyn SqlStatementRewriteRule,
+        &crate::system_columns::TableOid,
+        &crate::system_columns::CatalogRegclass,
+        &crate::regproc_columns::RegprocColumns,
+    ]
+    .iter()
+    .fold(s.clone(), |s, rule| rule.rewrite(s))
+    .to_string();
+    if after == before {
+        text.to_string()
+    } else {
+        after
+    }
 }
 
 /// psql's relation lists (`\d`, `\dt`, `\dv`, `\dm`) name a kind by `pg_class.relkind`,
@@ -351,6 +384,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
         p.prev_token();
     }
+    if let Some(owner) = parse_alter_owner(text)? {
+        return Ok(owner);
+    }
     if p.parse_keywords(&[Keyword::ALTER, Keyword::SEQUENCE]) {
         let a = crate::create_sequence::parse_alter_sequence(&mut p)?;
         expect_end(&mut p)?;
@@ -434,7 +470,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
     }
     let mut stmts = if is_catalog_query(text) {
-        parse_catalog_query(&describe_brook_kinds(text))?
+        parse_catalog_query(&before_compat_rules(&describe_brook_kinds(text)))?
             .into_iter()
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
@@ -465,6 +501,60 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             "statement splitting left several statements together"
         )),
     }
+}
+
+/// `ALTER <kind> [IF EXISTS] [ONLY] name OWNER TO role`, for any kind of object (sqlparser
+/// reads it for some kinds only).
+fn parse_alter_owner(text: &str) -> Result<Option<BrookStatement>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let words: Vec<&Token> = tokens
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let keyword = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let n = words.len();
+    if n < 6
+        || !keyword(words[0], "ALTER")
+        || !keyword(words[n - 3], "OWNER")
+        || !keyword(words[n - 2], "TO")
+    {
+        return Ok(None);
+    }
+    let Token::Word(role) = words[n - 1] else {
+        return Ok(None);
+    };
+    let kind_words = if keyword(words[1], "MATERIALIZED") || keyword(words[1], "FOREIGN") {
+        2
+    } else {
+        1
+    };
+    let kind = words[1..=kind_words]
+        .iter()
+        .map(|t| t.to_string().to_ascii_uppercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut rest = &words[1 + kind_words..n - 3];
+    if rest.len() >= 2 && keyword(rest[0], "IF") && keyword(rest[1], "EXISTS") {
+        rest = &rest[2..];
+    }
+    if rest.first().is_some_and(|t| keyword(t, "ONLY")) {
+        rest = &rest[1..];
+    }
+    let name_text: String = rest.iter().map(|t| t.to_string()).collect();
+    let name = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&name_text)?
+        .parse_object_name(false)?;
+    Ok(Some(BrookStatement::new(StatementBody::AlterOwner {
+        kind,
+        name,
+        role: if role.quote_style.is_some() {
+            role.value.clone()
+        } else {
+            role.value.to_ascii_lowercase()
+        },
+    })))
 }
 
 /// The statement text without its `EMIT CHANGES` / `EMIT ON WINDOW CLOSE` clause, and

@@ -4,6 +4,10 @@
 //! of a table and of its TOAST table this way, in a subquery correlated with the outer
 //! row through a table function, which DataFusion cannot plan ("table function 'unnest'
 //! not found"). If relations ever get options, this rewrite must go.
+//!
+//! `pg_options_to_table(x)` likewise: it lists the options of a foreign table, server or
+//! wrapper (pg_dump reads `attfdwoptions` through it), and Brook has no such objects, so
+//! every options array it could be given is NULL and the function yields no row.
 
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, Query, Statement, TableFactor, VisitMut, VisitorMut,
@@ -18,7 +22,8 @@ use std::ops::ControlFlow;
 pub struct ReloptionsHaveNoRows;
 
 impl SqlStatementRewriteRule for ReloptionsHaveNoRows {
-    fn rewrite(&self, mut s: Statement) -> Statement {
+    fn rewrite(&self, s: Statement) -> Statement {
+        let mut s = OptionsToTable.rewrite(s);
         struct Factors;
         impl VisitorMut for Factors {
             type Break = ();
@@ -78,13 +83,75 @@ impl SqlStatementRewriteRule for ReloptionsHaveNoRows {
     }
 }
 
-/// `x.reloptions` or `reloptions`.
+/// `pg_options_to_table(x)` alone, for statements that are not catalog queries (the
+/// pg_dump queries that read foreign servers and wrappers name no other catalog).
+#[derive(Debug)]
+pub struct OptionsToTable;
+
+impl SqlStatementRewriteRule for OptionsToTable {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        struct Factors;
+        impl VisitorMut for Factors {
+            type Break = ();
+            fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+                if let Some(empty) = options_to_table(t) {
+                    *t = empty;
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = s.visit(&mut Factors);
+        s
+    }
+}
+
+/// `pg_options_to_table(x) [AS alias]` as a relation without rows, its columns
+/// `option_name` and `option_value`.
+fn options_to_table(t: &TableFactor) -> Option<TableFactor> {
+    let TableFactor::Table {
+        name,
+        args: Some(_),
+        alias,
+        ..
+    } = t
+    else {
+        return None;
+    };
+    let last = name.0.last()?.as_ident()?;
+    if !last.value.eq_ignore_ascii_case("pg_options_to_table") {
+        return None;
+    }
+    let sql =
+        "SELECT CAST(NULL AS TEXT) AS option_name, CAST(NULL AS TEXT) AS option_value WHERE false";
+    let Statement::Query(q) = Parser::parse_sql(&PostgreSqlDialect {}, sql).ok()?.pop()? else {
+        return None;
+    };
+    Some(TableFactor::Derived {
+        lateral: false,
+        subquery: q,
+        alias: Some(
+            alias
+                .clone()
+                .unwrap_or_else(|| datafusion::sql::sqlparser::ast::TableAlias {
+                    explicit: true,
+                    name: last.clone(),
+                    columns: vec![],
+                    at: None,
+                }),
+        ),
+        sample: None,
+    })
+}
+
+/// `x.reloptions` or `reloptions` (or `evttags`, the tags of an event trigger, of which
+/// Brook has none).
 fn names_reloptions(e: &Expr) -> bool {
+    let named = |i: &datafusion::sql::sqlparser::ast::Ident| {
+        i.value.eq_ignore_ascii_case("reloptions") || i.value.eq_ignore_ascii_case("evttags")
+    };
     match e {
-        Expr::Identifier(i) => i.value.eq_ignore_ascii_case("reloptions"),
-        Expr::CompoundIdentifier(parts) => parts
-            .last()
-            .is_some_and(|i| i.value.eq_ignore_ascii_case("reloptions")),
+        Expr::Identifier(i) => named(i),
+        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(named),
         _ => false,
     }
 }
@@ -114,6 +181,21 @@ mod tests {
         assert_eq!(
             ReloptionsHaveNoRows.rewrite(s).to_string(),
             "SELECT array(SELECT 'toast.' || x FROM (SELECT CAST(NULL AS TEXT) AS x WHERE false) AS x), (SELECT count(*) FROM UNNEST(c.tags) t)"
+        );
+    }
+
+    #[test]
+    fn options_to_table_has_no_rows() {
+        let s = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT ARRAY(SELECT option_name FROM pg_catalog.pg_options_to_table(attfdwoptions) ORDER BY option_name)",
+        )
+        .unwrap()
+        .pop()
+        .unwrap();
+        assert_eq!(
+            ReloptionsHaveNoRows.rewrite(s).to_string(),
+            "SELECT ARRAY(SELECT option_name FROM (SELECT CAST(NULL AS TEXT) AS option_name, CAST(NULL AS TEXT) AS option_value WHERE false) AS pg_options_to_table ORDER BY option_name)"
         );
     }
 }

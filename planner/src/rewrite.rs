@@ -21,6 +21,10 @@ pub struct BoundParam {
 
 /// The highest `$n` placeholder in a statement (0 when there is none).
 pub fn placeholder_count(stmt: &Statement) -> usize {
+    // A PREPARE's `$n` are its own parameters (bound by EXECUTE), not the protocol's.
+    if matches!(stmt, Statement::Prepare { .. }) {
+        return 0;
+    }
     let mut max = 0usize;
     let _ = visit_expressions(stmt, |e| {
         if let Some(n) = placeholder_index(e) {
@@ -46,6 +50,9 @@ fn placeholder_index(e: &Expr) -> Option<usize> {
 /// Substituting at the AST level lets every statement kind (SELECT, INSERT, UPDATE, COPY
 /// queries, ...) take parameters through the one planning path.
 pub fn bind_parameters(stmt: &mut Statement, params: &[BoundParam]) -> Result<()> {
+    if matches!(stmt, Statement::Prepare { .. }) {
+        return Ok(()); // its `$n` are EXECUTE's to bind
+    }
     let mut failure = None;
     let _ = visit_expressions_mut(stmt, |e| {
         if let Some(n) = placeholder_index(e) {

@@ -98,6 +98,14 @@ pub enum StatementBody {
         /// CASCADE: drop what reads it too.
         cascade: bool,
     },
+    /// `ALTER {TABLE | VIEW | MATERIALIZED VIEW | SEQUENCE | SCHEMA | DATABASE | ...} name
+    /// OWNER TO role` (what pg_dump writes after each object).
+    AlterOwner {
+        /// The kind as written (`TABLE`, `MATERIALIZED VIEW`, ...).
+        kind: String,
+        name: ObjectName,
+        role: String,
+    },
     /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
     FetchWith {
         /// The FETCH itself.

@@ -86,10 +86,18 @@ pub(crate) fn default_settings() -> BTreeMap<String, String> {
         ("client_min_messages", "notice"),
         ("row_security", "on"),
         ("synchronous_commit", "on"),
+        // What pg_dump sets when it dumps and what its scripts set when they restore:
+        // Brook's scans always start at a relation's beginning, keeps no XML, and has one
+        // storage (no tablespaces, no table access methods) and no function bodies to check.
+        ("synchronize_seqscans", "on"),
+        ("transaction_timeout", "0"),
+        ("xmloption", "content"),
+        ("default_tablespace", ""),
+        ("default_table_access_method", "heap"),
+        ("check_function_bodies", "on"),
         // Brook compiles no expressions to machine code; asyncpg turns JIT off through this.
         ("jit", "off"),
         ("geqo", "on"),
-        ("jit", "off"),
         ("work_mem", "4MB"),
         ("max_connections", "100"),
         ("default_with_oids", "off"),

@@ -74,6 +74,8 @@ check "public|brook||" "$("${P[@]}" -c '\dn+')" "\\dn+ lists schemas"
 check "pg_catalog|abs|integer|integer|func" "$("${P[@]}" -c '\df abs' | grep '|integer|')" "\\df abs"
 # \dconfig lists the settings this session changed (pg_settings had no boot_val and one row)
 check $'application_name|psql-test\nbrook.fetch_timeout|3s' "$("${P[@]}" -c "SET application_name = 'psql-test'" -c "SET brook.fetch_timeout = '3s'" -c '\dconfig' | tail -2)" "\\dconfig"
+# \dp lists privileges: none granted (its ARRAY(SELECT ...) over pg_policy could not be planned)
+check "public|items|table|||" "$("${P[@]}" -c '\dp items')" "\\dp"
 # a table with a SERIAL column as pg_dump writes it restores, and its sequence continues
 cat > /tmp/psql_dump.$$ <<'DUMP'
 SELECT pg_catalog.set_config('search_path', '', false);

@@ -13,6 +13,7 @@ pub mod pg_rows;
 pub mod pg_settings;
 pub mod pg_views;
 pub mod sequence;
+pub mod sequence_relation;
 pub mod table;
 
 use crate::pg::types::PgType;

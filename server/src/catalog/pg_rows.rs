@@ -77,7 +77,15 @@ impl Computed {
                 Field::new("ordinal", DataType::Int64, false),
                 Field::new("indisprimary", DataType::Boolean, false),
                 Field::new("indisunique", DataType::Boolean, false),
-                Field::new("indkey", list(DataType::Int16), false),
+                // int2vector: an array here (for `unnest(indkey)`), printed as PostgreSQL
+                // prints the vector (`1 3`, what pg_dump parses).
+                Field::new("indkey", list(DataType::Int16), false).with_metadata(
+                    [(
+                        crate::pg::types::PG_TYPE_KEY.to_string(),
+                        crate::pg::encode::VECTOR_TYPE.to_string(),
+                    )]
+                    .into(),
+                ),
                 Field::new("indcollation", list(DataType::Int32), false),
                 Field::new("indclass", list(DataType::Int32), false),
                 // int2vector as text ("0 0"): SQLAlchemy selects it and splits it on spaces.
@@ -105,6 +113,20 @@ impl Computed {
             ])),
             source,
             rows: comment_rows,
+        }
+    }
+
+    /// `brook_view_deps`: a row per relation a view or materialized view reads.
+    pub(super) fn view_deps(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("nspname", DataType::Utf8, false),
+                Field::new("relname", DataType::Utf8, false),
+                Field::new("ref_nspname", DataType::Utf8, false),
+                Field::new("ref_relname", DataType::Utf8, false),
+            ])),
+            source,
+            rows: view_dep_rows,
         }
     }
 
@@ -267,6 +289,24 @@ fn view_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<Re
             Arc::new(StringArray::from(kind)),
         ],
     )?)
+}
+
+fn view_dep_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let mut cols: [Vec<String>; 4] = Default::default();
+    for (sname, s) in &doc.database(&source.database)?.schemas {
+        for (rname, r) in &s.relations {
+            for (ref_schema, ref_name) in &r.depends_on {
+                for (col, v) in cols.iter_mut().zip([sname, rname, ref_schema, ref_name]) {
+                    col.push(v.clone());
+                }
+            }
+        }
+    }
+    let arrays: Vec<ArrayRef> = cols
+        .into_iter()
+        .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
+        .collect();
+    Ok(RecordBatch::try_new(schema.clone(), arrays)?)
 }
 
 fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {

@@ -12,19 +12,30 @@
 //! - `pg_constraint`: one `p` row per primary key, backed by its `pg_index` row;
 //! - `pg_attrdef`: one row per column default, `adbin` the default's SQL text (the
 //!   `pg_get_expr` registered here gives it back);
+//! - `pg_class` and `pg_attribute` give the system catalogs PostgreSQL's oids
+//!   (`brook_catalog_oids`: pg_class is 1259, as `'pg_class'::regclass` and `tableoid`);
 //! - `pg_attribute`: the crate's rows with Brook's declared type (`atttypid`, `atttypmod`)
-//!   and `atthasdef`;
+//!   and `atthasdef`, the option arrays (`attoptions`, `attfdwoptions`) NULL arrays
+//!   (no column has options), as pg_dump passes them to `array_to_string`;
 //! - `pg_class`: the crate's rows (`relhasindex` true for indexed tables, and the
 //!   `reloptions`/`relacl` columns clients select) plus a row of kind `i` per index;
 //! - `pg_class` rows of kind `S` and `pg_sequence`: the sequences (`CREATE SEQUENCE`, and
 //!   those SERIAL and identity columns own); `pg_attribute.attidentity` marks identity
 //!   columns (which, as in PostgreSQL, have no `pg_attrdef` row);
-//! - `pg_namespace`: the crate's rows with `nspacl` an array (NULL: default privileges), as
+//! - `pg_roles`: the one role, with oid 10, the owner every catalog names;
+//! - `pg_namespace`: the crate's rows (and `information_schema`, oid 13283, where the
+//!   crate's pg_type and pg_proc put its types and functions) with `nspacl` an array (NULL: default privileges), as
 //!   psql's `\dn+` passes it to `array_to_string`;
 //! - `pg_policy`: no rows (Brook has no row-level security), `polroles` an array as
 //!   psql's `\dp` reads it;
 //! - `pg_description`: the comments of `COMMENT ON` (relations and their columns; the
-//!   rewritten `obj_description`/`col_description` read it);
+//!   rewritten `obj_description`/`col_description` read it), `classoid` pg_class's
+//!   PostgreSQL oid, 1259 (what `'pg_class'::regclass` is: `brook_planner::system_columns`),
+//!   and schema `public`'s standard comment;
+//! - `pg_depend`: the crate's rows and Brook's dependencies pg_dump orders its output by:
+//!   a sequence on the column that owns it (`a`, `i` for identity), a column default on the
+//!   sequence its `nextval` reads (`n`), a view on each relation it reads (`n`; PostgreSQL
+//!   records that through the view's rewrite rule, Brook's views have none);
 //! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
 //! - `brook_function_args`: a function's argument types, what
 //!   `pg_get_function_arguments` looks up (rewritten so; psql's `\df`);
@@ -84,6 +95,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
     overlay.add("brook_views", Arc::new(Computed::views(source.clone())));
     overlay.add(
+        "brook_view_deps",
+        Arc::new(Computed::view_deps(source.clone())),
+    );
+    overlay.add(
         "brook_comments",
         Arc::new(Computed::comments(source.clone())),
     );
@@ -93,7 +108,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(crate::catalog::pg_settings::PgSettings::new()),
     );
     db.register_schema("pg_catalog", overlay.clone())?;
-    for (name, sql) in VIEWS {
+    let catalog_oids = catalog_oids_view();
+    let views = std::iter::once(("brook_catalog_oids", catalog_oids.as_str()))
+        .chain(VIEWS.iter().map(|(n, q)| (*n, *q)));
+    for (name, sql) in views {
         let plan = futures::executor::block_on(ctx.state().create_logical_plan(sql))?;
         overlay.add(name, Arc::new(ViewTable::new(plan, Some(sql.to_string()))));
     }
@@ -103,9 +121,28 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     Ok(())
 }
 
+/// `brook_catalog_oids`: the crate's oid of each system catalog it lists and PostgreSQL's
+/// (`brook_planner::system_columns::CATALOG_OIDS`), which pg_class and pg_attribute show,
+/// so `'pg_class'::regclass`, `tableoid` and pg_class agree on 1259 (pg_dump finds objects
+/// by these compiled-in numbers; SQLAlchemy matches `pg_description.classoid` against
+/// `'pg_catalog.pg_class'::regclass` looked up in pg_class).
+fn catalog_oids_view() -> String {
+    let values: Vec<String> = brook_planner::system_columns::CATALOG_OIDS
+        .iter()
+        .map(|(name, oid)| format!("('{name}', {oid})"))
+        .collect();
+    format!(
+        "SELECT c.oid AS crate_oid, CAST(k.column2 AS INT) AS pg_oid
+           FROM pg_catalog.brook_base_pg_class c
+           JOIN (VALUES {}) k ON k.column1 = c.relname
+          WHERE c.relnamespace = 11",
+        values.join(", ")
+    )
+}
+
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 16] = [
+const VIEWS: [(&str, &str); 24] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -148,8 +185,8 @@ const VIEWS: [(&str, &str); 16] = [
     ),
     (
         "pg_class",
-        "SELECT c.oid AS oid, c.relname AS relname, c.relnamespace AS relnamespace,
-                c.reltype AS reltype, c.reloftype AS reloftype, c.relowner AS relowner,
+        "SELECT COALESCE(ko.pg_oid, c.oid) AS oid, c.relname AS relname, c.relnamespace AS relnamespace,
+                c.reltype AS reltype, c.reloftype AS reloftype, CAST(10 AS INT) AS relowner,
                 c.relam AS relam, c.relfilenode AS relfilenode,
                 c.reltablespace AS reltablespace, c.relpages AS relpages,
                 c.reltuples AS reltuples, c.relallvisible AS relallvisible,
@@ -166,6 +203,7 @@ const VIEWS: [(&str, &str); 16] = [
                 c.relpartbound AS relpartbound,
                 CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
            FROM pg_catalog.brook_base_pg_class c
+           LEFT JOIN pg_catalog.brook_catalog_oids ko ON ko.crate_oid = c.oid
            LEFT JOIN (SELECT DISTINCT indrelid FROM pg_catalog.brook_index_rows) h
              ON h.indrelid = c.oid
            LEFT JOIN (SELECT vn.oid AS nsp, bv.relname AS relname, bv.relkind AS relkind
@@ -174,7 +212,7 @@ const VIEWS: [(&str, &str); 16] = [
              ON v.nsp = c.relnamespace AND v.relname = c.relname
          UNION ALL
          SELECT i.indexrelid AS oid,
-                i.indexname, i.relnamespace, CAST(0 AS INT), CAST(0 AS INT), i.relowner,
+                i.indexname, i.relnamespace, CAST(0 AS INT), CAST(0 AS INT), CAST(10 AS INT),
                 CAST(403 AS INT),
                 i.indexrelid AS relfilenode,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
@@ -185,7 +223,7 @@ const VIEWS: [(&str, &str); 16] = [
            FROM pg_catalog.brook_index_rows i
          UNION ALL
          SELECT q.oid AS oid, q.relname, n.oid AS relnamespace, CAST(0 AS INT), CAST(0 AS INT),
-                CAST(0 AS INT), CAST(0 AS INT), q.oid AS relfilenode,
+                CAST(10 AS INT), CAST(0 AS INT), q.oid AS relfilenode,
                 CAST(0 AS INT), CAST(1 AS INT), CAST(1 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
                 false, false, 'p', 'S', CAST(3 AS SMALLINT),
                 CAST(0 AS SMALLINT), false, false, false, false, false, true, 'n', false,
@@ -194,11 +232,29 @@ const VIEWS: [(&str, &str); 16] = [
            FROM pg_catalog.brook_sequences q
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname",
     ),
+    // Brook's one role has oid 10, PostgreSQL's bootstrap superuser's, which owns every
+    // object (the crate lists its roles with oid 0 but its objects' owners as 10; pg_dump
+    // looks every owner up among the roles).
+    (
+        "pg_roles",
+        "SELECT r.rolname AS rolname, r.rolsuper AS rolsuper, r.rolinherit AS rolinherit,
+                r.rolcreaterole AS rolcreaterole, r.rolcreatedb AS rolcreatedb,
+                r.rolcanlogin AS rolcanlogin, r.rolreplication AS rolreplication,
+                r.rolconnlimit AS rolconnlimit, r.rolpassword AS rolpassword,
+                r.rolvaliduntil AS rolvaliduntil, r.rolbypassrls AS rolbypassrls,
+                r.rolconfig AS rolconfig, CAST(10 AS INT) AS oid
+           FROM pg_catalog.brook_base_pg_roles r",
+    ),
     (
         "pg_namespace",
         "SELECT n.oid AS oid, n.nspname AS nspname, n.nspowner AS nspowner,
                 CAST(NULL AS VARCHAR[]) AS nspacl, n.options AS options
-           FROM pg_catalog.brook_base_pg_namespace n",
+           FROM pg_catalog.brook_base_pg_namespace n
+         UNION ALL
+         SELECT CAST(13283 AS INT), 'information_schema', CAST(10 AS INT),
+                CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR)
+          WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.brook_base_pg_namespace i
+                             WHERE i.nspname = 'information_schema')",
     ),
     (
         "pg_policy",
@@ -209,14 +265,15 @@ const VIEWS: [(&str, &str); 16] = [
     ),
     (
         "pg_description",
-        "SELECT c.oid AS objoid, k.oid AS classoid, b.objsubid AS objsubid,
+        "SELECT c.oid AS objoid, CAST(1259 AS INT) AS classoid, b.objsubid AS objsubid,
                 b.description AS description
            FROM pg_catalog.brook_comments b
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname
-           CROSS JOIN (SELECT pc.oid AS oid FROM pg_catalog.brook_base_pg_class pc
-                         JOIN pg_catalog.brook_base_pg_namespace pn ON pn.oid = pc.relnamespace
-                        WHERE pc.relname = 'pg_class' AND pn.nspname = 'pg_catalog') k",
+         UNION ALL
+         SELECT n.oid, CAST(2615 AS INT), CAST(0 AS INT), 'standard public schema'
+           FROM pg_catalog.brook_base_pg_namespace n
+          WHERE n.nspname = 'public'",
     ),
     (
         "brook_view_defs",
@@ -237,6 +294,70 @@ const VIEWS: [(&str, &str); 16] = [
         "pg_parameter_acl",
         "SELECT CAST(NULL AS INT) AS oid, CAST(NULL AS VARCHAR) AS parname,
                 CAST(NULL AS VARCHAR[]) AS paracl
+          WHERE false",
+    ),
+    // Catalogs of objects Brook does not have, empty, in the shape pg_dump reads them:
+    // transforms, security labels, and partitioned tables (`partclass` an oid array, which
+    // pg_dump searches with `= ANY`).
+    (
+        "pg_transform",
+        "SELECT CAST(NULL AS INT) AS oid, CAST(NULL AS INT) AS trftype, CAST(NULL AS INT) AS trflang,
+                CAST(NULL AS INT) AS trffromsql, CAST(NULL AS INT) AS trftosql
+          WHERE false",
+    ),
+    // Rewrite rules: Brook's views are no rules (the crate's rows are PostgreSQL's own
+    // system views', whose relations its pg_class does not list).
+    // Functions: the crate's rows, `protrftypes` an array (no function has transforms),
+    // `proacl` NULL (the default privileges: Brook grants none),
+    // as pg_dump passes it to `array_to_string`.
+    (
+        "pg_proc",
+        "SELECT p.oid AS oid, p.proname AS proname, p.pronamespace AS pronamespace,
+                p.proowner AS proowner, p.prolang AS prolang, p.procost AS procost,
+                p.prorows AS prorows, p.provariadic AS provariadic, p.prosupport AS prosupport,
+                p.prokind AS prokind, p.prosecdef AS prosecdef, p.proleakproof AS proleakproof,
+                p.proisstrict AS proisstrict, p.proretset AS proretset,
+                p.provolatile AS provolatile, p.proparallel AS proparallel,
+                p.pronargs AS pronargs, p.pronargdefaults AS pronargdefaults,
+                p.prorettype AS prorettype, p.proargtypes AS proargtypes,
+                p.proallargtypes AS proallargtypes, p.proargmodes AS proargmodes,
+                p.proargnames AS proargnames, p.proargdefaults AS proargdefaults,
+                CAST(NULL AS VARCHAR[]) AS protrftypes, p.prosrc AS prosrc, p.probin AS probin,
+                p.prosqlbody AS prosqlbody, p.proconfig AS proconfig,
+                CAST(NULL AS VARCHAR) AS proacl
+           FROM pg_catalog.brook_base_pg_proc p",
+    ),
+    (
+        "pg_rewrite",
+        "SELECT CAST(NULL AS INT) AS oid, CAST(NULL AS VARCHAR) AS rulename,
+                CAST(NULL AS INT) AS ev_class, CAST(NULL AS VARCHAR) AS ev_type,
+                CAST(NULL AS VARCHAR) AS ev_enabled, CAST(NULL AS BOOLEAN) AS is_instead,
+                CAST(NULL AS VARCHAR) AS ev_qual, CAST(NULL AS VARCHAR) AS ev_action
+          WHERE false",
+    ),
+    // Initial privileges: Brook grants none (the crate's rows are PostgreSQL's, which pg_dump
+    // would answer with REVOKEs on system catalogs).
+    (
+        "pg_init_privs",
+        "SELECT CAST(NULL AS INT) AS objoid, CAST(NULL AS INT) AS classoid,
+                CAST(NULL AS INT) AS objsubid, CAST(NULL AS VARCHAR) AS privtype,
+                CAST(NULL AS VARCHAR) AS initprivs
+          WHERE false",
+    ),
+    (
+        "pg_seclabels",
+        "SELECT CAST(NULL AS INT) AS objoid, CAST(NULL AS INT) AS classoid,
+                CAST(NULL AS INT) AS objsubid, CAST(NULL AS VARCHAR) AS objtype,
+                CAST(NULL AS INT) AS objnamespace, CAST(NULL AS VARCHAR) AS objname,
+                CAST(NULL AS VARCHAR) AS provider, CAST(NULL AS VARCHAR) AS label
+          WHERE false",
+    ),
+    (
+        "pg_partitioned_table",
+        "SELECT CAST(NULL AS INT) AS partrelid, CAST(NULL AS VARCHAR) AS partstrat,
+                CAST(NULL AS SMALLINT) AS partnatts, CAST(NULL AS INT) AS partdefid,
+                CAST(NULL AS SMALLINT[]) AS partattrs, CAST(NULL AS INT[]) AS partclass,
+                CAST(NULL AS INT[]) AS partcollation, CAST(NULL AS VARCHAR) AS partexprs
           WHERE false",
     ),
     (
@@ -285,10 +406,56 @@ const VIEWS: [(&str, &str); 16] = [
                 a.attstorage AS attstorage, a.attcompression AS attcompression, a.attnotnull AS attnotnull,
                 COALESCE(b.adsrc IS NOT NULL, a.atthasdef) AS atthasdef, a.atthasmissing AS atthasmissing,
                 COALESCE(b.attidentity, a.attidentity) AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
-                a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, a.attoptions AS attoptions, a.attfdwoptions AS attfdwoptions, a.attmissingval AS attmissingval
+                a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, CAST(NULL AS VARCHAR[]) AS attoptions, CAST(NULL AS VARCHAR[]) AS attfdwoptions, a.attmissingval AS attmissingval
            FROM pg_catalog.brook_base_pg_attribute a
            LEFT JOIN pg_catalog.brook_column_rows b
-             ON b.relid = a.attrelid AND b.attnum = a.attnum",
+             ON b.relid = a.attrelid AND b.attnum = a.attnum
+          WHERE a.attrelid NOT IN (SELECT ko.crate_oid FROM pg_catalog.brook_catalog_oids ko)
+         UNION ALL
+         SELECT ko.pg_oid, a.attname, a.atttypid, a.attstattarget, a.attlen, a.attnum, a.attndims,
+                a.attcacheoff, a.atttypmod, a.attbyval, a.attalign, a.attstorage,
+                a.attcompression, a.attnotnull, a.atthasdef, a.atthasmissing, a.attidentity,
+                a.attgenerated, a.attisdropped, a.attislocal, a.attinhcount, a.attcollation,
+                CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[]),
+                a.attmissingval
+           FROM pg_catalog.brook_base_pg_attribute a
+           JOIN pg_catalog.brook_catalog_oids ko ON ko.crate_oid = a.attrelid",
+    ),
+    (
+        "pg_depend",
+        "SELECT d.classid AS classid, d.objid AS objid, d.objsubid AS objsubid,
+                d.refclassid AS refclassid, d.refobjid AS refobjid,
+                d.refobjsubid AS refobjsubid, d.deptype AS deptype
+           FROM pg_catalog.brook_base_pg_depend d
+         UNION ALL
+         SELECT CAST(1259 AS INT), q.oid, CAST(0 AS INT), CAST(1259 AS INT), c.oid,
+                CAST(a.attnum AS INT),
+                CASE WHEN a.attidentity IN ('a', 'd') THEN 'i' ELSE 'a' END
+           FROM pg_catalog.brook_sequences q
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = q.nspname
+           JOIN pg_catalog.brook_base_pg_class c
+             ON c.relnamespace = n.oid AND c.relname = q.owner_table
+           JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = q.owner_column
+         UNION ALL
+         SELECT CAST(2604 AS INT), ad.oid, CAST(0 AS INT), CAST(1259 AS INT), q.oid,
+                CAST(0 AS INT), 'n'
+           FROM pg_catalog.pg_attrdef ad
+           JOIN pg_catalog.brook_base_pg_class c ON c.oid = ad.adrelid
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.oid = c.relnamespace
+           JOIN pg_catalog.brook_sequences q
+             ON starts_with(ad.adbin, 'nextval(')
+            AND ((q.nspname = n.nspname AND strpos(ad.adbin, '''' || q.relname || '''') > 0)
+                 OR strpos(ad.adbin, '''' || q.nspname || '.' || q.relname || '''') > 0)
+         UNION ALL
+         SELECT CAST(1259 AS INT), vc.oid, CAST(0 AS INT), CAST(1259 AS INT), rc.oid,
+                CAST(0 AS INT), 'n'
+           FROM pg_catalog.brook_view_deps vd
+           JOIN pg_catalog.brook_base_pg_namespace vn ON vn.nspname = vd.nspname
+           JOIN pg_catalog.brook_base_pg_class vc
+             ON vc.relnamespace = vn.oid AND vc.relname = vd.relname
+           JOIN pg_catalog.brook_base_pg_namespace rn ON rn.nspname = vd.ref_nspname
+           JOIN pg_catalog.brook_base_pg_class rc
+             ON rc.relnamespace = rn.oid AND rc.relname = vd.ref_relname",
     ),
 ];
 

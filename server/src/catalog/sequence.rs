@@ -282,7 +282,34 @@ fn set_durable(
     }
 }
 
+/// A sequence's state as `SELECT ... FROM sequence` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SequenceState {
+    pub last_value: i64,
+    pub log_cnt: i64,
+    pub is_called: bool,
+}
+
 impl Catalog {
+    /// The state of sequence `schema.name` of `db`: what has been handed out since the
+    /// server started, else the recorded state (42P01 when there is no such sequence).
+    pub fn sequence_state(&self, db: &str, schema: &str, name: &str) -> Result<SequenceState> {
+        let counters = self.counters.lock();
+        let meta = find(&self.read(), db, schema, name)?.clone();
+        Ok(match counters.get(&meta.id) {
+            Some(c) => SequenceState {
+                last_value: c.last_value,
+                log_cnt: i64::try_from(c.reserved).unwrap_or(i64::MAX),
+                is_called: c.is_called,
+            },
+            None => SequenceState {
+                last_value: meta.last_value,
+                log_cnt: 0,
+                is_called: meta.is_called,
+            },
+        })
+    }
+
     /// The next `n` values of sequence `schema.name` of `db` (`nextval` for `n` rows).
     pub fn nextval(&self, db: &str, schema: &str, name: &str, n: usize) -> Result<Vec<i64>> {
         let mut counters = self.counters.lock();

@@ -175,6 +175,22 @@ impl Engine {
             .is_some_and(|db| Arc::strong_count(db) > 1)
     }
 
+    /// The schema provider of user schema `schema` of database `db`: its registered
+    /// relations, and its sequences by name.
+    fn user_schema(
+        &self,
+        relations: Arc<MemorySchemaProvider>,
+        db: &str,
+        schema: &str,
+    ) -> Arc<crate::catalog::sequence_relation::UserSchema> {
+        Arc::new(crate::catalog::sequence_relation::UserSchema::new(
+            relations,
+            self.catalog.clone(),
+            db,
+            schema,
+        ))
+    }
+
     fn build_database(&self, name: &str) -> Result<Database> {
         let doc = self.catalog.read().clone();
         let meta = doc.database(name)?;
@@ -189,7 +205,7 @@ impl Engine {
             {
                 provider.register_table(rname.clone(), self.provider(rel.clone())?)?;
             }
-            catalog.register_schema(sname, provider)?;
+            catalog.register_schema(sname, self.user_schema(provider, name, sname))?;
         }
         let list = Arc::new(MemoryCatalogProviderList::new());
         datafusion::catalog::CatalogProviderList::register_catalog(
@@ -559,8 +575,9 @@ impl Engine {
             Ok(true)
         })?;
         if created {
+            let provider = Arc::new(MemorySchemaProvider::new());
             db.catalog
-                .register_schema(name, Arc::new(MemorySchemaProvider::new()))?;
+                .register_schema(name, self.user_schema(provider, &db.name, name))?;
         }
         Ok(())
     }

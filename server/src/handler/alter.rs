@@ -1,5 +1,5 @@
-//! ALTER TABLE (ADD COLUMN here; RENAME TO and ALTER COLUMN in `alter_column`) and
-//! TRUNCATE.
+//! ALTER TABLE (ADD COLUMN here; RENAME TO and ALTER COLUMN in `alter_column`),
+//! `ALTER ... OWNER TO` and TRUNCATE.
 
 use crate::catalog::RelKind;
 use crate::ident::ident_name;
@@ -10,6 +10,54 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
 
 impl Session {
+    /// `ALTER <kind> name OWNER TO role`: Brook has one role, which owns every object, so
+    /// the object must exist (42P01 / 3F000 / 3D000) and the role be that one (or
+    /// CURRENT_USER / SESSION_USER / CURRENT_ROLE); another role does not exist (42704).
+    pub(crate) fn alter_owner(
+        &self,
+        kind: &str,
+        name: &ast::ObjectName,
+        role: &str,
+    ) -> Result<Outcome> {
+        let is_self =
+            ["current_user", "session_user", "current_role"].contains(&role) || role == self.user;
+        if !is_self {
+            return Err(brook_err!(
+                UndefinedObject,
+                "role \"{role}\" does not exist"
+            ));
+        }
+        let doc = self.engine.catalog.read();
+        match kind {
+            "SCHEMA" => {
+                let schema = crate::ident::object_parts(name)?.join(".");
+                if !doc.database(&self.db.name)?.schemas.contains_key(&schema) {
+                    return Err(BrookError::UndefinedSchema(schema));
+                }
+            }
+            "DATABASE" => {
+                doc.database(&crate::ident::object_parts(name)?.join("."))?;
+            }
+            "TABLE" | "VIEW" | "MATERIALIZED VIEW" | "SEQUENCE" | "STREAM" => {
+                let (schema, rel) = self.resolve(name)?;
+                let s = doc.database(&self.db.name)?.schemas.get(&schema);
+                let exists = s.is_some_and(|s| {
+                    s.relations.contains_key(&rel) || s.sequences.contains_key(&rel)
+                });
+                if !exists {
+                    return Err(BrookError::UndefinedTable(rel));
+                }
+            }
+            other => {
+                return Err(brook_err!(
+                    Unsupported,
+                    "ALTER {other} ... OWNER TO (Brook has no such objects)"
+                ))
+            }
+        }
+        Ok(Outcome::Command(format!("ALTER {kind}")))
+    }
+
     pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
         let (schema, mut name) = self.resolve(&at.name)?;
         let (mut meta, store) = match self.writable(&schema, &name) {

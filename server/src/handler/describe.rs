@@ -53,6 +53,10 @@ impl Session {
                 Statement::Query(_) | Statement::Explain { .. } => {
                     self.describe_query(s).await.map(Some)
                 }
+                Statement::Execute { .. } => {
+                    let bound = self.bound_execute(s)?;
+                    self.describe_query(&bound).await.map(Some)
+                }
                 Statement::ShowVariable { variable } => {
                     let name = variable
                         .iter()
@@ -154,7 +158,9 @@ impl Session {
                 }
                 self.returning_schema(s).await?
             }
-            Statement::ShowVariable { .. } | Statement::Fetch { .. } => self.describe(stmt).await?,
+            Statement::ShowVariable { .. }
+            | Statement::Fetch { .. }
+            | Statement::Execute { .. } => self.describe(stmt).await?,
             Statement::Update(_) | Statement::Delete(_) => self.returning_schema(s).await?,
             _ => Some(Arc::new(Schema::empty())),
         };

@@ -12,6 +12,7 @@ pub mod describe;
 pub mod drop;
 pub mod index;
 pub mod insert;
+pub mod prepare;
 pub mod query;
 pub mod schema;
 pub mod sequence;
@@ -49,6 +50,7 @@ impl Session {
             },
             StatementBody::CreateStream(cs) => self.create_stream(*cs).await,
             StatementBody::AlterSequence(a) => self.alter_sequence(*a),
+            StatementBody::AlterOwner { kind, name, role } => self.alter_owner(&kind, &name, &role),
             StatementBody::DropStream {
                 names,
                 if_exists,
@@ -156,6 +158,7 @@ impl Session {
                 savepoint: Some(_), ..
             } => Ok(Outcome::Command("ROLLBACK".into())),
             Statement::Savepoint { .. } => Ok(Outcome::Command("SAVEPOINT".into())),
+            Statement::Lock(lock) => self.lock_tables(lock),
             Statement::ReleaseSavepoint { .. } => Ok(Outcome::Command("RELEASE".into())),
             Statement::Declare { stmts } => {
                 self.declare(stmts, ContinuousOptions::default(), false)
@@ -167,12 +170,18 @@ impl Session {
             Statement::Close { cursor } => self.close(cursor),
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(&variable),
-            Statement::Discard { .. } => Ok(self.discard()),
+            Statement::Discard { .. } => self.discard(),
             // LISTEN is refused, so a session listens on no channel and UNLISTEN (asyncpg's
             // pool sends `UNLISTEN *` on release) has nothing to stop, as in PostgreSQL.
             Statement::UNLISTEN { .. } => Ok(Outcome::Command("UNLISTEN".into())),
             Statement::Reset(r) => self.reset(r),
-            Statement::Deallocate { .. } => Ok(Outcome::Command("DEALLOCATE".into())),
+            Statement::Deallocate { name, .. } => Ok(self.deallocate(&name)),
+            Statement::Prepare {
+                name,
+                data_types,
+                statement,
+            } => self.prepare(name, data_types, *statement).await,
+            stmt @ Statement::Execute { .. } => self.execute_prepared(stmt).await,
             Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
             other => Err(brook_err!(
                 Unsupported,

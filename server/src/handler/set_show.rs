@@ -30,11 +30,13 @@ pub(crate) fn setting_value(e: &Expr) -> String {
 }
 
 impl Session {
-    /// DISCARD ALL: close every cursor, reset every setting.
-    pub(crate) fn discard(&mut self) -> Outcome {
+    /// DISCARD ALL: close every cursor, deallocate every prepared statement, reset every
+    /// setting.
+    pub(crate) fn discard(&mut self) -> Result<Outcome> {
         self.cursors.clear();
+        self.deallocate(&ast::Ident::new("all"));
         self.reset_all();
-        Outcome::Command("DISCARD ALL".into())
+        Ok(Outcome::Command("DISCARD ALL".into()))
     }
 
     /// RESET name | ALL.
@@ -175,6 +177,16 @@ impl Session {
                     return Err(brook_err!(InvalidParameter, "{v} is outside the valid range for parameter \"extra_float_digits\" (-15 .. 3)"));
                 }
                 self.settings.set(key, value.to_string());
+            }
+            "transaction_timeout" => {
+                // Accepted as off (what pg_dump's scripts set); a limit would not be kept.
+                if !parse_timeout(value)?.is_zero() {
+                    return Err(brook_err!(
+                        Unsupported,
+                        "transaction_timeout other than 0 (use statement_timeout and idle_in_transaction_session_timeout)"
+                    ));
+                }
+                self.settings.set(key, "0");
             }
             "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
                 parse_timeout(value)?;

@@ -42,7 +42,9 @@ pub enum ColumnView<'a> {
     IntervalMdn(&'a IntervalMonthDayNanoArray),
     /// `timestamp - timestamp`: shown as the interval PostgreSQL gives.
     Duration(&'a dyn Array, TimeUnit),
-    List(&'a dyn Array),
+    /// An array; `true` for PostgreSQL's vector types (`int2vector`, `oidvector`: the
+    /// catalogs' `indkey`, ...), whose text form is the elements separated by spaces.
+    List(&'a dyn Array, bool),
     Other(&'a dyn Array, ArrayFormatter<'a>),
 }
 
@@ -106,7 +108,11 @@ impl<'a> ColumnView<'a> {
             }
             DataType::Duration(u) => ColumnView::Duration(a, *u),
             DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
-                ColumnView::List(a)
+                let vector = field
+                    .metadata()
+                    .get(crate::pg::types::PG_TYPE_KEY)
+                    .is_some_and(|t| t == VECTOR_TYPE);
+                ColumnView::List(a, vector)
             }
             _ => {
                 let opts = FormatOptions::default().with_null("");
@@ -136,7 +142,7 @@ impl<'a> ColumnView<'a> {
             | ColumnView::Time(a, _) => *a,
             ColumnView::Date(a) => *a,
             ColumnView::IntervalMdn(a) => *a,
-            ColumnView::List(a) | ColumnView::Other(a, _) => *a,
+            ColumnView::List(a, _) | ColumnView::Other(a, _) => *a,
         }
     }
 
@@ -176,7 +182,8 @@ impl<'a> ColumnView<'a> {
             ColumnView::Duration(a, u) => {
                 format_interval(duration_as_interval(duration_micros(*a, *u, i)), out)
             }
-            ColumnView::List(a) => format_list(*a, i, out),
+            ColumnView::List(a, false) => format_list(*a, i, out),
+            ColumnView::List(a, true) => format_vector(*a, i, out),
             ColumnView::Other(_, f) => {
                 let _ = write!(out, "{}", f.value(i));
             }
@@ -236,7 +243,7 @@ impl<'a> ColumnView<'a> {
                 postgres_types::ToSql::to_sql(&d, &Type::NUMERIC, out)
                     .map_err(|e| BrookError::internal(e.to_string()))?;
             }
-            ColumnView::List(a) => write_binary_list(*a, i, ty, out)?,
+            ColumnView::List(a, _) => write_binary_list(*a, i, ty, out)?,
             ColumnView::Other(..) => {
                 return Err(brook_err!(
                     Unsupported,
@@ -490,6 +497,24 @@ fn list_values(a: &dyn Array, i: usize) -> ArrayRef {
         DataType::List(_) => a.as_list::<i32>().value(i),
         DataType::LargeList(_) => a.as_list::<i64>().value(i),
         _ => a.as_fixed_size_list().value(i),
+    }
+}
+
+/// The `brook.pg_type` of a list column shown as a PostgreSQL vector type.
+pub const VECTOR_TYPE: &str = "int2vector";
+
+/// Row `i` of a vector column: its elements separated by spaces (`1 3`).
+fn format_vector(a: &dyn Array, i: usize, out: &mut String) {
+    let values = list_values(a, i);
+    let field = Field::new("item", values.data_type().clone(), true);
+    let Ok(view) = ColumnView::new(&values, &field) else {
+        return;
+    };
+    for j in (0..values.len()).filter(|j| !view.is_null(*j)) {
+        if j > 0 {
+            out.push(' ');
+        }
+        view.write_text(j, out);
     }
 }
 

@@ -2,6 +2,7 @@
 //! notices of its last statement. What statements do is in `crate::handler`.
 
 pub mod cursor;
+pub mod prepared;
 
 use crate::catalog::{RelKind, RelationMeta};
 use crate::copy::CopyOptions;
@@ -56,6 +57,8 @@ pub struct Session {
     /// COPY FROM STDIN in progress.
     pub copy_in: Option<CopyIn>,
     pub(crate) cursors: std::collections::HashMap<String, Cursor>,
+    /// The statements prepared with SQL `PREPARE`, by name.
+    pub(crate) prepared: std::collections::HashMap<String, prepared::Prepared>,
     /// NOTICE messages of the last statement (the wire layer sends and clears them).
     pub(crate) notices: Vec<String>,
 }
@@ -80,6 +83,7 @@ impl Session {
             settings,
             copy_in: None,
             cursors: Default::default(),
+            prepared: Default::default(),
             notices: Vec::new(),
         }
     }

@@ -18,6 +18,28 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Format {
         signature: Signature::variadic_any(Volatility::Stable),
     }));
+    // `quote_literal(text)` (NULL for NULL) and `quote_nullable(text)` (`NULL` for NULL),
+    // the quoting of `%L`.
+    for (name, null) in [("quote_literal", None), ("quote_nullable", Some("NULL"))] {
+        ctx.register_udf(datafusion::logical_expr::create_udf(
+            name,
+            vec![DataType::Utf8],
+            DataType::Utf8,
+            Volatility::Immutable,
+            Arc::new(datafusion::functions::utils::make_scalar_function(
+                move |args: &[ArrayRef]| {
+                    let text = cast(&args[0], &DataType::Utf8)?;
+                    let out: datafusion::arrow::array::StringArray = text
+                        .as_string::<i32>()
+                        .iter()
+                        .map(|v| v.map_or(null.map(str::to_string), |v| Some(quote_literal(v))))
+                        .collect();
+                    Ok(Arc::new(out) as ArrayRef)
+                },
+                vec![],
+            )),
+        ));
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -1,6 +1,7 @@
 //! PostgreSQL's administration functions that clients call when they connect, reflect a
 //! table or return a pooled connection: `pg_size_pretty`,
-//! `pg_advisory_unlock_all`, the `pg_*_is_visible` checks of pg_catalog's objects, the
+//! `pg_advisory_unlock_all`, what pg_dump asks (`pg_is_in_recovery`, `acldefault`,
+//! `pg_get_triggerdef`, `pg_get_function_sqlbody`), the `pg_*_is_visible` checks of pg_catalog's objects, the
 //! object descriptions (`obj_description` & co.), and
 //! `set_config` for describing a statement.
 
@@ -31,13 +32,41 @@ pub fn register(ctx: &SessionContext) {
     ));
     // Brook takes no advisory locks, so a session holds none to release (asyncpg's pool
     // calls this on every connection it takes back). PostgreSQL's result is void: NULL.
+    null_text(ctx, "pg_advisory_unlock_all", vec![], Volatility::Volatile);
+    // A Brook server is never a standby replaying another's log (pg_dump asks before it
+    // starts).
     ctx.register_udf(create_udf(
-        "pg_advisory_unlock_all",
+        "pg_is_in_recovery",
         vec![],
-        DataType::Utf8,
+        DataType::Boolean,
         Volatility::Volatile,
-        Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
+        Arc::new(|_args: &[ColumnarValue]| {
+            Ok(ColumnarValue::Scalar(ScalarValue::Boolean(Some(false))))
+        }),
     ));
+    // Brook grants no privileges (every object is its one role's), so each object has
+    // the default privileges, which pg_dump reads as "nothing to GRANT or REVOKE" when an
+    // object's ACL and its default are both NULL.
+    null_text(
+        ctx,
+        "acldefault",
+        vec![DataType::Utf8, DataType::Int64],
+        Volatility::Stable,
+    );
+    // Brook's functions are built in, none has an SQL-standard body (`BEGIN ATOMIC`).
+    null_text(
+        ctx,
+        "pg_get_function_sqlbody",
+        vec![DataType::Int64],
+        Volatility::Stable,
+    );
+    // Brook has no triggers (pg_trigger has no rows): there is no definition to give.
+    null_text(
+        ctx,
+        "pg_get_triggerdef",
+        vec![DataType::Int64, DataType::Boolean],
+        Volatility::Stable,
+    );
     // Brook has one role, `brook` (pg_roles), which owns every object: the owner psql's
     // `\d`, `\l` and `\dt+` show (the compatibility crate's answer was `postgres`, a role
     // pg_roles does not list).
@@ -61,13 +90,12 @@ pub fn register(ctx: &SessionContext) {
     // database's: psql's `\l+`, `\dn+`, `\dT`) is NULL, as PostgreSQL's is for an object
     // without a comment.
     for name in ["obj_description", "col_description", "shobj_description"] {
-        ctx.register_udf(create_udf(
+        null_text(
+            ctx,
             name,
             vec![DataType::Int64, DataType::Utf8],
-            DataType::Utf8,
             Volatility::Stable,
-            Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
-        ));
+        );
     }
     // An array literal Brook cannot read (brook_planner::array_literal): nested ones are
     // 0A000, malformed ones 22P02, as PostgreSQL words them.
@@ -132,6 +160,19 @@ pub fn register(ctx: &SessionContext) {
                 "set_config() inside a larger query (call it alone: SELECT set_config(name, value, is_local), with constant arguments)"
             ))))
         }),
+    ));
+}
+
+/// Register `name(args)`, a function whose answer is always a NULL text: what PostgreSQL
+/// answers for an object Brook never has (a trigger, a function body, a comment elsewhere
+/// than on a relation) or a result of type void.
+fn null_text(ctx: &SessionContext, name: &str, args: Vec<DataType>, volatility: Volatility) {
+    ctx.register_udf(create_udf(
+        name,
+        args,
+        DataType::Utf8,
+        volatility,
+        Arc::new(|_args: &[ColumnarValue]| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None)))),
     ));
 }
 

@@ -1,0 +1,237 @@
+//! Casts PostgreSQL clients make of catalog columns and types that the compatibility
+//! crate models differently:
+//!
+//! - The `regproc` columns of pg_catalog (`pg_operator.oprcode`, `pg_am.amhandler`,
+//!   `pg_type.typinput`, ...) hold the function's name as text there. `col::regproc` is
+//!   that name already (regproc's text form); `col::oid` is the function's oid, looked up
+//!   in pg_proc by name (0 for `-`, no function, as PostgreSQL's `'-'::regproc::oid`).
+//!   pg_dump reads both forms.
+//! - `"char"`, PostgreSQL's one-byte type (`'s'::"char"`), is text here.
+//! - A `name` column subscripted (`typname[0] = '_'`, pg_dump's test for array types)
+//!   is its character at that 0-based position: `name` is a fixed array of characters in
+//!   PostgreSQL and text here.
+
+use crate::decorrelate::parse_expr;
+use datafusion::sql::sqlparser::ast::{
+    AccessExpr, DataType, Expr, Ident, ObjectName, Query, SelectItem, SetExpr, Statement,
+    Subscript, VisitMut, VisitorMut,
+};
+use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+use std::ops::ControlFlow;
+
+/// The rewrite.
+#[derive(Debug)]
+pub struct RegprocColumns;
+
+/// pg_catalog's columns of type regproc.
+const REGPROC_COLUMNS: [&str; 31] = [
+    "aggcombinefn",
+    "aggdeserialfn",
+    "aggfinalfn",
+    "aggfnoid",
+    "aggmfinalfn",
+    "aggminvtransfn",
+    "aggmtransfn",
+    "aggserialfn",
+    "aggtransfn",
+    "amhandler",
+    "oprcode",
+    "oprjoin",
+    "oprrest",
+    "prosupport",
+    "prsend",
+    "prsheadline",
+    "prslextype",
+    "prsstart",
+    "prstoken",
+    "rngcanonical",
+    "rngsubdiff",
+    "tmplinit",
+    "tmpllexize",
+    "typanalyze",
+    "typinput",
+    "typmodin",
+    "typmodout",
+    "typoutput",
+    "typreceive",
+    "typsend",
+    "typsubscript",
+];
+
+impl SqlStatementRewriteRule for RegprocColumns {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        // A selected `col::oid` keeps the column's name (pg_dump reads columns by name).
+        struct Names;
+        impl VisitorMut for Names {
+            type Break = ();
+            fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+                if let SetExpr::Select(select) = q.body.as_mut() {
+                    for item in select.projection.iter_mut() {
+                        let SelectItem::UnnamedExpr(e) = item else {
+                            continue;
+                        };
+                        let Expr::Cast { expr: inner, .. } = e else {
+                            continue;
+                        };
+                        let Some(name) = regproc_column(inner).and(last_ident(inner)) else {
+                            continue;
+                        };
+                        *item = SelectItem::ExprWithAlias {
+                            expr: e.clone(),
+                            alias: Ident::new(name),
+                        };
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = s.visit(&mut Names);
+        crate::pg_functions::rewrite_expressions(&mut s, |expr| {
+            if let Some(character) = name_subscript(expr) {
+                *expr = character;
+                return;
+            }
+            let Expr::Cast {
+                expr: inner,
+                data_type,
+                ..
+            } = expr
+            else {
+                return;
+            };
+            if let DataType::Custom(name, args) = data_type {
+                if args.is_empty() && type_named(name, "char") && name_quoted(name) {
+                    *data_type = DataType::Text;
+                    return;
+                }
+            }
+            let Some(column) = regproc_column(inner) else {
+                return;
+            };
+            let target = match data_type {
+                DataType::Custom(name, args) if args.is_empty() => name,
+                _ => return,
+            };
+            if type_named(target, "regproc") {
+                *expr = (**inner).clone();
+            } else if type_named(target, "oid") {
+                let sql = format!(
+                    "COALESCE((SELECT min(brook_proc.oid) FROM pg_catalog.pg_proc AS brook_proc WHERE brook_proc.proname = {column}), 0)"
+                );
+                if let Some(e) = parse_expr(&sql) {
+                    *expr = e;
+                }
+            }
+        });
+        s
+    }
+}
+
+/// pg_catalog's `name` columns that clients subscript.
+const NAME_COLUMNS: [&str; 5] = ["attname", "nspname", "proname", "relname", "typname"];
+
+/// `col[i]` of a name column as `substr(col, i + 1, 1)`.
+fn name_subscript(e: &Expr) -> Option<Expr> {
+    let Expr::CompoundFieldAccess { root, access_chain } = e else {
+        return None;
+    };
+    let [AccessExpr::Subscript(Subscript::Index { index })] = access_chain.as_slice() else {
+        return None;
+    };
+    let last = match root.as_ref() {
+        Expr::Identifier(i) => i,
+        Expr::CompoundIdentifier(parts) => parts.last()?,
+        _ => return None,
+    };
+    if !NAME_COLUMNS.contains(&last.value.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    parse_expr(&format!("substr({root}, ({index}) + 1, 1)"))
+}
+
+/// The column name of an identifier.
+fn last_ident(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Identifier(i) => Some(i.value.clone()),
+        Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()),
+        _ => None,
+    }
+}
+
+/// The column's SQL when `e` names a regproc column of pg_catalog.
+fn regproc_column(e: &Expr) -> Option<String> {
+    let last = match e {
+        Expr::Identifier(i) => i,
+        Expr::CompoundIdentifier(parts) => parts.last()?,
+        _ => return None,
+    };
+    let name = last.value.to_ascii_lowercase();
+    REGPROC_COLUMNS
+        .binary_search(&name.as_str())
+        .is_ok()
+        .then(|| e.to_string())
+}
+
+/// True when `name` is type `ty`, bare or in pg_catalog.
+fn type_named(name: &ObjectName, ty: &str) -> bool {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
+        .collect();
+    match parts.as_slice() {
+        [t] => t == ty,
+        [s, t] => s == "pg_catalog" && t == ty,
+        _ => false,
+    }
+}
+
+/// True when the type's last part was written in double quotes (`"char"`, not `char`).
+fn name_quoted(name: &ObjectName) -> bool {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| i.quote_style == Some('"'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        crate::rewritten_by(&RegprocColumns, sql)
+    }
+
+    #[test]
+    fn the_columns_are_sorted_for_search() {
+        let mut sorted = REGPROC_COLUMNS;
+        sorted.sort_unstable();
+        assert_eq!(sorted, REGPROC_COLUMNS);
+    }
+
+    #[test]
+    fn regproc_columns_cast_to_regproc_and_oid() {
+        assert_eq!(
+            rewritten("SELECT amhandler::pg_catalog.regproc, oprcode::oid FROM pg_am, pg_operator"),
+            "SELECT amhandler AS amhandler, COALESCE((SELECT min(brook_proc.oid) FROM pg_catalog.pg_proc AS brook_proc WHERE brook_proc.proname = oprcode), 0) AS oprcode FROM pg_am, pg_operator"
+        );
+        // other columns keep their casts
+        assert_eq!(
+            rewritten("SELECT castfunc::oid FROM pg_cast"),
+            "SELECT castfunc::oid FROM pg_cast"
+        );
+    }
+
+    #[test]
+    fn a_subscripted_name_is_its_character() {
+        assert_eq!(
+            rewritten("SELECT typname[0] = '_' FROM pg_type"),
+            "SELECT SUBSTR(typname, (0) + 1, 1) = '_' FROM pg_type"
+        );
+    }
+
+    #[test]
+    fn quoted_char_is_text() {
+        assert_eq!(rewritten("SELECT 's'::\"char\""), "SELECT 's'::TEXT");
+    }
+}

@@ -1,0 +1,150 @@
+//! SQL-level prepared statements: `PREPARE name [(types)] AS query`, `EXECUTE name
+//! [(values)]`, `DEALLOCATE [PREPARE] name | ALL` (pg_dump prepares its per-object catalog
+//! queries this way). The session keeps each statement as parsed and rewritten; EXECUTE
+//! puts its values in place of `$1`, `$2`, ... (cast to the declared types) and runs the
+//! query as any other, so every rewrite and analyzer rule of a plain query applies. PREPARE
+//! plans the query once with NULLs of the declared types to report its errors then, as
+//! PostgreSQL does. A second PREPARE of a name is 42P05; EXECUTE of an unknown name 26000;
+//! the wrong number of values 42601.
+//!
+//! Only queries can be prepared: Brook's writes (INSERT, UPDATE, DELETE, COPY) have their
+//! own handlers, which this path does not take, so preparing one is 0A000 (the extended
+//! protocol's Parse/Bind prepares those).
+
+use crate::session::prepared::{placeholder, Prepared};
+use crate::session::{Outcome, Session};
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions, DataType as SqlType, Expr, Ident, Statement, Value,
+};
+use std::ops::ControlFlow;
+
+impl Session {
+    /// PREPARE.
+    pub(crate) async fn prepare(
+        &mut self,
+        name: Ident,
+        types: Vec<SqlType>,
+        mut statement: Statement,
+    ) -> Result<Outcome> {
+        if self.prepared.contains_key(&name.value) {
+            return Err(BrookError::DuplicateObject {
+                what: "prepared statement",
+                name: name.value,
+                code: "42P05",
+            });
+        }
+        if !matches!(statement, Statement::Query(_)) {
+            return Err(brook_err!(
+                Unsupported,
+                "PREPARE of {} (only queries can be prepared with SQL; the extended protocol prepares any statement)",
+                crate::handler::query::first_words(&statement.to_string())
+            ));
+        }
+        crate::pg::sql::pg_literals(&mut statement)?;
+        let types: Vec<SqlType> = types.into_iter().map(parameter_type).collect();
+        let parameters = highest_parameter(&statement)?.max(types.len());
+        let prepared = Prepared {
+            statement,
+            types,
+            parameters,
+        };
+        let nulls = vec![Expr::Value(Value::Null.into()); parameters];
+        self.plan(prepared.bind(&nulls)).await?;
+        self.prepared.insert(name.value, prepared);
+        Ok(Outcome::Command("PREPARE".into()))
+    }
+
+    /// EXECUTE of a prepared query: its rows.
+    pub(crate) async fn execute_prepared(&mut self, stmt: Statement) -> Result<Outcome> {
+        let bound = self.bound_execute(&stmt)?;
+        self.run_query(bound, "SELECT", None).await
+    }
+
+    /// The query an EXECUTE runs: the prepared one with the EXECUTE's values in place.
+    pub(crate) fn bound_execute(&self, stmt: &Statement) -> Result<Statement> {
+        let Statement::Execute {
+            name: Some(name),
+            parameters,
+            ..
+        } = stmt
+        else {
+            return Err(brook_err!(
+                Syntax,
+                "syntax error: EXECUTE needs a statement name"
+            ));
+        };
+        let key = name.to_string();
+        let prepared = self.prepared.get(&key).ok_or_else(|| not_prepared(&key))?;
+        if parameters.len() != prepared.parameters {
+            return Err(brook_err!(
+                Syntax,
+                "wrong number of parameters for prepared statement \"{key}\" (expected {}, got {})",
+                prepared.parameters,
+                parameters.len()
+            ));
+        }
+        Ok(prepared.bind(parameters))
+    }
+
+    /// DEALLOCATE name | ALL. A name this session did not PREPARE with SQL is accepted as
+    /// PostgreSQL accepts a protocol-level statement's (clients deallocate those by name).
+    pub(crate) fn deallocate(&mut self, name: &Ident) -> Outcome {
+        if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") {
+            self.prepared.clear();
+        } else {
+            self.prepared.remove(&name.value);
+        }
+        Outcome::Command("DEALLOCATE".into())
+    }
+}
+
+/// The highest `$n` of a statement (42P02 for a placeholder that is not `$n`).
+fn highest_parameter(s: &Statement) -> Result<usize> {
+    let mut highest = 0;
+    let mut bad = None;
+    let _ = visit_expressions(s, |e| {
+        if let Expr::Value(v) = e {
+            if let Value::Placeholder(p) = &v.value {
+                match placeholder(e) {
+                    Some(n) => highest = highest.max(n),
+                    None => bad = Some(p.clone()),
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    match bad {
+        Some(p) => Err(BrookError::Parameter(format!("there is no parameter {p}"))),
+        None => Ok(highest),
+    }
+}
+
+/// 26000: no prepared statement by that name.
+fn not_prepared(name: &str) -> BrookError {
+    BrookError::Semantic {
+        message: format!("prepared statement \"{name}\" does not exist"),
+        code: "26000",
+    }
+}
+
+/// A parameter type as Brook reads it: the object-identifier types (pg_dump prepares with
+/// `pg_catalog.oid`) are integers, as pg_catalog's oid columns are.
+fn parameter_type(t: SqlType) -> SqlType {
+    if let SqlType::Custom(name, args) = &t {
+        let last = name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.to_ascii_lowercase());
+        if args.is_empty()
+            && matches!(
+                last.as_deref(),
+                Some("oid" | "regclass" | "regtype" | "regproc" | "regnamespace")
+            )
+        {
+            return SqlType::Int(None);
+        }
+    }
+    t
+}

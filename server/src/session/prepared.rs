@@ -1,0 +1,53 @@
+//! A statement prepared with SQL `PREPARE` (`handler::prepare`), as the session keeps it.
+
+use datafusion::sql::sqlparser::ast::{
+    visit_expressions_mut, CastKind, DataType as SqlType, Expr, Statement, Value,
+};
+use std::ops::ControlFlow;
+
+/// A statement prepared with SQL PREPARE.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    /// The query, with its parameters as `$n` placeholders.
+    pub statement: Statement,
+    /// The declared parameter types (may be fewer than the parameters, or none).
+    pub types: Vec<SqlType>,
+    /// How many values EXECUTE must give.
+    pub parameters: usize,
+}
+
+impl Prepared {
+    /// The query with `values[n - 1]` in place of each `$n`, cast to its declared type.
+    pub fn bind(&self, values: &[Expr]) -> Statement {
+        let mut s = self.statement.clone();
+        let _ = visit_expressions_mut(&mut s, |e| {
+            if let Some(n) = placeholder(e) {
+                if let Some(v) = values.get(n - 1) {
+                    *e = match self.types.get(n - 1) {
+                        Some(t) => Expr::Cast {
+                            kind: CastKind::Cast,
+                            expr: Box::new(Expr::Nested(Box::new(v.clone()))),
+                            data_type: t.clone(),
+                            array: false,
+                            format: None,
+                        },
+                        None => Expr::Nested(Box::new(v.clone())),
+                    };
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        s
+    }
+}
+
+/// `n` of a `$n` placeholder.
+pub(crate) fn placeholder(e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(p) => p.strip_prefix('$')?.parse().ok().filter(|n| *n >= 1),
+            _ => None,
+        },
+        _ => None,
+    }
+}

