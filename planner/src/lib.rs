@@ -50,6 +50,7 @@ pub mod create_sequence;
 pub mod decorrelate;
 pub mod empty_catalogs;
 pub mod function_alias;
+pub mod information_schema;
 pub mod interval_scale;
 pub mod json_ops;
 pub mod like_escape;

@@ -29,6 +29,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::array_literal::ArrayLiteralCasts),
         Arc::new(crate::system_columns::TableOid),
         Arc::new(crate::system_columns::CatalogRegclass),
+        Arc::new(crate::information_schema::InformationSchemaColumns),
         Arc::new(crate::regproc_columns::RegprocColumns),
         Arc::new(crate::empty_catalogs::EmptyCatalogs),
         Arc::new(crate::reloptions::OptionsToTable),
@@ -134,6 +135,7 @@ fn before_compat_rules(text: &str) -> String {
         &crate::system_columns::TableOid,
         &crate::system_columns::CatalogRegclass,
         &crate::regproc_columns::RegprocColumns,
+        &crate::information_schema::InformationSchemaColumns,
     ]
     .iter()
     .fold(s.clone(), |s, rule| rule.rewrite(s))

@@ -142,7 +142,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 24] = [
+const VIEWS: [(&str, &str); 25] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -456,6 +456,58 @@ const VIEWS: [(&str, &str); 24] = [
            JOIN pg_catalog.brook_base_pg_namespace rn ON rn.nspname = vd.ref_nspname
            JOIN pg_catalog.brook_base_pg_class rc
              ON rc.relnamespace = rn.oid AND rc.relname = vd.ref_relname",
+    ),
+    // information_schema.columns as PostgreSQL fills it (`brook_planner::information_schema`
+    // reads it for the standard name): DataFusion's rows with the declared PostgreSQL types
+    // (`integer`, `character varying` and its length, `timestamp without time zone`: what
+    // Grafana, dbt and pgjdbc read), 1-based positions, defaults, NOT NULL and the udt
+    // columns.
+    (
+        "brook_information_schema_columns",
+        "SELECT c.table_catalog AS table_catalog, c.table_schema AS table_schema,
+                c.table_name AS table_name, c.column_name AS column_name,
+                CAST(COALESCE(CAST(a.attnum AS BIGINT), CAST(c.ordinal_position AS BIGINT) + 1) AS INT) AS ordinal_position,
+                COALESCE(d.adbin, c.column_default) AS column_default,
+                CASE WHEN a.attnotnull IS NULL THEN c.is_nullable
+                     WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS is_nullable,
+                CASE WHEN t.typname IS NULL THEN c.data_type
+                     WHEN starts_with(t.typname, '_') THEN 'ARRAY'
+                     WHEN t.typname = 'bool' THEN 'boolean'
+                     WHEN t.typname = 'int2' THEN 'smallint'
+                     WHEN t.typname = 'int4' THEN 'integer'
+                     WHEN t.typname = 'int8' THEN 'bigint'
+                     WHEN t.typname = 'float4' THEN 'real'
+                     WHEN t.typname = 'float8' THEN 'double precision'
+                     WHEN t.typname = 'varchar' THEN 'character varying'
+                     WHEN t.typname = 'bpchar' THEN 'character'
+                     WHEN t.typname = 'time' THEN 'time without time zone'
+                     WHEN t.typname = 'timetz' THEN 'time with time zone'
+                     WHEN t.typname = 'timestamp' THEN 'timestamp without time zone'
+                     WHEN t.typname = 'timestamptz' THEN 'timestamp with time zone'
+                     ELSE t.typname END AS data_type,
+                CASE WHEN t.typname IN ('varchar', 'bpchar') AND a.atttypmod > 4
+                     THEN CAST(a.atttypmod - 4 AS INT) END AS character_maximum_length,
+                CAST(c.character_octet_length AS INT) AS character_octet_length,
+                CASE t.typname WHEN 'int2' THEN 16 WHEN 'int4' THEN 32 WHEN 'int8' THEN 64
+                     WHEN 'float4' THEN 24 WHEN 'float8' THEN 53
+                     ELSE CAST(c.numeric_precision AS INT) END AS numeric_precision,
+                CAST(c.numeric_precision_radix AS INT) AS numeric_precision_radix,
+                CASE WHEN t.typname IN ('int2', 'int4', 'int8') THEN 0
+                     ELSE CAST(c.numeric_scale AS INT) END AS numeric_scale,
+                CASE WHEN t.typname IN ('timestamp', 'timestamptz', 'time', 'timetz', 'interval')
+                     THEN 6 ELSE CAST(c.datetime_precision AS INT) END AS datetime_precision,
+                c.interval_type AS interval_type,
+                c.table_catalog AS udt_catalog, 'pg_catalog' AS udt_schema,
+                t.typname AS udt_name,
+                CASE WHEN a.attidentity IN ('a', 'd') THEN 'YES' ELSE 'NO' END AS is_identity,
+                'NEVER' AS is_generated, 'YES' AS is_updatable
+           FROM information_schema.columns c
+           LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = c.table_schema
+           LEFT JOIN pg_catalog.pg_class k
+             ON k.relnamespace = n.oid AND k.relname = c.table_name AND k.relkind <> 'i'
+           LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = k.oid AND a.attname = c.column_name
+           LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+           LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = k.oid AND d.adnum = a.attnum",
     ),
 ];
 

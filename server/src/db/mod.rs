@@ -504,6 +504,26 @@ impl Engine {
         self.register_views(db)
     }
 
+    /// [`Engine::update_relation`] with `edit` applied to the relation's schema (its
+    /// indexes, its sequences) in the same catalog update.
+    pub fn reshape_relation(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        meta: RelationMeta,
+        edit: impl FnOnce(&mut crate::catalog::SchemaMeta),
+    ) -> Result<()> {
+        self.catalog.update(|doc| {
+            let s = doc.schema_mut(&db.name, schema)?;
+            s.relations.insert(name.to_string(), meta.clone());
+            edit(s);
+            Ok(())
+        })?;
+        self.register(db, schema, name, meta)?;
+        self.register_views(db)
+    }
+
     /// Drop a relation of kind `kind`: catalog first, then the data.
     pub fn drop_relation(
         &self,

@@ -1,4 +1,5 @@
-//! ALTER TABLE (ADD COLUMN here; RENAME TO and ALTER COLUMN in `alter_column`),
+//! ALTER TABLE (ADD COLUMN here; DROP and RENAME COLUMN in `column_shape`; RENAME TO and
+//! ALTER COLUMN in `alter_column`),
 //! `ALTER ... OWNER TO` and TRUNCATE.
 
 use crate::catalog::RelKind;
@@ -6,7 +7,6 @@ use crate::ident::ident_name;
 use crate::session::Outcome;
 use crate::session::Session;
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::arrow::array::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
 
 impl Session {
@@ -115,27 +115,60 @@ impl Session {
                         ));
                     }
                     let new_schema = next.schema();
-                    let mut txn = self.begin_write(&meta, &store, true).await?;
-                    for c in store.snapshot().iter() {
-                        let b = store.read(c)?;
-                        let b = crate::storage::adapt_batch(b, &meta.schema())?;
-                        let mut cols = b.columns().to_vec();
-                        cols.push(match &fill {
-                            Some(v) => v.values(b.num_rows())?,
-                            None => datafusion::arrow::array::new_null_array(
-                                new_schema.field(idx).data_type(),
-                                b.num_rows(),
-                            ),
-                        });
-                        txn.append(&RecordBatch::try_new(new_schema.clone(), cols)?)?;
+                    meta = self
+                        .reshape_rows(
+                            &schema,
+                            &name,
+                            (&meta, &store),
+                            next,
+                            |b| {
+                                let mut cols = b.columns().to_vec();
+                                cols.push(match &fill {
+                                    Some(v) => v.values(b.num_rows())?,
+                                    None => datafusion::arrow::array::new_null_array(
+                                        new_schema.field(idx).data_type(),
+                                        b.num_rows(),
+                                    ),
+                                });
+                                Ok(cols)
+                            },
+                            |_| {},
+                        )
+                        .await?;
+                }
+                AlterTableOperation::DropColumn {
+                    column_names,
+                    if_exists,
+                    drop_behavior,
+                    ..
+                } => {
+                    let cascade = drop_behavior == Some(ast::DropBehavior::Cascade);
+                    for column in &column_names {
+                        meta = self
+                            .drop_column(
+                                &schema,
+                                &name,
+                                (&meta, &store),
+                                column,
+                                if_exists,
+                                cascade,
+                            )
+                            .await?;
                     }
-                    // The catalog switches before the next writer may start: one that
-                    // waited with the old definition sees the change (40001), none writes
-                    // rows of the old shape after it.
-                    let _lock = txn.commit_holding_lock()?;
-                    self.engine
-                        .update_relation(&self.db, &schema, &name, next.clone())?;
-                    meta = next;
+                }
+                AlterTableOperation::RenameColumn {
+                    old_column_name,
+                    new_column_name,
+                } => {
+                    meta = self
+                        .rename_column(
+                            &schema,
+                            &name,
+                            (&meta, &store),
+                            &old_column_name,
+                            &new_column_name,
+                        )
+                        .await?;
                 }
                 AlterTableOperation::RenameTable { table_name } => {
                     let to = match &table_name {

@@ -3,6 +3,7 @@
 
 pub mod alter;
 pub mod alter_column;
+pub mod column_shape;
 pub mod comment;
 pub mod continuous;
 pub mod copy;

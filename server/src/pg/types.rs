@@ -318,6 +318,24 @@ fn array_of(t: &Type) -> Type {
     }
 }
 
+/// The name PostgreSQL's `pg_typeof` (and `format_type`) gives a value of Arrow type
+/// `dt`: `integer`, `double precision`, `timestamp without time zone`, `text[]`, and
+/// `unknown` for an untyped NULL.
+pub fn typeof_name(dt: &DataType) -> String {
+    if *dt == DataType::Null {
+        return "unknown".into();
+    }
+    let t = arrow_wire_type(dt);
+    match t {
+        Type::TIME => "time without time zone".into(),
+        Type::TIMESTAMP => "timestamp without time zone".into(),
+        Type::TIMESTAMPTZ => "timestamp with time zone".into(),
+        Type::TIMESTAMP_ARRAY => "timestamp without time zone[]".into(),
+        Type::TIMESTAMPTZ_ARRAY => "timestamp with time zone[]".into(),
+        _ => cast_name(&t).map_or_else(|| t.name().to_string(), str::to_string),
+    }
+}
+
 /// The PostgreSQL name of a wire type, usable in `CAST(... AS name)`.
 pub fn cast_name(t: &Type) -> Option<&'static str> {
     Some(match *t {
@@ -354,6 +372,18 @@ pub fn cast_name(t: &Type) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typeof_names_are_postgresqls() {
+        assert_eq!(typeof_name(&DataType::Int32), "integer");
+        assert_eq!(typeof_name(&DataType::Float64), "double precision");
+        assert_eq!(
+            typeof_name(&DataType::Timestamp(TimeUnit::Microsecond, None)),
+            "timestamp without time zone"
+        );
+        assert_eq!(typeof_name(&DataType::Null), "unknown");
+        assert_eq!(typeof_name(&DataType::Decimal128(10, 2)), "numeric");
+    }
 
     #[test]
     fn names_round_trip() {

@@ -355,9 +355,33 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// A schema-checked view: a batch read back from the log, adapted to the relation's current
 /// schema (columns matched by name; missing ones are NULL).
+///
+/// A batch with the schema's column types in the schema's order but other names is taken
+/// by position: that is the shape `ALTER TABLE ... RENAME COLUMN` writes, read with the
+/// definition of before the rename when the server stopped between the rewrite's commit
+/// and the catalog's switch (every other change of names, DROP and ADD, changes the number
+/// of columns; each of them rewrites every row, so no older shape survives it).
 pub fn adapt_batch(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
     if batch.schema_ref().fields() == schema.fields() {
         return Ok(batch);
+    }
+    let fields = batch.schema_ref().fields().clone();
+    let renamed = fields.len() == schema.fields().len()
+        && fields
+            .iter()
+            .zip(schema.fields())
+            .all(|(a, b)| a.data_type() == b.data_type())
+        && fields
+            .iter()
+            .zip(schema.fields())
+            .any(|(a, b)| a.name() != b.name());
+    if renamed {
+        return Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            batch.columns().to_vec(),
+            &datafusion::arrow::array::RecordBatchOptions::new()
+                .with_row_count(Some(batch.num_rows())),
+        )?);
     }
     let mut cols = Vec::with_capacity(schema.fields().len());
     for f in schema.fields() {
@@ -602,6 +626,41 @@ mod tests {
         assert_eq!(later_commits_if_damage(&two_txns), Some(1));
         let after_commit = [(10, h(5, KIND_COMMIT)), (90, h(5, KIND_BATCH))];
         assert_eq!(later_commits_if_damage(&after_commit), Some(1));
+    }
+
+    /// Batches are matched to the relation's schema by name (a column added later is
+    /// NULL in older batches); one in the same types and order under other names (a
+    /// RENAME COLUMN's rewrite read with the definition of before it) by position.
+    #[test]
+    fn batches_adapt_by_name_and_renames_by_position() {
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let batch = |names: [&str; 2]| {
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![
+                    Field::new(names[0], DataType::Int32, true),
+                    Field::new(names[1], DataType::Utf8, true),
+                ])),
+                vec![
+                    Arc::new(Int32Array::from(vec![1, 2])),
+                    Arc::new(StringArray::from(vec!["a", "b"])),
+                ],
+            )
+            .unwrap()
+        };
+        let wider: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("added", DataType::Int32, true),
+        ]));
+        let adapted = adapt_batch(batch(["id", "name"]), &wider).unwrap();
+        assert_eq!(adapted.column(2).null_count(), 2);
+        let before_rename: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new("label", DataType::Utf8, true),
+        ]));
+        let read = adapt_batch(batch(["id", "name"]), &before_rename).unwrap();
+        assert_eq!(read.schema_ref().field(1).name(), "label");
+        assert_eq!(read.column(1).null_count(), 0);
     }
 
     mod batch_boundaries {

@@ -1,6 +1,6 @@
 //! PostgreSQL's administration functions that clients call when they connect, reflect a
 //! table or return a pooled connection: `pg_size_pretty`,
-//! `pg_advisory_unlock_all`, what pg_dump asks (`pg_is_in_recovery`, `acldefault`,
+//! `pg_advisory_unlock_all`, `pg_typeof`, what pg_dump asks (`pg_is_in_recovery`, `acldefault`,
 //! `pg_get_triggerdef`, `pg_get_function_sqlbody`), the `pg_*_is_visible` checks of pg_catalog's objects, the
 //! object descriptions (`obj_description` & co.), and
 //! `set_config` for describing a statement.
@@ -9,7 +9,9 @@ use brook_common::brook_err;
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+use datafusion::logical_expr::{
+    create_udf, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use std::sync::Arc;
@@ -53,6 +55,10 @@ pub fn register(ctx: &SessionContext) {
         vec![DataType::Utf8, DataType::Int64],
         Volatility::Stable,
     );
+    // `pg_typeof(any)`: the name of its argument's type (regtype's text form).
+    ctx.register_udf(ScalarUDF::new_from_impl(PgTypeof {
+        signature: Signature::any(1, Volatility::Immutable),
+    }));
     // Brook's functions are built in, none has an SQL-standard body (`BEGIN ATOMIC`).
     null_text(
         ctx,
@@ -161,6 +167,34 @@ pub fn register(ctx: &SessionContext) {
             ))))
         }),
     ));
+}
+
+/// `pg_typeof(x)`: decided by the argument's type alone, one value for every row.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgTypeof {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for PgTypeof {
+    fn name(&self) -> &str {
+        "pg_typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let name = crate::pg::types::typeof_name(args.arg_fields[0].data_type());
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
+    }
 }
 
 /// Register `name(args)`, a function whose answer is always a NULL text: what PostgreSQL

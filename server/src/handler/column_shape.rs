@@ -1,0 +1,186 @@
+//! ALTER TABLE operations that change a relation's shape and so rewrite its rows in one
+//! replacing commit: ADD COLUMN (in `alter`), DROP COLUMN and RENAME COLUMN here. The
+//! stored batches carry their column names, so a rename rewrites them too.
+//!
+//! Views keep their queries as text: a column dropped or renamed under one would break it,
+//! and Brook cannot tell which columns a view uses, so both are refused while a view or
+//! materialized view reads the relation (2BP01 for DROP, as PostgreSQL answers for a
+//! column a view uses; 0A000 for RENAME, which PostgreSQL allows by rewriting the view).
+
+use crate::catalog::{RelationMeta, SchemaMeta};
+use crate::ident::ident_name;
+use crate::session::Session;
+use crate::storage::{adapt_batch, TableStore};
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::sql::sqlparser::ast::Ident;
+use std::sync::Arc;
+
+impl Session {
+    /// Write every row of `schema.name` again in the shape of `next` (`columns` gives a
+    /// stored batch's columns, read in the current shape), then switch the catalog to
+    /// `next` — with `edit` applied to the schema's other entries in the same catalog
+    /// update — before the next writer starts.
+    pub(crate) async fn reshape_rows(
+        &self,
+        schema: &str,
+        name: &str,
+        (meta, store): (&RelationMeta, &Arc<TableStore>),
+        next: RelationMeta,
+        columns: impl Fn(&RecordBatch) -> Result<Vec<ArrayRef>>,
+        edit: impl FnOnce(&mut SchemaMeta),
+    ) -> Result<RelationMeta> {
+        let new_schema: SchemaRef = next.schema();
+        let mut txn = self.begin_write(meta, store, true).await?;
+        for c in store.snapshot().iter() {
+            let b = adapt_batch(store.read(c)?, &meta.schema())?;
+            txn.append(&RecordBatch::try_new_with_options(
+                new_schema.clone(),
+                columns(&b)?,
+                &datafusion::arrow::array::RecordBatchOptions::new()
+                    .with_row_count(Some(b.num_rows())),
+            )?)?;
+        }
+        // The catalog switches before the next writer may start: one that waited with the
+        // old definition sees the change (40001), none writes rows of the old shape after.
+        let _lock = txn.commit_holding_lock()?;
+        self.engine
+            .reshape_relation(&self.db, schema, name, next.clone(), edit)?;
+        Ok(next)
+    }
+
+    /// `ALTER TABLE t DROP [COLUMN] [IF EXISTS] c [RESTRICT]`. The column's indexes go
+    /// with it, and the primary key when it is one of its columns, and the sequence a
+    /// SERIAL or identity column owns, as in PostgreSQL.
+    pub(crate) async fn drop_column(
+        &self,
+        schema: &str,
+        name: &str,
+        (meta, store): (&RelationMeta, &Arc<TableStore>),
+        column: &Ident,
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<RelationMeta> {
+        let cname = ident_name(column);
+        let Some(i) = meta.columns.iter().position(|c| c.name == cname) else {
+            if if_exists {
+                return Ok(meta.clone());
+            }
+            return Err(meta.column_index(&cname, name).err().unwrap_or_else(|| {
+                brook_err!(
+                    UndefinedColumn,
+                    "column \"{cname}\" of relation \"{name}\" does not exist"
+                )
+            }));
+        };
+        if let Some((vschema, vname, kind)) = self.dependents(schema, name)?.into_iter().next() {
+            let why = format!(
+                "cannot drop column {cname} of table {name} because {} {vschema}.{vname} reads the table",
+                kind.noun()
+            );
+            return Err(if cascade {
+                brook_err!(Unsupported, "{why} (Brook cannot tell which of the relations that read it use the column: drop those first)")
+            } else {
+                BrookError::DependentObjects(format!("{why}; drop the {} first", kind.noun()))
+            });
+        }
+        if meta.columns.len() == 1 {
+            return Err(brook_err!(
+                Unsupported,
+                "dropping the only column of {name} (a relation without columns)"
+            ));
+        }
+        if meta.watermark.as_ref().is_some_and(|w| w.column == cname) {
+            return Err(BrookError::DependentObjects(format!(
+                "cannot drop column {cname} of stream {name} because its watermark is declared on it"
+            )));
+        }
+        let mut next = meta.clone();
+        next.columns.remove(i);
+        next.primary_key = if meta.primary_key.contains(&i) {
+            Vec::new()
+        } else {
+            meta.primary_key
+                .iter()
+                .map(|&k| if k > i { k - 1 } else { k })
+                .collect()
+        };
+        let (table, col) = (name.to_string(), cname.clone());
+        self.reshape_rows(
+            schema,
+            name,
+            (meta, store),
+            next,
+            |b| {
+                let mut cols = b.columns().to_vec();
+                cols.remove(i);
+                Ok(cols)
+            },
+            move |s| {
+                s.indexes
+                    .retain(|_, ix| !(ix.table == table && ix.columns.contains(&col)));
+                s.sequences
+                    .retain(|_, q| q.owned_by.as_ref() != Some(&(table.clone(), col.clone())));
+            },
+        )
+        .await
+    }
+
+    /// `ALTER TABLE t RENAME [COLUMN] a TO b`: indexes, the watermark and an owned
+    /// sequence follow the column.
+    pub(crate) async fn rename_column(
+        &self,
+        schema: &str,
+        name: &str,
+        (meta, store): (&RelationMeta, &Arc<TableStore>),
+        from: &Ident,
+        to: &Ident,
+    ) -> Result<RelationMeta> {
+        let (old, new) = (ident_name(from), ident_name(to));
+        let i = meta.column_index(&old, name)?;
+        if meta.columns.iter().any(|c| c.name == new) {
+            return Err(BrookError::DuplicateObject {
+                what: "column",
+                name: format!("{new}\" of relation \"{name}"),
+                code: "42701",
+            });
+        }
+        if let Some((vschema, vname, kind)) = self.dependents(schema, name)?.into_iter().next() {
+            return Err(brook_err!(
+                Unsupported,
+                "renaming column {old} of {name} while {} {vschema}.{vname} reads it (a view keeps its query as text: drop the {}, rename, then create it again)",
+                kind.noun(),
+                kind.noun()
+            ));
+        }
+        let mut next = meta.clone();
+        next.columns[i].name = new.clone();
+        if let Some(w) = next.watermark.as_mut().filter(|w| w.column == old) {
+            w.column = new.clone();
+        }
+        let table = name.to_string();
+        self.reshape_rows(
+            schema,
+            name,
+            (meta, store),
+            next,
+            |b| Ok(b.columns().to_vec()),
+            move |s| {
+                for ix in s.indexes.values_mut().filter(|ix| ix.table == table) {
+                    for c in ix.columns.iter_mut().filter(|c| **c == old) {
+                        *c = new.clone();
+                    }
+                }
+                for q in s.sequences.values_mut() {
+                    if let Some((t, c)) = q.owned_by.as_mut() {
+                        if *t == table && *c == old {
+                            *c = new.clone();
+                        }
+                    }
+                }
+            },
+        )
+        .await
+    }
+}
