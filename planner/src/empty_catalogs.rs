@@ -9,7 +9,7 @@
 //! gains one of these objects, its catalog must leave the list.)
 //!
 //! Catalogs that only Brook's pg_catalog has, not the compatibility crate's
-//! (`pg_transform`, `pg_seclabels`), are qualified with `pg_catalog` when written bare, as
+//! (`pg_transform`, `pg_seclabels`, `pg_indexes`, `pg_sequences`), are qualified with `pg_catalog` when written bare, as
 //! PostgreSQL finds every catalog through the search path.
 
 use datafusion::sql::sqlparser::ast::{
@@ -93,7 +93,7 @@ impl SqlStatementRewriteRule for EmptyCatalogs {
 }
 
 /// Catalogs Brook's pg_catalog adds to the compatibility crate's.
-const BROOK_ONLY: [&str; 2] = ["pg_seclabels", "pg_transform"];
+const BROOK_ONLY: [&str; 4] = ["pg_indexes", "pg_seclabels", "pg_sequences", "pg_transform"];
 
 /// The name a replaced select-list item keeps (clients read columns by name).
 fn column_name(e: &Expr) -> Option<String> {

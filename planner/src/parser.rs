@@ -349,8 +349,46 @@ impl<'a> LineOffsets<'a> {
     }
 }
 
+/// The text with each `OPERATOR(pg_catalog.op)` written as the plain operator `op` (the
+/// same operator: every operator lives in pg_catalog). psql and pg_dump write them so;
+/// sqlparser reads the form between two operands but not before `ANY`/`ALL`
+/// (`c.relkind OPERATOR(pg_catalog.=) ANY (array[...])`, pg_dump's `-t`). None when the
+/// text has none.
+fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
+    if !text.contains("OPERATOR(pg_catalog.") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = |k: usize| tokens.get(i + k);
+        if word(t(0), "OPERATOR")
+            && t(1) == Some(&Token::LParen)
+            && word(t(2), "pg_catalog")
+            && t(3) == Some(&Token::Period)
+            && t(5) == Some(&Token::RParen)
+        {
+            if let Some(op) = t(4) {
+                out.push_str(&op.to_string());
+                i += 6;
+                continue;
+            }
+        }
+        out.push_str(&tokens[i].to_string());
+        i += 1;
+    }
+    Ok(Some(out))
+}
+
 /// Parse one statement's text.
 pub fn parse_one(text: &str) -> Result<BrookStatement> {
+    if let Some(plain) = plain_catalog_operators(text)? {
+        return parse_one(&plain);
+    }
     if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
         return parse_one(&reordered);
     }

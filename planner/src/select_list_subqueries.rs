@@ -48,7 +48,10 @@ impl VisitorMut for Items {
                     if !decorrelatable(q, &names) {
                         *expr = Expr::value(Value::Null);
                     }
-                } else if q.limit_clause.is_none() && q.fetch.is_none() {
+                } else if q.limit_clause.is_none()
+                    && q.fetch.is_none()
+                    && !may_read_outer_unqualified(q)
+                {
                     q.limit_clause = Some(LimitClause::LimitOffset {
                         limit: Some(Expr::value(Value::Number("1".into(), false))),
                         offset: None,
@@ -59,6 +62,33 @@ impl VisitorMut for Items {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// True when the subquery's WHERE compares a qualified column with an unqualified name
+/// (pg_dump's `(SELECT spcname FROM pg_tablespace t WHERE t.oid = dattablespace)`): the
+/// unqualified name may be the outer row's, so the subquery may be correlated and is left
+/// to the planner as written (a LIMIT 1 would keep it from being decorrelated).
+fn may_read_outer_unqualified(q: &Query) -> bool {
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return false;
+    };
+    let mut found = false;
+    if let Some(w) = &select.selection {
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(w, |e| {
+            if let Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } = e
+            {
+                let qualified = |x: &Expr| matches!(x, Expr::CompoundIdentifier(_));
+                let bare = |x: &Expr| matches!(x, Expr::Identifier(_));
+                found |= (qualified(left) && bare(right)) || (bare(left) && qualified(right));
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    found
 }
 
 /// The names a subquery's own columns are qualified by: each FROM item's alias, or its

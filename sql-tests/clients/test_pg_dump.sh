@@ -22,11 +22,19 @@ SELECT nextval('tickets'), nextval('tickets');
 CREATE VIEW cheap AS SELECT name FROM items WHERE price < 3;
 CREATE STREAM readings (ts timestamp, sensor int, v double precision);
 INSERT INTO readings VALUES ('2026-01-01 00:00:00', 1, 0.5);
+CREATE SCHEMA "Sch X";
+CREATE TABLE "Sch X"."Weird T" ("Id" serial PRIMARY KEY, "select" text NOT NULL, u uuid, iv interval, n numeric(12,4));
+INSERT INTO "Sch X"."Weird T" ("select", u, iv, n) VALUES (E'tab\there', '0b6f8c1e-0000-4000-8000-000000000001', '1 day 02:00:00', 12.3456), ('quote''s', NULL, NULL, NULL);
+CREATE INDEX "idx A" ON "Sch X"."Weird T" ("select");
 SQL
 dump=$(mktemp)
 "$PGBIN/pg_dump" -h 127.0.0.1 -p "$BROOK_PORT" -U brook brook >"$dump"
 grep -q "ALTER SEQUENCE public.items_id_seq OWNED BY public.items.id" "$dump" || { echo "pg_dump: no OWNED BY"; exit 1; }
 grep -q "COMMENT ON TABLE public.items IS 'things we sell'" "$dump" || { echo "pg_dump: no comment"; exit 1; }
+
+grep -q '"select" text NOT NULL' "$dump" || { echo "pg_dump: NOT NULL lost"; exit 1; }
+grep -q 'CREATE INDEX "idx A" ON "Sch X"."Weird T" USING btree ("select")' "$dump" || { echo "pg_dump: index not quoted"; exit 1; }
+weird='SELECT "Id", "select", u, iv, n FROM "Sch X"."Weird T" ORDER BY "Id"'
 
 # into Brook: every statement of the script runs
 "${P[@]}" -d brook -c "CREATE DATABASE restored" >/dev/null
@@ -34,6 +42,7 @@ grep -q "COMMENT ON TABLE public.items IS 'things we sell'" "$dump" || { echo "p
 rows="SELECT id, name, price, added FROM items ORDER BY id"
 check "$("${P[@]}" -d brook -c "$rows")" "$("${P[@]}" -d restored -c "$rows")" "rows restored into Brook"
 check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${P[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into Brook"
+check "$("${P[@]}" -d brook -c "$weird")" "$("${P[@]}" -d restored -c "$weird")" "quoted names restored into Brook"
 check "1" "$("${P[@]}" -d restored -c "SELECT count(*) FROM readings")" "stream rows restored"
 check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored"
 next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
@@ -55,5 +64,13 @@ check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d restored -c "$rows")" "
 check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${Q[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into PostgreSQL"
 check "things we sell" "$("${Q[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored into PostgreSQL"
 check "t" "$("${Q[@]}" -d restored -c "SELECT indisprimary FROM pg_index WHERE indrelid = 'items'::regclass AND indisprimary")" "primary key restored into PostgreSQL"
+check "$("${P[@]}" -d brook -c "$weird")" "$("${Q[@]}" -d restored -c "$weird")" "quoted names restored into PostgreSQL"
+check "t" "$("${Q[@]}" -d restored -c "SELECT attnotnull FROM pg_attribute WHERE attrelid = '\"Sch X\".\"Weird T\"'::regclass AND attname = 'select'")" "NOT NULL restored into PostgreSQL"
+# the custom archive format, restored with pg_restore
+"$PGBIN/pg_dump" -Fc -h 127.0.0.1 -p "$BROOK_PORT" -U brook brook >"$dump.fc"
+"${Q[@]}" -d postgres -c "CREATE DATABASE from_archive" >/dev/null
+"$PGBIN/pg_restore" -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -d from_archive "$dump.fc"
+check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d from_archive -c "$rows")" "pg_restore of a custom archive"
+rm -f "$dump.fc"
 next=$("${Q[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
 [ "$next" -gt 4 ] || { echo "pg_dump: PostgreSQL's SERIAL reused a value: $next"; exit 1; }

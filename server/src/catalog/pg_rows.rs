@@ -46,6 +46,8 @@ impl Computed {
                 Field::new("atttypmod", DataType::Int32, false),
                 Field::new("adsrc", DataType::Utf8, true),
                 Field::new("attidentity", DataType::Utf8, false),
+                Field::new("attnotnull", DataType::Boolean, false),
+                Field::new("attstorage", DataType::Utf8, false),
             ])),
             source,
             rows: column_rows,
@@ -162,6 +164,8 @@ impl Computed {
                 Field::new("seqcycle", DataType::Boolean, false),
                 Field::new("owner_table", DataType::Utf8, true),
                 Field::new("owner_column", DataType::Utf8, true),
+                // the DEFAULT of a column that takes its values from the sequence
+                Field::new("nextval_default", DataType::Utf8, false),
             ])),
             source,
             rows: sequence_rows,
@@ -203,9 +207,13 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
     let database = source.database.as_str();
     let (mut nsp, mut rel, mut num, mut typ, mut typmod, mut default, mut identity) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut not_null, mut storage) = (vec![], vec![]);
     for (sname, s) in &doc.database(database)?.schemas {
         for (rname, r) in &s.relations {
             for (i, c) in r.columns.iter().enumerate() {
+                // NOT NULL as declared, and implied by a primary key or an identity.
+                not_null.push(c.not_null || r.primary_key.contains(&i) || c.identity.is_some());
+                storage.push(storage_of(&c.ty));
                 nsp.push(sname.clone());
                 rel.push(rname.clone());
                 num.push(attnum(i)?);
@@ -233,8 +241,22 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
             Arc::new(Int32Array::from(typmod)),
             Arc::new(StringArray::from(default)),
             Arc::new(StringArray::from(identity)),
+            Arc::new(BooleanArray::from(not_null)),
+            Arc::new(StringArray::from(storage)),
         ],
     )?)
+}
+
+/// `pg_type.typstorage` of a declared type (`p` plain for fixed-size types, `m` numeric,
+/// `x` extended for variable-length ones): a column's storage, which pg_dump compares with
+/// its type's to decide on `SET STORAGE`.
+fn storage_of(ty: &crate::pg::types::PgType) -> &'static str {
+    use crate::pg::types::PgType as T;
+    match ty {
+        T::Numeric { .. } => "m",
+        T::Text | T::Varchar(_) | T::Char(_) | T::Bytea | T::Json | T::Jsonb => "x",
+        _ => "p",
+    }
 }
 
 fn comment_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
@@ -316,9 +338,10 @@ fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
     let mut typ = vec![];
     let (mut start, mut inc, mut max, mut min, mut cache) =
         (vec![], vec![], vec![], vec![], vec![]);
-    let (mut cycle, mut table, mut column) = (vec![], vec![], vec![]);
+    let (mut cycle, mut table, mut column, mut default) = (vec![], vec![], vec![], vec![]);
     for (sname, s) in &doc.database(&source.database)?.schemas {
         for (qname, q) in &s.sequences {
+            default.push(crate::catalog::sequence::nextval_default(sname, qname));
             nsp.push(sname.clone());
             rel.push(qname.clone());
             oid.push(
@@ -351,6 +374,7 @@ fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             Arc::new(BooleanArray::from(cycle)),
             Arc::new(StringArray::from(table)),
             Arc::new(StringArray::from(column)),
+            Arc::new(StringArray::from(default)),
         ],
     )?)
 }
@@ -424,12 +448,18 @@ fn index_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<R
             unique.push(is_unique);
             keys.push(key);
             // `pg_get_indexdef(index, 0)` and then each column's (`pg_get_indexdef(index, k)`).
+            // Names quoted where they must be, as PostgreSQL prints them (pg_dump replays it).
+            let q = crate::ident::quote_if_needed;
+            let quoted: Vec<String> = names.iter().map(|n| q(n)).collect();
             let mut parts = vec![format!(
-                "CREATE {}INDEX {index} ON {sname}.{relname} USING btree ({})",
+                "CREATE {}INDEX {} ON {}.{} USING btree ({})",
                 if is_unique { "UNIQUE " } else { "" },
-                names.join(", ")
+                q(&index),
+                q(sname),
+                q(relname),
+                quoted.join(", ")
             )];
-            parts.extend(names);
+            parts.extend(quoted);
             defparts.push(parts);
         };
         for (rname, r) in &s.relations {

@@ -42,6 +42,8 @@
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `pg_settings`: the scanning session's settings (`pg_settings.rs`), and
 //!   `pg_parameter_acl`: no rows (no privileges granted on settings; psql's `\dconfig+`);
+//! - `pg_indexes`: each index with its `CREATE INDEX`; `pg_sequences`: each sequence with
+//!   its options and the last value handed out (`sequence_relation`);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
 //!   `pg_table_size`, `pg_relation_size`, `pg_total_relation_size` and `pg_database_size`
 //!   look up.
@@ -102,7 +104,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         "brook_comments",
         Arc::new(Computed::comments(source.clone())),
     );
+    let sequences =
+        crate::catalog::sequence_relation::PgSequences::new(source.catalog.clone(), database);
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
+    overlay.add("pg_sequences", Arc::new(sequences));
     overlay.add(
         "pg_settings",
         Arc::new(crate::catalog::pg_settings::PgSettings::new()),
@@ -142,7 +147,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 25] = [
+const VIEWS: [(&str, &str); 29] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -158,7 +163,8 @@ const VIEWS: [(&str, &str); 25] = [
     (
         "brook_column_rows",
         "SELECT c.oid AS relid, b.attnum AS attnum, b.atttypid AS atttypid,
-                b.atttypmod AS atttypmod, b.adsrc AS adsrc, b.attidentity AS attidentity
+                b.atttypmod AS atttypmod, b.adsrc AS adsrc, b.attidentity AS attidentity,
+                b.attnotnull AS attnotnull, b.attstorage AS attstorage
            FROM pg_catalog.brook_columns b
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname",
@@ -244,6 +250,31 @@ const VIEWS: [(&str, &str); 25] = [
                 r.rolvaliduntil AS rolvaliduntil, r.rolbypassrls AS rolbypassrls,
                 r.rolconfig AS rolconfig, CAST(10 AS INT) AS oid
            FROM pg_catalog.brook_base_pg_roles r",
+    ),
+    // Databases: the crate's rows with `datcollversion` (pg_dump's archive formats read it),
+    // the locale provider as PostgreSQL's one-letter code, and no ACL (Brook grants nothing).
+    (
+        "pg_database",
+        "SELECT d.oid AS oid, d.datname AS datname, d.datdba AS datdba, d.encoding AS encoding,
+                CASE d.datlocprovider WHEN 'libc' THEN 'c' WHEN 'icu' THEN 'i'
+                     ELSE d.datlocprovider END AS datlocprovider, d.datistemplate AS datistemplate,
+                d.datallowconn AS datallowconn, d.datconnlimit AS datconnlimit,
+                d.datlastsysoid AS datlastsysoid, d.datfrozenxid AS datfrozenxid,
+                d.datminmxid AS datminmxid, d.dattablespace AS dattablespace,
+                d.datcollate AS datcollate, d.datctype AS datctype,
+                d.daticulocale AS daticulocale, d.daticurules AS daticurules,
+                CAST(NULL AS VARCHAR) AS datcollversion, CAST(NULL AS VARCHAR[]) AS datacl
+           FROM pg_catalog.brook_base_pg_database d",
+    ),
+    // pg_authid: the one role (the crate's rows are another installation's roles, one with
+    // a password hash); its password is the server's `--password-file`, never shown.
+    (
+        "pg_authid",
+        "SELECT CAST(10 AS INT) AS oid, 'brook' AS rolname, true AS rolsuper, true AS rolinherit,
+                true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin,
+                false AS rolreplication, false AS rolbypassrls, CAST(-1 AS INT) AS rolconnlimit,
+                CAST(NULL AS VARCHAR) AS rolpassword,
+                CAST(NULL AS TIMESTAMP WITH TIME ZONE) AS rolvaliduntil",
     ),
     (
         "pg_namespace",
@@ -344,6 +375,14 @@ const VIEWS: [(&str, &str); 25] = [
                 CAST(NULL AS VARCHAR) AS initprivs
           WHERE false",
     ),
+    // Per-role and per-database settings: Brook has none (`setconfig` an array, as pg_dump
+    // and pg_dumpall unnest it).
+    (
+        "pg_db_role_setting",
+        "SELECT CAST(NULL AS INT) AS setdatabase, CAST(NULL AS INT) AS setrole,
+                CAST(NULL AS VARCHAR[]) AS setconfig
+          WHERE false",
+    ),
     (
         "pg_seclabels",
         "SELECT CAST(NULL AS INT) AS objoid, CAST(NULL AS INT) AS classoid,
@@ -403,7 +442,8 @@ const VIEWS: [(&str, &str); 25] = [
         "SELECT a.attrelid AS attrelid, a.attname AS attname, COALESCE(b.atttypid, a.atttypid) AS atttypid,
                 a.attstattarget AS attstattarget, a.attlen AS attlen, a.attnum AS attnum, a.attndims AS attndims, a.attcacheoff AS attcacheoff,
                 COALESCE(b.atttypmod, a.atttypmod) AS atttypmod, a.attbyval AS attbyval, a.attalign AS attalign,
-                a.attstorage AS attstorage, a.attcompression AS attcompression, a.attnotnull AS attnotnull,
+                COALESCE(b.attstorage, a.attstorage) AS attstorage, a.attcompression AS attcompression,
+                COALESCE(b.attnotnull, a.attnotnull) AS attnotnull,
                 COALESCE(b.adsrc IS NOT NULL, a.atthasdef) AS atthasdef, a.atthasmissing AS atthasmissing,
                 COALESCE(b.attidentity, a.attidentity) AS attidentity, a.attgenerated AS attgenerated, a.attisdropped AS attisdropped, a.attislocal AS attislocal, a.attinhcount AS attinhcount,
                 a.attcollation AS attcollation, CAST(NULL AS VARCHAR[]) AS attacl, CAST(NULL AS VARCHAR[]) AS attoptions, CAST(NULL AS VARCHAR[]) AS attfdwoptions, a.attmissingval AS attmissingval
@@ -443,9 +483,10 @@ const VIEWS: [(&str, &str); 25] = [
            JOIN pg_catalog.brook_base_pg_class c ON c.oid = ad.adrelid
            JOIN pg_catalog.brook_base_pg_namespace n ON n.oid = c.relnamespace
            JOIN pg_catalog.brook_sequences q
-             ON starts_with(ad.adbin, 'nextval(')
-            AND ((q.nspname = n.nspname AND strpos(ad.adbin, '''' || q.relname || '''') > 0)
-                 OR strpos(ad.adbin, '''' || q.nspname || '.' || q.relname || '''') > 0)
+             ON ad.adbin = q.nextval_default
+             OR (starts_with(ad.adbin, 'nextval(')
+                 AND ((q.nspname = n.nspname AND strpos(ad.adbin, '''' || q.relname || '''') > 0)
+                      OR strpos(ad.adbin, '''' || q.nspname || '.' || q.relname || '''') > 0))
          UNION ALL
          SELECT CAST(1259 AS INT), vc.oid, CAST(0 AS INT), CAST(1259 AS INT), rc.oid,
                 CAST(0 AS INT), 'n'
@@ -508,6 +549,17 @@ const VIEWS: [(&str, &str); 25] = [
            LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = k.oid AND a.attname = c.column_name
            LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
            LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = k.oid AND d.adnum = a.attnum",
+    ),
+    (
+        "pg_indexes",
+        "SELECT n.nspname AS schemaname, c.relname AS tablename, i.relname AS indexname,
+                CAST(NULL AS VARCHAR) AS tablespace, d.brook_def AS indexdef
+           FROM pg_catalog.pg_index x
+           JOIN pg_catalog.pg_class c ON c.oid = x.indrelid
+           JOIN pg_catalog.pg_class i ON i.oid = x.indexrelid
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+           JOIN pg_catalog.brook_index_defs d
+             ON d.brook_indexrelid = x.indexrelid AND d.brook_colno = 0",
     ),
 ];
 

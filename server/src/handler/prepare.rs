@@ -27,10 +27,11 @@ impl Session {
         types: Vec<SqlType>,
         mut statement: Statement,
     ) -> Result<Outcome> {
-        if self.prepared.contains_key(&name.value) {
+        let key = crate::ident::ident_name(&name);
+        if self.prepared.contains_key(&key) {
             return Err(BrookError::DuplicateObject {
                 what: "prepared statement",
-                name: name.value,
+                name: key,
                 code: "42P05",
             });
         }
@@ -51,7 +52,7 @@ impl Session {
         };
         let nulls = vec![Expr::Value(Value::Null.into()); parameters];
         self.plan(prepared.bind(&nulls)).await?;
-        self.prepared.insert(name.value, prepared);
+        self.prepared.insert(key, prepared);
         Ok(Outcome::Command("PREPARE".into()))
     }
 
@@ -74,7 +75,8 @@ impl Session {
                 "syntax error: EXECUTE needs a statement name"
             ));
         };
-        let key = name.to_string();
+        // the statement's name as PREPARE keeps it (unquoted, case as folded)
+        let key = crate::ident::object_parts(name)?.join(".");
         let prepared = self.prepared.get(&key).ok_or_else(|| not_prepared(&key))?;
         if parameters.len() != prepared.parameters {
             return Err(brook_err!(
@@ -93,7 +95,7 @@ impl Session {
         if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") {
             self.prepared.clear();
         } else {
-            self.prepared.remove(&name.value);
+            self.prepared.remove(&crate::ident::ident_name(name));
         }
         Outcome::Command("DEALLOCATE".into())
     }

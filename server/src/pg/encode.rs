@@ -148,7 +148,10 @@ impl<'a> ColumnView<'a> {
 
     /// True when row `i` is NULL.
     pub fn is_null(&self, i: usize) -> bool {
-        self.array().is_null(i)
+        let a = self.array();
+        // A NullArray (`SELECT NULL AS x`) has no null buffer: its nulls are logical only
+        // (Array::is_null says false, and the row went out as an empty string).
+        a.is_null(i) || *a.data_type() == DataType::Null
     }
 
     /// Append the PostgreSQL text form of row `i` (not NULL) to `out`.
@@ -566,6 +569,15 @@ mod tests {
         let mut s = String::new();
         format_float(v, 15, None, &mut s);
         s
+    }
+
+    /// `SELECT NULL AS x` is a column of Arrow's Null type, whose rows are NULL though it
+    /// has no null buffer: they go out as NULL, not as empty strings.
+    #[test]
+    fn an_untyped_null_column_is_null() {
+        let col: ArrayRef = Arc::new(datafusion::arrow::array::NullArray::new(2));
+        let view = ColumnView::new(&col, &Field::new("x", DataType::Null, true)).unwrap();
+        assert!(view.is_null(0) && view.is_null(1));
     }
 
     #[test]
