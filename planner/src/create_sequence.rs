@@ -209,6 +209,88 @@ pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
     Ok(Some(out))
 }
 
+/// `... ADD GENERATED ... AS IDENTITY (SEQUENCE NAME s ...)` (pg_dump's form) without the
+/// `SEQUENCE NAME` option, which sqlparser does not read. Brook names an identity
+/// column's sequence `<table>_<column>_seq`, as PostgreSQL does by default and as pg_dump
+/// then writes it; another name is 0A000 rather than silently a different sequence.
+/// None when the text has no such option.
+pub fn identity_sequence_name(text: &str) -> Result<Option<String>> {
+    let upper = text.to_ascii_uppercase();
+    if !(upper.contains("IDENTITY") && upper.contains("SEQUENCE") && upper.contains("NAME")) {
+        return Ok(None);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {
+        return Ok(None);
+    };
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let is = |k: usize, w: &str| {
+        words
+            .get(k)
+            .and_then(|t| word(t))
+            .is_some_and(|x| x.eq_ignore_ascii_case(w))
+    };
+    let Some(at) = (0..words.len()).find(|&k| is(k, "SEQUENCE") && is(k + 1, "NAME")) else {
+        return Ok(None);
+    };
+    // the name: words and dots up to the next option or the closing parenthesis
+    let mut end = at + 2;
+    while end < words.len()
+        && (matches!(words[end].token, Token::Period)
+            || (word(words[end])
+                .is_some_and(|w| option_rank(w).is_none() && !w.eq_ignore_ascii_case("NO"))
+                && !matches!(words[end].token, Token::RParen)))
+    {
+        end += 1;
+    }
+    let mut offsets = LineOffsets::new(text);
+    let (start_byte, _) = span_bytes(&mut offsets, words[at]);
+    let given: String = words[at + 2..end]
+        .iter()
+        .map(|t| t.token.to_string())
+        .collect();
+    let (_, last_byte) = span_bytes(&mut offsets, words[end - 1]);
+    let stripped = format!("{}{}", &text[..start_byte], &text[last_byte..]);
+    let stripped = stripped.replace("( )", "").replace("()", "");
+    // the name PostgreSQL would choose for the altered column
+    let ordered = identity_options_in_order(&stripped)?.unwrap_or_else(|| stripped.clone());
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &ordered)?;
+    let expected = match parsed.first() {
+        Some(Statement::AlterTable(at)) => at.operations.iter().find_map(|op| match op {
+            datafusion::sql::sqlparser::ast::AlterTableOperation::AlterColumn {
+                column_name,
+                ..
+            } => {
+                let table = at.name.0.last()?.as_ident()?;
+                Some(format!(
+                    "{}_{}_seq",
+                    brook_common::ident::ident_name(table),
+                    brook_common::ident::ident_name(column_name)
+                ))
+            }
+            _ => None,
+        }),
+        _ => None,
+    };
+    let given_name = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&given)?
+        .parse_object_name(false)?;
+    let given_last = given_name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(brook_common::ident::ident_name);
+    if expected.is_none() || given_last != expected {
+        return Err(brook_err!(
+            Unsupported,
+            "SEQUENCE NAME {given} for an identity column (its sequence is named <table>_<column>_seq)"
+        ));
+    }
+    Ok(Some(ordered))
+}
+
 /// The rank of words sqlparser does not read as an option: after the others, so that its
 /// error names them.
 const ORDER_LAST: usize = 6;

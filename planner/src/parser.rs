@@ -389,6 +389,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(plain) = plain_catalog_operators(text)? {
         return parse_one(&plain);
     }
+    if let Some(unnamed) = crate::create_sequence::identity_sequence_name(text)? {
+        return parse_one(&unnamed);
+    }
     if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
         return parse_one(&reordered);
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # pg_dump round trip: a database with a SERIAL table (primary key, index, defaults, a
-# comment), a sequence, a view and a stream is dumped by pg_dump 18 and restored into a
+# comment), an identity column, quoted names in another schema, a sequence, a view and a
+# stream is dumped by pg_dump 18 and restored into a
 # second Brook database and into PostgreSQL 18; the restored tables hold the same rows, and
 # the sequences continue after the values handed out (none is handed out twice).
 set -euo pipefail
@@ -26,6 +27,8 @@ CREATE SCHEMA "Sch X";
 CREATE TABLE "Sch X"."Weird T" ("Id" serial PRIMARY KEY, "select" text NOT NULL, u uuid, iv interval, n numeric(12,4));
 INSERT INTO "Sch X"."Weird T" ("select", u, iv, n) VALUES (E'tab\there', '0b6f8c1e-0000-4000-8000-000000000001', '1 day 02:00:00', 12.3456), ('quote''s', NULL, NULL, NULL);
 CREATE INDEX "idx A" ON "Sch X"."Weird T" ("select");
+CREATE TABLE ident (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);
+INSERT INTO ident (v) VALUES ('a'), ('b');
 SQL
 dump=$(mktemp)
 "$PGBIN/pg_dump" -h 127.0.0.1 -p "$BROOK_PORT" -U brook brook >"$dump"
@@ -48,6 +51,8 @@ check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('item
 next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
 [ "$next" -gt 4 ] || { echo "pg_dump: restored SERIAL reused a value: $next"; exit 1; }
 [ "$("${P[@]}" -d restored -c "SELECT nextval('tickets')")" -gt 110 ] || { echo "pg_dump: restored sequence went back"; exit 1; }
+next=$("${P[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | head -1)
+[ "$next" -gt 2 ] || { echo "pg_dump: restored identity reused a value: $next"; exit 1; }
 
 # into PostgreSQL 18 (run as an unprivileged user, as initdb requires)
 id brookpg >/dev/null 2>&1 || useradd -M brookpg 2>/dev/null || true
@@ -74,3 +79,5 @@ check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d from_archive -c "$rows"
 rm -f "$dump.fc"
 next=$("${Q[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
 [ "$next" -gt 4 ] || { echo "pg_dump: PostgreSQL's SERIAL reused a value: $next"; exit 1; }
+next=$("${Q[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | head -1)
+[ "$next" -gt 2 ] || { echo "pg_dump: PostgreSQL's identity reused a value: $next"; exit 1; }

@@ -42,6 +42,43 @@ impl Engine {
         })
     }
 
+    /// Make a column of `schema.table` an identity column: `meta` is the new definition,
+    /// `seq` the sequence its column (the one whose `identity` is set and has no default
+    /// yet) owns, named `<table>_<column>_seq`; both in one catalog update.
+    pub fn add_identity(
+        &self,
+        db: &Database,
+        schema: &str,
+        table: &str,
+        meta: RelationMeta,
+        seq: SequenceMeta,
+    ) -> Result<()> {
+        let registered = self.catalog.update(|doc| {
+            let mut m = meta.clone();
+            let col = m
+                .columns
+                .iter_mut()
+                .find(|c| c.identity.is_some() && c.default.is_none())
+                .ok_or_else(|| brook_err!(Internal, "no new identity column"))?;
+            let name = crate::catalog::sequence::owned_name(
+                doc.schema_mut(&db.name, schema)?,
+                table,
+                &col.name,
+            );
+            let mut q = seq.clone();
+            q.id = doc.next_id;
+            doc.next_id += 1;
+            q.owned_by = Some((table.to_string(), col.name.clone()));
+            col.default = Some(nextval_default(schema, &name));
+            let s = doc.schema_mut(&db.name, schema)?;
+            s.sequences.insert(name, q);
+            s.relations.insert(table.to_string(), m.clone());
+            Ok(m)
+        })?;
+        self.register(db, schema, table, registered)?;
+        self.register_views(db)
+    }
+
     /// Drop sequence `schema.name`. Column defaults that take values from it are
     /// dependents: without `cascade` the drop is refused (2BP01), with it they are removed;
     /// an identity column's sequence can only go with its table.

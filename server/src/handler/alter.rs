@@ -189,6 +189,27 @@ impl Session {
                     drop(txn);
                     meta = next;
                 }
+                AlterTableOperation::AlterColumn {
+                    column_name,
+                    op:
+                        ast::AlterColumnOperation::AddGenerated {
+                            generated_as,
+                            sequence_options,
+                        },
+                } => {
+                    let txn = self.begin_write(&meta, &store, false).await?;
+                    let (next, seq) = self.add_identity(
+                        &meta,
+                        &name,
+                        &column_name,
+                        generated_as,
+                        sequence_options.unwrap_or_default(),
+                    )?;
+                    self.engine
+                        .add_identity(&self.db, &schema, &name, next.clone(), seq)?;
+                    drop(txn);
+                    meta = next;
+                }
                 AlterTableOperation::AlterColumn { column_name, op } => {
                     // Under the write lock (an empty transaction, never committed), so SET
                     // NOT NULL checks every row there will be; writers planned against the

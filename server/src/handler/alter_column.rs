@@ -1,15 +1,16 @@
 //! ALTER TABLE operations that change the catalog only: RENAME TO, ALTER COLUMN SET/DROP
-//! DEFAULT and SET/DROP NOT NULL, ADD PRIMARY KEY (after checking the rows).
+//! DEFAULT, SET/DROP NOT NULL and ADD GENERATED AS IDENTITY, ADD PRIMARY KEY (after
+//! checking the rows).
 
 use crate::catalog::{RelKind, RelationMeta};
 use crate::ident::{ident_name, object_parts};
 use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::keys::KeyCheck;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::Array;
 use datafusion::sql::sqlparser::ast::{
-    AlterColumnOperation, Expr, Ident, ObjectName, PrimaryKeyConstraint,
+    self, AlterColumnOperation, Expr, Ident, ObjectName, PrimaryKeyConstraint,
 };
 use std::sync::Arc;
 
@@ -116,6 +117,59 @@ impl Session {
 }
 
 impl Session {
+    /// `ALTER TABLE t ALTER COLUMN c ADD GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY
+    /// [(options)]` (how pg_dump restores an identity column): the column must be an
+    /// integer declared NOT NULL without a default (55000 / 42601 as PostgreSQL). The new
+    /// definition and the sequence the column will own; rows already there keep their
+    /// values.
+    pub(crate) fn add_identity(
+        &self,
+        meta: &RelationMeta,
+        relation: &str,
+        column: &Ident,
+        generated_as: Option<ast::GeneratedAs>,
+        options: Vec<ast::SequenceOptions>,
+    ) -> Result<(RelationMeta, crate::catalog::sequence::SequenceMeta)> {
+        let cname = ident_name(column);
+        let i = meta.column_index(&cname, relation)?;
+        let col = &meta.columns[i];
+        if !(col.not_null || meta.primary_key.contains(&i)) {
+            return Err(BrookError::ObjectState(format!(
+                "column \"{cname}\" of relation \"{relation}\" must be declared NOT NULL before identity can be added"
+            )));
+        }
+        if col.identity.is_some() {
+            return Err(BrookError::ObjectState(format!(
+                "column \"{cname}\" of relation \"{relation}\" is already an identity column"
+            )));
+        }
+        if col.default.is_some() {
+            return Err(BrookError::ObjectState(format!(
+                "column \"{cname}\" of relation \"{relation}\" already has a default value"
+            )));
+        }
+        let kind = match generated_as {
+            Some(ast::GeneratedAs::ByDefault) => ast::GeneratedAs::ByDefault,
+            _ => ast::GeneratedAs::Always,
+        };
+        let mut probe = col.clone();
+        let option = ast::ColumnOptionDef {
+            name: None,
+            option: ast::ColumnOption::Generated {
+                generated_as: kind,
+                sequence_options: Some(options),
+                generation_expr: None,
+                generation_expr_mode: None,
+                generated_keyword: true,
+            },
+        };
+        let seq = crate::handler::sequence::owned_sequence(&mut probe, false, &[option])?
+            .ok_or_else(|| brook_err!(Internal, "identity without a sequence"))?;
+        let mut next = meta.clone();
+        next.columns[i] = probe;
+        Ok((next, seq))
+    }
+
     /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY (columns)` (pg_dump adds keys
     /// so, after the data): the rows already there must have no NULL and no duplicate key
     /// (23502, 23505). The relation's definition with the key.
