@@ -141,6 +141,22 @@ fn word(t: &TokenWithSpan) -> Option<&str> {
     }
 }
 
+/// The tokens that are not whitespace.
+fn significant(tokens: &[TokenWithSpan]) -> Vec<&TokenWithSpan> {
+    tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect()
+}
+
+/// True when token `k` is the word `w` (any case).
+fn is_word(words: &[&TokenWithSpan], k: usize, w: &str) -> bool {
+    words
+        .get(k)
+        .and_then(|t| word(t))
+        .is_some_and(|x| x.eq_ignore_ascii_case(w))
+}
+
 /// `text` with the options of each `AS IDENTITY ( ... )` in sqlparser's order; None when
 /// no list is out of that order.
 pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
@@ -151,16 +167,8 @@ pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
         // The parser reports the error with its position.
         return Ok(None);
     };
-    let words: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .collect();
-    let is = |k: usize, w: &str| {
-        words
-            .get(k)
-            .and_then(|t| word(t))
-            .is_some_and(|x| x.eq_ignore_ascii_case(w))
-    };
+    let words = significant(&tokens);
+    let is = |k: usize, w: &str| is_word(&words, k, w);
     let mut offsets = LineOffsets::new(text);
     let (mut out, mut copied) = (String::new(), 0usize);
     let mut i = 0;
@@ -222,16 +230,8 @@ pub fn identity_sequence_name(text: &str) -> Result<Option<String>> {
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {
         return Ok(None);
     };
-    let words: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .collect();
-    let is = |k: usize, w: &str| {
-        words
-            .get(k)
-            .and_then(|t| word(t))
-            .is_some_and(|x| x.eq_ignore_ascii_case(w))
-    };
+    let words = significant(&tokens);
+    let is = |k: usize, w: &str| is_word(&words, k, w);
     let Some(at) = (0..words.len()).find(|&k| is(k, "SEQUENCE") && is(k + 1, "NAME")) else {
         return Ok(None);
     };

@@ -35,6 +35,9 @@ dump=$(mktemp)
 grep -q "ALTER SEQUENCE public.items_id_seq OWNED BY public.items.id" "$dump" || { echo "pg_dump: no OWNED BY"; exit 1; }
 grep -q "COMMENT ON TABLE public.items IS 'things we sell'" "$dump" || { echo "pg_dump: no comment"; exit 1; }
 
+"$PGBIN/pg_dumpall" -h 127.0.0.1 -p "$BROOK_PORT" -U brook >"$dump.all"
+grep -q "^CREATE ROLE brook;" "$dump.all" && grep -q "^CREATE TABLE public.items" "$dump.all" || { echo "pg_dumpall: no role or table"; exit 1; }
+rm -f "$dump.all"
 grep -q '"select" text NOT NULL' "$dump" || { echo "pg_dump: NOT NULL lost"; exit 1; }
 grep -q 'CREATE INDEX "idx A" ON "Sch X"."Weird T" USING btree ("select")' "$dump" || { echo "pg_dump: index not quoted"; exit 1; }
 weird='SELECT "Id", "select", u, iv, n FROM "Sch X"."Weird T" ORDER BY "Id"'

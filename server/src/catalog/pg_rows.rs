@@ -54,6 +54,19 @@ impl Computed {
         }
     }
 
+    /// `brook_databases`: every database of the server, with a stable oid (PostgreSQL's
+    /// for `template1`, 1, and `postgres`, 5; others from their name).
+    pub(super) fn databases(source: Source) -> Computed {
+        Computed {
+            schema: Arc::new(Schema::new(vec![
+                Field::new("datname", DataType::Utf8, false),
+                Field::new("oid", DataType::Int32, false),
+            ])),
+            source,
+            rows: database_rows,
+        }
+    }
+
     /// `brook_storage`: the bytes on disk of every relation of every database.
     pub(super) fn storage(source: Source) -> Computed {
         Computed {
@@ -377,6 +390,35 @@ fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             Arc::new(StringArray::from(default)),
         ],
     )?)
+}
+
+fn database_rows(doc: &CatalogDoc, _source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
+    let names: Vec<&String> = doc.databases.keys().collect();
+    let oids: Vec<i32> = names.iter().map(|n| database_oid(n)).collect();
+    Ok(RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from_iter_values(names)) as ArrayRef,
+            Arc::new(Int32Array::from(oids)),
+        ],
+    )?)
+}
+
+/// A database's oid: the same every time the server lists it (pg_database is shared by
+/// all databases, and each database's context would number them its own way). FNV-1a of
+/// the name, above the range PostgreSQL reserves for its own objects.
+fn database_oid(name: &str) -> i32 {
+    match name {
+        "template1" => 1,
+        "postgres" => 5,
+        _ => {
+            let hash = name.bytes().fold(0x811c_9dc5u32, |h, b| {
+                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+            });
+            // 16384 ..= i32::MAX
+            16384 + (hash % (i32::MAX as u32 - 16384)) as i32
+        }
+    }
 }
 
 fn storage_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {

@@ -97,6 +97,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
     overlay.add("brook_views", Arc::new(Computed::views(source.clone())));
     overlay.add(
+        "brook_databases",
+        Arc::new(Computed::databases(source.clone())),
+    );
+    overlay.add(
         "brook_view_deps",
         Arc::new(Computed::view_deps(source.clone())),
     );
@@ -147,7 +151,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 29] = [
+const VIEWS: [(&str, &str); 30] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -251,20 +255,23 @@ const VIEWS: [(&str, &str); 29] = [
                 r.rolconfig AS rolconfig, CAST(10 AS INT) AS oid
            FROM pg_catalog.brook_base_pg_roles r",
     ),
-    // Databases: the crate's rows with `datcollversion` (pg_dump's archive formats read it),
-    // the locale provider as PostgreSQL's one-letter code, and no ACL (Brook grants nothing).
+    // Databases: every database of the server (the crate lists those of this database's
+    // context only), each with one oid whichever database is asked; `datcollversion`
+    // (pg_dump's archive formats read it), the locale provider as PostgreSQL's one-letter
+    // code, no ACL (Brook grants nothing).
     (
         "pg_database",
-        "SELECT d.oid AS oid, d.datname AS datname, d.datdba AS datdba, d.encoding AS encoding,
-                CASE d.datlocprovider WHEN 'libc' THEN 'c' WHEN 'icu' THEN 'i'
-                     ELSE d.datlocprovider END AS datlocprovider, d.datistemplate AS datistemplate,
-                d.datallowconn AS datallowconn, d.datconnlimit AS datconnlimit,
-                d.datlastsysoid AS datlastsysoid, d.datfrozenxid AS datfrozenxid,
-                d.datminmxid AS datminmxid, d.dattablespace AS dattablespace,
-                d.datcollate AS datcollate, d.datctype AS datctype,
+        "SELECT b.oid AS oid, b.datname AS datname, CAST(10 AS INT) AS datdba,
+                COALESCE(d.encoding, CAST(6 AS INT)) AS encoding, 'c' AS datlocprovider,
+                b.datname = 'template1' AS datistemplate, true AS datallowconn,
+                CAST(-1 AS INT) AS datconnlimit, d.datlastsysoid AS datlastsysoid,
+                d.datfrozenxid AS datfrozenxid, d.datminmxid AS datminmxid,
+                COALESCE(d.dattablespace, CAST(1663 AS INT)) AS dattablespace,
+                'C' AS datcollate, 'C' AS datctype,
                 d.daticulocale AS daticulocale, d.daticurules AS daticurules,
                 CAST(NULL AS VARCHAR) AS datcollversion, CAST(NULL AS VARCHAR[]) AS datacl
-           FROM pg_catalog.brook_base_pg_database d",
+           FROM pg_catalog.brook_databases b
+           LEFT JOIN pg_catalog.brook_base_pg_database d ON d.datname = b.datname",
     ),
     // pg_authid: the one role (the crate's rows are another installation's roles, one with
     // a password hash); its password is the server's `--password-file`, never shown.
@@ -275,6 +282,13 @@ const VIEWS: [(&str, &str); 29] = [
                 false AS rolreplication, false AS rolbypassrls, CAST(-1 AS INT) AS rolconnlimit,
                 CAST(NULL AS VARCHAR) AS rolpassword,
                 CAST(NULL AS TIMESTAMP WITH TIME ZONE) AS rolvaliduntil",
+    ),
+    // Tablespaces: the built-in two, no options or ACL (arrays, as pg_dumpall reads them).
+    (
+        "pg_tablespace",
+        "SELECT t.oid AS oid, t.spcname AS spcname, CAST(10 AS INT) AS spcowner,
+                CAST(NULL AS VARCHAR[]) AS spcacl, CAST(NULL AS VARCHAR[]) AS spcoptions
+           FROM pg_catalog.brook_base_pg_tablespace t",
     ),
     (
         "pg_namespace",

@@ -55,6 +55,14 @@ pub fn register(ctx: &SessionContext) {
     ] {
         ctx.register_udf(udf.as_ref().clone());
     }
+    // PostgreSQL's `gen_random_uuid()` (a version-4 uuid; ORMs use it as a default) is
+    // DataFusion's `uuid()`.
+    ctx.register_udf(
+        datafusion::functions::string::uuid()
+            .as_ref()
+            .clone()
+            .with_aliases(["gen_random_uuid"]),
+    );
     ctx.register_udf(create_udf(
         brook_planner::pg_functions::UUID_CAST,
         vec![DataType::Utf8],

@@ -59,6 +59,19 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(PgTypeof {
         signature: Signature::any(1, Volatility::Immutable),
     }));
+    // Brook's tablespaces are PostgreSQL's two built-in ones, whose location is the data
+    // directory: an empty text, as PostgreSQL answers for them (pg_dumpall asks).
+    ctx.register_udf(create_udf(
+        "pg_tablespace_location",
+        vec![DataType::Int64],
+        DataType::Utf8,
+        Volatility::Stable,
+        Arc::new(|_args: &[ColumnarValue]| {
+            Ok(ColumnarValue::Scalar(ScalarValue::Utf8(
+                Some(String::new()),
+            )))
+        }),
+    ));
     // Brook's functions are built in, none has an SQL-standard body (`BEGIN ATOMIC`).
     null_text(
         ctx,
