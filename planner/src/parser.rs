@@ -384,10 +384,49 @@ fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
     Ok(Some(out))
 }
 
+/// The text with a comparison operator glued to the sign of the number after it split in
+/// two (`a<>-1` is `a <> -1`): PostgreSQL's lexer drops a trailing `+`/`-` from an
+/// operator made only of `< > = !` characters, sqlparser reads `<>-` as one unknown
+/// operator. None when the text has none.
+fn split_signed_comparisons(text: &str) -> Result<Option<String>> {
+    if !text.contains("-") && !text.contains("+") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let glued = |op: &str| {
+        let (head, sign) = op.split_at(op.len().saturating_sub(1));
+        matches!(sign, "+" | "-") && matches!(head, "=" | "<>" | "!=" | "<" | ">" | "<=" | ">=")
+    };
+    if !tokens
+        .iter()
+        .any(|t| matches!(t, Token::CustomBinaryOperator(op) if glued(op)))
+    {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len() + 4);
+    for t in &tokens {
+        match t {
+            Token::CustomBinaryOperator(op) if glued(op) => {
+                let (head, sign) = op.split_at(op.len() - 1);
+                out.push_str(head);
+                out.push(' ');
+                out.push_str(sign);
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Parse one statement's text.
 pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(plain) = plain_catalog_operators(text)? {
         return parse_one(&plain);
+    }
+    if let Some(split) = split_signed_comparisons(text)? {
+        return parse_one(&split);
     }
     if let Some(unnamed) = crate::create_sequence::identity_sequence_name(text)? {
         return parse_one(&unnamed);
@@ -579,7 +618,8 @@ fn parse_alter_owner(text: &str) -> Result<Option<BrookStatement>> {
         .collect::<Vec<_>>()
         .join(" ");
     let mut rest = &words[1 + kind_words..n - 3];
-    if rest.len() >= 2 && keyword(rest[0], "IF") && keyword(rest[1], "EXISTS") {
+    let if_exists = rest.len() >= 2 && keyword(rest[0], "IF") && keyword(rest[1], "EXISTS");
+    if if_exists {
         rest = &rest[2..];
     }
     if rest.first().is_some_and(|t| keyword(t, "ONLY")) {
@@ -597,6 +637,7 @@ fn parse_alter_owner(text: &str) -> Result<Option<BrookStatement>> {
         } else {
             role.value.to_ascii_lowercase()
         },
+        if_exists,
     })))
 }
 

@@ -105,6 +105,8 @@ pub enum StatementBody {
         kind: String,
         name: ObjectName,
         role: String,
+        /// `IF EXISTS`: a missing object is skipped with a notice.
+        if_exists: bool,
     },
     /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
     FetchWith {

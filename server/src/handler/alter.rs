@@ -14,11 +14,27 @@ impl Session {
     /// the object must exist (42P01 / 3F000 / 3D000) and the role be that one (or
     /// CURRENT_USER / SESSION_USER / CURRENT_ROLE); another role does not exist (42704).
     pub(crate) fn alter_owner(
-        &self,
+        &mut self,
         kind: &str,
         name: &ast::ObjectName,
         role: &str,
+        if_exists: bool,
     ) -> Result<Outcome> {
+        match self.check_owner(kind, name, role) {
+            // IF EXISTS: a missing object is skipped with a notice, as in PostgreSQL
+            Err(
+                e @ (BrookError::UndefinedTable(_)
+                | BrookError::UndefinedSchema(_)
+                | BrookError::UndefinedDatabase(_)),
+            ) if if_exists => {
+                self.notices.push(format!("{e}, skipping"));
+                Ok(Outcome::Command(format!("ALTER {kind}")))
+            }
+            other => other,
+        }
+    }
+
+    fn check_owner(&self, kind: &str, name: &ast::ObjectName, role: &str) -> Result<Outcome> {
         let is_self =
             ["current_user", "session_user", "current_role"].contains(&role) || role == self.user;
         if !is_self {

@@ -51,7 +51,12 @@ impl Session {
             },
             StatementBody::CreateStream(cs) => self.create_stream(*cs).await,
             StatementBody::AlterSequence(a) => self.alter_sequence(*a),
-            StatementBody::AlterOwner { kind, name, role } => self.alter_owner(&kind, &name, &role),
+            StatementBody::AlterOwner {
+                kind,
+                name,
+                role,
+                if_exists,
+            } => self.alter_owner(&kind, &name, &role, if_exists),
             StatementBody::DropStream {
                 names,
                 if_exists,

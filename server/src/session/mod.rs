@@ -173,7 +173,15 @@ impl Session {
         schema: &str,
         name: &str,
     ) -> Result<(RelationMeta, Arc<TableStore>)> {
-        let (meta, store) = self.relation(schema, name)?;
+        let (meta, store) = match self.relation(schema, name) {
+            Err(BrookError::UndefinedTable(_)) if self.is_sequence(schema, name) => {
+                return Err(brook_err!(
+                    WrongObjectType,
+                    "cannot change sequence \"{name}\""
+                ))
+            }
+            other => other?,
+        };
         if meta.kind.is_maintained() || meta.kind == RelKind::View {
             return Err(brook_err!(
                 WrongObjectType,
@@ -182,6 +190,15 @@ impl Session {
             ));
         }
         Ok((meta, store))
+    }
+
+    /// True when `schema.name` is a sequence of this database.
+    pub(crate) fn is_sequence(&self, schema: &str, name: &str) -> bool {
+        let doc = self.engine.catalog.read();
+        doc.database(&self.db.name)
+            .ok()
+            .and_then(|d| d.schemas.get(schema))
+            .is_some_and(|s| s.sequences.contains_key(name))
     }
 
     /// NOTICE messages of the statements run since the last call.
