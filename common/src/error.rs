@@ -558,6 +558,20 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::ambiguous_column(m)
     } else if lower.contains("duplicate") && (lower.contains("field") || lower.contains("name")) {
         BrookError::duplicate_column(m)
+    } else if lower.contains("field metadata differs") {
+        // A recursive query whose term yields another declared type than its non-recursive
+        // part (varchar(5) there, text here): PostgreSQL refuses it with 42804 too.
+        BrookError::DatatypeMismatch(format!(
+            "a recursive query's column has one declared type in its non-recursive term and another in its recursive term: {m}"
+        ))
+    } else if let Some(op) = ["UNION", "INTERSECT", "EXCEPT"]
+        .into_iter()
+        .find(|op| m.contains(&format!("{op} queries have different number of columns")))
+    {
+        // PostgreSQL's wording and code for set operations of different widths.
+        BrookError::Syntax(format!(
+            "each {op} query must have the same number of columns"
+        ))
     } else {
         // Not a message Brook knows: reported as internal (XX000, and logged by the wire
         // layer) so that it is seen and classified, never passed off as the user's syntax
@@ -583,6 +597,11 @@ mod tests {
                 "ambiguous column",
                 "Ambiguous reference to unqualified field a",
                 "42702",
+            ),
+            (
+                "set operation of different widths",
+                "EXCEPT queries have different number of columns",
+                "42601",
             ),
             (
                 "duplicate output names",

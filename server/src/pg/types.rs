@@ -140,10 +140,25 @@ impl PgType {
         }
     }
 
-    /// The Arrow field of a column of this type, carrying the declared type as metadata.
+    /// The Arrow field of a column of this type, carrying the declared type as metadata
+    /// where its Arrow type does not tell it (`varchar(n)`, `json`, `uuid`, an
+    /// unconstrained `numeric`, ...). A type the Arrow type names alone (`integer` is
+    /// Int32) carries none: a value computed from the column (`n + 1` in a recursive
+    /// query's term, a UNION branch) then has the column's own field, where metadata on
+    /// one side only made DataFusion refuse the plan ("field metadata differs").
     pub fn field(&self, name: &str, nullable: bool) -> Field {
-        Field::new(name, self.arrow(), nullable)
-            .with_metadata(HashMap::from([(PG_TYPE_KEY.to_string(), self.name())]))
+        let field = Field::new(name, self.arrow(), nullable);
+        if arrow_wire_type(&self.arrow()) == self.wire()
+            && self.typmod() == -1
+            && !self.is_numeric()
+        {
+            return field;
+        }
+        field.with_metadata(HashMap::from([(PG_TYPE_KEY.to_string(), self.name())]))
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(self, PgType::Numeric { .. })
     }
 
     /// The type as PostgreSQL prints it (`integer`, `character varying(10)`, ...).
