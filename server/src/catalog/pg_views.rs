@@ -12,6 +12,9 @@
 //! - `pg_constraint`: one `p` row per primary key, backed by its `pg_index` row;
 //! - `pg_attrdef`: one row per column default, `adbin` the default's SQL text (the
 //!   `pg_get_expr` registered here gives it back);
+//! - `pg_class`'s branches (relations, indexes, sequences) all without the crate's oid
+//!   field metadata (`brook_plain`), which some branches alone made DataFusion refuse the
+//!   UNION's plan (`SELECT DISTINCT relnamespace FROM pg_class` was XX000);
 //! - `pg_class` and `pg_attribute` give the system catalogs PostgreSQL's oids
 //!   (`brook_catalog_oids`: pg_class is 1259, as `'pg_class'::regclass` and `tableoid`);
 //! - `pg_attribute`: the crate's rows with Brook's declared type (`atttypid`, `atttypmod`)
@@ -117,6 +120,15 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(crate::catalog::pg_settings::PgSettings::new()),
     );
     db.register_schema("pg_catalog", overlay.clone())?;
+    // `brook_plain(oid)`: the value without the crate's oid field metadata (the branches
+    // of a UNION must agree on it; a cast to the same type keeps it).
+    ctx.register_udf(datafusion::logical_expr::create_udf(
+        "brook_plain",
+        vec![DataType::Int32],
+        DataType::Int32,
+        Volatility::Immutable,
+        Arc::new(|args: &[ColumnarValue]| Ok(args[0].clone())),
+    ));
     let catalog_oids = catalog_oids_view();
     let views = std::iter::once(("brook_catalog_oids", catalog_oids.as_str()))
         .chain(VIEWS.iter().map(|(n, q)| (*n, *q)));
@@ -195,12 +207,14 @@ const VIEWS: [(&str, &str); 30] = [
     ),
     (
         "pg_class",
-        "SELECT COALESCE(ko.pg_oid, c.oid) AS oid, c.relname AS relname, c.relnamespace AS relnamespace,
-                c.reltype AS reltype, c.reloftype AS reloftype, CAST(10 AS INT) AS relowner,
+        "SELECT COALESCE(ko.pg_oid, c.oid) AS oid, c.relname AS relname,
+                brook_plain(c.relnamespace) AS relnamespace,
+                brook_plain(c.reltype) AS reltype, brook_plain(c.reloftype) AS reloftype,
+                CAST(10 AS INT) AS relowner,
                 c.relam AS relam, c.relfilenode AS relfilenode,
                 c.reltablespace AS reltablespace, c.relpages AS relpages,
                 c.reltuples AS reltuples, c.relallvisible AS relallvisible,
-                c.reltoastrelid AS reltoastrelid,
+                brook_plain(c.reltoastrelid) AS reltoastrelid,
                 (c.relhasindex OR h.indrelid IS NOT NULL) AS relhasindex,
                 c.relisshared AS relisshared, c.relpersistence AS relpersistence,
                 COALESCE(v.relkind, c.relkind) AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
@@ -208,7 +222,7 @@ const VIEWS: [(&str, &str); 30] = [
                 c.relhassubclass AS relhassubclass, c.relrowsecurity AS relrowsecurity,
                 c.relforcerowsecurity AS relforcerowsecurity,
                 c.relispopulated AS relispopulated, c.relreplident AS relreplident,
-                c.relispartition AS relispartition, c.relrewrite AS relrewrite,
+                c.relispartition AS relispartition, brook_plain(c.relrewrite) AS relrewrite,
                 c.relfrozenxid AS relfrozenxid, c.relminmxid AS relminmxid,
                 c.relpartbound AS relpartbound,
                 CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
@@ -222,7 +236,7 @@ const VIEWS: [(&str, &str); 30] = [
              ON v.nsp = c.relnamespace AND v.relname = c.relname
          UNION ALL
          SELECT i.indexrelid AS oid,
-                i.indexname, i.relnamespace, CAST(0 AS INT), CAST(0 AS INT), CAST(10 AS INT),
+                i.indexname, brook_plain(i.relnamespace), CAST(0 AS INT), CAST(0 AS INT), CAST(10 AS INT),
                 CAST(403 AS INT),
                 i.indexrelid AS relfilenode,
                 CAST(0 AS INT), CAST(0 AS INT), CAST(0 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
@@ -232,7 +246,7 @@ const VIEWS: [(&str, &str); 30] = [
                 CAST(NULL AS VARCHAR[]), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_index_rows i
          UNION ALL
-         SELECT q.oid AS oid, q.relname, n.oid AS relnamespace, CAST(0 AS INT), CAST(0 AS INT),
+         SELECT q.oid AS oid, q.relname, brook_plain(n.oid) AS relnamespace, CAST(0 AS INT), CAST(0 AS INT),
                 CAST(10 AS INT), CAST(0 AS INT), q.oid AS relfilenode,
                 CAST(0 AS INT), CAST(1 AS INT), CAST(1 AS DOUBLE), CAST(0 AS INT), CAST(0 AS INT),
                 false, false, 'p', 'S', CAST(3 AS SMALLINT),
