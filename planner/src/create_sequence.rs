@@ -12,7 +12,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
-use crate::parser::{span_bytes, LineOffsets};
+use crate::lexical::{span_bytes, LineOffsets};
 
 /// The rest of a `CREATE [TEMPORARY] SEQUENCE` after `SEQUENCE`.
 pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Statement> {

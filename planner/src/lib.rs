@@ -53,6 +53,7 @@ pub mod function_alias;
 pub mod information_schema;
 pub mod interval_scale;
 pub mod json_ops;
+pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;
 pub mod parser;

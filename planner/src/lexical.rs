@@ -1,0 +1,258 @@
+//! The statement text as PostgreSQL's lexer reads it, where sqlparser reads it otherwise:
+//! a query string split into statements at top-level semicolons (with each statement's
+//! place in the string, for error positions), byte offsets of token locations, and the
+//! spellings rewritten before parsing (`OPERATOR(pg_catalog.=)`, `a<>-1`), and Brook's
+//! trailing clauses (`EMIT ...`, `WITH ERROR ...`) taken off the text.
+
+use crate::statement::{Emit, ErrorBudget};
+use brook_common::{brook_err, Result};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+/// Split at top-level semicolons, keeping each statement's original text (the compatibility
+/// rewrites match on tokens of the text the client sent).
+pub fn split_statements(sql: &str) -> Result<Vec<String>> {
+    Ok(split_statements_at(sql)?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect())
+}
+
+/// [`split_statements`], each statement with the byte offset where it starts.
+pub(crate) fn split_statements_at(sql: &str) -> Result<Vec<(usize, String)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let mut offsets = LineOffsets::new(sql);
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut end = 0usize;
+    for t in &tokens {
+        match &t.token {
+            Token::SemiColon => {
+                if let Some(s) = start.take() {
+                    out.push((s, sql[s..end].to_string()));
+                }
+            }
+            Token::Whitespace(_) | Token::EOF => {}
+            _ => {
+                let (s, e) = span_bytes(&mut offsets, t);
+                if start.is_none() {
+                    start = Some(s);
+                }
+                end = e;
+            }
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, sql[s..end].to_string()));
+    }
+    Ok(out)
+}
+
+pub(crate) fn span_bytes(offsets: &mut LineOffsets<'_>, t: &TokenWithSpan) -> (usize, usize) {
+    let s = offsets.byte(t.span.start.line, t.span.start.column);
+    let e = offsets.byte(t.span.end.line, t.span.end.column);
+    (s, e)
+}
+
+/// Maps sqlparser's (line, column) locations — 1-based, counted in characters — to byte
+/// offsets of the original text. Tokens are asked for in order, so a cursor moves forward
+/// through the text: linear in its length however long a line is (walking each line from
+/// its start per token made a 100 K-element IN list on one line take a minute).
+pub(crate) struct LineOffsets<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+    /// Where the cursor is: line, column (both 1-based) and byte offset.
+    line: u64,
+    column: u64,
+    byte: usize,
+}
+
+impl<'a> LineOffsets<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        for (i, c) in text.char_indices() {
+            if c == '\n' {
+                starts.push(i + 1);
+            }
+        }
+        LineOffsets {
+            text,
+            starts,
+            line: 1,
+            column: 1,
+            byte: 0,
+        }
+    }
+
+    pub(crate) fn byte(&mut self, line: u64, column: u64) -> usize {
+        if line != self.line || column < self.column {
+            let Some(&ls) = self.starts.get(line.saturating_sub(1) as usize) else {
+                return self.text.len();
+            };
+            (self.line, self.column, self.byte) = (line, 1, ls);
+        }
+        while self.column < column {
+            match self.text[self.byte..].chars().next() {
+                Some(c) if c != '\n' => {
+                    self.byte += c.len_utf8();
+                    self.column += 1;
+                }
+                _ => break,
+            }
+        }
+        self.byte
+    }
+}
+
+/// The text with each `OPERATOR(pg_catalog.op)` written as the plain operator `op` (the
+/// same operator: every operator lives in pg_catalog). psql and pg_dump write them so;
+/// sqlparser reads the form between two operands but not before `ANY`/`ALL`
+/// (`c.relkind OPERATOR(pg_catalog.=) ANY (array[...])`, pg_dump's `-t`). None when the
+/// text has none.
+pub(crate) fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
+    if !text.contains("OPERATOR(pg_catalog.") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = |k: usize| tokens.get(i + k);
+        if word(t(0), "OPERATOR")
+            && t(1) == Some(&Token::LParen)
+            && word(t(2), "pg_catalog")
+            && t(3) == Some(&Token::Period)
+            && t(5) == Some(&Token::RParen)
+        {
+            if let Some(op) = t(4) {
+                out.push_str(&op.to_string());
+                i += 6;
+                continue;
+            }
+        }
+        out.push_str(&tokens[i].to_string());
+        i += 1;
+    }
+    Ok(Some(out))
+}
+
+/// The text with a comparison operator glued to the sign of the number after it split in
+/// two (`a<>-1` is `a <> -1`): PostgreSQL's lexer drops a trailing `+`/`-` from an
+/// operator made only of `< > = !` characters, sqlparser reads `<>-` as one unknown
+/// operator. None when the text has none.
+pub(crate) fn split_signed_comparisons(text: &str) -> Result<Option<String>> {
+    if !text.contains("-") && !text.contains("+") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let glued = |op: &str| {
+        let (head, sign) = op.split_at(op.len().saturating_sub(1));
+        matches!(sign, "+" | "-") && matches!(head, "=" | "<>" | "!=" | "<" | ">" | "<=" | ">=")
+    };
+    if !tokens
+        .iter()
+        .any(|t| matches!(t, Token::CustomBinaryOperator(op) if glued(op)))
+    {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len() + 4);
+    for t in &tokens {
+        match t {
+            Token::CustomBinaryOperator(op) if glued(op) => {
+                let (head, sign) = op.split_at(op.len() - 1);
+                out.push_str(head);
+                out.push(' ');
+                out.push_str(sign);
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// which it was.
+pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let cut = |first: &TokenWithSpan, last: &TokenWithSpan| {
+        let mut offsets = LineOffsets::new(text);
+        let (start, _) = span_bytes(&mut offsets, first);
+        let (_, end) = span_bytes(&mut offsets, last);
+        format!("{}{}", &text[..start], &text[end..])
+    };
+    for (i, w) in words.iter().enumerate() {
+        if !is(w, "EMIT") {
+            continue;
+        }
+        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
+        if next(1, "CHANGES") {
+            return Ok(Some((cut(w, words[i + 1]), Emit::Changes)));
+        }
+        if next(1, "ON") && next(2, "WINDOW") && next(3, "CLOSE") {
+            return Ok(Some((cut(w, words[i + 3]), Emit::OnWindowClose)));
+        }
+    }
+    Ok(None)
+}
+
+/// A trailing `WITH ERROR e [CONFIDENCE c]`: the text without it, and the budget.
+pub(crate) fn strip_budget(text: &str) -> Result<Option<(String, ErrorBudget)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| {
+            !matches!(
+                t.token,
+                Token::Whitespace(_) | Token::EOF | Token::SemiColon
+            )
+        })
+        .collect();
+    let is = |i: usize, w: &str| {
+        words.get(i).is_some_and(|t| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w)))
+    };
+    let number = |i: usize| match words.get(i).map(|t| &t.token) {
+        Some(Token::Number(n, _)) => n.parse::<f64>().ok(),
+        _ => None,
+    };
+    let n = words.len();
+    let (start, confidence) =
+        if n >= 5 && is(n - 5, "WITH") && is(n - 4, "ERROR") && is(n - 2, "CONFIDENCE") {
+            (n - 5, Some(number(n - 1)))
+        } else if n >= 3 && is(n - 3, "WITH") && is(n - 2, "ERROR") {
+            (n - 3, None)
+        } else {
+            return Ok(None);
+        };
+    let bad = || {
+        brook_err!(
+            Syntax,
+            "syntax error: WITH ERROR needs numbers, e.g. WITH ERROR 0.01 CONFIDENCE 0.95"
+        )
+    };
+    let error = number(start + 2).ok_or_else(bad)?;
+    let confidence = match confidence {
+        Some(Some(c)) => Some(c),
+        Some(None) => return Err(bad()),
+        None => None,
+    };
+    let (cut, _) = span_bytes(&mut LineOffsets::new(text), words[start]);
+    Ok(Some((
+        text[..cut].to_string(),
+        ErrorBudget { error, confidence },
+    )))
+}
