@@ -35,7 +35,8 @@ pub fn placeholder_count(stmt: &Statement) -> usize {
     max
 }
 
-fn placeholder_index(e: &Expr) -> Option<usize> {
+/// `n` of a `$n` placeholder.
+pub fn placeholder_index(e: &Expr) -> Option<usize> {
     match e {
         Expr::Value(v) => match &v.value {
             Value::Placeholder(p) => p.strip_prefix('$').and_then(|n| n.parse().ok()),

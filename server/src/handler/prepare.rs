@@ -11,13 +11,10 @@
 //! own handlers, which this path does not take, so preparing one is 0A000 (the extended
 //! protocol's Parse/Bind prepares those).
 
-use crate::session::prepared::{placeholder, Prepared};
+use crate::session::prepared::Prepared;
 use crate::session::{Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::sql::sqlparser::ast::{
-    visit_expressions, DataType as SqlType, Expr, Ident, Statement, Value,
-};
-use std::ops::ControlFlow;
+use datafusion::sql::sqlparser::ast::{DataType as SqlType, Expr, Ident, Statement, Value};
 
 impl Session {
     /// PREPARE.
@@ -44,7 +41,7 @@ impl Session {
         }
         crate::pg::sql::pg_literals(&mut statement)?;
         let types: Vec<SqlType> = types.into_iter().map(parameter_type).collect();
-        let parameters = highest_parameter(&statement)?.max(types.len());
+        let parameters = brook_planner::rewrite::placeholder_count(&statement).max(types.len());
         let prepared = Prepared {
             statement,
             types,
@@ -98,27 +95,6 @@ impl Session {
             self.prepared.remove(&crate::ident::ident_name(name));
         }
         Outcome::Command("DEALLOCATE".into())
-    }
-}
-
-/// The highest `$n` of a statement (42P02 for a placeholder that is not `$n`).
-fn highest_parameter(s: &Statement) -> Result<usize> {
-    let mut highest = 0;
-    let mut bad = None;
-    let _ = visit_expressions(s, |e| {
-        if let Expr::Value(v) = e {
-            if let Value::Placeholder(p) = &v.value {
-                match placeholder(e) {
-                    Some(n) => highest = highest.max(n),
-                    None => bad = Some(p.clone()),
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    match bad {
-        Some(p) => Err(BrookError::Parameter(format!("there is no parameter {p}"))),
-        None => Ok(highest),
     }
 }
 

@@ -1,7 +1,7 @@
 //! A statement prepared with SQL `PREPARE` (`handler::prepare`), as the session keeps it.
 
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, CastKind, DataType as SqlType, Expr, Statement, Value,
+    visit_expressions_mut, CastKind, DataType as SqlType, Expr, Statement,
 };
 use std::ops::ControlFlow;
 
@@ -21,7 +21,7 @@ impl Prepared {
     pub fn bind(&self, values: &[Expr]) -> Statement {
         let mut s = self.statement.clone();
         let _ = visit_expressions_mut(&mut s, |e| {
-            if let Some(n) = placeholder(e) {
+            if let Some(n) = brook_planner::rewrite::placeholder_index(e).filter(|n| *n >= 1) {
                 if let Some(v) = values.get(n - 1) {
                     *e = match self.types.get(n - 1) {
                         Some(t) => Expr::Cast {
@@ -38,16 +38,5 @@ impl Prepared {
             ControlFlow::<()>::Continue(())
         });
         s
-    }
-}
-
-/// `n` of a `$n` placeholder.
-pub(crate) fn placeholder(e: &Expr) -> Option<usize> {
-    match e {
-        Expr::Value(v) => match &v.value {
-            Value::Placeholder(p) => p.strip_prefix('$')?.parse().ok().filter(|n| *n >= 1),
-            _ => None,
-        },
-        _ => None,
     }
 }
