@@ -160,7 +160,7 @@ fn is_word(words: &[&TokenWithSpan], k: usize, w: &str) -> bool {
 /// `text` with the options of each `AS IDENTITY ( ... )` in sqlparser's order; None when
 /// no list is out of that order.
 pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
-    if !text.to_ascii_uppercase().contains("IDENTITY") {
+    if !crate::lexical::mentions(text, "IDENTITY") {
         return Ok(None);
     }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {
@@ -223,8 +223,8 @@ pub fn identity_options_in_order(text: &str) -> Result<Option<String>> {
 /// then writes it; another name is 0A000 rather than silently a different sequence.
 /// None when the text has no such option.
 pub fn identity_sequence_name(text: &str) -> Result<Option<String>> {
-    let upper = text.to_ascii_uppercase();
-    if !(upper.contains("IDENTITY") && upper.contains("SEQUENCE") && upper.contains("NAME")) {
+    let m = |w| crate::lexical::mentions(text, w);
+    if !(m("IDENTITY") && m("SEQUENCE") && m("NAME")) {
         return Ok(None);
     }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {

@@ -49,7 +49,7 @@ impl SqlStatementRewriteRule for EmptyCatalogs {
             type Break = ();
             fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
                 if let SetExpr::Select(select) = q.body.as_mut() {
-                    if reads_an_empty_catalog(&select.from) && select.group_by_is_empty() {
+                    if reads_an_empty_catalog(&select.from) && ungrouped(select) {
                         for item in select.projection.iter_mut() {
                             if let SelectItem::UnnamedExpr(e) = item {
                                 if let Some(name) = column_name(e) {
@@ -163,15 +163,10 @@ fn is_empty_catalog(t: &TableFactor) -> bool {
     EMPTY.binary_search(&table.as_str()).is_ok()
 }
 
-trait GroupByEmpty {
-    fn group_by_is_empty(&self) -> bool;
-}
-
-impl GroupByEmpty for datafusion::sql::sqlparser::ast::Select {
-    fn group_by_is_empty(&self) -> bool {
-        matches!(&self.group_by, datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
-            && self.having.is_none()
-    }
+/// True when the SELECT has no GROUP BY and no HAVING (it yields a row per input row).
+fn ungrouped(select: &datafusion::sql::sqlparser::ast::Select) -> bool {
+    matches!(&select.group_by, datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+        && select.having.is_none()
 }
 
 #[cfg(test)]

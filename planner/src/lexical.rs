@@ -146,7 +146,13 @@ pub(crate) fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
 /// operator made only of `< > = !` characters, sqlparser reads `<>-` as one unknown
 /// operator. None when the text has none.
 pub(crate) fn split_signed_comparisons(text: &str) -> Result<Option<String>> {
-    if !text.contains("-") && !text.contains("+") {
+    // Most statements have none: look for a comparison character right before a sign
+    // before tokenizing the whole text again.
+    let b = text.as_bytes();
+    let glued_sign = b
+        .windows(2)
+        .any(|w| matches!(w[0], b'=' | b'<' | b'>') && matches!(w[1], b'-' | b'+'));
+    if !glued_sign {
         return Ok(None);
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
@@ -255,4 +261,14 @@ pub(crate) fn strip_budget(text: &str) -> Result<Option<(String, ErrorBudget)>> 
         text[..cut].to_string(),
         ErrorBudget { error, confidence },
     )))
+}
+
+/// True when `text` contains `word` in any letter case, without copying the text (the
+/// checks that decide whether a statement needs a rewrite run on every statement, bulk
+/// INSERTs included).
+pub(crate) fn mentions(text: &str, word: &str) -> bool {
+    let w = word.as_bytes();
+    text.as_bytes()
+        .windows(w.len())
+        .any(|x| x.eq_ignore_ascii_case(w))
 }

@@ -426,6 +426,14 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
 /// `ALTER <kind> [IF EXISTS] [ONLY] name OWNER TO role`, for any kind of object (sqlparser
 /// reads it for some kinds only).
 fn parse_alter_owner(text: &str) -> Result<Option<BrookStatement>> {
+    if !(text
+        .trim_start()
+        .get(..5)
+        .is_some_and(|w| w.eq_ignore_ascii_case("alter"))
+        && crate::lexical::mentions(text, "owner"))
+    {
+        return Ok(None);
+    }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;

@@ -35,7 +35,18 @@ const TABLEOID: &str = "tableoid";
 
 impl SqlStatementRewriteRule for TableOid {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        if !s.to_string().to_ascii_lowercase().contains(TABLEOID) {
+        let mut named = false;
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(&s, |e| {
+            named |= match e {
+                Expr::Identifier(i) => i.value.eq_ignore_ascii_case(TABLEOID),
+                Expr::CompoundIdentifier(p) => p
+                    .last()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(TABLEOID)),
+                _ => false,
+            };
+            ControlFlow::<()>::Continue(())
+        });
+        if !named {
             return s;
         }
         struct Queries;

@@ -112,7 +112,7 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(Computed::comments(source.clone())),
     );
     let sequences =
-        crate::catalog::sequence_relation::PgSequences::new(source.catalog.clone(), database);
+        crate::catalog::sequence_relation::SequenceTable::all(source.catalog.clone(), database);
     overlay.add("brook_storage", Arc::new(Computed::storage(source)));
     overlay.add("pg_sequences", Arc::new(sequences));
     overlay.add(

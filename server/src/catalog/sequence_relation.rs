@@ -6,7 +6,7 @@
 //!
 //! Schemas resolve sequences by name when no relation has it ([`UserSchema`]): a sequence
 //! is created, renamed and dropped in the catalog alone, and reading it finds it there.
-//! [`PgSequences`] is the `pg_sequences` view of them all.
+//! [`SequenceTable::all`] is the `pg_sequences` view of them all.
 
 use super::Catalog;
 use async_trait::async_trait;
@@ -20,23 +20,34 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
 
-/// One sequence of one schema, as a one-row relation.
+/// Which sequences a [`SequenceTable`] shows.
 #[derive(Debug)]
-pub struct SequenceRelation {
+enum Which {
+    /// One sequence, as its own relation (`SELECT ... FROM s`).
+    One { schema: String, name: String },
+    /// Every sequence of the database (`pg_sequences`).
+    All,
+}
+
+/// Sequences as a relation computed at each scan: one sequence's state, or `pg_sequences`.
+#[derive(Debug)]
+pub struct SequenceTable {
     catalog: Arc<Catalog>,
     db: String,
-    schema_name: String,
-    name: String,
+    which: Which,
     schema: SchemaRef,
 }
 
-impl SequenceRelation {
-    pub fn new(catalog: Arc<Catalog>, db: &str, schema: &str, name: &str) -> Self {
-        SequenceRelation {
+impl SequenceTable {
+    /// Sequence `schema.name` as a one-row relation.
+    pub fn one(catalog: Arc<Catalog>, db: &str, schema: &str, name: &str) -> Self {
+        SequenceTable {
             catalog,
             db: db.to_string(),
-            schema_name: schema.to_string(),
-            name: name.to_string(),
+            which: Which::One {
+                schema: schema.to_string(),
+                name: name.to_string(),
+            },
             schema: Arc::new(Schema::new(vec![
                 Field::new("last_value", DataType::Int64, false),
                 Field::new("log_cnt", DataType::Int64, false),
@@ -44,61 +55,16 @@ impl SequenceRelation {
             ])),
         }
     }
-}
 
-#[async_trait]
-impl TableProvider for SequenceRelation {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        _state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
-        let state = self
-            .catalog
-            .sequence_state(&self.db, &self.schema_name, &self.name)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let batch = RecordBatch::try_new(
-            self.schema.clone(),
-            vec![
-                Arc::new(Int64Array::from(vec![state.last_value])),
-                Arc::new(Int64Array::from(vec![state.log_cnt])),
-                Arc::new(BooleanArray::from(vec![state.is_called])),
-            ],
-        )?;
-        Ok(MemorySourceConfig::try_new_exec(
-            &[vec![batch]],
-            self.schema.clone(),
-            projection.cloned(),
-        )?)
-    }
-}
-
-/// `pg_sequences`: every sequence of a database with its options and the last value
-/// handed out (NULL before the first, as PostgreSQL shows it).
-#[derive(Debug)]
-pub struct PgSequences {
-    catalog: Arc<Catalog>,
-    db: String,
-    schema: SchemaRef,
-}
-
-impl PgSequences {
-    pub fn new(catalog: Arc<Catalog>, db: &str) -> Self {
+    /// `pg_sequences`: every sequence of database `db` with its options and the last value
+    /// handed out (NULL before the first, as PostgreSQL shows it).
+    pub fn all(catalog: Arc<Catalog>, db: &str) -> Self {
         let text = |n: &str| Field::new(n, DataType::Utf8, false);
         let int = |n: &str| Field::new(n, DataType::Int64, false);
-        PgSequences {
+        SequenceTable {
             catalog,
             db: db.to_string(),
+            which: Which::All,
             schema: Arc::new(Schema::new(vec![
                 text("schemaname"),
                 text("sequencename"),
@@ -116,6 +82,27 @@ impl PgSequences {
     }
 
     fn rows(&self) -> brook_common::Result<RecordBatch> {
+        match &self.which {
+            Which::One { schema, name } => self.one_row(schema, name),
+            Which::All => self.all_rows(),
+        }
+    }
+
+    /// One sequence's state.
+    fn one_row(&self, schema: &str, name: &str) -> brook_common::Result<RecordBatch> {
+        let state = self.catalog.sequence_state(&self.db, schema, name)?;
+        Ok(RecordBatch::try_new(
+            self.schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(vec![state.last_value])),
+                Arc::new(Int64Array::from(vec![state.log_cnt])),
+                Arc::new(BooleanArray::from(vec![state.is_called])),
+            ],
+        )?)
+    }
+
+    /// Every sequence of the database (`pg_sequences`).
+    fn all_rows(&self) -> brook_common::Result<RecordBatch> {
         // The definitions first, with the catalog lock released before the states are read
         // (`sequence_state` takes the counters' lock, then the catalog's).
         let sequences: Vec<(String, String, super::sequence::SequenceMeta)> = {
@@ -166,7 +153,7 @@ impl PgSequences {
 }
 
 #[async_trait]
-impl TableProvider for PgSequences {
+impl TableProvider for SequenceTable {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -228,7 +215,7 @@ impl UserSchema {
                 .is_some_and(|s| s.sequences.contains_key(name))
         };
         exists.then(|| {
-            Arc::new(SequenceRelation::new(
+            Arc::new(SequenceTable::one(
                 self.catalog.clone(),
                 &self.db,
                 &self.schema,

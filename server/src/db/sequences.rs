@@ -42,14 +42,16 @@ impl Engine {
         })
     }
 
-    /// Make a column of `schema.table` an identity column: `meta` is the new definition,
-    /// `seq` the sequence its column (the one whose `identity` is set and has no default
-    /// yet) owns, named `<table>_<column>_seq`; both in one catalog update.
+    /// Make column `column` of `schema.table` an identity column: `meta` is the new
+    /// definition (the column's `identity` set), `seq` the sequence it owns, named
+    /// `<table>_<column>_seq` and recorded in the same catalog update; the column's default
+    /// becomes its `nextval`.
     pub fn add_identity(
         &self,
         db: &Database,
         schema: &str,
         table: &str,
+        column: usize,
         meta: RelationMeta,
         seq: SequenceMeta,
     ) -> Result<()> {
@@ -57,9 +59,8 @@ impl Engine {
             let mut m = meta.clone();
             let col = m
                 .columns
-                .iter_mut()
-                .find(|c| c.identity.is_some() && c.default.is_none())
-                .ok_or_else(|| brook_err!(Internal, "no new identity column"))?;
+                .get_mut(column)
+                .ok_or_else(|| brook_err!(Internal, "no column {column} in {table}"))?;
             let name = crate::catalog::sequence::owned_name(
                 doc.schema_mut(&db.name, schema)?,
                 table,

@@ -214,15 +214,21 @@ impl Session {
                         },
                 } => {
                     let txn = self.begin_write(&meta, &store, false).await?;
-                    let (next, seq) = self.add_identity(
+                    let (next, column, seq) = self.add_identity(
                         &meta,
                         &name,
                         &column_name,
                         generated_as,
                         sequence_options.unwrap_or_default(),
                     )?;
-                    self.engine
-                        .add_identity(&self.db, &schema, &name, next.clone(), seq)?;
+                    self.engine.add_identity(
+                        &self.db,
+                        &schema,
+                        &name,
+                        column,
+                        next.clone(),
+                        seq,
+                    )?;
                     drop(txn);
                     meta = next;
                 }

@@ -120,8 +120,8 @@ impl Session {
     /// `ALTER TABLE t ALTER COLUMN c ADD GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY
     /// [(options)]` (how pg_dump restores an identity column): the column must be an
     /// integer declared NOT NULL without a default (55000 / 42601 as PostgreSQL). The new
-    /// definition and the sequence the column will own; rows already there keep their
-    /// values.
+    /// definition, the column's position and the sequence it will own; rows already there
+    /// keep their values.
     pub(crate) fn add_identity(
         &self,
         meta: &RelationMeta,
@@ -129,7 +129,7 @@ impl Session {
         column: &Ident,
         generated_as: Option<ast::GeneratedAs>,
         options: Vec<ast::SequenceOptions>,
-    ) -> Result<(RelationMeta, crate::catalog::sequence::SequenceMeta)> {
+    ) -> Result<(RelationMeta, usize, crate::catalog::sequence::SequenceMeta)> {
         let cname = ident_name(column);
         let i = meta.column_index(&cname, relation)?;
         let col = &meta.columns[i];
@@ -167,7 +167,7 @@ impl Session {
             .ok_or_else(|| brook_err!(Internal, "identity without a sequence"))?;
         let mut next = meta.clone();
         next.columns[i] = probe;
-        Ok((next, seq))
+        Ok((next, i, seq))
     }
 
     /// `ALTER TABLE ... ADD [CONSTRAINT name] PRIMARY KEY (columns)` (pg_dump adds keys

@@ -63,17 +63,10 @@ impl Session {
         cascade: bool,
     ) -> Result<RelationMeta> {
         let cname = ident_name(column);
-        let Some(i) = meta.columns.iter().position(|c| c.name == cname) else {
-            if if_exists {
-                return Ok(meta.clone());
-            }
-            return Err(meta.column_index(&cname, name).err().unwrap_or_else(|| {
-                brook_err!(
-                    UndefinedColumn,
-                    "column \"{cname}\" of relation \"{name}\" does not exist"
-                )
-            }));
-        };
+        if if_exists && !meta.columns.iter().any(|c| c.name == cname) {
+            return Ok(meta.clone());
+        }
+        let i = meta.column_index(&cname, name)?;
         if let Some((vschema, vname, kind)) = self.dependents(schema, name)?.into_iter().next() {
             let why = format!(
                 "cannot drop column {cname} of table {name} because {} {vschema}.{vname} reads the table",
@@ -140,11 +133,9 @@ impl Session {
         let (old, new) = (ident_name(from), ident_name(to));
         let i = meta.column_index(&old, name)?;
         if meta.columns.iter().any(|c| c.name == new) {
-            return Err(BrookError::DuplicateObject {
-                what: "column",
-                name: format!("{new}\" of relation \"{name}"),
-                code: "42701",
-            });
+            return Err(BrookError::duplicate_column(format!(
+                "column \"{new}\" of relation \"{name}\" already exists"
+            )));
         }
         if let Some((vschema, vname, kind)) = self.dependents(schema, name)?.into_iter().next() {
             return Err(brook_err!(

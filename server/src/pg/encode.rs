@@ -45,6 +45,9 @@ pub enum ColumnView<'a> {
     /// An array; `true` for PostgreSQL's vector types (`int2vector`, `oidvector`: the
     /// catalogs' `indkey`, ...), whose text form is the elements separated by spaces.
     List(&'a dyn Array, bool),
+    /// Arrow's Null type (`SELECT NULL AS x`): every row is NULL, though the array has no
+    /// null buffer (its `is_null` says false).
+    Null(&'a dyn Array),
     Other(&'a dyn Array, ArrayFormatter<'a>),
 }
 
@@ -114,6 +117,7 @@ impl<'a> ColumnView<'a> {
                     .is_some_and(|t| t == VECTOR_TYPE);
                 ColumnView::List(a, vector)
             }
+            DataType::Null => ColumnView::Null(a),
             _ => {
                 let opts = FormatOptions::default().with_null("");
                 ColumnView::Other(a, ArrayFormatter::try_new(a, &opts)?)
@@ -142,16 +146,16 @@ impl<'a> ColumnView<'a> {
             | ColumnView::Time(a, _) => *a,
             ColumnView::Date(a) => *a,
             ColumnView::IntervalMdn(a) => *a,
-            ColumnView::List(a, _) | ColumnView::Other(a, _) => *a,
+            ColumnView::List(a, _) | ColumnView::Null(a) | ColumnView::Other(a, _) => *a,
         }
     }
 
     /// True when row `i` is NULL.
     pub fn is_null(&self, i: usize) -> bool {
-        let a = self.array();
-        // A NullArray (`SELECT NULL AS x`) has no null buffer: its nulls are logical only
-        // (Array::is_null says false, and the row went out as an empty string).
-        a.is_null(i) || *a.data_type() == DataType::Null
+        match self {
+            ColumnView::Null(_) => true,
+            other => other.array().is_null(i),
+        }
     }
 
     /// Append the PostgreSQL text form of row `i` (not NULL) to `out`.
@@ -187,6 +191,7 @@ impl<'a> ColumnView<'a> {
             }
             ColumnView::List(a, false) => format_list(*a, i, out),
             ColumnView::List(a, true) => format_vector(*a, i, out),
+            ColumnView::Null(_) => {}
             ColumnView::Other(_, f) => {
                 let _ = write!(out, "{}", f.value(i));
             }
@@ -247,6 +252,8 @@ impl<'a> ColumnView<'a> {
                     .map_err(|e| BrookError::internal(e.to_string()))?;
             }
             ColumnView::List(a, _) => write_binary_list(*a, i, ty, out)?,
+            // never asked: every row is NULL
+            ColumnView::Null(_) => {}
             ColumnView::Other(..) => {
                 return Err(brook_err!(
                     Unsupported,
