@@ -272,13 +272,18 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
         return parse_one(&reordered);
     }
-    // PostgreSQL's dialect lacks MATCH_RECOGNIZE; the generic one has it.
-    let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> =
-        if crate::match_recognize::uses_match_recognize(text) {
-            Box::new(datafusion::sql::sqlparser::dialect::GenericDialect {})
-        } else {
-            Box::new(PostgreSqlDialect {})
-        };
+    // PostgreSQL's dialect lacks MATCH_RECOGNIZE; the generic one has it (not all of it).
+    let match_recognize = crate::match_recognize::uses_match_recognize(text);
+    if match_recognize {
+        if let Some(rewritten) = crate::match_recognize::rewrite_extensions(text)? {
+            return parse_one(&rewritten);
+        }
+    }
+    let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> = if match_recognize {
+        Box::new(datafusion::sql::sqlparser::dialect::GenericDialect {})
+    } else {
+        Box::new(PostgreSqlDialect {})
+    };
     let mut p = Parser::new(dialect.as_ref()).try_with_sql(text)?;
     if p.parse_keywords(&[Keyword::CREATE, Keyword::STREAM]) {
         return Ok(BrookStatement::new(StatementBody::CreateStream(Box::new(

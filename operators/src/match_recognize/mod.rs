@@ -8,12 +8,14 @@
 //! partition only the rows a match still being decided may need, and decides each match as
 //! soon as the rows seen decide it: the same matches as over all the rows at once.
 
+mod measure;
+pub use measure::reads_schema;
 mod op;
 pub mod pattern;
 
 use crate::{NodeSpec, Operator};
 use brook_common::Result;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 use pattern::{Pattern, Program};
 use std::fmt;
@@ -42,26 +44,40 @@ pub enum AfterMatch {
     ToLast(usize),
 }
 
-/// What a measure computes over the rows of a match (up to the current row when running).
+/// Pattern variables a navigation reads: bit v for variable v (a variable, or a `SUBSET`
+/// of them); None for every row of the match.
+pub type VarSet = Option<u64>;
+
+/// True when a row of variable `v` is one of `vars`.
+pub fn in_set(vars: VarSet, v: usize) -> bool {
+    vars.is_none_or(|m| m & (1 << v) != 0)
+}
+
+/// What a measure reads from the rows of a match (up to the current row when running).
 #[derive(Debug, Clone, PartialEq)]
 pub enum MeasureKind {
-    /// `FIRST(v.col)`: column `col` of the first row of variable `v` (any row when None).
-    First { var: Option<usize>, col: usize },
-    /// `LAST(v.col)` or `v.col`.
-    Last { var: Option<usize>, col: usize },
+    /// `FIRST(v.col, k)`: column `col` of the (k+1)-th row of `vars`.
+    First {
+        vars: VarSet,
+        col: usize,
+        offset: usize,
+    },
+    /// `LAST(v.col, k)` (or `v.col`): column `col` of the k-th row of `vars` before the last.
+    Last {
+        vars: VarSet,
+        col: usize,
+        offset: usize,
+    },
     /// `CLASSIFIER()`: the variable of the row.
     Classifier,
     /// `MATCH_NUMBER()`: 1, 2, ... per partition.
     MatchNumber,
     /// `count(*)`, `count(v.*)`, `count(v.col)` (non-NULL values).
-    Count {
-        var: Option<usize>,
-        col: Option<usize>,
-    },
+    Count { vars: VarSet, col: Option<usize> },
     /// `sum`, `avg`, `min`, `max` of `v.col`.
     Aggregate {
         func: Aggregate,
-        var: Option<usize>,
+        vars: VarSet,
         col: usize,
     },
 }
@@ -75,12 +91,33 @@ pub enum Aggregate {
     Max,
 }
 
-/// One `MEASURES` item.
+/// One value read from a match: what, over which rows (running: up to the row being
+/// shown or classified; final: the whole match), and its type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Navigation {
+    pub kind: MeasureKind,
+    pub running: bool,
+    pub data_type: DataType,
+}
+
+/// One `MEASURES` item: the values it reads from the match and, when it is more than one
+/// of them, the expression over them (its columns `__nav_0`, `__nav_1`, ...).
 #[derive(Debug, Clone)]
 pub struct Measure {
-    pub kind: MeasureKind,
+    pub reads: Vec<Navigation>,
+    pub expr: Option<Arc<dyn PhysicalExpr>>,
     /// The SQL text, for EXPLAIN.
     pub text: String,
+}
+
+/// A `DEFINE` condition over the row's columns, then the `PREV` columns, then (when it
+/// reads the match so far: other variables, `FIRST`/`LAST`, aggregates) one column per
+/// value it reads — such a condition is checked while matching, with the row as the
+/// variable it defines; one that reads only the row is evaluated once per batch.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    pub expr: Arc<dyn PhysicalExpr>,
+    pub reads: Vec<Navigation>,
 }
 
 /// A `PREV(col, offset)` a condition reads: filled in as an extra input column.
@@ -101,9 +138,8 @@ pub struct MatchRecognizeNode {
     pub order: Vec<usize>,
     /// Pattern variables; a variable's index is its bit in a row's eligibility.
     pub variables: Vec<String>,
-    /// The condition of each variable (None: any row), over the input's columns followed by
-    /// `prev` columns.
-    pub conditions: Vec<Option<Arc<dyn PhysicalExpr>>>,
+    /// The condition of each variable (None: any row).
+    pub conditions: Vec<Option<Condition>>,
     /// The `PREV` columns conditions read.
     pub prev: Vec<PrevColumn>,
     /// The pattern and its program.
@@ -112,6 +148,10 @@ pub struct MatchRecognizeNode {
     pub rows_per_match: RowsPerMatch,
     pub after_match: AfterMatch,
     pub measures: Vec<Measure>,
+    /// Flink's `WITHIN INTERVAL`: a match spans at most this many units of the (single,
+    /// time-valued) order column, so an attempt is decided once a row past it arrives; and
+    /// the interval as written, for EXPLAIN.
+    pub within: Option<(i64, String)>,
     /// Output schema: ONE ROW: partition columns, measures. ALL ROWS: partition columns,
     /// order columns, measures, the other input columns (as Trino and Oracle order them).
     pub schema: SchemaRef,
@@ -145,7 +185,7 @@ impl fmt::Display for MatchRecognizeNode {
         let measures: Vec<&str> = self.measures.iter().map(|m| m.text.as_str()).collect();
         write!(
             f,
-            "MatchRecognize: partition=[{}] order=[{}] variables=[{}] measures=[{}] rows={} \
+            "MatchRecognize: partition=[{}] order=[{}] variables=[{}] measures=[{}] rows={}{} \
              state=rows of matches being decided",
             names(&self.partition).join(", "),
             names(&self.order).join(", "),
@@ -155,6 +195,10 @@ impl fmt::Display for MatchRecognizeNode {
                 RowsPerMatch::One => "one per match",
                 RowsPerMatch::All { unmatched: false } => "all per match",
                 RowsPerMatch::All { unmatched: true } => "all, with unmatched",
+            },
+            match &self.within {
+                Some((_, text)) => format!(" within={text}"),
+                None => String::new(),
             }
         )
     }

@@ -1,25 +1,27 @@
 //! Runtime state of `MATCH_RECOGNIZE`: per partition, the rows from the first one a match
 //! may still start at (plus the rows `PREV` reads back), with the variables each row can be.
 
-use super::pattern::Outcome;
-use super::{AfterMatch, Aggregate, MatchRecognizeNode, MeasureKind, RowsPerMatch};
+use super::measure::{measure_column, read_columns, reads_schema, OutRow};
+use super::pattern::{Outcome, Path};
+use super::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use crate::{change, Operator};
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
-    new_null_array, Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array,
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array,
 };
 use datafusion::arrow::compute::{cast, concat_batches, interleave, take};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
-use datafusion::common::{HashMap, ScalarValue};
+use datafusion::common::HashMap;
 use std::sync::Arc;
 
 /// One partition's rows still needed.
 pub(super) struct Partition {
     /// The rows kept, in order.
     pub(super) rows: RecordBatch,
-    /// Bit v of `eligible[i]`: row i can be variable v.
+    /// Bit v of `eligible[i]`: row i can be variable v (for a variable whose condition
+    /// reads the match so far: may be, checked while matching).
     eligible: Vec<u64>,
     /// Rows of the partition dropped before `rows[0]`.
     dropped: u64,
@@ -40,17 +42,6 @@ struct Group {
     tail: RecordBatch,
 }
 
-/// A row of output: the input row it carries and the rows its measures cover.
-struct OutRow {
-    /// Input row (index into the partition's rows) whose columns the output row carries.
-    row: usize,
-    /// The match: its first row, the variable of each row, and its number; None for an
-    /// unmatched row.
-    matched: Option<(usize, Arc<Vec<usize>>, i64)>,
-    /// Rows of the match the measures cover (all of it, or up to the output row).
-    upto: usize,
-}
-
 /// The operator.
 pub struct MatchRecognizeOp {
     node: MatchRecognizeNode,
@@ -59,6 +50,10 @@ pub struct MatchRecognizeOp {
     pub(super) partitions: HashMap<Vec<u8>, Partition>,
     /// Extended schema the conditions read: the input's columns, then the `PREV` columns.
     extended: SchemaRef,
+    /// Variables whose condition reads the match so far (bit v), checked while matching,
+    /// and the schema each such condition reads (extended, then its navigations).
+    checked: u64,
+    checked_schemas: Vec<Option<SchemaRef>>,
     history: usize,
     late: u64,
 }
@@ -85,6 +80,24 @@ impl MatchRecognizeOp {
                 true,
             ));
         }
+        let mut checked = 0u64;
+        let mut checked_schemas = Vec::new();
+        for (v, c) in node.conditions.iter().enumerate() {
+            match c {
+                Some(c) if !c.reads.is_empty() => {
+                    checked |= 1 << v;
+                    let mut f = fields.clone();
+                    f.extend(
+                        reads_schema(&c.reads)
+                            .fields()
+                            .iter()
+                            .map(|x| x.as_ref().clone()),
+                    );
+                    checked_schemas.push(Some(Arc::new(Schema::new(f))));
+                }
+                _ => checked_schemas.push(None),
+            }
+        }
         Ok(MatchRecognizeOp {
             node: node.clone(),
             keys: (!node.partition.is_empty())
@@ -93,6 +106,8 @@ impl MatchRecognizeOp {
             order_rows: RowConverter::new(sort_fields(&node.order))?,
             partitions: HashMap::new(),
             extended: Arc::new(Schema::new(fields)),
+            checked,
+            checked_schemas,
             history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
             late: 0,
         })
@@ -116,7 +131,8 @@ impl MatchRecognizeOp {
     /// The variables each row of `data` can be (bit v: variable v), evaluated once over the
     /// whole batch: a `PREV(col, k)` column holds, for each row, the value of the row k before
     /// it in its partition — an earlier row of the batch or one of the partition's kept rows
-    /// (`groups`: each partition's rows of the batch in order, with its kept tail).
+    /// (`groups`: each partition's rows of the batch in order, with its kept tail). A
+    /// condition that reads the match so far is left to the matcher (its bit is set).
     fn eligibility(&self, data: &RecordBatch, groups: &[Group]) -> Result<Vec<u64>> {
         let n = data.num_rows();
         let mut cols: Vec<ArrayRef> = data.columns().to_vec();
@@ -151,11 +167,11 @@ impl MatchRecognizeOp {
         let ext = RecordBatch::try_new(self.extended.clone(), cols)?;
         let mut bits = vec![0u64; n];
         for (v, cond) in self.node.conditions.iter().enumerate() {
-            let Some(cond) = cond else {
+            let Some(cond) = cond.as_ref().filter(|c| c.reads.is_empty()) else {
                 bits.iter_mut().for_each(|b| *b |= 1 << v);
                 continue;
             };
-            let mask = cond.evaluate(&ext)?.into_array(n)?;
+            let mask = cond.expr.evaluate(&ext)?.into_array(n)?;
             let mask = mask
                 .as_any()
                 .downcast_ref::<BooleanArray>()
@@ -169,15 +185,92 @@ impl MatchRecognizeOp {
         Ok(bits)
     }
 
+    /// Whether row `row` of `p` can be variable `v` after `path` (the match from `start`
+    /// so far): the condition of `v`, which reads the match, over a one-row batch of the
+    /// row, its `PREV` rows and the values it reads from the path with the row as `v`.
+    fn check(
+        &self,
+        p: &Partition,
+        start: usize,
+        row: usize,
+        v: usize,
+        path: &[usize],
+    ) -> Result<bool> {
+        let (Some(Some(cond)), Some(Some(schema))) =
+            (self.node.conditions.get(v), self.checked_schemas.get(v))
+        else {
+            return Ok(true);
+        };
+        let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        let at = UInt32Array::from(vec![row as u32]);
+        for c in p.rows.columns() {
+            cols.push(take(c.as_ref(), &at, None)?);
+        }
+        for prev in &self.node.prev {
+            // Rows before the attempt's start are kept back as far as PREV reads; before the
+            // partition's first row there is none.
+            let before = UInt32Array::from(vec![row.checked_sub(prev.offset).map(|r| r as u32)]);
+            cols.push(take(p.rows.column(prev.col).as_ref(), &before, None)?);
+        }
+        let mut vars = path.to_vec();
+        vars.push(v);
+        let here = OutRow {
+            row,
+            matched: Some((start, Arc::new(vars), p.matches + 1)),
+            upto: row,
+        };
+        cols.extend(read_columns(
+            &p.rows,
+            &[here],
+            &cond.reads,
+            &self.node.variables,
+        )?);
+        let batch = RecordBatch::try_new(schema.clone(), cols)?;
+        let result = cond.expr.evaluate(&batch)?.into_array(1)?;
+        let result = result
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .ok_or_else(|| brook_err!(Internal, "DEFINE condition is not boolean"))?;
+        Ok(result.is_valid(0) && result.value(0))
+    }
+
+    /// Under `WITHIN`, the rows from `start` an attempt there may take (those whose order
+    /// value is at most the start's plus the bound), and whether a row past the bound has
+    /// arrived (which decides the attempt). `order`: the order column as integers.
+    fn within_limit(&self, order: Option<&[i64]>, start: usize, len: usize) -> (usize, bool) {
+        let (Some((bound, _)), Some(order)) = (&self.node.within, order) else {
+            return (len, false);
+        };
+        let last = order[start].saturating_add(*bound);
+        let end = start + order[start..].partition_point(|t| *t <= last);
+        (end, end < len)
+    }
+
     /// Decide what the rows seen decide; the output rows, as one batch.
     fn advance(&self, p: &mut Partition, finished: bool) -> Result<Option<RecordBatch>> {
         let mut out: Vec<OutRow> = Vec::new();
         let all = matches!(self.node.rows_per_match, RowsPerMatch::All { .. });
         let unmatched = self.node.rows_per_match == RowsPerMatch::All { unmatched: true };
+        let order = match self.node.within {
+            Some(_) => Some(order_values(&p.rows, self.node.order[0])?),
+            None => None,
+        };
         while p.next < p.eligible.len() {
             let start = p.next;
             let first = p.dropped == 0 && start == 0;
-            match self.node.program.run(&p.eligible, start, first, finished)? {
+            let (end, bounded) = self.within_limit(order.as_deref(), start, p.eligible.len());
+            let outcome = {
+                let part: &Partition = p;
+                self.node.program.run(
+                    &part.eligible[..end],
+                    start,
+                    first,
+                    finished || bounded,
+                    self.checked,
+                    &mut |row, v, path| self.check(part, start, row, v, path),
+                )?
+            };
+            match outcome {
                 Outcome::NeedMore => break,
                 Outcome::NoMatch => {
                     if unmatched {
@@ -189,12 +282,12 @@ impl MatchRecognizeOp {
                     }
                     p.next += 1;
                 }
-                Outcome::Match(vars) => {
+                Outcome::Match(Path { vars, hidden }) => {
                     p.matches += 1;
                     let len = vars.len();
                     let vars = Arc::new(vars);
                     if all {
-                        for j in 0..len {
+                        for j in (0..len).filter(|j| !hidden[*j]) {
                             out.push(OutRow {
                                 row: start + j,
                                 matched: Some((start, vars.clone(), p.matches)),
@@ -217,8 +310,14 @@ impl MatchRecognizeOp {
         } else {
             Some(self.output(&p.rows, &out)?)
         };
-        // Keep rows from the next attempt on, and the rows PREV reads before the newest.
-        let keep_from = p.next.min(p.rows.num_rows().saturating_sub(self.history));
+        // Keep rows from the next attempt on, and the rows PREV reads before the newest
+        // (and before the attempt's start, when a condition checked while matching reads
+        // PREV of the attempt's first rows).
+        let back = if self.checked != 0 { self.history } else { 0 };
+        let keep_from = p
+            .next
+            .saturating_sub(back)
+            .min(p.rows.num_rows().saturating_sub(self.history));
         if keep_from > 0 {
             p.rows = p.rows.slice(keep_from, p.rows.num_rows() - keep_from);
             p.eligible.drain(..keep_from);
@@ -260,157 +359,19 @@ impl MatchRecognizeOp {
             cols.push(take(rows.column(c).as_ref(), &at, None)?);
         }
         for (m, measure) in self.node.measures.iter().enumerate() {
-            let ty = self.node.schema.field(lead.len() + m).data_type().clone();
-            cols.push(self.measure(rows, out, &measure.kind, &ty)?);
+            let ty = self.node.schema.field(lead.len() + m).data_type();
+            cols.push(measure_column(
+                rows,
+                out,
+                measure,
+                ty,
+                &self.node.variables,
+            )?);
         }
         for &c in &rest {
             cols.push(take(rows.column(c).as_ref(), &at, None)?);
         }
         Ok(RecordBatch::try_new(self.node.schema.clone(), cols)?)
-    }
-
-    /// One measure's column.
-    fn measure(
-        &self,
-        rows: &RecordBatch,
-        out: &[OutRow],
-        kind: &MeasureKind,
-        ty: &DataType,
-    ) -> Result<ArrayRef> {
-        let of_var = |var: &Option<usize>, v: usize| var.is_none_or(|x| x == v);
-        let index = |states: Vec<Option<Option<usize>>>| -> UInt32Array {
-            states
-                .into_iter()
-                .map(|s| s.flatten().map(|r| r as u32))
-                .collect()
-        };
-        match kind {
-            MeasureKind::First { var, col } => {
-                let states = fold_spans(out, |s: &mut Option<usize>, r, v| {
-                    if s.is_none() && of_var(var, v) {
-                        *s = Some(r);
-                    }
-                    Ok(())
-                })?;
-                Ok(take(rows.column(*col).as_ref(), &index(states), None)?)
-            }
-            MeasureKind::Last { var, col } => {
-                let states = fold_spans(out, |s: &mut Option<usize>, r, v| {
-                    if of_var(var, v) {
-                        *s = Some(r);
-                    }
-                    Ok(())
-                })?;
-                Ok(take(rows.column(*col).as_ref(), &index(states), None)?)
-            }
-            MeasureKind::Classifier => {
-                let states = fold_spans(out, |s: &mut Option<usize>, _, v| {
-                    *s = Some(v);
-                    Ok(())
-                })?;
-                let names: StringArray = states
-                    .into_iter()
-                    .map(|s| s.flatten().map(|v| self.node.variables[v].as_str()))
-                    .collect();
-                Ok(cast(&names, ty)?)
-            }
-            MeasureKind::MatchNumber => Ok(Arc::new(
-                out.iter()
-                    .map(|o| o.matched.as_ref().map(|m| m.2))
-                    .collect::<Int64Array>(),
-            )),
-            MeasureKind::Count { var, col } => {
-                let states = fold_spans(out, |n: &mut i64, r, v| {
-                    if of_var(var, v) && col.is_none_or(|c| rows.column(c).is_valid(r)) {
-                        *n += 1;
-                    }
-                    Ok(())
-                })?;
-                Ok(Arc::new(states.into_iter().collect::<Int64Array>()))
-            }
-            MeasureKind::Aggregate { func, var, col } => {
-                let column = rows.column(*col);
-                let states = fold_spans(out, |acc: &mut Running, r, v| {
-                    if of_var(var, v) && column.is_valid(r) {
-                        acc.add(*func, ScalarValue::try_from_array(column, r)?.cast_to(ty)?)?;
-                    }
-                    Ok(())
-                })?;
-                let null = ScalarValue::try_from(ty)?;
-                let values = states
-                    .into_iter()
-                    .map(|s| match s {
-                        Some(acc) => acc.value(*func, &null),
-                        None => Ok(null.clone()),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                if values.is_empty() {
-                    return Ok(new_null_array(ty, 0));
-                }
-                Ok(ScalarValue::iter_to_array(values)?)
-            }
-        }
-    }
-}
-
-/// Fold each output row's span — the rows of its match up to the row it shows — with `add`
-/// (given the state, the row and its variable), from `S::default()`; None for a row in no
-/// match. Consecutive output rows of one match (ALL ROWS PER MATCH) extend the previous
-/// row's state by their new rows rather than scan the match again: a match of n rows costs
-/// O(n), not O(n²).
-fn fold_spans<S: Clone + Default>(
-    out: &[OutRow],
-    mut add: impl FnMut(&mut S, usize, usize) -> Result<()>,
-) -> Result<Vec<Option<S>>> {
-    let mut states = Vec::with_capacity(out.len());
-    let mut previous: Option<(&Arc<Vec<usize>>, usize, S)> = None;
-    for o in out {
-        let Some((start, vars, _)) = &o.matched else {
-            states.push(None);
-            continue;
-        };
-        let (mut state, from) = match previous.take() {
-            Some((v, upto, s)) if Arc::ptr_eq(v, vars) && upto < o.upto => (s, upto + 1),
-            _ => (S::default(), *start),
-        };
-        for r in from..=o.upto {
-            add(&mut state, r, vars[r - start])?;
-        }
-        states.push(Some(state.clone()));
-        previous = Some((vars, o.upto, state));
-    }
-    Ok(states)
-}
-
-/// An aggregate measure so far: the combined value and how many values went in.
-#[derive(Clone, Default)]
-struct Running {
-    acc: Option<ScalarValue>,
-    n: usize,
-}
-
-impl Running {
-    fn add(&mut self, func: Aggregate, v: ScalarValue) -> Result<()> {
-        self.n += 1;
-        self.acc = Some(match self.acc.take() {
-            None => v,
-            Some(acc) => match func {
-                Aggregate::Sum | Aggregate::Avg => acc.add_checked(&v)?,
-                Aggregate::Min if v < acc => v,
-                Aggregate::Max if v > acc => v,
-                Aggregate::Min | Aggregate::Max => acc,
-            },
-        });
-        Ok(())
-    }
-
-    /// The measure's value (`null` over no values).
-    fn value(&self, func: Aggregate, null: &ScalarValue) -> Result<ScalarValue> {
-        match (&self.acc, func) {
-            (None, _) => Ok(null.clone()),
-            (Some(sum), Aggregate::Avg) => Ok(sum.div(ScalarValue::Float64(Some(self.n as f64)))?),
-            (Some(acc), _) => Ok(acc.clone()),
-        }
     }
 }
 
@@ -527,6 +488,16 @@ impl Operator for MatchRecognizeOp {
     fn late_rows(&self) -> u64 {
         self.late
     }
+}
+
+/// The order column of `rows` as integers (timestamps in their unit, dates in days).
+fn order_values(rows: &RecordBatch, col: usize) -> Result<Vec<i64>> {
+    let c = rows.column(col);
+    let ints = match c.data_type() {
+        DataType::Date32 => cast(&cast(c, &DataType::Int32)?, &DataType::Int64)?,
+        _ => cast(c, &DataType::Int64)?,
+    };
+    Ok(ints.as_primitive::<Int64Type>().values().to_vec())
 }
 
 fn take_batch(data: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {

@@ -24,6 +24,8 @@ pub enum Pattern {
     End,
     /// The parts one after another.
     Concat(Vec<Pattern>),
+    /// `{- inner -}`: rows it matches are part of the match but not shown (ALL ROWS).
+    Exclude(Box<Pattern>),
     /// The first alternative that leads to a match (`a | b`).
     Alt(Vec<Pattern>),
     /// `inner{min,max}` (`max` None: no bound): greedy (the most repetitions first) or
@@ -39,6 +41,11 @@ pub enum Pattern {
 /// Most instructions a compiled pattern may have (bounded quantifiers are unrolled).
 pub const MAX_PROGRAM: usize = 10_000;
 
+/// Most steps of one match attempt whose conditions read the match so far (such attempts
+/// cannot remember failed states: a pattern of nested quantifiers could take exponential
+/// time).
+pub const MAX_STEPS: usize = 1_000_000;
+
 impl Pattern {
     /// True when the pattern can match no rows at all.
     pub fn can_be_empty(&self) -> bool {
@@ -46,8 +53,19 @@ impl Pattern {
             Pattern::Var(_) => false,
             Pattern::Start | Pattern::End => true,
             Pattern::Concat(ps) => ps.iter().all(Pattern::can_be_empty),
+            Pattern::Exclude(inner) => inner.can_be_empty(),
             Pattern::Alt(ps) => ps.iter().any(Pattern::can_be_empty),
             Pattern::Repeat { inner, min, .. } => *min == 0 || inner.can_be_empty(),
+        }
+    }
+
+    /// True when the pattern has an exclusion `{- -}`.
+    pub fn excludes(&self) -> bool {
+        match self {
+            Pattern::Exclude(_) => true,
+            Pattern::Var(_) | Pattern::Start | Pattern::End => false,
+            Pattern::Concat(ps) | Pattern::Alt(ps) => ps.iter().any(Pattern::excludes),
+            Pattern::Repeat { inner, .. } => inner.excludes(),
         }
     }
 
@@ -57,6 +75,7 @@ impl Pattern {
             Pattern::End => true,
             Pattern::Var(_) | Pattern::Start => false,
             Pattern::Concat(ps) | Pattern::Alt(ps) => ps.iter().any(Pattern::uses_end),
+            Pattern::Exclude(inner) => inner.uses_end(),
             Pattern::Repeat { inner, .. } => inner.uses_end(),
         }
     }
@@ -68,6 +87,7 @@ impl Pattern {
         match self {
             Pattern::Var(_) | Pattern::Start | Pattern::End => Ok(()),
             Pattern::Concat(ps) | Pattern::Alt(ps) => ps.iter().try_for_each(Pattern::validate),
+            Pattern::Exclude(inner) => inner.validate(),
             Pattern::Repeat {
                 inner, min, max, ..
             } => {
@@ -96,11 +116,17 @@ impl Pattern {
     }
 }
 
+/// Confirms that a row can be a variable after the path so far: `(row, variable, path)`.
+pub type CheckFn<'a> = dyn FnMut(usize, usize, &[usize]) -> Result<bool> + 'a;
+
 /// One instruction of a compiled pattern.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Op {
-    /// Consume a row that can be the variable.
-    Var(usize),
+    /// Consume a row that can be the variable (hidden: inside `{- -}`).
+    Var {
+        var: usize,
+        hidden: bool,
+    },
     /// Continue at both, the first preferred.
     Split(usize, usize),
     Jump(usize),
@@ -113,13 +139,23 @@ enum Op {
 #[derive(Debug, Clone)]
 pub struct Program {
     ops: Vec<Op>,
+    /// Emitting inside `{- -}`.
+    hiding: bool,
+}
+
+/// The rows of a match: the variable of each row from the start on, and whether the row
+/// is hidden (matched inside `{- -}`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Path {
+    pub vars: Vec<usize>,
+    pub hidden: Vec<bool>,
 }
 
 /// What an attempt to match at a row found.
 #[derive(Debug, PartialEq)]
 pub enum Outcome {
-    /// The preferred match: the variable of each row from the start on.
-    Match(Vec<usize>),
+    /// The preferred match.
+    Match(Path),
     /// No match starts at the row.
     NoMatch,
     /// Rows still to come decide it.
@@ -129,7 +165,10 @@ pub enum Outcome {
 impl Program {
     /// Compile `p` (validated).
     pub fn compile(p: &Pattern) -> Result<Program> {
-        let mut prog = Program { ops: Vec::new() };
+        let mut prog = Program {
+            ops: Vec::new(),
+            hiding: false,
+        };
         prog.emit(p)?;
         prog.ops.push(Op::Match);
         Ok(prog)
@@ -148,7 +187,16 @@ impl Program {
     fn emit(&mut self, p: &Pattern) -> Result<()> {
         match p {
             Pattern::Var(v) => {
-                self.push(Op::Var(*v))?;
+                self.push(Op::Var {
+                    var: *v,
+                    hidden: self.hiding,
+                })?;
+            }
+            Pattern::Exclude(inner) => {
+                let outer = self.hiding;
+                self.hiding = true;
+                self.emit(inner)?;
+                self.hiding = outer;
             }
             Pattern::Start => {
                 self.push(Op::Start)?;
@@ -227,41 +275,64 @@ impl Program {
 
     /// Match starting at row `start` of `eligible` (bit v of a row: the row can be variable
     /// v). `at_partition_start`: `start` is the partition's first row; `finished`: no rows
-    /// follow the last of `eligible`.
+    /// follow the last of `eligible`. A variable of `checked` (bit v) whose bit is set is
+    /// confirmed by `check(row, v, path so far)`: its condition reads the match so far, so a
+    /// state that failed once may pass on another path — such patterns are not memoized
+    /// and are bounded by [`MAX_STEPS`] instead.
     pub fn run(
         &self,
         eligible: &[u64],
         start: usize,
         at_partition_start: bool,
         finished: bool,
+        checked: u64,
+        check: &mut CheckFn<'_>,
     ) -> Result<Outcome> {
+        let memoize = checked == 0;
         let mut failed: HashSet<(usize, usize)> = HashSet::default();
-        // Backtrack points: (instruction, row, length of the assignment then).
+        let mut steps = 0usize;
+        // Backtrack points: (instruction, row, length of the path then).
         let mut stack: Vec<(usize, usize, usize)> = vec![(0, start, 0)];
-        let mut assigned: Vec<usize> = Vec::new();
+        let mut path = Path::default();
         while let Some((mut pc, mut row, len)) = stack.pop() {
-            assigned.truncate(len);
+            path.vars.truncate(len);
+            path.hidden.truncate(len);
             loop {
-                if !failed.insert((pc, row)) {
-                    break;
+                if memoize {
+                    if !failed.insert((pc, row)) {
+                        break;
+                    }
+                } else {
+                    steps += 1;
+                    if steps > MAX_STEPS {
+                        return Err(BrookError::too_complex(format!(
+                            "row pattern matching took more than {MAX_STEPS} steps at one \
+                             row (a pattern of nested quantifiers whose DEFINE conditions \
+                             read other variables); bound its quantifiers"
+                        )));
+                    }
                 }
                 match self.ops[pc] {
-                    Op::Var(v) => {
+                    Op::Var { var, hidden } => {
                         if row >= eligible.len() {
                             if finished {
                                 break;
                             }
                             return Ok(Outcome::NeedMore);
                         }
-                        if eligible[row] & (1 << v) == 0 {
+                        if eligible[row] & (1 << var) == 0 {
                             break;
                         }
-                        assigned.push(v);
+                        if checked & (1 << var) != 0 && !check(row, var, &path.vars)? {
+                            break;
+                        }
+                        path.vars.push(var);
+                        path.hidden.push(hidden);
                         row += 1;
                         pc += 1;
                     }
                     Op::Split(a, b) => {
-                        stack.push((b, row, assigned.len()));
+                        stack.push((b, row, path.vars.len()));
                         pc = a;
                     }
                     Op::Jump(a) => pc = a,
@@ -280,7 +351,7 @@ impl Program {
                         }
                         pc += 1;
                     }
-                    Op::Match => return Ok(Outcome::Match(assigned)),
+                    Op::Match => return Ok(Outcome::Match(path)),
                 }
             }
         }
@@ -294,6 +365,17 @@ mod tests {
 
     const A: usize = 0;
     const B: usize = 1;
+
+    fn go(p: &Program, e: &[u64], start: usize, first: bool, fin: bool) -> Result<Outcome> {
+        p.run(e, start, first, fin, 0, &mut |_, _, _| Ok(true))
+    }
+
+    fn m(vars: Vec<usize>) -> Outcome {
+        Outcome::Match(Path {
+            hidden: vec![false; vars.len()],
+            vars,
+        })
+    }
 
     fn rows(s: &str) -> Vec<u64> {
         // Each character a row: 'a' can be A, 'b' can be B, 'x' both, '.' neither.
@@ -325,14 +407,14 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(
-            p.run(&rows("aab"), 0, true, true).unwrap(),
-            Outcome::Match(vec![A, A, B])
+            go(&p, &rows("aab"), 0, true, true).unwrap(),
+            m(vec![A, A, B])
         );
         let any = Pattern::Alt(vec![Pattern::Var(A), Pattern::Var(B)]);
         let p = Program::compile(&Pattern::Concat(vec![plus(any), Pattern::Var(B)])).unwrap();
         assert_eq!(
-            p.run(&rows("xxb"), 0, true, true).unwrap(),
-            Outcome::Match(vec![A, A, B])
+            go(&p, &rows("xxb"), 0, true, true).unwrap(),
+            m(vec![A, A, B])
         );
     }
 
@@ -356,13 +438,13 @@ mod tests {
         };
         let reluctant = Program::compile(&pattern(false)).unwrap();
         assert_eq!(
-            reluctant.run(&rows, 0, true, false).unwrap(),
-            Outcome::Match(vec![A, B, x])
+            go(&reluctant, &rows, 0, true, false).unwrap(),
+            m(vec![A, B, x])
         );
         let greedy = Program::compile(&pattern(true)).unwrap();
         assert_eq!(
-            greedy.run(&rows, 0, true, true).unwrap(),
-            Outcome::Match(vec![A, B, B, x])
+            go(&greedy, &rows, 0, true, true).unwrap(),
+            m(vec![A, B, B, x])
         );
         // Bounded: B{1,3}? prefers one.
         let bounded = Pattern::Concat(vec![
@@ -375,25 +457,19 @@ mod tests {
             Pattern::Var(x),
         ]);
         let p = Program::compile(&bounded).unwrap();
-        assert_eq!(
-            p.run(&rows, 1, false, false).unwrap(),
-            Outcome::Match(vec![B, x])
-        );
+        assert_eq!(go(&p, &rows, 1, false, false).unwrap(), m(vec![B, x]));
     }
 
     #[test]
     fn an_undecided_match_waits_for_more_rows() {
         let p = Program::compile(&plus(Pattern::Var(A))).unwrap();
         assert_eq!(
-            p.run(&rows("aa"), 0, true, false).unwrap(),
+            go(&p, &rows("aa"), 0, true, false).unwrap(),
             Outcome::NeedMore
         );
+        assert_eq!(go(&p, &rows("aa."), 0, true, false).unwrap(), m(vec![A, A]));
         assert_eq!(
-            p.run(&rows("aa."), 0, true, false).unwrap(),
-            Outcome::Match(vec![A, A])
-        );
-        assert_eq!(
-            p.run(&rows(".a"), 0, true, false).unwrap(),
+            go(&p, &rows(".a"), 0, true, false).unwrap(),
             Outcome::NoMatch
         );
     }
@@ -411,14 +487,17 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(
-            p.run(&rows("aaaa"), 0, true, true).unwrap(),
-            Outcome::Match(vec![A, A, A])
+            go(&p, &rows("aaaa"), 0, true, true).unwrap(),
+            m(vec![A, A, A])
         );
         assert_eq!(
-            p.run(&rows("aaaa"), 1, false, true).unwrap(),
+            go(&p, &rows("aaaa"), 1, false, true).unwrap(),
             Outcome::NoMatch
         );
-        assert_eq!(p.run(&rows("a."), 0, true, true).unwrap(), Outcome::NoMatch);
+        assert_eq!(
+            go(&p, &rows("a."), 0, true, true).unwrap(),
+            Outcome::NoMatch
+        );
     }
 
     #[test]
@@ -430,7 +509,61 @@ mod tests {
         ]))
         .unwrap();
         let many = rows(&"a".repeat(5000));
-        assert_eq!(p.run(&many, 0, true, true).unwrap(), Outcome::NoMatch);
+        assert_eq!(go(&p, &many, 0, true, true).unwrap(), Outcome::NoMatch);
+    }
+
+    #[test]
+    fn excluded_rows_are_in_the_match_but_hidden() {
+        // A {- B+ -} A over "abba".
+        let p = Program::compile(&Pattern::Concat(vec![
+            Pattern::Var(A),
+            Pattern::Exclude(Box::new(plus(Pattern::Var(B)))),
+            Pattern::Var(A),
+        ]))
+        .unwrap();
+        assert_eq!(
+            go(&p, &rows("abba"), 0, true, true).unwrap(),
+            Outcome::Match(Path {
+                vars: vec![A, B, B, A],
+                hidden: vec![false, true, true, false],
+            })
+        );
+    }
+
+    #[test]
+    fn checked_variables_see_the_path_so_far() {
+        // A B+ where a row can be B only while the path has fewer than two B rows: the
+        // check, not the row's bits, ends the run (and no failed state is remembered).
+        let p = Program::compile(&Pattern::Concat(vec![
+            Pattern::Var(A),
+            plus(Pattern::Var(B)),
+        ]))
+        .unwrap();
+        let mut check = |_row: usize, v: usize, path: &[usize]| {
+            Ok(v != B || path.iter().filter(|x| **x == B).count() < 2)
+        };
+        assert_eq!(
+            p.run(&rows("abbbb"), 0, true, true, 1 << B, &mut check)
+                .unwrap(),
+            m(vec![A, B, B])
+        );
+        // Nested quantifiers with a check are bounded by steps, not left to run.
+        let nested = Program::compile(&Pattern::Concat(vec![
+            plus(plus(plus(Pattern::Var(A)))),
+            Pattern::Var(B),
+        ]))
+        .unwrap();
+        let e = nested
+            .run(
+                &rows(&"a".repeat(60)),
+                0,
+                true,
+                true,
+                1 << A,
+                &mut |_, _, _| Ok(true),
+            )
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "54001");
     }
 
     #[test]

@@ -44,36 +44,44 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         greedy: true,
     };
     let pattern = Pattern::Concat(vec![Pattern::Var(0), plus(1), plus(2)]);
+    let one = |kind, data_type, text: &str| Measure {
+        reads: vec![Navigation {
+            kind,
+            running: true,
+            data_type,
+        }],
+        expr: None,
+        text: text.into(),
+    };
     let measures = vec![
-        Measure {
-            kind: MeasureKind::First {
-                var: Some(0),
+        one(
+            MeasureKind::First {
+                vars: Some(1 << 0),
                 col: 1,
+                offset: 0,
             },
-            text: "FIRST(strt.t)".into(),
-        },
-        Measure {
-            kind: MeasureKind::Last {
-                var: Some(1),
+            DataType::Int64,
+            "FIRST(strt.t)",
+        ),
+        one(
+            MeasureKind::Last {
+                vars: Some(1 << 1),
                 col: 2,
+                offset: 0,
             },
-            text: "LAST(down.price)".into(),
-        },
-        Measure {
-            kind: MeasureKind::Count {
-                var: Some(2),
+            DataType::Int64,
+            "LAST(down.price)",
+        ),
+        one(
+            MeasureKind::Count {
+                vars: Some(1 << 2),
                 col: None,
             },
-            text: "count(up.*)".into(),
-        },
-        Measure {
-            kind: MeasureKind::Classifier,
-            text: "CLASSIFIER()".into(),
-        },
-        Measure {
-            kind: MeasureKind::MatchNumber,
-            text: "MATCH_NUMBER()".into(),
-        },
+            DataType::Int64,
+            "count(up.*)",
+        ),
+        one(MeasureKind::Classifier, DataType::Utf8, "CLASSIFIER()"),
+        one(MeasureKind::MatchNumber, DataType::Int64, "MATCH_NUMBER()"),
     ];
     let mut fields = vec![Field::new("sym", DataType::Utf8, true)];
     if matches!(rows_per_match, RowsPerMatch::All { .. }) {
@@ -94,13 +102,24 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         partition: vec![0],
         order: vec![1],
         variables: vec!["strt".into(), "down".into(), "up".into()],
-        conditions: vec![None, Some(down), Some(up)],
+        conditions: vec![
+            None,
+            Some(Condition {
+                expr: down,
+                reads: Vec::new(),
+            }),
+            Some(Condition {
+                expr: up,
+                reads: Vec::new(),
+            }),
+        ],
         prev: vec![PrevColumn { col: 2, offset: 1 }],
         program: Program::compile(&pattern).unwrap(),
         pattern,
         rows_per_match,
         after_match: AfterMatch::PastLastRow,
         measures,
+        within: None,
         schema: Arc::new(Schema::new(fields)),
     }
 }
@@ -231,4 +250,78 @@ fn rows_out_of_order_are_late() {
     .unwrap();
     op.on_data(0, input).unwrap();
     assert_eq!(op.late_rows(), 1);
+}
+
+/// The V shape whose rise may not pass the start's price: `up AS price > PREV(price) AND
+/// price <= FIRST(strt.price)` reads the match so far, so it is checked while matching.
+fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
+    let mut node = v_shape(rows_per_match);
+    let mut ext: Vec<Field> = node
+        .input_schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    ext.push(Field::new("__prev_0", DataType::Int64, true));
+    ext.push(Field::new("__nav_0", DataType::Int64, true));
+    let ext = Arc::new(Schema::new(ext));
+    let price = col("price", &ext).unwrap();
+    let rises = binary(price.clone(), Op::Gt, col("__prev_0", &ext).unwrap(), &ext).unwrap();
+    let capped = binary(price, Op::LtEq, col("__nav_0", &ext).unwrap(), &ext).unwrap();
+    node.conditions[2] = Some(Condition {
+        expr: binary(rises, Op::And, capped, &ext).unwrap(),
+        reads: vec![Navigation {
+            kind: MeasureKind::First {
+                vars: Some(1 << 0),
+                col: 2,
+                offset: 0,
+            },
+            running: true,
+            data_type: DataType::Int64,
+        }],
+    });
+    node
+}
+
+#[test]
+fn conditions_over_the_match_so_far_do_not_depend_on_batch_boundaries() {
+    let node = bounded_v_shape(RowsPerMatch::One);
+    let whole = run(&node, &ticks(), 100);
+    // A: 12 11 10 11 | 13 > 12 ends the rise at 11 (t 4); B: 50 40 45 46 (all <= 50).
+    assert_eq!(
+        whole.1,
+        vec!["A | 1 | 10 | 1 | up | 1", "B | 1 | 40 | 2 | up | 1"]
+    );
+    for cut in 1..ticks().num_rows() {
+        assert_eq!(run(&node, &ticks(), cut), whole, "cut {cut}");
+    }
+    let all = bounded_v_shape(RowsPerMatch::All { unmatched: true });
+    let whole = run(&all, &ticks(), 100);
+    for cut in 1..ticks().num_rows() {
+        assert_eq!(run(&all, &ticks(), cut), whole, "cut {cut}");
+    }
+}
+
+#[test]
+fn within_decides_an_attempt_once_a_row_past_the_bound_arrives() {
+    // Within 3 units of t: A's first V may take t 1..4 only (12 11 10 11: one rising row),
+    // then t 5..7 (13 12 14) is a second; B's t 1..4 fits whole. The answers do not depend
+    // on how the rows are cut.
+    let mut node = v_shape(RowsPerMatch::One);
+    node.within = Some((3, "3".into()));
+    let whole = run(&node, &ticks(), 100);
+    assert_eq!(
+        whole.1,
+        vec![
+            "A | 1 | 10 | 1 | up | 1",
+            "A | 5 | 12 | 1 | up | 2",
+            "B | 1 | 40 | 2 | up | 1"
+        ]
+    );
+    for cut in 1..ticks().num_rows() {
+        assert_eq!(run(&node, &ticks(), cut), whole, "cut {cut}");
+    }
+    // While streaming, A's first match is decided by the row at t 5 (past 1 + 3), not by
+    // a row that stops the rise; the others wait for a row past their bound.
+    assert_eq!(whole.0, vec!["A | 1 | 10 | 1 | up | 1"]);
 }

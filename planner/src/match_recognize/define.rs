@@ -1,7 +1,13 @@
-//! DEFINE: each pattern variable's condition, over the row and `PREV` rows before it.
+//! DEFINE: each pattern variable's condition, over the row, the `PREV` rows before it and —
+//! for a condition that reads other variables, `FIRST`/`LAST` or aggregates — the match so
+//! far, with the row as the variable defined (running semantics).
 
+use super::measures::{function_name, last_value, plan_navigation};
+use super::Names;
 use brook_common::{brook_err, ident, BrookError, Result};
-use brook_operators::match_recognize::PrevColumn;
+use brook_operators::match_recognize::{
+    reads_schema, Condition as Planned, Navigation, PrevColumn,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::DFSchema;
 use datafusion::execution::context::SessionState;
@@ -9,26 +15,20 @@ use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
 };
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
-type Conditions = (
-    Vec<Option<Arc<dyn datafusion::physical_expr::PhysicalExpr>>>,
-    Vec<PrevColumn>,
-);
-
-/// The condition of each variable (None: not defined, any row), over the input's columns and
-/// the `PREV` columns they read.
+/// The condition of each variable (None: not defined, any row) and the `PREV` columns the
+/// conditions read.
 pub(super) fn plan_conditions(
-    symbols: &[ast::SymbolDefinition],
-    variables: &[String],
+    symbols: &[(String, &Expr)],
+    names: &Names,
     input: &SchemaRef,
     state: &SessionState,
-) -> Result<Conditions> {
+) -> Result<(Vec<Option<Planned>>, Vec<PrevColumn>)> {
+    let variables = &names.variables;
     let mut prev: Vec<PrevColumn> = Vec::new();
-    let mut rewritten: Vec<Option<Expr>> = vec![None; variables.len()];
-    for s in symbols {
-        let name = ident::ident_name(&s.symbol);
-        let Some(v) = variables.iter().position(|x| *x == name) else {
+    let mut rewritten: Vec<Option<(Expr, Vec<Navigation>)>> = vec![None; variables.len()];
+    for (name, definition) in symbols {
+        let Some(v) = variables.iter().position(|x| x == name) else {
             return Err(brook_err!(
                 Syntax,
                 "DEFINE {name}: the variable is not in PATTERN"
@@ -37,17 +37,19 @@ pub(super) fn plan_conditions(
         if rewritten[v].is_some() {
             return Err(brook_err!(Syntax, "DEFINE {name} given more than once"));
         }
-        let mut e = s.definition.clone();
+        let mut e = (*definition).clone();
         let mut rw = Condition {
-            var: &name,
-            variables,
+            var: name,
+            names,
             input,
             prev: &mut prev,
+            reads: Vec::new(),
         };
         if let ControlFlow::Break(err) = e.visit(&mut rw) {
             return Err(err);
         }
-        rewritten[v] = Some(e);
+        let reads = rw.reads;
+        rewritten[v] = Some((e, reads));
     }
     let mut fields: Vec<Field> = input.fields().iter().map(|f| f.as_ref().clone()).collect();
     for (i, p) in prev.iter().enumerate() {
@@ -58,13 +60,20 @@ pub(super) fn plan_conditions(
             true,
         ));
     }
-    let schema = DFSchema::try_from(Schema::new(fields))?;
     let mut conditions = Vec::new();
-    for e in rewritten {
-        let Some(e) = e else {
+    for r in rewritten {
+        let Some((e, reads)) = r else {
             conditions.push(None);
             continue;
         };
+        let mut all = fields.clone();
+        all.extend(
+            reads_schema(&reads)
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone()),
+        );
+        let schema = DFSchema::try_from(Schema::new(all))?;
         let logical = state.create_logical_expr(&e.to_string(), &schema)?;
         let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
         if ty != DataType::Boolean {
@@ -74,21 +83,28 @@ pub(super) fn plan_conditions(
                 brook_common::types::sql_name(&ty)
             ));
         }
-        conditions.push(Some(state.create_physical_expr(logical, &schema)?));
+        conditions.push(Some(Planned {
+            expr: state.create_physical_expr(logical, &schema)?,
+            reads,
+        }));
     }
     Ok((conditions, prev))
 }
 
 /// Rewrites a DEFINE condition of `var` into an expression over the row: `var.col` and
-/// `col` read the row, `PREV(col [, k])` a `__prev_i` column.
+/// `col` read the row, `PREV(col [, k])` a `__prev_i` column, and what reads the match so
+/// far (`other.col`, `FIRST`/`LAST`, aggregates, `CLASSIFIER()`) a `__nav_i` column.
 struct Condition<'a> {
     var: &'a str,
-    variables: &'a [String],
+    names: &'a Names,
     input: &'a SchemaRef,
     prev: &'a mut Vec<PrevColumn>,
+    reads: Vec<Navigation>,
 }
 
 impl Condition<'_> {
+    /// The column of the row a reference reads (`col`, `var.col`); None for a reference to
+    /// the match (another variable or a SUBSET).
     fn own_column(&self, e: &Expr) -> Result<Option<String>> {
         match e {
             Expr::Identifier(i) => Ok(Some(ident::ident_name(i))),
@@ -97,22 +113,18 @@ impl Condition<'_> {
                 if qualifier == self.var {
                     return Ok(Some(ident::ident_name(&parts[1])));
                 }
-                if self.variables.contains(&qualifier) {
-                    return Err(brook_err!(
-                        Unsupported,
-                        "DEFINE {} reading another pattern variable ({e}); compare with \
-                         PREV(...) instead",
-                        self.var
-                    ));
-                }
                 Ok(None)
             }
             _ => Ok(None),
         }
     }
 
+    fn read(&mut self, n: Navigation) -> Expr {
+        self.reads.push(n);
+        Expr::Identifier(ast::Ident::new(format!("__nav_{}", self.reads.len() - 1)))
+    }
+
     fn prev_call(&mut self, f: &ast::Function) -> Result<Expr> {
-        let name = f.name.to_string().to_ascii_lowercase();
         let args = match &f.args {
             FunctionArguments::List(l) => l.args.clone(),
             _ => Vec::new(),
@@ -124,13 +136,6 @@ impl Condition<'_> {
                 _ => None,
             })
             .collect();
-        if name != "prev" {
-            return Err(brook_err!(
-                Unsupported,
-                "{}() in DEFINE (conditions read the row and PREV(column, n) before it)",
-                name.to_uppercase()
-            ));
-        }
         let offset = match exprs.get(1) {
             None => 1,
             Some(Expr::Value(v)) => match &v.value {
@@ -160,7 +165,7 @@ impl Condition<'_> {
             .ok_or_else(|| {
                 brook_err!(
                     Unsupported,
-                    "PREV of {f}: PREV takes a column (and an offset)"
+                    "PREV of {f}: in DEFINE, PREV takes a column of the row (and an offset)"
                 )
             })?;
         let col = self
@@ -183,28 +188,47 @@ impl Condition<'_> {
         };
         Ok(Expr::Identifier(ast::Ident::new(format!("__prev_{at}"))))
     }
+
+    fn replace(&mut self, e: &Expr) -> Result<Option<Expr>> {
+        match e {
+            Expr::Function(f) => {
+                let name = function_name(f).1;
+                if name == "prev" {
+                    return self.prev_call(f).map(Some);
+                }
+                if name == "next" {
+                    return Err(brook_err!(
+                        Unsupported,
+                        "NEXT() in DEFINE (a condition reads the row, PREV rows and the match \
+                         so far)"
+                    ));
+                }
+                Ok(plan_navigation(f, self.names, self.input, true)?.map(|n| self.read(n)))
+            }
+            Expr::CompoundIdentifier(_) => match self.own_column(e)? {
+                Some(col) => Ok(Some(Expr::Identifier(ast::Ident::with_quote('"', col)))),
+                None => {
+                    // Another variable's (or a SUBSET's) last row so far.
+                    let n = last_value(e, self.names, self.input)?;
+                    Ok(Some(self.read(n)))
+                }
+            },
+            _ => Ok(None),
+        }
+    }
 }
 
 impl VisitorMut for Condition<'_> {
     type Break = BrookError;
 
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<BrookError> {
-        let replaced = match e {
-            Expr::Function(f) => Some(self.prev_call(f)),
-            Expr::CompoundIdentifier(_) => match self.own_column(e) {
-                Ok(Some(col)) => Some(Ok(Expr::Identifier(ast::Ident::with_quote('"', col)))),
-                Ok(None) => None,
-                Err(err) => Some(Err(err)),
-            },
-            _ => None,
-        };
-        match replaced {
-            Some(Ok(new)) => {
+        match self.replace(e) {
+            Ok(Some(new)) => {
                 *e = new;
                 ControlFlow::Continue(())
             }
-            Some(Err(err)) => ControlFlow::Break(err),
-            None => ControlFlow::Continue(()),
+            Ok(None) => ControlFlow::Continue(()),
+            Err(err) => ControlFlow::Break(err),
         }
     }
 }

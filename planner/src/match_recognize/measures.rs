@@ -1,134 +1,280 @@
-//! MEASURES: what each output column computes over a match.
+//! MEASURES, and the values a match is read by: `v.col`, `FIRST`/`LAST(v.col [, k])`,
+//! `CLASSIFIER()`, `MATCH_NUMBER()`, `count/sum/avg/min/max(v.col)` — each `RUNNING` (up to
+//! the row shown) or `FINAL` (the whole match) — and expressions over them. `DEFINE`
+//! conditions read the match so far through the same navigations ([`plan_navigation`]).
 
+use super::extensions::SEMANTICS_PREFIX;
+use super::Names;
 use brook_common::{brook_err, ident, BrookError, Result};
-use brook_operators::match_recognize::{Aggregate, MeasureKind};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::sql::sqlparser::ast::{
-    self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+use brook_operators::match_recognize::{
+    reads_schema, Aggregate, Measure, MeasureKind, Navigation, VarSet,
 };
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::DFSchema;
+use datafusion::execution::context::SessionState;
+use datafusion::sql::sqlparser::ast::{
+    self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
+};
+use std::ops::ControlFlow;
 
-/// One measure: what it computes and its type.
+/// One measure and its type.
 pub(super) fn plan_measure(
     e: &Expr,
-    variables: &[String],
+    names: &Names,
     input: &SchemaRef,
-) -> Result<(MeasureKind, DataType)> {
+    state: &SessionState,
+) -> Result<(Measure, DataType)> {
+    let mut rewritten = e.clone();
+    let mut reads = Reads {
+        names,
+        input,
+        found: Vec::new(),
+    };
+    if let ControlFlow::Break(err) = rewritten.visit(&mut reads) {
+        return Err(err);
+    }
+    let found = reads.found;
+    // A measure that is one navigation is that navigation's column.
+    if matches!(rewritten, Expr::Identifier(ref i) if i.value == "__nav_0") {
+        let ty = found[0].data_type.clone();
+        return Ok((
+            Measure {
+                reads: found,
+                expr: None,
+                text: String::new(),
+            },
+            ty,
+        ));
+    }
+    let schema = DFSchema::try_from(reads_schema(&found).as_ref().clone())?;
+    let logical = state.create_logical_expr(&rewritten.to_string(), &schema)?;
+    let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
+    let expr = state.create_physical_expr(logical, &schema)?;
+    Ok((
+        Measure {
+            reads: found,
+            expr: Some(expr),
+            text: String::new(),
+        },
+        ty,
+    ))
+}
+
+/// Replaces each navigation (and each `col` / `v.col`: the last row's) of a measure by a
+/// `__nav_i` column.
+struct Reads<'a> {
+    names: &'a Names,
+    input: &'a SchemaRef,
+    found: Vec<Navigation>,
+}
+
+impl VisitorMut for Reads<'_> {
+    type Break = BrookError;
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<BrookError> {
+        let nav = match e {
+            Expr::Function(f) => {
+                let name = function_name(f).1;
+                if name == "prev" || name == "next" {
+                    return ControlFlow::Break(brook_err!(
+                        Unsupported,
+                        "{}() in MEASURES (read rows with FIRST/LAST(var.col, n))",
+                        name.to_uppercase()
+                    ));
+                }
+                plan_navigation(f, self.names, self.input, false)
+            }
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                last_value(e, self.names, self.input).map(Some)
+            }
+            _ => Ok(None),
+        };
+        match nav {
+            Ok(Some(n)) => {
+                *e = Expr::Identifier(ast::Ident::new(format!("__nav_{}", self.found.len())));
+                self.found.push(n);
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(err) => ControlFlow::Break(err),
+        }
+    }
+}
+
+/// `col` or `v.col` as a value of the match: the last row's (of `v`) value, running.
+pub(super) fn last_value(e: &Expr, names: &Names, input: &SchemaRef) -> Result<Navigation> {
+    let (vars, col) = reference(e, names, input)?;
+    let col = col.ok_or_else(|| brook_err!(Syntax, "{e} is not a value"))?;
+    Ok(Navigation {
+        kind: MeasureKind::Last {
+            vars,
+            col,
+            offset: 0,
+        },
+        running: true,
+        data_type: input.field(col).data_type().clone(),
+    })
+}
+
+/// (`RUNNING`/`FINAL` qualifier, lower-case name) of a function call.
+pub(super) fn function_name(f: &ast::Function) -> (Option<String>, String) {
+    let name = f.name.to_string().to_ascii_lowercase();
+    for q in ["running", "final"] {
+        if let Some(n) = name.strip_prefix(&format!("{SEMANTICS_PREFIX}{q}_")) {
+            return (Some(q.to_string()), n.to_string());
+        }
+    }
+    (None, name)
+}
+
+/// The navigation a function call is (None: an ordinary function, whose arguments may hold
+/// navigations). `in_define`: `FINAL` is refused (a condition sees only the match so far).
+pub(super) fn plan_navigation(
+    f: &ast::Function,
+    names: &Names,
+    input: &SchemaRef,
+    in_define: bool,
+) -> Result<Option<Navigation>> {
+    let (qualifier, name) = function_name(f);
+    if !matches!(
+        name.as_str(),
+        "first" | "last" | "classifier" | "match_number" | "count" | "sum" | "avg" | "min" | "max"
+    ) {
+        if qualifier.is_some() {
+            return Err(brook_err!(
+                Syntax,
+                "RUNNING and FINAL apply to FIRST, LAST and aggregates, not to {name}()"
+            ));
+        }
+        return Ok(None);
+    }
+    let running = qualifier.as_deref() != Some("final");
+    if in_define && !running {
+        return Err(brook_err!(
+            Syntax,
+            "FINAL in DEFINE: a condition sees only the match so far"
+        ));
+    }
     let unsupported = || {
         brook_err!(
             Unsupported,
-            "MEASURES expression {e} (a measure is one of var.col, FIRST/LAST(var.col), \
-             CLASSIFIER(), MATCH_NUMBER(), count/sum/avg/min/max(var.col); compute more in the \
-             outer SELECT)"
+            "{f} in MATCH_RECOGNIZE (navigations take var.col, var.* or *, and FIRST/LAST an \
+             integer offset)"
         )
     };
-    // (variable, column) of `var.col` or `col`; `var.*` has no column.
-    let reference = |e: &Expr| -> Result<(Option<usize>, Option<usize>)> {
-        let find_var = |i: &ast::Ident| -> Result<usize> {
-            let name = ident::ident_name(i);
-            variables
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(unsupported());
+    }
+    let args: Vec<&FunctionArgExpr> = match &f.args {
+        FunctionArguments::List(l) => {
+            if l.duplicate_treatment.is_some() || !l.clauses.is_empty() {
+                return Err(unsupported());
+            }
+            l.args
                 .iter()
-                .position(|v| *v == name)
-                .ok_or_else(|| brook_err!(Syntax, "pattern variable \"{name}\" is not in PATTERN"))
-        };
-        let find_col = |i: &ast::Ident| -> Result<usize> {
-            let name = ident::ident_name(i);
-            input
-                .index_of(&name)
-                .map_err(|_| BrookError::UndefinedColumn(name))
-        };
-        match e {
-            Expr::Identifier(c) => Ok((None, Some(find_col(c)?))),
-            Expr::CompoundIdentifier(p) if p.len() == 2 => {
-                Ok((Some(find_var(&p[0])?), Some(find_col(&p[1])?)))
+                .map(|a| match a {
+                    FunctionArg::Unnamed(x) => Ok(x),
+                    _ => Err(unsupported()),
+                })
+                .collect::<Result<_>>()?
+        }
+        FunctionArguments::None => Vec::new(),
+        FunctionArguments::Subquery(_) => return Err(unsupported()),
+    };
+    let arg = |a: &FunctionArgExpr| -> Result<(VarSet, Option<usize>)> {
+        match a {
+            FunctionArgExpr::Expr(x) => reference(x, names, input),
+            FunctionArgExpr::QualifiedWildcard(n) if n.0.len() == 1 => {
+                let v = n.0[0].as_ident().ok_or_else(unsupported)?;
+                Ok((Some(names.set(v)?), None))
             }
-            Expr::QualifiedWildcard(name, _) if name.0.len() == 1 => {
-                let v = name.0[0].as_ident().ok_or_else(unsupported)?;
-                Ok((Some(find_var(v)?), None))
-            }
-            Expr::Wildcard(_) => Ok((None, None)),
+            FunctionArgExpr::Wildcard => Ok((None, None)),
             _ => Err(unsupported()),
         }
     };
-    match e {
-        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-            let (var, col) = reference(e)?;
-            let col = col.ok_or_else(unsupported)?;
-            Ok((
-                MeasureKind::Last { var, col },
-                input.field(col).data_type().clone(),
-            ))
+    let column_type = |col: Option<usize>| -> Result<(usize, DataType)> {
+        let c = col.ok_or_else(unsupported)?;
+        Ok((c, input.field(c).data_type().clone()))
+    };
+    let nav = |kind, data_type| {
+        Ok(Some(Navigation {
+            kind,
+            running,
+            data_type,
+        }))
+    };
+    match (name.as_str(), args.as_slice()) {
+        ("classifier", []) => nav(MeasureKind::Classifier, DataType::Utf8),
+        ("match_number", []) => nav(MeasureKind::MatchNumber, DataType::Int64),
+        ("first" | "last", [a, rest @ ..]) if rest.len() <= 1 => {
+            let (vars, col) = arg(a)?;
+            let (col, ty) = column_type(col)?;
+            let offset = match rest.first() {
+                None => 0,
+                Some(FunctionArgExpr::Expr(Expr::Value(v))) => match &v.value {
+                    Value::Number(n, _) => n.parse::<usize>().map_err(|_| {
+                        brook_err!(
+                            Syntax,
+                            "{} offset must be a non-negative integer",
+                            name.to_uppercase()
+                        )
+                    })?,
+                    _ => return Err(unsupported()),
+                },
+                Some(_) => return Err(unsupported()),
+            };
+            let kind = if name == "first" {
+                MeasureKind::First { vars, col, offset }
+            } else {
+                MeasureKind::Last { vars, col, offset }
+            };
+            nav(kind, ty)
         }
-        Expr::Function(f) => {
-            let name = f.name.to_string().to_ascii_lowercase();
-            let args: Vec<&FunctionArgExpr> = match &f.args {
-                FunctionArguments::List(l) => l
-                    .args
-                    .iter()
-                    .map(|a| match a {
-                        FunctionArg::Unnamed(x) => Ok(x),
-                        _ => Err(unsupported()),
-                    })
-                    .collect::<Result<_>>()?,
-                FunctionArguments::None => Vec::new(),
-                FunctionArguments::Subquery(_) => return Err(unsupported()),
-            };
-            let arg = || -> Result<(Option<usize>, Option<usize>)> {
-                match args.as_slice() {
-                    [FunctionArgExpr::Expr(x)] => reference(x),
-                    [FunctionArgExpr::QualifiedWildcard(n)] => reference(&Expr::QualifiedWildcard(
-                        n.clone(),
-                        ast::helpers::attached_token::AttachedToken::empty(),
-                    )),
-                    [FunctionArgExpr::Wildcard] => Ok((None, None)),
-                    _ => Err(unsupported()),
+        ("count", [a]) => {
+            let (vars, col) = arg(a)?;
+            nav(MeasureKind::Count { vars, col }, DataType::Int64)
+        }
+        ("sum" | "avg" | "min" | "max", [a]) => {
+            let (vars, col) = arg(a)?;
+            let (col, ty) = column_type(col)?;
+            let (func, ty) = match name.as_str() {
+                "sum" if ty.is_integer() => (Aggregate::Sum, DataType::Int64),
+                "sum" if ty.is_floating() => (Aggregate::Sum, DataType::Float64),
+                "sum" if matches!(ty, DataType::Decimal128(..)) => (Aggregate::Sum, ty),
+                "avg" if ty.is_numeric() => (Aggregate::Avg, DataType::Float64),
+                "min" => (Aggregate::Min, ty),
+                "max" => (Aggregate::Max, ty),
+                _ => {
+                    return Err(brook_err!(
+                        UndefinedFunction,
+                        "function {name}({}) does not exist",
+                        brook_common::types::sql_name(&ty)
+                    ))
                 }
             };
-            let column_type = |col: Option<usize>| -> Result<(usize, DataType)> {
-                let c = col.ok_or_else(unsupported)?;
-                Ok((c, input.field(c).data_type().clone()))
-            };
-            match name.as_str() {
-                "classifier" if args.is_empty() => Ok((MeasureKind::Classifier, DataType::Utf8)),
-                "match_number" if args.is_empty() => {
-                    Ok((MeasureKind::MatchNumber, DataType::Int64))
-                }
-                "first" | "last" => {
-                    let (var, col) = arg()?;
-                    let (col, ty) = column_type(col)?;
-                    let kind = if name == "first" {
-                        MeasureKind::First { var, col }
-                    } else {
-                        MeasureKind::Last { var, col }
-                    };
-                    Ok((kind, ty))
-                }
-                "count" => {
-                    let (var, col) = arg()?;
-                    Ok((MeasureKind::Count { var, col }, DataType::Int64))
-                }
-                "sum" | "avg" | "min" | "max" => {
-                    let (var, col) = arg()?;
-                    let (col, ty) = column_type(col)?;
-                    let (func, ty) = match name.as_str() {
-                        "sum" if ty.is_integer() => (Aggregate::Sum, DataType::Int64),
-                        "sum" if ty.is_floating() => (Aggregate::Sum, DataType::Float64),
-                        "sum" if matches!(ty, DataType::Decimal128(..)) => (Aggregate::Sum, ty),
-                        "avg" if ty.is_numeric() => (Aggregate::Avg, DataType::Float64),
-                        "min" => (Aggregate::Min, ty),
-                        "max" => (Aggregate::Max, ty),
-                        _ => {
-                            return Err(brook_err!(
-                                UndefinedFunction,
-                                "function {name}({}) does not exist",
-                                brook_common::types::sql_name(&ty)
-                            ))
-                        }
-                    };
-                    Ok((MeasureKind::Aggregate { func, var, col }, ty))
-                }
-                _ => Err(unsupported()),
-            }
+            nav(MeasureKind::Aggregate { func, vars, col }, ty)
         }
         _ => Err(unsupported()),
+    }
+}
+
+/// (variables, column) of `var.col` or `col`; `var.*` and `*` have no column.
+fn reference(e: &Expr, names: &Names, input: &SchemaRef) -> Result<(VarSet, Option<usize>)> {
+    let find_col = |i: &ast::Ident| -> Result<usize> {
+        let name = ident::ident_name(i);
+        input
+            .index_of(&name)
+            .map_err(|_| BrookError::UndefinedColumn(name))
+    };
+    match e {
+        Expr::Identifier(c) => Ok((None, Some(find_col(c)?))),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => {
+            Ok((Some(names.set(&p[0])?), Some(find_col(&p[1])?)))
+        }
+        Expr::Wildcard(_) => Ok((None, None)),
+        other => Err(brook_err!(
+            Unsupported,
+            "{other} in MATCH_RECOGNIZE (navigations read var.col, col, var.* or *)"
+        )),
     }
 }

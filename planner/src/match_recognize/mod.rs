@@ -13,13 +13,13 @@
 
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::pattern::{Pattern, Program};
-use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, Measure, RowsPerMatch};
+use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::{
-    self, EmptyMatchesMode, Expr, FunctionArg, FunctionArgExpr, MatchRecognizePattern,
-    MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor, Value, VisitMut,
-    VisitorMut,
+    self, EmptyMatchesMode, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    MatchRecognizePattern, MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor,
+    Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -29,7 +29,11 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 mod define;
+mod extensions;
 mod measures;
+
+pub use extensions::rewrite_extensions;
+use extensions::{EXCLUDED_MARK, SUBSET_FUNCTION, WITHIN_NAME};
 
 use define::plan_conditions;
 use measures::plan_measure;
@@ -126,6 +130,32 @@ impl VisitorMut for Rewrite {
             index_hints: Vec::new(),
         };
         ControlFlow::Continue(())
+    }
+}
+
+/// The pattern variables (a variable's index is its bit) and the `SUBSET`s of them.
+pub(super) struct Names {
+    variables: Vec<String>,
+    subsets: Vec<(String, u64)>,
+}
+
+impl Names {
+    /// The variables `name` stands for (bit v: variable v).
+    fn set(&self, name: &ast::Ident) -> Result<u64> {
+        let name = ident::ident_name(name);
+        if let Some(v) = self.variables.iter().position(|v| *v == name) {
+            return Ok(1 << v);
+        }
+        self.subsets
+            .iter()
+            .find(|(s, _)| *s == name)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| {
+                brook_err!(
+                    Syntax,
+                    "pattern variable \"{name}\" is not in PATTERN or SUBSET"
+                )
+            })
     }
 }
 
@@ -231,10 +261,45 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
         ));
     }
     let program = Program::compile(&pattern)?;
-    let (conditions, prev) = plan_conditions(&clause.symbols, &variables, &input, state)?;
+    // DEFINE holds the SUBSETs and WITHIN too (see `extensions`).
+    let mut names = Names {
+        variables,
+        subsets: Vec::new(),
+    };
+    let mut within = None;
+    let mut defines: Vec<(String, &Expr)> = Vec::new();
+    for s in &clause.symbols {
+        let name = ident::ident_name(&s.symbol);
+        match &s.definition {
+            Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case(SUBSET_FUNCTION) => {
+                let members = subset_members(f, &names.variables)?;
+                if names.variables.contains(&name) || names.subsets.iter().any(|(n, _)| *n == name)
+                {
+                    return Err(brook_err!(
+                        Syntax,
+                        "SUBSET {name}: the name is already a pattern variable or SUBSET"
+                    ));
+                }
+                names.subsets.push((name, members));
+            }
+            e if name == WITHIN_NAME => {
+                within = Some((within_bound(e, &clause, &input, state)?, e.to_string()))
+            }
+            e => defines.push((name, e)),
+        }
+    }
+    if within.is_some() && pattern.uses_end() {
+        return Err(brook_err!(
+            Unsupported,
+            "WITHIN with $ in PATTERN (an attempt bounded in time does not reach the end of \
+             its partition)"
+        ));
+    }
+    let (conditions, prev) = plan_conditions(&defines, &names, &input, state)?;
     let var_index = |i: &ast::Ident| -> Result<usize> {
         let name = ident::ident_name(i);
-        variables
+        names
+            .variables
             .iter()
             .position(|v| *v == name)
             .ok_or_else(|| brook_err!(Syntax, "pattern variable \"{name}\" is not in PATTERN"))
@@ -251,16 +316,21 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
             unmatched: matches!(mode, Some(EmptyMatchesMode::WithUnmatched)),
         },
     };
+    if rows_per_match == (RowsPerMatch::All { unmatched: true }) && pattern.excludes() {
+        return Err(brook_err!(
+            Syntax,
+            "pattern exclusion {{- -}} with ALL ROWS PER MATCH WITH UNMATCHED ROWS"
+        ));
+    }
     let mut measures = Vec::new();
     let mut measure_fields = Vec::new();
     for m in &clause.measures {
-        let (kind, ty) = plan_measure(&m.expr, &variables, &input)?;
+        let (mut measure, ty) = plan_measure(&m.expr, &names, &input, state)?;
+        measure.text = m.to_string();
         measure_fields.push(Field::new(ident::ident_name(&m.alias), ty, true));
-        measures.push(Measure {
-            kind,
-            text: m.to_string(),
-        });
+        measures.push(measure);
     }
+    let variables = names.variables;
     let mut node = MatchRecognizeNode {
         input_schema: input.clone(),
         partition,
@@ -273,6 +343,7 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
         rows_per_match,
         after_match,
         measures,
+        within,
         schema: Arc::new(Schema::empty()),
     };
     let (lead, rest) = node.carried_columns();
@@ -290,6 +361,80 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
     }
     node.schema = Arc::new(Schema::new(fields));
     Ok(node)
+}
+
+/// The variables of `brook_subset(a, b, ...)` (a `SUBSET` item), as a bit set.
+fn subset_members(f: &ast::Function, variables: &[String]) -> Result<u64> {
+    let FunctionArguments::List(l) = &f.args else {
+        return Err(brook_err!(Syntax, "SUBSET takes name = (variable, ...)"));
+    };
+    let mut set = 0u64;
+    for a in &l.args {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(i))) = a else {
+            return Err(brook_err!(Syntax, "SUBSET takes name = (variable, ...)"));
+        };
+        let name = ident::ident_name(i);
+        let v = variables.iter().position(|x| *x == name).ok_or_else(|| {
+            brook_err!(
+                Syntax,
+                "SUBSET member \"{name}\" is not a variable of PATTERN"
+            )
+        })?;
+        set |= 1 << v;
+    }
+    Ok(set)
+}
+
+/// `WITHIN interval` as units of the order column (a single timestamp or date column).
+fn within_bound(e: &Expr, clause: &Clause, input: &SchemaRef, state: &SessionState) -> Result<i64> {
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
+    use datafusion::common::ScalarValue;
+    let ty = match clause.order_by.as_slice() {
+        [o] => match &o.expr {
+            Expr::Identifier(i) => input
+                .field_with_name(&ident::ident_name(i))
+                .map(|f| f.data_type().clone())
+                .ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let per_unit: i64 = match ty {
+        Some(DataType::Timestamp(TimeUnit::Second, _)) => 1_000_000_000,
+        Some(DataType::Timestamp(TimeUnit::Millisecond, _)) => 1_000_000,
+        Some(DataType::Timestamp(TimeUnit::Microsecond, _)) => 1_000,
+        Some(DataType::Timestamp(TimeUnit::Nanosecond, _)) => 1,
+        Some(DataType::Date32) => 86_400_000_000_000,
+        _ => {
+            return Err(brook_err!(
+                DatatypeMismatch,
+                "WITHIN bounds a match in time: ORDER BY one timestamp or date column"
+            ))
+        }
+    };
+    let schema = datafusion::common::DFSchema::empty();
+    let value = state.create_logical_expr(&e.to_string(), &schema)?;
+    let nanos = match value {
+        datafusion::logical_expr::Expr::Literal(v, _) => match v {
+            ScalarValue::IntervalMonthDayNano(Some(i)) if i.months == 0 => {
+                Some(i128::from(i.days) * 86_400_000_000_000 + i128::from(i.nanoseconds))
+            }
+            ScalarValue::IntervalDayTime(Some(i)) => Some(
+                i128::from(i.days) * 86_400_000_000_000 + i128::from(i.milliseconds) * 1_000_000,
+            ),
+            ScalarValue::IntervalMonthDayNano(Some(_)) | ScalarValue::IntervalYearMonth(_) => {
+                return Err(brook_err!(
+                    Unsupported,
+                    "WITHIN an interval of months (months have no fixed length; use days)"
+                ))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+    .filter(|n| *n > 0)
+    .ok_or_else(|| brook_err!(Syntax, "WITHIN takes a positive INTERVAL constant"))?;
+    Ok(i64::try_from(nanos / i128::from(per_unit)).unwrap_or(i64::MAX))
 }
 
 /// The pattern tree, with variables numbered in order of first appearance.
@@ -319,12 +464,7 @@ fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<
     };
     Ok(match p {
         MatchRecognizePattern::Symbol(s) => var(s)?,
-        MatchRecognizePattern::Exclude(s) => {
-            return Err(brook_err!(
-                Unsupported,
-                "pattern exclusion {{- {s} -}} in MATCH_RECOGNIZE"
-            ))
-        }
+        MatchRecognizePattern::Exclude(s) => Pattern::Exclude(Box::new(var(s)?)),
         MatchRecognizePattern::Permute(symbols) => {
             if symbols.len() > 5 {
                 return Err(brook_err!(
@@ -340,6 +480,14 @@ fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<
                     .map(|order| Pattern::Concat(order.iter().map(|&i| parts[i].clone()).collect()))
                     .collect(),
             )
+        }
+        // `({- brook_excluded -} (p))`: the exclusion `{- p -}` (see `extensions`).
+        MatchRecognizePattern::Concat(ps)
+            if matches!(ps.first(), Some(MatchRecognizePattern::Exclude(
+                MatchRecognizeSymbol::Named(m))) if m.value == EXCLUDED_MARK)
+                && ps.len() == 2 =>
+        {
+            Pattern::Exclude(Box::new(convert_pattern(&ps[1], vars)?))
         }
         MatchRecognizePattern::Concat(ps) => Pattern::Concat(
             ps.iter()

@@ -1,0 +1,289 @@
+//! The parts of `MATCH_RECOGNIZE` sqlparser does not read, rewritten before parsing into
+//! forms it does — forms that print back as they parse, since the clause travels to the
+//! table function as its own SQL text (see the module above):
+//!
+//! - `RUNNING f(...)` / `FINAL f(...)` → `brook_running_f(...)` / `brook_final_f(...)`;
+//! - `SUBSET u = (a, b)` → the first `DEFINE` item `u AS brook_subset(a, b)`;
+//! - Flink's `WITHIN INTERVAL ...` after `PATTERN (...)` → `DEFINE brook_within AS INTERVAL ...`;
+//! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`.
+//!
+//! Each rewritten form is read back by the planner of the clause ([`super::plan_node`]).
+
+use brook_common::{brook_err, Result};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+/// `RUNNING f(` / `FINAL f(` become `brook_running_f(` / `brook_final_f(` (one name: the
+/// compatibility rules strip a function's qualifier).
+pub const SEMANTICS_PREFIX: &str = "brook_";
+/// What `RUNNING` and `FINAL` may qualify (a variable may be named `running`).
+const NAVIGATIONS: &[&str] = &[
+    "first",
+    "last",
+    "prev",
+    "next",
+    "classifier",
+    "match_number",
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+];
+/// Function a `SUBSET` item becomes.
+pub const SUBSET_FUNCTION: &str = "brook_subset";
+/// `DEFINE` name `WITHIN` becomes.
+pub const WITHIN_NAME: &str = "brook_within";
+/// Variable that marks an exclusion.
+pub const EXCLUDED_MARK: &str = "brook_excluded";
+
+fn is_word(t: &Token, word: &str) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+fn is_space(t: &Token) -> bool {
+    matches!(t, Token::Whitespace(_))
+}
+
+/// The index of the next token after `i` that is not whitespace.
+fn next_solid(tokens: &[Token], i: usize) -> Option<usize> {
+    (i + 1..tokens.len()).find(|&j| !is_space(&tokens[j]))
+}
+
+fn tokenize(sql: &str) -> Result<Vec<Token>> {
+    Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))
+}
+
+/// `sql` with every MATCH_RECOGNIZE clause's extensions rewritten; None when it has none.
+pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
+    let tokens = tokenize(sql)?;
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        out.push(t.clone());
+        i += 1;
+        if !matches!(t, Token::Word(w) if w.keyword == Keyword::MATCH_RECOGNIZE) {
+            continue;
+        }
+        let Some(open) = next_solid(&tokens, i - 1).filter(|&j| tokens[j] == Token::LParen) else {
+            continue;
+        };
+        let mut depth = 0usize;
+        let mut close = None;
+        for (j, t) in tokens.iter().enumerate().skip(open) {
+            match t {
+                Token::LParen => depth += 1,
+                Token::RParen => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(j);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        let clause = &tokens[i..=close];
+        if let Some(rewritten) = rewrite_clause(clause)? {
+            out.extend(rewritten);
+            changed = true;
+        } else {
+            out.extend(clause.iter().cloned());
+        }
+        i = close + 1;
+    }
+    if !changed {
+        return Ok(None);
+    }
+    Ok(Some(out.iter().map(|t| t.to_string()).collect()))
+}
+
+/// One clause, from its `(` to its `)`.
+fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
+    let mut out: Vec<Token> = Vec::with_capacity(clause.len());
+    let mut defines: Vec<Token> = Vec::new();
+    let mut depth = 0usize;
+    let mut changed = false;
+    let mut i = 0;
+    let mut in_pattern = false;
+    while i < clause.len() {
+        let t = &clause[i];
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 1 {
+                    in_pattern = false;
+                }
+            }
+            _ => {}
+        }
+        if depth == 1 && is_word(t, "PATTERN") {
+            in_pattern = true;
+        }
+        // RUNNING f( / FINAL f(
+        if (is_word(t, "RUNNING") || is_word(t, "FINAL")) && !in_pattern {
+            if let Some(f) = next_solid(clause, i) {
+                if NAVIGATIONS.iter().any(|n| is_word(&clause[f], n))
+                    && next_solid(clause, f).is_some_and(|p| clause[p] == Token::LParen)
+                {
+                    let (Token::Word(q), Token::Word(name)) = (t, &clause[f]) else {
+                        unreachable!()
+                    };
+                    out.push(Token::make_word(
+                        &format!("{SEMANTICS_PREFIX}{}_{}", q.value, name.value).to_lowercase(),
+                        None,
+                    ));
+                    i = f + 1;
+                    changed = true;
+                    continue;
+                }
+            }
+        }
+        if depth == 1 && (is_word(t, "SUBSET") || is_word(t, "WITHIN")) {
+            let subset = is_word(t, "SUBSET");
+            let end = (i + 1..clause.len())
+                .find(|&j| {
+                    is_word(&clause[j], "DEFINE")
+                        || (!subset && is_word(&clause[j], "SUBSET"))
+                        || (subset && is_word(&clause[j], "WITHIN"))
+                })
+                .ok_or_else(|| {
+                    brook_err!(
+                        Syntax,
+                        "MATCH_RECOGNIZE {} must be followed by DEFINE",
+                        if subset { "SUBSET" } else { "WITHIN" }
+                    )
+                })?;
+            let body = &clause[i + 1..end];
+            if subset {
+                subset_items(body, &mut defines)?;
+            } else {
+                defines.push(Token::make_word(WITHIN_NAME, None));
+                defines.push(Token::Whitespace(Whitespace::Space));
+                defines.push(Token::make_keyword("AS"));
+                defines.extend(body.iter().cloned());
+                defines.push(Token::Comma);
+                defines.push(Token::Whitespace(Whitespace::Space));
+            }
+            i = end;
+            changed = true;
+            continue;
+        }
+        if in_pattern
+            && *t == Token::LBrace
+            && clause.get(i + 1) == Some(&Token::Minus)
+            && !next_solid(clause, i + 1).is_some_and(|j| is_word(&clause[j], EXCLUDED_MARK))
+        {
+            out.extend(tokenize(&format!("({{- {EXCLUDED_MARK} -}} ("))?);
+            let end = (i + 2..clause.len())
+                .find(|&j| clause[j] == Token::Minus && clause.get(j + 1) == Some(&Token::RBrace))
+                .ok_or_else(|| brook_err!(Syntax, "pattern exclusion {{- without -}}"))?;
+            if clause[i + 2..end].contains(&Token::LBrace) {
+                return Err(brook_err!(
+                    Syntax,
+                    "pattern exclusions {{- -}} cannot be nested"
+                ));
+            }
+            out.extend(clause[i + 2..end].iter().cloned());
+            out.push(Token::RParen);
+            out.push(Token::RParen);
+            i = end + 2;
+            changed = true;
+            continue;
+        }
+        if depth == 1 && is_word(t, "DEFINE") && !defines.is_empty() {
+            out.push(t.clone());
+            out.push(Token::Whitespace(Whitespace::Space));
+            out.append(&mut defines);
+            i += 1;
+            // The items follow the inserted ones.
+            while i < clause.len() && is_space(&clause[i]) {
+                i += 1;
+            }
+            continue;
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    if !defines.is_empty() {
+        return Err(brook_err!(
+            Syntax,
+            "MATCH_RECOGNIZE SUBSET and WITHIN need a DEFINE after them"
+        ));
+    }
+    Ok(changed.then_some(out))
+}
+
+/// `u = (a, b), w = (c)` → `u AS brook_subset(a, b), w AS brook_subset(c), `.
+fn subset_items(body: &[Token], defines: &mut Vec<Token>) -> Result<()> {
+    let solid: Vec<&Token> = body.iter().filter(|t| !is_space(t)).collect();
+    let bad = || brook_err!(Syntax, "SUBSET takes name = (variable, ...), ...");
+    let mut k = 0;
+    while k < solid.len() {
+        let (Some(Token::Word(name)), Some(Token::Eq), Some(Token::LParen)) =
+            (solid.get(k), solid.get(k + 1), solid.get(k + 2))
+        else {
+            return Err(bad());
+        };
+        let close = (k + 3..solid.len())
+            .find(|&j| *solid[j] == Token::RParen)
+            .ok_or_else(bad)?;
+        defines.push(Token::Word(name.clone()));
+        defines.push(Token::Whitespace(Whitespace::Space));
+        defines.push(Token::make_keyword("AS"));
+        defines.push(Token::Whitespace(Whitespace::Space));
+        defines.push(Token::make_word(SUBSET_FUNCTION, None));
+        defines.extend(solid[k + 2..=close].iter().map(|t| (*t).clone()));
+        defines.push(Token::Comma);
+        defines.push(Token::Whitespace(Whitespace::Space));
+        k = close + 1;
+        match solid.get(k) {
+            Some(Token::Comma) => k += 1,
+            None => {}
+            Some(_) => return Err(bad()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(sql: &str) -> String {
+        rewrite_extensions(sql)
+            .unwrap()
+            .unwrap_or_else(|| sql.to_string())
+    }
+
+    #[test]
+    fn each_extension_becomes_a_form_sqlparser_reads() {
+        assert_eq!(
+            rw(
+                "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES FINAL LAST(a.x) AS l \
+                ALL ROWS PER MATCH PATTERN (a {- b+ -} c) SUBSET u = (a, b), w = (c) \
+                DEFINE a AS x > RUNNING avg(u.x))"
+            ),
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES brook_final_last(a.x) AS l \
+             ALL ROWS PER MATCH PATTERN (a ({- brook_excluded -} ( b+ )) c) \
+             DEFINE u AS brook_subset(a,b), w AS brook_subset(c), a AS x > brook_running_avg(u.x))"
+        );
+        assert_eq!(
+            rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (a b) WITHIN INTERVAL '1' HOUR DEFINE a AS true)"),
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (a b) DEFINE brook_within AS INTERVAL '1' HOUR a AS true)"
+                .replace("HOUR a", "HOUR , a")
+        );
+        assert!(rewrite_extensions("SELECT final FROM t").unwrap().is_none());
+        // What it writes it leaves alone when it reads it again.
+        let once =
+            rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (a {- b -}) DEFINE a AS true)");
+        assert!(rewrite_extensions(&once).unwrap().is_none(), "{once}");
+    }
+}
