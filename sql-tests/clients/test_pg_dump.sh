@@ -20,7 +20,9 @@ CREATE INDEX items_name ON items (name);
 COMMENT ON TABLE items IS 'things we sell';
 CREATE SEQUENCE tickets START 100 INCREMENT 10;
 SELECT nextval('tickets'), nextval('tickets');
+CREATE FUNCTION with_tax(price double precision) RETURNS double precision LANGUAGE SQL IMMUTABLE AS 'SELECT price * 1.2';
 CREATE VIEW cheap AS SELECT name FROM items WHERE price < 3;
+CREATE VIEW taxed AS SELECT name, with_tax(price) AS gross FROM items;
 CREATE STREAM readings (ts timestamp, sensor int, v double precision);
 INSERT INTO readings VALUES ('2026-01-01 00:00:00', 1, 0.5);
 CREATE SCHEMA "Sch X";
@@ -50,6 +52,8 @@ check "$("${P[@]}" -d brook -c "$rows")" "$("${P[@]}" -d restored -c "$rows")" "
 check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${P[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into Brook"
 check "$("${P[@]}" -d brook -c "$weird")" "$("${P[@]}" -d restored -c "$weird")" "quoted names restored into Brook"
 check "1" "$("${P[@]}" -d restored -c "SELECT count(*) FROM readings")" "stream rows restored"
+taxed="SELECT name, round(gross * 100) FROM taxed ORDER BY name"
+check "$("${P[@]}" -d brook -c "$taxed")" "$("${P[@]}" -d restored -c "$taxed")" "SQL function and its view restored into Brook"
 check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored"
 next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
 [ "$next" -gt 4 ] || { echo "pg_dump: restored SERIAL reused a value: $next"; exit 1; }
@@ -70,6 +74,7 @@ Q=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -At)
 "${Q[@]}" -d restored -f "$dump" >/dev/null
 check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d restored -c "$rows")" "rows restored into PostgreSQL"
 check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${Q[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into PostgreSQL"
+check "$("${P[@]}" -d brook -c "$taxed")" "$("${Q[@]}" -d restored -c "$taxed")" "SQL function and its view restored into PostgreSQL"
 check "things we sell" "$("${Q[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored into PostgreSQL"
 check "t" "$("${Q[@]}" -d restored -c "SELECT indisprimary FROM pg_index WHERE indrelid = 'items'::regclass AND indisprimary")" "primary key restored into PostgreSQL"
 check "$("${P[@]}" -d brook -c "$weird")" "$("${Q[@]}" -d restored -c "$weird")" "quoted names restored into PostgreSQL"

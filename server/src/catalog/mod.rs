@@ -9,6 +9,7 @@
 //! and keeps (`brook repair --remove-orphans` deletes them). A missing `catalog.json` beside
 //! relation data is damage, never a fresh start: opening refuses.
 
+pub mod function;
 pub mod pg_rows;
 pub mod pg_settings;
 pub mod pg_views;
@@ -178,6 +179,9 @@ pub struct SchemaMeta {
     /// Sequences by name (they share the relations' namespace: no name is both).
     #[serde(default)]
     pub sequences: BTreeMap<String, sequence::SequenceMeta>,
+    /// SQL functions by name (one signature per name).
+    #[serde(default)]
+    pub functions: BTreeMap<String, function::FunctionMeta>,
 }
 
 impl SchemaMeta {

@@ -100,6 +100,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
     overlay.add("brook_indexes", Arc::new(Computed::indexes(source.clone())));
     overlay.add("brook_views", Arc::new(Computed::views(source.clone())));
     overlay.add(
+        "brook_functions",
+        Arc::new(Computed::functions(source.clone())),
+    );
+    overlay.add(
         "brook_databases",
         Arc::new(Computed::databases(source.clone())),
     );
@@ -347,7 +351,9 @@ const VIEWS: [(&str, &str); 30] = [
                 array_to_string(array_agg(format_type(CAST(a.t AS INT), NULL)), ', ') AS brook_args
            FROM (SELECT p.oid AS oid, unnest(string_to_array(p.proargtypes, ' ')) AS t
                    FROM pg_catalog.brook_base_pg_proc p) a
-          GROUP BY a.oid",
+          GROUP BY a.oid
+         UNION ALL
+         SELECT f.oid, f.arguments FROM pg_catalog.brook_functions f",
     ),
     (
         "pg_parameter_acl",
@@ -366,7 +372,8 @@ const VIEWS: [(&str, &str); 30] = [
     ),
     // Rewrite rules: Brook's views are no rules (the crate's rows are PostgreSQL's own
     // system views', whose relations its pg_class does not list).
-    // Functions: the crate's rows, `protrftypes` an array (no function has transforms),
+    // Functions: the crate's rows and the SQL functions (LANGUAGE SQL is oid 14),
+    // `protrftypes` an array (no function has transforms),
     // `proacl` NULL (the default privileges: Brook grants none),
     // as pg_dump passes it to `array_to_string`.
     (
@@ -384,7 +391,16 @@ const VIEWS: [(&str, &str); 30] = [
                 CAST(NULL AS VARCHAR[]) AS protrftypes, p.prosrc AS prosrc, p.probin AS probin,
                 p.prosqlbody AS prosqlbody, p.proconfig AS proconfig,
                 CAST(NULL AS VARCHAR) AS proacl
-           FROM pg_catalog.brook_base_pg_proc p",
+           FROM pg_catalog.brook_base_pg_proc p
+         UNION ALL
+         SELECT f.oid, f.proname, n.oid, CAST(10 AS INT), CAST(14 AS INT), CAST(100 AS REAL),
+                CAST(0 AS REAL), CAST(0 AS INT), '-', 'f', false, false, f.proisstrict, false,
+                f.provolatile, 'u', f.pronargs, CAST(0 AS SMALLINT), f.prorettype,
+                f.proargtypes, CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), f.proargnames,
+                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR[]), f.prosrc, CAST(NULL AS VARCHAR),
+                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)
+           FROM pg_catalog.brook_functions f
+           JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = f.nspname",
     ),
     (
         "pg_rewrite",

@@ -1,6 +1,7 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+mod functions;
 mod rename;
 mod sequences;
 mod views;
@@ -30,6 +31,8 @@ pub struct Database {
     /// Template context; sessions clone its state.
     pub ctx: SessionContext,
     catalog: Arc<MemoryCatalogProvider>,
+    /// Its user functions, planned (see `functions`).
+    user_functions: Mutex<functions::UserFunctions>,
 }
 
 impl Database {
@@ -163,6 +166,8 @@ impl Engine {
         }
         let db = Arc::new(self.build_database(name)?);
         dbs.insert(name.to_string(), db.clone());
+        // Views and materialized views may call user functions.
+        self.refresh_functions(&db)?;
         self.register_views(&db)?;
         self.start_views(&db)?;
         Ok(db)
@@ -311,6 +316,7 @@ impl Engine {
             name: name.to_string(),
             ctx,
             catalog,
+            user_functions: Mutex::new(Default::default()),
         })
     }
 
@@ -610,19 +616,21 @@ impl Engine {
         if_exists: bool,
         cascade: bool,
     ) -> Result<()> {
-        let rels: Vec<(String, RelKind)> = {
+        let (rels, functions): (Vec<(String, RelKind)>, bool) = {
             let doc = self.catalog.read();
             match doc.database(&db.name)?.schemas.get(name) {
                 None if if_exists => return Ok(()),
                 None => return Err(BrookError::UndefinedSchema(name.into())),
-                Some(s) => s
-                    .relations
-                    .iter()
-                    .map(|(n, r)| (n.clone(), r.kind))
-                    .collect(),
+                Some(s) => (
+                    s.relations
+                        .iter()
+                        .map(|(n, r)| (n.clone(), r.kind))
+                        .collect(),
+                    !s.functions.is_empty(),
+                ),
             }
         };
-        if !rels.is_empty() && !cascade {
+        if (!rels.is_empty() || functions) && !cascade {
             return Err(brook_err!(DependentObjects, "cannot drop schema {name} because other objects depend on it (use DROP SCHEMA ... CASCADE)"));
         }
         for (r, kind) in rels {
@@ -633,6 +641,9 @@ impl Engine {
             Ok(())
         })?;
         db.catalog.deregister_schema(name, true)?;
+        if functions {
+            self.refresh_functions(db)?;
+        }
         Ok(())
     }
 

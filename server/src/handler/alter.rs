@@ -64,6 +64,17 @@ impl Session {
                     return Err(BrookError::UndefinedTable(rel));
                 }
             }
+            "FUNCTION" => {
+                let (_, function) = self.resolve(name)?;
+                drop(doc);
+                if self.function(&function).is_none() {
+                    return Err(brook_err!(
+                        UndefinedFunction,
+                        "function {function} does not exist"
+                    ));
+                }
+                return Ok(Outcome::Command("ALTER FUNCTION".into()));
+            }
             other => {
                 return Err(brook_err!(
                     Unsupported,

@@ -11,6 +11,7 @@ pub mod create_table;
 pub mod cursor;
 pub mod describe;
 pub mod drop;
+pub mod function;
 pub mod index;
 pub mod insert;
 pub mod prepare;
@@ -37,6 +38,7 @@ use datafusion::sql::sqlparser::ast::Statement;
 impl Session {
     /// Execute one statement.
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        self.sync_functions();
         let (stmt, replaced) = self.approximated(stmt)?;
         self.notices.extend(replaced.iter().map(|r| r.notice()));
         match stmt.body {
@@ -189,6 +191,8 @@ impl Session {
             } => self.prepare(name, data_types, *statement).await,
             stmt @ Statement::Execute { .. } => self.execute_prepared(stmt).await,
             Statement::Analyze(_) => Ok(Outcome::Command("ANALYZE".into())),
+            Statement::CreateFunction(cf) => self.create_function(cf),
+            Statement::DropFunction(df) => self.drop_function(df),
             other => Err(brook_err!(
                 Unsupported,
                 "statement not supported: {}",

@@ -61,11 +61,19 @@ pub struct Session {
     pub(crate) prepared: std::collections::HashMap<String, prepared::Prepared>,
     /// NOTICE messages of the last statement (the wire layer sends and clears them).
     pub(crate) notices: Vec<String>,
+    /// The version of the database's user functions this session registered, and their
+    /// names (see [`Session::sync_functions`]).
+    functions_version: u64,
+    function_names: Vec<String>,
 }
 
 impl Session {
     /// A new session on database `db` for role `user`.
     pub fn new(engine: Arc<Engine>, db: Arc<Database>, user: String) -> Session {
+        // The user functions the context's state holds (read before it is copied: a
+        // function created meanwhile makes the version differ, and the next statement
+        // registers it).
+        let (functions_version, udfs) = db.user_functions();
         let ctx = SessionContext::new_with_state(db.ctx.state());
         let settings = Settings::default();
         crate::udf::functions::register_session(&ctx, &user, settings.clone());
@@ -85,7 +93,27 @@ impl Session {
             cursors: Default::default(),
             prepared: Default::default(),
             notices: Vec::new(),
+            functions_version,
+            function_names: udfs.iter().map(|u| u.name().to_string()).collect(),
         }
+    }
+
+    /// Register the database's user functions as they are now, when they changed since
+    /// this session last did (CREATE or DROP FUNCTION in any session): called before each
+    /// statement is planned.
+    pub(crate) fn sync_functions(&mut self) {
+        let (version, udfs) = self.db.user_functions();
+        if version == self.functions_version {
+            return;
+        }
+        for name in self.function_names.drain(..) {
+            self.ctx.deregister_udf(&name);
+        }
+        for u in &udfs {
+            self.ctx.register_udf(u.as_ref().clone());
+            self.function_names.push(u.name().to_string());
+        }
+        self.functions_version = version;
     }
 
     /// The connection's backend pid, as `pg_backend_pid()` answers it (the one

@@ -10,6 +10,7 @@ pub mod mode;
 pub mod nexmark;
 pub mod pg_admin;
 pub mod sequences;
+pub mod sql_function;
 pub mod sum_numeric;
 pub mod synopses;
 

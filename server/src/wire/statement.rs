@@ -63,6 +63,10 @@ impl BrookHandler {
             session.report_setting("max_connections", &self.max_connections.to_string());
             *g = Some(session);
         }
+        // Each statement is parsed, described and run with the user functions as they are.
+        if let Some(s) = g.as_mut() {
+            s.sync_functions();
+        }
         Ok(g)
     }
 

@@ -1,0 +1,347 @@
+//! CREATE [OR REPLACE] FUNCTION ... LANGUAGE SQL and DROP FUNCTION.
+//!
+//! A function's body is one expression over its arguments (`SELECT expr`, `RETURN expr`),
+//! inlined where it is called (`crate::udf::sql_function`); one signature per name. The
+//! catalog keeps it, the database plans it (`Engine::refresh_functions`) and every session
+//! registers it before its next statement.
+
+use crate::catalog::function::{FunctionArgMeta, FunctionMeta};
+use crate::ident::ident_name;
+use crate::pg::types::PgType;
+use crate::session::{Outcome, Session};
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::execution::FunctionRegistry;
+use datafusion::sql::sqlparser::ast::{
+    self, ArgMode, CreateFunction, CreateFunctionBody, Expr, FunctionBehavior,
+    FunctionCalledOnNull, FunctionReturnType, SetExpr, Statement, Value,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+impl Session {
+    pub(crate) fn create_function(&mut self, cf: CreateFunction) -> Result<Outcome> {
+        let (schema, name) = self.resolve(&cf.name)?;
+        let meta = function_meta(&cf)?;
+        let existing = self.function(&name);
+        if existing.is_none() && self.ctx.udf(&name).is_ok() {
+            return Err(BrookError::Semantic {
+                message: format!(
+                    "function \"{name}\" already exists: it is built in, and Brook does not \
+                     overload built-in functions"
+                ),
+                code: "42723",
+            });
+        }
+        if let Some((old_schema, old)) = &existing {
+            if !cf.or_replace {
+                return Err(BrookError::DuplicateObject {
+                    what: "function",
+                    name: old.signature(&name),
+                    code: "42723",
+                });
+            }
+            if old
+                .args
+                .iter()
+                .map(|a| &a.ty)
+                .ne(meta.args.iter().map(|a| &a.ty))
+            {
+                return Err(brook_err!(
+                    Unsupported,
+                    "overloading function {name}: {} exists, and a function name has one \
+                     signature in Brook (DROP FUNCTION it first)",
+                    old.signature(&name)
+                ));
+            }
+            if *old_schema != schema {
+                return Err(brook_err!(
+                    Unsupported,
+                    "function {name} in schema \"{schema}\": it exists in schema \
+                     \"{old_schema}\", and function names are one namespace per database"
+                ));
+            }
+        }
+        // Plan it now, so a body that does not plan is refused here, not at its first call.
+        crate::udf::sql_function::plan(&name, &meta, &self.ctx.state())?;
+        let db = self.db.name.clone();
+        self.engine.catalog.update(|doc| {
+            let s = doc.schema_mut(&db, &schema)?;
+            let comment = s.functions.get(&name).and_then(|f| f.comment.clone());
+            s.functions
+                .insert(name.clone(), FunctionMeta { comment, ..meta });
+            Ok(())
+        })?;
+        self.engine.refresh_functions(&self.db)?;
+        self.sync_functions();
+        Ok(Outcome::Command("CREATE FUNCTION".into()))
+    }
+
+    pub(crate) fn drop_function(&mut self, df: ast::DropFunction) -> Result<Outcome> {
+        if matches!(df.drop_behavior, Some(ast::DropBehavior::Cascade)) {
+            return Err(brook_err!(
+                Unsupported,
+                "DROP FUNCTION ... CASCADE (drop what calls the function first)"
+            ));
+        }
+        let mut dropped = Vec::new();
+        for desc in &df.func_desc {
+            let (_, name) = self.resolve(&desc.name)?;
+            let Some((schema, meta)) = self.function(&name) else {
+                if df.if_exists {
+                    self.notices
+                        .push(format!("function {name}() does not exist, skipping"));
+                    continue;
+                }
+                return Err(brook_err!(
+                    UndefinedFunction,
+                    "function {name} does not exist"
+                ));
+            };
+            if let Some(args) = &desc.args {
+                let types = args
+                    .iter()
+                    .map(|a| PgType::from_sql(&a.data_type))
+                    .collect::<Result<Vec<_>>>()?;
+                if meta.args.iter().map(|a| &a.ty).ne(types.iter()) {
+                    let names: Vec<String> = types.iter().map(PgType::name).collect();
+                    return Err(brook_err!(
+                        UndefinedFunction,
+                        "function {name}({}) does not exist (it is {})",
+                        names.join(", "),
+                        meta.signature(&name)
+                    ));
+                }
+            }
+            self.refuse_callers(&name, &meta)?;
+            dropped.push((schema, name));
+        }
+        if dropped.is_empty() {
+            return Ok(Outcome::Command("DROP FUNCTION".into()));
+        }
+        let db = self.db.name.clone();
+        self.engine.catalog.update(|doc| {
+            for (schema, name) in &dropped {
+                doc.schema_mut(&db, schema)?.functions.remove(name);
+            }
+            Ok(())
+        })?;
+        self.engine.refresh_functions(&self.db)?;
+        self.sync_functions();
+        Ok(Outcome::Command("DROP FUNCTION".into()))
+    }
+
+    /// The user function `name` of this database and its schema.
+    pub(super) fn function(&self, name: &str) -> Option<(String, FunctionMeta)> {
+        let doc = self.engine.catalog.read();
+        let db = doc.database(&self.db.name).ok()?;
+        db.schemas
+            .iter()
+            .find_map(|(s, m)| m.functions.get(name).map(|f| (s.clone(), f.clone())))
+    }
+
+    /// 2BP01 when another function or a view calls `name` (they would stop planning).
+    fn refuse_callers(&self, name: &str, meta: &FunctionMeta) -> Result<()> {
+        let doc = self.engine.catalog.read();
+        let db = doc.database(&self.db.name)?;
+        for schema in db.schemas.values() {
+            for (other, f) in &schema.functions {
+                if other != name && calls(&f.body, name) {
+                    return Err(dependents(
+                        name,
+                        meta,
+                        &format!("function {}", f.signature(other)),
+                    ));
+                }
+            }
+            for (rel, r) in &schema.relations {
+                if r.query.as_deref().is_some_and(|q| calls(q, name)) {
+                    return Err(dependents(name, meta, &format!("{} {rel}", r.kind.noun())));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn dependents(name: &str, meta: &FunctionMeta, what: &str) -> BrookError {
+    BrookError::DependentObjects(format!(
+        "cannot drop function {} because other objects depend on it: {what} calls it",
+        meta.signature(name)
+    ))
+}
+
+/// True when SQL `text` calls a function `name` (the word, then `(`).
+fn calls(text: &str, name: &str) -> bool {
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize() else {
+        return false;
+    };
+    let solid: Vec<&Token> = tokens
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect();
+    solid.windows(2).any(|w| {
+        matches!(w[0], Token::Word(x) if (x.quote_style.is_none() && x.value.eq_ignore_ascii_case(name)) || x.value == name)
+            && *w[1] == Token::LParen
+    })
+}
+
+/// The catalog entry of `CREATE FUNCTION`, or the error naming what Brook does not take.
+fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
+    if cf.temporary || cf.or_alter {
+        return Err(brook_err!(
+            Unsupported,
+            "CREATE {}FUNCTION",
+            if cf.temporary {
+                "TEMPORARY "
+            } else {
+                "OR ALTER "
+            }
+        ));
+    }
+    let language = cf.language.as_ref().map(|l| l.value.to_ascii_lowercase());
+    if let Some(l) = language.as_deref().filter(|l| *l != "sql") {
+        return Err(brook_err!(
+            Unsupported,
+            "LANGUAGE {l} functions (Brook runs LANGUAGE SQL functions whose body is one \
+             expression)"
+        ));
+    }
+    let body = match &cf.function_body {
+        Some(CreateFunctionBody::Return(e)) => e.to_string(),
+        Some(CreateFunctionBody::AsBeforeOptions {
+            body,
+            link_symbol: None,
+        })
+        | Some(CreateFunctionBody::AsAfterOptions(body)) => {
+            if language.is_none() {
+                return Err(BrookError::Semantic {
+                    message: "no language specified".into(),
+                    code: "42P13",
+                });
+            }
+            body_expression(body)?
+        }
+        Some(CreateFunctionBody::AsBeginEnd(_)) => {
+            return Err(brook_err!(
+                Unsupported,
+                "a function body of statements (BEGIN ATOMIC ... END): Brook runs SQL \
+                 functions whose body is one expression"
+            ))
+        }
+        Some(_) => {
+            return Err(brook_err!(
+                Unsupported,
+                "this form of function body (Brook takes AS 'SELECT expr' and RETURN expr)"
+            ));
+        }
+        None => {
+            return Err(BrookError::Semantic {
+                message: "no function body specified".into(),
+                code: "42P13",
+            })
+        }
+    };
+    let returns = match &cf.return_type {
+        Some(FunctionReturnType::DataType(t)) => PgType::from_sql(t)?,
+        Some(FunctionReturnType::SetOf(_)) => {
+            return Err(brook_err!(
+                Unsupported,
+                "RETURNS SETOF (set-returning functions)"
+            ))
+        }
+        None => {
+            return Err(BrookError::Semantic {
+                message: "function result type must be specified".into(),
+                code: "42P13",
+            })
+        }
+    };
+    let mut args = Vec::new();
+    for a in cf.args.iter().flatten() {
+        if matches!(a.mode, Some(ArgMode::Out) | Some(ArgMode::InOut)) {
+            return Err(brook_err!(Unsupported, "OUT and INOUT function arguments"));
+        }
+        if a.default_expr.is_some() {
+            return Err(brook_err!(Unsupported, "function argument defaults"));
+        }
+        let name = a.name.as_ref().map(ident_name);
+        if name.is_some() && args.iter().any(|x: &FunctionArgMeta| x.name == name) {
+            return Err(BrookError::Semantic {
+                message: format!(
+                    "parameter name \"{}\" used more than once",
+                    name.unwrap_or_default()
+                ),
+                code: "42P13",
+            });
+        }
+        args.push(FunctionArgMeta {
+            name,
+            ty: PgType::from_sql(&a.data_type)?,
+        });
+    }
+    if !cf.set_params.is_empty() || cf.using.is_some() || cf.options.is_some() {
+        return Err(brook_err!(
+            Unsupported,
+            "CREATE FUNCTION with SET, USING or OPTIONS"
+        ));
+    }
+    let volatility = match cf.behavior {
+        Some(FunctionBehavior::Immutable) => "immutable",
+        Some(FunctionBehavior::Stable) => "stable",
+        _ => "volatile",
+    };
+    Ok(FunctionMeta {
+        args,
+        returns,
+        body,
+        volatility: volatility.into(),
+        strict: matches!(
+            cf.called_on_null,
+            Some(FunctionCalledOnNull::Strict) | Some(FunctionCalledOnNull::ReturnsNullOnNullInput)
+        ),
+        comment: None,
+    })
+}
+
+/// The expression of an `AS '...'` body: one `SELECT expr` without FROM.
+fn body_expression(body: &Expr) -> Result<String> {
+    let text = match body {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => s.clone(),
+            Value::DollarQuotedString(d) => d.value.clone(),
+            _ => return Err(brook_err!(Syntax, "a function body is a string constant")),
+        },
+        _ => return Err(brook_err!(Syntax, "a function body is a string constant")),
+    };
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, &text)?;
+    let one_select = match stmts.as_mut_slice() {
+        [Statement::Query(q)]
+            if q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none() =>
+        {
+            match q.body.as_mut() {
+                SetExpr::Select(s)
+                    if s.from.is_empty()
+                        && s.selection.is_none()
+                        && s.having.is_none()
+                        && s.projection.len() == 1 =>
+                {
+                    match &s.projection[0] {
+                        ast::SelectItem::UnnamedExpr(e)
+                        | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e.to_string()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    one_select.ok_or_else(|| {
+        brook_err!(
+            Unsupported,
+            "SQL function body {text:?}: Brook runs bodies of one SELECT expression without \
+             FROM (a body of several statements, or one that reads tables, is not supported)"
+        )
+    })
+}

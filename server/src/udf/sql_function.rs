@@ -1,0 +1,225 @@
+//! `CREATE FUNCTION ... LANGUAGE SQL` functions as DataFusion scalar functions.
+//!
+//! The body is one expression over the arguments; it is planned once (against the
+//! database's functions, so a body may call other user functions) into a physical
+//! expression that the function evaluates over the batch of its arguments — inlined, as
+//! PostgreSQL inlines a simple SQL function: vectorized per batch, in ad hoc and continuous
+//! queries alike.
+
+use crate::catalog::function::FunctionMeta;
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
+use datafusion::arrow::compute::{cast, is_null, kernels::boolean::or, nullif};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::DFSchema;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::sql::sqlparser::ast::{Expr, Ident, Value, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+/// Column the body reads argument `i` (0-based) from.
+fn arg_column(i: usize) -> String {
+    format!("__arg_{}", i + 1)
+}
+
+/// The body's expression with arguments (by name or `$n`) read as `__arg_n` columns.
+fn body_over_arguments(meta: &FunctionMeta) -> Result<Expr> {
+    let mut e = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&meta.body)?
+        .parse_expr()?;
+    let names: Vec<Option<String>> = meta.args.iter().map(|a| a.name.clone()).collect();
+    let mut rw = Arguments { names: &names };
+    if let ControlFlow::Break(err) = e.visit(&mut rw) {
+        return Err(err);
+    }
+    Ok(e)
+}
+
+struct Arguments<'a> {
+    names: &'a [Option<String>],
+}
+
+impl VisitorMut for Arguments<'_> {
+    type Break = BrookError;
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<BrookError> {
+        let at = match e {
+            Expr::Identifier(i) => {
+                let name = crate::ident::ident_name(i);
+                self.names.iter().position(|n| n.as_deref() == Some(&name))
+            }
+            Expr::Value(v) => match &v.value {
+                Value::Placeholder(p) => {
+                    match p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                        Some(n) if n >= 1 && n <= self.names.len() => Some(n - 1),
+                        _ => {
+                            return ControlFlow::Break(brook_err!(
+                                Parameter,
+                                "there is no parameter {p}"
+                            ))
+                        }
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(i) = at {
+            *e = Expr::Identifier(Ident::with_quote('"', arg_column(i)));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The scalar function `name` of `meta`, its body planned with `state`'s functions.
+pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<ScalarUDF> {
+    let arg_types: Vec<DataType> = meta.args.iter().map(|a| a.ty.arrow()).collect();
+    let schema: SchemaRef = Arc::new(Schema::new(
+        arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Field::new(arg_column(i), t.clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let body = body_over_arguments(meta)?;
+    let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+    let logical = state.create_logical_expr(&body.to_string(), &df_schema)?;
+    let body_type = datafusion::logical_expr::ExprSchemable::get_type(&logical, &df_schema)?;
+    let returns = meta.returns.arrow();
+    if body_type != returns
+        && body_type != DataType::Null
+        && !datafusion::arrow::compute::can_cast_types(&body_type, &returns)
+    {
+        return Err(BrookError::Semantic {
+            message: format!(
+                "return type mismatch in function declared to return {}: the body is {}",
+                meta.returns.name(),
+                brook_common::types::sql_name(&body_type)
+            ),
+            code: "42P13",
+        });
+    }
+    let expr = state.create_physical_expr(logical, &df_schema)?;
+    let volatility = match meta.volatility.as_str() {
+        "immutable" => Volatility::Immutable,
+        "stable" => Volatility::Stable,
+        _ => Volatility::Volatile,
+    };
+    Ok(ScalarUDF::new_from_impl(SqlFunction {
+        name: name.to_string(),
+        signature: Signature::user_defined(volatility),
+        arg_types,
+        returns,
+        schema,
+        expr,
+        strict: meta.strict,
+        display: meta.signature(name),
+    }))
+}
+
+/// A planned SQL function.
+#[derive(Debug)]
+struct SqlFunction {
+    name: String,
+    signature: Signature,
+    arg_types: Vec<DataType>,
+    returns: DataType,
+    /// The arguments as the body reads them (`__arg_1`, ...).
+    schema: SchemaRef,
+    expr: Arc<dyn PhysicalExpr>,
+    strict: bool,
+    /// `name(type, ...)`, for messages.
+    display: String,
+}
+
+impl PartialEq for SqlFunction {
+    fn eq(&self, other: &Self) -> bool {
+        // One function per name; a new definition is a new function.
+        self.name == other.name && Arc::ptr_eq(&self.expr, &other.expr)
+    }
+}
+
+impl Eq for SqlFunction {}
+
+impl std::hash::Hash for SqlFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+/// Whether a value of type `from` is passed to a parameter of type `to` as PostgreSQL's
+/// implicit casts (and its untyped literals) allow.
+fn passes_as(from: &DataType, to: &DataType) -> bool {
+    from == to
+        || from.is_null()
+        || (from.is_numeric() && to.is_numeric())
+        || matches!(
+            from,
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+        )
+        || (from.is_temporal() && to.is_temporal())
+}
+
+impl ScalarUDFImpl for SqlFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
+        Ok(self.returns.clone())
+    }
+    fn coerce_types(&self, args: &[DataType]) -> DfResult<Vec<DataType>> {
+        let fits = args.len() == self.arg_types.len()
+            && args
+                .iter()
+                .zip(&self.arg_types)
+                .all(|(a, p)| passes_as(a, p));
+        if !fits {
+            let given: Vec<String> = args.iter().map(brook_common::types::sql_name).collect();
+            return Err(DataFusionError::External(Box::new(brook_err!(
+                UndefinedFunction,
+                "function {}({}) does not exist (it is {}); add explicit type casts",
+                self.name,
+                given.join(", "),
+                self.display
+            ))));
+        }
+        Ok(self.arg_types.clone())
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
+        let batch = RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays.clone(),
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?;
+        let mut out: ArrayRef = self.expr.evaluate(&batch)?.into_array(rows)?;
+        if out.data_type() != &self.returns {
+            out = cast(&out, &self.returns)?;
+        }
+        if self.strict && !arrays.is_empty() {
+            let mut any_null: Option<BooleanArray> = None;
+            for a in &arrays {
+                let n = is_null(a.as_ref())?;
+                any_null = Some(match any_null {
+                    None => n,
+                    Some(m) => or(&m, &n)?,
+                });
+            }
+            if let Some(mask) = any_null {
+                out = nullif(out.as_ref(), &mask)?;
+            }
+        }
+        super::result_value(out, scalar)
+    }
+}
