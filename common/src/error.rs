@@ -241,6 +241,15 @@ impl BrookError {
         BrookError::Unsupported(what.into())
     }
 
+    /// 42P13: a function definition PostgreSQL would refuse (no language, no result type,
+    /// a body of another type than the declared result, ...).
+    pub fn invalid_function(message: impl Into<String>) -> Self {
+        BrookError::Semantic {
+            message: message.into(),
+            code: "42P13",
+        }
+    }
+
     /// 54001: a statement nested too deeply to plan or evaluate safely.
     pub fn too_complex(what: impl Into<String>) -> Self {
         BrookError::Limit {

@@ -215,10 +215,7 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
         })
         | Some(CreateFunctionBody::AsAfterOptions(body)) => {
             if language.is_none() {
-                return Err(BrookError::Semantic {
-                    message: "no language specified".into(),
-                    code: "42P13",
-                });
+                return Err(BrookError::invalid_function("no language specified"));
             }
             body_expression(body)?
         }
@@ -235,12 +232,7 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
                 "this form of function body (Brook takes AS 'SELECT expr' and RETURN expr)"
             ));
         }
-        None => {
-            return Err(BrookError::Semantic {
-                message: "no function body specified".into(),
-                code: "42P13",
-            })
-        }
+        None => return Err(BrookError::invalid_function("no function body specified")),
     };
     let returns = match &cf.return_type {
         Some(FunctionReturnType::DataType(t)) => PgType::from_sql(t)?,
@@ -251,10 +243,9 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
             ))
         }
         None => {
-            return Err(BrookError::Semantic {
-                message: "function result type must be specified".into(),
-                code: "42P13",
-            })
+            return Err(BrookError::invalid_function(
+                "function result type must be specified",
+            ))
         }
     };
     let mut args = Vec::new();
@@ -267,13 +258,10 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
         }
         let name = a.name.as_ref().map(ident_name);
         if name.is_some() && args.iter().any(|x: &FunctionArgMeta| x.name == name) {
-            return Err(BrookError::Semantic {
-                message: format!(
-                    "parameter name \"{}\" used more than once",
-                    name.unwrap_or_default()
-                ),
-                code: "42P13",
-            });
+            return Err(BrookError::invalid_function(format!(
+                "parameter name \"{}\" used more than once",
+                name.unwrap_or_default()
+            )));
         }
         args.push(FunctionArgMeta {
             name,

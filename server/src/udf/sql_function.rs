@@ -98,14 +98,11 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
         && body_type != DataType::Null
         && !datafusion::arrow::compute::can_cast_types(&body_type, &returns)
     {
-        return Err(BrookError::Semantic {
-            message: format!(
-                "return type mismatch in function declared to return {}: the body is {}",
-                meta.returns.name(),
-                brook_common::types::sql_name(&body_type)
-            ),
-            code: "42P13",
-        });
+        return Err(BrookError::invalid_function(format!(
+            "return type mismatch in function declared to return {}: the body is {}",
+            meta.returns.name(),
+            brook_common::types::sql_name(&body_type)
+        )));
     }
     let expr = state.create_physical_expr(logical, &df_schema)?;
     let volatility = match meta.volatility.as_str() {
@@ -200,16 +197,16 @@ impl ScalarUDFImpl for SqlFunction {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         let batch = RecordBatch::try_new_with_options(
             self.schema.clone(),
-            arrays.clone(),
+            arrays,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?;
         let mut out: ArrayRef = self.expr.evaluate(&batch)?.into_array(rows)?;
         if out.data_type() != &self.returns {
             out = cast(&out, &self.returns)?;
         }
-        if self.strict && !arrays.is_empty() {
+        if self.strict && batch.num_columns() > 0 {
             let mut any_null: Option<BooleanArray> = None;
-            for a in &arrays {
+            for a in batch.columns() {
                 let n = is_null(a.as_ref())?;
                 any_null = Some(match any_null {
                     None => n,
