@@ -11,6 +11,7 @@ use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A row of output (or a row being classified): the input row it carries and the rows its
@@ -79,7 +80,7 @@ pub(super) fn measure_column(
 }
 
 /// One column per navigation of `reads`, for the rows `out`.
-pub(super) fn read_columns(
+fn read_columns(
     rows: &RecordBatch,
     out: &[OutRow],
     reads: &[Navigation],
@@ -106,56 +107,100 @@ fn navigation_column(
     ty: &DataType,
     variables: &[String],
 ) -> Result<ArrayRef> {
-    let index = |states: Vec<Option<Option<usize>>>| -> UInt32Array {
+    let states = fold_spans(out, |s: &mut NavState, r, v| s.add(kind, rows, r, v, ty))?;
+    states_column(rows, out, &states, kind, ty, variables)
+}
+
+/// One navigation over the rows of a match so far: what each kind of navigation needs
+/// to give its value after them.
+#[derive(Clone, Default)]
+pub(super) struct NavState {
+    /// `FIRST(.., k)`: the first k+1 rows of its variables; `LAST(.., k)`: the last k+1.
+    rows: VecDeque<usize>,
+    /// `CLASSIFIER()`: the variable of the last row.
+    variable: Option<usize>,
+    /// `count`: the rows (or non-NULL values) counted.
+    count: i64,
+    /// `sum`, `avg`, `min`, `max`.
+    running: Running,
+}
+
+impl NavState {
+    /// The state after one more row of the match: row `r`, as variable `v`.
+    pub(super) fn add(
+        &mut self,
+        kind: &MeasureKind,
+        rows: &RecordBatch,
+        r: usize,
+        v: usize,
+        ty: &DataType,
+    ) -> Result<()> {
+        match kind {
+            MeasureKind::First { vars, offset, .. } => {
+                if self.rows.len() <= *offset && in_set(*vars, v) {
+                    self.rows.push_back(r);
+                }
+            }
+            MeasureKind::Last { vars, offset, .. } => {
+                if in_set(*vars, v) {
+                    if self.rows.len() > *offset {
+                        self.rows.pop_front();
+                    }
+                    self.rows.push_back(r);
+                }
+            }
+            MeasureKind::Classifier => self.variable = Some(v),
+            MeasureKind::MatchNumber => {}
+            MeasureKind::Count { vars, col } => {
+                if in_set(*vars, v) && col.is_none_or(|c| rows.column(c).is_valid(r)) {
+                    self.count += 1;
+                }
+            }
+            MeasureKind::Aggregate { func, vars, col } => {
+                let column = rows.column(*col);
+                if in_set(*vars, v) && column.is_valid(r) {
+                    let value = ScalarValue::try_from_array(column, r)?.cast_to(ty)?;
+                    self.running.add(*func, value)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The column of a navigation of kind `kind` from its state after each output row's span
+/// (None: the row is in no match).
+pub(super) fn states_column(
+    rows: &RecordBatch,
+    out: &[OutRow],
+    states: &[Option<NavState>],
+    kind: &MeasureKind,
+    ty: &DataType,
+    variables: &[String],
+) -> Result<ArrayRef> {
+    let row_of = |pick: &dyn Fn(&NavState) -> Option<usize>| -> UInt32Array {
         states
-            .into_iter()
-            .map(|s| s.flatten().map(|r| r as u32))
+            .iter()
+            .map(|s| s.as_ref().and_then(pick).map(|r| r as u32))
             .collect()
     };
     match kind {
-        MeasureKind::First { vars, col, offset } => {
-            let states = fold_spans(out, |s: &mut Vec<usize>, r, v| {
-                if s.len() <= *offset && in_set(*vars, v) {
-                    s.push(r);
-                }
-                Ok(())
-            })?;
-            let at = states
-                .into_iter()
-                .map(|s| s.map(|s| s.get(*offset).copied()));
-            Ok(take(
-                rows.column(*col).as_ref(),
-                &index(at.collect()),
-                None,
-            )?)
+        MeasureKind::First { col, offset, .. } => {
+            let at = row_of(&|s| s.rows.get(*offset).copied());
+            Ok(take(rows.column(*col).as_ref(), &at, None)?)
         }
-        MeasureKind::Last { vars, col, offset } => {
-            let states = fold_spans(out, |s: &mut Vec<usize>, r, v| {
-                if in_set(*vars, v) {
-                    if s.len() > *offset {
-                        s.remove(0);
-                    }
-                    s.push(r);
-                }
-                Ok(())
-            })?;
-            let at = states
-                .into_iter()
-                .map(|s| s.map(|s| (s.len() == offset + 1).then(|| s[0])));
-            Ok(take(
-                rows.column(*col).as_ref(),
-                &index(at.collect()),
-                None,
-            )?)
+        MeasureKind::Last { col, offset, .. } => {
+            let at = row_of(&|s| (s.rows.len() == offset + 1).then(|| s.rows[0]));
+            Ok(take(rows.column(*col).as_ref(), &at, None)?)
         }
         MeasureKind::Classifier => {
-            let states = fold_spans(out, |s: &mut Option<usize>, _, v| {
-                *s = Some(v);
-                Ok(())
-            })?;
             let names: StringArray = states
-                .into_iter()
-                .map(|s| s.flatten().map(|v| variables[v].as_str()))
+                .iter()
+                .map(|s| {
+                    s.as_ref()
+                        .and_then(|s| s.variable)
+                        .map(|v| variables[v].as_str())
+                })
                 .collect();
             Ok(cast(&names, ty)?)
         }
@@ -164,28 +209,18 @@ fn navigation_column(
                 .map(|o| o.matched.as_ref().map(|m| m.2))
                 .collect::<Int64Array>(),
         )),
-        MeasureKind::Count { vars, col } => {
-            let states = fold_spans(out, |n: &mut i64, r, v| {
-                if in_set(*vars, v) && col.is_none_or(|c| rows.column(c).is_valid(r)) {
-                    *n += 1;
-                }
-                Ok(())
-            })?;
-            Ok(Arc::new(states.into_iter().collect::<Int64Array>()))
-        }
-        MeasureKind::Aggregate { func, vars, col } => {
-            let column = rows.column(*col);
-            let states = fold_spans(out, |acc: &mut Running, r, v| {
-                if in_set(*vars, v) && column.is_valid(r) {
-                    acc.add(*func, ScalarValue::try_from_array(column, r)?.cast_to(ty)?)?;
-                }
-                Ok(())
-            })?;
+        MeasureKind::Count { .. } => Ok(Arc::new(
+            states
+                .iter()
+                .map(|s| s.as_ref().map(|s| s.count))
+                .collect::<Int64Array>(),
+        )),
+        MeasureKind::Aggregate { func, .. } => {
             let null = ScalarValue::try_from(ty)?;
             let values = states
-                .into_iter()
+                .iter()
                 .map(|s| match s {
-                    Some(acc) => acc.value(*func, &null),
+                    Some(s) => s.running.value(*func, &null),
                     None => Ok(null.clone()),
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -194,6 +229,61 @@ fn navigation_column(
             }
             Ok(ScalarValue::iter_to_array(values)?)
         }
+    }
+}
+
+/// Rows of the path between two states [`PathStates`] keeps.
+const CHECKPOINT: usize = 64;
+
+/// The states of the navigations one condition reads along the path being matched, kept
+/// after every [`CHECKPOINT`]-th row of the path and after the last row folded. A check
+/// after backtracking folds again at most `CHECKPOINT` rows plus the new ones, so a long
+/// match costs O(n) time and O(n / CHECKPOINT) states, not the O(n²) of folding each
+/// check's path from its first row.
+#[derive(Default)]
+pub(super) struct PathStates {
+    /// (rows of the path folded, the state of each read after them), ascending; all but
+    /// the last at a multiple of `CHECKPOINT`.
+    saved: Vec<(usize, Vec<NavState>)>,
+}
+
+impl PathStates {
+    /// Forget what was folded past the first `stable` rows of the path (they changed).
+    pub(super) fn forget_after(&mut self, stable: usize) {
+        while self.saved.last().is_some_and(|(k, _)| *k > stable) {
+            self.saved.pop();
+        }
+    }
+
+    /// The state of each of `reads` after the rows of `path` (row `start + i` as variable
+    /// `path[i]`).
+    pub(super) fn after(
+        &mut self,
+        reads: &[Navigation],
+        rows: &RecordBatch,
+        start: usize,
+        path: &[usize],
+    ) -> Result<Vec<NavState>> {
+        let (mut k, mut states) = match self.saved.last() {
+            Some((k, s)) => (*k, s.clone()),
+            None => (0, vec![NavState::default(); reads.len()]),
+        };
+        while k < path.len() {
+            for (s, r) in states.iter_mut().zip(reads) {
+                s.add(&r.kind, rows, start + k, path[k], &r.data_type)?;
+            }
+            k += 1;
+            if k % CHECKPOINT == 0 {
+                self.saved.push((k, states.clone()));
+            }
+        }
+        if self.saved.last().is_some_and(|(j, _)| j % CHECKPOINT != 0) {
+            self.saved.pop();
+        }
+        if self.saved.last().map(|(j, _)| *j) != Some(k) {
+            self.saved.push((k, states.clone()));
+        }
+        Ok(states)
     }
 }
 

@@ -15,13 +15,14 @@ pub mod pattern;
 
 use crate::{NodeSpec, Operator};
 use brook_common::Result;
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::physical_expr::PhysicalExpr;
 use pattern::{Pattern, Program};
 use std::fmt;
 use std::sync::Arc;
 
-pub use op::MatchRecognizeOp;
+pub use op::{Interrupt, MatchRecognizeOp};
 
 /// `ONE ROW PER MATCH` or `ALL ROWS PER MATCH`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,6 +128,13 @@ pub struct PrevColumn {
     pub offset: usize,
 }
 
+/// How rows are ordered for matching: ascending with NULLs last, PostgreSQL's `ORDER BY`
+/// default (over a stream, a row whose order value is NULL is behind no later row).
+pub const ORDER: SortOptions = SortOptions {
+    descending: false,
+    nulls_first: false,
+};
+
 /// Plan node of `MATCH_RECOGNIZE`.
 #[derive(Debug, Clone)]
 pub struct MatchRecognizeNode {
@@ -134,7 +142,7 @@ pub struct MatchRecognizeNode {
     pub input_schema: SchemaRef,
     /// Partition columns of the input.
     pub partition: Vec<usize>,
-    /// Order columns of the input (ascending).
+    /// Order columns of the input (ascending, NULLs last: see [`ORDER`]).
     pub order: Vec<usize>,
     /// Pattern variables; a variable's index is its bit in a row's eligibility.
     pub variables: Vec<String>,

@@ -1,11 +1,11 @@
 //! Runtime state of `MATCH_RECOGNIZE`: per partition, the rows from the first one a match
 //! may still start at (plus the rows `PREV` reads back), with the variables each row can be.
 
-use super::measure::{measure_column, read_columns, reads_schema, OutRow};
+use super::measure::{measure_column, reads_schema, states_column, OutRow, PathStates};
 use super::pattern::{Outcome, Path};
 use super::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use crate::{change, Operator};
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array,
 };
@@ -56,14 +56,25 @@ pub struct MatchRecognizeOp {
     checked_schemas: Vec<Option<SchemaRef>>,
     history: usize,
     late: u64,
+    /// Asked between match attempts and before each check: true stops the operator with
+    /// 57014 (the statement was cancelled).
+    interrupt: Option<Interrupt>,
 }
+
+/// Whether the work should stop (see [`MatchRecognizeOp::with_interrupt`]).
+pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl MatchRecognizeOp {
     /// Fresh state for `node`.
     pub fn new(node: &MatchRecognizeNode) -> Result<Self> {
         let sort_fields = |cols: &[usize]| -> Vec<SortField> {
             cols.iter()
-                .map(|&c| SortField::new(node.input_schema.field(c).data_type().clone()))
+                .map(|&c| {
+                    SortField::new_with_options(
+                        node.input_schema.field(c).data_type().clone(),
+                        super::ORDER,
+                    )
+                })
                 .collect()
         };
         let mut fields: Vec<Field> = node
@@ -110,7 +121,15 @@ impl MatchRecognizeOp {
             checked_schemas,
             history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
             late: 0,
+            interrupt: None,
         })
+    }
+
+    /// The operator, stopping with 57014 once `interrupt` answers true (asked between
+    /// match attempts and before each condition checked while matching).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = Some(interrupt);
+        self
     }
 
     /// No rows follow: decide every match still open (the ad-hoc form over a table).
@@ -186,8 +205,11 @@ impl MatchRecognizeOp {
     }
 
     /// Whether row `row` of `p` can be variable `v` after `path` (the match from `start`
-    /// so far): the condition of `v`, which reads the match, over a one-row batch of the
-    /// row, its `PREV` rows and the values it reads from the path with the row as `v`.
+    /// so far, its first `stable` rows as at the previous check): the condition of `v`,
+    /// which reads the match, over a one-row batch of the row, its `PREV` rows and the
+    /// values it reads from the path with the row as `v`. `states`: what earlier checks of
+    /// this attempt folded, per variable.
+    #[allow(clippy::too_many_arguments)]
     fn check(
         &self,
         p: &Partition,
@@ -195,7 +217,12 @@ impl MatchRecognizeOp {
         row: usize,
         v: usize,
         path: &[usize],
+        stable: usize,
+        states: &mut Vec<PathStates>,
     ) -> Result<bool> {
+        if self.interrupt.as_ref().is_some_and(|stop| stop()) {
+            return Err(BrookError::Canceled);
+        }
         let (Some(Some(cond)), Some(Some(schema))) =
             (self.node.conditions.get(v), self.checked_schemas.get(v))
         else {
@@ -212,19 +239,32 @@ impl MatchRecognizeOp {
             let before = UInt32Array::from(vec![row.checked_sub(prev.offset).map(|r| r as u32)]);
             cols.push(take(p.rows.column(prev.col).as_ref(), &before, None)?);
         }
-        let mut vars = path.to_vec();
-        vars.push(v);
+        if states.len() < self.node.conditions.len() {
+            states.resize_with(self.node.conditions.len(), PathStates::default);
+        }
+        for s in states.iter_mut() {
+            s.forget_after(stable);
+        }
+        let mut navs = states[v].after(&cond.reads, &p.rows, start, path)?;
+        // The row itself, as the variable it would be.
         let here = OutRow {
             row,
-            matched: Some((start, Arc::new(vars), p.matches + 1)),
+            matched: Some((start, Arc::default(), p.matches + 1)),
             upto: row,
         };
-        cols.extend(read_columns(
-            &p.rows,
-            &[here],
-            &cond.reads,
-            &self.node.variables,
-        )?);
+        for (s, r) in navs.iter_mut().zip(&cond.reads) {
+            s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
+        }
+        for (s, r) in navs.into_iter().zip(&cond.reads) {
+            cols.push(states_column(
+                &p.rows,
+                std::slice::from_ref(&here),
+                &[Some(s)],
+                &r.kind,
+                &r.data_type,
+                &self.node.variables,
+            )?);
+        }
         let batch = RecordBatch::try_new(schema.clone(), cols)?;
         let result = cond.expr.evaluate(&batch)?.into_array(1)?;
         let result = result
@@ -259,15 +299,21 @@ impl MatchRecognizeOp {
             let start = p.next;
             let first = p.dropped == 0 && start == 0;
             let (end, bounded) = self.within_limit(order.as_deref(), start, p.eligible.len());
+            if self.interrupt.as_ref().is_some_and(|stop| stop()) {
+                return Err(BrookError::Canceled);
+            }
             let outcome = {
                 let part: &Partition = p;
+                let mut states = Vec::new();
                 self.node.program.run(
                     &part.eligible[..end],
                     start,
                     first,
                     finished || bounded,
                     self.checked,
-                    &mut |row, v, path| self.check(part, start, row, v, path),
+                    &mut |row, v, path, stable| {
+                        self.check(part, start, row, v, path, stable, &mut states)
+                    },
                 )?
             };
             match outcome {
@@ -497,7 +543,12 @@ fn order_values(rows: &RecordBatch, col: usize) -> Result<Vec<i64>> {
         DataType::Date32 => cast(&cast(c, &DataType::Int32)?, &DataType::Int64)?,
         _ => cast(c, &DataType::Int64)?,
     };
-    Ok(ints.as_primitive::<Int64Type>().values().to_vec())
+    // NULLs sort last (see `ORDER`): past every bound of a row with a value.
+    Ok(ints
+        .as_primitive::<Int64Type>()
+        .iter()
+        .map(|v| v.unwrap_or(i64::MAX))
+        .collect())
 }
 
 fn take_batch(data: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {

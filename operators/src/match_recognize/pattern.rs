@@ -116,8 +116,10 @@ impl Pattern {
     }
 }
 
-/// Confirms that a row can be a variable after the path so far: `(row, variable, path)`.
-pub type CheckFn<'a> = dyn FnMut(usize, usize, &[usize]) -> Result<bool> + 'a;
+/// Confirms that a row can be a variable after the path so far: `(row, variable, path,
+/// stable)`, where the first `stable` entries of the path are those of the previous call's
+/// (so what the caller derived from them still holds).
+pub type CheckFn<'a> = dyn FnMut(usize, usize, &[usize], usize) -> Result<bool> + 'a;
 
 /// One instruction of a compiled pattern.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -294,9 +296,12 @@ impl Program {
         // Backtrack points: (instruction, row, length of the path then).
         let mut stack: Vec<(usize, usize, usize)> = vec![(0, start, 0)];
         let mut path = Path::default();
+        // The length of the path every check since the previous one has kept.
+        let mut stable = 0usize;
         while let Some((mut pc, mut row, len)) = stack.pop() {
             path.vars.truncate(len);
             path.hidden.truncate(len);
+            stable = stable.min(len);
             loop {
                 if memoize {
                     if !failed.insert((pc, row)) {
@@ -323,8 +328,12 @@ impl Program {
                         if eligible[row] & (1 << var) == 0 {
                             break;
                         }
-                        if checked & (1 << var) != 0 && !check(row, var, &path.vars)? {
-                            break;
+                        if checked & (1 << var) != 0 {
+                            let ok = check(row, var, &path.vars, stable)?;
+                            stable = path.vars.len();
+                            if !ok {
+                                break;
+                            }
                         }
                         path.vars.push(var);
                         path.hidden.push(hidden);
@@ -367,7 +376,7 @@ mod tests {
     const B: usize = 1;
 
     fn go(p: &Program, e: &[u64], start: usize, first: bool, fin: bool) -> Result<Outcome> {
-        p.run(e, start, first, fin, 0, &mut |_, _, _| Ok(true))
+        p.run(e, start, first, fin, 0, &mut |_, _, _, _| Ok(true))
     }
 
     fn m(vars: Vec<usize>) -> Outcome {
@@ -539,7 +548,7 @@ mod tests {
             plus(Pattern::Var(B)),
         ]))
         .unwrap();
-        let mut check = |_row: usize, v: usize, path: &[usize]| {
+        let mut check = |_row: usize, v: usize, path: &[usize], _stable: usize| {
             Ok(v != B || path.iter().filter(|x| **x == B).count() < 2)
         };
         assert_eq!(
@@ -560,10 +569,41 @@ mod tests {
                 true,
                 true,
                 1 << A,
-                &mut |_, _, _| Ok(true),
+                &mut |_, _, _, _| Ok(true),
             )
             .unwrap_err();
         assert_eq!(e.sqlstate(), "54001");
+    }
+
+    #[test]
+    fn a_check_is_told_how_much_of_the_path_it_saw_before() {
+        // Backtracking through alternation and nested quantifiers, with checks that pass
+        // and fail in no regular way: the first `stable` entries of every path a check sees
+        // are those of the path the previous check saw.
+        let p = Program::compile(&Pattern::Concat(vec![
+            plus(Pattern::Alt(vec![
+                Pattern::Var(A),
+                Pattern::Concat(vec![Pattern::Var(A), Pattern::Var(B)]),
+            ])),
+            plus(Pattern::Var(B)),
+            Pattern::Var(2),
+        ]))
+        .unwrap();
+        let mut previous: Vec<usize> = Vec::new();
+        let mut calls = 0usize;
+        let mut check = |row: usize, v: usize, path: &[usize], stable: usize| {
+            assert!(stable <= path.len() && stable <= previous.len());
+            assert_eq!(path[..stable], previous[..stable], "call {calls}");
+            previous = path.to_vec();
+            calls += 1;
+            Ok(!(row * 7 + v * 3 + calls).is_multiple_of(5))
+        };
+        let eligible = vec![0b11u64; 40]
+            .into_iter()
+            .chain([0b100])
+            .collect::<Vec<_>>();
+        let _ = p.run(&eligible, 0, true, true, 0b111, &mut check);
+        assert!(calls > 100, "{calls}");
     }
 
     #[test]

@@ -112,20 +112,27 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
     let mut changed = false;
     let mut i = 0;
     let mut in_pattern = false;
+    // SUBSET and WITHIN are read only between PATTERN (...) and DEFINE: elsewhere the words
+    // may name columns or variables.
+    let mut between_pattern_and_define = false;
     while i < clause.len() {
         let t = &clause[i];
         match t {
             Token::LParen => depth += 1,
             Token::RParen => {
                 depth -= 1;
-                if depth == 1 {
+                if depth == 1 && in_pattern {
                     in_pattern = false;
+                    between_pattern_and_define = true;
                 }
             }
             _ => {}
         }
         if depth == 1 && is_word(t, "PATTERN") {
             in_pattern = true;
+        }
+        if depth == 1 && is_word(t, "DEFINE") {
+            between_pattern_and_define = false;
         }
         // RUNNING f( / FINAL f(
         if (is_word(t, "RUNNING") || is_word(t, "FINAL")) && !in_pattern {
@@ -146,13 +153,16 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
                 }
             }
         }
-        if depth == 1 && (is_word(t, "SUBSET") || is_word(t, "WITHIN")) {
-            let subset = is_word(t, "SUBSET");
+        if depth == 1
+            && between_pattern_and_define
+            && (is_subset(clause, i) || is_within(clause, i))
+        {
+            let subset = is_subset(clause, i);
             let end = (i + 1..clause.len())
                 .find(|&j| {
                     is_word(&clause[j], "DEFINE")
-                        || (!subset && is_word(&clause[j], "SUBSET"))
-                        || (subset && is_word(&clause[j], "WITHIN"))
+                        || (!subset && is_subset(clause, j))
+                        || (subset && is_within(clause, j))
                 })
                 .ok_or_else(|| {
                     brook_err!(
@@ -221,6 +231,22 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
     Ok(changed.then_some(out))
 }
 
+/// `SUBSET name =` starts at `i`.
+fn is_subset(clause: &[Token], i: usize) -> bool {
+    let Some(name) = next_solid(clause, i) else {
+        return false;
+    };
+    is_word(&clause[i], "SUBSET")
+        && matches!(clause[name], Token::Word(_))
+        && next_solid(clause, name).is_some_and(|eq| clause[eq] == Token::Eq)
+}
+
+/// `WITHIN INTERVAL` starts at `i`.
+fn is_within(clause: &[Token], i: usize) -> bool {
+    is_word(&clause[i], "WITHIN")
+        && next_solid(clause, i).is_some_and(|j| is_word(&clause[j], "INTERVAL"))
+}
+
 /// `u = (a, b), w = (c)` → `u AS brook_subset(a, b), w AS brook_subset(c), `.
 fn subset_items(body: &[Token], defines: &mut Vec<Token>) -> Result<()> {
     let solid: Vec<&Token> = body.iter().filter(|t| !is_space(t)).collect();
@@ -281,6 +307,10 @@ mod tests {
                 .replace("HOUR a", "HOUR , a")
         );
         assert!(rewrite_extensions("SELECT final FROM t").unwrap().is_none());
+        // Columns and variables may be named within and subset.
+        let plain = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY within MEASURES subset.within AS w \
+                     PATTERN (subset within) DEFINE subset AS within > 0, within AS subset = 1)";
+        assert!(rewrite_extensions(plain).unwrap().is_none(), "{plain}");
         // What it writes it leaves alone when it reads it again.
         let once =
             rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (a {- b -}) DEFINE a AS true)");

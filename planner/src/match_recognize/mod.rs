@@ -248,6 +248,13 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
                  ascending order)"
             ));
         }
+        if o.options.nulls_first == Some(true) {
+            return Err(brook_err!(
+                Unsupported,
+                "MATCH_RECOGNIZE ORDER BY ... NULLS FIRST (rows are matched in ascending \
+                 order, NULLs last, as PostgreSQL sorts by default)"
+            ));
+        }
         order.push(column(&o.expr, "ORDER BY")?);
     }
     let mut variables: Vec<String> = Vec::new();

@@ -90,9 +90,24 @@ pub fn lookup(
     let Some(provider) = catalog.schema(&schema) else {
         return Ok(None);
     };
-    // The schema providers are in-memory maps: the lookup is ready at once.
-    futures::executor::block_on(provider.table(&table))
-        .map_err(|e| brook_common::BrookError::internal(e.to_string()))
+    table_in(provider.as_ref(), &table)
+}
+
+/// The relation `name` of a schema provider. Brook's schema providers are in-memory maps, so
+/// the lookup is ready at once: it is polled once rather than run on an executor, which
+/// would panic when the caller is itself planning inside one (a view whose query reads a
+/// relation through a table function).
+pub fn table_in(
+    provider: &dyn datafusion::catalog::SchemaProvider,
+    name: &str,
+) -> brook_common::Result<Option<Arc<dyn TableProvider>>> {
+    use futures::FutureExt;
+    match provider.table(name).now_or_never() {
+        Some(found) => found.map_err(|e| brook_common::BrookError::internal(e.to_string())),
+        None => Err(brook_common::BrookError::internal(format!(
+            "the lookup of relation {name} did not complete at once"
+        ))),
+    }
 }
 
 /// The committed chunks of a relation at scan time, read lazily.

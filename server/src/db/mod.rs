@@ -44,7 +44,7 @@ impl Database {
                 continue;
             };
             for name in provider.table_names() {
-                if let Ok(Some(t)) = futures::executor::block_on(provider.table(&name)) {
+                if let Ok(Some(t)) = crate::catalog::table::table_in(provider.as_ref(), &name) {
                     if let Some(v) = t.downcast_ref::<crate::stream::view::ViewTable>() {
                         v.state.stop_token().cancel();
                     }
@@ -433,7 +433,7 @@ impl Engine {
         let provider = db
             .schema_provider(schema)
             .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
-        let table = futures::executor::block_on(provider.table(name))?
+        let table = crate::catalog::table::table_in(provider.as_ref(), name)?
             .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
         table
             .downcast_ref::<crate::stream::view::ViewTable>()

@@ -254,7 +254,9 @@ impl Session {
         if_not_exists: bool,
         q: ast::Query,
     ) -> Result<Outcome> {
-        let plan = self.plan(Statement::Query(Box::new(q))).await?;
+        let mut stmt = Statement::Query(Box::new(q));
+        crate::pg::sql::pg_literals(&mut stmt)?;
+        let plan = self.plan(stmt).await?;
         let df = self.ctx.execute_logical_plan(plan).await?;
         let arrow_schema = Arc::new(df.schema().as_arrow().clone());
         let columns = stored_columns(&arrow_schema, &arrow_schema, "a table")?;

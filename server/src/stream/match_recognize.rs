@@ -9,7 +9,7 @@
 use crate::catalog::table::BrookTable;
 use brook_common::{brook_err, BrookError};
 use brook_operators::change;
-use brook_operators::match_recognize::{MatchRecognizeNode, MatchRecognizeOp};
+use brook_operators::match_recognize::{Interrupt, MatchRecognizeNode, MatchRecognizeOp};
 use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take, SortColumn};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -29,9 +29,6 @@ use std::sync::Arc;
 fn user_error(e: BrookError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
-
-/// Rows fed to the operator at a time, ad hoc.
-const CHUNK: usize = 8192;
 
 /// The table function, bound to a database's catalog.
 #[derive(Debug)]
@@ -97,7 +94,7 @@ impl MatchRecognizeTable {
             .chain(&self.node.order)
             .map(|&c| SortColumn {
                 values: all.column(c).clone(),
-                options: None,
+                options: Some(brook_operators::match_recognize::ORDER),
             })
             .collect();
         keys.push(SortColumn {
@@ -113,20 +110,18 @@ impl MatchRecognizeTable {
         Ok(RecordBatch::try_new(all.schema(), cols)?)
     }
 
-    /// Every match over `rows` (ordered).
-    fn matches(&self, rows: &RecordBatch) -> brook_common::Result<Vec<RecordBatch>> {
-        let mut op = MatchRecognizeOp::new(&self.node)?;
-        let mut out = Vec::new();
-        let mut at = 0;
-        while at < rows.num_rows() {
-            let n = CHUNK.min(rows.num_rows() - at);
-            out.extend(change::push_inserts(
-                &mut op,
-                &self.node.input_schema,
-                &rows.slice(at, n),
-            )?);
-            at += n;
-        }
+    /// Every match over `rows` (ordered); `interrupt` stops the matching (the statement
+    /// was cancelled).
+    fn matches(
+        node: &MatchRecognizeNode,
+        rows: &RecordBatch,
+        interrupt: Interrupt,
+    ) -> brook_common::Result<Vec<RecordBatch>> {
+        let mut op = MatchRecognizeOp::new(node)?.with_interrupt(interrupt);
+        // All rows in one push (they are in memory already): a match still open at a
+        // batch's end is tried again from its start when the next batch arrives, so
+        // cutting the table into batches would cost a long match once per batch.
+        let mut out = change::push_inserts(&mut op, &node.input_schema, rows)?;
         out.extend(op.finish()?);
         Ok(out)
     }
@@ -152,7 +147,19 @@ impl TableProvider for MatchRecognizeTable {
         let plan = self.relation.scan(state, None, &[], None).await?;
         let batches = datafusion::physical_plan::collect(plan, state.task_ctx()).await?;
         let rows = self.ordered(&batches).map_err(user_error)?;
-        let out = self.matches(&rows).map_err(user_error)?;
+        // Matching is CPU work that may take long (bounded per attempt, not per query): it
+        // runs off the async workers and stops when the statement is cancelled.
+        let token = state
+            .config()
+            .get_extension::<crate::exec::cancellable::StatementCancel>()
+            .map(|c| c.0.clone());
+        let interrupt: Interrupt =
+            Arc::new(move || token.as_ref().is_some_and(|t| t.is_cancelled()));
+        let node = self.node.clone();
+        let out = tokio::task::spawn_blocking(move || Self::matches(&node, &rows, interrupt))
+            .await
+            .map_err(|e| user_error(BrookError::internal(format!("row pattern matching: {e}"))))?
+            .map_err(user_error)?;
         let exec = MemorySourceConfig::try_new_exec(
             &[out],
             self.node.schema.clone(),

@@ -274,7 +274,7 @@ pub fn register_relkind(
     use datafusion::catalog::CatalogProvider;
     let kind = move |schema: &str, name: &str| -> Option<&'static str> {
         let provider = catalog.schema(schema)?;
-        let table = futures::executor::block_on(provider.table(name)).ok()??;
+        let table = crate::catalog::table::table_in(provider.as_ref(), name).ok()??;
         if let Some(t) = table.downcast_ref::<crate::catalog::table::BrookTable>() {
             return (t.meta.kind == crate::catalog::RelKind::Stream).then_some("stream");
         }

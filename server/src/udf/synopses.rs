@@ -60,7 +60,8 @@ impl TableFunctionImpl for SynopsesFunction {
                 continue;
             };
             for name in provider.table_names() {
-                let Ok(Some(table)) = futures::executor::block_on(provider.table(&name)) else {
+                let Ok(Some(table)) = crate::catalog::table::table_in(provider.as_ref(), &name)
+                else {
                     continue;
                 };
                 let Some(view) = table.downcast_ref::<ViewTable>() else {
