@@ -35,14 +35,21 @@ pub enum RowsPerMatch {
 }
 
 /// Where the next match attempt starts after a match.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AfterMatch {
     PastLastRow,
     ToNextRow,
-    /// The first row of the variable in the match.
-    ToFirst(usize),
-    /// The last row of the variable in the match.
-    ToLast(usize),
+    /// The first row of the variables in the match (a variable, or a `SUBSET`: bit v
+    /// for variable v), named `name`.
+    ToFirst {
+        vars: u64,
+        name: String,
+    },
+    /// The last row of the variables in the match.
+    ToLast {
+        vars: u64,
+        name: String,
+    },
 }
 
 /// Pattern variables a navigation reads: bit v for variable v (a variable, or a `SUBSET`

@@ -3,7 +3,7 @@
 
 use super::measure::{measure_column, reads_schema, states_column, OutRow, PathStates};
 use super::pattern::{Outcome, Path};
-use super::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
+use super::{in_set, AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use crate::{change, Operator};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
@@ -375,23 +375,24 @@ impl MatchRecognizeOp {
 
     /// Where the next attempt starts after a match at `start` of `vars`.
     fn skip_to(&self, start: usize, vars: &[usize]) -> Result<usize> {
-        let at = match self.node.after_match {
+        let (at, name) = match &self.node.after_match {
             AfterMatch::PastLastRow => return Ok(start + vars.len()),
             AfterMatch::ToNextRow => return Ok(start + 1),
-            AfterMatch::ToFirst(v) => vars.iter().position(|x| *x == v),
-            AfterMatch::ToLast(v) => vars.iter().rposition(|x| *x == v),
+            AfterMatch::ToFirst { vars: set, name } => (
+                vars.iter().position(|x| in_set(Some(*set), *x)),
+                format!("FIRST {name}"),
+            ),
+            AfterMatch::ToLast { vars: set, name } => (
+                vars.iter().rposition(|x| in_set(Some(*set), *x)),
+                format!("LAST {name}"),
+            ),
         };
         match at {
             Some(i) if i > 0 => Ok(start + i),
             _ => Err(brook_err!(
                 InvalidParameter,
-                "AFTER MATCH SKIP TO {} would start the next match where this one started \
-                 (or at a variable the match does not have)",
-                match self.node.after_match {
-                    AfterMatch::ToFirst(v) => format!("FIRST {}", self.node.variables[v]),
-                    AfterMatch::ToLast(v) => format!("LAST {}", self.node.variables[v]),
-                    _ => String::new(),
-                }
+                "AFTER MATCH SKIP TO {name} would start the next match where this one started \
+                 (or at a variable the match does not have)"
             )),
         }
     }

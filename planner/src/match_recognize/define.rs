@@ -83,6 +83,7 @@ pub(super) fn plan_conditions(
                 brook_common::types::sql_name(&ty)
             ));
         }
+        super::refuse_unplannable(&logical, "DEFINE")?;
         conditions.push(Some(Planned {
             expr: state.create_physical_expr(logical, &schema)?,
             reads,
@@ -140,19 +141,22 @@ impl Condition<'_> {
             None => 1,
             Some(Expr::Value(v)) => match &v.value {
                 Value::Number(n, _) => n.parse::<usize>().map_err(|_| {
-                    brook_err!(Syntax, "PREV offset must be a non-negative integer")
+                    brook_err!(
+                        Syntax,
+                        "PREV offset must be a non-negative integer constant"
+                    )
                 })?,
                 _ => {
                     return Err(brook_err!(
                         Syntax,
-                        "PREV offset must be an integer constant"
+                        "PREV offset must be a non-negative integer constant"
                     ))
                 }
             },
             Some(_) => {
                 return Err(brook_err!(
                     Syntax,
-                    "PREV offset must be an integer constant"
+                    "PREV offset must be a non-negative integer constant"
                 ))
             }
         };

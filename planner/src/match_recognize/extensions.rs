@@ -5,7 +5,8 @@
 //! - `RUNNING f(...)` / `FINAL f(...)` → `brook_running_f(...)` / `brook_final_f(...)`;
 //! - `SUBSET u = (a, b)` → the first `DEFINE` item `u AS brook_subset(a, b)`;
 //! - Flink's `WITHIN INTERVAL ...` after `PATTERN (...)` → `DEFINE brook_within AS INTERVAL ...`;
-//! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`.
+//! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`;
+//! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means).
 //!
 //! Each rewritten form is read back by the planner of the clause ([`super::plan_node`]).
 
@@ -136,6 +137,14 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
         }
         // RUNNING f( / FINAL f(
         if (is_word(t, "RUNNING") || is_word(t, "FINAL")) && !in_pattern {
+            if next_solid(clause, i).is_some_and(|f| clause[f] == Token::LParen) {
+                let q = t.to_string().to_uppercase();
+                return Err(brook_err!(
+                    Syntax,
+                    "{q} qualifies a navigation or an aggregate ({q} LAST(v.col), {q} \
+                     count(*)), not an expression in parentheses"
+                ));
+            }
             if let Some(f) = next_solid(clause, i) {
                 if NAVIGATIONS.iter().any(|n| is_word(&clause[f], n))
                     && next_solid(clause, f).is_some_and(|p| clause[p] == Token::LParen)
@@ -207,6 +216,25 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
             i = end + 2;
             changed = true;
             continue;
+        }
+        // SKIP TO v means SKIP TO LAST v (SQL:2016); sqlparser reads only the long form.
+        if depth == 1 && is_word(t, "SKIP") {
+            let to = next_solid(clause, i).filter(|&j| is_word(&clause[j], "TO"));
+            let var = to.and_then(|j| next_solid(clause, j));
+            if let (Some(to), Some(var)) = (to, var) {
+                let short = matches!(&clause[var], Token::Word(_))
+                    && !["FIRST", "LAST", "NEXT"]
+                        .iter()
+                        .any(|w| is_word(&clause[var], w));
+                if short {
+                    out.extend(clause[i..=to].iter().cloned());
+                    out.push(Token::Whitespace(Whitespace::Space));
+                    out.push(Token::make_keyword("LAST"));
+                    i = to + 1;
+                    changed = true;
+                    continue;
+                }
+            }
         }
         if depth == 1 && is_word(t, "DEFINE") && !defines.is_empty() {
             out.push(t.clone());
@@ -307,6 +335,15 @@ mod tests {
                 .replace("HOUR a", "HOUR , a")
         );
         assert!(rewrite_extensions("SELECT final FROM t").unwrap().is_none());
+        assert_eq!(
+            rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO b PATTERN (a b) DEFINE a AS true)"),
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO LAST b PATTERN (a b) DEFINE a AS true)"
+        );
+        assert!(rewrite_extensions(
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO NEXT ROW PATTERN (a) DEFINE a AS true)"
+        )
+        .unwrap()
+        .is_none());
         // Columns and variables may be named within and subset.
         let plain = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY within MEASURES subset.within AS w \
                      PATTERN (subset within) DEFINE subset AS within > 0, within AS subset = 1)";

@@ -49,6 +49,7 @@ pub(super) fn plan_measure(
     let schema = DFSchema::try_from(reads_schema(&found).as_ref().clone())?;
     let logical = state.create_logical_expr(&rewritten.to_string(), &schema)?;
     let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
+    super::refuse_unplannable(&logical, "MEASURES")?;
     let expr = state.create_physical_expr(logical, &schema)?;
     Ok((
         Measure {

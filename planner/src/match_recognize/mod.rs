@@ -303,19 +303,36 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
         ));
     }
     let (conditions, prev) = plan_conditions(&defines, &names, &input, state)?;
-    let var_index = |i: &ast::Ident| -> Result<usize> {
+    // A variable of PATTERN or a SUBSET.
+    let var_set = |i: &ast::Ident| -> Result<(u64, String)> {
         let name = ident::ident_name(i);
-        names
-            .variables
-            .iter()
-            .position(|v| *v == name)
-            .ok_or_else(|| brook_err!(Syntax, "pattern variable \"{name}\" is not in PATTERN"))
+        let set = match names.variables.iter().position(|v| *v == name) {
+            Some(v) => 1 << v,
+            None => names
+                .subsets
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, set)| *set)
+                .ok_or_else(|| {
+                    brook_err!(
+                        Syntax,
+                        "pattern variable \"{name}\" is not in PATTERN or SUBSET"
+                    )
+                })?,
+        };
+        Ok((set, name))
     };
     let after_match = match &clause.after_match_skip {
         None | Some(ast::AfterMatchSkip::PastLastRow) => AfterMatch::PastLastRow,
         Some(ast::AfterMatchSkip::ToNextRow) => AfterMatch::ToNextRow,
-        Some(ast::AfterMatchSkip::ToFirst(v)) => AfterMatch::ToFirst(var_index(v)?),
-        Some(ast::AfterMatchSkip::ToLast(v)) => AfterMatch::ToLast(var_index(v)?),
+        Some(ast::AfterMatchSkip::ToFirst(v)) => {
+            let (vars, name) = var_set(v)?;
+            AfterMatch::ToFirst { vars, name }
+        }
+        Some(ast::AfterMatchSkip::ToLast(v)) => {
+            let (vars, name) = var_set(v)?;
+            AfterMatch::ToLast { vars, name }
+        }
     };
     let rows_per_match = match &clause.rows_per_match {
         None | Some(ast::RowsPerMatch::OneRow) => RowsPerMatch::One,
@@ -389,7 +406,42 @@ fn subset_members(f: &ast::Function, variables: &[String]) -> Result<u64> {
         })?;
         set |= 1 << v;
     }
+    if set == 0 {
+        return Err(brook_err!(Syntax, "SUBSET takes at least one variable"));
+    }
     Ok(set)
+}
+
+/// Refuse, by name, what an expression of `DEFINE` or `MEASURES` may not hold once its
+/// navigations are read: an aggregate other than those of a match (count, sum, avg, min,
+/// max), a window function or a subquery.
+fn refuse_unplannable(e: &datafusion::logical_expr::Expr, clause: &str) -> Result<()> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::Expr as L;
+    let mut found: Option<String> = None;
+    e.apply(|x| {
+        found = match x {
+            L::AggregateFunction(a) => Some(format!(
+                "aggregate {}() in MATCH_RECOGNIZE {clause} (count, sum, avg, min and max \
+                 of a match are supported)",
+                a.func.name()
+            )),
+            L::WindowFunction(_) => Some(format!("window functions in MATCH_RECOGNIZE {clause}")),
+            L::ScalarSubquery(_) | L::Exists(_) | L::InSubquery(_) => {
+                Some(format!("subqueries in MATCH_RECOGNIZE {clause}"))
+            }
+            _ => None,
+        };
+        Ok(if found.is_some() {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })?;
+    match found {
+        Some(what) => Err(brook_err!(Unsupported, "{what}")),
+        None => Ok(()),
+    }
 }
 
 /// `WITHIN interval` as units of the order column (a single timestamp or date column).
