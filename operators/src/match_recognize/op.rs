@@ -275,14 +275,16 @@ impl MatchRecognizeOp {
     }
 
     /// Under `WITHIN`, the rows from `start` an attempt there may take (those whose order
-    /// value is at most the start's plus the bound), and whether a row past the bound has
+    /// value is less than the start's plus the bound), and whether a row past the bound has
     /// arrived (which decides the attempt). `order`: the order column as integers.
     fn within_limit(&self, order: Option<&[i64]>, start: usize, len: usize) -> (usize, bool) {
         let (Some((bound, _)), Some(order)) = (&self.node.within, order) else {
             return (len, false);
         };
-        let last = order[start].saturating_add(*bound);
-        let end = start + order[start..].partition_point(|t| *t <= last);
+        // As Flink does: a row at the start plus the bound or later is past it (the
+        // interval is open at its end).
+        let past = order[start].saturating_add(*bound);
+        let end = start + order[start..].partition_point(|t| *t < past);
         (end, end < len)
     }
 

@@ -100,8 +100,8 @@ impl Pattern {
                 }
                 if max == &Some(0) {
                     return Err(brook_err!(
-                        Syntax,
-                        "pattern quantifier must allow at least one row"
+                        Unsupported,
+                        "a pattern quantifier that allows no rows ({{0}}): empty matches"
                     ));
                 }
                 if inner.can_be_empty() {

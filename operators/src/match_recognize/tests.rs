@@ -304,11 +304,11 @@ fn conditions_over_the_match_so_far_do_not_depend_on_batch_boundaries() {
 
 #[test]
 fn within_decides_an_attempt_once_a_row_past_the_bound_arrives() {
-    // Within 3 units of t: A's first V may take t 1..4 only (12 11 10 11: one rising row),
-    // then t 5..7 (13 12 14) is a second; B's t 1..4 fits whole. The answers do not depend
-    // on how the rows are cut.
+    // Within 4 units of t (t - first t < 4, open at its end as Flink's): A's first V may
+    // take t 1..4 only (12 11 10 11: one rising row), then t 5..7 (13 12 14) is a second;
+    // B's t 1..4 fits whole. The answers do not depend on how the rows are cut.
     let mut node = v_shape(RowsPerMatch::One);
-    node.within = Some((3, "3".into()));
+    node.within = Some((4, "4".into()));
     let whole = run(&node, &ticks(), 100);
     assert_eq!(
         whole.1,
@@ -321,7 +321,7 @@ fn within_decides_an_attempt_once_a_row_past_the_bound_arrives() {
     for cut in 1..ticks().num_rows() {
         assert_eq!(run(&node, &ticks(), cut), whole, "cut {cut}");
     }
-    // While streaming, A's first match is decided by the row at t 5 (past 1 + 3), not by
+    // While streaming, A's first match is decided by the row at t 5 (1 + 4: past), not by
     // a row that stops the rise; the others wait for a row past their bound.
     assert_eq!(whole.0, vec!["A | 1 | 10 | 1 | up | 1"]);
 }

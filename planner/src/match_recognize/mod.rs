@@ -262,8 +262,8 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
     pattern.validate()?;
     if pattern.can_be_empty() {
         return Err(brook_err!(
-            Syntax,
-            "PATTERN {} can match an empty sequence of rows",
+            Unsupported,
+            "PATTERN {} can match an empty sequence of rows: empty matches",
             clause.pattern
         ));
     }
