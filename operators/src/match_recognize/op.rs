@@ -481,10 +481,19 @@ impl Operator for MatchRecognizeOp {
                     last_order: None,
                 });
             let mut rows: Vec<u32> = Vec::with_capacity(idx.len());
+            // The last row taken whose order value has no NULL. A row whose order value is
+            // NULL is taken where it arrives and makes no later row late: NULLs sort last,
+            // so over a table they come after every other row, and over a stream one would
+            // otherwise hold every later row of its partition behind it.
+            let mut last_in_batch: Option<u32> = None;
             for i in idx {
                 let o = order.row(i as usize).data();
-                let behind = match rows.last() {
-                    Some(&j) => o < order.row(j as usize).data(),
+                if order_cols.iter().any(|c| c.is_null(i as usize)) {
+                    rows.push(i);
+                    continue;
+                }
+                let behind = match last_in_batch {
+                    Some(j) => o < order.row(j as usize).data(),
                     None => p.last_order.as_deref().is_some_and(|last| o < last),
                 };
                 if behind {
@@ -492,8 +501,9 @@ impl Operator for MatchRecognizeOp {
                     continue;
                 }
                 rows.push(i);
+                last_in_batch = Some(i);
             }
-            if let Some(&j) = rows.last() {
+            if let Some(j) = last_in_batch {
                 p.last_order = Some(order.row(j as usize).data().to_vec());
             }
             let h = self.history.min(p.rows.num_rows());

@@ -312,8 +312,9 @@ impl Program {
                     if steps > MAX_STEPS {
                         return Err(BrookError::too_complex(format!(
                             "row pattern matching took more than {MAX_STEPS} steps at one \
-                             row (a pattern of nested quantifiers whose DEFINE conditions \
-                             read other variables); bound its quantifiers"
+                             row (DEFINE conditions that read the match so far are checked \
+                             on every path tried, with no memory of failed ones); bound the \
+                             pattern's quantifiers or the match with WITHIN"
                         )));
                     }
                 }

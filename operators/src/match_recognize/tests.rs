@@ -252,6 +252,29 @@ fn rows_out_of_order_are_late() {
     assert_eq!(op.late_rows(), 1);
 }
 
+#[test]
+fn a_null_order_value_holds_no_later_row_back() {
+    // NULLs sort last: a row whose t is NULL is taken where it arrives, and the rows after
+    // it are measured against the last t that was not NULL (t 4 is on time, t 2 late).
+    let node = v_shape(RowsPerMatch::One);
+    let mut op = MatchRecognizeOp::new(&node).unwrap();
+    for rows in [
+        "A | 3    | 10\n A | NULL | 9",
+        "A | 4    | 11\n A | 2    | 8",
+    ] {
+        let data = from_pretty(&format!("sym:utf8 | t:int64 | price:int64\n {rows}"));
+        let n = data.num_rows();
+        let input = change::attach(
+            &node.input_schema,
+            data.columns().to_vec(),
+            change::constant(change::INSERT, n),
+        )
+        .unwrap();
+        op.on_data(0, input).unwrap();
+    }
+    assert_eq!(op.late_rows(), 1);
+}
+
 /// The V shape whose rise may not pass the start's price: `up AS price > PREV(price) AND
 /// price <= FIRST(strt.price)` reads the match so far, so it is checked while matching.
 fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
