@@ -245,17 +245,15 @@ impl MatchRecognizeOp {
         for s in states.iter_mut() {
             s.forget_after(stable);
         }
-        let mut navs = states[v].after(&cond.reads, &p.rows, start, path)?;
-        // The row itself, as the variable it would be.
+        let navs = states[v].after(&cond.reads, &p.rows, start, path)?;
         let here = OutRow {
             row,
             matched: Some((start, Arc::default(), p.matches + 1)),
             upto: row,
         };
-        for (s, r) in navs.iter_mut().zip(&cond.reads) {
+        for (mut s, r) in navs.into_iter().zip(&cond.reads) {
+            // The row itself, as the variable it would be.
             s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
-        }
-        for (s, r) in navs.into_iter().zip(&cond.reads) {
             cols.push(states_column(
                 &p.rows,
                 std::slice::from_ref(&here),

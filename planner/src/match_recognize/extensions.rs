@@ -162,11 +162,8 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
                 }
             }
         }
-        if depth == 1
-            && between_pattern_and_define
-            && (is_subset(clause, i) || is_within(clause, i))
-        {
-            let subset = is_subset(clause, i);
+        let subset = is_subset(clause, i);
+        if depth == 1 && between_pattern_and_define && (subset || is_within(clause, i)) {
             let end = (i + 1..clause.len())
                 .find(|&j| {
                     is_word(&clause[j], "DEFINE")

@@ -303,36 +303,17 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
         ));
     }
     let (conditions, prev) = plan_conditions(&defines, &names, &input, state)?;
-    // A variable of PATTERN or a SUBSET.
-    let var_set = |i: &ast::Ident| -> Result<(u64, String)> {
-        let name = ident::ident_name(i);
-        let set = match names.variables.iter().position(|v| *v == name) {
-            Some(v) => 1 << v,
-            None => names
-                .subsets
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, set)| *set)
-                .ok_or_else(|| {
-                    brook_err!(
-                        Syntax,
-                        "pattern variable \"{name}\" is not in PATTERN or SUBSET"
-                    )
-                })?,
-        };
-        Ok((set, name))
-    };
     let after_match = match &clause.after_match_skip {
         None | Some(ast::AfterMatchSkip::PastLastRow) => AfterMatch::PastLastRow,
         Some(ast::AfterMatchSkip::ToNextRow) => AfterMatch::ToNextRow,
-        Some(ast::AfterMatchSkip::ToFirst(v)) => {
-            let (vars, name) = var_set(v)?;
-            AfterMatch::ToFirst { vars, name }
-        }
-        Some(ast::AfterMatchSkip::ToLast(v)) => {
-            let (vars, name) = var_set(v)?;
-            AfterMatch::ToLast { vars, name }
-        }
+        Some(ast::AfterMatchSkip::ToFirst(v)) => AfterMatch::ToFirst {
+            vars: names.set(v)?,
+            name: ident::ident_name(v),
+        },
+        Some(ast::AfterMatchSkip::ToLast(v)) => AfterMatch::ToLast {
+            vars: names.set(v)?,
+            name: ident::ident_name(v),
+        },
     };
     let rows_per_match = match &clause.rows_per_match {
         None | Some(ast::RowsPerMatch::OneRow) => RowsPerMatch::One,

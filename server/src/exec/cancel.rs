@@ -77,6 +77,16 @@ impl SessionCancel {
         self.lock().token.cancel();
     }
 
+    /// `e`, or — when it is the 57014 of a part of the statement that saw the token
+    /// cancelled and stopped (a plan's leaf, an operator) before the wire layer did — the
+    /// error that names the cause ([`Self::error`]).
+    pub fn cause(&self, e: BrookError) -> BrookError {
+        match e {
+            BrookError::Canceled => self.error(),
+            e => e,
+        }
+    }
+
     /// The error of the statement cancelled now: by the statement timeout or by request.
     pub fn error(&self) -> BrookError {
         if self.lock().timed_out.load(Ordering::Acquire) {
@@ -112,5 +122,22 @@ mod tests {
         );
         s.cancel();
         assert!(next.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn a_cancel_seen_inside_the_statement_names_its_cause() {
+        let s = SessionCancel::default();
+        let t = s.begin_with_timeout(Some(Duration::from_millis(10)));
+        t.cancelled().await;
+        let e = s.cause(BrookError::Canceled);
+        assert_eq!(
+            e.to_string(),
+            "canceling statement due to statement timeout"
+        );
+        assert_eq!(
+            s.cause(BrookError::internal("x")).sqlstate(),
+            "XX000",
+            "other errors pass"
+        );
     }
 }

@@ -247,7 +247,7 @@ pub(super) async fn execute_on_statement_runtime(
     session.set_statement_token(token.clone());
     let (session, outcome) = crate::exec::runtime::run(async move {
         let outcome = tokio::select! {
-            r = session.execute(stmt) => r,
+            r = session.execute(stmt) => r.map_err(|e| cancel.cause(e)),
             _ = token.cancelled() => Err(cancel.error()),
         };
         (session, outcome)
@@ -269,6 +269,17 @@ pub(super) fn cancellable(
 ) -> impl futures::Stream<Item = datafusion::error::Result<datafusion::arrow::record_batch::RecordBatch>>
 {
     let stop = token.clone();
+    let named = cancel.clone();
+    let stream = stream.map(move |r| {
+        r.map_err(|e| match e {
+            datafusion::error::DataFusionError::External(b)
+                if matches!(b.downcast_ref::<BrookError>(), Some(BrookError::Canceled)) =>
+            {
+                datafusion::error::DataFusionError::External(Box::new(named.error()))
+            }
+            e => e,
+        })
+    });
     stream.take_until(stop.cancelled_owned()).chain(
         stream::once(async move { token.is_cancelled() }).filter_map(move |c| {
             let cancel = cancel.clone();
