@@ -498,6 +498,14 @@ fn classify_message(m: &str) -> BrookError {
         return subquery_cardinality();
     }
     let m = clean(m);
+    // A function's own coercion refused the arguments (Brook's SQL functions and aggregates
+    // say why); DataFusion wraps that message in its own.
+    let inner = "user-defined coercion failed with: External error: ";
+    if let Some(at) = m.find(inner) {
+        let said = &m[at + inner.len()..];
+        let said = said.split(". No function matches").next().unwrap_or(said);
+        return BrookError::UndefinedFunction(said.to_string());
+    }
     let lower = m.to_ascii_lowercase();
     if let Some(name) = lower
         .strip_prefix("table '")
@@ -543,6 +551,18 @@ fn classify_message(m: &str) -> BrookError {
     } else if lower.contains("unexpected argument type to") {
         // A JSON function given a path step that is neither text nor an integer.
         BrookError::UndefinedFunction(m)
+    } else if let Some(name) = m
+        .strip_prefix("Invalid function '")
+        .and_then(|r| r.split('\'').next())
+    {
+        // DataFusion knows no function of this name (its message may add a suggestion).
+        let suggestion = m
+            .split("Did you mean '")
+            .nth(1)
+            .and_then(|r| r.split('\'').next())
+            .map(|s| format!(" (did you mean {s}?)"))
+            .unwrap_or_default();
+        BrookError::UndefinedFunction(format!("function {name} does not exist{suggestion}"))
     } else if lower.contains("invalid function") || lower.contains("no function matches") {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {

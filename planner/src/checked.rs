@@ -282,6 +282,17 @@ pub(crate) fn rewrite_plan_expressions(
     .map(|t| t.data)
 }
 
+impl CheckedIntegerArithmetic {
+    /// `e` (an expression planned on its own, as a SQL function's body is) with its types
+    /// coerced and its integer arithmetic checked, as the analyzer leaves a query's.
+    pub fn check_expression(&self, e: Expr, schema: &DFSchema) -> Result<Expr> {
+        let mut coercion =
+            datafusion::optimizer::analyzer::type_coercion::TypeCoercionRewriter::new(schema);
+        let coerced = e.rewrite(&mut coercion)?.data;
+        Ok(self.rewrite_expr(coerced, schema)?.data)
+    }
+}
+
 impl AnalyzerRule for CheckedIntegerArithmetic {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         rewrite_plan_expressions(plan, false, &|e, schema| self.rewrite_expr(e, schema))

@@ -46,6 +46,7 @@ pub mod catalog_lookups;
 pub mod checked;
 pub mod checked_power;
 pub mod continuous;
+mod create_aggregate;
 pub mod create_sequence;
 pub mod decorrelate;
 pub mod empty_catalogs;

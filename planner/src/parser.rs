@@ -296,6 +296,18 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 Box::new(parse_create_synopsis(&mut p)?),
             )));
         }
+        let or_replace = p.parse_keywords(&[Keyword::OR, Keyword::REPLACE]);
+        if parse_word(&mut p, "AGGREGATE") {
+            let a = crate::create_aggregate::parse_create_aggregate(&mut p, or_replace)?;
+            expect_end(&mut p)?;
+            return Ok(BrookStatement::new(StatementBody::CreateAggregate(
+                Box::new(a),
+            )));
+        }
+        if or_replace {
+            p.prev_token();
+            p.prev_token();
+        }
         let temporary = p
             .parse_one_of_keywords(&[Keyword::TEMP, Keyword::TEMPORARY])
             .is_some();
@@ -320,6 +332,11 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         ))));
     }
     if p.parse_keyword(Keyword::DROP) {
+        if parse_word(&mut p, "AGGREGATE") {
+            let d = crate::create_aggregate::parse_drop_aggregate(&mut p)?;
+            expect_end(&mut p)?;
+            return Ok(BrookStatement::new(d));
+        }
         if parse_word(&mut p, "SYNOPSIS") {
             let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
             let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;

@@ -2,7 +2,7 @@
 //! clauses Brook lifts off it — and the bodies of Brook's own statements.
 
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, Expr, ObjectName, SqlOption, Statement, TableConstraint,
+    ColumnDef, DataType, Expr, ObjectName, SqlOption, Statement, TableConstraint,
 };
 
 /// A parsed statement: what it does, and the clauses Brook lifts off a statement before
@@ -73,6 +73,20 @@ pub struct AlterSequence {
     pub clauses: SequenceClauses,
 }
 
+/// `CREATE [OR REPLACE] AGGREGATE name (types) (SFUNC = ..., STYPE = ..., ...)`.
+#[derive(Debug, Clone)]
+pub struct CreateAggregate {
+    pub name: ObjectName,
+    pub or_replace: bool,
+    pub args: Vec<DataType>,
+    pub sfunc: ObjectName,
+    pub stype: DataType,
+    pub finalfunc: Option<ObjectName>,
+    pub combinefunc: Option<ObjectName>,
+    /// The initial state, as text (cast to STYPE); None: NULL.
+    pub initcond: Option<String>,
+}
+
 /// What a statement does: standard SQL, or one of Brook's own statements.
 #[derive(Debug, Clone)]
 pub enum StatementBody {
@@ -89,6 +103,14 @@ pub enum StatementBody {
         names: Vec<ObjectName>,
         if_exists: bool,
         /// CASCADE: drop what reads it too.
+        cascade: bool,
+    },
+    /// `CREATE AGGREGATE` (sqlparser has none).
+    CreateAggregate(Box<CreateAggregate>),
+    /// `DROP AGGREGATE [IF EXISTS] name [(types)] [, ...] [CASCADE | RESTRICT]`.
+    DropAggregate {
+        names: Vec<(ObjectName, Option<Vec<DataType>>)>,
+        if_exists: bool,
         cascade: bool,
     },
     /// `DROP STREAM [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`.

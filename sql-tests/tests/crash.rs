@@ -406,8 +406,9 @@ async fn views_survive_kill9() {
     assert_eq!(n, 3);
 }
 
-/// SQL functions survive a restart: functions that call others are planned again in an
-/// order that works, and a materialized view over a stream that calls one goes on.
+/// SQL functions and aggregates survive a restart: functions that call others are planned
+/// again in an order that works, aggregates over them after, and a materialized view over a
+/// stream that calls them goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn functions_survive_kill9() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -418,7 +419,9 @@ async fn functions_survive_kill9() {
             "CREATE FUNCTION z_base(x integer) RETURNS integer LANGUAGE SQL IMMUTABLE RETURN x * 10;
              CREATE FUNCTION a_caller(x integer) RETURNS integer LANGUAGE SQL AS 'SELECT z_base(x) + 1';
              CREATE STREAM readings (k text, v integer);
-             CREATE MATERIALIZED VIEW scaled AS SELECT k, sum(a_caller(v)) AS s FROM readings GROUP BY k;
+             CREATE FUNCTION z_step(st bigint, v integer) RETURNS bigint LANGUAGE SQL STRICT RETURN st * 10 + v;
+             CREATE AGGREGATE digits(integer) (SFUNC = z_step, STYPE = bigint, INITCOND = '0');
+             CREATE MATERIALIZED VIEW scaled AS SELECT k, sum(a_caller(v)) AS s, digits(v) AS d FROM readings GROUP BY k;
              INSERT INTO readings VALUES ('a', 1), ('a', 2);",
         )
         .await
@@ -438,4 +441,12 @@ async fn functions_survive_kill9() {
         .expect("insert after restart");
     let s = poll_i64(&c, "SELECT s FROM scaled WHERE k = 'a'", 63).await;
     assert_eq!(s, 63);
+    let d = poll_i64(&c, "SELECT d FROM scaled WHERE k = 'a'", 123).await;
+    assert_eq!(d, 123, "the aggregate's state folded on from where it was");
+    let v: i64 = c
+        .query_one("SELECT digits(v) FROM (VALUES (4), (5)) t(v)", &[])
+        .await
+        .expect("an aggregate after restart")
+        .get(0);
+    assert_eq!(v, 45);
 }

@@ -9,6 +9,7 @@
 //! and keeps (`brook repair --remove-orphans` deletes them). A missing `catalog.json` beside
 //! relation data is damage, never a fresh start: opening refuses.
 
+pub mod aggregate;
 pub mod function;
 pub mod pg_rows;
 pub mod pg_settings;
@@ -182,6 +183,9 @@ pub struct SchemaMeta {
     /// SQL functions by name (one signature per name).
     #[serde(default)]
     pub functions: BTreeMap<String, function::FunctionMeta>,
+    /// User-defined aggregates by name (one namespace with the functions).
+    #[serde(default)]
+    pub aggregates: BTreeMap<String, aggregate::AggregateMeta>,
 }
 
 impl SchemaMeta {

@@ -1,37 +1,62 @@
-//! The user functions of a database (`CREATE FUNCTION ... LANGUAGE SQL`), planned against
-//! its context: registered there (for new sessions and materialized views) and handed to
-//! the sessions already connected, which register them before their next statement.
+//! The user functions of a database (`CREATE FUNCTION ... LANGUAGE SQL`) and its user
+//! aggregates (`CREATE AGGREGATE`), planned against its context: registered there (for new
+//! sessions and materialized views) and handed to the sessions already connected, which
+//! register them before their next statement.
 
 use super::{lock, Database, Engine};
+use crate::catalog::aggregate::AggregateMeta;
 use crate::catalog::function::FunctionMeta;
 use brook_common::Result;
-use datafusion::logical_expr::ScalarUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// A database's planned user functions and their version (bumped by every change).
+/// A database's planned user functions and aggregates and their version (bumped by every
+/// change).
 #[derive(Debug, Default)]
 pub struct UserFunctions {
     pub version: u64,
     pub udfs: Vec<Arc<ScalarUDF>>,
+    pub udafs: Vec<Arc<AggregateUDF>>,
+}
+
+/// Which functions are STRICT: user functions as declared, built-in ones always (as
+/// PostgreSQL's transition functions are).
+pub struct Strictness(pub BTreeMap<String, bool>);
+
+impl crate::udf::sql_aggregate::FunctionStrictness for Strictness {
+    fn is_strict(&self, name: &str) -> bool {
+        self.0.get(name).copied().unwrap_or(true)
+    }
 }
 
 impl Engine {
-    /// Plan every user function of `db` again — after CREATE or DROP FUNCTION, or when the
-    /// database opens — and register them in its context. A body may call another user
-    /// function, so they are planned in rounds until no more plan; one whose body no longer
-    /// plans (a function it called was dropped) is left out and logged.
+    /// Plan every user function and aggregate of `db` again — after CREATE or DROP
+    /// FUNCTION or AGGREGATE, or when the database opens — and register them in its context.
+    /// A body may call another user function, so they are planned in rounds until no more
+    /// plan; aggregates come last (their functions may be user functions). One that no
+    /// longer plans (a function it called was dropped) is left out and logged.
     pub fn refresh_functions(&self, db: &Database) -> Result<()> {
-        let mut pending: Vec<(String, FunctionMeta)> = {
+        let (mut pending, aggregates) = {
             let doc = self.catalog.read();
-            doc.database(&db.name)?
-                .schemas
+            let schemas = &doc.database(&db.name)?.schemas;
+            let functions: Vec<(String, FunctionMeta)> = schemas
                 .values()
                 .flat_map(|s| s.functions.iter().map(|(n, f)| (n.clone(), f.clone())))
-                .collect()
+                .collect();
+            let aggregates: Vec<(String, AggregateMeta)> = schemas
+                .values()
+                .flat_map(|s| s.aggregates.iter().map(|(n, a)| (n.clone(), a.clone())))
+                .collect();
+            (functions, aggregates)
         };
+        let strictness = Strictness(pending.iter().map(|(n, f)| (n.clone(), f.strict)).collect());
         let mut current = lock(&db.user_functions);
         for old in &current.udfs {
             db.ctx.deregister_udf(old.name());
+        }
+        for old in &current.udafs {
+            db.ctx.deregister_udaf(old.name());
         }
         let mut planned = Vec::new();
         let mut failures = Vec::new();
@@ -57,19 +82,32 @@ impl Engine {
                 break;
             }
         }
+        let state = db.ctx.state();
+        let mut planned_aggregates = Vec::new();
+        for (name, meta) in &aggregates {
+            match crate::udf::sql_aggregate::plan(name, meta, &state, &strictness) {
+                Ok(udaf) => {
+                    let udaf = Arc::new(udaf);
+                    db.ctx.register_udaf(udaf.as_ref().clone());
+                    planned_aggregates.push(udaf);
+                }
+                Err(e) => failures.push(format!("aggregate {}: {e}", meta.signature(name))),
+            }
+        }
         for f in &failures {
             tracing::warn!(database = %db.name, "function left out: {f}");
         }
         current.version += 1;
         current.udfs = planned;
+        current.udafs = planned_aggregates;
         Ok(())
     }
 }
 
 impl Database {
-    /// The planned user functions and their version.
-    pub fn user_functions(&self) -> (u64, Vec<Arc<ScalarUDF>>) {
+    /// The planned user functions and aggregates and their version.
+    pub fn user_functions(&self) -> (u64, Vec<Arc<ScalarUDF>>, Vec<Arc<AggregateUDF>>) {
         let f = lock(&self.user_functions);
-        (f.version, f.udfs.clone())
+        (f.version, f.udfs.clone(), f.udafs.clone())
     }
 }

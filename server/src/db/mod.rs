@@ -1,7 +1,7 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
-mod functions;
+pub mod functions;
 mod rename;
 mod sequences;
 mod views;
@@ -231,6 +231,9 @@ impl Engine {
             .set_str("datafusion.execution.time_zone", "+00:00");
         let mut physical_rules =
             datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+        physical_rules.push(Arc::new(
+            crate::udf::sql_aggregate::single_phase::SinglePhaseUserAggregates,
+        ));
         physical_rules.push(Arc::new(crate::exec::cancellable::CancellableLeaves));
         let state = SessionStateBuilder::new()
             .with_config(config)
@@ -275,6 +278,7 @@ impl Engine {
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
+        crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::udf::mode::udaf());
         crate::udf::functions::register_relkind(&ctx, catalog.clone());

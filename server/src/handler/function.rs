@@ -23,8 +23,15 @@ impl Session {
     pub(crate) fn create_function(&mut self, cf: CreateFunction) -> Result<Outcome> {
         let (schema, name) = self.resolve(&cf.name)?;
         let meta = function_meta(&cf)?;
+        if let Some((_, a)) = self.aggregate(&name) {
+            return Err(BrookError::DuplicateObject {
+                what: "function",
+                name: a.signature(&name),
+                code: "42723",
+            });
+        }
         let existing = self.function(&name);
-        if existing.is_none() && self.ctx.udf(&name).is_ok() {
+        if existing.is_none() && (self.ctx.udf(&name).is_ok() || self.ctx.udaf(&name).is_ok()) {
             return Err(BrookError::Semantic {
                 message: format!(
                     "function \"{name}\" already exists: it is built in, and Brook does not \
@@ -88,6 +95,13 @@ impl Session {
         for desc in &df.func_desc {
             let (_, name) = self.resolve(&desc.name)?;
             let Some((schema, meta)) = self.function(&name) else {
+                if let Some((_, a)) = self.aggregate(&name) {
+                    return Err(BrookError::WrongObjectType(format!(
+                        "{} is an aggregate function (use DROP AGGREGATE to drop aggregate \
+                         functions)",
+                        a.signature(&name)
+                    )));
+                }
                 if df.if_exists {
                     self.notices
                         .push(format!("function {name}() does not exist, skipping"));
@@ -113,7 +127,7 @@ impl Session {
                     ));
                 }
             }
-            self.refuse_callers(&name, &meta)?;
+            self.refuse_callers(&name, &meta.signature(&name))?;
             dropped.push((schema, name));
         }
         if dropped.is_empty() {
@@ -140,23 +154,34 @@ impl Session {
             .find_map(|(s, m)| m.functions.get(name).map(|f| (s.clone(), f.clone())))
     }
 
-    /// 2BP01 when another function or a view calls `name` (they would stop planning).
-    fn refuse_callers(&self, name: &str, meta: &FunctionMeta) -> Result<()> {
+    /// 2BP01 when another function, an aggregate or a view calls the function or aggregate
+    /// `name` (they would stop planning); `signature` names it.
+    pub(super) fn refuse_callers(&self, name: &str, signature: &str) -> Result<()> {
         let doc = self.engine.catalog.read();
         let db = doc.database(&self.db.name)?;
         for schema in db.schemas.values() {
             for (other, f) in &schema.functions {
                 if other != name && calls(&f.body, name) {
-                    return Err(dependents(
-                        name,
-                        meta,
+                    return Err(function_dependents(
+                        signature,
                         &format!("function {}", f.signature(other)),
+                    ));
+                }
+            }
+            for (other, a) in &schema.aggregates {
+                if a.functions().any(|f| f == name) {
+                    return Err(function_dependents(
+                        signature,
+                        &format!("aggregate {}", a.signature(other)),
                     ));
                 }
             }
             for (rel, r) in &schema.relations {
                 if r.query.as_deref().is_some_and(|q| calls(q, name)) {
-                    return Err(dependents(name, meta, &format!("{} {rel}", r.kind.noun())));
+                    return Err(function_dependents(
+                        signature,
+                        &format!("{} {rel}", r.kind.noun()),
+                    ));
                 }
             }
         }
@@ -164,10 +189,10 @@ impl Session {
     }
 }
 
-fn dependents(name: &str, meta: &FunctionMeta, what: &str) -> BrookError {
+/// 2BP01: `what` calls the function `signature` about to be dropped.
+fn function_dependents(signature: &str, what: &str) -> BrookError {
     BrookError::DependentObjects(format!(
-        "cannot drop function {} because other objects depend on it: {what} calls it",
-        meta.signature(name)
+        "cannot drop function {signature} because other objects depend on it: {what} calls it"
     ))
 }
 

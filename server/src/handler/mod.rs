@@ -1,6 +1,7 @@
 //! One file per statement family; `execute` dispatches a statement to its handler, one arm
 //! per statement kind.
 
+pub mod aggregate;
 pub mod alter;
 pub mod alter_column;
 pub mod column_shape;
@@ -77,6 +78,12 @@ impl Session {
                 "DROP SYNOPSIS",
             ),
             StatementBody::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
+            StatementBody::CreateAggregate(ca) => self.create_aggregate(*ca),
+            StatementBody::DropAggregate {
+                names,
+                if_exists,
+                cascade,
+            } => self.drop_aggregate(names, if_exists, cascade),
         }
     }
 

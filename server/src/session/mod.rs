@@ -65,6 +65,7 @@ pub struct Session {
     /// names (see [`Session::sync_functions`]).
     functions_version: u64,
     function_names: Vec<String>,
+    aggregate_names: Vec<String>,
 }
 
 impl Session {
@@ -73,7 +74,7 @@ impl Session {
         // The user functions the context's state holds (read before it is copied: a
         // function created meanwhile makes the version differ, and the next statement
         // registers it).
-        let (functions_version, udfs) = db.user_functions();
+        let (functions_version, udfs, udafs) = db.user_functions();
         let ctx = SessionContext::new_with_state(db.ctx.state());
         let settings = Settings::default();
         crate::udf::functions::register_session(&ctx, &user, settings.clone());
@@ -95,6 +96,7 @@ impl Session {
             notices: Vec::new(),
             functions_version,
             function_names: udfs.iter().map(|u| u.name().to_string()).collect(),
+            aggregate_names: udafs.iter().map(|a| a.name().to_string()).collect(),
         }
     }
 
@@ -102,16 +104,23 @@ impl Session {
     /// this session last did (CREATE or DROP FUNCTION in any session): called before each
     /// statement is planned.
     pub(crate) fn sync_functions(&mut self) {
-        let (version, udfs) = self.db.user_functions();
+        let (version, udfs, udafs) = self.db.user_functions();
         if version == self.functions_version {
             return;
         }
         for name in self.function_names.drain(..) {
             self.ctx.deregister_udf(&name);
         }
+        for name in self.aggregate_names.drain(..) {
+            self.ctx.deregister_udaf(&name);
+        }
         for u in &udfs {
             self.ctx.register_udf(u.as_ref().clone());
             self.function_names.push(u.name().to_string());
+        }
+        for a in &udafs {
+            self.ctx.register_udaf(a.as_ref().clone());
+            self.aggregate_names.push(a.name().to_string());
         }
         self.functions_version = version;
     }

@@ -9,7 +9,9 @@
 use crate::catalog::function::FunctionMeta;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
-use datafusion::arrow::compute::{cast, is_null, kernels::boolean::or, nullif};
+use datafusion::arrow::compute::{
+    cast_with_options, is_null, kernels::boolean::or, nullif, CastOptions,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::DFSchema;
@@ -104,6 +106,9 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
             brook_common::types::sql_name(&body_type)
         )));
     }
+    // The analyzer does not see a body planned on its own: check its arithmetic here.
+    let logical = brook_planner::checked::CheckedIntegerArithmetic::default()
+        .check_expression(logical, &df_schema)?;
     let expr = state.create_physical_expr(logical, &df_schema)?;
     let volatility = match meta.volatility.as_str() {
         "immutable" => Volatility::Immutable,
@@ -153,11 +158,15 @@ impl std::hash::Hash for SqlFunction {
 }
 
 /// Whether a value of type `from` is passed to a parameter of type `to` as PostgreSQL's
-/// implicit casts (and its untyped literals) allow.
-fn passes_as(from: &DataType, to: &DataType) -> bool {
+/// implicit casts (and its untyped literals) allow. Numbers widen, never lose their
+/// fraction: an integer passes as any number (a literal `1` is bigint here, int in
+/// PostgreSQL), a fraction only as a fraction (a float as numeric too: decimal literals are
+/// double here).
+pub(crate) fn passes_as(from: &DataType, to: &DataType) -> bool {
     from == to
         || from.is_null()
-        || (from.is_numeric() && to.is_numeric())
+        || (from.is_integer() && to.is_numeric())
+        || (from.is_numeric() && !from.is_integer() && to.is_numeric() && !to.is_integer())
         || matches!(
             from,
             DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
@@ -202,7 +211,15 @@ impl ScalarUDFImpl for SqlFunction {
         )?;
         let mut out: ArrayRef = self.expr.evaluate(&batch)?.into_array(rows)?;
         if out.data_type() != &self.returns {
-            out = cast(&out, &self.returns)?;
+            // A value the result type cannot hold is an error (22003), not NULL.
+            out = cast_with_options(
+                &out,
+                &self.returns,
+                &CastOptions {
+                    safe: false,
+                    ..Default::default()
+                },
+            )?;
         }
         if self.strict && batch.num_columns() > 0 {
             let mut any_null: Option<BooleanArray> = None;

@@ -1,0 +1,119 @@
+//! One group's state of a user aggregate, folded row by row.
+//!
+//! A transition function is sequential by definition (each call reads the state the
+//! previous one left), so this is the one place Brook works per row: each row's arguments
+//! are zero-copy one-row slices, and the function is the expression planned once for the
+//! aggregate. PostgreSQL's rules for NULLs hold: a STRICT transition function skips a row
+//! with a NULL argument, and without INITCOND the first such row's value becomes the state;
+//! a state that became NULL stays NULL for a STRICT function.
+
+use super::Planned;
+use datafusion::arrow::array::{Array, ArrayRef};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::Accumulator;
+use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub(super) struct Fold {
+    planned: Arc<Planned>,
+    state: ScalarValue,
+    /// No INITCOND and no row folded yet: the first row (or partial state) becomes the
+    /// state, as PostgreSQL's `noTransValue`.
+    unset: bool,
+}
+
+impl Fold {
+    pub(super) fn new(planned: Arc<Planned>) -> Self {
+        let unset = planned.initial.is_null();
+        Fold {
+            state: planned.initial.clone(),
+            planned,
+            unset,
+        }
+    }
+
+    fn state_array(&self) -> Result<ArrayRef> {
+        self.state.to_array_of_size(1)
+    }
+}
+
+impl Accumulator for Fold {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        // The keys of an ORDER BY in the call follow the arguments; the rows come sorted.
+        let values = &values[..self.planned.args.min(values.len())];
+        let rows = values.first().map_or(0, |v| v.len());
+        let step = &self.planned.sfunc;
+        for row in 0..rows {
+            if step.strict {
+                if values.iter().any(|v| v.is_null(row)) {
+                    continue;
+                }
+                if self.unset {
+                    self.state = ScalarValue::try_from_array(&values[0], row)?
+                        .cast_to(&self.planned.stype)?;
+                    self.unset = false;
+                    continue;
+                }
+                if self.state.is_null() {
+                    continue;
+                }
+            }
+            let mut columns = Vec::with_capacity(values.len() + 1);
+            columns.push(self.state_array()?);
+            columns.extend(values.iter().map(|v| v.slice(row, 1)));
+            self.state = step.call(columns)?;
+            self.unset = false;
+        }
+        Ok(())
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        match &self.planned.finalfunc {
+            None => Ok(self.state.clone()),
+            Some(f) if f.strict && self.state.is_null() => ScalarValue::try_from(&f.returns),
+            Some(f) => f.call(vec![self.state_array()?]),
+        }
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.state.size()
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![self.state.clone()])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let Some(combine) = &self.planned.combinefunc else {
+            // Plans of an aggregate without COMBINEFUNC aggregate in one phase
+            // (`single_phase`); reaching here is a planning defect.
+            return Err(DataFusionError::Internal(format!(
+                "partial states of an aggregate without COMBINEFUNC reached a merge (transition \
+                 function {})",
+                self.planned.sfunc.function
+            )));
+        };
+        let Some(partials) = states.first() else {
+            return Ok(());
+        };
+        for row in 0..partials.len() {
+            if combine.strict {
+                if partials.is_null(row) {
+                    continue;
+                }
+                if self.unset {
+                    self.state = ScalarValue::try_from_array(partials, row)?;
+                    self.unset = false;
+                    continue;
+                }
+                if self.state.is_null() {
+                    continue;
+                }
+            }
+            self.state = combine.call(vec![self.state_array()?, partials.slice(row, 1)])?;
+            self.unset = false;
+        }
+        Ok(())
+    }
+}

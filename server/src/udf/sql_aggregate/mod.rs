@@ -1,0 +1,336 @@
+//! `CREATE AGGREGATE` aggregates as DataFusion aggregate functions.
+//!
+//! PostgreSQL's model: a state of type STYPE starts at INITCOND, `SFUNC(state, args...)`
+//! folds each row into it, `FINALFUNC(state)` gives the result, and
+//! `COMBINEFUNC(state, state)` merges two partial states. Each function is planned once, at
+//! CREATE and whenever the database's functions change, into a physical expression over a
+//! one-row batch (`Step`); the fold runs in `fold`, or in `ordered` for a call with
+//! `ORDER BY` or `DISTINCT`. Partial states of an aggregate without COMBINEFUNC, or of an
+//! ordered call, cannot be merged, so such plans aggregate in one phase (`single_phase`).
+//!
+//! It is an ordinary DataFusion aggregate: ad hoc, as a window function over growing frames,
+//! with `FILTER`, `DISTINCT` and `ORDER BY` inside the call, and in continuous queries and
+//! materialized views (a group's state is kept between commits; over an updating input the
+//! group keeps its rows and folds them again, having no inverse transition function).
+
+mod fold;
+mod ordered;
+pub mod single_phase;
+
+use crate::catalog::aggregate::AggregateMeta;
+use brook_common::{brook_err, BrookError, Result};
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::DFSchema;
+use datafusion::error::{DataFusionError, Result as DfResult};
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, ExprSchemable, Signature, Volatility,
+};
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
+
+/// One of the aggregate's functions, applied to one row of its arguments.
+#[derive(Debug)]
+struct Step {
+    /// The function's name, for messages.
+    function: String,
+    /// Its parameters as the expression reads them (`__p1`, ...).
+    schema: SchemaRef,
+    expr: Arc<dyn PhysicalExpr>,
+    /// The type its result is kept as (the state type, or the aggregate's result).
+    returns: DataType,
+    /// STRICT: not called with a NULL argument.
+    strict: bool,
+}
+
+impl Step {
+    /// The function's value for one row of arguments (each array holds one row).
+    fn call(&self, columns: Vec<ArrayRef>) -> DfResult<ScalarValue> {
+        let batch = RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(1)),
+        )?;
+        let out = self.expr.evaluate(&batch)?.into_array(1)?;
+        let value = ScalarValue::try_from_array(&out, 0)?;
+        if value.data_type() == self.returns {
+            Ok(value)
+        } else {
+            value.cast_to(&self.returns)
+        }
+    }
+}
+
+/// A planned user aggregate: what every accumulator of it shares.
+#[derive(Debug)]
+struct Planned {
+    /// How many arguments it takes (an `ORDER BY` in the call adds its keys after them).
+    args: usize,
+    stype: DataType,
+    returns: DataType,
+    /// INITCOND read as STYPE (NULL when none).
+    initial: ScalarValue,
+    sfunc: Step,
+    finalfunc: Option<Step>,
+    combinefunc: Option<Step>,
+}
+
+/// How the aggregate's functions are known: whether a function is STRICT (user functions
+/// say so; PostgreSQL's built-in transition functions are).
+pub trait FunctionStrictness {
+    fn is_strict(&self, name: &str) -> bool;
+}
+
+/// Plan `meta` as the aggregate `name`, its functions looked up in `state`.
+pub fn plan(
+    name: &str,
+    meta: &AggregateMeta,
+    state: &SessionState,
+    strictness: &dyn FunctionStrictness,
+) -> Result<AggregateUDF> {
+    let arg_types: Vec<DataType> = meta.args.iter().map(|t| t.arrow()).collect();
+    let stype = meta.stype.arrow();
+    let mut sfunc_params = vec![stype.clone()];
+    sfunc_params.extend(arg_types.iter().cloned());
+    let sfunc = plan_step(state, strictness, &meta.sfunc, &sfunc_params, Some(&stype))?;
+    if sfunc.strict && meta.initcond.is_none() && arg_types.first() != Some(&stype) {
+        return Err(BrookError::invalid_function(
+            "must not omit initial value when transition function is strict and transition \
+             type is not compatible with input type",
+        ));
+    }
+    let finalfunc = meta
+        .finalfunc
+        .as_deref()
+        .map(|f| plan_step(state, strictness, f, std::slice::from_ref(&stype), None))
+        .transpose()?;
+    let combinefunc = meta
+        .combinefunc
+        .as_deref()
+        .map(|f| {
+            plan_step(
+                state,
+                strictness,
+                f,
+                &[stype.clone(), stype.clone()],
+                Some(&stype),
+            )
+        })
+        .transpose()?;
+    let initial = match &meta.initcond {
+        None => ScalarValue::try_from(&stype)?,
+        Some(text) => initial_state(state, text, meta)?,
+    };
+    let returns = finalfunc
+        .as_ref()
+        .map_or_else(|| stype.clone(), |f| f.returns.clone());
+    let planned = Planned {
+        args: arg_types.len(),
+        stype,
+        returns,
+        initial,
+        sfunc,
+        finalfunc,
+        combinefunc,
+    };
+    Ok(AggregateUDF::new_from_impl(UserAggregate {
+        name: name.to_string(),
+        signature: Signature::user_defined(Volatility::Immutable),
+        arg_types,
+        display: meta.signature(name),
+        planned: Arc::new(planned),
+    }))
+}
+
+/// Plan `function(p1, p2, ...)` over parameters of `params`' types; its result must cast to
+/// `returns` when given (the state type), else it is the function's own.
+fn plan_step(
+    state: &SessionState,
+    strictness: &dyn FunctionStrictness,
+    function: &str,
+    params: &[DataType],
+    returns: Option<&DataType>,
+) -> Result<Step> {
+    let types: Vec<String> = params.iter().map(brook_common::types::sql_name).collect();
+    let display = format!("{function}({})", types.join(", "));
+    if !state.scalar_functions().contains_key(function) {
+        return Err(brook_err!(
+            UndefinedFunction,
+            "function {display} does not exist"
+        ));
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(
+        params
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Field::new(format!("__p{}", i + 1), t.clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let call = format!(
+        "\"{}\"({})",
+        function.replace('"', "\"\""),
+        (1..=params.len())
+            .map(|i| format!("\"__p{i}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
+    let undefined = |_| brook_err!(UndefinedFunction, "function {display} does not exist");
+    let logical = state
+        .create_logical_expr(&call, &df_schema)
+        .map_err(undefined)?;
+    let result = logical.get_type(&df_schema).map_err(undefined)?;
+    let returns = match returns {
+        Some(t) if result != *t && !datafusion::arrow::compute::can_cast_types(&result, t) => {
+            return Err(BrookError::invalid_function(format!(
+                "function {display} returns {}, not the state type {}",
+                brook_common::types::sql_name(&result),
+                brook_common::types::sql_name(t)
+            )))
+        }
+        Some(t) => t.clone(),
+        None => result,
+    };
+    Ok(Step {
+        function: function.to_string(),
+        schema,
+        expr: state.create_physical_expr(logical, &df_schema)?,
+        returns,
+        strict: strictness.is_strict(function),
+    })
+}
+
+/// INITCOND, read as the state type as a literal of that type is.
+fn initial_state(state: &SessionState, text: &str, meta: &AggregateMeta) -> Result<ScalarValue> {
+    let sql = format!(
+        "CAST('{}' AS {})",
+        text.replace('\'', "''"),
+        meta.stype.name()
+    );
+    let empty = DFSchema::empty();
+    let logical = state.create_logical_expr(&sql, &empty)?;
+    let expr = state.create_physical_expr(logical, &empty)?;
+    let batch = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )?;
+    let value = ScalarValue::try_from_array(&expr.evaluate(&batch)?.into_array(1)?, 0)?;
+    Ok(value.cast_to(&meta.stype.arrow())?)
+}
+
+/// A planned aggregate as DataFusion calls it.
+#[derive(Debug)]
+struct UserAggregate {
+    name: String,
+    signature: Signature,
+    arg_types: Vec<DataType>,
+    /// `name(type, ...)`, for messages.
+    display: String,
+    planned: Arc<Planned>,
+}
+
+impl UserAggregate {
+    /// Whether partial states of it can be merged (it has a COMBINEFUNC).
+    fn mergeable(&self) -> bool {
+        self.planned.combinefunc.is_some()
+    }
+}
+
+impl PartialEq for UserAggregate {
+    fn eq(&self, other: &Self) -> bool {
+        // One aggregate per name; a new definition is a new aggregate.
+        self.name == other.name && Arc::ptr_eq(&self.planned, &other.planned)
+    }
+}
+
+impl Eq for UserAggregate {}
+
+impl std::hash::Hash for UserAggregate {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl AggregateUDFImpl for UserAggregate {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
+        Ok(self.planned.returns.clone())
+    }
+
+    fn coerce_types(&self, args: &[DataType]) -> DfResult<Vec<DataType>> {
+        let fits = args.len() == self.arg_types.len()
+            && args
+                .iter()
+                .zip(&self.arg_types)
+                .all(|(a, p)| super::sql_function::passes_as(a, p));
+        if !fits {
+            let given: Vec<String> = args.iter().map(brook_common::types::sql_name).collect();
+            return Err(DataFusionError::External(Box::new(brook_err!(
+                UndefinedFunction,
+                "function {}({}) does not exist (it is the aggregate {}); add explicit type \
+                 casts",
+                self.name,
+                given.join(", "),
+                self.display
+            ))));
+        }
+        Ok(self.arg_types.clone())
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs<'_>) -> DfResult<Box<dyn Accumulator>> {
+        if args.order_bys.is_empty() && !args.is_distinct {
+            return Ok(Box::new(fold::Fold::new(self.planned.clone())));
+        }
+        let order = args.order_bys.iter().map(|o| o.options).collect();
+        Ok(Box::new(ordered::Ordered::new(
+            self.planned.clone(),
+            order,
+            args.is_distinct,
+        )))
+    }
+
+    fn create_sliding_accumulator(
+        &self,
+        _args: AccumulatorArgs<'_>,
+    ) -> DfResult<Box<dyn Accumulator>> {
+        // A frame that drops rows needs an inverse transition function (PostgreSQL's
+        // MINVFUNC); PostgreSQL folds such a frame again per row instead, which DataFusion's
+        // window operator cannot do.
+        Err(DataFusionError::NotImplemented(format!(
+            "the aggregate {} over a window frame whose start moves (it has no inverse \
+             transition function); use a frame from UNBOUNDED PRECEDING",
+            self.display
+        )))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs<'_>) -> DfResult<Vec<FieldRef>> {
+        Ok(vec![Arc::new(Field::new(
+            format!("{}[state]", args.name),
+            self.planned.stype.clone(),
+            true,
+        ))])
+    }
+}
+
+/// Whether the call `call` is of a user aggregate whose partial states cannot be merged:
+/// one without COMBINEFUNC, or called with ORDER BY or DISTINCT (its rows are folded in
+/// order, once).
+pub fn merges_no_states(call: &AggregateFunctionExpr) -> bool {
+    call.fun()
+        .inner()
+        .downcast_ref::<UserAggregate>()
+        .is_some_and(|a| !a.mergeable() || call.is_distinct() || !call.order_bys().is_empty())
+}
