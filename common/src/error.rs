@@ -552,7 +552,8 @@ fn classify_message(m: &str) -> BrookError {
         // A JSON function given a path step that is neither text nor an integer.
         BrookError::UndefinedFunction(m)
     } else if let Some(name) = m
-        .strip_prefix("Invalid function '")
+        .split("Invalid function '")
+        .nth(1)
         .and_then(|r| r.split('\'').next())
     {
         // DataFusion knows no function of this name (its message may add a suggestion).

@@ -283,13 +283,20 @@ pub(crate) fn rewrite_plan_expressions(
 }
 
 impl CheckedIntegerArithmetic {
-    /// `e` (an expression planned on its own, as a SQL function's body is) with its types
-    /// coerced and its integer arithmetic checked, as the analyzer leaves a query's.
+    /// `e` (an expression planned on its own, as a SQL function's body is) as the analyzer
+    /// and optimizer leave a query's: types coerced, integer arithmetic checked, then
+    /// simplified (some functions, such as `coalesce`, run only in their simplified form).
     pub fn check_expression(&self, e: Expr, schema: &DFSchema) -> Result<Expr> {
+        use datafusion::logical_expr::simplify::SimplifyContext;
+        use datafusion::optimizer::simplify_expressions::ExprSimplifier;
         let mut coercion =
             datafusion::optimizer::analyzer::type_coercion::TypeCoercionRewriter::new(schema);
         let coerced = e.rewrite(&mut coercion)?.data;
-        Ok(self.rewrite_expr(coerced, schema)?.data)
+        let checked = self.rewrite_expr(coerced, schema)?.data;
+        let context = SimplifyContext::builder()
+            .with_schema(Arc::new(schema.clone()))
+            .build();
+        ExprSimplifier::new(context).simplify(checked)
     }
 }
 

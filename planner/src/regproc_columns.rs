@@ -24,11 +24,11 @@ use std::ops::ControlFlow;
 pub struct RegprocColumns;
 
 /// pg_catalog's columns of type regproc.
-const REGPROC_COLUMNS: [&str; 31] = [
+/// (`pg_aggregate.aggfnoid` is the aggregate's oid in Brook's view.)
+const REGPROC_COLUMNS: [&str; 30] = [
     "aggcombinefn",
     "aggdeserialfn",
     "aggfinalfn",
-    "aggfnoid",
     "aggmfinalfn",
     "aggminvtransfn",
     "aggmtransfn",
@@ -60,7 +60,9 @@ const REGPROC_COLUMNS: [&str; 31] = [
 
 impl SqlStatementRewriteRule for RegprocColumns {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        // A selected `col::oid` keeps the column's name (pg_dump reads columns by name).
+        // A selected `col::oid` keeps the column's name (pg_dump reads columns by name), and
+        // a selected `col::regtype` of an oid column is the type's name under the column's
+        // name, as regtype prints (pg_dump's `aggtranstype::pg_catalog.regtype`).
         struct Names;
         impl VisitorMut for Names {
             type Break = ();
@@ -70,9 +72,26 @@ impl SqlStatementRewriteRule for RegprocColumns {
                         let SelectItem::UnnamedExpr(e) = item else {
                             continue;
                         };
-                        let Expr::Cast { expr: inner, .. } = e else {
+                        let Expr::Cast {
+                            expr: inner,
+                            data_type,
+                            ..
+                        } = e
+                        else {
                             continue;
                         };
+                        let regtype = matches!(data_type, DataType::Custom(t, a) if a.is_empty() && type_named(t, "regtype"));
+                        if let (true, Some(name)) = (regtype, last_ident(inner)) {
+                            if let Some(format) =
+                                parse_expr(&format!("pg_catalog.format_type({inner}, NULL)"))
+                            {
+                                *item = SelectItem::ExprWithAlias {
+                                    expr: format,
+                                    alias: Ident::new(name),
+                                };
+                            }
+                            continue;
+                        }
                         let Some(name) = regproc_column(inner).and(last_ident(inner)) else {
                             continue;
                         };
@@ -227,6 +246,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT typname[0] = '_' FROM pg_type"),
             "SELECT SUBSTR(typname, (0) + 1, 1) = '_' FROM pg_type"
+        );
+    }
+
+    #[test]
+    fn a_selected_oid_column_as_regtype_is_the_type_name() {
+        assert_eq!(
+            rewritten("SELECT aggtranstype::pg_catalog.regtype, 'int4'::regtype FROM pg_aggregate"),
+            "SELECT pg_catalog.format_type(aggtranstype, NULL) AS aggtranstype, 'int4'::regtype FROM pg_aggregate"
         );
     }
 

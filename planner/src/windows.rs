@@ -64,7 +64,8 @@ impl Visitor for WindowRelations {
     }
 }
 
-fn is_window_function(name: &str) -> bool {
+/// Whether `name` (lower case) is one of Brook's window table functions.
+pub fn is_window_function(name: &str) -> bool {
     matches!(
         name,
         "tumble" | "hop" | "session" | "tumble_rows" | "hop_rows"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pg_dump round trip: a database with a SERIAL table (primary key, index, defaults, a
-# comment), an identity column, quoted names in another schema, a sequence, a view and a
-# stream is dumped by pg_dump 18 and restored into a
+# comment), an identity column, quoted names in another schema, a sequence, a view, SQL
+# functions, aggregates and a stream is dumped by pg_dump 18 and restored into a
 # second Brook database and into PostgreSQL 18; the restored tables hold the same rows, and
 # the sequences continue after the values handed out (none is handed out twice).
 set -euo pipefail
@@ -21,6 +21,9 @@ COMMENT ON TABLE items IS 'things we sell';
 CREATE SEQUENCE tickets START 100 INCREMENT 10;
 SELECT nextval('tickets'), nextval('tickets');
 CREATE FUNCTION with_tax(price double precision) RETURNS double precision LANGUAGE SQL IMMUTABLE AS 'SELECT price * 1.2';
+CREATE FUNCTION add_price(st double precision, v double precision) RETURNS double precision LANGUAGE SQL STRICT AS 'SELECT st + v';
+CREATE AGGREGATE price_total(double precision) (SFUNC = add_price, STYPE = double precision, INITCOND = '0');
+CREATE AGGREGATE longest(text) (SFUNC = text_larger, STYPE = text, COMBINEFUNC = text_larger);
 CREATE VIEW cheap AS SELECT name FROM items WHERE price < 3;
 CREATE VIEW taxed AS SELECT name, with_tax(price) AS gross FROM items;
 CREATE STREAM readings (ts timestamp, sensor int, v double precision);
@@ -54,6 +57,8 @@ check "$("${P[@]}" -d brook -c "$weird")" "$("${P[@]}" -d restored -c "$weird")"
 check "1" "$("${P[@]}" -d restored -c "SELECT count(*) FROM readings")" "stream rows restored"
 taxed="SELECT name, round(gross * 100) FROM taxed ORDER BY name"
 check "$("${P[@]}" -d brook -c "$taxed")" "$("${P[@]}" -d restored -c "$taxed")" "SQL function and its view restored into Brook"
+aggs="SELECT price_total(price), longest(name) FROM items"
+check "$("${P[@]}" -d brook -c "$aggs")" "$("${P[@]}" -d restored -c "$aggs")" "aggregates restored into Brook"
 check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored"
 next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
 [ "$next" -gt 4 ] || { echo "pg_dump: restored SERIAL reused a value: $next"; exit 1; }
@@ -75,6 +80,7 @@ Q=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -At)
 check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d restored -c "$rows")" "rows restored into PostgreSQL"
 check "$("${P[@]}" -d brook -c "SELECT * FROM cheap ORDER BY 1")" "$("${Q[@]}" -d restored -c "SELECT * FROM cheap ORDER BY 1")" "view restored into PostgreSQL"
 check "$("${P[@]}" -d brook -c "$taxed")" "$("${Q[@]}" -d restored -c "$taxed")" "SQL function and its view restored into PostgreSQL"
+check "$("${P[@]}" -d brook -c "$aggs")" "$("${Q[@]}" -d restored -c "$aggs")" "aggregates restored into PostgreSQL"
 check "things we sell" "$("${Q[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored into PostgreSQL"
 check "t" "$("${Q[@]}" -d restored -c "SELECT indisprimary FROM pg_index WHERE indrelid = 'items'::regclass AND indisprimary")" "primary key restored into PostgreSQL"
 check "$("${P[@]}" -d brook -c "$weird")" "$("${Q[@]}" -d restored -c "$weird")" "quoted names restored into PostgreSQL"

@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod function;
+pub mod pg_proc_rows;
 pub mod pg_rows;
 pub mod pg_settings;
 pub mod pg_views;

@@ -29,9 +29,9 @@ pub(super) struct Source {
 /// A table computed from the catalog at each scan.
 #[derive(Debug)]
 pub(super) struct Computed {
-    schema: SchemaRef,
-    source: Source,
-    rows: fn(&CatalogDoc, &Source, &SchemaRef) -> Result<RecordBatch>,
+    pub(super) schema: SchemaRef,
+    pub(super) source: Source,
+    pub(super) rows: fn(&CatalogDoc, &Source, &SchemaRef) -> Result<RecordBatch>,
 }
 
 impl Computed {
@@ -158,27 +158,6 @@ impl Computed {
             ])),
             source,
             rows: view_rows,
-        }
-    }
-
-    /// `brook_functions`: a row per SQL function, in pg_proc's terms.
-    pub(super) fn functions(source: Source) -> Computed {
-        Computed {
-            schema: Arc::new(Schema::new(vec![
-                Field::new("nspname", DataType::Utf8, false),
-                Field::new("proname", DataType::Utf8, false),
-                Field::new("oid", DataType::Int32, false),
-                Field::new("proargtypes", DataType::Utf8, false),
-                Field::new("proargnames", DataType::Utf8, true),
-                Field::new("pronargs", DataType::Int16, false),
-                Field::new("prorettype", DataType::Int32, false),
-                Field::new("prosrc", DataType::Utf8, false),
-                Field::new("provolatile", DataType::Utf8, false),
-                Field::new("proisstrict", DataType::Boolean, false),
-                Field::new("arguments", DataType::Utf8, false),
-            ])),
-            source,
-            rows: function_rows,
         }
     }
 
@@ -347,65 +326,6 @@ fn view_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<Re
     )?)
 }
 
-fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
-    let mut text: [Vec<String>; 6] = Default::default();
-    let (mut oid, mut names, mut nargs, mut ret, mut strict) =
-        (vec![], vec![], vec![], vec![], vec![]);
-    for (sname, s) in &doc.database(&source.database)?.schemas {
-        for (fname, f) in &s.functions {
-            let types: Vec<String> = f
-                .args
-                .iter()
-                .map(|a| a.ty.wire().oid().to_string())
-                .collect();
-            text[0].push(sname.clone());
-            text[1].push(fname.clone());
-            text[2].push(types.join(" "));
-            // As PostgreSQL keeps a body given as a string: the whole SELECT.
-            text[3].push(format!("SELECT {}", f.body));
-            text[4].push(f.volatility.chars().next().unwrap_or('v').to_string());
-            let args: Vec<String> = f
-                .args
-                .iter()
-                .map(|a| match &a.name {
-                    Some(n) => format!("{} {}", crate::ident::quote_if_needed(n), a.ty.name()),
-                    None => a.ty.name(),
-                })
-                .collect();
-            text[5].push(args.join(", "));
-            oid.push(stable_oid(&format!("{sname}.{fname}")));
-            names.push(f.args.iter().any(|a| a.name.is_some()).then(|| {
-                let n: Vec<String> = f
-                    .args
-                    .iter()
-                    .map(|a| a.name.clone().unwrap_or_default())
-                    .collect();
-                format!("{{{}}}", n.join(","))
-            }));
-            nargs.push(i16::try_from(f.args.len()).unwrap_or(i16::MAX));
-            ret.push(f.returns.wire().oid() as i32);
-            strict.push(f.strict);
-        }
-    }
-    let [nsp, pro, argtypes, src, vol, args] = text;
-    Ok(RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(nsp)) as ArrayRef,
-            Arc::new(StringArray::from(pro)),
-            Arc::new(Int32Array::from(oid)),
-            Arc::new(StringArray::from(argtypes)),
-            Arc::new(StringArray::from(names)),
-            Arc::new(datafusion::arrow::array::Int16Array::from(nargs)),
-            Arc::new(Int32Array::from(ret)),
-            Arc::new(StringArray::from(src)),
-            Arc::new(StringArray::from(vol)),
-            Arc::new(datafusion::arrow::array::BooleanArray::from(strict)),
-            Arc::new(StringArray::from(args)),
-        ],
-    )?)
-}
-
 fn view_dep_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
     let mut cols: [Vec<String>; 4] = Default::default();
     for (sname, s) in &doc.database(&source.database)?.schemas {
@@ -497,7 +417,7 @@ fn database_oid(name: &str) -> i32 {
 
 /// An oid from a name: FNV-1a of it, above the range PostgreSQL reserves for its own
 /// objects (16384 ..= i32::MAX), the same every time.
-fn stable_oid(name: &str) -> i32 {
+pub(super) fn stable_oid(name: &str) -> i32 {
     let hash = name.bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     });

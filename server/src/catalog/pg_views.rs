@@ -104,6 +104,10 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(Computed::functions(source.clone())),
     );
     overlay.add(
+        "brook_aggregates",
+        Arc::new(Computed::aggregates(source.clone())),
+    );
+    overlay.add(
         "brook_databases",
         Arc::new(Computed::databases(source.clone())),
     );
@@ -167,7 +171,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 30] = [
+const VIEWS: [(&str, &str); 31] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -372,7 +376,8 @@ const VIEWS: [(&str, &str); 30] = [
     ),
     // Rewrite rules: Brook's views are no rules (the crate's rows are PostgreSQL's own
     // system views', whose relations its pg_class does not list).
-    // Functions: the crate's rows and the SQL functions (LANGUAGE SQL is oid 14),
+    // Functions: the crate's rows, the SQL functions (LANGUAGE SQL is oid 14) and the
+    // aggregates (prokind `a`, language internal, 12),
     // `protrftypes` an array (no function has transforms),
     // `proacl` NULL (the default privileges: Brook grants none),
     // as pg_dump passes it to `array_to_string`.
@@ -393,14 +398,41 @@ const VIEWS: [(&str, &str); 30] = [
                 CAST(NULL AS VARCHAR) AS proacl
            FROM pg_catalog.brook_base_pg_proc p
          UNION ALL
-         SELECT f.oid, f.proname, n.oid, CAST(10 AS INT), CAST(14 AS INT), CAST(100 AS REAL),
-                CAST(0 AS REAL), CAST(0 AS INT), '-', 'f', false, false, f.proisstrict, false,
+         SELECT f.oid, f.proname, n.oid, CAST(10 AS INT),
+                CAST(CASE WHEN f.prokind = 'a' THEN 12 ELSE 14 END AS INT), CAST(100 AS REAL),
+                CAST(0 AS REAL), CAST(0 AS INT), '-', f.prokind, false, false, f.proisstrict, false,
                 f.provolatile, 'u', f.pronargs, CAST(0 AS SMALLINT), f.prorettype,
                 f.proargtypes, CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), f.proargnames,
                 CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR[]), f.prosrc, CAST(NULL AS VARCHAR),
                 CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)
            FROM pg_catalog.brook_functions f
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = f.nspname",
+    ),
+    // Aggregates: the crate's rows (PostgreSQL's built-in aggregates) and the user ones,
+    // which have no moving-aggregate mode, sort operator or serialization functions.
+    // `aggfnoid` is the aggregate's oid, as pg_dump joins it to pg_proc: the crate names a
+    // built-in one without its argument types, so its overloads share the oid of the first.
+    (
+        "pg_aggregate",
+        "SELECT p.oid AS aggfnoid, b.aggkind AS aggkind, b.aggnumdirectargs AS aggnumdirectargs,
+                b.aggtransfn AS aggtransfn, b.aggfinalfn AS aggfinalfn, b.aggcombinefn AS aggcombinefn,
+                b.aggserialfn AS aggserialfn, b.aggdeserialfn AS aggdeserialfn,
+                b.aggmtransfn AS aggmtransfn, b.aggminvtransfn AS aggminvtransfn,
+                b.aggmfinalfn AS aggmfinalfn, b.aggfinalextra AS aggfinalextra,
+                b.aggmfinalextra AS aggmfinalextra, b.aggfinalmodify AS aggfinalmodify,
+                b.aggmfinalmodify AS aggmfinalmodify, b.aggsortop AS aggsortop,
+                b.aggtranstype AS aggtranstype, b.aggtransspace AS aggtransspace,
+                b.aggmtranstype AS aggmtranstype, b.aggmtransspace AS aggmtransspace,
+                b.agginitval AS agginitval, b.aggminitval AS aggminitval
+           FROM pg_catalog.brook_base_pg_aggregate b
+           LEFT JOIN (SELECT 'pg_catalog.' || proname AS name, min(oid) AS oid
+                        FROM pg_catalog.brook_base_pg_proc WHERE prokind = 'a'
+                       GROUP BY proname) p ON p.name = b.aggfnoid
+         UNION ALL
+         SELECT a.oid, 'n', CAST(0 AS SMALLINT), a.aggtransfn, a.aggfinalfn,
+                a.aggcombinefn, '-', '-', '-', '-', '-', false, false, 'r', 'r', 0,
+                a.aggtranstype, 0, 0, 0, a.agginitval, CAST(NULL AS VARCHAR)
+           FROM pg_catalog.brook_aggregates a",
     ),
     (
         "pg_rewrite",

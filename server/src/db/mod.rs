@@ -612,7 +612,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Drop an empty schema (or with CASCADE, its relations too).
+    /// Drop an empty schema (or with CASCADE, its relations, functions and aggregates too).
     pub fn drop_schema(
         &self,
         db: &Database,
@@ -630,7 +630,7 @@ impl Engine {
                         .iter()
                         .map(|(n, r)| (n.clone(), r.kind))
                         .collect(),
-                    !s.functions.is_empty(),
+                    !s.functions.is_empty() || !s.aggregates.is_empty(),
                 ),
             }
         };

@@ -11,7 +11,6 @@ use crate::pg::types::PgType;
 use crate::session::{Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
 use brook_planner::statement::CreateAggregate;
-use datafusion::execution::FunctionRegistry;
 use datafusion::sql::sqlparser::ast::{DataType, ObjectName};
 
 impl Session {
@@ -40,7 +39,7 @@ impl Session {
                  in Brook (DROP it first)"
             ));
         }
-        if existing.is_none() && (self.ctx.udaf(&name).is_ok() || self.ctx.udf(&name).is_ok()) {
+        if existing.is_none() && self.built_in(&name) {
             return Err(BrookError::Semantic {
                 message: format!(
                     "function \"{name}\" already exists: it is built in, and Brook does not \
@@ -67,7 +66,23 @@ impl Session {
             }
         }
         // Plan it now, so an aggregate that does not plan is refused here.
-        crate::udf::sql_aggregate::plan(&name, &meta, &self.ctx.state(), &self.strictness()?)?;
+        let strictness = self.strictness()?;
+        let state = self.ctx.state();
+        let planned = crate::udf::sql_aggregate::plan(&name, &meta, &state, &strictness)?;
+        if let Some((_, old)) = &existing {
+            let returns = planned.return_type(&[])?;
+            if let Ok(old_planned) =
+                crate::udf::sql_aggregate::plan(&name, old, &state, &strictness)
+            {
+                let old_returns = old_planned.return_type(&[])?;
+                if old_returns != returns {
+                    return Err(super::function::return_type_changed(
+                        &brook_common::types::sql_name(&old_returns),
+                    ));
+                }
+            }
+            self.refuse_replacing(&name, &old.signature(&name))?;
+        }
         let db = self.db.name.clone();
         self.engine.catalog.update(|doc| {
             let s = doc.schema_mut(&db, &schema)?;

@@ -64,6 +64,17 @@ impl Session {
                     return Err(BrookError::UndefinedTable(rel));
                 }
             }
+            "AGGREGATE" => {
+                let (_, aggregate) = self.resolve(name)?;
+                drop(doc);
+                if self.aggregate(&aggregate).is_none() {
+                    return Err(brook_err!(
+                        UndefinedFunction,
+                        "aggregate {aggregate} does not exist"
+                    ));
+                }
+                return Ok(Outcome::Command("ALTER AGGREGATE".into()));
+            }
             "FUNCTION" => {
                 let (_, function) = self.resolve(name)?;
                 drop(doc);

@@ -10,7 +10,6 @@ use crate::ident::ident_name;
 use crate::pg::types::PgType;
 use crate::session::{Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::execution::FunctionRegistry;
 use datafusion::sql::sqlparser::ast::{
     self, ArgMode, CreateFunction, CreateFunctionBody, Expr, FunctionBehavior,
     FunctionCalledOnNull, FunctionReturnType, SetExpr, Statement, Value,
@@ -31,7 +30,7 @@ impl Session {
             });
         }
         let existing = self.function(&name);
-        if existing.is_none() && (self.ctx.udf(&name).is_ok() || self.ctx.udaf(&name).is_ok()) {
+        if existing.is_none() && self.built_in(&name) {
             return Err(BrookError::Semantic {
                 message: format!(
                     "function \"{name}\" already exists: it is built in, and Brook does not \
@@ -68,6 +67,10 @@ impl Session {
                      \"{old_schema}\", and function names are one namespace per database"
                 ));
             }
+            if old.returns != meta.returns {
+                return Err(return_type_changed(&old.returns.name()));
+            }
+            self.refuse_replacing(&name, &old.signature(&name))?;
         }
         // Plan it now, so a body that does not plan is refused here, not at its first call.
         crate::udf::sql_function::plan(&name, &meta, &self.ctx.state())?;
@@ -154,6 +157,69 @@ impl Session {
             .find_map(|(s, m)| m.functions.get(name).map(|f| (s.clone(), f.clone())))
     }
 
+    /// Whether `name` is a built-in function: scalar, aggregate, window or table function
+    /// (a user function of that name would hide it in every query, or be taken for it).
+    pub(super) fn built_in(&self, name: &str) -> bool {
+        use datafusion::execution::FunctionRegistry;
+        self.ctx.udf(name).is_ok()
+            || self.ctx.udaf(name).is_ok()
+            || self.ctx.udwf(name).is_ok()
+            || self.ctx.table_function(name).is_ok()
+            || brook_planner::windows::is_window_function(&name.to_ascii_lowercase())
+    }
+
+    /// 0A000 when a view (or a materialized view, a synopsis) calls the function or
+    /// aggregate `name` that CREATE OR REPLACE is about to change, directly or through other
+    /// functions and aggregates: its plan, and a materialized view's state, were built with
+    /// the old definition, and would go on answering with it until a restart planned them
+    /// again.
+    pub(super) fn refuse_replacing(&self, name: &str, signature: &str) -> Result<()> {
+        let doc = self.engine.catalog.read();
+        let schemas = &doc.database(&self.db.name)?.schemas;
+        // `name` and every function and aggregate that calls it, to a fixed point.
+        let mut reached = vec![name.to_string()];
+        loop {
+            let before = reached.len();
+            for s in schemas.values() {
+                for (f, meta) in &s.functions {
+                    if !reached.contains(f) && reached.iter().any(|r| calls(&meta.body, r)) {
+                        reached.push(f.clone());
+                    }
+                }
+                for (a, meta) in &s.aggregates {
+                    if !reached.contains(a)
+                        && meta.functions().any(|f| reached.iter().any(|r| r == f))
+                    {
+                        reached.push(a.clone());
+                    }
+                }
+            }
+            if reached.len() == before {
+                break;
+            }
+        }
+        for (rel, r) in schemas.values().flat_map(|s| s.relations.iter()) {
+            let Some(query) = r.query.as_deref() else {
+                continue;
+            };
+            if let Some(via) = reached.iter().find(|n| calls(query, n)) {
+                let through = if via == name {
+                    String::new()
+                } else {
+                    format!(" through {via}")
+                };
+                return Err(brook_err!(
+                    Unsupported,
+                    "CREATE OR REPLACE of {signature} while {} {rel} calls it{through} (it was \
+                     planned, and its state built, with the old definition): drop {rel} \
+                     first, then create it again",
+                    r.kind.noun()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// 2BP01 when another function, an aggregate or a view calls the function or aggregate
     /// `name` (they would stop planning); `signature` names it.
     pub(super) fn refuse_callers(&self, name: &str, signature: &str) -> Result<()> {
@@ -187,6 +253,13 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// 42P13: CREATE OR REPLACE of a function (or aggregate) with another result type.
+pub(super) fn return_type_changed(old: &str) -> BrookError {
+    BrookError::invalid_function(format!(
+        "cannot change return type of existing function (it returns {old}; DROP it first)"
+    ))
 }
 
 /// 2BP01: `what` calls the function `signature` about to be dropped.

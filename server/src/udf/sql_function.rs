@@ -96,10 +96,11 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
     let logical = state.create_logical_expr(&body.to_string(), &df_schema)?;
     let body_type = datafusion::logical_expr::ExprSchemable::get_type(&logical, &df_schema)?;
     let returns = meta.returns.arrow();
-    if body_type != returns
-        && body_type != DataType::Null
-        && !datafusion::arrow::compute::can_cast_types(&body_type, &returns)
-    {
+    // PostgreSQL takes a body whose type casts to the result implicitly (a fraction is no
+    // integer result). An integer body may be wider: the body's literals are bigint here
+    // (a value out of the result's range is 22003 when returned).
+    let integers = body_type.is_integer() && returns.is_integer();
+    if !(passes_as(&body_type, &returns) || integers) {
         return Err(BrookError::invalid_function(format!(
             "return type mismatch in function declared to return {}: the body is {}",
             meta.returns.name(),
@@ -158,20 +159,39 @@ impl std::hash::Hash for SqlFunction {
 }
 
 /// Whether a value of type `from` is passed to a parameter of type `to` as PostgreSQL's
-/// implicit casts (and its untyped literals) allow. Numbers widen, never lose their
-/// fraction: an integer passes as any number (a literal `1` is bigint here, int in
-/// PostgreSQL), a fraction only as a fraction (a float as numeric too: decimal literals are
-/// double here).
+/// implicit casts (and its untyped literals, which are text here) allow.
 pub(crate) fn passes_as(from: &DataType, to: &DataType) -> bool {
-    from == to
-        || from.is_null()
-        || (from.is_integer() && to.is_numeric())
-        || (from.is_numeric() && !from.is_integer() && to.is_numeric() && !to.is_integer())
+    from.is_null()
+        || implicitly_casts(from, to)
         || matches!(
             from,
             DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
         )
+}
+
+/// Whether PostgreSQL casts a value of type `from` to `to` implicitly. Numbers widen and
+/// never lose their fraction: integers to wider integers and to any fraction, a fraction
+/// only to a fraction (a float to numeric too: decimal literals are double here).
+pub(crate) fn implicitly_casts(from: &DataType, to: &DataType) -> bool {
+    let integer_width = |t: &DataType| match t {
+        DataType::Int8 | DataType::UInt8 => 1,
+        DataType::Int16 | DataType::UInt16 => 2,
+        DataType::Int32 | DataType::UInt32 => 4,
+        _ => 8,
+    };
+    from == to
+        || (from.is_integer() && to.is_integer() && integer_width(from) <= integer_width(to))
+        || (from.is_integer() && to.is_numeric() && !to.is_integer())
+        || (from.is_numeric() && !from.is_integer() && to.is_numeric() && !to.is_integer())
         || (from.is_temporal() && to.is_temporal())
+}
+
+/// The parameter and result types of a SQL function (a user function or one of
+/// PostgreSQL's operator functions), None for other functions.
+pub(crate) fn signature_of(udf: &ScalarUDF) -> Option<(&[DataType], &DataType)> {
+    udf.inner()
+        .downcast_ref::<SqlFunction>()
+        .map(|f| (f.arg_types.as_slice(), &f.returns))
 }
 
 impl ScalarUDFImpl for SqlFunction {

@@ -84,36 +84,12 @@ impl Accumulator for Fold {
         Ok(vec![self.state.clone()])
     }
 
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let Some(combine) = &self.planned.combinefunc else {
-            // Plans of an aggregate without COMBINEFUNC aggregate in one phase
-            // (`single_phase`); reaching here is a planning defect.
-            return Err(DataFusionError::Internal(format!(
-                "partial states of an aggregate without COMBINEFUNC reached a merge (transition \
-                 function {})",
-                self.planned.sfunc.function
-            )));
-        };
-        let Some(partials) = states.first() else {
-            return Ok(());
-        };
-        for row in 0..partials.len() {
-            if combine.strict {
-                if partials.is_null(row) {
-                    continue;
-                }
-                if self.unset {
-                    self.state = ScalarValue::try_from_array(partials, row)?;
-                    self.unset = false;
-                    continue;
-                }
-                if self.state.is_null() {
-                    continue;
-                }
-            }
-            self.state = combine.call(vec![self.state_array()?, partials.slice(row, 1)])?;
-            self.unset = false;
-        }
-        Ok(())
+    fn merge_batch(&mut self, _states: &[ArrayRef]) -> Result<()> {
+        // Plans fold a user aggregate in one phase (`single_phase`); reaching here is a
+        // planning defect.
+        Err(DataFusionError::Internal(format!(
+            "partial states of a user aggregate reached a merge (transition function {})",
+            self.planned.sfunc.function
+        )))
     }
 }

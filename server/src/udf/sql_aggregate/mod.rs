@@ -5,8 +5,10 @@
 //! `COMBINEFUNC(state, state)` merges two partial states. Each function is planned once, at
 //! CREATE and whenever the database's functions change, into a physical expression over a
 //! one-row batch (`Step`); the fold runs in `fold`, or in `ordered` for a call with
-//! `ORDER BY` or `DISTINCT`. Partial states of an aggregate without COMBINEFUNC, or of an
-//! ordered call, cannot be merged, so such plans aggregate in one phase (`single_phase`).
+//! `ORDER BY` or `DISTINCT`. Plans fold a user aggregate in one phase (`single_phase`), as
+//! PostgreSQL does outside parallel plans, so COMBINEFUNC is checked at CREATE and never
+//! run: the answer never depends on how the input was split (an INITCOND that is not the
+//! combine function's identity would count once per part).
 //!
 //! It is an ordinary DataFusion aggregate: ad hoc, as a window function over growing frames,
 //! with `FILTER`, `DISTINCT` and `ORDER BY` inside the call, and in continuous queries and
@@ -77,7 +79,6 @@ struct Planned {
     initial: ScalarValue,
     sfunc: Step,
     finalfunc: Option<Step>,
-    combinefunc: Option<Step>,
 }
 
 /// How the aggregate's functions are known: whether a function is STRICT (user functions
@@ -109,19 +110,16 @@ pub fn plan(
         .as_deref()
         .map(|f| plan_step(state, strictness, f, std::slice::from_ref(&stype), None))
         .transpose()?;
-    let combinefunc = meta
-        .combinefunc
-        .as_deref()
-        .map(|f| {
-            plan_step(
-                state,
-                strictness,
-                f,
-                &[stype.clone(), stype.clone()],
-                Some(&stype),
-            )
-        })
-        .transpose()?;
+    // Checked, not run: see `single_phase`.
+    if let Some(f) = meta.combinefunc.as_deref() {
+        plan_step(
+            state,
+            strictness,
+            f,
+            &[stype.clone(), stype.clone()],
+            Some(&stype),
+        )?;
+    }
     let initial = match &meta.initcond {
         None => ScalarValue::try_from(&stype)?,
         Some(text) => initial_state(state, text, meta)?,
@@ -136,7 +134,6 @@ pub fn plan(
         initial,
         sfunc,
         finalfunc,
-        combinefunc,
     };
     Ok(AggregateUDF::new_from_impl(UserAggregate {
         name: name.to_string(),
@@ -158,11 +155,28 @@ fn plan_step(
 ) -> Result<Step> {
     let types: Vec<String> = params.iter().map(brook_common::types::sql_name).collect();
     let display = format!("{function}({})", types.join(", "));
-    if !state.scalar_functions().contains_key(function) {
-        return Err(brook_err!(
-            UndefinedFunction,
-            "function {display} does not exist"
-        ));
+    let undefined = || brook_err!(UndefinedFunction, "function {display} does not exist");
+    let Some(udf) = state.scalar_functions().get(function) else {
+        return Err(undefined());
+    };
+    // A SQL function takes the types it declares, as PostgreSQL looks a function up: by
+    // implicit casts only (a text state is no untyped literal).
+    if let Some((declared, result)) = super::sql_function::signature_of(udf) {
+        let fits = declared.len() == params.len()
+            && params
+                .iter()
+                .zip(declared)
+                .all(|(p, d)| super::sql_function::implicitly_casts(p, d));
+        if !fits {
+            return Err(undefined());
+        }
+        if let Some(t) = returns.filter(|t| *t != result) {
+            return Err(BrookError::DatatypeMismatch(format!(
+                "return type of {function} is not {} (it returns {})",
+                brook_common::types::sql_name(t),
+                brook_common::types::sql_name(result)
+            )));
+        }
     }
     let schema: SchemaRef = Arc::new(Schema::new(
         params
@@ -180,11 +194,10 @@ fn plan_step(
             .join(", ")
     );
     let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
-    let undefined = |_| brook_err!(UndefinedFunction, "function {display} does not exist");
     let logical = state
         .create_logical_expr(&call, &df_schema)
-        .map_err(undefined)?;
-    let result = logical.get_type(&df_schema).map_err(undefined)?;
+        .map_err(|_| undefined())?;
+    let result = logical.get_type(&df_schema).map_err(|_| undefined())?;
     let returns = match returns {
         Some(t) if result != *t && !datafusion::arrow::compute::can_cast_types(&result, t) => {
             return Err(BrookError::invalid_function(format!(
@@ -196,6 +209,8 @@ fn plan_step(
         Some(t) => t.clone(),
         None => result,
     };
+    let logical = brook_planner::checked::CheckedIntegerArithmetic::default()
+        .check_expression(logical, &df_schema)?;
     Ok(Step {
         function: function.to_string(),
         schema,
@@ -233,13 +248,6 @@ struct UserAggregate {
     /// `name(type, ...)`, for messages.
     display: String,
     planned: Arc<Planned>,
-}
-
-impl UserAggregate {
-    /// Whether partial states of it can be merged (it has a COMBINEFUNC).
-    fn mergeable(&self) -> bool {
-        self.planned.combinefunc.is_some()
-    }
 }
 
 impl PartialEq for UserAggregate {
@@ -325,12 +333,7 @@ impl AggregateUDFImpl for UserAggregate {
     }
 }
 
-/// Whether the call `call` is of a user aggregate whose partial states cannot be merged:
-/// one without COMBINEFUNC, or called with ORDER BY or DISTINCT (its rows are folded in
-/// order, once).
-pub fn merges_no_states(call: &AggregateFunctionExpr) -> bool {
-    call.fun()
-        .inner()
-        .downcast_ref::<UserAggregate>()
-        .is_some_and(|a| !a.mergeable() || call.is_distinct() || !call.order_bys().is_empty())
+/// Whether the call `call` is of a user aggregate (planned in one phase: `single_phase`).
+pub fn is_user_aggregate(call: &AggregateFunctionExpr) -> bool {
+    call.fun().inner().is::<UserAggregate>()
 }

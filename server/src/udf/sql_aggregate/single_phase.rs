@@ -1,8 +1,10 @@
-//! Plans aggregate a user aggregate without COMBINEFUNC in one phase.
+//! Plans aggregate a user aggregate in one phase.
 //!
 //! DataFusion always plans a partial aggregation per input partition and a final one that
-//! merges the partial states; an aggregate without a combine function has no way to merge
-//! them, and a call with ORDER BY or DISTINCT must see all its rows in one fold. This rule replaces such a partial/final pair by one aggregation over the input
+//! merges the partial states. PostgreSQL folds a user aggregate in one pass unless it is
+//! declared PARALLEL SAFE and the plan is parallel, so its answer does not depend on its
+//! COMBINEFUNC (nor on whether INITCOND is that function's identity), and a call with
+//! ORDER BY or DISTINCT must see all its rows in one fold. This rule replaces such a partial/final pair by one aggregation over the input
 //! gathered into one partition (in order, when the input is sorted for an `ORDER BY` in the
 //! call) — what PostgreSQL does too: it runs such aggregates without parallel workers. The
 //! result is spread and ordered as the final aggregation's was, so the plan above it holds.
@@ -54,7 +56,7 @@ fn one_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPl
     if !matches!(
         last.mode(),
         AggregateMode::Final | AggregateMode::FinalPartitioned
-    ) || !last.aggr_expr().iter().any(|a| super::merges_no_states(a))
+    ) || !last.aggr_expr().iter().any(|a| super::is_user_aggregate(a))
     {
         return Ok(None);
     }
