@@ -191,6 +191,22 @@ fn dft_synopsis(
     ))
 }
 
+/// The synopsis kinds Brook has (a user-defined aggregate of another name is one too).
+pub const KINDS: [&str; 12] = [
+    "hll",
+    "cpc",
+    "theta",
+    "kll",
+    "req",
+    "tdigest",
+    "frequent_items",
+    "countmin",
+    "bloom",
+    "ams",
+    "sample",
+    "dft",
+];
+
 /// Plan `cs`: its maintaining query and its catalog description.
 pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     let Some(column) = cs.args.first() else {
@@ -247,61 +263,145 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
     };
     let (aggregate, output, parameters, bound) = match cs.kind.as_str() {
         "hll" => {
-            let lg_k = lg(hll::LG_K_RANGE, hll::DEFAULT_LG_K, &|e| Hll::lg_k_for(e, confidence))?;
-            (format!("hll_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 1.04))
+            let lg_k = lg(hll::LG_K_RANGE, hll::DEFAULT_LG_K, &|e| {
+                Hll::lg_k_for(e, confidence)
+            })?;
+            (
+                format!("hll_sketch_agg({column}, {lg_k})"),
+                "sketch",
+                format!("lg_k={lg_k}"),
+                rse_bound(lg_k, 1.04),
+            )
         }
         "cpc" => {
-            let lg_k = lg(cpc::LG_K_RANGE, cpc::DEFAULT_LG_K, &|e| cpc::Cpc::lg_k_for(e, confidence))?;
-            (format!("cpc_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 0.7))
+            let lg_k = lg(cpc::LG_K_RANGE, cpc::DEFAULT_LG_K, &|e| {
+                cpc::Cpc::lg_k_for(e, confidence)
+            })?;
+            (
+                format!("cpc_sketch_agg({column}, {lg_k})"),
+                "sketch",
+                format!("lg_k={lg_k}"),
+                rse_bound(lg_k, 0.7),
+            )
         }
         "theta" => {
-            let lg_k = lg(theta::LG_K_RANGE, theta::DEFAULT_LG_K, &|e| theta::Theta::lg_k_for(e, confidence))?;
-            (format!("theta_sketch_agg({column}, {lg_k})"), "sketch", format!("lg_k={lg_k}"), rse_bound(lg_k, 1.0))
+            let lg_k = lg(theta::LG_K_RANGE, theta::DEFAULT_LG_K, &|e| {
+                theta::Theta::lg_k_for(e, confidence)
+            })?;
+            (
+                format!("theta_sketch_agg({column}, {lg_k})"),
+                "sketch",
+                format!("lg_k={lg_k}"),
+                rse_bound(lg_k, 1.0),
+            )
         }
         "kll" => {
             let k = match (size, error) {
                 (Some(s), _) => u16::try_from(s)
                     .ok()
                     .filter(|k| *k >= kll::K_RANGE.0)
-                    .ok_or_else(|| brook_err!(InvalidParameter, "kll k must be between {} and {}, got {s}", kll::K_RANGE.0, kll::K_RANGE.1))?,
+                    .ok_or_else(|| {
+                        brook_err!(
+                            InvalidParameter,
+                            "kll k must be between {} and {}, got {s}",
+                            kll::K_RANGE.0,
+                            kll::K_RANGE.1
+                        )
+                    })?,
                 (None, Some(e)) => Kll::k_for(e, confidence)?,
                 (None, None) => kll::DEFAULT_K,
             };
             let eps = Kll::new(k)?.rank_error(confidence);
-            (format!("kll_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), format!("rank error {} at {conf}", pct(eps)))
+            (
+                format!("kll_sketch_agg({column}, {k})"),
+                "sketch",
+                format!("k={k}"),
+                format!("rank error {} at {conf}", pct(eps)),
+            )
         }
         "req" => {
             let k = match (size, error) {
-                (Some(s), _) if s >= i64::from(req::K_RANGE.0) && s <= i64::from(req::K_RANGE.1) && s % 2 == 0 => s as u16,
-                (Some(s), _) => return Err(brook_err!(InvalidParameter, "req k must be even, between {} and {}, got {s}", req::K_RANGE.0, req::K_RANGE.1)),
+                (Some(s), _)
+                    if s >= i64::from(req::K_RANGE.0)
+                        && s <= i64::from(req::K_RANGE.1)
+                        && s % 2 == 0 =>
+                {
+                    s as u16
+                }
+                (Some(s), _) => {
+                    return Err(brook_err!(
+                        InvalidParameter,
+                        "req k must be even, between {} and {}, got {s}",
+                        req::K_RANGE.0,
+                        req::K_RANGE.1
+                    ))
+                }
                 (None, Some(e)) => req::Req::k_for(e, confidence)?,
                 (None, None) => req::DEFAULT_K,
             };
-            (format!("req_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), format!("relative rank error about {} at 95% (high ranks)", pct(0.01 * f64::from(req::DEFAULT_K) / f64::from(k))))
+            (
+                format!("req_sketch_agg({column}, {k})"),
+                "sketch",
+                format!("k={k}"),
+                format!(
+                    "relative rank error about {} at 95% (high ranks)",
+                    pct(0.01 * f64::from(req::DEFAULT_K) / f64::from(k))
+                ),
+            )
         }
         "tdigest" => {
             if error.is_some() {
-                return Err(brook_err!(InvalidParameter, "a t-digest has no error bound to size it by; give its compression k"));
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "a t-digest has no error bound to size it by; give its compression k"
+                ));
             }
             let k = match size {
                 Some(s) if (10..=i64::from(u16::MAX)).contains(&s) => s as u16,
-                Some(s) => return Err(brook_err!(InvalidParameter, "tdigest k must be between 10 and {}, got {s}", u16::MAX)),
+                Some(s) => {
+                    return Err(brook_err!(
+                        InvalidParameter,
+                        "tdigest k must be between 10 and {}, got {s}",
+                        u16::MAX
+                    ))
+                }
                 None => tdigest::DEFAULT_K,
             };
-            (format!("tdigest_sketch_agg({column}, {k})"), "sketch", format!("k={k}"), "no a-priori bound (t-digest)".to_string())
+            (
+                format!("tdigest_sketch_agg({column}, {k})"),
+                "sketch",
+                format!("k={k}"),
+                "no a-priori bound (t-digest)".to_string(),
+            )
         }
         "frequent_items" => {
-            let lg = lg((3, frequent::MAX_LG_MAP_SIZE), frequent::DEFAULT_LG_MAP_SIZE, &Frequent::lg_map_size_for)?;
+            let lg = lg(
+                (3, frequent::MAX_LG_MAP_SIZE),
+                frequent::DEFAULT_LG_MAP_SIZE,
+                &Frequent::lg_map_size_for,
+            )?;
             let eps = 3.5 / f64::from(1u32 << lg);
-            (format!("frequent_items_sketch_agg({column}, {lg})"), "sketch", format!("lg_map_size={lg}"), format!("count error at most {} of the rows (always)", pct(eps)))
+            (
+                format!("frequent_items_sketch_agg({column}, {lg})"),
+                "sketch",
+                format!("lg_map_size={lg}"),
+                format!("count error at most {} of the rows (always)", pct(eps)),
+            )
         }
         "sample" => {
             if error.is_some() {
-                return Err(brook_err!(InvalidParameter, "a sample is sized by its row count: USING sample(column, n)"));
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "a sample is sized by its row count: USING sample(column, n)"
+                ));
             }
             let n = size.unwrap_or(100);
             if !(1..=1 << 24).contains(&n) {
-                return Err(brook_err!(InvalidParameter, "sample size must be between 1 and {}, got {n}", 1 << 24));
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "sample size must be between 1 and {}, got {n}",
+                    1 << 24
+                ));
             }
             match last_rows {
                 Some(w) => (format!("chain_sample_agg({column}, {n}, {w})"), "sample", format!("n={n}, last_rows={w}"), format!("{n} draws with replacement, each uniform over the last {w} rows (chain sampling)")),
@@ -315,15 +415,35 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
             let e = error.unwrap_or(0.01);
             let sketch = CountMin::for_error(e, confidence)?;
             let (depth, width) = sketch.shape();
-            (format!("countmin_sketch_agg({column}, {e}, {})", confidence.probability()), "sketch", format!("width={width}, depth={depth}"), format!("count overestimate at most {} of the rows at {}", pct(e), pct(sketch.confidence())))
+            (
+                format!(
+                    "countmin_sketch_agg({column}, {e}, {})",
+                    confidence.probability()
+                ),
+                "sketch",
+                format!("width={width}, depth={depth}"),
+                format!(
+                    "count overestimate at most {} of the rows at {}",
+                    pct(e),
+                    pct(sketch.confidence())
+                ),
+            )
         }
         "bloom" => {
             if option_f64(&cs.options, "confidence")?.is_some() {
-                return Err(brook_err!(InvalidParameter, "a bloom filter has no confidence; its error is the false-positive probability"));
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "a bloom filter has no confidence; its error is the false-positive probability"
+                ));
             }
             let max_items = match size {
                 Some(n) if (1..=1_000_000_000).contains(&n) => n,
-                Some(n) => return Err(brook_err!(InvalidParameter, "bloom max_items must be between 1 and 1000000000, got {n}")),
+                Some(n) => {
+                    return Err(brook_err!(
+                        InvalidParameter,
+                        "bloom max_items must be between 1 and 1000000000, got {n}"
+                    ))
+                }
                 None => bloom::DEFAULT_MAX_ITEMS,
             };
             let fpp = error.unwrap_or(bloom::DEFAULT_FPP);
@@ -332,17 +452,49 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         }
         "ams" => {
             if size.is_some() {
-                return Err(brook_err!(InvalidParameter, "an AMS sketch is sized by its error: USING ams(column) WITH (error = 0.05)"));
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "an AMS sketch is sized by its error: USING ams(column) WITH (error = 0.05)"
+                ));
             }
             let e = error.unwrap_or(ams::DEFAULT_ERROR);
             let sketch = Ams::for_error(e, confidence, ams::SEED)?;
-            (format!("ams_sketch_agg({column}, {e}, {})", confidence.probability()), "sketch", format!("width={}, depth={}", sketch.width(), sketch.depth()), format!("self-join size within {} at {}", pct(sketch.relative_error()), pct(sketch.confidence())))
+            (
+                format!(
+                    "ams_sketch_agg({column}, {e}, {})",
+                    confidence.probability()
+                ),
+                "sketch",
+                format!("width={}, depth={}", sketch.width(), sketch.depth()),
+                format!(
+                    "self-join size within {} at {}",
+                    pct(sketch.relative_error()),
+                    pct(sketch.confidence())
+                ),
+            )
         }
         "dft" => dft_synopsis(cs, column, size, error.is_some())?,
         other => {
-            return Err(brook_err!(Unsupported, "synopsis kind {other} (use hll, cpc, theta, kll, req, tdigest, frequent_items, countmin, bloom, ams, sample or dft)"))
+            return Err(brook_err!(
+                Unsupported,
+                "synopsis kind {other} (use {}, or a user-defined aggregate with a COMBINEFUNC)",
+                KINDS.join(", ")
+            ))
         }
     };
+    maintaining_query(cs, column, &aggregate, output, parameters, bound)
+}
+
+/// The synopsis' query: its keys (window bounds first), the aggregate as `output`, and
+/// `rows_seen`, grouped by the keys.
+fn maintaining_query(
+    cs: &CreateSynopsis,
+    column: &Expr,
+    aggregate: &str,
+    output: &str,
+    parameters: String,
+    bound: String,
+) -> Result<SynopsisPlan> {
     let source = cs.source.to_string();
     let (from, mut keys) = match &cs.window {
         // The sample itself follows the last rows: no window relation, no window key.
@@ -387,6 +539,39 @@ pub fn plan_synopsis(cs: &CreateSynopsis) -> Result<SynopsisPlan> {
         keys,
         bound,
     })
+}
+
+/// A synopsis kept by a user-defined aggregate (`USING my_aggregate(col, ...)`): its
+/// value per key, exact, in the column `value`. The server admits only aggregates with a
+/// COMBINEFUNC: partial synopses of one must merge.
+pub fn plan_user_synopsis(cs: &CreateSynopsis, combinefunc: &str) -> Result<SynopsisPlan> {
+    let Some(column) = cs.args.first() else {
+        return Err(brook_err!(
+            Syntax,
+            "USING {}() needs the columns the aggregate reads",
+            cs.kind
+        ));
+    };
+    if !cs.options.is_empty() {
+        return Err(brook_err!(
+            InvalidParameter,
+            "a synopsis kept by the aggregate {} has no error or confidence: its value is exact",
+            cs.kind
+        ));
+    }
+    last_rows(cs)?;
+    let args: Vec<String> = cs.args.iter().map(|a| a.to_string()).collect();
+    maintaining_query(
+        cs,
+        column,
+        &format!("{}({})", cs.kind, args.join(", ")),
+        "value",
+        String::new(),
+        format!(
+            "exact (user-defined aggregate {}, partial values merged by {combinefunc})",
+            cs.kind
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -219,13 +219,31 @@ impl Session {
     }
 
     /// `CREATE SYNOPSIS`: a sketch (or sample) per key, maintained like a materialized view
-    /// by the query `brook_planner::synopsis` derives from the statement.
+    /// by the query `brook_planner::synopsis` derives from the statement; `USING` a user
+    /// aggregate with a COMBINEFUNC keeps its value per key.
     pub(crate) async fn create_synopsis(
         &mut self,
         cs: brook_planner::parser::CreateSynopsis,
     ) -> Result<Outcome> {
         let (schema, name) = self.resolve(&cs.name)?;
-        let plan = brook_planner::synopsis::plan_synopsis(&cs)?;
+        let user_aggregate = (!brook_planner::synopsis::KINDS.contains(&cs.kind.as_str()))
+            .then(|| self.aggregate(&cs.kind))
+            .flatten();
+        let plan = match user_aggregate {
+            None => brook_planner::synopsis::plan_synopsis(&cs)?,
+            Some((_, a)) => {
+                let Some(combine) = &a.combinefunc else {
+                    return Err(brook_err!(
+                        Unsupported,
+                        "a synopsis kept by the aggregate {}: it has no COMBINEFUNC, and \
+                         partial synopses must merge (add one with CREATE OR REPLACE \
+                         AGGREGATE)",
+                        a.signature(&cs.kind)
+                    ));
+                };
+                brook_planner::synopsis::plan_user_synopsis(&cs, combine)?
+            }
+        };
         // The one relation a synopsis reads (dropping it answers 2BP01).
         let depends_on = vec![self.resolve(&cs.source)?];
         let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
