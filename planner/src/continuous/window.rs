@@ -45,6 +45,7 @@ impl Builder<'_> {
             partition_by,
             input_schema: Arc::new(w.input.schema().as_arrow().clone()),
             schema: Arc::new(w.schema.as_arrow().clone()),
+            lookback: lookback(&w.window_expr),
         };
         // The input's columns come first, unchanged.
         let time = self.time_of(input);
@@ -148,4 +149,69 @@ impl Builder<'_> {
         let time = self.time_of(input);
         Ok(Some(self.add(Arc::new(node), vec![input], time)))
     }
+}
+
+/// How many earlier rows of its partition the window functions read for a row, when that
+/// is bounded and no later row changes a row's result: `lag(x, k)` reads k rows back, an
+/// aggregate over `ROWS BETWEEN n PRECEDING AND CURRENT ROW` (or `m PRECEDING`) n rows.
+/// `None` for anything else (running aggregates, ranks, LEAD, RANGE frames): the operator
+/// then evaluates the whole partition when it changes.
+fn lookback(exprs: &[Expr]) -> Option<usize> {
+    use datafusion::logical_expr::expr::{NullTreatment, WindowFunction, WindowFunctionDefinition};
+    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits};
+    use datafusion::scalar::ScalarValue;
+    let rows = |v: &ScalarValue| -> Option<usize> {
+        match v
+            .cast_to(&datafusion::arrow::datatypes::DataType::Int64)
+            .ok()?
+        {
+            ScalarValue::Int64(Some(n)) => usize::try_from(n).ok(),
+            _ => None,
+        }
+    };
+    let mut most = 0;
+    for e in exprs {
+        let e = match e {
+            Expr::Alias(a) => a.expr.as_ref(),
+            other => other,
+        };
+        let Expr::WindowFunction(f) = e else {
+            return None;
+        };
+        let WindowFunction { fun, params } = f.as_ref();
+        if params.filter.is_some()
+            || params.distinct
+            || matches!(params.null_treatment, Some(NullTreatment::IgnoreNulls))
+        {
+            return None;
+        }
+        let back = match fun {
+            WindowFunctionDefinition::WindowUDF(u) if u.name() == "lag" => {
+                match params.args.get(1) {
+                    None => 1,
+                    Some(Expr::Literal(v, _)) => rows(v)?,
+                    Some(_) => return None,
+                }
+            }
+            WindowFunctionDefinition::AggregateUDF(_) => {
+                let frame = &params.window_frame;
+                if frame.units != WindowFrameUnits::Rows {
+                    return None;
+                }
+                let n = match &frame.start_bound {
+                    WindowFrameBound::Preceding(v) => rows(v)?,
+                    _ => return None,
+                };
+                match &frame.end_bound {
+                    WindowFrameBound::CurrentRow => {}
+                    WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
+                    _ => return None,
+                }
+                n
+            }
+            _ => return None,
+        };
+        most = most.max(back);
+    }
+    Some(most)
 }

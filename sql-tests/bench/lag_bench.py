@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Cost of keeping LAG over a whole stream up to date, as the stream grows.
+
+A materialized view `SELECT ts, v, lag(v) OVER (ORDER BY ts) FROM feed` (one partition:
+the whole stream) is kept while rows arrive in time order. At each size the feed is
+filled by COPY, then COMMITS commits of ROWS rows each are inserted and the server's CPU
+time (utime + stime of its process, from /proc) per commit is taken once the view has
+caught up. Flat means a commit costs the same at every size; before Brook evaluated only
+the rows a new row reads, a commit re-evaluated the whole stream.
+
+    python3 sql-tests/bench/lag_bench.py --brook target/release/brook [--sizes 10000,100000,1000000]
+        [--runs 3] [--compare path/to/older/brook]
+
+Prints, per binary and size, the median and range over the runs of server CPU µs per commit;
+raw figures go to sql-tests/bench/results/lag-<date>-<commit>.json.
+"""
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import psycopg
+
+from results import write_results
+from synopses_bench import start_brook
+
+COMMITS = 100
+ROWS = 10
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def wait_for(conn, want, timeout=600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        (n,) = conn.execute("SELECT count(*) FROM lagged").fetchone()
+        if n == want:
+            return
+        time.sleep(0.01)
+    raise RuntimeError(f"view stuck below {want} rows")
+
+
+def copy_rows(conn, start, n):
+    """Rows start .. start + n, in time order, in one COPY (one commit)."""
+    data = "".join(f"{1_700_000_000_000_000 + i}\t{i}\n" for i in range(start, start + n))
+    with conn.cursor().copy("COPY feed_raw FROM STDIN") as cp:
+        cp.write(data)
+
+
+def one_run(binary, sizes):
+    with tempfile.TemporaryDirectory() as work:
+        proc, port = start_brook(binary, work, "lag")
+        try:
+            conn = psycopg.connect(host="127.0.0.1", port=port, user="brook", dbname="brook",
+                                   autocommit=True)
+            # Event time as microseconds since the epoch.
+            conn.execute("CREATE STREAM feed_raw (us bigint, v bigint)")
+            conn.execute(
+                "CREATE MATERIALIZED VIEW lagged AS SELECT us, v, lag(v) OVER (ORDER BY us) "
+                "AS prev FROM feed_raw")
+            have = 0
+            out = {}
+            for size in sizes:
+                while have < size:
+                    n = min(50_000, size - have)
+                    copy_rows(conn, have, n)
+                    have += n
+                wait_for(conn, have)
+                before = cpu_seconds(proc.pid)
+                for _ in range(COMMITS):
+                    copy_rows(conn, have, ROWS)
+                    have += ROWS
+                wait_for(conn, have)
+                out[size] = (cpu_seconds(proc.pid) - before) / COMMITS * 1e6
+            return out
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--brook", required=True)
+    ap.add_argument("--compare", help="an older brook binary, measured the same way")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    binaries = [("brook", args.brook)] + ([("compare", args.compare)] if args.compare else [])
+    runs = []
+    for label, binary in binaries:
+        per_size = {s: [] for s in sizes}
+        for r in range(args.runs):
+            got = one_run(binary, sizes)
+            runs.append({"binary": label, "path": binary, "run": r, "cpu_us_per_commit": got})
+            for s, v in got.items():
+                per_size[s].append(v)
+        for s in sizes:
+            vals = per_size[s]
+            print(f"{label:8} rows={s:>9,}  server CPU per commit of {ROWS} rows: "
+                  f"median {statistics.median(vals):9.0f} µs  "
+                  f"range {min(vals):.0f}-{max(vals):.0f}")
+        first, last = per_size[sizes[0]], per_size[sizes[-1]]
+        print(f"{label:8} cost at {sizes[-1]:,} rows / cost at {sizes[0]:,} rows: "
+              f"{statistics.median(last) / statistics.median(first):.2f}")
+    write_results("lag", {"sizes": sizes, "commits": COMMITS, "rows_per_commit": ROWS,
+                          "runs": args.runs}, runs)
+
+
+if __name__ == "__main__":
+    main()
