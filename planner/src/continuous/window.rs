@@ -45,7 +45,7 @@ impl Builder<'_> {
             partition_by,
             input_schema: Arc::new(w.input.schema().as_arrow().clone()),
             schema: Arc::new(w.schema.as_arrow().clone()),
-            lookback: lookback(&w.window_expr),
+            shortcut: shortcut(&w.window_expr),
         };
         // The input's columns come first, unchanged.
         let time = self.time_of(input);
@@ -151,12 +151,15 @@ impl Builder<'_> {
     }
 }
 
-/// How many earlier rows of its partition the window functions read for a row, when that
-/// is bounded and no later row changes a row's result: `lag(x, k)` reads k rows back, an
-/// aggregate over `ROWS BETWEEN n PRECEDING AND CURRENT ROW` (or `m PRECEDING`) n rows.
-/// `None` for anything else (running aggregates, ranks, LEAD, RANGE frames): the operator
-/// then evaluates the whole partition when it changes.
-fn lookback(exprs: &[Expr]) -> Option<usize> {
+/// How the window functions' values for a row arriving after its partition's last row
+/// follow from few rows, when they all do: `lag(x, k)` reads k rows back, an aggregate over
+/// `ROWS BETWEEN n PRECEDING AND CURRENT ROW` (or `m PRECEDING`) n rows, and a running
+/// `sum`, `count`, `min`, `max` (from `UNBOUNDED PRECEDING` to `CURRENT ROW`) or
+/// `row_number()` continues from the last row's value. `None` for anything else (LEAD,
+/// ranks, frames that reach later rows, `FILTER`, `DISTINCT`, `IGNORE NULLS`): the
+/// operator then evaluates the whole partition when it changes.
+fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut> {
+    use brook_operators::over::shortcut::{Reach, Running, Shortcut};
     use datafusion::logical_expr::expr::{NullTreatment, WindowFunction, WindowFunctionDefinition};
     use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits};
     use datafusion::scalar::ScalarValue;
@@ -169,7 +172,8 @@ fn lookback(exprs: &[Expr]) -> Option<usize> {
             _ => None,
         }
     };
-    let mut most = 0;
+    let mut reach = Vec::with_capacity(exprs.len());
+    let mut strictly_after = false;
     for e in exprs {
         let e = match e {
             Expr::Alias(a) => a.expr.as_ref(),
@@ -185,33 +189,56 @@ fn lookback(exprs: &[Expr]) -> Option<usize> {
         {
             return None;
         }
-        let back = match fun {
+        reach.push(match fun {
             WindowFunctionDefinition::WindowUDF(u) if u.name() == "lag" => {
                 match params.args.get(1) {
-                    None => 1,
-                    Some(Expr::Literal(v, _)) => rows(v)?,
+                    None => Reach::Rows(1),
+                    Some(Expr::Literal(v, _)) => Reach::Rows(rows(v)?),
                     Some(_) => return None,
                 }
             }
-            WindowFunctionDefinition::AggregateUDF(_) => {
+            WindowFunctionDefinition::WindowUDF(u) if u.name() == "row_number" => {
+                Reach::Running(Running::RowNumber)
+            }
+            WindowFunctionDefinition::AggregateUDF(a) => {
                 let frame = &params.window_frame;
-                if frame.units != WindowFrameUnits::Rows {
-                    return None;
-                }
-                let n = match &frame.start_bound {
-                    WindowFrameBound::Preceding(v) => rows(v)?,
+                match (&frame.start_bound, &frame.end_bound) {
+                    (WindowFrameBound::Preceding(v), WindowFrameBound::CurrentRow)
+                        if v.is_null() =>
+                    {
+                        let running = match a.name() {
+                            "sum" => Running::Sum,
+                            "count" => Running::Count,
+                            "min" => Running::Min,
+                            "max" => Running::Max,
+                            _ => return None,
+                        };
+                        match frame.units {
+                            WindowFrameUnits::Rows => {}
+                            // Peers share a value: without ORDER BY every row is a peer.
+                            _ if params.order_by.is_empty() => return None,
+                            _ => strictly_after = true,
+                        }
+                        Reach::Running(running)
+                    }
+                    (WindowFrameBound::Preceding(start), end)
+                        if frame.units == WindowFrameUnits::Rows =>
+                    {
+                        match end {
+                            WindowFrameBound::CurrentRow => {}
+                            WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
+                            _ => return None,
+                        }
+                        Reach::Rows(rows(start)?)
+                    }
                     _ => return None,
-                };
-                match &frame.end_bound {
-                    WindowFrameBound::CurrentRow => {}
-                    WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
-                    _ => return None,
                 }
-                n
             }
             _ => return None,
-        };
-        most = most.max(back);
+        });
     }
-    Some(most)
+    Some(Shortcut {
+        reach,
+        strictly_after,
+    })
 }

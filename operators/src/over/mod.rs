@@ -1,0 +1,450 @@
+//! Window functions (`OVER (PARTITION BY ... ORDER BY ... ROWS/RANGE ...)`, running
+//! aggregates, `LAG`/`LEAD`, ranking) over a changelog.
+//!
+//! Each partition keeps its live rows, sorted by the window's ORDER BY, with the results
+//! last emitted for them. When a batch touches a partition, the partition is sorted and
+//! DataFusion's window expressions evaluate over it (the same code an ad-hoc query runs);
+//! the partition's previous result rows are retracted and the new ones inserted, and
+//! unchanged rows cancel out before anything is emitted. An insert at the end of a running
+//! sum therefore emits one row, while one in the middle re-emits the rows after it — as the
+//! answer changed. Cost per touched partition is its size.
+//!
+//! Window functions that read a bounded number of earlier rows and no later one (`lag(x,
+//! k)`, aggregates over `ROWS BETWEEN n PRECEDING AND CURRENT ROW`) or keep a running value
+//! (`sum`, `count`, `min`, `max`, `row_number` from the partition's start: the node's
+//! [`Shortcut`]) take a shortcut when a batch only inserts rows that sort after every row
+//! of their partition, as rows arriving in time order do: only those rows and the rows
+//! before them that a function reads are evaluated (a running value continues from the
+//! last row's), and only the new rows' results are emitted, so a row costs the same
+//! whatever the partition's size. Rows are kept in chunks merged as a binary
+//! counter carries (each row is copied O(log n) times), so appending never copies the
+//! whole partition either. The rows themselves stay (a later delete or out-of-order row
+//! needs them).
+
+use crate::{change, NodeSpec, Operator};
+use brook_common::{brook_err, Result};
+use datafusion::arrow::array::{Int8Array, UInt32Array};
+use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, SortColumn};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::common::HashMap;
+use datafusion::physical_expr::window::WindowExpr;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::scalar::ScalarValue;
+use partition::Partition;
+use shortcut::{Reach, Shortcut};
+use std::fmt;
+use std::sync::Arc;
+
+mod partition;
+pub mod shortcut;
+
+/// Plan node of window functions sharing one PARTITION BY.
+#[derive(Debug)]
+pub struct OverNode {
+    /// The window expressions (same PARTITION BY, each with its ORDER BY and frame).
+    pub exprs: Vec<Arc<dyn WindowExpr>>,
+    /// PARTITION BY expressions over the input.
+    pub partition_by: Vec<Arc<dyn PhysicalExpr>>,
+    /// Input schema.
+    pub input_schema: SchemaRef,
+    /// Output schema: the input's columns, then one per window expression.
+    pub schema: SchemaRef,
+    /// How the window functions' values for rows arriving after their partition's last
+    /// row follow from few rows, when they all do (see the module's comment).
+    pub shortcut: Option<Shortcut>,
+}
+
+impl fmt::Display for OverNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = self.exprs.iter().map(|e| e.name().to_string()).collect();
+        match &self.shortcut {
+            Some(s) => {
+                let rows = s
+                    .reach
+                    .iter()
+                    .any(|r| matches!(r, shortcut::Reach::Rows(_)));
+                let running = s
+                    .reach
+                    .iter()
+                    .any(|r| matches!(r, shortcut::Reach::Running(_)));
+                let mut how = Vec::new();
+                if rows {
+                    how.push(format!(" evaluated with the {} before them", s.lookback()));
+                }
+                if running {
+                    how.push(format!(
+                        "{}running values continued from the last row",
+                        if rows { " " } else { ": " }
+                    ));
+                }
+                write!(
+                    f,
+                    "Over: [{}] state=live rows per partition (rows after the last{})",
+                    names.join(", "),
+                    how.join(",")
+                )
+            }
+            None => write!(
+                f,
+                "Over: [{}] state=live rows per partition (re-evaluated when touched)",
+                names.join(", ")
+            ),
+        }
+    }
+}
+
+impl NodeSpec for OverNode {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+    fn updating(&self) -> bool {
+        true
+    }
+    fn instantiate(&self) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(OverOp::new(self)?))
+    }
+}
+
+struct OverOp {
+    exprs: Vec<Arc<dyn WindowExpr>>,
+    partition_by: Vec<Arc<dyn PhysicalExpr>>,
+    input_schema: SchemaRef,
+    schema: SchemaRef,
+    shortcut: Option<Shortcut>,
+    /// Row encoding of partition keys (`None`: one partition, no PARTITION BY).
+    keys: Option<RowConverter>,
+    /// Row encoding of whole input rows (to find the row a delete names).
+    rows: RowConverter,
+    /// Row encoding of the ORDER BY keys in their order (`None` without ORDER BY: a
+    /// partition is in arrival order).
+    order: Option<RowConverter>,
+    partitions: HashMap<Box<[u8]>, Partition>,
+    /// Bytes of all partitions, kept up to date as partitions change (statistics read it
+    /// after every round, so it must not cost a walk over all partitions).
+    bytes: usize,
+    /// Rows given to the window functions so far (what the shortcut saves shows here).
+    evaluated: u64,
+}
+
+impl OverOp {
+    fn new(node: &OverNode) -> Result<Self> {
+        let key_types = node
+            .partition_by
+            .iter()
+            .map(|e| Ok(SortField::new(e.data_type(&node.input_schema)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let all = node
+            .input_schema
+            .fields()
+            .iter()
+            .map(|f| SortField::new(f.data_type().clone()))
+            .collect();
+        let order_fields = match node.exprs.first() {
+            Some(e) => e
+                .order_by()
+                .iter()
+                .map(|o| {
+                    Ok(SortField::new_with_options(
+                        o.expr.data_type(&node.input_schema)?,
+                        o.options,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
+        Ok(OverOp {
+            exprs: node.exprs.clone(),
+            partition_by: node.partition_by.clone(),
+            input_schema: node.input_schema.clone(),
+            schema: node.schema.clone(),
+            shortcut: exact_shortcut(node)?,
+            keys: (!key_types.is_empty())
+                .then(|| RowConverter::new(key_types))
+                .transpose()?,
+            rows: RowConverter::new(all)?,
+            order: (!order_fields.is_empty())
+                .then(|| RowConverter::new(order_fields))
+                .transpose()?,
+            partitions: HashMap::new(),
+            bytes: 0,
+            evaluated: 0,
+        })
+    }
+
+    /// `rows` sorted by the window's ORDER BY (ties in their order: the sort is stable).
+    fn sorted(&self, rows: &RecordBatch) -> Result<RecordBatch> {
+        let Some(first) = self.exprs.first() else {
+            return Ok(rows.clone());
+        };
+        let order = first.order_by();
+        if order.is_empty() || rows.num_rows() < 2 {
+            return Ok(rows.clone());
+        }
+        let mut columns = order
+            .iter()
+            .map(|o| {
+                Ok(SortColumn {
+                    values: o.expr.evaluate(rows)?.into_array(rows.num_rows())?,
+                    options: Some(o.options),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        columns.push(SortColumn {
+            values: Arc::new(UInt32Array::from_iter_values(0..rows.num_rows() as u32)),
+            options: None,
+        });
+        let idx = lexsort_to_indices(&columns, None)?;
+        Ok(datafusion::arrow::compute::take_record_batch(rows, &idx)?)
+    }
+
+    /// Sorted rows with the window columns.
+    fn evaluate(&mut self, sorted: &RecordBatch) -> Result<RecordBatch> {
+        let mut cols = sorted.columns().to_vec();
+        for e in &self.exprs {
+            if e.order_by() != self.exprs[0].order_by() {
+                return Err(brook_err!(
+                    Unsupported,
+                    "window functions with different ORDER BY in one continuous query"
+                ));
+            }
+            cols.push(e.evaluate(sorted)?);
+        }
+        self.evaluated += sorted.num_rows() as u64;
+        Ok(RecordBatch::try_new(self.schema.clone(), cols)?)
+    }
+
+    /// The input columns of result rows.
+    fn input_part(&self, results: &RecordBatch) -> Result<RecordBatch> {
+        let n = self.input_schema.fields().len();
+        Ok(RecordBatch::try_new(
+            self.input_schema.clone(),
+            results.columns()[..n].to_vec(),
+        )?)
+    }
+
+    /// Whether every row of `new` (sorted) sorts at or after the partition's last row
+    /// (strictly after, when `strictly`).
+    fn after_last(&self, p: &Partition, new: &RecordBatch, strictly: bool) -> Result<bool> {
+        let Some(conv) = &self.order else {
+            return Ok(true);
+        };
+        let Some(last) = p.chunks.last().filter(|c| c.num_rows() > 0) else {
+            return Ok(true);
+        };
+        let last = self.input_part(&last.slice(last.num_rows() - 1, 1))?;
+        let keys = |b: &RecordBatch| -> Result<_> {
+            let cols = self.exprs[0]
+                .order_by()
+                .iter()
+                .map(|o| Ok(o.expr.evaluate(b)?.into_array(b.num_rows())?))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(conv.convert_columns(&cols)?)
+        };
+        let (last, first) = (keys(&last)?, keys(&new.slice(0, 1))?);
+        Ok(if strictly {
+            first.row(0) > last.row(0)
+        } else {
+            first.row(0) >= last.row(0)
+        })
+    }
+
+    /// The shortcut: the window values of `new` (sorted, after every row of `p`), from
+    /// the rows before it that each function reads; returns the new rows' results.
+    fn append(
+        &mut self,
+        p: &mut Partition,
+        new: &RecordBatch,
+        shortcut: &Shortcut,
+    ) -> Result<RecordBatch> {
+        let before = self.input_part(&p.last_rows(shortcut.lookback(), &self.schema)?)?;
+        let window = concat_batches(&self.input_schema, [&before, new])?;
+        let last = p.last_rows(1, &self.schema)?;
+        let inputs = self.input_schema.fields().len();
+        let mut cols = new.columns().to_vec();
+        for (i, (e, reach)) in self.exprs.iter().zip(&shortcut.reach).enumerate() {
+            cols.push(match reach {
+                Reach::Rows(_) => e
+                    .evaluate(&window)?
+                    .slice(before.num_rows(), new.num_rows()),
+                Reach::Running(kind) => {
+                    let from = ScalarValue::try_from_array(last.column(inputs + i), 0)?;
+                    shortcut::continue_running(*kind, &from, &e.evaluate(new)?)?
+                }
+            });
+        }
+        self.evaluated += (window.num_rows() + new.num_rows()) as u64;
+        let fresh = RecordBatch::try_new(self.schema.clone(), cols)?;
+        p.push(fresh.clone())?;
+        Ok(fresh)
+    }
+
+    fn with_kind(&self, b: &RecordBatch, kind: i8) -> Result<RecordBatch> {
+        change::attach(
+            &self.schema,
+            b.columns().to_vec(),
+            Arc::new(Int8Array::from_value(kind, b.num_rows())),
+        )
+    }
+
+    /// A partition's change by `ins` and `del` (rows of `data`); the changed rows to emit.
+    fn change_partition(
+        &mut self,
+        p: &mut Partition,
+        data: &RecordBatch,
+        ins: &[u32],
+        del: &[u32],
+    ) -> Result<Option<RecordBatch>> {
+        if del.is_empty() && !p.chunks.is_empty() {
+            if let Some(shortcut) = self.shortcut.clone() {
+                let new = self.sorted(&take_rows(data, ins)?)?;
+                if self.after_last(p, &new, shortcut.strictly_after)? {
+                    let fresh = self.append(p, &new, &shortcut)?;
+                    return Ok(Some(self.with_kind(&fresh, change::INSERT)?));
+                }
+            }
+        }
+        let old = (!p.chunks.is_empty())
+            .then(|| p.all(&self.schema))
+            .transpose()?;
+        let mut rows = match &old {
+            Some(o) => self.input_part(o)?,
+            None => RecordBatch::new_empty(self.input_schema.clone()),
+        };
+        // Inserts first: a batch may delete a row it inserts.
+        if !ins.is_empty() {
+            rows = concat_batches(&self.input_schema, &[rows, take_rows(data, ins)?])?;
+        }
+        if !del.is_empty() {
+            let gone = take_rows(data, del)?;
+            rows = remove_rows(&self.rows, &rows, &gone)?;
+        }
+        let new = if rows.num_rows() > 0 {
+            let sorted = self.sorted(&rows)?;
+            Some(self.evaluate(&sorted)?)
+        } else {
+            None
+        };
+        let mut parts = Vec::new();
+        if let Some(o) = &old {
+            parts.push(self.with_kind(o, change::DELETE)?);
+        }
+        if let Some(nb) = &new {
+            parts.push(self.with_kind(nb, change::INSERT)?);
+        }
+        p.chunks = new.into_iter().collect();
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let all = concat_batches(&change::with_change_field(&self.schema), &parts)?;
+        let c = change::consolidate(&all)?;
+        Ok((c.num_rows() > 0).then_some(c))
+    }
+}
+
+impl Operator for OverOp {
+    fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+        let kinds = change::kinds(&batch)?.clone();
+        let data = change::strip(&batch)?;
+        let n = data.num_rows();
+        let key_rows = crate::key_rows(self.keys.as_ref(), &self.partition_by, &data)?;
+        // Rows of the batch per partition, inserts and deletes apart.
+        let mut touched: Vec<Box<[u8]>> = Vec::new();
+        let mut changes: HashMap<Box<[u8]>, InsertsDeletes> = HashMap::new();
+        for i in 0..n {
+            let key: Box<[u8]> = match &key_rows {
+                Some(r) => r.row(i).data().into(),
+                None => Box::new([]),
+            };
+            let e = changes.entry(key.clone()).or_insert_with(|| {
+                touched.push(key);
+                (Vec::new(), Vec::new())
+            });
+            if kinds.value(i) == change::DELETE {
+                e.1.push(i as u32);
+            } else {
+                e.0.push(i as u32);
+            }
+        }
+        let mut out = Vec::new();
+        for key in touched {
+            let (ins, del) = changes.remove(&key).unwrap_or_default();
+            let mut p = self.partitions.remove(&key).unwrap_or_default();
+            self.bytes = self.bytes.saturating_sub(p.bytes());
+            if let Some(c) = self.change_partition(&mut p, &data, &ins, &del)? {
+                out.push(c);
+            }
+            if !p.chunks.is_empty() {
+                self.bytes += p.bytes();
+                self.partitions.insert(key, p);
+            }
+        }
+        Ok(out)
+    }
+
+    fn state_size(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// The node's shortcut, unless a running function of it would not continue exactly over
+/// its type (see [`Shortcut::exact_for`]).
+fn exact_shortcut(node: &OverNode) -> Result<Option<Shortcut>> {
+    let Some(s) = &node.shortcut else {
+        return Ok(None);
+    };
+    if s.reach.len() != node.exprs.len() {
+        return Err(brook_err!(
+            Internal,
+            "window shortcut for {} functions, the node has {}",
+            s.reach.len(),
+            node.exprs.len()
+        ));
+    }
+    let inputs = node.input_schema.fields().len();
+    let exact = s.reach.iter().enumerate().all(|(i, r)| match r {
+        Reach::Rows(_) => true,
+        Reach::Running(kind) => node
+            .schema
+            .fields()
+            .get(inputs + i)
+            .is_some_and(|f| Shortcut::exact_for(*kind, f.data_type())),
+    });
+    Ok(exact.then(|| s.clone()))
+}
+
+/// Rows of a batch (by index) inserted into and deleted from one partition.
+type InsertsDeletes = (Vec<u32>, Vec<u32>);
+
+fn take_rows(b: &RecordBatch, idx: &[u32]) -> Result<RecordBatch> {
+    let idx = UInt32Array::from(idx.to_vec());
+    Ok(datafusion::arrow::compute::take_record_batch(b, &idx)?)
+}
+
+/// `rows` without one copy of each row of `gone`.
+fn remove_rows(conv: &RowConverter, rows: &RecordBatch, gone: &RecordBatch) -> Result<RecordBatch> {
+    let have = conv.convert_columns(rows.columns())?;
+    let del = conv.convert_columns(gone.columns())?;
+    let mut pending: HashMap<&[u8], usize> = HashMap::new();
+    for i in 0..gone.num_rows() {
+        *pending.entry(del.row(i).data()).or_insert(0) += 1;
+    }
+    let mut keep = Vec::with_capacity(rows.num_rows());
+    for i in 0..rows.num_rows() {
+        match pending.get_mut(have.row(i).data()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => keep.push(i as u32),
+        }
+    }
+    if pending.values().any(|n| *n > 0) {
+        return Err(brook_err!(
+            Internal,
+            "window input retracted a row it never inserted"
+        ));
+    }
+    take_rows(rows, &keep)
+}
+
+#[cfg(test)]
+mod tests;
