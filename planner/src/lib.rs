@@ -57,6 +57,7 @@ pub mod json_ops;
 pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;
+pub mod named_windows;
 pub mod parser;
 pub mod pg_functions;
 pub mod regproc_columns;

@@ -433,6 +433,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         for rule in SAFE_RULES.iter() {
             parsed = parsed.into_iter().map(|s| rule.rewrite(s)).collect();
         }
+        for s in &mut parsed {
+            crate::named_windows::resolve(s)?;
+        }
         parsed
     };
     match stmts.len() {
@@ -585,7 +588,12 @@ fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
     p.expect_keyword(Keyword::ON)?;
     let source = p.parse_object_name(false)?;
     p.expect_keyword(Keyword::USING)?;
-    let kind = p.parse_identifier()?.value.to_ascii_lowercase();
+    // A kind is folded to lower case unless quoted (a user aggregate's name may not be).
+    let kind = p.parse_identifier()?;
+    let kind = match kind.quote_style {
+        Some(_) => kind.value,
+        None => kind.value.to_ascii_lowercase(),
+    };
     p.expect_token(&Token::LParen)?;
     let args = p.parse_comma_separated(Parser::parse_expr)?;
     p.expect_token(&Token::RParen)?;

@@ -561,10 +561,20 @@ pub fn plan_user_synopsis(cs: &CreateSynopsis, combinefunc: &str) -> Result<Syno
     }
     last_rows(cs)?;
     let args: Vec<String> = cs.args.iter().map(|a| a.to_string()).collect();
+    let plain = cs
+        .kind
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !cs.kind.starts_with(|c: char| c.is_ascii_digit());
+    let function = if plain {
+        cs.kind.clone()
+    } else {
+        format!("\"{}\"", cs.kind.replace('"', "\"\""))
+    };
     maintaining_query(
         cs,
         column,
-        &format!("{}({})", cs.kind, args.join(", ")),
+        &format!("{function}({})", args.join(", ")),
         "value",
         String::new(),
         format!(

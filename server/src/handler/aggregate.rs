@@ -39,6 +39,16 @@ impl Session {
                  in Brook (DROP it first)"
             ));
         }
+        if brook_planner::synopsis::KINDS.contains(&name.as_str()) {
+            return Err(BrookError::Semantic {
+                message: format!(
+                    "function \"{name}\" already exists: it is a synopsis kind (CREATE \
+                     SYNOPSIS ... USING {name}), and a user aggregate of that name would be \
+                     taken for it"
+                ),
+                code: "42723",
+            });
+        }
         if existing.is_none() && self.built_in(&name) {
             return Err(BrookError::Semantic {
                 message: format!(

@@ -350,6 +350,9 @@ impl TableProvider for ViewTable {
         // state at once: a flood of input must not delay estimates.
         if self.kind != crate::catalog::RelKind::Synopsis {
             self.state.wait_fresh().await.map_err(ext)?;
+        } else {
+            // Not waiting, but not answering from a state that stopped either.
+            self.state.check_failed().map_err(ext)?;
         }
         let batches = self.state.batches().map_err(ext)?;
         let exec = MemorySourceConfig::try_new_exec(

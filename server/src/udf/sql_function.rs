@@ -169,8 +169,8 @@ pub(crate) fn passes_as(from: &DataType, to: &DataType) -> bool {
         )
 }
 
-/// Whether PostgreSQL casts a value of type `from` to `to` implicitly. Numbers widen and
-/// never lose their fraction: integers to wider integers and to any fraction, a fraction
+/// Whether PostgreSQL casts a value of type `from` to `to` implicitly (text is text
+/// however Arrow lays it out). Numbers widen and never lose their fraction: integers to wider integers and to any fraction, a fraction
 /// only to a fraction (a float to numeric too: decimal literals are double here).
 pub(crate) fn implicitly_casts(from: &DataType, to: &DataType) -> bool {
     let integer_width = |t: &DataType| match t {
@@ -179,7 +179,17 @@ pub(crate) fn implicitly_casts(from: &DataType, to: &DataType) -> bool {
         DataType::Int32 | DataType::UInt32 => 4,
         _ => 8,
     };
+    let text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+    let bytes = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Binary | DataType::BinaryView | DataType::LargeBinary
+        )
+    };
     from == to
+        || (text(from) && text(to))
+        || (bytes(from) && bytes(to))
         || (from.is_integer() && to.is_integer() && integer_width(from) <= integer_width(to))
         || (from.is_integer() && to.is_numeric() && !to.is_integer())
         || (from.is_numeric() && !from.is_integer() && to.is_numeric() && !to.is_integer())

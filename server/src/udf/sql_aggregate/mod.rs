@@ -279,11 +279,13 @@ impl AggregateUDFImpl for UserAggregate {
     }
 
     fn coerce_types(&self, args: &[DataType]) -> DfResult<Vec<DataType>> {
+        // By implicit casts only, as PostgreSQL resolves an aggregate's arguments (a text
+        // column is no number; an aggregate's argument is seldom an untyped literal).
         let fits = args.len() == self.arg_types.len()
             && args
                 .iter()
                 .zip(&self.arg_types)
-                .all(|(a, p)| super::sql_function::passes_as(a, p));
+                .all(|(a, p)| a.is_null() || super::sql_function::implicitly_casts(a, p));
         if !fits {
             let given: Vec<String> = args.iter().map(brook_common::types::sql_name).collect();
             return Err(DataFusionError::External(Box::new(brook_err!(
