@@ -28,6 +28,16 @@ impl Builder<'_> {
                 )?)
             })
             .collect::<Result<Vec<_>>>()?;
+        // A frame whose start moves needs an aggregate that retracts: refuse one that does
+        // not now (as an ad hoc query is), not at the first row that reaches it.
+        for e in &exprs {
+            if let Some(sliding) =
+                e.as_any()
+                    .downcast_ref::<datafusion::physical_expr::window::SlidingAggregateWindowExpr>()
+            {
+                sliding.get_aggregate_expr().create_sliding_accumulator()?;
+            }
+        }
         let partition_by = exprs
             .first()
             .map(|e| e.partition_by().to_vec())
