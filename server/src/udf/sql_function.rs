@@ -204,6 +204,15 @@ pub(crate) fn signature_of(udf: &ScalarUDF) -> Option<(&[DataType], &DataType)> 
         .map(|f| (f.arg_types.as_slice(), &f.returns))
 }
 
+/// A SQL function's body as it is evaluated: the physical expression over its parameters
+/// (`__arg_1`, ... of the declared types, in this schema). An aggregate folds it row by row
+/// without the call around it. None for other functions.
+pub(crate) fn body_of(udf: &ScalarUDF) -> Option<(SchemaRef, Arc<dyn PhysicalExpr>)> {
+    udf.inner()
+        .downcast_ref::<SqlFunction>()
+        .map(|f| (f.schema.clone(), f.expr.clone()))
+}
+
 impl ScalarUDFImpl for SqlFunction {
     fn name(&self) -> &str {
         &self.name

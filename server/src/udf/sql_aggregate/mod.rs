@@ -41,9 +41,11 @@ use std::sync::Arc;
 struct Step {
     /// The function's name, for messages.
     function: String,
-    /// Its parameters as the expression reads them (`__p1`, ...).
+    /// Its parameters as the expression reads them.
     schema: SchemaRef,
     expr: Arc<dyn PhysicalExpr>,
+    /// Per parameter, the type an argument is cast to first (None: it has that type).
+    casts: Vec<Option<DataType>>,
     /// The type its result is kept as (the state type, or the aggregate's result).
     returns: DataType,
     /// STRICT: not called with a NULL argument.
@@ -52,7 +54,17 @@ struct Step {
 
 impl Step {
     /// The function's value for one row of arguments (each array holds one row).
-    fn call(&self, columns: Vec<ArrayRef>) -> DfResult<ScalarValue> {
+    fn call(&self, mut columns: Vec<ArrayRef>) -> DfResult<ScalarValue> {
+        for (c, to) in columns.iter_mut().zip(&self.casts) {
+            if let Some(t) = to {
+                // Implicit casts widen; one that cannot hold the value is an error, not NULL.
+                let strict = datafusion::arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                *c = datafusion::arrow::compute::cast_with_options(c, t, &strict)?;
+            }
+        }
         let batch = RecordBatch::try_new_with_options(
             self.schema.clone(),
             columns,
@@ -209,10 +221,28 @@ fn plan_step(
         Some(t) => t.clone(),
         None => result,
     };
+    // A SQL function's body is folded as it is, without the call around it (the fold
+    // handles STRICT and the result's type itself): a row costs one evaluation.
+    if let Some((body_schema, body)) = super::sql_function::body_of(udf) {
+        let casts = params
+            .iter()
+            .zip(body_schema.fields())
+            .map(|(p, f)| (p != f.data_type()).then(|| f.data_type().clone()))
+            .collect();
+        return Ok(Step {
+            function: function.to_string(),
+            schema: body_schema,
+            expr: body,
+            casts,
+            returns,
+            strict: strictness.is_strict(function),
+        });
+    }
     let logical = brook_planner::checked::CheckedIntegerArithmetic::default()
         .check_expression(logical, &df_schema)?;
     Ok(Step {
         function: function.to_string(),
+        casts: vec![None; params.len()],
         schema,
         expr: state.create_physical_expr(logical, &df_schema)?,
         returns,
