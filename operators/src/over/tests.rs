@@ -89,76 +89,67 @@ fn running_sum_re_emits_only_rows_that_changed() {
     );
 }
 
-/// `lag(v, 2)`, `sum(v) OVER (ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)`, the running
-/// `sum(v)` (RANGE from the start: peers included) and `row_number()`, per k ordered by t,
-/// with the shortcut the planner gives them.
-fn lag_and_pairs(schema: &SchemaRef) -> OverNode {
-    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits, WindowFunctionDefinition};
-    use datafusion::physical_expr::expressions::lit;
-    use datafusion::physical_plan::windows::create_window_expr;
+/// The window function `fun` over `args`, per k ordered by t, over `frame`.
+fn window(
+    schema: &SchemaRef,
+    fun: datafusion::logical_expr::WindowFunctionDefinition,
+    name: &str,
+    args: &[Arc<dyn PhysicalExpr>],
+    frame: WindowFrame,
+) -> Arc<dyn WindowExpr> {
     let order = [PhysicalSortExpr {
         expr: col("t", schema).unwrap(),
         options: SortOptions::default(),
     }];
+    datafusion::physical_plan::windows::create_window_expr(
+        &fun,
+        name.into(),
+        args,
+        &[col("k", schema).unwrap()],
+        &order,
+        Arc::new(frame),
+        schema.clone(),
+        false,
+        false,
+        None,
+    )
+    .unwrap()
+}
+
+/// `lag(v, 2)`, `sum(v) OVER (ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)`, the running
+/// `sum(v)` (RANGE from the start: peers included) and `row_number()`, per k ordered by t,
+/// with the shortcut the planner gives them.
+fn lag_and_pairs(schema: &SchemaRef) -> OverNode {
+    use datafusion::functions_window::{lead_lag::lag_udwf, row_number::row_number_udwf};
+    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits, WindowFunctionDefinition};
+    use datafusion::physical_expr::expressions::lit;
+    let v = col("v", schema).unwrap();
+    let running_frame = || WindowFrame::new(Some(false));
+    let pairs_frame = WindowFrame::new_bounds(
+        WindowFrameUnits::Rows,
+        WindowFrameBound::Preceding(datafusion::scalar::ScalarValue::UInt64(Some(1))),
+        WindowFrameBound::CurrentRow,
+    );
+    let sum = || WindowFunctionDefinition::AggregateUDF(sum_udaf());
+    let lag = WindowFunctionDefinition::WindowUDF(lag_udwf());
+    let lag = window(
+        schema,
+        lag,
+        "lag2",
+        &[v.clone(), lit(2i64)],
+        running_frame(),
+    );
+    let pairs = window(
+        schema,
+        sum(),
+        "pairs",
+        std::slice::from_ref(&v),
+        pairs_frame,
+    );
+    let running = window(schema, sum(), "running", &[v], running_frame());
+    let number = WindowFunctionDefinition::WindowUDF(row_number_udwf());
+    let number = window(schema, number, "rn", &[], running_frame());
     let k = [col("k", schema).unwrap()];
-    let lag = create_window_expr(
-        &WindowFunctionDefinition::WindowUDF(datafusion::functions_window::lead_lag::lag_udwf()),
-        "lag2".into(),
-        &[col("v", schema).unwrap(), lit(2i64)],
-        &k,
-        &order,
-        Arc::new(WindowFrame::new(Some(false))),
-        schema.clone(),
-        false,
-        false,
-        None,
-    )
-    .unwrap();
-    let pairs = create_window_expr(
-        &WindowFunctionDefinition::AggregateUDF(sum_udaf()),
-        "pairs".into(),
-        &[col("v", schema).unwrap()],
-        &k,
-        &order,
-        Arc::new(WindowFrame::new_bounds(
-            WindowFrameUnits::Rows,
-            WindowFrameBound::Preceding(datafusion::scalar::ScalarValue::UInt64(Some(1))),
-            WindowFrameBound::CurrentRow,
-        )),
-        schema.clone(),
-        false,
-        false,
-        None,
-    )
-    .unwrap();
-    let running = create_window_expr(
-        &WindowFunctionDefinition::AggregateUDF(sum_udaf()),
-        "running".into(),
-        &[col("v", schema).unwrap()],
-        &k,
-        &order,
-        Arc::new(WindowFrame::new(Some(false))),
-        schema.clone(),
-        false,
-        false,
-        None,
-    )
-    .unwrap();
-    let number = create_window_expr(
-        &WindowFunctionDefinition::WindowUDF(
-            datafusion::functions_window::row_number::row_number_udwf(),
-        ),
-        "rn".into(),
-        &[],
-        &k,
-        &order,
-        Arc::new(WindowFrame::new(Some(false))),
-        schema.clone(),
-        false,
-        false,
-        None,
-    )
-    .unwrap();
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("lag2", DataType::Int64, true));
     fields.push(Field::new("pairs", DataType::Int64, true));

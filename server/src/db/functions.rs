@@ -22,7 +22,19 @@ pub struct UserFunctions {
 
 /// Which functions are STRICT: user functions as declared, built-in ones always (as
 /// PostgreSQL's transition functions are).
-pub struct Strictness(pub BTreeMap<String, bool>);
+pub struct Strictness(BTreeMap<String, bool>);
+
+impl Strictness {
+    /// The user functions of `db` as declared.
+    pub fn of(db: &crate::catalog::DatabaseMeta) -> Self {
+        Strictness(
+            db.schemas
+                .values()
+                .flat_map(|s| s.functions.iter().map(|(n, f)| (n.clone(), f.strict)))
+                .collect(),
+        )
+    }
+}
 
 impl crate::udf::sql_aggregate::FunctionStrictness for Strictness {
     fn is_strict(&self, name: &str) -> bool {
@@ -37,20 +49,21 @@ impl Engine {
     /// plan; aggregates come last (their functions may be user functions). One that no
     /// longer plans (a function it called was dropped) is left out and logged.
     pub fn refresh_functions(&self, db: &Database) -> Result<()> {
-        let (mut pending, aggregates) = {
+        let (mut pending, aggregates, strictness) = {
             let doc = self.catalog.read();
-            let schemas = &doc.database(&db.name)?.schemas;
-            let functions: Vec<(String, FunctionMeta)> = schemas
+            let meta = doc.database(&db.name)?;
+            let functions: Vec<(String, FunctionMeta)> = meta
+                .schemas
                 .values()
                 .flat_map(|s| s.functions.iter().map(|(n, f)| (n.clone(), f.clone())))
                 .collect();
-            let aggregates: Vec<(String, AggregateMeta)> = schemas
+            let aggregates: Vec<(String, AggregateMeta)> = meta
+                .schemas
                 .values()
                 .flat_map(|s| s.aggregates.iter().map(|(n, a)| (n.clone(), a.clone())))
                 .collect();
-            (functions, aggregates)
+            (functions, aggregates, Strictness::of(meta))
         };
-        let strictness = Strictness(pending.iter().map(|(n, f)| (n.clone(), f.strict)).collect());
         let mut current = lock(&db.user_functions);
         for old in &current.udfs {
             db.ctx.deregister_udf(old.name());

@@ -159,17 +159,9 @@ impl Session {
             self.refuse_callers(&name, &meta.signature(&name))?;
             dropped.push((schema, name));
         }
-        if !dropped.is_empty() {
-            let db = self.db.name.clone();
-            self.engine.catalog.update(|doc| {
-                for (schema, name) in &dropped {
-                    doc.schema_mut(&db, schema)?.aggregates.remove(name);
-                }
-                Ok(())
-            })?;
-            self.engine.refresh_functions(&self.db)?;
-            self.sync_functions();
-        }
+        self.remove_routines(&dropped, |s, name| {
+            s.aggregates.remove(name);
+        })?;
         Ok(Outcome::Command("DROP AGGREGATE".into()))
     }
 
@@ -185,13 +177,7 @@ impl Session {
     /// Which of this database's functions are STRICT.
     fn strictness(&self) -> Result<Strictness> {
         let doc = self.engine.catalog.read();
-        Ok(Strictness(
-            doc.database(&self.db.name)?
-                .schemas
-                .values()
-                .flat_map(|s| s.functions.iter().map(|(n, f)| (n.clone(), f.strict)))
-                .collect(),
-        ))
+        Ok(Strictness::of(doc.database(&self.db.name)?))
     }
 }
 

@@ -133,19 +133,32 @@ impl Session {
             self.refuse_callers(&name, &meta.signature(&name))?;
             dropped.push((schema, name));
         }
+        self.remove_routines(&dropped, |s, name| {
+            s.functions.remove(name);
+        })?;
+        Ok(Outcome::Command("DROP FUNCTION".into()))
+    }
+
+    /// Take the functions or aggregates `dropped` (schema, name) out of the catalog with
+    /// `remove`, then plan the database's functions again and register them here.
+    pub(super) fn remove_routines(
+        &mut self,
+        dropped: &[(String, String)],
+        remove: fn(&mut crate::catalog::SchemaMeta, &str),
+    ) -> Result<()> {
         if dropped.is_empty() {
-            return Ok(Outcome::Command("DROP FUNCTION".into()));
+            return Ok(());
         }
         let db = self.db.name.clone();
         self.engine.catalog.update(|doc| {
-            for (schema, name) in &dropped {
-                doc.schema_mut(&db, schema)?.functions.remove(name);
+            for (schema, name) in dropped {
+                remove(doc.schema_mut(&db, schema)?, name);
             }
             Ok(())
         })?;
         self.engine.refresh_functions(&self.db)?;
         self.sync_functions();
-        Ok(Outcome::Command("DROP FUNCTION".into()))
+        Ok(())
     }
 
     /// The user function `name` of this database and its schema.

@@ -4,10 +4,10 @@
 //! merges the partial states. PostgreSQL folds a user aggregate in one pass unless it is
 //! declared PARALLEL SAFE and the plan is parallel, so its answer does not depend on its
 //! COMBINEFUNC (nor on whether INITCOND is that function's identity), and a call with
-//! ORDER BY or DISTINCT must see all its rows in one fold. This rule replaces such a partial/final pair by one aggregation over the input
-//! gathered into one partition (in order, when the input is sorted for an `ORDER BY` in the
-//! call) — what PostgreSQL does too: it runs such aggregates without parallel workers. The
-//! result is spread and ordered as the final aggregation's was, so the plan above it holds.
+//! ORDER BY or DISTINCT must see all its rows in one fold. This rule replaces such a
+//! partial/final pair by one aggregation over the input gathered into one partition, as
+//! PostgreSQL runs such aggregates without parallel workers. The result is spread and
+//! ordered as the final aggregation's was, so the plan above it holds.
 
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -64,10 +64,9 @@ fn one_phase(node: &Arc<dyn ExecutionPlan>) -> Result<Option<Arc<dyn ExecutionPl
         return Ok(None);
     };
     let input = partial.input().clone();
+    // Any order will do: a call with ORDER BY sorts its rows itself (`ordered`).
     let gathered: Arc<dyn ExecutionPlan> = if input.output_partitioning().partition_count() <= 1 {
         input
-    } else if let Some(order) = input.output_ordering() {
-        Arc::new(SortPreservingMergeExec::new(order.clone(), input))
     } else {
         Arc::new(CoalescePartitionsExec::new(input))
     };
