@@ -433,6 +433,11 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         DataFusionError::SQL(p, _) => BrookError::from(*p),
         DataFusionError::Context(_, inner) => classify_datafusion(*inner),
         DataFusionError::Diagnostic(_, inner) => classify_datafusion(*inner),
+        // Both sides of a set operation failed to plan: PostgreSQL reports the first.
+        DataFusionError::Collection(errors) => match errors.into_iter().next() {
+            Some(first) => classify_datafusion(first),
+            None => BrookError::Internal("an empty collection of errors".into()),
+        },
         DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
             Ok(e) => classify_datafusion(e),
             Err(arc) => classify_message(&arc.to_string()),
@@ -684,6 +689,13 @@ mod tests {
             DataFusionError::Plan("table 'brook.public.nope' not found".into()).into();
         assert_eq!(e.sqlstate(), "42P01");
         assert_eq!(e.to_string(), "relation \"nope\" does not exist");
+        // `(SELECT * FROM nope) UNION ALL (SELECT 1 + 'a')`: both sides fail to plan.
+        let both: BrookError = DataFusionError::Collection(vec![
+            DataFusionError::Plan("table 'brook.public.nope' not found".into()),
+            DataFusionError::Plan("Cannot coerce".into()),
+        ])
+        .into();
+        assert_eq!(both.sqlstate(), "42P01");
     }
 
     #[test]

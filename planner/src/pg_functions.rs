@@ -119,6 +119,39 @@ pub fn uuid_casts(stmt: &mut Statement) {
     });
 }
 
+/// Every `substring(s FROM a [FOR n])` of `stmt` as the call `substring(s, a [, n])`, so the
+/// server's `substring` chooses PostgreSQL's form by the type of `a`: a position, or a
+/// regular expression whose first group is returned. (DataFusion plans the SQL form as its
+/// positional `substr` directly, whatever `a` is.) `substring(s FOR n)` starts at 1.
+pub fn substring_calls(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::Substring {
+            expr: text,
+            substring_from,
+            substring_for,
+            shorthand,
+            ..
+        } = expr
+        {
+            let name = if *shorthand { "substr" } else { "substring" };
+            let from = substring_from
+                .as_deref()
+                .cloned()
+                .or_else(|| substring_for.is_some().then(|| Expr::value(number("1"))));
+            let args = [
+                Some((**text).clone()),
+                from,
+                substring_for.as_deref().cloned(),
+            ];
+            *expr = function_call(name, args.into_iter().flatten().collect());
+        }
+    });
+}
+
+fn number(digits: &str) -> datafusion::sql::sqlparser::ast::Value {
+    datafusion::sql::sqlparser::ast::Value::Number(digits.to_string(), false)
+}
+
 /// Name of the function a cast to json becomes.
 pub const JSON_CAST: &str = "brook_json";
 /// Name of the function a cast to jsonb becomes.

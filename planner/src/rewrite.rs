@@ -224,6 +224,9 @@ fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Array(_) => Some("array".into()),
         Expr::Interval(_) => Some("interval".into()),
         Expr::Extract { .. } => Some("extract".into()),
+        Expr::Substring {
+            shorthand: true, ..
+        } => Some("substr".into()),
         Expr::Substring { .. } => Some("substring".into()),
         Expr::Trim { .. } => Some("btrim".into()),
         Expr::Position { .. } => Some("position".into()),

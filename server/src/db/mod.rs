@@ -273,6 +273,7 @@ impl Engine {
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::format::register(&ctx);
+        crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());

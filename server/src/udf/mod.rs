@@ -13,6 +13,7 @@ pub mod pg_admin;
 pub mod sequences;
 pub mod sql_aggregate;
 pub mod sql_function;
+pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
 
