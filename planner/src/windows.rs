@@ -55,8 +55,17 @@ impl Visitor for WindowRelations {
         {
             let func = name.to_string().to_ascii_lowercase();
             if is_window_function(&func) {
-                if let Some(rel) = args.args.first().and_then(|a| relation(&func, a).ok()) {
-                    self.0.push(rel);
+                match args.args.first().and_then(|a| input(&func, a).ok()) {
+                    Some(Input::Named(rel)) => self.0.push(rel),
+                    // What the subquery reads: sqlparser's `visit_relations` does not look
+                    // inside a table function's arguments.
+                    Some(Input::Query(q)) => {
+                        let _ = datafusion::sql::sqlparser::ast::visit_relations(&*q, |r| {
+                            self.0.push(r.clone());
+                            ControlFlow::<()>::Continue(())
+                        });
+                    }
+                    None => {}
                 }
             }
         }
@@ -257,14 +266,15 @@ fn window_table(
             }
         ));
     }
-    let rel = relation(func, &args[0])?;
+    let rel = input(func, &args[0])?;
+    let from = rel.as_from_item();
     let ts = arg_expr(&args[1])?;
     let sql = if func == "tumble" {
         let size = arg_expr(&args[2])?;
         let micros = interval_micros(size)?;
         format!(
             "SELECT *, brook_window_start({ts}, {micros}) AS window_start, \
-             brook_window_start({ts}, {micros}) + {} AS window_end FROM {rel}",
+             brook_window_start({ts}, {micros}) + {} AS window_end FROM {from}",
             duration(micros)
         )
     } else {
@@ -287,7 +297,7 @@ fn window_table(
             .map(|i| {
                 format!(
                     "SELECT *, brook_window_start({ts}, {slide}) - {} AS window_start, \
-                     brook_window_start({ts}, {slide}) + {} AS window_end FROM {rel}",
+                     brook_window_start({ts}, {slide}) + {} AS window_end FROM {from}",
                     duration(i * slide),
                     duration(size - i * slide)
                 )
@@ -295,41 +305,69 @@ fn window_table(
             .collect::<Vec<_>>()
             .join(" UNION ALL ")
     };
-    derived(&rel, func, &sql, alias)
+    derived(rel.default_alias(func), &sql, alias)
 }
 
 /// The relation a window function's first argument names.
 fn relation(func: &str, a: &FunctionArg) -> Result<ObjectName> {
-    match arg_expr(a)? {
-        Expr::Identifier(i) => Ok(ObjectName::from(vec![i.clone()])),
-        Expr::CompoundIdentifier(parts) => Ok(ObjectName::from(parts.clone())),
-        other => Err(brook_err!(
-            Syntax,
-            "first argument of {} must name a table or stream, not {other}",
+    match input(func, a)? {
+        Input::Named(name) => Ok(name),
+        Input::Query(_) => Err(brook_err!(
+            Unsupported,
+            "{} over a subquery (count windows follow a table's or stream's arrival order; \
+             name the table or stream and filter the windows' rows instead)",
             func.to_uppercase()
         )),
     }
 }
 
-/// `sql` as a derived table named `alias`, or after the relation it reads.
-fn derived(
-    rel: &ObjectName,
-    func: &str,
-    sql: &str,
-    alias: Option<TableAlias>,
-) -> Result<TableFactor> {
-    let alias_name = rel
-        .0
-        .last()
-        .and_then(|p| p.as_ident())
-        .cloned()
-        .unwrap_or_else(|| Ident::new(func));
+/// What a time window function reads: a table or stream by name, or a subquery (as
+/// Flink's `TUMBLE(TABLE (SELECT ...), ...)`).
+enum Input {
+    Named(ObjectName),
+    Query(Box<Query>),
+}
+
+impl Input {
+    /// The input as a FROM item.
+    fn as_from_item(&self) -> String {
+        match self {
+            Input::Named(name) => name.to_string(),
+            Input::Query(q) => format!("({q}) AS brook_window_input"),
+        }
+    }
+
+    /// The name the window's rows go by without an alias: the relation's, or the function's.
+    fn default_alias(&self, func: &str) -> Ident {
+        match self {
+            Input::Named(name) => name.0.last().and_then(|p| p.as_ident()).cloned(),
+            Input::Query(_) => None,
+        }
+        .unwrap_or_else(|| Ident::new(func))
+    }
+}
+
+fn input(func: &str, a: &FunctionArg) -> Result<Input> {
+    match arg_expr(a)? {
+        Expr::Identifier(i) => Ok(Input::Named(ObjectName::from(vec![i.clone()]))),
+        Expr::CompoundIdentifier(parts) => Ok(Input::Named(ObjectName::from(parts.clone()))),
+        Expr::Subquery(q) => Ok(Input::Query(q.clone())),
+        other => Err(brook_err!(
+            Syntax,
+            "first argument of {} must name a table or stream or be a subquery, not {other}",
+            func.to_uppercase()
+        )),
+    }
+}
+
+/// `sql` as a derived table named `alias`, or after what it reads.
+fn derived(default_alias: Ident, sql: &str, alias: Option<TableAlias>) -> Result<TableFactor> {
     Ok(TableFactor::Derived {
         lateral: false,
         subquery: Box::new(parse_query(sql)?),
         alias: Some(alias.unwrap_or(TableAlias {
             explicit: true,
-            name: alias_name,
+            name: default_alias,
             columns: Vec::new(),
             at: None,
         })),
@@ -415,7 +453,7 @@ fn count_table(func: &str, args: &[FunctionArg], alias: Option<TableAlias>) -> R
         }
     }
     let sql = format!("SELECT * FROM {COUNT_WINDOW_FUNCTION}({})", call.join(", "));
-    derived(&rel, func, &sql, alias)
+    derived(Input::Named(rel).default_alias(func), &sql, alias)
 }
 
 /// `SESSION(rel, ts, gap [, key ...])`.
@@ -426,7 +464,7 @@ fn session_table(args: &[FunctionArg], alias: Option<TableAlias>) -> Result<Tabl
             "SESSION takes (relation, time column, gap [, key ...])"
         ));
     }
-    let rel = relation("session", &args[0])?;
+    let rel = input("session", &args[0])?;
     let ts = arg_expr(&args[1])?;
     let gap = arg_expr(&args[2])?;
     interval_micros(gap)?;
@@ -442,11 +480,12 @@ fn session_table(args: &[FunctionArg], alias: Option<TableAlias>) -> Result<Tabl
     let over = format!("OVER ({partition}ORDER BY {ts})");
     let sql = format!(
         "SELECT *, {}({ts}, {gap}) {over} AS window_start, {}({ts}, {gap}) {over} AS window_end \
-         FROM {rel}",
+         FROM {}",
         crate::session_window::SESSION_START,
-        crate::session_window::SESSION_END
+        crate::session_window::SESSION_END,
+        rel.as_from_item()
     );
-    derived(&rel, "session", &sql, alias)
+    derived(rel.default_alias("session"), &sql, alias)
 }
 
 #[cfg(test)]
@@ -528,12 +567,31 @@ mod tests {
     }
 
     #[test]
+    fn a_time_window_reads_a_subquery() {
+        let s = rewritten(
+            "SELECT window_start, count(*) FROM TUMBLE((SELECT ts FROM s WHERE v > 0), ts, \
+             INTERVAL '1 minute') GROUP BY 1",
+        )
+        .unwrap();
+        assert!(
+            s.contains("FROM (SELECT ts FROM s WHERE v > 0) AS brook_window_input) AS tumble"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn the_relations_read_through_window_functions_are_found() {
         let sql = "SELECT * FROM TUMBLE(a, ts, INTERVAL '1 minute') JOIN TUMBLE_ROWS(public.b, 3) \
                    USING (window_start) WHERE x IN (SELECT y FROM SESSION(c, ts, INTERVAL '1 s'))";
         let q = parse_query(sql).unwrap();
         let names: Vec<String> = window_relations(&q).iter().map(|n| n.to_string()).collect();
         assert_eq!(names, vec!["a", "public.b", "c"]);
+        let q = parse_query(
+            "SELECT * FROM HOP((SELECT * FROM s JOIN t USING (k)), ts, INTERVAL '1 s', INTERVAL '2 s')",
+        )
+        .unwrap();
+        let names: Vec<String> = window_relations(&q).iter().map(|n| n.to_string()).collect();
+        assert_eq!(names, vec!["s", "t"]);
     }
 
     #[test]
@@ -553,6 +611,11 @@ mod tests {
             ("SELECT * FROM HOP_ROWS(s, 10, 5)", "22023"),
             ("SELECT * FROM TUMBLE_ROWS(s, 10, k + 1)", "42601"),
             ("SELECT * FROM SESSION(s, ts, 5, k)", "42804"),
+            ("SELECT * FROM TUMBLE_ROWS((SELECT * FROM s), 2)", "0A000"),
+            (
+                "SELECT * FROM TUMBLE(s + 1, ts, INTERVAL '1 minute')",
+                "42601",
+            ),
         ];
         for (sql, code) in cases {
             assert_eq!(rewritten(sql).unwrap_err().sqlstate(), code, "{sql}");
