@@ -368,7 +368,7 @@ fn classify_arrow(e: ArrowError) -> BrookError {
                     BrookError::InvalidDatetime(m)
                 }
             } else {
-                BrookError::InvalidText(m)
+                BrookError::InvalidText(input_syntax(&m).unwrap_or(m))
             }
         }
         ArrowError::ComputeError(m) if m.contains("Overflow") || m.contains("overflow") => {
@@ -399,6 +399,41 @@ fn classify_arrow(e: ArrowError) -> BrookError {
         },
         other => BrookError::Internal(other.to_string()),
     }
+}
+
+/// Arrow's `Cannot cast string 'one' to value of Int32 type` in PostgreSQL's words:
+/// `invalid input syntax for type integer: "one"`.
+fn input_syntax(m: &str) -> Option<String> {
+    let rest = m.strip_prefix("Cannot cast string '")?;
+    let (text, rest) = rest.rsplit_once("' to value of ")?;
+    let arrow = rest.strip_suffix(" type").unwrap_or(rest);
+    let pg = match arrow {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Boolean" => "boolean",
+        t if t.starts_with("Decimal") => "numeric",
+        _ => return None,
+    };
+    Some(format!("invalid input syntax for type {pg}: \"{text}\""))
+}
+
+/// DataFusion's `No field named nope. Valid fields are ...` (or `t.nope`) in PostgreSQL's
+/// words: `column "nope" does not exist` (`column t.nope does not exist`).
+fn missing_column(m: &str) -> Option<String> {
+    let rest = m.split("No field named ").nth(1)?;
+    let name = rest
+        .split(". ")
+        .next()
+        .unwrap_or(rest)
+        .trim_end_matches('.');
+    let name = name.replace('"', "");
+    Some(match name.rsplit_once('.') {
+        Some(_) => format!("column {name} does not exist"),
+        None => format!("column \"{name}\" does not exist"),
+    })
 }
 
 /// `Cannot cast string '1e500' to value of Decimal128(..) type`: well-formed number text
@@ -456,7 +491,7 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         DataFusionError::SchemaError(s, _) => {
             let m = clean(&s.to_string());
             if m.contains("not found") || m.contains("No field named") {
-                BrookError::UndefinedColumn(m)
+                BrookError::UndefinedColumn(missing_column(&m).unwrap_or(m))
             } else {
                 classify_message(&m)
             }
@@ -532,7 +567,7 @@ fn classify_message(m: &str) -> BrookError {
     } else if lower.contains("no field named")
         || lower.contains("column") && lower.contains("not found")
     {
-        BrookError::UndefinedColumn(m)
+        BrookError::UndefinedColumn(missing_column(&m).unwrap_or(m))
     } else if lower.contains("failed to match any signature") {
         // PostgreSQL: a call with the wrong number or types of arguments names no function.
         let name = m.split('\'').nth(1).unwrap_or("the function");
@@ -681,6 +716,24 @@ mod tests {
         )
         .into();
         assert_eq!(b.sqlstate(), "22P02", "{b}");
+    }
+
+    #[test]
+    fn casts_and_missing_columns_in_postgresql_words() {
+        let b: BrookError =
+            ArrowError::CastError("Cannot cast string 'one' to value of Int32 type".into()).into();
+        assert_eq!(b.sqlstate(), "22P02");
+        assert_eq!(
+            b.to_string(),
+            "invalid input syntax for type integer: \"one\""
+        );
+        let b: BrookError =
+            DataFusionError::Plan("No field named nosuchcol. Valid fields are t.a, t.b.".into())
+                .into();
+        assert_eq!(b.sqlstate(), "42703");
+        assert_eq!(b.to_string(), "column \"nosuchcol\" does not exist");
+        let b: BrookError = DataFusionError::Plan("No field named t.nope.".into()).into();
+        assert_eq!(b.to_string(), "column t.nope does not exist");
     }
 
     #[test]

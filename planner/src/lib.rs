@@ -58,6 +58,7 @@ pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;
 pub mod named_windows;
+pub mod parameter_types;
 pub mod parser;
 pub mod pg_functions;
 pub mod regproc_columns;

@@ -351,6 +351,20 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
         p.prev_token();
     }
+    if parse_word(&mut p, "REFRESH") {
+        p.expect_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW])?;
+        let _ = p.parse_keyword(Keyword::CONCURRENTLY);
+        let name = p.parse_object_name(false)?;
+        let mut no_data = false;
+        if p.parse_keyword(Keyword::WITH) {
+            no_data = p.parse_keyword(Keyword::NO);
+            p.expect_keyword(Keyword::DATA)?;
+        }
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::new(
+            StatementBody::RefreshMaterializedView { name, no_data },
+        ));
+    }
     if p.parse_keywords(&[Keyword::DROP, Keyword::STREAM]) {
         let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
         let names = p.parse_comma_separated(|p| p.parse_object_name(false))?;

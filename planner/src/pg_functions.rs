@@ -21,9 +21,18 @@ use std::ops::ControlFlow;
 /// Name of the table function `pg_stat_activity` becomes (registered by the server).
 pub const STAT_ACTIVITY: &str = "brook_stat_activity";
 
+/// Catalog views Brook answers with table functions, as (view, function): the server's
+/// connections (which the catalog tables of `datafusion-pg-catalog` do not know), and
+/// Brook's own running queries and synopses.
+const FUNCTION_VIEWS: [(&str, &str); 3] = [
+    ("pg_stat_activity", STAT_ACTIVITY),
+    ("brook_continuous_queries", "brook_continuous_queries"),
+    ("brook_synopses", "brook_synopses"),
+];
+
 /// `FROM pg_stat_activity` (or `pg_catalog.pg_stat_activity`) as `FROM brook_stat_activity()
-/// AS pg_stat_activity`: the view lists the server's connections, which the catalog tables
-/// of `datafusion-pg-catalog` do not know.
+/// AS pg_stat_activity`, and `FROM brook_synopses` as `FROM brook_synopses() AS
+/// brook_synopses` (likewise `brook_continuous_queries`): views over table functions.
 #[derive(Debug)]
 pub struct StatActivityView;
 
@@ -37,9 +46,8 @@ impl SqlStatementRewriteRule for StatActivityView {
                     name, args, alias, ..
                 } = t
                 {
-                    if args.is_none() && names_stat_activity(name) {
-                        *name =
-                            ObjectName(vec![ObjectNamePart::Identifier(Ident::new(STAT_ACTIVITY))]);
+                    if let (None, Some((view, function))) = (&args, function_view(name)) {
+                        *name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(function))]);
                         *args = Some(TableFunctionArgs {
                             args: vec![],
                             settings: None,
@@ -47,7 +55,7 @@ impl SqlStatementRewriteRule for StatActivityView {
                         if alias.is_none() {
                             *alias = Some(TableAlias {
                                 explicit: true,
-                                name: Ident::new("pg_stat_activity"),
+                                name: Ident::new(view),
                                 columns: vec![],
                                 at: None,
                             });
@@ -62,14 +70,18 @@ impl SqlStatementRewriteRule for StatActivityView {
     }
 }
 
-fn names_stat_activity(name: &ObjectName) -> bool {
+/// The (view, function) `name` reads: `pg_stat_activity` also as `pg_catalog.`, Brook's
+/// own views unqualified or in `public`/`pg_catalog`.
+fn function_view(name: &ObjectName) -> Option<(&'static str, &'static str)> {
     let parts: Vec<Option<&Ident>> = name.0.iter().map(|p| p.as_ident()).collect();
     let is = |i: &Option<&Ident>, w: &str| i.is_some_and(|i| i.value.eq_ignore_ascii_case(w));
-    match parts.as_slice() {
-        [t] => is(t, "pg_stat_activity"),
-        [s, t] => is(s, "pg_catalog") && is(t, "pg_stat_activity"),
-        _ => false,
-    }
+    FUNCTION_VIEWS
+        .into_iter()
+        .find(|(view, _)| match parts.as_slice() {
+            [t] => is(t, view),
+            [s, t] => (is(s, "pg_catalog") || is(s, "public")) && is(t, view),
+            _ => false,
+        })
 }
 
 /// Name of the function a cast to uuid becomes.

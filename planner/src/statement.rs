@@ -130,6 +130,14 @@ pub enum StatementBody {
         /// `IF EXISTS`: a missing object is skipped with a notice.
         if_exists: bool,
     },
+    /// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]` (sqlparser has
+    /// none): Brook keeps a materialized view up to date as its inputs change, so this
+    /// waits until the view has applied every commit made before it.
+    RefreshMaterializedView {
+        name: ObjectName,
+        /// `WITH NO DATA` (PostgreSQL empties the view; Brook refuses it).
+        no_data: bool,
+    },
     /// `FETCH ... WITH (timeout = '1s')`: a FETCH with Brook's options.
     FetchWith {
         /// The FETCH itself.

@@ -141,6 +141,35 @@ def test_pg_stat_activity_and_pg_cancel_backend(brook):
         assert state == "idle", state
 
 
+def test_pg_terminate_backend_ends_the_connection(brook):
+    """pg_terminate_backend(pid) cancels the connection's statement and closes it with FATAL
+    57P01, as PostgreSQL does; the server and other connections go on."""
+    import time
+
+    with connect(brook) as victim, connect(brook) as admin:
+        pid = victim.info.backend_pid
+        assert victim.execute("SELECT 1").fetchone()[0] == 1
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
+        assert admin.execute("SELECT pg_terminate_backend(99999999)").fetchone()[0] is False
+        ended = None
+        for _ in range(50):
+            try:
+                victim.execute("SELECT 1")
+            except psycopg.OperationalError as e:
+                ended = e
+                break
+            time.sleep(0.05)
+        assert ended is not None, "the terminated connection still answers"
+        assert victim.closed or victim.broken
+        for _ in range(50):
+            gone = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
+            if gone == 0:
+                break
+            time.sleep(0.05)
+        assert gone == 0
+        assert admin.execute("SELECT 1").fetchone()[0] == 1
+
+
 def test_copy_to_stdout_in_binary_format(brook):
     """COPY (query) TO STDOUT (FORMAT binary) — the path polars/connectorx read by default —
     decoded by psycopg's binary copy with the column types."""
@@ -173,6 +202,14 @@ def test_lists_bind_as_arrays(brook):
         assert c.execute("SELECT %s::text[]", (["a", "b,c", None],)).fetchone()[0] == ["a", "b,c", None]
         assert c.execute("SELECT 2 = ANY(%s)", ([1, 2, 3],)).fetchone()[0] is True
         assert c.execute("SELECT cardinality(%s::int[])", ([4, 5, 6],)).fetchone()[0] == 3
+        # psycopg sends a list of str untyped: `x = ANY(%s)` types it as an array of x's type
+        # (it was bound as one text and failed with array_has(Utf8, Utf8)); pgcli asks so.
+        c.execute("CREATE TABLE any_names (name text)")
+        c.execute("INSERT INTO any_names VALUES ('a'), ('b'), ('c')")
+        got = c.execute("SELECT name FROM any_names WHERE name = ANY(%s) ORDER BY name", (["a", "c", "z"],)).fetchall()
+        assert got == [("a",), ("c",)], got
+        kinds = c.execute("SELECT count(*) FROM pg_catalog.pg_class WHERE relkind = ANY(%s) AND relname = 'any_names'", (["r", "p"],)).fetchone()[0]
+        assert kinds == 1, kinds
 
 
 def test_sequences_serial_copy_and_sqlstates(brook):

@@ -28,6 +28,8 @@ pub struct Backend {
     pub backend_start: i64,
     cancel: Arc<SessionCancel>,
     doing: Mutex<Doing>,
+    /// Set by `pg_terminate_backend`: the connection's watchdog ends it.
+    terminate: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a connection is doing now.
@@ -76,7 +78,13 @@ impl Backend {
                 query_start: None,
                 state_change: now,
             }),
+            terminate: Arc::default(),
         }
+    }
+
+    /// Raised when the connection is to end (`pg_terminate_backend`); its watchdog reads it.
+    pub fn terminate_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.terminate.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Doing> {
@@ -145,6 +153,21 @@ impl Activity {
             None => false,
         }
     }
+
+    /// End connection `pid` (`pg_terminate_backend`): its running statement is cancelled
+    /// and the connection closes with FATAL 57P01; false when there is none by that pid.
+    pub fn terminate(&self, pid: i32) -> bool {
+        let target = self.backends.lock().ok().and_then(|m| m.get(&pid).cloned());
+        match target {
+            Some(b) => {
+                b.terminate
+                    .store(true, std::sync::atomic::Ordering::Release);
+                b.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +199,11 @@ mod tests {
         b.idle(true);
         assert_eq!(b.doing().state, "idle in transaction");
         assert!(!activity.cancel(8));
+        let flag = b.terminate_flag();
+        assert!(!flag.load(std::sync::atomic::Ordering::Acquire));
+        assert!(activity.terminate(7));
+        assert!(flag.load(std::sync::atomic::Ordering::Acquire));
+        assert!(!activity.terminate(8));
         activity.unregister(7);
         assert!(activity.backends().is_empty());
     }

@@ -215,7 +215,11 @@ impl Session {
     pub(crate) async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
         let (schema, name) = self.resolve(&ct.name)?;
         if ct.temporary {
-            return Err(brook_err!(Unsupported, "CREATE TEMPORARY TABLE"));
+            return Err(brook_err!(
+                Unsupported,
+                "CREATE TEMPORARY TABLE is not supported: every table is durable and seen by \
+                 all connections (create a table and drop it when done)"
+            ));
         }
         if let Some(q) = ct.query {
             return self

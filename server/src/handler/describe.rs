@@ -120,6 +120,9 @@ impl Session {
                         inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
                     }
                 }
+                for (i, dt) in brook_planner::parameter_types::array_membership_parameters(&plan)? {
+                    inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
+                }
                 Some(pg_named(plan.schema().as_arrow().clone(), names))
             }
             Statement::Insert(ins) => {

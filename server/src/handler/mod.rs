@@ -78,6 +78,9 @@ impl Session {
                 "DROP SYNOPSIS",
             ),
             StatementBody::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
+            StatementBody::RefreshMaterializedView { name, no_data } => {
+                self.refresh_materialized_view(&name, no_data).await
+            }
             StatementBody::CreateAggregate(ca) => self.create_aggregate(*ca),
             StatementBody::DropAggregate {
                 names,

@@ -76,6 +76,34 @@ impl Session {
             .create_relation(&self.db, &schema, &name, meta, cv.if_not_exists)?;
         Ok(Outcome::Command("CREATE VIEW".into()))
     }
+
+    /// `REFRESH MATERIALIZED VIEW`: a view is kept up to date as its inputs commit, so a
+    /// refresh waits until it has applied every commit made before the statement (what
+    /// PostgreSQL's recomputation would show), or reports why its maintenance failed.
+    pub(crate) async fn refresh_materialized_view(
+        &mut self,
+        name: &ast::ObjectName,
+        no_data: bool,
+    ) -> Result<Outcome> {
+        let (schema, rel) = self.resolve(name)?;
+        let (meta, _) = self.relation(&schema, &rel)?;
+        if meta.kind != RelKind::MaterializedView {
+            return Err(brook_err!(
+                WrongObjectType,
+                "\"{rel}\" is not a materialized view"
+            ));
+        }
+        if no_data {
+            return Err(brook_err!(
+                Unsupported,
+                "REFRESH MATERIALIZED VIEW ... WITH NO DATA (a materialized view is kept up \
+                 to date as its inputs change and is always readable)"
+            ));
+        }
+        let view = self.engine.view_state(&self.db, &schema, &rel)?;
+        view.wait_fresh().await?;
+        Ok(Outcome::Command("REFRESH MATERIALIZED VIEW".into()))
+    }
 }
 
 impl Session {

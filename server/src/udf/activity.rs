@@ -1,5 +1,6 @@
 //! `pg_stat_activity` (as the table function `brook_stat_activity()`, which a reference to
-//! the view becomes: see `brook_planner::pg_functions`) and `pg_cancel_backend(pid)`.
+//! the view becomes: see `brook_planner::pg_functions`) `pg_cancel_backend(pid)` and
+//! `pg_terminate_backend(pid)`.
 
 use crate::exec::activity::Activity;
 use datafusion::arrow::array::{
@@ -11,7 +12,8 @@ use datafusion::logical_expr::{create_udf, Volatility};
 use datafusion::prelude::SessionContext;
 use std::sync::Arc;
 
-/// Register `brook_stat_activity()` and `pg_cancel_backend(pid)` on a database context.
+/// Register `brook_stat_activity()`, `pg_cancel_backend(pid)` and `pg_terminate_backend(pid)`
+/// on a database context.
 pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
     ctx.register_udtf(
         brook_planner::pg_functions::STAT_ACTIVITY,
@@ -19,8 +21,20 @@ pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
             activity: activity.clone(),
         }),
     );
-    ctx.register_udf(create_udf(
-        "pg_cancel_backend",
+    let cancel = activity.clone();
+    ctx.register_udf(by_pid("pg_cancel_backend", move |p| cancel.cancel(p)));
+    ctx.register_udf(by_pid("pg_terminate_backend", move |p| {
+        activity.terminate(p)
+    }));
+}
+
+/// `name(pid) -> boolean`, doing `act` to connection `pid`.
+fn by_pid(
+    name: &str,
+    act: impl Fn(i32) -> bool + Send + Sync + 'static,
+) -> datafusion::logical_expr::ScalarUDF {
+    create_udf(
+        name,
         vec![DataType::Int32],
         DataType::Boolean,
         Volatility::Volatile,
@@ -29,13 +43,12 @@ pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
                 let pids = datafusion::arrow::array::AsArray::as_primitive::<
                     datafusion::arrow::datatypes::Int32Type,
                 >(&args[0]);
-                let out: BooleanArray =
-                    pids.iter().map(|p| p.map(|p| activity.cancel(p))).collect();
+                let out: BooleanArray = pids.iter().map(|p| p.map(&act)).collect();
                 Ok(Arc::new(out) as ArrayRef)
             },
             vec![],
         )),
-    ));
+    )
 }
 
 /// One row per connection, with PostgreSQL's column names.

@@ -201,20 +201,25 @@ async fn idle_watchdog(
 ) {
     loop {
         tokio::time::sleep(crate::wire::idle::CHECK_EVERY).await;
-        if watch.expired() {
-            tracing::info!(%peer, "terminating connection due to idle-in-transaction timeout");
-            if plain {
-                let _ = std::io::Write::write_all(
-                    &mut &socket,
-                    &fatal_response(
-                        "25P03",
-                        "terminating connection due to idle-in-transaction timeout",
-                    ),
-                );
-            }
-            let _ = socket.shutdown(std::net::Shutdown::Both);
-            return;
+        let (code, why) = if watch.terminated() {
+            (
+                "57P01",
+                "terminating connection due to administrator command",
+            )
+        } else if watch.expired() {
+            (
+                "25P03",
+                "terminating connection due to idle-in-transaction timeout",
+            )
+        } else {
+            continue;
+        };
+        tracing::info!(%peer, "{why}");
+        if plain {
+            let _ = std::io::Write::write_all(&mut &socket, &fatal_response(code, why));
         }
+        let _ = socket.shutdown(std::net::Shutdown::Both);
+        return;
     }
 }
 

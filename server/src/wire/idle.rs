@@ -6,7 +6,8 @@
 //! The connection records what it is doing ([`IdleWatch`]); a watchdog task per connection
 //! looks every [`CHECK_EVERY`] and, past the limit, makes the connection end.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often the watchdog looks.
@@ -30,6 +31,8 @@ struct State {
 #[derive(Debug)]
 pub struct IdleWatch {
     state: Mutex<State>,
+    /// The connection's `pg_terminate_backend` flag, once its session exists.
+    terminate: std::sync::OnceLock<Arc<AtomicBool>>,
 }
 
 impl Default for IdleWatch {
@@ -42,6 +45,7 @@ impl Default for IdleWatch {
                 in_copy: false,
                 limit: None,
             }),
+            terminate: std::sync::OnceLock::new(),
         }
     }
 }
@@ -72,6 +76,18 @@ impl IdleWatch {
     /// COPY FROM STDIN started (true) or ended (false).
     pub fn set_copy(&self, open: bool) {
         self.lock().in_copy = open;
+    }
+
+    /// Watch `flag`, the connection's `pg_terminate_backend` request.
+    pub fn watch_terminate(&self, flag: Arc<AtomicBool>) {
+        let _ = self.terminate.set(flag);
+    }
+
+    /// Whether `pg_terminate_backend` asked the connection to end.
+    pub fn terminated(&self) -> bool {
+        self.terminate
+            .get()
+            .is_some_and(|f| f.load(Ordering::Acquire))
     }
 
     /// Whether the connection has been idle in a transaction or COPY past its limit.

@@ -54,6 +54,7 @@ impl BrookHandler {
                 self.cancel.clone(),
             ));
             self.engine.activity.register(backend.clone());
+            self.idle.watch_terminate(backend.terminate_flag());
             if let Ok(mut b) = self.backend.lock() {
                 *b = Some(backend);
             }
