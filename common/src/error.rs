@@ -96,6 +96,9 @@ pub enum BrookError {
     /// number to a non-integer power).
     #[error("{0}")]
     PowerArgument(String),
+    /// 22011: a negative length for `substring`.
+    #[error("{0}")]
+    SubstringError(String),
     /// 22023: invalid parameter value (e.g. an unknown setting value).
     #[error("{0}")]
     InvalidParameter(String),
@@ -206,6 +209,7 @@ impl BrookError {
             BrookError::InvalidParameter(_) => "22023",
             BrookError::InvalidEscape(_) => "22025",
             BrookError::PowerArgument(_) => "2201F",
+            BrookError::SubstringError(_) => "22011",
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
             BrookError::NotNullViolation(_) => "23502",
@@ -367,6 +371,8 @@ fn classify_arrow(e: ArrowError) -> BrookError {
                 } else {
                     BrookError::InvalidDatetime(m)
                 }
+            } else if let Some(e) = integer_out_of_range(&m) {
+                e
             } else {
                 BrookError::InvalidText(input_syntax(&m).unwrap_or(m))
             }
@@ -404,7 +410,9 @@ fn classify_arrow(e: ArrowError) -> BrookError {
 /// Arrow's `Cannot cast string 'one' to value of Int32 type` in PostgreSQL's words:
 /// `invalid input syntax for type integer: "one"`.
 fn input_syntax(m: &str) -> Option<String> {
-    let rest = m.strip_prefix("Cannot cast string '")?;
+    let rest = m
+        .strip_prefix("Cannot cast string '")
+        .or_else(|| m.strip_prefix("Cannot cast value '"))?;
     let (text, rest) = rest.rsplit_once("' to value of ")?;
     let arrow = rest.strip_suffix(" type").unwrap_or(rest);
     let pg = match arrow {
@@ -418,6 +426,22 @@ fn input_syntax(m: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("invalid input syntax for type {pg}: \"{text}\""))
+}
+
+/// `Cannot cast string '3000000000' to value of Int32 type`: an integer too large for the
+/// type is out of range (22003), as PostgreSQL says, not bad text.
+fn integer_out_of_range(m: &str) -> Option<BrookError> {
+    let rest = m.strip_prefix("Cannot cast string '")?;
+    let (text, rest) = rest.rsplit_once("' to value of ")?;
+    let pg = match rest.strip_suffix(" type").unwrap_or(rest) {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        _ => return None,
+    };
+    let digits = text.trim().strip_prefix(['+', '-']).unwrap_or(text.trim());
+    (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+        .then(|| BrookError::OutOfRange(format!("value \"{text}\" is out of range for type {pg}")))
 }
 
 /// DataFusion's `No field named nope. Valid fields are ...` (or `t.nope`) in PostgreSQL's
@@ -624,7 +648,7 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::InvalidText(m)
     } else if lower.contains("non-aggregate values") || lower.contains("group by") {
         BrookError::grouping(m)
-    } else if lower.contains("ambiguous reference") {
+    } else if lower.contains("ambiguous reference") || lower.contains("would be ambiguous") {
         BrookError::ambiguous_column(m)
     } else if lower.contains("duplicate") && (lower.contains("field") || lower.contains("name")) {
         BrookError::duplicate_column(m)
@@ -732,6 +756,21 @@ mod tests {
                 .into();
         assert_eq!(b.sqlstate(), "42703");
         assert_eq!(b.to_string(), "column \"nosuchcol\" does not exist");
+        let b: BrookError =
+            ArrowError::CastError("Cannot cast value 'maybe' to value of Boolean type".into())
+                .into();
+        assert_eq!(
+            b.to_string(),
+            "invalid input syntax for type boolean: \"maybe\""
+        );
+        let b: BrookError =
+            ArrowError::CastError("Cannot cast string '3000000000' to value of Int32 type".into())
+                .into();
+        assert_eq!(b.sqlstate(), "22003");
+        assert_eq!(
+            b.to_string(),
+            "value \"3000000000\" is out of range for type integer"
+        );
         let b: BrookError = DataFusionError::Plan("No field named t.nope.".into()).into();
         assert_eq!(b.to_string(), "column t.nope does not exist");
     }

@@ -70,8 +70,8 @@ impl SqlStatementRewriteRule for StatActivityView {
     }
 }
 
-/// The (view, function) `name` reads: `pg_stat_activity` also as `pg_catalog.`, Brook's
-/// own views unqualified or in `public`/`pg_catalog`.
+/// The (view, function) `name` reads: unqualified or in `pg_catalog` (a relation of that
+/// name in another schema is read when named with its schema).
 fn function_view(name: &ObjectName) -> Option<(&'static str, &'static str)> {
     let parts: Vec<Option<&Ident>> = name.0.iter().map(|p| p.as_ident()).collect();
     let is = |i: &Option<&Ident>, w: &str| i.is_some_and(|i| i.value.eq_ignore_ascii_case(w));
@@ -79,7 +79,7 @@ fn function_view(name: &ObjectName) -> Option<(&'static str, &'static str)> {
         .into_iter()
         .find(|(view, _)| match parts.as_slice() {
             [t] => is(t, view),
-            [s, t] => (is(s, "pg_catalog") || is(s, "public")) && is(t, view),
+            [s, t] => is(s, "pg_catalog") && is(t, view),
             _ => false,
         })
 }

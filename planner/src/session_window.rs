@@ -12,7 +12,7 @@ use brook_operators::session_window::{session_runs, SessionBound};
 use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, TimeUnit};
-use datafusion::common::{exec_err, plan_err, ScalarValue};
+use datafusion::common::{exec_err, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{
@@ -107,10 +107,13 @@ impl WindowUDFImpl for SessionFunction {
             [t @ DataType::Timestamp(_, _), DataType::Interval(_)] => {
                 Ok(Arc::new(Field::new(args.name(), t.clone(), true)))
             }
-            _ => plan_err!(
-                "{}(time, gap) takes a timestamp and an interval, not {types:?}",
-                self.name()
-            ),
+            _ => Err(datafusion::error::DataFusionError::External(Box::new(
+                brook_common::brook_err!(
+                    DatatypeMismatch,
+                    "{}(time, gap) takes a timestamp and an interval, not {types:?}",
+                    self.name()
+                ),
+            ))),
         }
     }
 }

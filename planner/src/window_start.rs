@@ -56,7 +56,13 @@ impl ScalarUDFImpl for WindowStart {
     fn return_type(&self, args: &[DataType]) -> datafusion::error::Result<DataType> {
         match args {
             [t @ DataType::Timestamp(_, _), s] if s.is_integer() => Ok(t.clone()),
-            [t, _] => plan_err!("window time column must be a timestamp, not {t}"),
+            [t, _] => Err(datafusion::error::DataFusionError::External(Box::new(
+                brook_common::brook_err!(
+                    DatatypeMismatch,
+                    "window time column must be a timestamp, not {}",
+                    t
+                ),
+            ))),
             _ => plan_err!("{WINDOW_START} takes a timestamp and a stride"),
         }
     }

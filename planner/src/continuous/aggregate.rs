@@ -52,6 +52,18 @@ impl Builder<'_> {
             .position(|f| {
                 f.name() == "window_end" && matches!(f.data_type(), DataType::Timestamp(_, _))
             });
+        // The watermark closes a window only over an input that never retracts: a
+        // retraction for a closed window would be lost, so over an updating input every
+        // window stays open. (A window's time is the stream's WATERMARK column: the window
+        // rewrite refuses a time a subquery computes.)
+        let closes = !self.updating(input);
+        if end_key.is_some() && !closes && self.options.emit_on_window_close {
+            return Err(refuse(
+                "EMIT ON WINDOW CLOSE over windows of an updating input (a row that changes \
+                 after its window closed could not be taken back)",
+            ));
+        }
+        let end_key = end_key.filter(|_| closes);
         let window = end_key.map(|end_key| WindowClose {
             end_key,
             emit_on_close: self.options.emit_on_window_close,

@@ -2,14 +2,16 @@
 //! DataFusion's `substr`, and by POSIX regular expression (`substring(s FROM 'c=([^&]*)')`,
 //! `substring(s, pattern)`), which DataFusion lacks: the part of `s` that the first
 //! parenthesised subexpression matched, or the whole match when the pattern has none; NULL
-//! when nothing matches. One function under both names, so the SQL form and the call form
-//! choose by the type of the second argument as PostgreSQL does.
+//! when nothing matches. The SQL form and the call form choose by the type of the second
+//! argument, as PostgreSQL does.
 
 use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::types::logical_string;
+use datafusion::common::types::{
+    logical_int16, logical_int32, logical_int64, logical_int8, logical_string, NativeType,
+};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{
     Coercion, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -20,33 +22,43 @@ use regex::Regex;
 use std::sync::Arc;
 
 pub fn register(ctx: &SessionContext) {
-    let inner = datafusion::functions::unicode::substr();
-    let mut forms = match &inner.signature().type_signature {
-        TypeSignature::OneOf(forms) => forms.clone(),
-        other => vec![other.clone()],
+    let string = || Coercion::new_exact(TypeSignatureClass::Native(logical_string()));
+    // Positions of any integer type (psycopg sends small ints as smallint).
+    let int = || {
+        Coercion::new_implicit(
+            TypeSignatureClass::Native(logical_int64()),
+            vec![
+                TypeSignatureClass::Native(logical_int32()),
+                TypeSignatureClass::Native(logical_int16()),
+                TypeSignatureClass::Native(logical_int8()),
+            ],
+            NativeType::Int64,
+        )
     };
-    let string = Coercion::new_exact(TypeSignatureClass::Native(logical_string()));
-    forms.push(TypeSignature::Coercible(vec![
-        string.clone(),
-        string.clone(),
-    ]));
-    // `substring(s FROM pattern FOR escape)` (SQL regular expressions): refused by name.
-    forms.push(TypeSignature::Coercible(vec![
-        string.clone(),
-        string.clone(),
-        string,
-    ]));
-    ctx.register_udf(ScalarUDF::new_from_impl(Substring {
-        signature: Signature::one_of(forms, Volatility::Immutable),
-        aliases: inner.aliases().to_vec(),
-        inner,
-    }));
+    let positions = vec![
+        TypeSignature::Coercible(vec![string(), int()]),
+        TypeSignature::Coercible(vec![string(), int(), int()]),
+    ];
+    let mut forms = positions.clone();
+    forms.extend([
+        TypeSignature::Coercible(vec![string(), string()]),
+        // `substring(s FROM pattern FOR escape)` (SQL regular expressions): refused by name.
+        TypeSignature::Coercible(vec![string(), string(), string()]),
+    ]);
+    // PostgreSQL's `substr` has positions only; `substring` also the pattern forms.
+    for (name, forms) in [("substr", positions), ("substring", forms)] {
+        ctx.register_udf(ScalarUDF::new_from_impl(Substring {
+            name,
+            signature: Signature::one_of(forms, Volatility::Immutable),
+            inner: datafusion::functions::unicode::substr(),
+        }));
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Substring {
+    name: &'static str,
     signature: Signature,
-    aliases: Vec<String>,
     inner: Arc<ScalarUDF>,
 }
 
@@ -56,11 +68,7 @@ fn is_text(t: &DataType) -> bool {
 
 impl ScalarUDFImpl for Substring {
     fn name(&self) -> &str {
-        "substr"
-    }
-
-    fn aliases(&self) -> &[String] {
-        &self.aliases
+        self.name
     }
 
     fn signature(&self) -> &Signature {
@@ -89,9 +97,33 @@ impl ScalarUDFImpl for Substring {
                     .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 Ok(ColumnarValue::Array(out))
             }
+            [_, _, length] => {
+                // PostgreSQL: 22011 (DataFusion's own message is an internal error).
+                if let ColumnarValue::Scalar(v) = length {
+                    if v.clone().cast_to(&DataType::Int64).is_ok_and(
+                        |v| matches!(v, datafusion::scalar::ScalarValue::Int64(Some(n)) if n < 0),
+                    ) {
+                        return Err(negative_length());
+                    }
+                } else if let ColumnarValue::Array(a) = length {
+                    let a = cast(a, &DataType::Int64)?;
+                    let lengths = a.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+                    if lengths.iter().flatten().any(|n| n < 0) {
+                        return Err(negative_length());
+                    }
+                }
+                self.inner.invoke_with_args(args)
+            }
             _ => self.inner.invoke_with_args(args),
         }
     }
+}
+
+fn negative_length() -> DataFusionError {
+    DataFusionError::External(Box::new(brook_err!(
+        SubstringError,
+        "negative substring length not allowed"
+    )))
 }
 
 /// The regular-expression form over a batch; a pattern is compiled once per run of equal
@@ -109,17 +141,21 @@ fn by_pattern(text: &ArrayRef, pattern: &ArrayRef) -> Result<ArrayRef, BrookErro
         }
         let p = pattern.value(row);
         if compiled.as_ref().is_none_or(|(seen, _)| seen != p) {
-            let re = Regex::new(p).map_err(|e| {
-                // The regex crate draws the pattern with a caret over several lines; its
-                // last line says what is wrong.
-                let text = e.to_string();
-                let why = text.lines().last().unwrap_or_default();
-                brook_err!(
-                    InvalidRegex,
-                    "invalid regular expression: {}",
-                    why.trim_start_matches("error: ")
-                )
-            })?;
+            // PostgreSQL's `.` and `[^x]` match a newline too (no newline-sensitive mode).
+            let re = regex::RegexBuilder::new(p)
+                .dot_matches_new_line(true)
+                .build()
+                .map_err(|e| {
+                    // The regex crate draws the pattern with a caret over several lines; its
+                    // last line says what is wrong.
+                    let text = e.to_string();
+                    let why = text.lines().last().unwrap_or_default();
+                    brook_err!(
+                        InvalidRegex,
+                        "invalid regular expression: {}",
+                        why.trim_start_matches("error: ")
+                    )
+                })?;
             compiled = Some((p.to_string(), re));
         }
         let Some((_, re)) = compiled.as_ref() else {
