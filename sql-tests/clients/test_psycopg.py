@@ -170,6 +170,36 @@ def test_pg_terminate_backend_ends_the_connection(brook):
         assert admin.execute("SELECT 1").fetchone()[0] == 1
 
 
+def test_pg_terminate_backend_stops_a_running_statement(brook):
+    """A statement running on a terminated connection fails with 57P01 (AdminShutdown), not
+    57014 as a cancel would."""
+    import threading
+    import time
+
+    long = "SELECT count(*) FROM generate_series(1, 20000000000) AS g(x) WHERE x % 7 = 3"
+    with connect(brook) as busy, connect(brook) as admin:
+        pid = busy.info.backend_pid
+        errors = []
+
+        def run():
+            try:
+                busy.execute(long)
+            except psycopg.Error as e:
+                errors.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+        for _ in range(100):
+            row = admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+            if row and row[0] == "active":
+                break
+            time.sleep(0.05)
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
+        t.join(timeout=30)
+        assert not t.is_alive()
+        assert len(errors) == 1 and errors[0].sqlstate == "57P01", errors
+
+
 def test_copy_to_stdout_in_binary_format(brook):
     """COPY (query) TO STDOUT (FORMAT binary) — the path polars/connectorx read by default —
     decoded by psycopg's binary copy with the column types."""

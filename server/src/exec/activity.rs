@@ -162,7 +162,7 @@ impl Activity {
             Some(b) => {
                 b.terminate
                     .store(true, std::sync::atomic::Ordering::Release);
-                b.cancel.cancel();
+                b.cancel.terminate();
                 true
             }
             None => false,

@@ -28,6 +28,8 @@ struct Current {
 #[derive(Debug, Default)]
 pub struct SessionCancel {
     current: Mutex<Current>,
+    /// `pg_terminate_backend`: the connection is ending, and its statement says so.
+    terminated: AtomicBool,
 }
 
 impl SessionCancel {
@@ -77,6 +79,13 @@ impl SessionCancel {
         self.lock().token.cancel();
     }
 
+    /// Cancel the running statement because the connection is being terminated: its error
+    /// is 57P01, not 57014.
+    pub fn terminate(&self) {
+        self.terminated.store(true, Ordering::Release);
+        self.cancel();
+    }
+
     /// `e`, or — when it is the 57014 of a part of the statement that saw the token
     /// cancelled and stopped (a plan's leaf, an operator) before the wire layer did — the
     /// error that names the cause ([`Self::error`]).
@@ -89,7 +98,12 @@ impl SessionCancel {
 
     /// The error of the statement cancelled now: by the statement timeout or by request.
     pub fn error(&self) -> BrookError {
-        if self.lock().timed_out.load(Ordering::Acquire) {
+        if self.terminated.load(Ordering::Acquire) {
+            BrookError::Timeout {
+                message: "terminating connection due to administrator command".into(),
+                code: "57P01",
+            }
+        } else if self.lock().timed_out.load(Ordering::Acquire) {
             BrookError::Timeout {
                 message: "canceling statement due to statement timeout".into(),
                 code: "57014",
@@ -103,6 +117,15 @@ impl SessionCancel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_terminated_statement_says_so() {
+        let s = SessionCancel::default();
+        let t = s.begin();
+        s.terminate();
+        assert!(t.is_cancelled());
+        assert_eq!(s.error().sqlstate(), "57P01");
+    }
 
     #[tokio::test]
     async fn the_statement_timeout_cancels_and_says_so() {

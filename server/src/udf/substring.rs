@@ -99,18 +99,10 @@ impl ScalarUDFImpl for Substring {
             }
             [_, _, length] => {
                 // PostgreSQL: 22011 (DataFusion's own message is an internal error).
-                if let ColumnarValue::Scalar(v) = length {
-                    if v.clone().cast_to(&DataType::Int64).is_ok_and(
-                        |v| matches!(v, datafusion::scalar::ScalarValue::Int64(Some(n)) if n < 0),
-                    ) {
-                        return Err(negative_length());
-                    }
-                } else if let ColumnarValue::Array(a) = length {
-                    let a = cast(a, &DataType::Int64)?;
-                    let lengths = a.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
-                    if lengths.iter().flatten().any(|n| n < 0) {
-                        return Err(negative_length());
-                    }
+                let lengths = cast(&length.to_array(args.number_rows)?, &DataType::Int64)?;
+                let lengths = lengths.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+                if lengths.iter().flatten().any(|n| n < 0) {
+                    return Err(negative_length());
                 }
                 self.inner.invoke_with_args(args)
             }
