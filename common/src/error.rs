@@ -408,15 +408,14 @@ fn classify_arrow(e: ArrowError) -> BrookError {
     }
 }
 
-/// Arrow's `Cannot cast string 'one' to value of Int32 type` in PostgreSQL's words:
-/// `invalid input syntax for type integer: "one"`.
-fn input_syntax(m: &str) -> Option<String> {
+/// Arrow's `Cannot cast string 'one' to value of Int32 type` (or `value '...'`): the text
+/// and the PostgreSQL name of the type it was cast to.
+fn failed_cast(m: &str) -> Option<(&str, &'static str)> {
     let rest = m
         .strip_prefix("Cannot cast string '")
         .or_else(|| m.strip_prefix("Cannot cast value '"))?;
     let (text, rest) = rest.rsplit_once("' to value of ")?;
-    let arrow = rest.strip_suffix(" type").unwrap_or(rest);
-    let pg = match arrow {
+    let pg = match rest.strip_suffix(" type").unwrap_or(rest) {
         "Int16" => "smallint",
         "Int32" => "integer",
         "Int64" => "bigint",
@@ -426,22 +425,24 @@ fn input_syntax(m: &str) -> Option<String> {
         t if t.starts_with("Decimal") => "numeric",
         _ => return None,
     };
+    Some((text, pg))
+}
+
+/// A failed cast in PostgreSQL's words: `invalid input syntax for type integer: "one"`.
+fn input_syntax(m: &str) -> Option<String> {
+    let (text, pg) = failed_cast(m)?;
     Some(format!("invalid input syntax for type {pg}: \"{text}\""))
 }
 
-/// `Cannot cast string '3000000000' to value of Int32 type`: an integer too large for the
-/// type is out of range (22003), as PostgreSQL says, not bad text.
+/// An integer too large for the integer type it was cast to is out of range (22003), as
+/// PostgreSQL says, not bad text.
 fn integer_out_of_range(m: &str) -> Option<BrookError> {
-    let rest = m.strip_prefix("Cannot cast string '")?;
-    let (text, rest) = rest.rsplit_once("' to value of ")?;
-    let pg = match rest.strip_suffix(" type").unwrap_or(rest) {
-        "Int16" => "smallint",
-        "Int32" => "integer",
-        "Int64" => "bigint",
-        _ => return None,
-    };
+    let (text, pg) = failed_cast(m)?;
     let digits = text.trim().strip_prefix(['+', '-']).unwrap_or(text.trim());
-    (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+    let integer = matches!(pg, "smallint" | "integer" | "bigint")
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit());
+    integer
         .then(|| BrookError::OutOfRange(format!("value \"{text}\" is out of range for type {pg}")))
 }
 

@@ -28,8 +28,6 @@ pub struct Backend {
     pub backend_start: i64,
     cancel: Arc<SessionCancel>,
     doing: Mutex<Doing>,
-    /// Set by `pg_terminate_backend`: the connection's watchdog ends it.
-    terminate: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a connection is doing now.
@@ -78,13 +76,7 @@ impl Backend {
                 query_start: None,
                 state_change: now,
             }),
-            terminate: Arc::default(),
         }
-    }
-
-    /// Raised when the connection is to end (`pg_terminate_backend`); its watchdog reads it.
-    pub fn terminate_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
-        self.terminate.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Doing> {
@@ -160,8 +152,6 @@ impl Activity {
         let target = self.backends.lock().ok().and_then(|m| m.get(&pid).cloned());
         match target {
             Some(b) => {
-                b.terminate
-                    .store(true, std::sync::atomic::Ordering::Release);
                 b.cancel.terminate();
                 true
             }
@@ -199,10 +189,9 @@ mod tests {
         b.idle(true);
         assert_eq!(b.doing().state, "idle in transaction");
         assert!(!activity.cancel(8));
-        let flag = b.terminate_flag();
-        assert!(!flag.load(std::sync::atomic::Ordering::Acquire));
+        assert!(!cancel.terminated());
         assert!(activity.terminate(7));
-        assert!(flag.load(std::sync::atomic::Ordering::Acquire));
+        assert!(cancel.terminated());
         assert!(!activity.terminate(8));
         activity.unregister(7);
         assert!(activity.backends().is_empty());

@@ -80,10 +80,15 @@ impl SessionCancel {
     }
 
     /// Cancel the running statement because the connection is being terminated: its error
-    /// is 57P01, not 57014.
+    /// is 57P01, not 57014, and the connection's watchdog ends it ([`Self::terminated`]).
     pub fn terminate(&self) {
         self.terminated.store(true, Ordering::Release);
         self.cancel();
+    }
+
+    /// Whether `pg_terminate_backend` asked the connection to end.
+    pub fn terminated(&self) -> bool {
+        self.terminated.load(Ordering::Acquire)
     }
 
     /// `e`, or — when it is the 57014 of a part of the statement that saw the token
@@ -98,7 +103,7 @@ impl SessionCancel {
 
     /// The error of the statement cancelled now: by the statement timeout or by request.
     pub fn error(&self) -> BrookError {
-        if self.terminated.load(Ordering::Acquire) {
+        if self.terminated() {
             BrookError::Timeout {
                 message: "terminating connection due to administrator command".into(),
                 code: "57P01",

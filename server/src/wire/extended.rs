@@ -114,13 +114,12 @@ pub(super) async fn portal_param_types(
         .collect();
     // A binary value needs its type to be read; a text one only when it is an array the
     // statement tests membership in (`x = ANY($1)`), which would else be one text value.
+    let array_parameter = prepared
+        .stmt
+        .as_ref()
+        .is_some_and(brook_planner::parameter_types::has_array_parameter);
     let needs_inference = declared.iter().enumerate().any(|(i, t)| {
-        *t == Type::UNKNOWN
-            && (portal.parameter_format.is_binary(i)
-                || prepared
-                    .stmt
-                    .as_ref()
-                    .is_some_and(brook_planner::parameter_types::has_array_parameter))
+        *t == Type::UNKNOWN && (array_parameter || portal.parameter_format.is_binary(i))
     });
     match (&prepared.stmt, needs_inference) {
         (Some(stmt), true) => Ok(s

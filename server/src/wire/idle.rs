@@ -6,7 +6,7 @@
 //! The connection records what it is doing ([`IdleWatch`]); a watchdog task per connection
 //! looks every [`CHECK_EVERY`] and, past the limit, makes the connection end.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::exec::cancel::SessionCancel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,8 +31,9 @@ struct State {
 #[derive(Debug)]
 pub struct IdleWatch {
     state: Mutex<State>,
-    /// The connection's `pg_terminate_backend` flag, once its session exists.
-    terminate: std::sync::OnceLock<Arc<AtomicBool>>,
+    /// The connection's cancellation, which `pg_terminate_backend` marks, once its session
+    /// exists.
+    terminate: std::sync::OnceLock<Arc<SessionCancel>>,
 }
 
 impl Default for IdleWatch {
@@ -78,16 +79,14 @@ impl IdleWatch {
         self.lock().in_copy = open;
     }
 
-    /// Watch `flag`, the connection's `pg_terminate_backend` request.
-    pub fn watch_terminate(&self, flag: Arc<AtomicBool>) {
-        let _ = self.terminate.set(flag);
+    /// Watch `cancel`, the connection's, for a `pg_terminate_backend` request.
+    pub fn watch_terminate(&self, cancel: Arc<SessionCancel>) {
+        let _ = self.terminate.set(cancel);
     }
 
     /// Whether `pg_terminate_backend` asked the connection to end.
     pub fn terminated(&self) -> bool {
-        self.terminate
-            .get()
-            .is_some_and(|f| f.load(Ordering::Acquire))
+        self.terminate.get().is_some_and(|c| c.terminated())
     }
 
     /// Whether the connection has been idle in a transaction or COPY past its limit.

@@ -54,7 +54,7 @@ impl BrookHandler {
                 self.cancel.clone(),
             ));
             self.engine.activity.register(backend.clone());
-            self.idle.watch_terminate(backend.terminate_flag());
+            self.idle.watch_terminate(self.cancel.clone());
             if let Ok(mut b) = self.backend.lock() {
                 *b = Some(backend);
             }
