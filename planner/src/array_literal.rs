@@ -68,6 +68,44 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
     }
 }
 
+/// Elements as a one-dimensional array literal, quoted where PostgreSQL quotes them (the
+/// inverse of [`parse_text_array`]).
+pub fn array_text(items: &[Option<String>]) -> String {
+    let mut out = String::from("{");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match item {
+            Some(s) => push_element(&mut out, s),
+            None => out.push_str("NULL"),
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// One element's text in an array literal: as it is, or double-quoted with `"` and `\`
+/// escaped where PostgreSQL quotes it (empty, `NULL`, delimiters, quotes, white space).
+pub fn push_element(out: &mut String, s: &str) {
+    let quote = s.is_empty()
+        || s.eq_ignore_ascii_case("null")
+        || s.chars()
+            .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+    if !quote {
+        out.push_str(s);
+        return;
+    }
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
 /// The function a literal that is not a one-dimensional array becomes (registered by the
 /// server; it raises the literal's error).
 pub const ARRAY_LITERAL_ERROR: &str = "brook_array_literal_error";
@@ -103,24 +141,29 @@ pub fn array_literal_casts(stmt: &mut Statement) {
         else {
             return;
         };
-        let Some(items) = parse_text_array(text) else {
-            // Not a one-dimensional literal: an error when the value is read (22P02, or
-            // 0A000 for a nested literal), never the text taken as one element.
-            **inner = crate::pg_functions::function_call(
-                ARRAY_LITERAL_ERROR,
-                vec![Expr::value(Value::SingleQuotedString(text.clone()))],
-            );
-            return;
-        };
-        let elem = items
-            .into_iter()
-            .map(|i| match i {
-                Some(t) => Expr::value(Value::SingleQuotedString(t)),
-                None => Expr::value(Value::Null),
-            })
-            .collect();
-        **inner = Expr::Array(Array { elem, named: true });
+        **inner = literal_as_array(text);
     });
+}
+
+/// The text of an array literal as `ARRAY[...]` of its elements' texts (to be cast to the
+/// array type), or, when it is not a one-dimensional literal, the call that raises its
+/// error when the value is read (22P02, or 0A000 for a nested literal) — never the text
+/// taken as one element.
+pub fn literal_as_array(text: &str) -> Expr {
+    let Some(items) = parse_text_array(text) else {
+        return crate::pg_functions::function_call(
+            ARRAY_LITERAL_ERROR,
+            vec![Expr::value(Value::SingleQuotedString(text.to_string()))],
+        );
+    };
+    let elem = items
+        .into_iter()
+        .map(|i| match i {
+            Some(t) => Expr::value(Value::SingleQuotedString(t)),
+            None => Expr::value(Value::Null),
+        })
+        .collect();
+    Expr::Array(Array { elem, named: true })
 }
 
 #[cfg(test)]
@@ -145,6 +188,21 @@ mod tests {
         );
         assert!(parse_text_array("a,b").is_none());
         assert!(parse_text_array("{a,{b}}").is_none());
+    }
+
+    #[test]
+    fn texts_round_trip_through_the_literal() {
+        let items = vec![
+            Some("a".to_string()),
+            Some("b c".into()),
+            None,
+            Some("NULL".into()),
+            Some(r#"q"x\y"#.into()),
+            Some(String::new()),
+        ];
+        let text = array_text(&items);
+        assert_eq!(text, r#"{a,"b c",NULL,"NULL","q\"x\\y",""}"#);
+        assert_eq!(parse_text_array(&text).unwrap(), items);
     }
 
     #[test]

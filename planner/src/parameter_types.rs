@@ -48,8 +48,9 @@ pub fn has_array_parameter(stmt: &BrookStatement) -> bool {
     .is_break()
 }
 
-/// The parameters (`$n` → n) that are the array of an array membership test but are not
-/// typed as an array, with the array type the other argument asks for.
+/// The parameters (`$n` → n) of an array membership test that are not typed yet, with the
+/// type the other argument asks for: the array of `x = ANY($1)`, the element of
+/// `$1 = ANY(v)`.
 pub fn array_membership_parameters(plan: &LogicalPlan) -> Result<Vec<(usize, DataType)>> {
     let mut found = Vec::new();
     plan.apply_with_subqueries(|node| {
@@ -81,6 +82,18 @@ fn membership(e: &Expr, schema: &DFSchema) -> Option<(usize, DataType)> {
     };
     if !matches!(f.name(), "array_has" | "array_contains") {
         return None;
+    }
+    // `$1 = ANY(v)`: the element of v's type, as PostgreSQL infers it (asyncpg then sends
+    // an integer for an integer array; DataFusion's guess was text).
+    if let [array, Expr::Placeholder(p)] = f.args.as_slice() {
+        let n = p.id.strip_prefix('$')?.parse().ok()?;
+        if p.field.is_some() {
+            return None;
+        }
+        return match array.get_type(schema).ok()? {
+            DataType::List(item) | DataType::LargeList(item) => Some((n, item.data_type().clone())),
+            _ => None,
+        };
     }
     let [Expr::Placeholder(p), element] = f.args.as_slice() else {
         return None;

@@ -41,6 +41,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::catalog_lookups::CatalogLookups),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
         Arc::new(crate::json_ops::JsonOperators),
+        Arc::new(crate::array_operators::ArrayOperators),
         Arc::new(crate::pg_functions::StatActivityView),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
@@ -434,6 +435,8 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 let s = crate::reloptions::ReloptionsHaveNoRows.rewrite(s);
                 let s = crate::pg_functions::GenerateSubscripts.rewrite(s);
                 let s = crate::array_subquery::ArraySubquery.rewrite(s);
+                let s = crate::oid_arrays::OidArrays.rewrite(s);
+                let s = crate::domain_base::DomainBase.rewrite(s);
                 let s = crate::pg_functions::SerialSequenceIsNull.rewrite(s);
                 let s = crate::catalog_lookups::CatalogLookups.rewrite(s);
                 REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))

@@ -2,8 +2,9 @@
 
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions, visit_expressions_mut, CastKind, DataType, Expr, GroupByExpr, LimitClause,
-    OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    visit_expressions, visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, GroupByExpr,
+    LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -209,6 +210,11 @@ fn figure_colname(e: &Expr) -> Option<String> {
         } => figure_colname(expr).or_else(|| Some(type_colname(data_type))),
         Expr::TypedString(ts) => Some(type_colname(&ts.data_type)),
         Expr::Nested(inner) => figure_colname(inner),
+        // `v[1]` is named after `v`, `(r).f` after `f`.
+        Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(AccessExpr::Dot(field)) => figure_colname(field),
+            _ => figure_colname(root),
+        },
         Expr::Case { .. } => Some("case".into()),
         // PostgreSQL reads TRUE/FALSE as 't'::bool / 'f'::bool
         Expr::Value(v) if matches!(v.value, Value::Boolean(_)) => Some("bool".into()),

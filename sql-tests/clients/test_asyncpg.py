@@ -56,6 +56,37 @@ def test_pool_round_trips_binary_parameters(brook):
     run(main())
 
 
+def test_arrays_in_binary(brook):
+    """asyncpg learns array types by its type-lookup query (they were a RecursionError:
+    the lookup's own `oid[]` column was `integer[]`, whose lookup needed the lookup),
+    then sends and reads arrays in binary; `$1 = ANY(col)` types $1 as the element."""
+    async def main():
+        c = await asyncpg.connect(host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"])
+        try:
+            await c.execute("CREATE TABLE apg_arrays (id int, v int[], t text[], f float8[], at timestamp[])")
+            at = datetime.datetime(2026, 1, 1, 12, 30)
+            await c.execute("INSERT INTO apg_arrays VALUES ($1, $2, $3, $4, $5)", 1, [1, 2, None], ["a b", "c"], [1.5], [at])
+            await c.executemany(
+                "INSERT INTO apg_arrays VALUES ($1, $2, $3, $4, $5)",
+                [(2, [5], [], None, None), (3, None, ["x"], [2.0, 3.0], [])],
+            )
+            rows = [tuple(r) for r in await c.fetch("SELECT * FROM apg_arrays ORDER BY id")]
+            assert rows == [
+                (1, [1, 2, None], ["a b", "c"], [1.5], [at]),
+                (2, [5], [], None, None),
+                (3, None, ["x"], [2.0, 3.0], []),
+            ], rows
+            assert await c.fetchval("SELECT id FROM apg_arrays WHERE $1 = ANY(v)", 5) == 2
+            assert await c.fetchval("SELECT id FROM apg_arrays WHERE $1 = ANY(t)", "x") == 3
+            ids = [r[0] for r in await c.fetch("SELECT id FROM apg_arrays WHERE id = ANY($1::int[]) ORDER BY id", [1, 3])]
+            assert ids == [1, 3]
+            assert await c.fetchval("SELECT $1::text[]", ["p", None, "q r"]) == ["p", None, "q r"]
+        finally:
+            await c.close()
+
+    run(main())
+
+
 def test_set_config_and_current_setting_in_one_select(brook):
     async def main():
         c = await asyncpg.connect(host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"])

@@ -420,7 +420,23 @@ fn render(
         Type::INT4_ARRAY => get!(Vec<Option<i32>>, |v| pg_array(v, |x| x.to_string())),
         Type::INT8_ARRAY => get!(Vec<Option<i64>>, |v| pg_array(v, |x| x.to_string())),
         Type::FLOAT8_ARRAY => get!(Vec<Option<f64>>, |v| pg_array(v, |x| pg_float(x, 15, None))),
-        Type::TEXT_ARRAY => get!(Vec<Option<String>>, |v| pg_array(v, |x| x)),
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::BPCHAR_ARRAY => {
+            get!(Vec<Option<String>>, |v| pg_array(v, |x| x))
+        }
+        Type::BOOL_ARRAY => get!(Vec<Option<bool>>, |v| pg_array(v, |b| {
+            if b { "t" } else { "f" }.to_string()
+        })),
+        Type::FLOAT4_ARRAY => get!(Vec<Option<f32>>, |v| pg_array(v, |x| pg_float(
+            x as f64,
+            6,
+            Some(x)
+        ))),
+        Type::NUMERIC_ARRAY => get!(Vec<Option<rust_decimal::Decimal>>, |v| pg_array(v, |x| x
+            .to_string())),
+        Type::DATE_ARRAY => get!(Vec<Option<chrono::NaiveDate>>, |v| pg_array(v, |x| x
+            .to_string())),
+        Type::TIMESTAMP_ARRAY => get!(Vec<Option<chrono::NaiveDateTime>>, |v| pg_array(v, |x| x
+            .to_string())),
         Type::UUID => get!(RawValue, |v| {
             let h: String = v.0.iter().map(|b| format!("{b:02x}")).collect();
             if h.len() == 32 {

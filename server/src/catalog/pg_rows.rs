@@ -48,6 +48,7 @@ impl Computed {
                 Field::new("attidentity", DataType::Utf8, false),
                 Field::new("attnotnull", DataType::Boolean, false),
                 Field::new("attstorage", DataType::Utf8, false),
+                Field::new("attndims", DataType::Int16, false),
             ])),
             source,
             rows: column_rows,
@@ -220,13 +221,17 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
     let database = source.database.as_str();
     let (mut nsp, mut rel, mut num, mut typ, mut typmod, mut default, mut identity) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut not_null, mut storage) = (vec![], vec![]);
+    let (mut not_null, mut storage, mut dims) = (vec![], vec![], vec![]);
     for (sname, s) in &doc.database(database)?.schemas {
         for (rname, r) in &s.relations {
             for (i, c) in r.columns.iter().enumerate() {
                 // NOT NULL as declared, and implied by a primary key or an identity.
                 not_null.push(c.not_null || r.primary_key.contains(&i) || c.identity.is_some());
                 storage.push(storage_of(&c.ty));
+                dims.push(i16::from(matches!(
+                    c.ty,
+                    crate::pg::types::PgType::Array(_)
+                )));
                 nsp.push(sname.clone());
                 rel.push(rname.clone());
                 num.push(attnum(i)?);
@@ -256,6 +261,7 @@ fn column_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<
             Arc::new(StringArray::from(identity)),
             Arc::new(BooleanArray::from(not_null)),
             Arc::new(StringArray::from(storage)),
+            Arc::new(Int16Array::from(dims)),
         ],
     )?)
 }
@@ -267,7 +273,7 @@ fn storage_of(ty: &crate::pg::types::PgType) -> &'static str {
     use crate::pg::types::PgType as T;
     match ty {
         T::Numeric { .. } => "m",
-        T::Text | T::Varchar(_) | T::Char(_) | T::Bytea | T::Json | T::Jsonb => "x",
+        T::Text | T::Varchar(_) | T::Char(_) | T::Bytea | T::Json | T::Jsonb | T::Array(_) => "x",
         _ => "p",
     }
 }

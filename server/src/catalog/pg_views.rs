@@ -188,7 +188,7 @@ const VIEWS: [(&str, &str); 31] = [
         "brook_column_rows",
         "SELECT c.oid AS relid, b.attnum AS attnum, b.atttypid AS atttypid,
                 b.atttypmod AS atttypmod, b.adsrc AS adsrc, b.attidentity AS attidentity,
-                b.attnotnull AS attnotnull, b.attstorage AS attstorage
+                b.attnotnull AS attnotnull, b.attstorage AS attstorage, b.attndims AS attndims
            FROM pg_catalog.brook_columns b
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = b.nspname
            JOIN pg_catalog.brook_base_pg_class c ON c.relnamespace = n.oid AND c.relname = b.relname",
@@ -516,7 +516,7 @@ const VIEWS: [(&str, &str); 31] = [
     (
         "pg_attribute",
         "SELECT a.attrelid AS attrelid, a.attname AS attname, COALESCE(b.atttypid, a.atttypid) AS atttypid,
-                a.attstattarget AS attstattarget, a.attlen AS attlen, a.attnum AS attnum, a.attndims AS attndims, a.attcacheoff AS attcacheoff,
+                a.attstattarget AS attstattarget, a.attlen AS attlen, a.attnum AS attnum, COALESCE(b.attndims, a.attndims) AS attndims, a.attcacheoff AS attcacheoff,
                 COALESCE(b.atttypmod, a.atttypmod) AS atttypmod, a.attbyval AS attbyval, a.attalign AS attalign,
                 COALESCE(b.attstorage, a.attstorage) AS attstorage, a.attcompression AS attcompression,
                 COALESCE(b.attnotnull, a.attnotnull) AS attnotnull,

@@ -20,6 +20,9 @@ pub fn text_to_column(
     table: &str,
     column: &str,
 ) -> Result<ArrayRef> {
+    if let PgType::Array(elem) = ty {
+        return super::array::text_arrays(strings, elem, line_of, table, column);
+    }
     let target = ty.arrow();
     if *ty == PgType::Bytea {
         // PostgreSQL's hex or escape format, not the text's own bytes.
@@ -342,6 +345,7 @@ pub(super) fn binary_values(
             .ok_or_else(|| range(r, what))
     };
     Ok(match ty {
+        PgType::Array(elem) => super::array::binary_arrays(values, elem, lines, column)?,
         PgType::Bool => Arc::new(BooleanArray::from(each(values, |r, v| match v {
             [0] => Ok(false),
             [1] => Ok(true),

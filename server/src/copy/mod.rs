@@ -5,6 +5,7 @@
 //! any size runs in bounded memory. Conversion casts whole columns at once; a failed value is
 //! then located to report its line, as PostgreSQL does.
 
+mod array;
 mod batch;
 mod convert;
 mod out;

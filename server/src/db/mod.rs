@@ -272,12 +272,14 @@ impl Engine {
         crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
+        crate::udf::oid_array::register(&ctx);
         crate::udf::format::register(&ctx);
         crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
+        crate::udf::array_functions::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);

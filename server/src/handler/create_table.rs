@@ -77,6 +77,13 @@ pub(crate) fn pg_type_of_arrow(dt: &DataType) -> Option<PgType> {
         DataType::Timestamp(_, Some(_)) => PgType::Timestamptz,
         DataType::Time64(_) | DataType::Time32(_) => PgType::Time,
         DataType::Interval(_) => PgType::Interval,
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            match pg_type_of_arrow(f.data_type())? {
+                // One dimension is stored; a list of lists has no column type.
+                PgType::Array(_) => return None,
+                elem => PgType::Array(Box::new(elem)),
+            }
+        }
         _ => return None,
     })
 }

@@ -220,6 +220,24 @@ impl Session {
     }
 }
 
+/// The wire type of a cast's target: a column type, or `oid`/`oid[]`, which catalog
+/// queries bind (asyncpg's type lookup sends `$1::oid[]` and, told the parameter's type
+/// is unknown, looked up that type with the same query until its recursion limit).
+fn cast_type(t: &ast::DataType) -> Option<postgres_types::Type> {
+    use postgres_types::Type;
+    let is_oid = |t: &ast::DataType| {
+        matches!(t, ast::DataType::Custom(name, args)
+            if args.is_empty() && name.to_string().eq_ignore_ascii_case("oid"))
+    };
+    match t {
+        _ if is_oid(t) => Some(Type::OID),
+        ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(elem, _)) if is_oid(elem) => {
+            Some(Type::OID_ARRAY)
+        }
+        _ => crate::pg::types::PgType::from_sql(t).ok().map(|t| t.wire()),
+    }
+}
+
 /// The types of parameters cast right where they appear (`$n::type`).
 fn cast_placeholder_types(stmt: &Statement) -> BTreeMap<usize, postgres_types::Type> {
     use datafusion::sql::sqlparser::ast::{Visit, Visitor};
@@ -235,9 +253,8 @@ fn cast_placeholder_types(stmt: &Statement) -> BTreeMap<usize, postgres_types::T
                 if let Expr::Value(v) = expr.as_ref() {
                     if let ast::Value::Placeholder(p) = &v.value {
                         let n = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
-                        if let (Some(n), Ok(t)) = (n, crate::pg::types::PgType::from_sql(data_type))
-                        {
-                            self.0.insert(n, t.wire());
+                        if let (Some(n), Some(t)) = (n, cast_type(data_type)) {
+                            self.0.insert(n, t);
                         }
                     }
                 }

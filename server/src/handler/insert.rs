@@ -101,6 +101,50 @@ fn fill_default_keywords(
     Ok(())
 }
 
+/// A quoted literal in a VALUES list of several rows, for an array column, as a cast to
+/// the column's array type: PostgreSQL types an untyped literal by its column, while
+/// DataFusion unifies each VALUES column across rows and cannot unify `'{1,2}'` with
+/// `ARRAY[3]` (XX000 before). One row needs no unifying and keeps the assignment's own
+/// messages.
+fn type_array_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[usize]) {
+    let Some(SetExpr::Values(values)) = ins.source.as_mut().map(|q| q.body.as_mut()) else {
+        return;
+    };
+    if values.rows.len() < 2 {
+        return;
+    }
+    for row in values.rows.iter_mut() {
+        for (j, cell) in row.iter_mut().enumerate() {
+            let column = targets.get(j).copied().or(targets.is_empty().then_some(j));
+            let Some(ty) = column.and_then(|i| meta.columns.get(i)).map(|c| &c.ty) else {
+                continue;
+            };
+            let Expr::Value(ast::ValueWithSpan {
+                value: ast::Value::SingleQuotedString(text),
+                ..
+            }) = cell
+            else {
+                continue;
+            };
+            if !matches!(ty, crate::pg::types::PgType::Array(_)) {
+                continue;
+            }
+            let Some(data_type) =
+                crate::pg::types::cast_name(&ty.wire()).and_then(crate::pg::types::sql_data_type)
+            else {
+                continue;
+            };
+            *cell = Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr: Box::new(brook_planner::array_literal::literal_as_array(text)),
+                data_type,
+                array: false,
+                format: None,
+            };
+        }
+    }
+}
+
 /// A column's DEFAULT text as an expression.
 pub(crate) fn default_expr(text: &str) -> Result<Expr> {
     if let Statement::Query(q) = default_query(text)? {
@@ -139,6 +183,7 @@ impl Session {
             targets.push(i);
         }
         fill_default_keywords(&mut ins, &meta, &targets)?;
+        type_array_literals(&mut ins, &meta, &targets);
         let mode = match &ins.on {
             None => WriteMode::Append,
             Some(OnInsert::OnConflict(oc)) => match &oc.action {

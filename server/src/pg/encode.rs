@@ -278,6 +278,7 @@ fn put_int(out: &mut BytesMut, ty: &Type, v: i64) {
     match *ty {
         Type::INT2 => out.put_i16(v as i16),
         Type::INT4 => out.put_i32(v as i32),
+        Type::OID => out.put_u32(v as u32),
         _ => out.put_i64(v),
     }
 }
@@ -544,22 +545,7 @@ fn format_list(a: &dyn Array, i: usize, out: &mut String) {
                 }
                 let mut s = String::new();
                 view.write_text(j, &mut s);
-                let needs_quote = s.is_empty()
-                    || s.eq_ignore_ascii_case("null")
-                    || s.chars()
-                        .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-                if needs_quote {
-                    out.push('"');
-                    for c in s.chars() {
-                        if c == '"' || c == '\\' {
-                            out.push('\\');
-                        }
-                        out.push(c);
-                    }
-                    out.push('"');
-                } else {
-                    out.push_str(&s);
-                }
+                brook_planner::array_literal::push_element(out, &s);
             }
         }
         Err(_) => out.push_str("..."),

@@ -1,5 +1,6 @@
 //! PostgreSQL column types and their text and binary formats.
 
+pub mod binary_array;
 pub mod datetime;
 pub mod encode;
 pub mod fast_text;

@@ -2,14 +2,20 @@
 
 use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
-use datafusion::sql::sqlparser::ast::{DataType as SqlType, ExactNumberInfo, TimezoneInfo};
+use datafusion::sql::sqlparser::ast::{
+    ArrayElemTypeDef, DataType as SqlType, ExactNumberInfo, TimezoneInfo,
+};
 use postgres_types::Type;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Field-metadata key that records the declared PostgreSQL type of a stored column, so
 /// results report `varchar`, `jsonb`, ... rather than only the Arrow type.
 pub const PG_TYPE_KEY: &str = "brook.pg_type";
+
+/// The [`PG_TYPE_KEY`] value of a list of catalog oids (no column has this type).
+pub const OID_ARRAY_TYPE: &str = "oid[]";
 
 /// A column type as declared in CREATE TABLE / CREATE STREAM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +43,10 @@ pub enum PgType {
     Json,
     Jsonb,
     Uuid,
+    /// A one-dimensional array of the element type (`integer[]`), stored as an Arrow list.
+    /// PostgreSQL does not enforce a declared number of dimensions (`int[][]` is `int[]`);
+    /// Brook stores one dimension and refuses a nested value by name.
+    Array(Box<PgType>),
 }
 
 impl PgType {
@@ -82,6 +92,12 @@ impl PgType {
             S::JSON => PgType::Json,
             S::JSONB => PgType::Jsonb,
             S::Uuid => PgType::Uuid,
+            S::Array(
+                ArrayElemTypeDef::SquareBracket(inner, _) | ArrayElemTypeDef::AngleBracket(inner),
+            ) => match PgType::from_sql(inner)? {
+                PgType::Array(elem) => PgType::Array(elem),
+                elem => PgType::Array(Box::new(elem)),
+            },
             S::Custom(name, args) if args.is_empty() => {
                 let n = name.to_string().to_ascii_lowercase();
                 match n.trim_matches('"') {
@@ -137,6 +153,9 @@ impl PgType {
                 DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
             }
             PgType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            PgType::Array(elem) => {
+                DataType::List(Arc::new(Field::new_list_field(elem.arrow(), true)))
+            }
         }
     }
 
@@ -188,6 +207,7 @@ impl PgType {
             PgType::Json => "json".into(),
             PgType::Jsonb => "jsonb".into(),
             PgType::Uuid => "uuid".into(),
+            PgType::Array(elem) => format!("{}[]", elem.name()),
         }
     }
 
@@ -199,13 +219,7 @@ impl PgType {
 
     /// Parse a name produced by [`PgType::name`].
     pub fn from_name(name: &str) -> Option<PgType> {
-        let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
-        let t = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
-            .try_with_sql(name)
-            .ok()?
-            .parse_data_type()
-            .ok()?;
-        PgType::from_sql(&t).ok()
+        PgType::from_sql(&sql_data_type(name)?).ok()
     }
 
     /// The wire type of values of this column.
@@ -230,6 +244,7 @@ impl PgType {
             PgType::Json => Type::JSON,
             PgType::Jsonb => Type::JSONB,
             PgType::Uuid => Type::UUID,
+            PgType::Array(elem) => array_of(&elem.wire()),
         }
     }
 
@@ -241,9 +256,20 @@ impl PgType {
                 precision: Some(p),
                 scale,
             } => (((*p as i32) << 16) | (scale.unwrap_or(0) as i32 & 0xffff)) + 4,
+            PgType::Array(elem) => elem.typmod(),
             _ => -1,
         }
     }
+}
+
+/// A type name (`integer[]`, `character varying(10)`) as the parser's data type.
+pub fn sql_data_type(name: &str) -> Option<SqlType> {
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(name)
+        .ok()?
+        .parse_data_type()
+        .ok()
 }
 
 fn numeric(p: u64, s: i64) -> Result<PgType> {
@@ -276,6 +302,9 @@ fn char_len(len: &Option<datafusion::sql::sqlparser::ast::CharacterLength>) -> O
 /// The wire type for a result column: the declared type when the field carries one, else a
 /// mapping of the Arrow type.
 pub fn wire_type(field: &Field) -> Type {
+    if field.metadata().get(PG_TYPE_KEY).map(String::as_str) == Some(OID_ARRAY_TYPE) {
+        return Type::OID_ARRAY;
+    }
     if let Some(t) = PgType::from_field(field) {
         if t.arrow() == *field.data_type() {
             return t.wire();
@@ -329,6 +358,14 @@ fn array_of(t: &Type) -> Type {
         Type::DATE => Type::DATE_ARRAY,
         Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
         Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
+        Type::TIME => Type::TIME_ARRAY,
+        Type::INTERVAL => Type::INTERVAL_ARRAY,
+        Type::BYTEA => Type::BYTEA_ARRAY,
+        Type::VARCHAR => Type::VARCHAR_ARRAY,
+        Type::BPCHAR => Type::BPCHAR_ARRAY,
+        Type::JSON => Type::JSON_ARRAY,
+        Type::JSONB => Type::JSONB_ARRAY,
+        Type::UUID => Type::UUID_ARRAY,
         _ => Type::TEXT_ARRAY,
     }
 }
@@ -380,6 +417,11 @@ pub fn cast_name(t: &Type) -> Option<&'static str> {
         Type::DATE_ARRAY => "date[]",
         Type::TIMESTAMP_ARRAY => "timestamp[]",
         Type::TIMESTAMPTZ_ARRAY => "timestamptz[]",
+        Type::TIME_ARRAY => "time[]",
+        Type::INTERVAL_ARRAY => "interval[]",
+        Type::BYTEA_ARRAY => "bytea[]",
+        // Kept as text elements; the column's type checks each one on the way in.
+        Type::UUID_ARRAY | Type::JSON_ARRAY | Type::JSONB_ARRAY => "text[]",
         _ => return None,
     })
 }

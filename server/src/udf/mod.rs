@@ -1,6 +1,7 @@
 //! The SQL functions Brook adds to DataFusion's.
 
 pub mod activity;
+pub mod array_functions;
 pub mod checked;
 pub mod format;
 pub mod functions;
@@ -8,6 +9,7 @@ pub mod json_build;
 pub mod json_path;
 pub mod mode;
 pub mod nexmark;
+pub mod oid_array;
 pub mod operator_functions;
 pub mod pg_admin;
 pub mod sequences;

@@ -18,6 +18,9 @@ use std::sync::Arc;
 
 /// Register the functions on a database context.
 pub fn register(ctx: &SessionContext) {
+    if let Ok(inner) = datafusion::execution::FunctionRegistry::udf(ctx, "format_type") {
+        ctx.register_udf(ScalarUDF::new_from_impl(FormatType { inner }));
+    }
     ctx.register_udf(create_udf(
         "pg_size_pretty",
         vec![DataType::Int64],
@@ -271,5 +274,74 @@ mod tests {
         ] {
             assert_eq!(size_pretty(size), text, "{size}");
         }
+    }
+}
+
+/// `format_type(oid, typmod)` with the modifier of an array's element type
+/// (`character varying(2)[]`); the compatibility crate's function prints modifiers of
+/// scalar types only (`character varying[]`). An array type's row is formatted as its
+/// element's, then marked `[]`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct FormatType {
+    inner: Arc<ScalarUDF>,
+}
+
+impl ScalarUDFImpl for FormatType {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        self.inner.return_type(arg_types)
+    }
+
+    fn invoke_with_args(
+        &self,
+        mut args: ScalarFunctionArgs,
+    ) -> datafusion::error::Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let oids =
+            datafusion::arrow::compute::cast(&args.args[0].to_array(rows)?, &DataType::Int64)?;
+        let oids = oids.as_primitive::<Int64Type>();
+        let mut arrays = vec![false; oids.len()];
+        let elements: datafusion::arrow::array::Int64Array = oids
+            .iter()
+            .enumerate()
+            .map(|(r, oid)| {
+                let elem = oid
+                    .and_then(|o| u32::try_from(o).ok())
+                    .and_then(postgres_types::Type::from_oid)
+                    .and_then(|t| match t.kind() {
+                        postgres_types::Kind::Array(e) => Some(i64::from(e.oid())),
+                        _ => None,
+                    });
+                arrays[r] = elem.is_some();
+                elem.or(oid)
+            })
+            .collect();
+        if !arrays.contains(&true) {
+            return self.inner.invoke_with_args(args);
+        }
+        args.args[0] = ColumnarValue::Array(Arc::new(elements));
+        let out = self.inner.invoke_with_args(args)?.to_array(rows)?;
+        let out = out.as_string::<i32>();
+        let marked: StringArray = out
+            .iter()
+            .zip(&arrays)
+            .map(|(t, array)| {
+                t.map(|t| {
+                    if *array {
+                        format!("{t}[]")
+                    } else {
+                        t.to_string()
+                    }
+                })
+            })
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(marked)))
     }
 }

@@ -212,6 +212,7 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
                 ))
             }
         },
+        _ if matches!(ty.kind(), postgres_types::Kind::Array(_)) => array_text(b, ty)?,
         // Reading other bytes as text would store garbage: refuse them by name.
         _ => {
             return Err(brook_err!(
@@ -230,6 +231,26 @@ fn utf8_param(b: &[u8]) -> Result<String, BrookError> {
             "invalid byte sequence for encoding \"UTF8\" in parameter"
         )
     })
+}
+
+/// A binary one-dimensional array as PostgreSQL's array text (`{1,NULL,"a b"}`), each
+/// element read as a parameter of the element type is.
+fn array_text(b: &[u8], ty: &Type) -> Result<String, BrookError> {
+    let postgres_types::Kind::Array(elem) = ty.kind() else {
+        return Err(brook_err!(Internal, "{} is not an array type", ty.name()));
+    };
+    let elements = crate::pg::binary_array::elements(b, elem).map_err(|e| match e {
+        crate::pg::binary_array::ArrayError::Layout(what) => brook_err!(
+            Protocol,
+            "incorrect binary data format in bind parameter: {what}"
+        ),
+        crate::pg::binary_array::ArrayError::Other(e) => e,
+    })?;
+    let items = elements
+        .into_iter()
+        .map(|v| v.map(|v| binary_param_text(v, elem)).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(brook_planner::array_literal::array_text(&items))
 }
 
 /// A binary uuid (16 bytes) in its text form, `8-4-4-4-12` hex digits.

@@ -3,7 +3,7 @@
 use crate::catalog::RelationMeta;
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::arrow::array::{Array, ArrayRef, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field};
 use std::sync::Arc;
@@ -11,6 +11,11 @@ use std::sync::Arc;
 /// Convert a value column to a table column's type with PostgreSQL's assignment rules:
 /// text is parsed as input of the type; numbers convert when they fit (22003 otherwise).
 pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> Result<ArrayRef> {
+    if let PgType::Array(elem) = ty {
+        if let Some(list) = as_list(col)? {
+            return coerce_elements(&list, elem, name);
+        }
+    }
     let target = ty.arrow();
     // A uuid is kept as text, but not any text: it goes through the check below.
     if col.data_type() == &target && *ty != PgType::Uuid {
@@ -46,7 +51,7 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                     DatatypeMismatch,
                     "column \"{name}\" is of type {} but expression is of type {}",
                     ty.name(),
-                    crate::pg::types::arrow_wire_type(src).name()
+                    crate::pg::types::typeof_name(src)
                 ));
             }
             let rounded = round_floats_for_int(col, ty)?;
@@ -64,6 +69,35 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
             Ok(out)
         }
     }
+}
+
+/// A list column of any Arrow list layout as `List`, or `None` for other columns.
+fn as_list(col: &ArrayRef) -> Result<Option<ListArray>> {
+    let item = match col.data_type() {
+        DataType::List(_) => return Ok(Some(col.as_list::<i32>().clone())),
+        DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::ListView(f) => f,
+        _ => return Ok(None),
+    };
+    let as_list = DataType::List(Arc::new(Field::new_list_field(
+        item.data_type().clone(),
+        true,
+    )));
+    let cast = cast_with_options(col, &as_list, &CastOptions::default())?;
+    Ok(Some(cast.as_list::<i32>().clone()))
+}
+
+/// A list's elements assigned to an array column's element type, each as a value of that
+/// type is (`ARRAY[1.5]` into `integer[]` rounds, `ARRAY['abc']` into `varchar(2)[]` is
+/// 22001).
+fn coerce_elements(list: &ListArray, elem: &PgType, name: &str) -> Result<ArrayRef> {
+    let field = Field::new_list_field(list.values().data_type().clone(), true);
+    let values = coerce_column(list.values(), &field, elem, name)?;
+    Ok(Arc::new(ListArray::try_new(
+        Arc::new(Field::new_list_field(elem.arrow(), true)),
+        list.offsets().clone(),
+        values,
+        list.nulls().cloned(),
+    )?))
 }
 
 /// PostgreSQL rounds (half to even) when a float is assigned to an integer column.
@@ -114,6 +148,8 @@ pub(crate) fn assignable(src: &DataType, ty: &PgType) -> bool {
         ),
         PgType::Time => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
         PgType::Interval => matches!(src, DataType::Interval(_) | DataType::Duration(_)),
+        // A list is assigned element by element before this is asked.
+        PgType::Array(_) => false,
     }
 }
 
