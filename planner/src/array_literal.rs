@@ -28,6 +28,7 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
             chars.next();
         }
         let mut item = String::new();
+        let mut escaped = false;
         let quoted = chars.peek() == Some(&'"');
         if quoted {
             chars.next();
@@ -43,6 +44,9 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
                 chars.next();
             }
         } else {
+            // A backslash takes the next character as it is, outside quotes too (`a\,b` is
+            // one element); escaped characters are never trimmed and make `NULL` a text.
+            let mut kept = 0;
             while let Some(&c) = chars.peek() {
                 if c == ',' {
                     break;
@@ -50,12 +54,19 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
                 if c == '{' || c == '}' || c == '"' {
                     return None;
                 }
-                item.push(c);
                 chars.next();
+                if c == '\\' {
+                    item.push(chars.next()?);
+                    escaped = true;
+                    kept = item.len();
+                    continue;
+                }
+                item.push(c);
             }
-            item = item.trim().to_string();
+            let end = item.trim_end().len().max(kept);
+            item.truncate(end);
         }
-        if !quoted && item.eq_ignore_ascii_case("null") {
+        if !quoted && !escaped && item.eq_ignore_ascii_case("null") {
             items.push(None);
         } else {
             items.push(Some(item));
@@ -128,7 +139,7 @@ pub fn array_literal_casts(stmt: &mut Statement) {
     crate::pg_functions::rewrite_expressions(stmt, |expr| {
         let Expr::Cast {
             expr: inner,
-            data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(_, _)),
+            data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(elem, _)),
             ..
         } = expr
         else {
@@ -141,29 +152,46 @@ pub fn array_literal_casts(stmt: &mut Statement) {
         else {
             return;
         };
-        **inner = literal_as_array(text);
+        **inner = literal_as_array(text, elem);
     });
 }
 
-/// The text of an array literal as `ARRAY[...]` of its elements' texts (to be cast to the
-/// array type), or, when it is not a one-dimensional literal, the call that raises its
-/// error when the value is read (22P02, or 0A000 for a nested literal) — never the text
-/// taken as one element.
-pub fn literal_as_array(text: &str) -> Expr {
+/// The text of an array literal as `ARRAY[...]` of its elements' texts, each cast to
+/// `elem` as a literal of that type is (`'\x0102'::bytea` is two bytes, not the text's six),
+/// or, when it is not a one-dimensional literal, the call that raises its error when the
+/// value is read (22P02, or 0A000 for a nested literal) — never the text taken as one
+/// element.
+pub fn literal_as_array(text: &str, elem: &DataType) -> Expr {
     let Some(items) = parse_text_array(text) else {
         return crate::pg_functions::function_call(
             ARRAY_LITERAL_ERROR,
             vec![Expr::value(Value::SingleQuotedString(text.to_string()))],
         );
     };
-    let elem = items
+    let items = items
         .into_iter()
         .map(|i| match i {
-            Some(t) => Expr::value(Value::SingleQuotedString(t)),
-            None => Expr::value(Value::Null),
+            Some(t) => Expr::Cast {
+                kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                expr: Box::new(Expr::value(Value::SingleQuotedString(t))),
+                data_type: elem.clone(),
+                array: false,
+                format: None,
+            },
+            // Typed too: DataFusion finds no common type for `Binary` and `Null`.
+            None => Expr::Cast {
+                kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                expr: Box::new(Expr::value(Value::Null)),
+                data_type: elem.clone(),
+                array: false,
+                format: None,
+            },
         })
         .collect();
-    Expr::Array(Array { elem, named: true })
+    Expr::Array(Array {
+        elem: items,
+        named: true,
+    })
 }
 
 #[cfg(test)]
@@ -188,6 +216,18 @@ mod tests {
         );
         assert!(parse_text_array("a,b").is_none());
         assert!(parse_text_array("{a,{b}}").is_none());
+        // escapes outside quotes, as PostgreSQL's array input reads them
+        assert_eq!(
+            parse_text_array(r#"{a\\b, c\,d ,\{,a\"b,\NULL, x\ }"#).unwrap(),
+            vec![
+                Some(r"a\b".into()),
+                Some("c,d".into()),
+                Some("{".into()),
+                Some("a\"b".into()),
+                Some("NULL".into()),
+                Some("x ".into())
+            ]
+        );
     }
 
     #[test]
@@ -216,7 +256,8 @@ mod tests {
         array_literal_casts(&mut s);
         assert_eq!(
             s.to_string(),
-            "SELECT ARRAY['1', '2', NULL]::INT[], CAST(ARRAY['a', 'b,c'] AS TEXT[]), 'x'::TEXT"
+            "SELECT ARRAY[CAST('1' AS INT), CAST('2' AS INT), CAST(NULL AS INT)]::INT[], \
+             CAST(ARRAY[CAST('a' AS TEXT), CAST('b,c' AS TEXT)] AS TEXT[]), 'x'::TEXT"
         );
         let mut s = datafusion::sql::sqlparser::parser::Parser::parse_sql(
             &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},

@@ -42,6 +42,7 @@ pub mod array_comparison;
 pub mod array_literal;
 pub mod array_operators;
 pub mod array_subquery;
+pub mod array_text;
 pub mod bytea;
 pub mod catalog_lookups;
 pub mod checked;

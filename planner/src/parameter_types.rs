@@ -17,8 +17,9 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// Whether `stmt` tests membership in a parameter (`x = ANY($1)`, `x <> ALL($1)`, or the
-/// `array_contains($1, x)` the first becomes): its type must then be inferred even when the
-/// client sent it as text, or the array would be read as one text value.
+/// `array_contains($1, x)` the first becomes) or containment of one (`a @> $1`, `a && $1`):
+/// its type must then be inferred even when the client sent it as text, or the array
+/// would be read as one text value.
 pub fn has_array_parameter(stmt: &BrookStatement) -> bool {
     let StatementBody::Sql(s) = &stmt.body else {
         return false;
@@ -28,6 +29,23 @@ pub fn has_array_parameter(stmt: &BrookStatement) -> bool {
     visit_expressions(s.as_ref(), |e| match e {
         SqlExpr::AnyOp { right, .. } | SqlExpr::AllOp { right, .. } if is_placeholder(right) => {
             ControlFlow::Break(())
+        }
+        SqlExpr::Function(f)
+            if ["array_has_all", "array_has_any"]
+                .iter()
+                .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
+        {
+            match &f.args {
+                FunctionArguments::List(l)
+                    if l.args.iter().any(|a| {
+                        matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Expr(a))
+                            if is_placeholder(a))
+                    }) =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
         }
         SqlExpr::Function(f)
             if f.name.to_string().eq_ignore_ascii_case("array_contains")
@@ -80,6 +98,19 @@ fn membership(e: &Expr, schema: &DFSchema) -> Option<(usize, DataType)> {
     let Expr::ScalarFunction(f) = e else {
         return None;
     };
+    // `a @> $1`, `$1 <@ a`, `a && $1`: the other array's type.
+    if matches!(f.name(), "array_has_all" | "array_has_any") {
+        let [x, y] = f.args.as_slice() else {
+            return None;
+        };
+        let (p, other) = match (x, y) {
+            (Expr::Placeholder(p), other) | (other, Expr::Placeholder(p)) => (p, other),
+            _ => return None,
+        };
+        let n = p.id.strip_prefix('$')?.parse().ok()?;
+        let other = other.get_type(schema).ok()?;
+        return (p.field.is_none() && other.is_nested()).then_some((n, other));
+    }
     if !matches!(f.name(), "array_has" | "array_contains") {
         return None;
     }

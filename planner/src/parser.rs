@@ -132,7 +132,9 @@ fn before_compat_rules(text: &str) -> String {
     };
     let before = s.to_string();
     let after = [
-        &crate::empty_catalogs::EmptyCatalogs as &dyn SqlStatementRewriteRule,
+        // Before the crate's `FixArrayLiteral`, which splits `'{1,NULL}'` at every comma.
+        &crate::array_literal::ArrayLiteralCasts as &dyn SqlStatementRewriteRule,
+        &crate::empty_catalogs::EmptyCatalogs,
         &crate::system_columns::TableOid,
         &crate::system_columns::CatalogRegclass,
         &crate::regproc_columns::RegprocColumns,
@@ -431,6 +433,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             .into_iter()
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
+                // A user query can land here too (`pg_typeof(...)` names pg_type).
+                let s = crate::json_ops::JsonOperators.rewrite(s);
+                let s = crate::array_operators::ArrayOperators.rewrite(s);
                 let s = crate::pg_functions::StatActivityView.rewrite(s);
                 let s = crate::reloptions::ReloptionsHaveNoRows.rewrite(s);
                 let s = crate::pg_functions::GenerateSubscripts.rewrite(s);

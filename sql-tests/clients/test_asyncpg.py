@@ -81,6 +81,14 @@ def test_arrays_in_binary(brook):
             ids = [r[0] for r in await c.fetch("SELECT id FROM apg_arrays WHERE id = ANY($1::int[]) ORDER BY id", [1, 3])]
             assert ids == [1, 3]
             assert await c.fetchval("SELECT $1::text[]", ["p", None, "q r"]) == ["p", None, "q r"]
+            # UPDATE's SET and WHERE parameters and containment tests are typed too
+            await c.execute("UPDATE apg_arrays SET t = $1 WHERE id = $2", ["u", "v"], 2)
+            assert await c.fetchval("SELECT id FROM apg_arrays WHERE t @> $1", ["v"]) == 2
+            assert await c.fetchval("SELECT count(*) FROM apg_arrays WHERE t && $1", ["u", "x"]) == 2
+            await c.execute("DELETE FROM apg_arrays WHERE id = $1", 3)
+            await c.execute("CREATE TABLE apg_bytes (b bytea[])")
+            await c.execute("INSERT INTO apg_bytes VALUES ($1)", [b"\x00\x01", None, b"\\"])
+            assert await c.fetchval("SELECT b FROM apg_bytes") == [b"\x00\x01", None, b"\\"]
         finally:
             await c.close()
 

@@ -423,6 +423,19 @@ fn render(
         Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::BPCHAR_ARRAY => {
             get!(Vec<Option<String>>, |v| pg_array(v, |x| x))
         }
+        Type::BYTEA_ARRAY => get!(Vec<Option<Vec<u8>>>, |v| pg_array(v, |b| format!(
+            "\\x{}",
+            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+        ))),
+        // jsonb's binary form is a version byte, then the JSON text; json's is the text.
+        Type::JSONB => get!(RawValue, |j| String::from_utf8_lossy(
+            j.0.get(1..).unwrap_or_default()
+        )
+        .into_owned()),
+        Type::JSON => get!(RawValue, |j| String::from_utf8_lossy(&j.0).into_owned()),
+        Type::JSONB_ARRAY => get!(Vec<Option<RawValue>>, |v| pg_array(v, |j| {
+            String::from_utf8_lossy(j.0.get(1..).unwrap_or_default()).into_owned()
+        })),
         Type::BOOL_ARRAY => get!(Vec<Option<bool>>, |v| pg_array(v, |b| {
             if b { "t" } else { "f" }.to_string()
         })),

@@ -3,7 +3,7 @@
 
 use crate::pg::fast_text::RawText;
 use crate::pg::types::PgType;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use std::sync::Arc;
@@ -66,6 +66,33 @@ pub fn text_to_column(
             }
         }
         PgType::Interval => normalize_intervals(strings),
+        // Checked as PostgreSQL's input does; jsonb kept as PostgreSQL prints it.
+        PgType::Json | PgType::Jsonb => {
+            let text = cast_with_options(
+                strings,
+                &datafusion::arrow::datatypes::DataType::Utf8,
+                &CastOptions::default(),
+            )?;
+            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+            let mut out = datafusion::arrow::array::StringBuilder::new();
+            for (r, v) in text.iter().enumerate() {
+                match v {
+                    None => out.append_null(),
+                    Some(v) => {
+                        let stored = crate::pg::json::stored(v, *ty == PgType::Jsonb);
+                        out.append_value(stored.map_err(|e| match e {
+                            BrookError::InvalidText(m) => brook_err!(
+                                InvalidText,
+                                "{m} (COPY {table}, line {}, column {column})",
+                                line_of(r)
+                            ),
+                            other => other,
+                        })?)
+                    }
+                }
+            }
+            return Ok(Arc::new(out.finish()));
+        }
         // Kept as canonical text: any input form PostgreSQL accepts, checked here.
         PgType::Uuid => {
             let text = cast_with_options(
@@ -451,7 +478,7 @@ pub(super) fn binary_values(
                     Some(_) => return Err(bad(r, "jsonb (version byte 1)")),
                 }
             }
-            Arc::new(sb.finish())
+            texts_to_column(sb, ty, lines, column)?
         }
     })
 }

@@ -266,6 +266,9 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::array_text::ArrayTextCasts::new(
+            crate::udf::array_text::udf(),
+        )));
 
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, crate::catalog::pg_views::Roles)
             .map_err(|e| BrookError::from(*e))?;

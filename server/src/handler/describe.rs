@@ -113,16 +113,7 @@ impl Session {
                 let names = brook_planner::rewrite::output_names(&q);
                 pg_literals(&mut q)?;
                 let plan = self.plan(q).await?;
-                for (k, v) in plan.get_parameter_types()? {
-                    if let (Some(i), Some(dt)) =
-                        (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
-                    {
-                        inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
-                    }
-                }
-                for (i, dt) in brook_planner::parameter_types::array_membership_parameters(&plan)? {
-                    inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
-                }
+                plan_parameter_types(&plan, &mut inferred)?;
                 Some(pg_named(plan.schema().as_arrow().clone(), names))
             }
             Statement::Insert(ins) => {
@@ -164,7 +155,47 @@ impl Session {
             Statement::ShowVariable { .. }
             | Statement::Fetch { .. }
             | Statement::Execute { .. } => self.describe(stmt).await?,
-            Statement::Update(_) | Statement::Delete(_) => self.returning_schema(s).await?,
+            Statement::Update(u) => {
+                // `SET col = $n`: the column's type, as PostgreSQL infers it (asyncpg then
+                // sends a list for an array column).
+                if let Ok(target) = self.dml_target(&u.table.relation, "UPDATE") {
+                    for a in &u.assignments {
+                        let (ast::AssignmentTarget::ColumnName(c), Expr::Value(v)) =
+                            (&a.target, &a.value)
+                        else {
+                            continue;
+                        };
+                        let ast::Value::Placeholder(p) = &v.value else {
+                            continue;
+                        };
+                        let column = object_parts(c)
+                            .ok()
+                            .and_then(|p| p.last().cloned())
+                            .and_then(|n| target.meta.columns.iter().find(|m| m.name == n));
+                        let n = p.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
+                        if let (Some(column), Some(n)) = (column, n) {
+                            inferred.insert(n, column.ty.wire());
+                        }
+                    }
+                }
+                self.where_parameter_types(&u.table.relation, u.selection.as_ref(), &mut inferred)
+                    .await;
+                self.returning_schema(s).await?
+            }
+            Statement::Delete(d) => {
+                let tables = match &d.from {
+                    ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+                };
+                if let [table] = tables.as_slice() {
+                    self.where_parameter_types(
+                        &table.relation,
+                        d.selection.as_ref(),
+                        &mut inferred,
+                    )
+                    .await;
+                }
+                self.returning_schema(s).await?
+            }
             _ => Some(Arc::new(Schema::empty())),
         };
         // `$n::type` / `CAST($n AS type)` gives the parameter that type, as in PostgreSQL
@@ -180,6 +211,32 @@ impl Session {
             }
         }
         Ok((types, schema))
+    }
+
+    /// The types of the parameters in an UPDATE's or DELETE's WHERE clause, as the same
+    /// condition in a query over the table gives them (`WHERE id = $2` is an integer; it
+    /// was unknown, and asyncpg then refused to send an int). Best effort: a condition
+    /// that does not plan leaves its parameters to the client.
+    async fn where_parameter_types(
+        &self,
+        relation: &TableFactor,
+        selection: Option<&Expr>,
+        inferred: &mut BTreeMap<usize, postgres_types::Type>,
+    ) {
+        let Some(selection) = selection else {
+            return;
+        };
+        let sql = format!("SELECT 1 FROM {relation} WHERE {selection}");
+        let Ok(Some(mut q)) = brook_planner::parser::parse_one(&sql).map(|s| s.into_plain_sql())
+        else {
+            return;
+        };
+        if pg_literals(&mut q).is_err() {
+            return;
+        }
+        if let Ok(plan) = self.plan(q).await {
+            let _ = plan_parameter_types(&plan, inferred);
+        }
     }
 
     /// The result schema of a DML statement: its RETURNING list over the target table, or
@@ -236,6 +293,24 @@ fn cast_type(t: &ast::DataType) -> Option<postgres_types::Type> {
         }
         _ => crate::pg::types::PgType::from_sql(t).ok().map(|t| t.wire()),
     }
+}
+
+/// The parameter types DataFusion infers for a plan, and those of array tests
+/// (`brook_planner::parameter_types`).
+fn plan_parameter_types(
+    plan: &datafusion::logical_expr::LogicalPlan,
+    inferred: &mut BTreeMap<usize, postgres_types::Type>,
+) -> Result<()> {
+    for (k, v) in plan.get_parameter_types()? {
+        if let (Some(i), Some(dt)) = (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
+        {
+            inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
+        }
+    }
+    for (i, dt) in brook_planner::parameter_types::array_membership_parameters(plan)? {
+        inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
+    }
+    Ok(())
 }
 
 /// The types of parameters cast right where they appear (`$n::type`).

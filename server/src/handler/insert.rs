@@ -116,33 +116,43 @@ fn type_array_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[us
     for row in values.rows.iter_mut() {
         for (j, cell) in row.iter_mut().enumerate() {
             let column = targets.get(j).copied().or(targets.is_empty().then_some(j));
-            let Some(ty) = column.and_then(|i| meta.columns.get(i)).map(|c| &c.ty) else {
-                continue;
-            };
-            let Expr::Value(ast::ValueWithSpan {
-                value: ast::Value::SingleQuotedString(text),
-                ..
-            }) = cell
-            else {
-                continue;
-            };
-            if !matches!(ty, crate::pg::types::PgType::Array(_)) {
-                continue;
+            let typed = column
+                .and_then(|i| meta.columns.get(i))
+                .and_then(|c| typed_array_literal(cell, &c.ty));
+            if let Some(typed) = typed {
+                *cell = typed;
             }
-            let Some(data_type) =
-                crate::pg::types::cast_name(&ty.wire()).and_then(crate::pg::types::sql_data_type)
-            else {
-                continue;
-            };
-            *cell = Expr::Cast {
-                kind: ast::CastKind::Cast,
-                expr: Box::new(brook_planner::array_literal::literal_as_array(text)),
-                data_type,
-                array: false,
-                format: None,
-            };
         }
     }
+}
+
+/// A quoted literal assigned to an array column, as `CAST(ARRAY[...] AS type[])` of its
+/// elements: what the literal means there in PostgreSQL. `None` for anything else.
+pub(crate) fn typed_array_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<Expr> {
+    let Expr::Value(ast::ValueWithSpan {
+        value:
+            ast::Value::SingleQuotedString(text)
+            | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: text, .. }),
+        ..
+    }) = e
+    else {
+        return None;
+    };
+    if !matches!(ty, crate::pg::types::PgType::Array(_)) {
+        return None;
+    }
+    let data_type =
+        crate::pg::types::cast_name(&ty.wire()).and_then(crate::pg::types::sql_data_type)?;
+    let ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(elem, _)) = &data_type else {
+        return None;
+    };
+    Some(Expr::Cast {
+        kind: ast::CastKind::Cast,
+        expr: Box::new(brook_planner::array_literal::literal_as_array(text, elem)),
+        data_type,
+        array: false,
+        format: None,
+    })
 }
 
 /// A column's DEFAULT text as an expression.

@@ -22,7 +22,7 @@ pub(crate) struct DmlTarget {
     schema: String,
     name: String,
     alias: Option<String>,
-    meta: RelationMeta,
+    pub(crate) meta: RelationMeta,
     store: Arc<TableStore>,
 }
 

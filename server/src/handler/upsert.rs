@@ -34,7 +34,12 @@ pub(crate) fn assignments(
         };
         let cname = object_parts(c)?.pop().unwrap_or_default();
         let i = meta.column_index(&cname, name)?;
-        if sets.insert(i, render(&a.value)).is_some() {
+        // `SET tags = '{a,b}'`: the literal is read as the array column's type.
+        let value = crate::handler::insert::typed_array_literal(&a.value, &meta.columns[i].ty);
+        if sets
+            .insert(i, render(value.as_ref().unwrap_or(&a.value)))
+            .is_some()
+        {
             return Err(brook_err!(
                 Syntax,
                 "multiple assignments to same column \"{cname}\""

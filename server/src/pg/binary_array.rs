@@ -14,7 +14,9 @@ use postgres_types::Type;
 /// other than `elem` is 42804, as PostgreSQL's `array_recv` says.
 pub fn elements<'a>(mut b: &'a [u8], elem: &Type) -> Result<Vec<Option<&'a [u8]>>, ArrayError> {
     let dims = take_i32(&mut b)?;
-    let _flags = take_i32(&mut b)?;
+    if !matches!(take_i32(&mut b)?, 0 | 1) {
+        return Err(ArrayError::Layout("invalid array flags"));
+    }
     let oid = take_i32(&mut b)? as u32;
     let mut items = Vec::new();
     if dims == 0 {
@@ -39,7 +41,14 @@ pub fn elements<'a>(mut b: &'a [u8], elem: &Type) -> Result<Vec<Option<&'a [u8]>
         )));
     }
     let count = take_i32(&mut b)?;
-    let _lower_bound = take_i32(&mut b)?;
+    let lower_bound = take_i32(&mut b)?;
+    if lower_bound != 1 {
+        // Brook's arrays start at 1; another start would be lost on the way in.
+        return Err(ArrayError::Other(brook_err!(
+            Unsupported,
+            "arrays with a lower bound other than 1 are not supported (got {lower_bound})"
+        )));
+    }
     let count = usize::try_from(count).map_err(|_| ArrayError::Layout("negative dimension"))?;
     // Each element takes at least its 4-byte length: a count past that is malformed, and
     // checking it first keeps a forged count from reserving memory.
@@ -128,5 +137,17 @@ mod tests {
             panic!("two dimensions accepted")
         };
         assert_eq!(e.sqlstate(), "0A000");
+        let mut bounded = b.clone();
+        bounded[16..20].copy_from_slice(&5i32.to_be_bytes());
+        assert!(matches!(
+            elements(&bounded, &Type::INT8),
+            Err(ArrayError::Other(_))
+        ));
+        let mut flagged = b.clone();
+        flagged[4..8].copy_from_slice(&7i32.to_be_bytes());
+        assert!(matches!(
+            elements(&flagged, &Type::INT8),
+            Err(ArrayError::Layout(_))
+        ));
     }
 }

@@ -473,6 +473,12 @@ fn write_binary_list(a: &dyn Array, i: usize, ty: &Type, out: &mut BytesMut) -> 
     };
     let field = Field::new("item", values.data_type().clone(), true);
     let view = ColumnView::new(&values, &field)?;
+    if matches!(view, ColumnView::List(..)) {
+        return Err(brook_err!(
+            Unsupported,
+            "binary format of an array of arrays is not supported; request text format"
+        ));
+    }
     // Elements without a binary form of their own travel as text (`text[]`).
     let as_text = elem == Type::TEXT && !matches!(view, ColumnView::Str(..));
     out.put_i32(i32::from(!values.is_empty()));
@@ -541,6 +547,11 @@ fn format_list(a: &dyn Array, i: usize, out: &mut String) {
                 }
                 if view.is_null(j) {
                     out.push_str("NULL");
+                    continue;
+                }
+                // An array of arrays prints as PostgreSQL's multidimensional text.
+                if matches!(view, ColumnView::List(..)) {
+                    view.write_text(j, out);
                     continue;
                 }
                 let mut s = String::new();

@@ -4,6 +4,7 @@ pub mod binary_array;
 pub mod datetime;
 pub mod encode;
 pub mod fast_text;
+pub mod json;
 pub mod sql;
 pub mod types;
 pub mod uuid;

@@ -340,7 +340,14 @@ pub fn arrow_wire_type(dt: &DataType) -> Type {
         DataType::List(f)
         | DataType::LargeList(f)
         | DataType::FixedSizeList(f, _)
-        | DataType::ListView(f) => array_of(&arrow_wire_type(f.data_type())),
+        | DataType::ListView(f) => match f.data_type() {
+            // PostgreSQL has one type for an array of any number of dimensions.
+            inner @ (DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::ListView(_)) => arrow_wire_type(inner),
+            element => array_of(&arrow_wire_type(element)),
+        },
         DataType::Dictionary(_, v) => arrow_wire_type(v),
         _ => Type::TEXT,
     }
@@ -384,6 +391,7 @@ pub fn typeof_name(dt: &DataType) -> String {
         Type::TIMESTAMPTZ => "timestamp with time zone".into(),
         Type::TIMESTAMP_ARRAY => "timestamp without time zone[]".into(),
         Type::TIMESTAMPTZ_ARRAY => "timestamp with time zone[]".into(),
+        Type::TIME_ARRAY => "time without time zone[]".into(),
         _ => cast_name(&t).map_or_else(|| t.name().to_string(), str::to_string),
     }
 }

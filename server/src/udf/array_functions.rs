@@ -1,19 +1,24 @@
 //! DataFusion's array functions where PostgreSQL answers differently.
 //!
-//! Membership and containment with SQL's NULLs: DataFusion's `array_has` (what `x = ANY(a)` becomes), `array_has_all` (`@>`, `<@`) and
-//! `array_has_any` (`&&`) answer `false`/`true` where PostgreSQL answers NULL:
-//! `3 = ANY('{1,NULL}')` is NULL (the NULL element might be 3), and a NULL array or
-//! element makes every test NULL (`NULL::int[] <@ '{1}'` was `true`, so `NOT (v <@ ...)`
-//! dropped rows PostgreSQL keeps as unknown). Each wraps DataFusion's function and sets
-//! those rows to NULL afterwards; written here because DataFusion has no option for it.
+//! Membership and containment with SQL's NULLs. DataFusion's `array_has` (what
+//! `x = ANY(a)` becomes), `array_has_all` (`@>`, `<@`) and `array_has_any` (`&&`) answer
+//! `false`/`true` where PostgreSQL answers NULL — `3 = ANY('{1,NULL}')` is NULL (the NULL
+//! element might be 3), a NULL array makes every test NULL (`NULL::int[] <@ '{1}'` was
+//! `true`, so `NOT (v <@ ...)` dropped rows PostgreSQL keeps as unknown) — and they match
+//! a NULL element with a NULL element, which PostgreSQL never does (`'{1,NULL}' @>
+//! '{NULL}'` is false). Each wraps DataFusion's function and corrects its answer.
 //!
-//! `array_dims(a)` is PostgreSQL's text `[1:3]` (NULL for an empty array); DataFusion's
-//! is a list of lengths (`{3}`). `array_length` of an empty array is NULL, as PostgreSQL's
-//! (an empty array has no dimension 1); DataFusion's is 0.
+//! Integers: `array_length`, `cardinality`, `array_ndims` and `array_position` are
+//! `integer`, as PostgreSQL's (DataFusion's unsigned 64-bit results reached clients as
+//! numeric); `array_length` of an empty array is NULL (it has no dimension 1; DataFusion
+//! says 0). `array_dims(a)` is PostgreSQL's text `[1:3]` (NULL for an empty array);
+//! DataFusion's is a list of lengths (`{3}`). Written here because DataFusion has no
+//! option for any of it.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
-use datafusion::arrow::buffer::NullBuffer;
-use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::error::Result;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{
@@ -22,24 +27,36 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 use std::sync::Arc;
 
-/// Which test a wrapped function is.
+/// What a wrapped function answers.
 #[derive(Debug, PartialEq, Eq, Hash, Clone, Copy)]
 enum Test {
-    /// `array_has(a, x)`: also NULL when x is not found and a has a NULL element.
+    /// `array_has(a, x)`: NULL when x is not found and a has a NULL element, or x is
+    /// NULL and a is not empty; `false` for an empty array.
     Member,
-    /// `array_has_all` / `array_has_any`: NULL when either array is NULL.
-    Containment,
-    /// `array_length(a, d)`: NULL for an empty array.
+    /// `array_has_all(a, b)`: a NULL element of b is never contained.
+    ContainsAll,
+    /// `array_has_any(a, b)`: NULL elements overlap nothing.
+    Overlaps,
+    /// `array_length(a, d)`: an integer, NULL for an empty array.
     Length,
+    /// `cardinality`, `array_ndims`, `array_position`: an integer (DataFusion's are
+    /// unsigned 64-bit, which clients receive as numeric).
+    Integer,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct WithNulls {
+struct AsPostgres {
     inner: Arc<ScalarUDF>,
     test: Test,
 }
 
-impl ScalarUDFImpl for WithNulls {
+impl AsPostgres {
+    fn integer(&self) -> bool {
+        matches!(self.test, Test::Length | Test::Integer)
+    }
+}
+
+impl ScalarUDFImpl for AsPostgres {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -53,18 +70,25 @@ impl ScalarUDFImpl for WithNulls {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if self.integer() {
+            return Ok(DataType::Int32);
+        }
         self.inner.return_type(arg_types)
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
-        self.inner.return_field_from_args(args)
+        let field = self.inner.return_field_from_args(args)?;
+        if !self.integer() {
+            return Ok(field);
+        }
+        Ok(Arc::new(Field::new(field.name(), DataType::Int32, true)))
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         self.inner.coerce_types(arg_types)
     }
 
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
         let inputs: Vec<ArrayRef> = args
             .args
@@ -75,9 +99,27 @@ impl ScalarUDFImpl for WithNulls {
             .args
             .iter()
             .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        if self.test == Test::Overlaps {
+            if let Some(second) = inputs.get(1) {
+                args.args[1] = ColumnarValue::Array(without_null_elements(second)?);
+            }
+        }
+        if self.integer() {
+            args.return_field = Arc::new(Field::new(
+                self.name(),
+                self.inner.return_type(
+                    &inputs
+                        .iter()
+                        .map(|a| a.data_type().clone())
+                        .collect::<Vec<_>>(),
+                )?,
+                true,
+            ));
+        }
         let out = self.inner.invoke_with_args(args)?.to_array(rows)?;
         let fixed: ArrayRef = match self.test {
-            Test::Length => empty_as_null(&out)?,
+            Test::Length => cast(&empty_as_null(&out)?, &DataType::Int32)?,
+            Test::Integer => cast(&out, &DataType::Int32)?,
             test => Arc::new(with_nulls(out.as_boolean(), &inputs, test)),
         };
         Ok(if all_scalar {
@@ -88,27 +130,62 @@ impl ScalarUDFImpl for WithNulls {
     }
 }
 
-/// `out` with the rows PostgreSQL answers NULL set to NULL.
+/// DataFusion's answers `out` as PostgreSQL gives them.
 fn with_nulls(out: &BooleanArray, inputs: &[ArrayRef], test: Test) -> BooleanArray {
-    let valid: Vec<bool> = (0..out.len())
+    (0..out.len())
         .map(|r| {
-            if out.is_null(r) || inputs.iter().any(|a| a.is_null(r)) {
-                return false;
+            let array = &inputs[0];
+            if array.is_null(r) {
+                return None;
             }
             match test {
-                Test::Containment | Test::Length => true,
+                Test::Member if element_count(array, r) == Some(0) => Some(false),
+                _ if out.is_null(r) => None,
+                Test::Member if inputs.iter().any(|a| a.is_null(r)) => None,
                 // Found is true whatever else the array holds; not found is unknown when
                 // some element is NULL.
-                Test::Member => out.value(r) || !has_null_element(&inputs[0], r),
+                Test::Member if !out.value(r) && has_null_element(array, r) => None,
+                _ if inputs.iter().any(|a| a.is_null(r)) => None,
+                Test::ContainsAll => Some(out.value(r) && !has_null_element(&inputs[1], r)),
+                _ => Some(out.value(r)),
             }
         })
-        .collect();
-    BooleanArray::new(out.values().clone(), Some(NullBuffer::from(valid)))
+        .collect()
+}
+
+/// A list column with its NULL elements left out.
+fn without_null_elements(a: &ArrayRef) -> Result<ArrayRef> {
+    let DataType::List(field) = a.data_type() else {
+        return Ok(a.clone());
+    };
+    let list = a.as_list::<i32>();
+    if list.values().null_count() == 0 {
+        return Ok(a.clone());
+    }
+    let mut lengths = Vec::with_capacity(list.len());
+    let mut keep = Vec::with_capacity(list.values().len());
+    for r in 0..list.len() {
+        let values = list.value(r);
+        lengths.push((0..values.len()).filter(|&j| values.is_valid(j)).count());
+    }
+    let offsets = list.value_offsets();
+    let (first, last) = (offsets[0] as usize, offsets[list.len()] as usize);
+    for j in first..last {
+        keep.push(list.values().is_valid(j));
+    }
+    let values = list.values().slice(first, last - first);
+    let values = datafusion::arrow::compute::filter(&values, &BooleanArray::from(keep))?;
+    Ok(Arc::new(datafusion::arrow::array::ListArray::try_new(
+        field.clone(),
+        OffsetBuffer::from_lengths(lengths),
+        values,
+        list.nulls().cloned(),
+    )?))
 }
 
 /// Lengths with 0 as NULL.
 fn empty_as_null(out: &ArrayRef) -> Result<ArrayRef> {
-    let lengths = datafusion::arrow::compute::cast(out, &DataType::UInt64)?;
+    let lengths = cast(out, &DataType::UInt64)?;
     let lengths = lengths.as_primitive::<datafusion::arrow::datatypes::UInt64Type>();
     let zero = datafusion::arrow::array::UInt64Array::new_scalar(0);
     let empty = datafusion::arrow::compute::kernels::cmp::eq(lengths, &zero)?;
@@ -176,12 +253,15 @@ pub fn register(ctx: &SessionContext) {
     }));
     for (name, test) in [
         ("array_has", Test::Member),
-        ("array_has_all", Test::Containment),
-        ("array_has_any", Test::Containment),
+        ("array_has_all", Test::ContainsAll),
+        ("array_has_any", Test::Overlaps),
         ("array_length", Test::Length),
+        ("cardinality", Test::Integer),
+        ("array_ndims", Test::Integer),
+        ("array_position", Test::Integer),
     ] {
         if let Ok(inner) = ctx.udf(name) {
-            ctx.register_udf(ScalarUDF::new_from_impl(WithNulls { inner, test }));
+            ctx.register_udf(ScalarUDF::new_from_impl(AsPostgres { inner, test }));
         }
     }
 }
@@ -193,19 +273,21 @@ mod tests {
     async fn answers(sql: &str) -> Vec<Option<bool>> {
         let ctx = SessionContext::new();
         register(&ctx);
-        let rows = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-        let b = rows[0].column(0).as_boolean().clone();
-        b.iter().collect()
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        batches
+            .iter()
+            .flat_map(|b| b.column(0).as_boolean().iter().collect::<Vec<_>>())
+            .collect()
     }
 
     #[tokio::test]
     async fn membership_is_unknown_where_postgresql_says_so() {
         let sql = "SELECT array_has(a, x) FROM (VALUES (make_array(1, NULL), 3), \
                    (make_array(1, NULL), 1), (make_array(1, 2), 3), (NULL, 1), \
-                   (make_array(1), NULL)) AS t(a, x)";
+                   (make_array(1), NULL), (make_array(), NULL)) AS t(a, x)";
         assert_eq!(
             answers(sql).await,
-            vec![None, Some(true), Some(false), None, None]
+            vec![None, Some(true), Some(false), None, None, Some(false)]
         );
     }
 
@@ -214,5 +296,12 @@ mod tests {
         let sql = "SELECT array_has_all(a, make_array(1)) FROM (VALUES (make_array(1, 2)), \
                    (make_array(2)), (NULL)) AS t(a)";
         assert_eq!(answers(sql).await, vec![Some(true), Some(false), None]);
+        // a NULL element is contained in nothing and overlaps nothing
+        let sql = "SELECT array_has_all(make_array(1, NULL), make_array(1, NULL)) \
+                   UNION ALL SELECT array_has_any(make_array(1, NULL), make_array(NULL, 2)) \
+                   UNION ALL SELECT array_has_any(make_array(1, NULL), make_array(NULL, 1))";
+        let mut got = answers(sql).await;
+        got.sort();
+        assert_eq!(got, vec![Some(false), Some(false), Some(true)]);
     }
 }

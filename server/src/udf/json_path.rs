@@ -122,7 +122,7 @@ impl ScalarUDFImpl for JsonCast {
                 .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
             out.push(Some(if self.jsonb {
                 let mut s = String::new();
-                write_jsonb(&mut s, &value);
+                crate::pg::json::write_jsonb(&mut s, &value);
                 s
             } else {
                 text.to_string()
@@ -182,39 +182,9 @@ fn render(v: &Value, as_text: bool) -> Option<String> {
         (Value::String(s), true) => Some(s.clone()),
         _ => {
             let mut out = String::new();
-            write_jsonb(&mut out, v);
+            crate::pg::json::write_jsonb(&mut out, v);
             Some(out)
         }
-    }
-}
-
-/// JSON text spaced as PostgreSQL prints jsonb (`{"a": 1, "b": [1, 2]}`); members in
-/// `serde_json`'s order (by key), where PostgreSQL orders shorter keys first.
-fn write_jsonb(out: &mut String, v: &Value) {
-    match v {
-        Value::Object(members) => {
-            out.push('{');
-            for (i, (k, m)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                write_jsonb(out, m);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, m) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_jsonb(out, m);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
     }
 }
 

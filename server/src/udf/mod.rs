@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod array_functions;
+pub mod array_text;
 pub mod checked;
 pub mod format;
 pub mod functions;

@@ -17,8 +17,9 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
         }
     }
     let target = ty.arrow();
-    // A uuid is kept as text, but not any text: it goes through the check below.
-    if col.data_type() == &target && *ty != PgType::Uuid {
+    // A uuid and JSON are kept as text, but not any text: they go through the checks below.
+    let checked_text = matches!(ty, PgType::Uuid | PgType::Json | PgType::Jsonb);
+    if col.data_type() == &target && !checked_text {
         crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
             BrookError::StringTooLong(_) => {
                 brook_err!(StringTooLong, "value too long for type {}", ty.name())
