@@ -68,6 +68,15 @@ pub enum BrookError {
     /// 22021: bytes that are not valid UTF-8 where text is expected.
     #[error("{0}")]
     BadEncoding(String),
+    /// 2200N: text that is not well-formed XML content.
+    #[error("{0}")]
+    InvalidXmlContent(String),
+    /// 2200M: XML content that is not one document where a document is needed.
+    #[error("{0}")]
+    InvalidXmlDocument(String),
+    /// 10608: an XPath expression that does not parse.
+    #[error("{0}")]
+    InvalidXPath(String),
     /// 22P04: malformed COPY data (wrong column count, bad quoting, ...).
     #[error("{0}")]
     BadCopyFormat(String),
@@ -201,6 +210,9 @@ impl BrookError {
             BrookError::InvalidText(_) => "22P02",
             BrookError::BadCopyFormat(_) => "22P04",
             BrookError::BadEncoding(_) => "22021",
+            BrookError::InvalidXmlContent(_) => "2200N",
+            BrookError::InvalidXmlDocument(_) => "2200M",
+            BrookError::InvalidXPath(_) => "10608",
             BrookError::OutOfRange(_) => "22003",
             BrookError::DatetimeOverflow(_) => "22008",
             BrookError::InvalidDatetime(_) => "22007",

@@ -141,6 +141,64 @@ pub(crate) fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
     Ok(Some(out))
 }
 
+/// The text with each `XMLEXISTS(path PASSING [BY REF | BY VALUE] doc [BY REF | BY VALUE])`
+/// (SQL/XML's predicate, which sqlparser does not read) written as the call
+/// `xpath_exists(path, doc)` — the same test in PostgreSQL. None when the text has none.
+pub(crate) fn xmlexists_calls(text: &str) -> Result<Option<String>> {
+    if !mentions(text, "xmlexists") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let next_solid =
+        |from: usize| (from..tokens.len()).find(|&k| !matches!(tokens[k], Token::Whitespace(_)));
+    let mut out = String::with_capacity(text.len());
+    // Paren depth, and the depths just inside each open XMLEXISTS call.
+    let (mut depth, mut calls) = (0usize, Vec::new());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if word(Some(t), "xmlexists") {
+            if let Some(open) = next_solid(i + 1).filter(|&k| tokens[k] == Token::LParen) {
+                out.push_str("xpath_exists(");
+                depth += 1;
+                calls.push(depth);
+                i = open + 1;
+                continue;
+            }
+        }
+        let inside = calls.last() == Some(&depth);
+        if inside && word(Some(t), "passing") {
+            out.push_str(", ");
+            i += 1;
+            continue;
+        }
+        if inside && word(Some(t), "by") {
+            if let Some(k) = next_solid(i + 1) {
+                if word(tokens.get(k), "ref") || word(tokens.get(k), "value") {
+                    i = k + 1;
+                    continue;
+                }
+            }
+        }
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                if calls.last() == Some(&depth) {
+                    calls.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        out.push_str(&t.to_string());
+        i += 1;
+    }
+    Ok(Some(out))
+}
+
 /// The text with a comparison operator glued to the sign of the number after it split in
 /// two (`a<>-1` is `a <> -1`): PostgreSQL's lexer drops a trailing `+`/`-` from an
 /// operator made only of `< > = !` characters, sqlparser reads `<>-` as one unknown
@@ -271,4 +329,25 @@ pub(crate) fn mentions(text: &str, word: &str) -> bool {
     text.as_bytes()
         .windows(w.len())
         .any(|x| x.eq_ignore_ascii_case(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xmlexists_becomes_xpath_exists() {
+        let out = xmlexists_calls(
+            "SELECT XMLEXISTS('//b' PASSING BY REF doc) AND xmlexists(concat('//', t) \
+             PASSING doc BY VALUE) FROM d WHERE passing = 1",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            out.split_whitespace().collect::<Vec<_>>().join(" "),
+            "SELECT xpath_exists('//b' , doc) AND xpath_exists(concat('//', t) , doc ) \
+             FROM d WHERE passing = 1"
+        );
+        assert!(xmlexists_calls("SELECT 1").unwrap().is_none());
+    }
 }

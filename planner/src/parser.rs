@@ -269,6 +269,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(split) = split_signed_comparisons(text)? {
         return parse_one(&split);
     }
+    if let Some(calls) = crate::lexical::xmlexists_calls(text)? {
+        return parse_one(&calls);
+    }
     if let Some(unnamed) = crate::create_sequence::identity_sequence_name(text)? {
         return parse_one(&unnamed);
     }

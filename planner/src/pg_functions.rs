@@ -190,6 +190,27 @@ pub fn json_casts(stmt: &mut Statement) {
     });
 }
 
+/// Name of the function a cast to xml becomes.
+pub const XML_CAST: &str = "brook_xml";
+
+/// Every `x::xml` of `stmt` as `brook_xml(x)`: Brook keeps XML as text, and the cast checks
+/// it is well-formed content (2200N) and types the value `xml` (DataFusion has no XML type:
+/// "Unsupported SQL type xml").
+pub fn xml_casts(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::Cast {
+            expr: inner,
+            data_type: DataType::Custom(name, args),
+            ..
+        } = expr
+        {
+            if args.is_empty() && is_named(name, "xml") {
+                *expr = function_call(XML_CAST, vec![(**inner).clone()]);
+            }
+        }
+    });
+}
+
 /// `to_regtype(x)` (or `pg_catalog.to_regtype(x)`) as `CAST(x AS regtype)`.
 #[derive(Debug)]
 pub struct ToRegtypeAsCast;

@@ -432,7 +432,10 @@ fn render(
             j.0.get(1..).unwrap_or_default()
         )
         .into_owned()),
-        Type::JSON => get!(RawValue, |j| String::from_utf8_lossy(&j.0).into_owned()),
+        Type::JSON | Type::XML => get!(RawValue, |j| String::from_utf8_lossy(&j.0).into_owned()),
+        Type::XML_ARRAY => get!(Vec<Option<RawValue>>, |v| pg_array(v, |x| {
+            String::from_utf8_lossy(&x.0).into_owned()
+        })),
         Type::JSONB_ARRAY => get!(Vec<Option<RawValue>>, |v| pg_array(v, |j| {
             String::from_utf8_lossy(j.0.get(1..).unwrap_or_default()).into_owned()
         })),

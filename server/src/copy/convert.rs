@@ -66,6 +66,26 @@ pub fn text_to_column(
             }
         }
         PgType::Interval => normalize_intervals(strings),
+        PgType::Xml => {
+            let text = cast_with_options(
+                strings,
+                &datafusion::arrow::datatypes::DataType::Utf8,
+                &CastOptions::default(),
+            )?;
+            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+            for (r, v) in text.iter().enumerate() {
+                if let Some(v) = v {
+                    crate::pg::xml::check_content(v).map_err(|e| {
+                        brook_err!(
+                            InvalidXmlContent,
+                            "{e} (COPY {table}, line {}, column {column})",
+                            line_of(r)
+                        )
+                    })?;
+                }
+            }
+            return Ok(Arc::new(text.clone()));
+        }
         // Checked as PostgreSQL's input does; jsonb kept as PostgreSQL prints it.
         PgType::Json | PgType::Jsonb => {
             let text = cast_with_options(
@@ -449,7 +469,12 @@ pub(super) fn binary_values(
             }
             Arc::new(IntervalMonthDayNanoArray::from(out))
         }
-        PgType::Text | PgType::Varchar(_) | PgType::Char(_) | PgType::Json | PgType::Uuid => {
+        PgType::Text
+        | PgType::Varchar(_)
+        | PgType::Char(_)
+        | PgType::Json
+        | PgType::Uuid
+        | PgType::Xml => {
             let mut sb = StringBuilder::new();
             for (r, v) in values.iter().enumerate() {
                 match v {

@@ -280,6 +280,7 @@ impl Engine {
         crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
+        crate::udf::xml::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         crate::udf::array_functions::register(&ctx);

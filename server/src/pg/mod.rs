@@ -8,3 +8,4 @@ pub mod json;
 pub mod sql;
 pub mod types;
 pub mod uuid;
+pub mod xml;

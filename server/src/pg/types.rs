@@ -43,6 +43,8 @@ pub enum PgType {
     Json,
     Jsonb,
     Uuid,
+    /// `xml`: kept as its text, checked to be well-formed XML content (`pg::xml`).
+    Xml,
     /// A one-dimensional array of the element type (`integer[]`), stored as an Arrow list.
     /// PostgreSQL does not enforce a declared number of dimensions (`int[][]` is `int[]`);
     /// Brook stores one dimension and refuses a nested value by name.
@@ -109,6 +111,7 @@ impl PgType {
                     "int8" => PgType::Int8,
                     "bool" => PgType::Bool,
                     "string" => PgType::Text,
+                    "xml" => PgType::Xml,
                     other => {
                         return Err(brook_err!(
                             UndefinedObject,
@@ -144,7 +147,8 @@ impl PgType {
             | PgType::Char(_)
             | PgType::Json
             | PgType::Jsonb
-            | PgType::Uuid => DataType::Utf8,
+            | PgType::Uuid
+            | PgType::Xml => DataType::Utf8,
             PgType::Bytea => DataType::Binary,
             PgType::Date => DataType::Date32,
             PgType::Time => DataType::Time64(TimeUnit::Microsecond),
@@ -207,6 +211,7 @@ impl PgType {
             PgType::Json => "json".into(),
             PgType::Jsonb => "jsonb".into(),
             PgType::Uuid => "uuid".into(),
+            PgType::Xml => "xml".into(),
             PgType::Array(elem) => format!("{}[]", elem.name()),
         }
     }
@@ -244,6 +249,7 @@ impl PgType {
             PgType::Json => Type::JSON,
             PgType::Jsonb => Type::JSONB,
             PgType::Uuid => Type::UUID,
+            PgType::Xml => Type::XML,
             PgType::Array(elem) => array_of(&elem.wire()),
         }
     }
@@ -373,6 +379,7 @@ fn array_of(t: &Type) -> Type {
         Type::JSON => Type::JSON_ARRAY,
         Type::JSONB => Type::JSONB_ARRAY,
         Type::UUID => Type::UUID_ARRAY,
+        Type::XML => Type::XML_ARRAY,
         _ => Type::TEXT_ARRAY,
     }
 }
@@ -429,7 +436,8 @@ pub fn cast_name(t: &Type) -> Option<&'static str> {
         Type::INTERVAL_ARRAY => "interval[]",
         Type::BYTEA_ARRAY => "bytea[]",
         // Kept as text elements; the column's type checks each one on the way in.
-        Type::UUID_ARRAY | Type::JSON_ARRAY | Type::JSONB_ARRAY => "text[]",
+        Type::UUID_ARRAY | Type::JSON_ARRAY | Type::JSONB_ARRAY | Type::XML_ARRAY => "text[]",
+        Type::XML => "xml",
         _ => return None,
     })
 }

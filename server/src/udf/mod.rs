@@ -19,6 +19,7 @@ pub mod sql_function;
 pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
+pub mod xml;
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};

@@ -279,8 +279,8 @@ mod tests {
 
 /// `format_type(oid, typmod)` with the modifier of an array's element type
 /// (`character varying(2)[]`); the compatibility crate's function prints modifiers of
-/// scalar types only (`character varying[]`). An array type's row is formatted as its
-/// element's, then marked `[]`.
+/// scalar types only (`character varying[]`), and does not know `xml`. An array type's
+/// row is formatted as its element's, then marked `[]`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct FormatType {
     inner: Arc<ScalarUDF>,
@@ -323,16 +323,22 @@ impl ScalarUDFImpl for FormatType {
                 elem.or(oid)
             })
             .collect();
-        if !arrays.contains(&true) {
+        let is_xml: Vec<bool> = elements
+            .iter()
+            .map(|oid| oid == Some(i64::from(postgres_types::Type::XML.oid())))
+            .collect();
+        if !arrays.contains(&true) && !is_xml.contains(&true) {
             return self.inner.invoke_with_args(args);
         }
         args.args[0] = ColumnarValue::Array(Arc::new(elements));
         let out = self.inner.invoke_with_args(args)?.to_array(rows)?;
         let out = out.as_string::<i32>();
+        // The crate does not know xml (it printed `oid(142)`).
         let marked: StringArray = out
             .iter()
-            .zip(&arrays)
-            .map(|(t, array)| {
+            .zip(arrays.iter().zip(&is_xml))
+            .map(|(t, (array, xml))| {
+                let t = if *xml { Some("xml") } else { t };
                 t.map(|t| {
                     if *array {
                         format!("{t}[]")

@@ -200,9 +200,13 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
         Type::UUID => uuid_text(b)?,
         Type::INTERVAL => interval_text(b)?,
         // The binary form of these is their text (jsonb's after a version byte).
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
-            utf8_param(b)?
-        }
+        Type::TEXT
+        | Type::VARCHAR
+        | Type::BPCHAR
+        | Type::NAME
+        | Type::UNKNOWN
+        | Type::JSON
+        | Type::XML => utf8_param(b)?,
         Type::JSONB => match b.split_first() {
             Some((1, text)) => utf8_param(text)?,
             _ => {

@@ -17,8 +17,12 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
         }
     }
     let target = ty.arrow();
-    // A uuid and JSON are kept as text, but not any text: they go through the checks below.
-    let checked_text = matches!(ty, PgType::Uuid | PgType::Json | PgType::Jsonb);
+    // A uuid, JSON and XML are kept as text, but not any text: they go through the checks
+    // below.
+    let checked_text = matches!(
+        ty,
+        PgType::Uuid | PgType::Json | PgType::Jsonb | PgType::Xml
+    );
     if col.data_type() == &target && !checked_text {
         crate::copy::check_lengths(col, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
             BrookError::StringTooLong(_) => {
@@ -39,6 +43,9 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                 BrookError::OutOfRange(m) => {
                     BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
                 }
+                BrookError::InvalidXmlContent(m) => BrookError::InvalidXmlContent(
+                    m.split(" (COPY").next().unwrap_or(&m).to_string(),
+                ),
                 BrookError::StringTooLong(_) => {
                     brook_err!(StringTooLong, "value too long for type {}", ty.name())
                 }
@@ -134,7 +141,8 @@ pub(crate) fn assignable(src: &DataType, ty: &PgType) -> bool {
         | PgType::Char(_)
         | PgType::Json
         | PgType::Jsonb
-        | PgType::Uuid => true,
+        | PgType::Uuid
+        | PgType::Xml => true,
         PgType::Bytea => matches!(
             src,
             DataType::Binary | DataType::LargeBinary | DataType::BinaryView
