@@ -585,6 +585,13 @@ fn classify_message(m: &str) -> BrookError {
         return BrookError::UndefinedFunction(said.to_string());
     }
     let lower = m.to_ascii_lowercase();
+    // A table function DataFusion does not know (`jsonb_array_elements`): PostgreSQL's 42883.
+    if let Some(name) = lower
+        .strip_prefix("table function '")
+        .and_then(|r| r.strip_suffix("' not found"))
+    {
+        return BrookError::UndefinedFunction(format!("function {name} does not exist"));
+    }
     if let Some(name) = lower
         .strip_prefix("table '")
         .and_then(|r| r.split('\'').next())
@@ -802,6 +809,9 @@ mod tests {
         ])
         .into();
         assert_eq!(both.sqlstate(), "42P01");
+        let function: BrookError =
+            DataFusionError::Plan("table function 'jsonb_array_elements' not found".into()).into();
+        assert_eq!(function.sqlstate(), "42883");
     }
 
     #[test]

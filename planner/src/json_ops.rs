@@ -86,7 +86,9 @@ fn rewrite_json(expr: &mut Expr) {
 }
 
 /// A path step as the functions take it: an array index as bigint (Brook's integer literals
-/// are `integer`, which the functions refuse).
+/// are `integer`, which the functions refuse), and any other expression through
+/// [`JSON_STEP`], which widens an integer column to bigint and leaves text as it is
+/// (`doc -> i` over an integer `i` was 42883).
 fn path_step(e: Expr) -> Expr {
     use datafusion::sql::sqlparser::ast::{CastKind, DataType, Value};
     match &e {
@@ -97,9 +99,13 @@ fn path_step(e: Expr) -> Expr {
             array: false,
             format: None,
         },
-        _ => e,
+        Expr::Value(_) => e,
+        _ => function_call(JSON_STEP, vec![e]),
     }
 }
+
+/// The function a non-literal path step goes through (registered by the server).
+pub const JSON_STEP: &str = "brook_json_step";
 
 /// The crate's function for a PostgreSQL JSON function name.
 fn renamed(name: &str) -> Option<&'static str> {
@@ -124,6 +130,10 @@ mod tests {
         assert_eq!(
             sql("SELECT doc -> 'a' -> 0, doc ->> 'b' FROM t WHERE doc ? 'c'"),
             "SELECT json_get_json(json_get_json(doc, 'a'), CAST(0 AS BIGINT)), json_as_text(doc, 'b') FROM t WHERE json_contains(doc, 'c')"
+        );
+        assert_eq!(
+            sql("SELECT doc -> i FROM t"),
+            "SELECT json_get_json(doc, brook_json_step(i)) FROM t"
         );
         assert_eq!(
             sql("SELECT jsonb_extract_path_text(doc, 'a', 'b'), json_array_length(doc)"),

@@ -143,26 +143,32 @@ pub(crate) fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
 
 /// The text with each `XMLEXISTS(path PASSING [BY REF | BY VALUE] doc [BY REF | BY VALUE])`
 /// (SQL/XML's predicate, which sqlparser does not read) written as the call
-/// `xpath_exists(path, doc)` — the same test in PostgreSQL. None when the text has none.
+/// `xpath_exists(path, doc)` — the same test in PostgreSQL. The original text is edited at
+/// the keywords' spans, so literals stay as written. None when the text has no such call
+/// (the word alone, as a name or in a string, is left to the parser).
 pub(crate) fn xmlexists_calls(text: &str) -> Result<Option<String>> {
     if !mentions(text, "xmlexists") {
         return Ok(None);
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize()
+        .tokenize_with_location()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
-    let word = |t: Option<&Token>, w: &str| matches!(t, Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let next_solid =
-        |from: usize| (from..tokens.len()).find(|&k| !matches!(tokens[k], Token::Whitespace(_)));
-    let mut out = String::with_capacity(text.len());
+    let word = |k: usize, w: &str| matches!(tokens.get(k).map(|t| &t.token), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let next_solid = |from: usize| {
+        (from..tokens.len()).find(|&k| !matches!(tokens[k].token, Token::Whitespace(_)))
+    };
+    let mut offsets = LineOffsets::new(text);
+    // (start byte, end byte, replacement), in text order.
+    let mut edits: Vec<(usize, usize, &str)> = Vec::new();
     // Paren depth, and the depths just inside each open XMLEXISTS call.
     let (mut depth, mut calls) = (0usize, Vec::new());
     let mut i = 0;
     while i < tokens.len() {
-        let t = &tokens[i];
-        if word(Some(t), "xmlexists") {
-            if let Some(open) = next_solid(i + 1).filter(|&k| tokens[k] == Token::LParen) {
-                out.push_str("xpath_exists(");
+        if word(i, "xmlexists") {
+            if let Some(open) = next_solid(i + 1).filter(|&k| tokens[k].token == Token::LParen) {
+                let (start, _) = span_bytes(&mut offsets, &tokens[i]);
+                let (_, end) = span_bytes(&mut offsets, &tokens[open]);
+                edits.push((start, end, "xpath_exists("));
                 depth += 1;
                 calls.push(depth);
                 i = open + 1;
@@ -170,20 +176,22 @@ pub(crate) fn xmlexists_calls(text: &str) -> Result<Option<String>> {
             }
         }
         let inside = calls.last() == Some(&depth);
-        if inside && word(Some(t), "passing") {
-            out.push_str(", ");
+        if inside && word(i, "passing") {
+            let (start, end) = span_bytes(&mut offsets, &tokens[i]);
+            edits.push((start, end, ","));
             i += 1;
             continue;
         }
-        if inside && word(Some(t), "by") {
-            if let Some(k) = next_solid(i + 1) {
-                if word(tokens.get(k), "ref") || word(tokens.get(k), "value") {
-                    i = k + 1;
-                    continue;
-                }
+        if inside && word(i, "by") {
+            if let Some(k) = next_solid(i + 1).filter(|&k| word(k, "ref") || word(k, "value")) {
+                let (start, _) = span_bytes(&mut offsets, &tokens[i]);
+                let (_, end) = span_bytes(&mut offsets, &tokens[k]);
+                edits.push((start, end, ""));
+                i = k + 1;
+                continue;
             }
         }
-        match t {
+        match tokens[i].token {
             Token::LParen => depth += 1,
             Token::RParen => {
                 if calls.last() == Some(&depth) {
@@ -193,9 +201,19 @@ pub(crate) fn xmlexists_calls(text: &str) -> Result<Option<String>> {
             }
             _ => {}
         }
-        out.push_str(&t.to_string());
         i += 1;
     }
+    if edits.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end, with) in edits {
+        out.push_str(&text[at..start]);
+        out.push_str(with);
+        at = end;
+    }
+    out.push_str(&text[at..]);
     Ok(Some(out))
 }
 
@@ -349,5 +367,19 @@ mod tests {
              FROM d WHERE passing = 1"
         );
         assert!(xmlexists_calls("SELECT 1").unwrap().is_none());
+        // the word alone is no call (it made the parser rewrite the text forever)
+        for text in ["SELECT 'xmlexists' AS s", "SELECT 1 AS xmlexists"] {
+            assert!(xmlexists_calls(text).unwrap().is_none(), "{text}");
+        }
+        // literals keep their quoting
+        let out = xmlexists_calls(
+            "SELECT xmlexists('//t[text() = ''To'']' PASSING BY VALUE '<t>To</t>')",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            out,
+            "SELECT xpath_exists('//t[text() = ''To'']' ,  '<t>To</t>')"
+        );
     }
 }

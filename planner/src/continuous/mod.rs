@@ -338,15 +338,21 @@ impl Builder<'_> {
             },
             LogicalPlan::Limit(l) => {
                 use datafusion::logical_expr::{FetchType, SkipType};
-                let (
-                    SkipType::Literal(skip),
-                    FetchType::Literal(Some(fetch)),
-                    LogicalPlan::Sort(sort),
-                ) = (l.get_skip_type()?, l.get_fetch_type()?, l.input.as_ref())
-                else {
-                    return Err(refuse("LIMIT without ORDER BY (or with a computed count)"));
-                };
-                self.top_n(sort, skip, fetch)
+                match (l.get_skip_type()?, l.get_fetch_type()?, l.input.as_ref()) {
+                    (
+                        SkipType::Literal(skip),
+                        FetchType::Literal(Some(fetch)),
+                        LogicalPlan::Sort(sort),
+                    ) => self.top_n(sort, skip, fetch),
+                    (SkipType::Literal(_), FetchType::Literal(None), LogicalPlan::Sort(_)) => {
+                        Err(refuse(
+                            "OFFSET without LIMIT (every row but the first n: filter on \
+                             row_number() OVER (ORDER BY ...) > n)",
+                        ))
+                    }
+                    (_, _, LogicalPlan::Sort(_)) => Err(refuse("a computed LIMIT or OFFSET")),
+                    _ => Err(refuse("LIMIT without ORDER BY")),
+                }
             }
             LogicalPlan::Join(j) => self.join(j),
             LogicalPlan::Unnest(u) => self.unnest(u),

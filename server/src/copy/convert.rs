@@ -66,77 +66,43 @@ pub fn text_to_column(
             }
         }
         PgType::Interval => normalize_intervals(strings),
+        // Kept as given once checked to be well-formed XML content.
         PgType::Xml => {
-            let text = cast_with_options(
-                strings,
-                &datafusion::arrow::datatypes::DataType::Utf8,
-                &CastOptions::default(),
-            )?;
-            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
-            for (r, v) in text.iter().enumerate() {
-                if let Some(v) = v {
-                    crate::pg::xml::check_content(v).map_err(|e| {
-                        brook_err!(
-                            InvalidXmlContent,
-                            "{e} (COPY {table}, line {}, column {column})",
-                            line_of(r)
-                        )
-                    })?;
-                }
-            }
-            return Ok(Arc::new(text.clone()));
+            return each_text(strings, |r, v| {
+                crate::pg::xml::check_content(v).map_err(|e| {
+                    brook_err!(
+                        InvalidXmlContent,
+                        "{e} (COPY {table}, line {}, column {column})",
+                        line_of(r)
+                    )
+                })?;
+                Ok(v.to_string())
+            })
         }
         // Checked as PostgreSQL's input does; jsonb kept as PostgreSQL prints it.
         PgType::Json | PgType::Jsonb => {
-            let text = cast_with_options(
-                strings,
-                &datafusion::arrow::datatypes::DataType::Utf8,
-                &CastOptions::default(),
-            )?;
-            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
-            let mut out = datafusion::arrow::array::StringBuilder::new();
-            for (r, v) in text.iter().enumerate() {
-                match v {
-                    None => out.append_null(),
-                    Some(v) => {
-                        let stored = crate::pg::json::stored(v, *ty == PgType::Jsonb);
-                        out.append_value(stored.map_err(|e| match e {
-                            BrookError::InvalidText(m) => brook_err!(
-                                InvalidText,
-                                "{m} (COPY {table}, line {}, column {column})",
-                                line_of(r)
-                            ),
-                            other => other,
-                        })?)
-                    }
-                }
-            }
-            return Ok(Arc::new(out.finish()));
+            return each_text(strings, |r, v| {
+                crate::pg::json::stored(v, *ty == PgType::Jsonb).map_err(|e| match e {
+                    BrookError::InvalidText(m) => brook_err!(
+                        InvalidText,
+                        "{m} (COPY {table}, line {}, column {column})",
+                        line_of(r)
+                    ),
+                    other => other,
+                })
+            })
         }
         // Kept as canonical text: any input form PostgreSQL accepts, checked here.
         PgType::Uuid => {
-            let text = cast_with_options(
-                strings,
-                &datafusion::arrow::datatypes::DataType::Utf8,
-                &CastOptions::default(),
-            )?;
-            let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
-            let mut out = datafusion::arrow::array::StringBuilder::new();
-            for (r, v) in text.iter().enumerate() {
-                match v {
-                    None => out.append_null(),
-                    Some(v) => {
-                        out.append_value(crate::pg::uuid::canonical(v).ok_or_else(|| {
-                            brook_err!(
-                            InvalidText,
-                            "invalid input syntax for type uuid: \"{v}\" (COPY {table}, line {})",
-                            line_of(r)
-                        )
-                        })?)
-                    }
-                }
-            }
-            return Ok(Arc::new(out.finish()));
+            return each_text(strings, |r, v| {
+                crate::pg::uuid::canonical(v).ok_or_else(|| {
+                    brook_err!(
+                        InvalidText,
+                        "invalid input syntax for type uuid: \"{v}\" (COPY {table}, line {})",
+                        line_of(r)
+                    )
+                })
+            })
         }
         PgType::Timestamp => {
             let fast = strings
@@ -216,6 +182,27 @@ pub fn text_to_column(
     }
     check_lengths(&out, ty, line_of, table, column)?;
     Ok(out)
+}
+
+/// Each non-NULL text of `strings` (given its row) as `convert` makes it, or its error.
+fn each_text(
+    strings: &ArrayRef,
+    convert: impl Fn(usize, &str) -> Result<String>,
+) -> Result<ArrayRef> {
+    let text = cast_with_options(
+        strings,
+        &datafusion::arrow::datatypes::DataType::Utf8,
+        &CastOptions::default(),
+    )?;
+    let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+    let mut out = datafusion::arrow::array::StringBuilder::new();
+    for (r, v) in text.iter().enumerate() {
+        match v {
+            None => out.append_null(),
+            Some(v) => out.append_value(convert(r, v)?),
+        }
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 /// Timestamps as Arrow's parser reads them: `YYYY-MM-DD HH:MM` completed with seconds

@@ -9,38 +9,136 @@
 //! a pure-Rust crate keeps the build free of a system library. Written here: serializing
 //! a result node back to XML text, which the crate does only for whole documents.
 
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use sxd_document::dom::{ChildOfElement, ChildOfRoot, Element};
 use sxd_document::parser;
+use sxd_document::Package;
 use sxd_xpath::nodeset::Node;
 use sxd_xpath::{Context, Factory, Value};
 
 /// The name of the element content is wrapped in to be checked as one document.
 const WRAPPER: &str = "brook-xml-content";
 
-/// Checks that `text` is well-formed XML content (2200N otherwise).
+/// Deepest element nesting read, and most attributes on one element: past them a value is
+/// not well-formed here (the crate's parser costs the square of either, so a 700 KB value
+/// nested 100,000 deep took minutes; libxml2 stops at 256 levels by default).
+const MAX_DEPTH: usize = 1024;
+const MAX_ATTRIBUTES: usize = 4096;
+
+/// Why text was not read as XML.
+enum Problem {
+    /// Not well-formed (or past the limits above).
+    Malformed,
+    /// Well-formed, perhaps, but with a part Brook does not read.
+    Unsupported(&'static str),
+}
+
+/// Checks that `text` is well-formed XML content (2200N otherwise; 0A000 for a DOCTYPE
+/// with entity declarations).
 pub fn check_content(text: &str) -> Result<()> {
-    if is_content(text) {
-        Ok(())
-    } else {
-        Err(brook_err!(
+    match content(text) {
+        Ok(_) => Ok(()),
+        Err(Problem::Malformed) => Err(brook_err!(
             InvalidXmlContent,
             "invalid XML content: \"{}\"",
             shortened(text)
-        ))
+        )),
+        Err(Problem::Unsupported(what)) => Err(brook_err!(Unsupported, "{what}")),
     }
 }
 
-/// Whether `text` is well-formed XML content: an optional XML declaration, then text,
-/// elements, comments and processing instructions in any number.
+/// Whether `text` is well-formed XML content: an optional XML declaration and DOCTYPE,
+/// then text, elements, comments and processing instructions in any number.
 pub fn is_content(text: &str) -> bool {
-    let body = without_declaration(text);
-    parser::parse(&format!("<{WRAPPER}>{body}</{WRAPPER}>")).is_ok()
+    content(text).is_ok()
 }
 
 /// Whether `text` is one well-formed XML document.
 pub fn is_document(text: &str) -> bool {
-    parser::parse(text).is_ok()
+    document(text).is_ok()
+}
+
+fn content(text: &str) -> std::result::Result<Package, Problem> {
+    let body = without_doctype(without_declaration(text))?;
+    if !within_limits(&body) {
+        return Err(Problem::Malformed);
+    }
+    parser::parse(&format!("<{WRAPPER}>{body}</{WRAPPER}>")).map_err(|_| Problem::Malformed)
+}
+
+fn document(text: &str) -> std::result::Result<Package, Problem> {
+    let t = text.trim_start();
+    let declaration = &t[..t.len() - without_declaration(t).len()];
+    let body = without_doctype(without_declaration(t))?;
+    parse(&format!("{declaration}{body}"))
+}
+
+/// The crate's parse, after the limits are checked.
+fn parse(text: &str) -> std::result::Result<Package, Problem> {
+    if !within_limits(text) {
+        return Err(Problem::Malformed);
+    }
+    parser::parse(text).map_err(|_| Problem::Malformed)
+}
+
+/// Whether `text`'s elements nest at most [`MAX_DEPTH`] deep with at most
+/// [`MAX_ATTRIBUTES`] attributes each: one pass over the bytes, counting tags (comments,
+/// CDATA sections and processing instructions skipped; the parse itself checks the rest).
+fn within_limits(text: &str) -> bool {
+    let b = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while let Some(at) = b[i..].iter().position(|&c| c == b'<') {
+        i += at + 1;
+        let rest = &b[i..];
+        let skip_to = |end: &[u8]| {
+            rest.windows(end.len())
+                .position(|w| w == end)
+                .map(|p| p + end.len())
+        };
+        let skipped = if rest.starts_with(b"!--") {
+            skip_to(b"-->")
+        } else if rest.starts_with(b"![CDATA[") {
+            skip_to(b"]]>")
+        } else if rest.starts_with(b"?") || rest.starts_with(b"!") {
+            skip_to(b">")
+        } else if rest.starts_with(b"/") {
+            depth = depth.saturating_sub(1);
+            skip_to(b">")
+        } else {
+            // An open tag: its attributes, then `>` or `/>`, quotes respected.
+            let (mut quote, mut attributes, mut end) = (None, 0usize, None);
+            for (k, &c) in rest.iter().enumerate() {
+                match (quote, c) {
+                    (Some(q), c) if c == q => quote = None,
+                    (Some(_), _) => {}
+                    (None, b'"' | b'\'') => quote = Some(c),
+                    (None, b'=') => attributes += 1,
+                    (None, b'>') => {
+                        end = Some(k + 1);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if attributes > MAX_ATTRIBUTES {
+                return false;
+            }
+            if let Some(e) = end {
+                if e < 2 || rest[e - 2] != b'/' {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return false;
+                    }
+                }
+            }
+            end
+        };
+        match skipped {
+            Some(n) => i += n,
+            None => return true,
+        }
+    }
+    true
 }
 
 fn without_declaration(text: &str) -> &str {
@@ -51,6 +149,34 @@ fn without_declaration(text: &str) -> &str {
         }
     }
     text
+}
+
+/// `text` without its DOCTYPE declaration, which PostgreSQL accepts in content and
+/// documents and the crate's parser does not read. One with an internal subset (`[...]`:
+/// entity declarations, which would change the text it stands for) is refused by name.
+fn without_doctype(text: &str) -> std::result::Result<String, Problem> {
+    let Some(start) = text.find("<!DOCTYPE") else {
+        return Ok(text.to_string());
+    };
+    let rest = &text[start..];
+    let mut quote = None;
+    for (k, c) in rest.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[') => {
+                return Err(Problem::Unsupported(
+                    "a DOCTYPE with an internal subset (entity declarations) is not supported",
+                ))
+            }
+            (None, '>') => {
+                return Ok(format!("{}{}", &text[..start], &rest[k + 1..]));
+            }
+            _ => {}
+        }
+    }
+    Err(Problem::Malformed)
 }
 
 fn shortened(text: &str) -> String {
@@ -97,34 +223,76 @@ fn evaluate<T>(
     namespaces: &[(String, String)],
     result: impl FnOnce(Value<'_>) -> T,
 ) -> Result<T> {
-    let package = parser::parse(doc).map_err(|_| {
-        brook_err!(
+    let package = document(doc).map_err(|p| match p {
+        Problem::Unsupported(what) => brook_err!(Unsupported, "{what}"),
+        Problem::Malformed => brook_err!(
             InvalidXmlDocument,
             "could not parse XML document: \"{}\"",
             shortened(doc)
-        )
+        ),
     })?;
+    check_xpath_depth(path)?;
     let document = package.as_document();
     for child in document.root().children() {
         if let ChildOfRoot::Element(e) = child {
             merge_text(e);
         }
     }
-    let compiled = Factory::new()
-        .build(path)
-        .map_err(|e| brook_err!(InvalidXPath, "invalid XPath expression \"{path}\": {e}"))?
-        .ok_or_else(|| brook_err!(InvalidXPath, "empty XPath expression"))?;
-    let mut context = Context::new();
-    for (prefix, uri) in namespaces {
-        context.set_namespace(prefix, uri);
-    }
-    let value = compiled.evaluate(&context, document.root()).map_err(|e| {
-        brook_err!(
-            InvalidXPath,
-            "could not evaluate XPath expression \"{path}\": {e}"
-        )
-    })?;
+    // The crate panics on a prefix no namespace is bound to ("No namespace for prefix"):
+    // caught and reported as the expression's error, not the server's.
+    let evaluated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let compiled = Factory::new()
+            .build(path)
+            .map_err(|e| brook_err!(InvalidXPath, "invalid XPath expression: {e}"))?
+            .ok_or_else(|| brook_err!(InvalidXPath, "empty XPath expression"))?;
+        let mut context = Context::new();
+        context.set_namespace("xml", "http://www.w3.org/XML/1998/namespace");
+        for (prefix, uri) in namespaces {
+            context.set_namespace(prefix, uri);
+        }
+        compiled
+            .evaluate(&context, document.root())
+            .map_err(|e| brook_err!(InvalidXPath, "could not evaluate XPath expression: {e}"))
+    }));
+    let value = match evaluated {
+        Ok(value) => value?,
+        Err(_) => {
+            return Err(brook_err!(
+                InvalidXPath,
+                "invalid XPath expression: a namespace prefix is not bound (pass it in the \
+                 namespace array)"
+            ))
+        }
+    };
     Ok(result(value))
+}
+
+/// XPath expressions nest at most this deep (parentheses and brackets): the crate's
+/// parser recurses per level, and a 200 KB expression of nested parentheses overflowed
+/// the statement's stack.
+const MAX_XPATH_DEPTH: usize = 256;
+
+fn check_xpath_depth(path: &str) -> Result<()> {
+    let (mut depth, mut deepest, mut quote) = (0usize, 0usize, None);
+    for c in path.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (None, ')' | ']') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_XPATH_DEPTH {
+        return Err(BrookError::too_complex(format!(
+            "XPath expression nested more than {MAX_XPATH_DEPTH} levels deep"
+        )));
+    }
+    Ok(())
 }
 
 /// Adjacent text nodes merged into one, as libxml2 keeps them: the crate's parser splits
@@ -311,5 +479,32 @@ mod tests {
         assert!(!xpath_exists("//b", "<a/>", &[]).unwrap());
         // a scalar result counts as found, whatever its value (PostgreSQL's rule)
         assert!(xpath_exists("1 = 2", "<a/>", &[]).unwrap());
+        // an unbound prefix is the expression's error (the crate panics); xml is bound
+        assert_eq!(xpath("/x:a", "<a/>", &[]).unwrap_err().sqlstate(), "10608");
+        assert_eq!(
+            xpath("//@xml:lang", r#"<a xml:lang="en"/>"#, &[]).unwrap(),
+            vec!["en"]
+        );
+        let deep = format!("{}1{}", "(".repeat(300), ")".repeat(300));
+        assert_eq!(xpath(&deep, "<a/>", &[]).unwrap_err().sqlstate(), "54001");
+    }
+
+    #[test]
+    fn doctypes_and_limits() {
+        assert!(is_content("<!DOCTYPE a><a/>") && is_document("<!DOCTYPE a><a/>"));
+        assert!(is_document(
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE a SYSTEM \"a.dtd\"><a/>"
+        ));
+        assert_eq!(
+            check_content("<!DOCTYPE a [<!ENTITY e \"hi\">]><a>&e;</a>")
+                .unwrap_err()
+                .sqlstate(),
+            "0A000"
+        );
+        let nested = |n: usize| format!("{}{}", "<a>".repeat(n), "</a>".repeat(n));
+        assert!(is_content(&nested(MAX_DEPTH)));
+        assert!(!is_content(&nested(MAX_DEPTH + 1)));
+        let attributes: String = (0..=MAX_ATTRIBUTES).map(|i| format!(" a{i}='1'")).collect();
+        assert!(!is_content(&format!("<a{attributes}/>")));
     }
 }

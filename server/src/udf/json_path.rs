@@ -32,12 +32,58 @@ pub fn register(ctx: &SessionContext) {
             signature: Signature::any(1, Volatility::Immutable),
         }));
     }
+    ctx.register_udf(ScalarUDF::new_from_impl(JsonStep {
+        signature: Signature::user_defined(Volatility::Immutable),
+    }));
     for (name, as_text) in [("brook_json_path", false), ("brook_json_path_text", true)] {
         ctx.register_udf(ScalarUDF::new_from_impl(JsonPath {
             name,
             as_text,
             signature: Signature::any(2, Volatility::Immutable),
         }));
+    }
+}
+
+/// A path step for the JSON functions, which take a bigint index or a text key: an
+/// integer of any width becomes bigint, anything else text (`brook_planner::json_ops`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonStep {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JsonStep {
+    fn name(&self) -> &str {
+        brook_planner::json_ops::JSON_STEP
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(step_type(&arg_types[0]))
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [t] => Ok(vec![step_type(t)]),
+            _ => Err(DataFusionError::Plan(format!(
+                "{} takes one argument",
+                self.name()
+            ))),
+        }
+    }
+
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Ok(args.args.remove(0))
+    }
+}
+
+fn step_type(t: &DataType) -> DataType {
+    if t.is_integer() {
+        DataType::Int64
+    } else {
+        DataType::Utf8
     }
 }
 
