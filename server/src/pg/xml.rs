@@ -60,22 +60,20 @@ pub fn is_document(text: &str) -> bool {
 
 fn content(text: &str) -> std::result::Result<Package, Problem> {
     let body = without_doctype(without_declaration(text))?;
-    if !within_limits(&body) {
-        return Err(Problem::Malformed);
-    }
-    parser::parse(&format!("<{WRAPPER}>{body}</{WRAPPER}>")).map_err(|_| Problem::Malformed)
+    parse(&body, &format!("<{WRAPPER}>{body}</{WRAPPER}>"))
 }
 
 fn document(text: &str) -> std::result::Result<Package, Problem> {
     let t = text.trim_start();
-    let declaration = &t[..t.len() - without_declaration(t).len()];
-    let body = without_doctype(without_declaration(t))?;
-    parse(&format!("{declaration}{body}"))
+    let rest = without_declaration(t);
+    let declaration = &t[..t.len() - rest.len()];
+    let body = without_doctype(rest)?;
+    parse(&body, &format!("{declaration}{body}"))
 }
 
-/// The crate's parse, after the limits are checked.
-fn parse(text: &str) -> std::result::Result<Package, Problem> {
-    if !within_limits(text) {
+/// The crate's parse of `text`, once `body` (its elements) is within the limits.
+fn parse(body: &str, text: &str) -> std::result::Result<Package, Problem> {
+    if !within_limits(body) {
         return Err(Problem::Malformed);
     }
     parser::parse(text).map_err(|_| Problem::Malformed)
