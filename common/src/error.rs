@@ -182,6 +182,10 @@ pub enum BrookError {
     /// parses but is wrong in a way PostgreSQL names.
     #[error("{message}")]
     Semantic { message: String, code: &'static str },
+    /// 08006 (the cluster's log cannot be reached) / 08007 (a write was sent to the log
+    /// but its outcome is unknown): a cluster node lost its substrate mid-statement.
+    #[error("{message}")]
+    Cluster { message: String, code: &'static str },
     /// 2200H: a sequence reached its MAXVALUE or MINVALUE and does not CYCLE.
     #[error("{0}")]
     SequenceLimit(String),
@@ -247,6 +251,7 @@ impl BrookError {
             BrookError::Limit { code, .. } => code,
             BrookError::Timeout { code, .. } => code,
             BrookError::Semantic { code, .. } => code,
+            BrookError::Cluster { code, .. } => code,
             BrookError::SequenceLimit(_) => "2200H",
             BrookError::GeneratedAlways(_) => "428C9",
             BrookError::Internal(_) => "XX000",

@@ -189,8 +189,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<BrookStatement>> {
     split_statements_at(sql)?
         .iter()
         .map(|(start, s)| {
-            let stmt = parse_one(s).map_err(|e| with_position(e, sql, *start, s))?;
+            let mut stmt = parse_one(s).map_err(|e| with_position(e, sql, *start, s))?;
             check_depth(&stmt)?;
+            stmt.text = Some(s.to_string());
             Ok(stmt)
         })
         .collect()

@@ -17,6 +17,9 @@ pub struct BrookStatement {
     pub emit: Option<Emit>,
     /// `WITH ERROR e [CONFIDENCE c]`: exact aggregates may be replaced by synopses.
     pub budget: Option<ErrorBudget>,
+    /// The statement's text as the client sent it ([`crate::parse_sql`] keeps it): what a
+    /// cluster's log carries to the other nodes for a catalog change.
+    pub text: Option<String>,
 }
 
 impl BrookStatement {
@@ -26,6 +29,7 @@ impl BrookStatement {
             body,
             emit: None,
             budget: None,
+            text: None,
         }
     }
 

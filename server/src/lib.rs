@@ -20,6 +20,7 @@
 //! - [`session`]: one connection's state (context, settings, cursors, an open COPY);
 //! - [`write`]: the write path shared by INSERT, upsert, UPDATE/DELETE and COPY;
 //! - [`handler`]: one file per statement family, and the dispatch of a statement;
+//! - [`cluster`]: cluster mode: joining the cluster's log on NATS JetStream and applying it;
 //! - [`wire`]: the PostgreSQL protocol over pgwire (the only module naming pgwire types):
 //!   startup and authentication, simple and extended query, COPY, cancel, message checks,
 //!   a connection's life;
@@ -28,6 +29,7 @@
 //! - [`repair`]: `brook repair`, which inspects and (when told) fixes a data directory.
 
 pub mod catalog;
+pub mod cluster;
 pub mod config;
 pub mod copy;
 pub mod db;

@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the server (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Inspect a data directory the server refuses to open; fix it only as the options say
     /// (exit status 1 while problems remain). Run it with the server stopped.
     Repair(RepairArgs),
@@ -78,6 +78,19 @@ struct ServeArgs {
     /// Refuse connections that do not use TLS (needs --tls-cert and --tls-key).
     #[arg(long, env = "BROOK_REQUIRE_TLS", requires = "tls_cert")]
     require_tls: bool,
+    /// Run as a node of a cluster whose log is on these NATS JetStream server(s)
+    /// (e.g. nats://127.0.0.1:4222; comma-separated for several). Needs --node-id.
+    #[arg(long, env = "BROOK_CLUSTER", requires = "node_id")]
+    cluster: Option<String>,
+    /// This node's id in the cluster (letters, digits, '-', '_'; unique per node).
+    #[arg(long, env = "BROOK_NODE_ID", requires = "cluster")]
+    node_id: Option<String>,
+    /// The cluster's name: nodes with the same name share one log.
+    #[arg(long, env = "BROOK_CLUSTER_NAME", default_value = "brook")]
+    cluster_name: String,
+    /// Copies JetStream keeps of the cluster's log (3 on a three-server NATS cluster).
+    #[arg(long, env = "BROOK_CLUSTER_REPLICAS", default_value_t = 1)]
+    cluster_replicas: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -92,7 +105,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     let args = match cli.command {
-        Some(Command::Serve(a)) => a,
+        Some(Command::Serve(a)) => *a,
         Some(Command::Repair(r)) => return repair(r),
         None => cli.serve,
     };
@@ -139,6 +152,14 @@ fn main() -> anyhow::Result<()> {
         max_connections: args.max_connections,
         tls: args.tls_cert.zip(args.tls_key),
         require_tls: args.require_tls,
+        cluster: args.cluster.zip(args.node_id).map(|(url, node_id)| {
+            brook::cluster::ClusterOptions {
+                url,
+                node_id,
+                name: args.cluster_name,
+                replicas: args.cluster_replicas,
+            }
+        }),
     };
     let served = rt.block_on(brook::server::serve(options));
     // Every acknowledged write is on disk already: do not wait for statements still

@@ -28,6 +28,8 @@ pub struct ServerOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// Refuse connections that do not use TLS.
     pub require_tls: bool,
+    /// Run as a node of this cluster (none: a single server).
+    pub cluster: Option<crate::cluster::ClusterOptions>,
 }
 
 /// Open the data directory and serve connections until SIGTERM or SIGINT. Prints
@@ -35,6 +37,18 @@ pub struct ServerOptions {
 pub async fn serve(opts: ServerOptions) -> anyhow::Result<()> {
     let engine = Engine::open(&opts.data_dir, opts.cache_bytes, opts.memory_limit)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    match &opts.cluster {
+        Some(c) => crate::cluster::join(&engine, c).await?,
+        None => {
+            if let Some(mark) = &engine.catalog.read().cluster {
+                bail!(
+                    "the data directory {} is a cluster node's (log {}): start it with --cluster and its --node-id, or use another --data-dir",
+                    opts.data_dir.display(),
+                    mark.log
+                );
+            }
+        }
+    }
     let listener = TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("binding {}", opts.listen))?;

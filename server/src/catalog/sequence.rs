@@ -312,6 +312,7 @@ impl Catalog {
 
     /// The next `n` values of sequence `schema.name` of `db` (`nextval` for `n` rows).
     pub fn nextval(&self, db: &str, schema: &str, name: &str, n: usize) -> Result<Vec<i64>> {
+        refuse_in_cluster(self)?;
         let mut counters = self.counters.lock();
         let meta = find(&self.read(), db, schema, name)?.clone();
         let counter = *counters.entry(meta.id).or_insert(Counter {
@@ -363,6 +364,7 @@ impl Catalog {
         value: i64,
         is_called: bool,
     ) -> Result<SequenceMeta> {
+        refuse_in_cluster(self)?;
         let mut counters = self.counters.lock();
         let meta = find(&self.read(), db, schema, name)?.clone();
         if value < meta.min || value > meta.max {
@@ -416,6 +418,18 @@ impl Catalog {
         counters.remove(&base.id);
         Ok(())
     }
+}
+
+/// 0A000 on a cluster node: a sequence's counter lives in one node's data directory, so two
+/// nodes would hand out the same values.
+fn refuse_in_cluster(catalog: &Catalog) -> Result<()> {
+    if catalog.read().cluster.is_some() {
+        return Err(brook_err!(
+            Unsupported,
+            "sequences (nextval, setval, SERIAL and identity columns) are not supported in cluster mode yet: each node would hand out the same values"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+pub mod cluster;
 pub mod functions;
 mod rename;
 mod sequences;
@@ -86,6 +87,8 @@ pub struct Engine {
     pub queries: Arc<crate::stream::queries::QueryRegistry>,
     /// What each connection is doing (for `pg_stat_activity`, `pg_cancel_backend`).
     pub activity: Arc<crate::exec::activity::Activity>,
+    /// In cluster mode, the link to the cluster's log (set once, when the node joins).
+    pub cluster: std::sync::OnceLock<Arc<cluster::ClusterLink>>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
     runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
@@ -153,6 +156,7 @@ impl Engine {
                 runtime_env.memory_pool.clone(),
             )),
             activity: Arc::default(),
+            cluster: std::sync::OnceLock::new(),
             runtime_env,
             _lock: lock_file,
         }))
@@ -495,9 +499,16 @@ impl Engine {
                 })??,
             None => store.begin(replace).await?,
         };
+        self.check_definition(meta)?;
+        Ok(txn)
+    }
+
+    /// 40001 unless `meta` is still the relation's definition (a write planned against it
+    /// would write rows of an old shape, or into a dropped relation).
+    pub fn check_definition(&self, meta: &RelationMeta) -> Result<()> {
         let doc = self.catalog.read();
         match doc.relation_by_id(meta.id) {
-            Some(m) if m == meta => Ok(txn),
+            Some(m) if m == meta => Ok(()),
             Some(_) => Err(brook_err!(SerializationFailure, "could not write: the relation's definition changed (a concurrent ALTER TABLE) while this statement waited; retry it")),
             None => Err(brook_err!(SerializationFailure, "could not write: the relation was dropped while this statement waited")),
         }

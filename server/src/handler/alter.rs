@@ -283,7 +283,8 @@ impl Session {
                     "cannot truncate stream \"{name}\": streams are append-only"
                 ));
             }
-            let txn = self.begin_write(&meta, &store, true).await?;
+            let mut txn = self.begin_write(&meta, &store, true).await?;
+            self.mark_ddl_write(&mut txn);
             txn.commit()?;
         }
         Ok(Outcome::Command("TRUNCATE TABLE".into()))

@@ -44,6 +44,7 @@ impl Session {
         }
         // The catalog switches before the next writer may start: one that waited with the
         // old definition sees the change (40001), none writes rows of the old shape after.
+        self.mark_ddl_write(&mut txn);
         let _lock = txn.commit_holding_lock()?;
         self.engine
             .reshape_relation(&self.db, schema, name, next.clone(), edit)?;

@@ -132,7 +132,12 @@ impl Session {
         self.copy_in = Some(CopyIn {
             parser: CopyParser::new(opts),
             builder: BatchBuilder::new(target.clone()),
-            writer: CopyWriter::Here(Box::new(BatchWriter { target, txn, keys })),
+            writer: CopyWriter::Here(Box::new(BatchWriter {
+                meta,
+                target,
+                txn,
+                keys,
+            })),
         });
         Ok(Outcome::CopyIn { columns, binary })
     }
@@ -162,7 +167,7 @@ impl Session {
         // Rows of a COPY too small to start the writer thread are still in the builder.
         w.write(c.builder.take_raw())?;
         let n = w.txn.rows();
-        w.txn.commit()?;
+        self.commit_write(w.txn, &w.meta, &w.target.table).await?;
         Ok(n)
     }
 

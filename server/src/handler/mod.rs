@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod alter;
 pub mod alter_column;
+pub mod cluster;
 pub mod column_shape;
 pub mod comment;
 pub mod continuous;
@@ -40,6 +41,9 @@ impl Session {
     /// Execute one statement.
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
         self.sync_functions();
+        if let Some(logged) = self.through_cluster_log(&stmt).await {
+            return logged.map(Outcome::Command);
+        }
         let (stmt, replaced) = self.approximated(stmt)?;
         self.notices.extend(replaced.iter().map(|r| r.notice()));
         match stmt.body {

@@ -192,7 +192,7 @@ impl Session {
             }
             txn.append(&kept)?;
         }
-        txn.commit()?;
+        self.commit_write(txn, meta, name).await?;
         if let Some(items) = returning {
             let mut out = self.returning(name, meta, affected, items).await?;
             if let Outcome::Rows { tag, .. } = &mut out {

@@ -237,7 +237,7 @@ impl Session {
             }
             txn.append(&out)?;
         }
-        txn.commit()?;
+        self.commit_write(txn, meta, name).await?;
         Ok(fresh.num_rows() + updated)
     }
 }

@@ -43,6 +43,12 @@ impl Session {
         store: &Arc<TableStore>,
         replace: bool,
     ) -> Result<crate::storage::WriteTxn> {
+        if self.engine.cluster.get().is_some() && self.applying.is_none() {
+            // A cluster node's statement: staged, and ordered by the cluster's log.
+            let txn = store.stage(replace);
+            self.engine.check_definition(meta)?;
+            return Ok(txn);
+        }
         let lock_timeout = self.timeout_setting("lock_timeout")?;
         self.engine
             .begin_write(meta, store, replace, lock_timeout)
@@ -216,7 +222,7 @@ impl Session {
                 k.push(out);
             }
         }
-        txn.commit()?;
+        self.commit_write(txn, meta, name).await?;
         Ok(total)
     }
 }

@@ -66,6 +66,9 @@ pub struct Session {
     functions_version: u64,
     function_names: Vec<String>,
     aggregate_names: Vec<String>,
+    /// Set while this session applies the cluster log's entry at this position (the
+    /// node's applier): its statements run and commit here instead of going to the log.
+    pub(crate) applying: Option<u64>,
 }
 
 impl Session {
@@ -97,7 +100,20 @@ impl Session {
             functions_version,
             function_names: udfs.iter().map(|u| u.name().to_string()).collect(),
             aggregate_names: udafs.iter().map(|a| a.name().to_string()).collect(),
+            applying: None,
         }
+    }
+
+    /// Make this session apply the cluster log's entry at `position` (see
+    /// [`Session::applying`]).
+    pub fn apply_log_entry(&mut self, position: u64) {
+        self.applying = Some(position);
+    }
+
+    /// Set a configuration parameter for this session's next statements (as `SET` does,
+    /// without its checks: for values a session had, such as a logged `search_path`).
+    pub fn set_setting(&self, key: &str, value: &str) {
+        self.settings.set(key, value);
     }
 
     /// Register the database's user functions as they are now, when they changed since

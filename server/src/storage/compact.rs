@@ -16,10 +16,12 @@ impl TableStore {
     /// replacing transaction, fsync it, and rename it over the old one: a crash before the
     /// rename leaves the old log whole (and the temporary file is removed at open), after
     /// it the new one. Runs under the write lock; readers keep reading their snapshot's
-    /// chunks from the old file. Returns the chunks as they lie in the new log.
+    /// chunks from the old file. Returns the chunks as they lie in the new log. The new
+    /// log's commit carries `log_position` (that of the commit being compacted after).
     pub(super) fn compact_if_outgrown(
         &self,
         live: &[Arc<Chunk>],
+        log_position: u64,
     ) -> Result<Option<Vec<Arc<Chunk>>>> {
         let live_bytes: u64 = live.iter().map(|c| HEADER_LEN + u64::from(c.len)).sum();
         let len = self.current_file()?.metadata()?.len();
@@ -39,7 +41,7 @@ impl TableStore {
                 .write(true)
                 .open(&tmp)?,
         );
-        let written = self.write_compacted(&out, live);
+        let written = self.write_compacted(&out, live, log_position);
         let written = written.and_then(|chunks| {
             out.sync_all()?;
             std::fs::rename(&tmp, &self.path)?;
@@ -62,11 +64,13 @@ impl TableStore {
         }
     }
 
-    /// Write `live`'s records to `out` as one committed, replacing transaction.
+    /// Write `live`'s records to `out` as one committed, replacing transaction (at cluster
+    /// log position `log_position`, 0 for none).
     pub(super) fn write_compacted(
         &self,
         out: &Arc<File>,
         live: &[Arc<Chunk>],
+        log_position: u64,
     ) -> Result<Vec<Arc<Chunk>>> {
         let txid = self.next_txid.fetch_add(1, Ordering::AcqRel);
         let mut w = std::io::BufWriter::with_capacity(1 << 20, &**out);
@@ -91,8 +95,9 @@ impl TableStore {
             }));
             pos += HEADER_LEN + u64::from(c.len);
         }
-        w.write_all(&record_header(KIND_COMMIT, txid, &[1]))?;
-        w.write_all(&[1])?;
+        let commit = commit_payload(true, (log_position > 0).then_some(log_position));
+        w.write_all(&record_header(KIND_COMMIT, txid, &commit))?;
+        w.write_all(&commit)?;
         w.flush()?;
         Ok(chunks)
     }

@@ -142,6 +142,10 @@ pub struct TableStore {
     budget: Arc<CacheBudget>,
     /// Bumped after every commit; continuous queries wait on it.
     commits: tokio::sync::watch::Sender<u64>,
+    /// In a cluster: the position in the cluster's log of the last transaction committed
+    /// here (0 before any); kept in each commit record, so that a restarted node applies
+    /// every log entry once (see `cluster/`).
+    log_position: AtomicU64,
 }
 
 impl TableStore {
@@ -197,6 +201,7 @@ impl TableStore {
         }
         let (chunks, next_txid, valid_len) =
             (replayed.committed, replayed.next_txid, replayed.valid_len);
+        let log_position = replayed.log_position;
         let len = file.metadata()?.len();
         if len != valid_len {
             tracing::warn!(
@@ -208,9 +213,9 @@ impl TableStore {
             file.set_len(valid_len)?;
             file.sync_all()?;
         }
-        Ok(Arc::new(TableStore::new(
-            path, file, chunks, next_txid, budget,
-        )))
+        let store = TableStore::new(path, file, chunks, next_txid, budget);
+        store.log_position.store(log_position, Ordering::Release);
+        Ok(Arc::new(store))
     }
 
     fn new(
@@ -228,7 +233,13 @@ impl TableStore {
             next_txid: AtomicU64::new(next_txid),
             budget,
             commits: tokio::sync::watch::Sender::new(0),
+            log_position: AtomicU64::new(0),
         }
+    }
+
+    /// In a cluster: the log position of the last transaction committed here (0: none).
+    pub fn log_position(&self) -> u64 {
+        self.log_position.load(Ordering::Acquire)
     }
 
     /// How many commits the relation has had since it was opened.
@@ -263,6 +274,32 @@ impl TableStore {
         decode_batch(&chunk.payload()?)
     }
 
+    /// Start a staged write transaction (a cluster node's statement): it takes no lock and
+    /// writes nothing here; its records are kept in memory to be published to the
+    /// cluster's log, which orders it and validates it against the writes ordered first.
+    /// The relation's log position is read before anything the statement reads, so a
+    /// write computed from older rows is never taken for one computed from newer.
+    pub fn stage(self: &Arc<Self>, replace: bool) -> WriteTxn {
+        let based_on = self.log_position();
+        WriteTxn {
+            store: self.clone(),
+            guard: None,
+            txid: 0,
+            start_len: 0,
+            chunks: Vec::new(),
+            replace,
+            log_position: None,
+            staged: Some(txn::Staged {
+                payloads: Vec::new(),
+                bytes: 0,
+                based_on,
+            }),
+            done: false,
+            unflushed: 0,
+            flushing: None,
+        }
+    }
+
     /// Start a write transaction; waits for the relation's previous writer to finish.
     pub async fn begin(self: &Arc<Self>, replace: bool) -> Result<WriteTxn> {
         let guard = self.write_lock.clone().lock_owned().await;
@@ -281,6 +318,8 @@ impl TableStore {
             start_len,
             chunks: Vec::new(),
             replace,
+            log_position: None,
+            staged: None,
             done: false,
             unflushed: 0,
             flushing: None,
@@ -334,6 +373,29 @@ fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>> {
     w.finish()?;
     drop(w);
     Ok(buf)
+}
+
+/// The payload of a commit record: whether the transaction replaces the relation, then (in a
+/// cluster) its position in the cluster's log.
+fn commit_payload(replace: bool, log_position: Option<u64>) -> Vec<u8> {
+    let mut payload = vec![u8::from(replace)];
+    if let Some(p) = log_position {
+        payload.extend_from_slice(&p.to_le_bytes());
+    }
+    payload
+}
+
+/// The log position a commit record's payload carries (0 when it carries none).
+fn commit_log_position(payload: &[u8]) -> u64 {
+    payload
+        .get(1..9)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The batch a batch record's payload holds (what [`WriteTxn::into_payloads`] hands out).
+pub fn decode_payload(payload: &[u8]) -> Result<RecordBatch> {
+    decode_batch(payload)
 }
 
 fn decode_batch(payload: &[u8]) -> Result<RecordBatch> {

