@@ -172,6 +172,47 @@ def test_ddl_and_writes_on_any_node_reach_every_node(cluster):
         eventually(n, "SELECT count(*) FROM pg_matviews WHERE matviewname = 'totals'", [(0,)])
 
 
+def test_ddl_runs_as_the_session_would_on_every_node(cluster):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute("CREATE SCHEMA s1")
+        c.execute("CREATE TABLE s1.victim (a int)")
+        c.execute("CREATE TABLE public.victim (a int)")
+        c.execute("INSERT INTO public.victim VALUES (42)")
+    with n2.connect() as c:
+        # The session's search_path travels with the DDL: s1.victim goes, not public's.
+        c.execute("SET search_path TO s1")
+        c.execute("DROP TABLE victim")
+        c.execute("CREATE TABLE st (a int)")
+        c.execute("INSERT INTO st VALUES (1)")
+    for n in cluster:
+        assert n.query("SELECT table_schema FROM information_schema.tables WHERE table_name IN ('victim', 'st') ORDER BY 1, table_name") == [("public",), ("s1",)]
+        assert n.query("SELECT a FROM public.victim") == [(42,)]
+    # CREATE TABLE AS computes its rows once: the same random() and now() everywhere.
+    with n3.connect() as c:
+        assert c.execute("CREATE TABLE r AS SELECT random() AS x, now() AS t FROM generate_series(1, 5)").statusmessage == "SELECT 5"
+    rows = n3.query("SELECT x, t FROM r ORDER BY x")
+    assert len(rows) == 5
+    for n in cluster:
+        assert n.query("SELECT x, t FROM r ORDER BY x") == rows
+    # The log carries a statement's text, so a catalog change with bind parameters is
+    # refused (psycopg binds on the server) and leaves nothing behind.
+    with n1.connect() as c:
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            c.execute("CREATE TABLE p1 AS SELECT %s::int AS a", (5,))
+    for n in cluster:
+        assert n.query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'p1'") == [(0,)]
+
+
+def run_on_each(nodes, work):
+    """Run `work(node)` on every node at once, in threads."""
+    threads = [threading.Thread(target=work, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_concurrent_writes_on_different_nodes_are_never_lost(cluster):
     n1, n2, n3 = cluster
     with n1.connect() as c:
@@ -193,11 +234,7 @@ def test_concurrent_writes_on_different_nodes_are_never_lost(cluster):
                     with lock:
                         done["retry"] += 1
 
-    threads = [threading.Thread(target=bump, args=(n,)) for n in cluster]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_on_each(cluster, bump)
     assert done["ok"] + done["retry"] == 75
     assert done["ok"] >= 25, done
     # Every acknowledged increment is there once, on every node: no lost update.
@@ -215,14 +252,32 @@ def test_concurrent_writes_on_different_nodes_are_never_lost(cluster):
         except (psycopg.errors.UniqueViolation, psycopg.errors.SerializationFailure) as e:
             results.append(type(e).__name__)
 
-    threads = [threading.Thread(target=insert, args=(n,)) for n in (n1, n2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_on_each((n1, n2), insert)
     assert results.count("ok") == 1, results
     for n in cluster:
         eventually(n, "SELECT count(*) FROM acc WHERE id = 2", [(1,)])
+
+    # ON CONFLICT DO NOTHING never reports a duplicate key: it succeeds, or is retried
+    # (40001) as a client does.
+    errors = []
+
+    def insert_or_skip(node):
+        with node.connect() as c:
+            for k in range(10, 30):
+                for _ in range(100):
+                    try:
+                        c.execute(f"INSERT INTO acc VALUES ({k}, 0) ON CONFLICT (id) DO NOTHING")
+                        break
+                    except psycopg.errors.SerializationFailure:
+                        continue
+                    except psycopg.Error as e:
+                        errors.append(e)
+                        break
+
+    run_on_each(cluster, insert_or_skip)
+    assert errors == []
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM acc WHERE id BETWEEN 10 AND 29", [(20,)])
 
 
 def test_killed_node_catches_up_with_every_row_once(cluster):
@@ -364,9 +419,11 @@ def test_bad_starts_are_refused_and_change_nothing(nats):
         # A node's directory is refused by a single server; sequences are refused on a node.
         fresh = Node(nats, "y").start()
         with fresh.connect() as c:
-            c.execute("CREATE SEQUENCE sq")
-            with pytest.raises(psycopg.errors.FeatureNotSupported):
-                c.execute("SELECT nextval('sq')")
+            for ddl in ("CREATE SEQUENCE sq", "CREATE TABLE ser (id serial, v int)",
+                        "CREATE TABLE ide (id int GENERATED ALWAYS AS IDENTITY)"):
+                with pytest.raises(psycopg.errors.FeatureNotSupported):
+                    c.execute(ddl)
+            c.execute("CREATE TABLE plain (id int)")
         fresh.stop()
         r = subprocess.run(
             [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", fresh.data],

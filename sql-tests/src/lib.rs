@@ -52,11 +52,27 @@ pub struct BrookServer {
 }
 
 impl BrookServer {
-    /// Start on a fresh temporary data directory.
+    /// Start on a fresh temporary data directory. With `$BROOK_TEST_CLUSTER` (a NATS URL)
+    /// the server is a one-node cluster with a log of its own: the same tests then check
+    /// that cluster mode gives a single server's answers.
     pub fn start() -> BrookServer {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
-        let mut s = Self::start_on(&dir, &[]).expect("server starts");
+        let cluster = std::env::var("BROOK_TEST_CLUSTER").ok();
+        let name: String = dir
+            .to_string_lossy()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        let env: Vec<(&str, &str)> = match &cluster {
+            Some(url) => vec![
+                ("BROOK_CLUSTER", url.as_str()),
+                ("BROOK_NODE_ID", "test"),
+                ("BROOK_CLUSTER_NAME", name.as_str()),
+            ],
+            None => Vec::new(),
+        };
+        let mut s = Self::start_on(&dir, &env).expect("server starts");
         s._tmp = Some(tmp);
         s
     }

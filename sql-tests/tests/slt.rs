@@ -69,8 +69,16 @@ fn name_filters() -> Vec<String> {
     filters
 }
 
-/// Whether a file runs: no filter, or its name contains one of them.
+/// Whether a file runs: no filter, or its name contains one of them; and its name contains
+/// none of `$BROOK_SLT_SKIP` (comma-separated).
 fn selected(name: &str, filters: &[String]) -> bool {
+    let skip = std::env::var("BROOK_SLT_SKIP").unwrap_or_default();
+    if skip
+        .split(',')
+        .any(|s| !s.is_empty() && name.contains(s.trim()))
+    {
+        return false;
+    }
     filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
 }
 

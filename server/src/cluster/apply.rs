@@ -261,7 +261,10 @@ impl Applier {
     async fn run_ddl(&self, position: u64, entry: &DdlEntry) -> Verdict {
         let db = self.engine.database(&entry.db)?;
         let mut session = Session::new(self.engine.clone(), db, entry.user.clone());
-        session.set_setting("search_path", &entry.search_path);
+        for (key, value) in &entry.settings {
+            // As SET does it: `search_path` also moves the schema names resolve in.
+            session.set_var(key, value)?;
+        }
         session.apply_log_entry(position);
         let mut tag = String::new();
         for stmt in brook_planner::parse_sql(&entry.sql)? {
@@ -298,7 +301,7 @@ impl Applier {
                 entry.relation
             )));
         }
-        if entry.replace && store.log_position() != entry.based_on {
+        if (entry.replace || entry.validate) && store.log_position() != entry.based_on {
             return Ok(Err(brook_err!(
                 SerializationFailure,
                 "could not serialize access due to concurrent update: \"{}\" was written by another statement ordered first in the cluster's log; retry",

@@ -12,7 +12,7 @@
 use brook_common::{BrookError, Result};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 /// The version of the log's entries this build writes and reads.
@@ -35,19 +35,30 @@ const FAILOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Most messages one atomic batch may hold (JetStream's limit), so most per statement.
 const MAX_BATCH_MESSAGES: usize = 1000;
 
-/// A catalog change as the log carries it: run `sql` in database `db` as `user` with
-/// `search_path`.
+/// A catalog change as the log carries it: run `sql` in database `db` as `user` with the
+/// session's settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DdlEntry {
     /// The database the statement ran in.
     pub db: String,
     /// The role that ran it.
     pub user: String,
-    /// The session's `search_path` when it ran.
-    pub search_path: String,
+    /// The session's settings when it ran (`search_path`, an accuracy budget a view's
+    /// definition takes, ...), but for [`LOCAL_SETTINGS`].
+    pub settings: BTreeMap<String, String>,
     /// The statement's text.
     pub sql: String,
 }
+
+/// Settings that are the sending node's alone and do not travel with a catalog change: a
+/// client's timeouts would make a change fail on one node and not on another.
+pub const LOCAL_SETTINGS: [&str; 5] = [
+    "lock_timeout",
+    "statement_timeout",
+    "idle_in_transaction_session_timeout",
+    "idle_session_timeout",
+    "application_name",
+];
 
 /// A committed write as the log carries it (the batches precede it in the same atomic
 /// batch of messages).
@@ -62,10 +73,14 @@ pub struct WriteEntry {
     pub definition: u32,
     /// Whether the write replaces the relation's rows (UPDATE, DELETE, upsert).
     pub replace: bool,
-    /// The relation's log position the write was computed from: a replacing write is
-    /// applied only when it still is the relation's position (appends commute; their keys
-    /// are checked when applied).
+    /// The relation's log position the write was computed from: a replacing write, or one
+    /// marked `validate`, is applied only when it still is the relation's position
+    /// (appends commute; their keys are checked when applied).
     pub based_on: u64,
+    /// Whether the write depends on the rows it saw although it only appends
+    /// (`INSERT ... ON CONFLICT DO NOTHING` left out the keys it found).
+    #[serde(default)]
+    pub validate: bool,
 }
 
 /// A write to publish: its entry and its batch records (storage payloads).

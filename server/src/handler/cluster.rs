@@ -4,10 +4,12 @@
 //! executes and commits locally at the entry's log position.
 
 use crate::catalog::RelationMeta;
-use crate::db::cluster::{definition_digest, DdlEntry, Write, WriteEntry};
+use crate::db::cluster::{definition_digest, DdlEntry, Write, WriteEntry, LOCAL_SETTINGS};
+use crate::ident::quote_if_needed;
+use crate::session::Outcome;
 use crate::session::Session;
 use crate::storage::WriteTxn;
-use brook_common::Result;
+use brook_common::{brook_err, Result};
 use brook_planner::{BrookStatement, StatementBody};
 use datafusion::sql::sqlparser::ast::Statement;
 
@@ -42,12 +44,53 @@ pub(crate) fn changes_catalog(stmt: &BrookStatement) -> bool {
     }
 }
 
+/// Whether a statement's text has bind parameters (`$1`): the log carries the text, not
+/// the values.
+fn has_placeholders(sql: &str) -> bool {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize()
+        .is_ok_and(|tokens| tokens.iter().any(|t| matches!(t, Token::Placeholder(_))))
+}
+
+/// Whether a catalog change makes or moves a sequence (CREATE/ALTER SEQUENCE, a SERIAL or
+/// identity column).
+fn uses_sequence(stmt: &BrookStatement) -> bool {
+    let words = |text: String| -> bool {
+        let upper = text.to_ascii_uppercase();
+        let words: Vec<&str> = upper
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().any(|w| {
+            matches!(
+                *w,
+                "SERIAL" | "SERIAL2" | "SERIAL4" | "SERIAL8" | "SMALLSERIAL" | "BIGSERIAL"
+            )
+        }) || words.windows(2).any(|p| p == ["AS", "IDENTITY"])
+    };
+    match &stmt.body {
+        StatementBody::AlterSequence(_) => true,
+        StatementBody::Sql(s) => match &**s {
+            Statement::CreateSequence { .. } => true,
+            Statement::CreateTable(ct) => ct.columns.iter().any(|c| {
+                words(c.data_type.to_string()) || c.options.iter().any(|o| words(o.to_string()))
+            }),
+            Statement::AlterTable(at) => at.operations.iter().any(|op| words(op.to_string())),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 impl Session {
     /// On a cluster node, a catalog change not being applied from the log yet: send it to
     /// the log and return the command tag this node's applier got for it. `None` when the
-    /// statement is to run here.
+    /// statement is to run here — on a cluster node once the node has caught up with the
+    /// log (an error when it cannot).
     pub(crate) async fn through_cluster_log(
-        &self,
+        &mut self,
         stmt: &BrookStatement,
     ) -> Option<Result<String>> {
         let link = self.engine.cluster.get()?;
@@ -59,30 +102,113 @@ impl Session {
             // log holds now: it sees every write acknowledged anywhere before it began.
             return link.sync().await.err().map(Err);
         }
+        Some(self.catalog_change(stmt).await)
+    }
+
+    /// Send a catalog change to the log (see [`Session::through_cluster_log`]).
+    async fn catalog_change(&mut self, stmt: &BrookStatement) -> Result<String> {
         let Some(sql) = stmt.text.clone() else {
-            return Some(Err(brook_common::brook_err!(
+            return Err(brook_err!(
                 Internal,
                 "a catalog change without its text cannot be sent to the cluster's log"
-            )));
+            ));
         };
+        if has_placeholders(&sql) {
+            return Err(brook_err!(
+                Unsupported,
+                "a catalog change with bind parameters in cluster mode: the other nodes run its text, so write the values into it"
+            ));
+        }
+        if uses_sequence(stmt) {
+            return Err(brook_err!(
+                Unsupported,
+                "sequences (CREATE/ALTER SEQUENCE, SERIAL and identity columns) are not supported in cluster mode yet: each node would hand out the same values"
+            ));
+        }
+        if let Some(split) = self.table_as_rows(stmt).await? {
+            return split;
+        }
+        self.log_catalog_change(sql).await
+    }
+
+    /// Send the catalog change `sql` to the log with this session's settings.
+    async fn log_catalog_change(&self, sql: String) -> Result<String> {
+        let Some(link) = self.engine.cluster.get() else {
+            return Err(brook_err!(Internal, "not a cluster node"));
+        };
+        let mut settings = self.settings.read().clone();
+        settings.retain(|k, _| !LOCAL_SETTINGS.contains(&k.as_str()));
         let entry = DdlEntry {
             db: self.db.name.clone(),
             user: self.user.clone(),
-            search_path: self.settings.get("search_path").unwrap_or_default(),
+            settings,
             sql,
         };
-        Some(link.ddl(&entry).await)
+        link.ddl(&entry).await
+    }
+
+    /// `CREATE TABLE ... AS query` on a cluster node: its rows are computed here, once, and
+    /// logged as a write (each node evaluating the query at the log's position would give
+    /// other `now()` or `random()` values, and a node killed while filling the table would
+    /// not fill it again). The table is created through the log from the query's shape (no
+    /// rows), then the rows are inserted from here. `None` for any other statement.
+    async fn table_as_rows(&mut self, stmt: &BrookStatement) -> Result<Option<Result<String>>> {
+        // With Brook's clauses (EMIT, an accuracy budget) the statement goes as it is.
+        let Some(Statement::CreateTable(ct)) = stmt.as_sql() else {
+            return Ok(None);
+        };
+        if stmt.emit.is_some() || stmt.budget.is_some() {
+            return Ok(None);
+        }
+        let Some(query) = &ct.query else {
+            return Ok(None);
+        };
+        let (schema, name) = self.resolve(&ct.name)?;
+        if ct.if_not_exists && self.relation(&schema, &name).is_ok() {
+            self.notices
+                .push(format!("relation \"{name}\" already exists, skipping"));
+            return Ok(Some(Ok("CREATE TABLE AS".into())));
+        }
+        let mut shape = ct.clone();
+        shape.if_not_exists = false;
+        let Some(empty) = brook_planner::parser::parse_one(&format!(
+            "SELECT * FROM ({query}) AS brook_ctas LIMIT 0"
+        ))?
+        .into_plain_sql() else {
+            return Err(brook_err!(Internal, "CREATE TABLE AS: no query"));
+        };
+        let Statement::Query(empty) = empty else {
+            return Err(brook_err!(Internal, "CREATE TABLE AS: not a query"));
+        };
+        shape.query = Some(empty);
+        self.log_catalog_change(Statement::CreateTable(shape).to_string())
+            .await?;
+        let insert = format!(
+            "INSERT INTO {}.{} SELECT * FROM ({query}) AS brook_ctas",
+            quote_if_needed(&schema),
+            quote_if_needed(&name)
+        );
+        let mut tag = String::new();
+        for s in brook_planner::parse_sql(&insert)? {
+            if let Outcome::Command(t) = Box::pin(self.execute(s)).await? {
+                tag = t;
+            }
+        }
+        let rows = tag.rsplit(' ').next().unwrap_or("0");
+        Ok(Some(Ok(format!("SELECT {rows}"))))
     }
 
     /// Commit a write of relation `meta` (called `name` by the statement). On a single
     /// server, or when applying the cluster's log, it commits here (at the entry's log
     /// position); on a cluster node otherwise it is published to the log, and is committed
-    /// (on every node) when the log's order admits it.
+    /// (on every node) when the log's order admits it — for a replacing write, or one that
+    /// `depends_on_rows` it saw, only if no write of the relation was ordered between.
     pub(crate) async fn commit_write(
         &self,
         mut txn: WriteTxn,
         meta: &RelationMeta,
         name: &str,
+        depends_on_rows: bool,
     ) -> Result<()> {
         let link = match (self.engine.cluster.get(), self.applying) {
             (Some(link), None) => link,
@@ -107,6 +233,7 @@ impl Session {
             definition: definition_digest(meta),
             replace,
             based_on,
+            validate: depends_on_rows,
         };
         link.write(Write { entry, payloads }).await
     }

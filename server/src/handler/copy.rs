@@ -167,7 +167,8 @@ impl Session {
         // Rows of a COPY too small to start the writer thread are still in the builder.
         w.write(c.builder.take_raw())?;
         let n = w.txn.rows();
-        self.commit_write(w.txn, &w.meta, &w.target.table).await?;
+        self.commit_write(w.txn, &w.meta, &w.target.table, false)
+            .await?;
         Ok(n)
     }
 

@@ -192,7 +192,7 @@ impl Session {
             }
             txn.append(&kept)?;
         }
-        self.commit_write(txn, meta, name).await?;
+        self.commit_write(txn, meta, name, true).await?;
         if let Some(items) = returning {
             let mut out = self.returning(name, meta, affected, items).await?;
             if let Outcome::Rows { tag, .. } = &mut out {

@@ -237,7 +237,7 @@ impl Session {
             }
             txn.append(&out)?;
         }
-        self.commit_write(txn, meta, name).await?;
+        self.commit_write(txn, meta, name, true).await?;
         Ok(fresh.num_rows() + updated)
     }
 }

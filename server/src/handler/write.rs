@@ -222,7 +222,8 @@ impl Session {
                 k.push(out);
             }
         }
-        self.commit_write(txn, meta, name).await?;
+        self.commit_write(txn, meta, name, mode == WriteMode::SkipConflicts)
+            .await?;
         Ok(total)
     }
 }

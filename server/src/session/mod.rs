@@ -110,12 +110,6 @@ impl Session {
         self.applying = Some(position);
     }
 
-    /// Set a configuration parameter for this session's next statements (as `SET` does,
-    /// without its checks: for values a session had, such as a logged `search_path`).
-    pub fn set_setting(&self, key: &str, value: &str) {
-        self.settings.set(key, value);
-    }
-
     /// Register the database's user functions as they are now, when they changed since
     /// this session last did (CREATE or DROP FUNCTION in any session): called before each
     /// statement is planned.
