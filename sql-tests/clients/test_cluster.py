@@ -309,6 +309,28 @@ def test_killed_node_catches_up_with_every_row_once(cluster):
         except psycopg.Error:
             pass
 
+    # SIGKILL of a node while it applies another node's large write (many messages): it
+    # comes back with all of that write, not a part.
+    with n1.connect() as c:
+        c.execute("CREATE TABLE wide (k bigint, h text)")
+        big = threading.Thread(target=lambda: c.execute(
+            "INSERT INTO wide SELECT seq, md5(v::text) || md5(seq::text) FROM ev"))
+        big.start()
+        time.sleep(0.3)
+        n3.kill9()
+        big.join()
+    n3.start()
+    for n in cluster:
+        eventually(n, "SELECT count(*), count(DISTINCT k) FROM wide", [(20001, 20001)])
+    # A table written row by row (one record per statement) is still one write to UPDATE.
+    with n2.connect() as c:
+        c.execute("CREATE TABLE tiny (a int)")
+        for i in range(1100):
+            c.execute(f"INSERT INTO tiny VALUES ({i})")
+        c.execute("UPDATE tiny SET a = a + 1")
+    for n in cluster:
+        eventually(n, "SELECT count(*), sum(a) FROM tiny", [(1100, sum(range(1, 1101)))])
+
     t = threading.Thread(target=slow_copy)
     t.start()
     time.sleep(0.5)

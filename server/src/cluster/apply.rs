@@ -12,8 +12,8 @@
 
 use super::write_position;
 use crate::db::cluster::{
-    definition_digest, ClusterLink, DdlEntry, Verdict, WriteEntry, COMMIT_HEADER, FORMAT_HEADER,
-    LOG_FORMAT, NODE_HEADER, RECORD_END_HEADER, TXN_HEADER,
+    definition_digest, unframe, ClusterLink, DdlEntry, Verdict, WriteEntry, COMMIT_HEADER,
+    FORMAT_HEADER, LOG_FORMAT, NODE_HEADER, TXN_HEADER,
 };
 use crate::db::Engine;
 use crate::session::{Outcome, Session};
@@ -38,10 +38,9 @@ pub(super) struct Applier {
     engine: Arc<Engine>,
     link: Arc<ClusterLink>,
     position_file: PathBuf,
-    /// Batch records of writes whose entry has not arrived yet, by transaction.
-    records: HashMap<String, Vec<Vec<u8>>>,
-    /// The part of a record split over several messages received so far, by transaction.
-    partial: HashMap<String, Vec<u8>>,
+    /// The framed records of writes whose entry has not arrived yet, by transaction (an
+    /// atomic batch's messages are consecutive in the log).
+    pending: HashMap<String, Vec<u8>>,
     noted: Instant,
 }
 
@@ -51,7 +50,6 @@ struct Message {
     node: String,
     txn: String,
     payload: bytes::Bytes,
-    record_end: bool,
     commit: bool,
     /// `None`: a catalog change; `Some(id)`: a write of relation `id`.
     relation: Option<u64>,
@@ -63,8 +61,7 @@ impl Applier {
             engine,
             link,
             position_file,
-            records: HashMap::new(),
-            partial: HashMap::new(),
+            pending: HashMap::new(),
             noted: Instant::now(),
         }
     }
@@ -132,7 +129,9 @@ impl Applier {
                 self.apply(message).await?;
                 self.link.applied(position);
                 next = position + 1;
-                if self.noted.elapsed() >= NOTE_EVERY {
+                // Noted only between writes: a start after the first messages of a write
+                // would apply it without them.
+                if self.pending.is_empty() && self.noted.elapsed() >= NOTE_EVERY {
                     self.note(position)?;
                 }
             }
@@ -182,7 +181,6 @@ impl Applier {
             node: header(NODE_HEADER).unwrap_or_default(),
             txn: header(TXN_HEADER).unwrap_or_default(),
             payload: m.payload.clone(),
-            record_end: header(RECORD_END_HEADER).is_some(),
             commit: header(COMMIT_HEADER).is_some(),
             relation,
         })
@@ -196,16 +194,13 @@ impl Applier {
             return self.note(m.position);
         };
         if !m.commit {
-            let part = self.partial.entry(m.txn.clone()).or_default();
-            part.extend_from_slice(&m.payload);
-            if m.record_end {
-                let record = std::mem::take(part);
-                self.partial.remove(&m.txn);
-                self.records.entry(m.txn).or_default().push(record);
-            }
+            self.pending
+                .entry(m.txn.clone())
+                .or_default()
+                .extend_from_slice(&m.payload);
             return Ok(());
         }
-        let records = self.records.remove(&m.txn).unwrap_or_default();
+        let framed = self.pending.remove(&m.txn).unwrap_or_default();
         let entry: WriteEntry = serde_json::from_slice(&m.payload)
             .map_err(|e| brook_err!(Internal, "write entry at position {}: {e}", m.position))?;
         if entry.id != id {
@@ -216,7 +211,7 @@ impl Applier {
                 entry.id
             ));
         }
-        let verdict = self.apply_write(m.position, &entry, records).await?;
+        let verdict = self.apply_write(m.position, &entry, &framed).await?;
         self.link.decided(&m.node, &m.txn, verdict);
         Ok(())
     }
@@ -281,7 +276,7 @@ impl Applier {
         &self,
         position: u64,
         entry: &WriteEntry,
-        records: Vec<Vec<u8>>,
+        framed: &[u8],
     ) -> Result<Verdict> {
         let Some(meta) = self.engine.catalog.read().relation_by_id(entry.id).cloned() else {
             return Ok(Err(brook_err!(
@@ -308,9 +303,9 @@ impl Applier {
                 entry.relation
             )));
         }
-        let batches = records
-            .iter()
-            .map(|r| decode_payload(r))
+        let batches = unframe(framed)?
+            .into_iter()
+            .map(decode_payload)
             .collect::<Result<Vec<_>>>()?;
         let mut txn = store.begin(entry.replace).await?;
         if !entry.replace {
@@ -360,6 +355,9 @@ async fn read_from(
     consumer
         .stream()
         .max_messages_per_batch(500)
+        // Well under the NATS server's pending limit for a client (64 MB), which drops a
+        // connection that pulls more at once (a slow consumer).
+        .max_bytes_per_batch(8 << 20)
         .heartbeat(Duration::from_secs(1))
         .expires(Duration::from_secs(5))
         .messages()

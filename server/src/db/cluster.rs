@@ -21,9 +21,6 @@ pub const LOG_FORMAT: u32 = 1;
 pub const NODE_HEADER: &str = "Brook-Node";
 /// Header naming the statement (transaction) an entry belongs to.
 pub const TXN_HEADER: &str = "Brook-Txn";
-/// Header on the message that ends one batch record of a write (a record larger than one
-/// message is split over several).
-pub const RECORD_END_HEADER: &str = "Brook-Record-End";
 /// Header on the last message of a write: its payload is the [`WriteEntry`].
 pub const COMMIT_HEADER: &str = "Brook-Commit";
 /// Header carrying [`LOG_FORMAT`].
@@ -229,17 +226,24 @@ impl ClusterLink {
         self.wait(ack.sequence, &txn).await
     }
 
-    /// Publish a write as one atomic batch of messages (its records, split to fit a
-    /// message, then the entry) and wait until this node applied it.
+    /// Publish a write as one atomic batch of messages and wait until this node applied
+    /// it. The records are framed (length, then bytes; see [`unframe`]) into one byte
+    /// string cut into messages as large as the NATS server takes, so many small records
+    /// share a message and a large one spans several; the entry is the last message.
     pub async fn write(&self, w: Write) -> Result<()> {
         use jetstream_extra::batch_publish::BatchPublishExt;
         let txn = nuid::next().to_string();
         let subject = self.data_subject(w.entry.id);
         // Room for the headers in each message.
         let piece = self.max_message.saturating_sub(1024).max(1024);
-        let messages: usize = w.payloads.iter().map(|p| p.len().div_ceil(piece)).sum();
-        if messages + 1 > MAX_BATCH_MESSAGES {
-            let bytes: usize = w.payloads.iter().map(Vec::len).sum();
+        let mut framed = Vec::with_capacity(w.payloads.iter().map(|p| p.len() + 8).sum());
+        for p in &w.payloads {
+            framed.extend_from_slice(&(p.len() as u64).to_le_bytes());
+            framed.extend_from_slice(p);
+        }
+        drop(w.payloads);
+        let bytes = framed.len();
+        if bytes.div_ceil(piece) + 1 > MAX_BATCH_MESSAGES {
             return Err(BrookError::Limit {
                 message: format!(
                     "a statement may write at most {} MB in cluster mode (this one writes {} MB): split it (e.g. COPY in parts)",
@@ -250,22 +254,15 @@ impl ClusterLink {
             });
         }
         let mut batch = self.js.batch_publish().build();
-        for payload in &w.payloads {
-            let pieces: Vec<&[u8]> = payload.chunks(piece).collect();
-            for (i, p) in pieces.iter().enumerate() {
-                let mut h = self.headers(&txn);
-                if i + 1 == pieces.len() {
-                    h.insert(RECORD_END_HEADER, "1");
-                }
-                batch
-                    .add_message(async_nats::jetstream::message::OutboundMessage::new(
-                        subject.clone().into(),
-                        Bytes::copy_from_slice(p),
-                        Some(h),
-                    ))
-                    .await
-                    .map_err(|e| unreachable("send a write to", e))?;
-            }
+        for p in framed.chunks(piece) {
+            batch
+                .add_message(async_nats::jetstream::message::OutboundMessage::new(
+                    subject.clone().into(),
+                    Bytes::copy_from_slice(p),
+                    Some(self.headers(&txn)),
+                ))
+                .await
+                .map_err(|e| unreachable("send a write to", e))?;
         }
         let mut h = self.headers(&txn);
         h.insert(COMMIT_HEADER, "1");
@@ -286,10 +283,27 @@ impl ClusterLink {
     /// statement then sees every write any node acknowledged before it started.
     pub async fn sync(&self) -> Result<()> {
         let end = self.log_end().await?;
-        self.reach(end).await.map_err(|why| BrookError::Cluster {
-            message: format!("this node stopped applying the cluster's log ({why}): it cannot answer with the cluster's data"),
-            code: "08006",
-        })
+        // A node that stops moving towards the log's end (its NATS connection lost while
+        // it reads) answers 08006 rather than keep the statement waiting for ever.
+        loop {
+            let before = self.progress();
+            match tokio::time::timeout(FAILOVER_WAIT, self.reach(end)).await {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(why)) => {
+                    return Err(BrookError::Cluster {
+                        message: format!("this node stopped applying the cluster's log ({why}): it cannot answer with the cluster's data"),
+                        code: "08006",
+                    })
+                }
+                Err(_) if self.progress() == before => {
+                    return Err(BrookError::Cluster {
+                        message: format!("this node has not applied the cluster's log up to position {end} and made no progress for {} s: it cannot answer with the cluster's data", FAILOVER_WAIT.as_secs()),
+                        code: "08006",
+                    })
+                }
+                Err(_) => {}
+            }
+        }
     }
 
     /// The log's last position. While NATS fails over (a server of a NATS cluster died and
@@ -336,6 +350,27 @@ impl ClusterLink {
             )))
         })
     }
+}
+
+/// The batch records framed by [`ClusterLink::write`], in order.
+pub fn unframe(mut framed: &[u8]) -> Result<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    while !framed.is_empty() {
+        let (len, rest) = framed
+            .split_first_chunk::<8>()
+            .ok_or_else(|| BrookError::Internal("a write's records end mid-frame".into()))?;
+        let len = usize::try_from(u64::from_le_bytes(*len))
+            .map_err(|_| BrookError::Internal("a write's record is too long".into()))?;
+        if rest.len() < len {
+            return Err(BrookError::Internal(
+                "a write's records end mid-record".into(),
+            ));
+        }
+        let (record, rest) = rest.split_at(len);
+        out.push(record);
+        framed = rest;
+    }
+    Ok(out)
 }
 
 /// A publish whose acknowledgement did not arrive: the entry may or may not be in the log.

@@ -55,33 +55,71 @@ fn has_placeholders(sql: &str) -> bool {
 }
 
 /// Whether a catalog change makes or moves a sequence (CREATE/ALTER SEQUENCE, a SERIAL or
-/// identity column).
+/// identity column, a `nextval` default). Names and string literals that merely spell
+/// `serial` or `identity` are not.
 fn uses_sequence(stmt: &BrookStatement) -> bool {
-    let words = |text: String| -> bool {
-        let upper = text.to_ascii_uppercase();
-        let words: Vec<&str> = upper
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect();
-        words.iter().any(|w| {
-            matches!(
-                *w,
-                "SERIAL" | "SERIAL2" | "SERIAL4" | "SERIAL8" | "SMALLSERIAL" | "BIGSERIAL"
-            )
-        }) || words.windows(2).any(|p| p == ["AS", "IDENTITY"])
-    };
+    use datafusion::sql::sqlparser::ast::{AlterColumnOperation, AlterTableOperation};
     match &stmt.body {
         StatementBody::AlterSequence(_) => true,
+        StatementBody::CreateStream(cs) => cs.columns.iter().any(column_uses_sequence),
         StatementBody::Sql(s) => match &**s {
             Statement::CreateSequence { .. } => true,
-            Statement::CreateTable(ct) => ct.columns.iter().any(|c| {
-                words(c.data_type.to_string()) || c.options.iter().any(|o| words(o.to_string()))
+            Statement::CreateTable(ct) => ct.columns.iter().any(column_uses_sequence),
+            Statement::AlterTable(at) => at.operations.iter().any(|op| match op {
+                AlterTableOperation::AddColumn { column_def, .. } => {
+                    column_uses_sequence(column_def)
+                }
+                AlterTableOperation::AlterColumn { op, .. } => match op {
+                    AlterColumnOperation::AddGenerated { .. } => true,
+                    AlterColumnOperation::SetDefault { value } => calls_nextval(value),
+                    _ => false,
+                },
+                _ => false,
             }),
-            Statement::AlterTable(at) => at.operations.iter().any(|op| words(op.to_string())),
             _ => false,
         },
         _ => false,
     }
+}
+
+/// Whether a column is SERIAL, an identity column, or defaults to `nextval(...)`.
+fn column_uses_sequence(c: &datafusion::sql::sqlparser::ast::ColumnDef) -> bool {
+    use datafusion::sql::sqlparser::ast::ColumnOption;
+    let serial = matches!(
+        c.data_type.to_string().to_ascii_uppercase().as_str(),
+        "SERIAL" | "SERIAL2" | "SERIAL4" | "SERIAL8" | "SMALLSERIAL" | "BIGSERIAL"
+    );
+    serial
+        || c.options.iter().any(|o| match &o.option {
+            ColumnOption::Default(e) => calls_nextval(e),
+            ColumnOption::Generated {
+                generation_expr: None,
+                ..
+            } => true,
+            ColumnOption::Identity(_) => true,
+            _ => false,
+        })
+}
+
+/// Whether an expression calls `nextval`.
+fn calls_nextval(e: &datafusion::sql::sqlparser::ast::Expr) -> bool {
+    use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            match e {
+                Expr::Function(f)
+                    if f.name.to_string().to_ascii_lowercase().ends_with("nextval") =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    e.visit(&mut Finder).is_break()
 }
 
 impl Session {
