@@ -257,9 +257,11 @@ impl Session {
             (None, None) => return txn.commit(),
         };
         let replace = txn.replaces();
-        // The position the rows were computed from (a staged transaction's, read before
-        // the statement read any row).
-        let based_on = txn.based_on().unwrap_or_else(|| txn.store().log_position());
+        // The position the rows were computed from (read when the transaction was staged,
+        // before the statement read any row).
+        let based_on = txn
+            .based_on()
+            .ok_or_else(|| brook_err!(Internal, "only a staged transaction is published"))?;
         let payloads = txn.into_payloads()?;
         if payloads.is_empty() && !replace {
             return Ok(());

@@ -126,17 +126,15 @@ impl WriteTxn {
         self.replace
     }
 
-    /// The relation this transaction writes.
-    pub fn store(&self) -> &Arc<TableStore> {
-        &self.store
-    }
-
-    /// The batch records appended so far, as their payloads (see [`decode_payload`]), and
-    /// the transaction rolled back: what a cluster node publishes instead of committing.
+    /// A staged transaction's batch records, as their payloads (see [`decode_payload`]):
+    /// what a cluster node publishes instead of committing.
     pub fn into_payloads(mut self) -> Result<Vec<Vec<u8>>> {
         match self.staged.as_mut() {
             Some(s) => Ok(std::mem::take(&mut s.payloads)),
-            None => self.chunks.iter().map(|c| c.payload()).collect(),
+            None => Err(brook_err!(
+                Internal,
+                "only a staged transaction is published"
+            )),
         }
     }
 
