@@ -120,9 +120,11 @@ pub enum BrookError {
     /// 23502: NULL into a NOT NULL column.
     #[error("{0}")]
     NotNullViolation(String),
-    /// 23505: duplicate key.
-    #[error("{0}")]
-    UniqueViolation(String),
+    /// 23505: a duplicate primary key. The key is the DETAIL, and the constraint and its
+    /// table travel in the error's own fields, as PostgreSQL reports them (pgx's
+    /// `PgError.ConstraintName`, psycopg's `diag.constraint_name`).
+    #[error("duplicate key value violates unique constraint \"{}\"", .0.constraint)]
+    DuplicateKey(Box<KeyViolation>),
     /// 0A000: a feature Brook does not support; the message names it.
     #[error("{0}")]
     Unsupported(String),
@@ -197,6 +199,16 @@ pub enum BrookError {
     Internal(String),
 }
 
+/// What a [`BrookError::DuplicateKey`] reports besides its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyViolation {
+    /// `<table>_pkey`
+    pub constraint: String,
+    pub table: String,
+    /// `Key (id)=(1) already exists.`
+    pub detail: String,
+}
+
 impl BrookError {
     /// The SQLSTATE a PostgreSQL client receives for this error.
     pub fn sqlstate(&self) -> &'static str {
@@ -230,7 +242,7 @@ impl BrookError {
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
             BrookError::NotNullViolation(_) => "23502",
-            BrookError::UniqueViolation(_) => "23505",
+            BrookError::DuplicateKey(_) => "23505",
             BrookError::Unsupported(_) => "0A000",
             BrookError::WrongObjectType(_) => "42809",
             BrookError::DependentObjects(_) => "2BP01",

@@ -66,6 +66,12 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
                  WHERE brook_fargs.brook_procoid = {function})"
             )
         }
+        // a SQL function's CREATE OR REPLACE FUNCTION (psql's `\sf`); NULL for an
+        // aggregate and for a built-in function
+        ("pg_get_functiondef", [function]) => format!(
+            "(SELECT brook_fdef.brook_def FROM pg_catalog.brook_function_defs AS brook_fdef \
+             WHERE brook_fdef.brook_procoid = {function})"
+        ),
         // comments: on relations (pg_class) and their columns; no other object has one
         ("obj_description", [object, catalog]) => format!(
             "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \

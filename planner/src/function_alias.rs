@@ -2,14 +2,33 @@
 //! column list, names its column after the alias, as PostgreSQL does (`SELECT g FROM
 //! generate_series(1, 3) g`). DataFusion keeps the function's own column name (`value`),
 //! so `g` was 42703. The alias gets its column list: `AS g(g)`.
+//!
+//! `FROM string_to_array(current_setting('search_path'), ',') s`: a scalar function in
+//! FROM is, in PostgreSQL, a one-row relation whose column is named after the alias
+//! (Grafana's schema lists read the search path so). DataFusion looks such a name up among
+//! table functions only; the call becomes `(SELECT f(...) AS s) AS s`. Only the scalar
+//! functions listed here are rewritten: a name that may be a table function (Brook's
+//! window functions, `unnest`, user ones) is left as it is.
 
 use datafusion::sql::sqlparser::ast::{
-    Statement, TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
+    Ident, SetExpr, Statement, TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
 };
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 use std::ops::ControlFlow;
 
 /// The table functions that return one column.
 const ONE_COLUMN: [&str; 2] = ["generate_series", "range"];
+
+/// Scalar functions clients call in FROM.
+const SCALAR_IN_FROM: [&str; 6] = [
+    "current_schemas",
+    "current_setting",
+    "regexp_split_to_array",
+    "split_part",
+    "string_to_array",
+    "trim",
+];
 
 /// Give each such aliased call its column name.
 pub fn name_function_columns(stmt: &mut Statement) {
@@ -22,6 +41,10 @@ impl VisitorMut for Functions {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        if let Some(derived) = scalar_call_as_relation(t) {
+            *t = derived;
+            return ControlFlow::Continue(());
+        }
         if let TableFactor::Table {
             name,
             args: Some(_),
@@ -45,11 +68,57 @@ impl VisitorMut for Functions {
     }
 }
 
+/// `f(args) [AS] a` of a scalar function as the derived table `(SELECT f(args) AS a) AS a`.
+fn scalar_call_as_relation(t: &TableFactor) -> Option<TableFactor> {
+    let TableFactor::Table {
+        name,
+        args: Some(args),
+        alias,
+        ..
+    } = t
+    else {
+        return None;
+    };
+    let [function] = name.0.as_slice() else {
+        return None;
+    };
+    let function = function.as_ident()?.value.to_ascii_lowercase();
+    if !SCALAR_IN_FROM.contains(&function.as_str()) {
+        return None;
+    }
+    let (table, column) = match alias {
+        Some(a) => (
+            a.name.clone(),
+            a.columns
+                .first()
+                .map_or_else(|| a.name.clone(), |c| c.name.clone()),
+        ),
+        None => (Ident::new(&function), Ident::new(&function)),
+    };
+    let call = format!(
+        "{function}({})",
+        args.args
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let sql = format!("SELECT * FROM (SELECT {call} AS {column}) AS {table}");
+    let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) else {
+        return None;
+    };
+    let Some(Statement::Query(q)) = parsed.pop() else {
+        return None;
+    };
+    let SetExpr::Select(select) = *q.body else {
+        return None;
+    };
+    select.from.into_iter().next().map(|from| from.relation)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
         let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
@@ -70,5 +139,22 @@ mod tests {
             "SELECT x FROM generate_series(1, 3) AS t (x)"
         );
         assert_eq!(rewritten("SELECT * FROM t AS g"), "SELECT * FROM t AS g");
+    }
+
+    #[test]
+    fn a_scalar_function_in_from_is_a_one_row_relation() {
+        assert_eq!(
+            rewritten("SELECT s[1] FROM string_to_array('a,b', ',') s"),
+            "SELECT s[1] FROM (SELECT string_to_array('a,b', ',') AS s) AS s"
+        );
+        assert_eq!(
+            rewritten("SELECT x FROM current_setting('search_path') AS p(x)"),
+            "SELECT x FROM (SELECT current_setting('search_path') AS x) AS p"
+        );
+        // table functions stay
+        assert_eq!(
+            rewritten("SELECT * FROM generate_subscripts(a, 1) u"),
+            "SELECT * FROM generate_subscripts(a, 1) u"
+        );
     }
 }

@@ -35,6 +35,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::reloptions::OptionsToTable),
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
+        Arc::new(crate::pg_functions::ExpandArray),
         Arc::new(crate::array_subquery::ArraySubquery),
         Arc::new(crate::pg_functions::SerialSequenceIsNull),
         Arc::new(crate::pg_functions::SequenceNameArguments),
@@ -139,6 +140,7 @@ fn before_compat_rules(text: &str) -> String {
         &crate::system_columns::CatalogRegclass,
         &crate::regproc_columns::RegprocColumns,
         &crate::information_schema::InformationSchemaColumns,
+        &crate::pg_functions::ExpandArray,
     ]
     .iter()
     .fold(s.clone(), |s, rule| rule.rewrite(s))

@@ -11,7 +11,7 @@
 //! `... WHERE t.oid = to_regtype($1)` when it connects.
 
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions_mut, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
+    visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
     FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
     TableFunctionArgs, VisitMut, VisitorMut,
 };
@@ -131,6 +131,39 @@ pub fn uuid_casts(stmt: &mut Statement) {
     });
 }
 
+/// Every `CAST(x AS time)` / `x::time` of `stmt` as `arrow_cast(x, 'Time64(Microsecond)')`:
+/// PostgreSQL's time has microseconds, as Brook's time columns do (Time64(µs)), while
+/// DataFusion's `TIME` is nanoseconds, and the two do not compare (`tm = '13:45:30'::time`
+/// and a bound time parameter were 42804 "Cannot infer common argument type").
+pub fn time_casts(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::Cast {
+            kind: CastKind::Cast | CastKind::DoubleColon,
+            expr: inner,
+            data_type: DataType::Time(None, tz),
+            format: None,
+            ..
+        } = expr
+        {
+            if matches!(
+                tz,
+                datafusion::sql::sqlparser::ast::TimezoneInfo::None
+                    | datafusion::sql::sqlparser::ast::TimezoneInfo::WithoutTimeZone
+            ) {
+                *expr = function_call(
+                    "arrow_cast",
+                    vec![
+                        (**inner).clone(),
+                        Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
+                            "Time64(Microsecond)".into(),
+                        )),
+                    ],
+                );
+            }
+        }
+    });
+}
+
 /// Every `substring(s FROM a [FOR n])` of `stmt` as the call `substring(s, a [, n])`, so the
 /// server's `substring` chooses PostgreSQL's form by the type of `a`: a position, or a
 /// regular expression whose first group is returned. (DataFusion plans the SQL form as its
@@ -230,6 +263,69 @@ impl SqlStatementRewriteRule for ToRegtypeAsCast {
                     format: None,
                 };
             }
+        });
+        s
+    }
+}
+
+/// The function `information_schema._pg_expandarray(a)` becomes: a list of `{x, n}`
+/// structs, each element with its position.
+pub const EXPAND_ARRAY: &str = "brook_expandarray";
+
+/// `information_schema._pg_expandarray(a)` — PostgreSQL's set-returning function of rows
+/// `(x, n)`, each element of `a` with its 1-based position, which pgjdbc's metadata calls
+/// select and read as `(…).x` and `(…).n` — as `unnest(brook_expandarray(a))`: the same
+/// rows, as structs with those fields. Two calls over the same array in one select list
+/// unnest in step, as PostgreSQL runs two set-returning functions.
+#[derive(Debug)]
+pub struct ExpandArray;
+
+impl SqlStatementRewriteRule for ExpandArray {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        rewrite_expressions(&mut s, |expr| {
+            let Expr::Function(f) = expr else {
+                return;
+            };
+            let parts: Vec<String> = f
+                .name
+                .0
+                .iter()
+                .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
+                .collect();
+            let named = match parts.as_slice() {
+                [n] => n == "_pg_expandarray",
+                [schema, n] => n == "_pg_expandarray" && schema == "information_schema",
+                _ => false,
+            };
+            let FunctionArguments::List(list) = &f.args else {
+                return;
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] = list.args.as_slice() else {
+                return;
+            };
+            if named {
+                *expr = function_call(
+                    "unnest",
+                    vec![function_call(EXPAND_ARRAY, vec![array.clone()])],
+                );
+            }
+        });
+        // `(composite).field`, PostgreSQL's field selection, as `get_field(composite,
+        // 'field')` (DataFusion reads a dot after an expression only on a column).
+        rewrite_expressions(&mut s, |expr| {
+            let Expr::CompoundFieldAccess { root, access_chain } = expr else {
+                return;
+            };
+            let [AccessExpr::Dot(Expr::Identifier(field))] = access_chain.as_slice() else {
+                return;
+            };
+            let Expr::Nested(inner) = root.as_ref() else {
+                return;
+            };
+            let name = Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
+                field.value.to_ascii_lowercase(),
+            ));
+            *expr = function_call("get_field", vec![(**inner).clone(), name]);
         });
         s
     }

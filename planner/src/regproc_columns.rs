@@ -14,7 +14,7 @@
 use crate::decorrelate::parse_expr;
 use datafusion::sql::sqlparser::ast::{
     AccessExpr, DataType, Expr, Ident, ObjectName, Query, SelectItem, SetExpr, Statement,
-    Subscript, VisitMut, VisitorMut,
+    Subscript, Value as SqlValue, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -110,6 +110,19 @@ impl SqlStatementRewriteRule for RegprocColumns {
                 *expr = character;
                 return;
             }
+            if let Some(option) = indoption_subscript(expr) {
+                *expr = option;
+                return;
+            }
+            if let Some(compared) = regproc_comparison(expr) {
+                *expr = compared;
+                return;
+            }
+            strip_catalog_schema(expr);
+            if let Some(name) = regtype_text(expr) {
+                *expr = name;
+                return;
+            }
             let Expr::Cast {
                 expr: inner,
                 data_type,
@@ -146,6 +159,104 @@ impl SqlStatementRewriteRule for RegprocColumns {
     }
 }
 
+/// A regproc column compared with a regproc value, as a comparison of names: with
+/// `'pg_catalog.array_in'::regproc` (pgjdbc's array test) the name `array_in`, with `0`
+/// (no function: ADBC's `typreceive != 0`) the `-` regproc prints for it, with another
+/// number the name of the function of that oid.
+fn regproc_comparison(e: &Expr) -> Option<Expr> {
+    let Expr::BinaryOp { left, op, right } = e else {
+        return None;
+    };
+    let (column, value, column_left) = if regproc_column(left).is_some() {
+        (left, right, true)
+    } else if regproc_column(right).is_some() {
+        (right, left, false)
+    } else {
+        return None;
+    };
+    let name = match value.as_ref() {
+        Expr::Cast {
+            expr: inner,
+            data_type: DataType::Custom(ty, args),
+            ..
+        } if args.is_empty() && type_named(ty, "regproc") => {
+            let Expr::Value(v) = inner.as_ref() else {
+                return None;
+            };
+            let SqlValue::SingleQuotedString(text) = &v.value else {
+                return None;
+            };
+            let bare = text.strip_prefix("pg_catalog.").unwrap_or(text);
+            format!("'{}'", bare.replace('\'', "''"))
+        }
+        Expr::Value(v) => match &v.value {
+            SqlValue::Number(n, _) if n.parse::<i64>() == Ok(0) => "'-'".to_string(),
+            SqlValue::Number(n, _) => format!(
+                "(SELECT min(brook_proc.proname) FROM pg_catalog.pg_proc AS brook_proc WHERE brook_proc.oid = {n})"
+            ),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let sql = if column_left {
+        format!("{column} {op} {name}")
+    } else {
+        format!("{name} {op} {column}")
+    };
+    parse_expr(&sql)
+}
+
+/// `'pg_catalog.f'::regproc` as `'f'::regproc`: every built-in function is pg_catalog's,
+/// and the lookup the cast becomes matches a bare name (pgjdbc names `array_in` so).
+fn strip_catalog_schema(e: &mut Expr) {
+    let Expr::Cast {
+        expr: inner,
+        data_type: DataType::Custom(ty, args),
+        ..
+    } = e
+    else {
+        return;
+    };
+    if !args.is_empty() || !type_named(ty, "regproc") {
+        return;
+    }
+    let Expr::Value(v) = inner.as_mut() else {
+        return;
+    };
+    if let SqlValue::SingleQuotedString(text) = &mut v.value {
+        if let Some(bare) = text.strip_prefix("pg_catalog.") {
+            *text = bare.to_string();
+        }
+    }
+}
+
+/// `col::regtype::text` of a column (pgcli's `att.atttypid::regtype::text`) as
+/// `format_type(col, NULL)`: regtype's text is the type's name, and a cast of an oid column
+/// to regtype is its number here.
+fn regtype_text(e: &Expr) -> Option<Expr> {
+    let Expr::Cast {
+        expr: outer_inner,
+        data_type: DataType::Text | DataType::Varchar(_),
+        ..
+    } = e
+    else {
+        return None;
+    };
+    let Expr::Cast {
+        expr: column,
+        data_type: DataType::Custom(ty, args),
+        ..
+    } = outer_inner.as_ref()
+    else {
+        return None;
+    };
+    if !args.is_empty() || !type_named(ty, "regtype") {
+        return None;
+    }
+    last_ident(column)?;
+    parse_expr(&format!("pg_catalog.format_type({column}, NULL)"))
+}
+
 /// pg_catalog's `name` columns that clients subscript.
 const NAME_COLUMNS: [&str; 5] = ["attname", "nspname", "proname", "relname", "typname"];
 
@@ -166,6 +277,44 @@ fn name_subscript(e: &Expr) -> Option<Expr> {
         return None;
     }
     parse_expr(&format!("substr({root}, ({index}) + 1, 1)"))
+}
+
+/// `indoption[i]` as `CAST(split_part(indoption, ' ', i + 1) AS SMALLINT)`:
+/// `pg_index.indoption` is an int2vector, subscripted from 0, and Brook's is its text
+/// (`0 0`, which SQLAlchemy splits). pgjdbc's `getIndexInfo` subscripts it under the
+/// alias `I_INDOPTION`, so any column whose name ends so counts.
+fn indoption_subscript(e: &Expr) -> Option<Expr> {
+    let Expr::CompoundFieldAccess { root, access_chain } = e else {
+        return None;
+    };
+    // `tmp.I_INDOPTION[i]` parses as `tmp` with the chain `.I_INDOPTION`, `[i]`.
+    let (AccessExpr::Subscript(Subscript::Index { index }), path) = access_chain.split_last()?
+    else {
+        return None;
+    };
+    let mut parts = match root.as_ref() {
+        Expr::Identifier(i) => vec![i.clone()],
+        Expr::CompoundIdentifier(parts) => parts.clone(),
+        _ => return None,
+    };
+    for step in path {
+        let AccessExpr::Dot(Expr::Identifier(i)) = step else {
+            return None;
+        };
+        parts.push(i.clone());
+    }
+    if !parts
+        .last()?
+        .value
+        .to_ascii_lowercase()
+        .ends_with("indoption")
+    {
+        return None;
+    }
+    let column = Expr::CompoundIdentifier(parts);
+    parse_expr(&format!(
+        "CAST(NULLIF(split_part({column}, ' ', ({index}) + 1), '') AS SMALLINT)"
+    ))
 }
 
 /// The column name of an identifier.
@@ -254,6 +403,43 @@ mod tests {
         assert_eq!(
             rewritten("SELECT aggtranstype::pg_catalog.regtype, 'int4'::regtype FROM pg_aggregate"),
             "SELECT pg_catalog.format_type(aggtranstype, NULL) AS aggtranstype, 'int4'::regtype FROM pg_aggregate"
+        );
+    }
+
+    #[test]
+    fn regproc_columns_compare_by_name() {
+        assert_eq!(
+            rewritten("SELECT typinput = 'pg_catalog.array_in'::regproc FROM pg_type"),
+            "SELECT typinput = 'array_in' FROM pg_type"
+        );
+        assert_eq!(
+            rewritten("SELECT oid FROM pg_type WHERE typreceive != 0 AND 0 <> t.typsend"),
+            "SELECT oid FROM pg_type WHERE typreceive <> '-' AND '-' <> t.typsend"
+        );
+        assert_eq!(
+            rewritten("SELECT 'pg_catalog.array_in'::regproc"),
+            "SELECT 'array_in'::regproc"
+        );
+        // other columns keep their comparisons
+        assert_eq!(
+            rewritten("SELECT oid FROM pg_type WHERE typelem != 0"),
+            "SELECT oid FROM pg_type WHERE typelem <> 0"
+        );
+    }
+
+    #[test]
+    fn an_indoption_subscript_counts_from_zero() {
+        assert_eq!(
+            rewritten("SELECT tmp.I_INDOPTION[tmp.pos - 1] & 1::smallint FROM tmp"),
+            "SELECT CAST(NULLIF(split_part(tmp.I_INDOPTION, ' ', (tmp.pos - 1) + 1), '') AS SMALLINT) & 1::SMALLINT FROM tmp"
+        );
+    }
+
+    #[test]
+    fn a_column_as_regtype_text_is_the_type_name() {
+        assert_eq!(
+            rewritten("SELECT att.atttypid::regtype::text FROM pg_attribute AS att"),
+            "SELECT pg_catalog.format_type(att.atttypid, NULL) FROM pg_attribute AS att"
         );
     }
 

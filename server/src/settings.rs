@@ -76,6 +76,8 @@ pub(crate) fn default_settings() -> BTreeMap<String, String> {
         ("lock_timeout", "0"),
         ("idle_in_transaction_session_timeout", "0"),
         ("max_identifier_length", "63"),
+        // read only in PostgreSQL too (a build constant); pgjdbc reads it before foreign keys
+        ("max_index_keys", "32"),
         ("lc_collate", "C"),
         ("lc_ctype", "C"),
         ("lc_messages", "C"),

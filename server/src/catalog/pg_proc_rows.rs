@@ -3,6 +3,7 @@
 //! add them to the crate's rows), computed from the catalog at each scan.
 
 use super::pg_rows::{stable_oid, Computed, Source};
+use crate::catalog::function::FunctionMeta;
 use crate::catalog::{CatalogDoc, SchemaMeta};
 use brook_common::Result;
 use datafusion::arrow::array::{
@@ -29,6 +30,9 @@ impl Computed {
                 Field::new("proisstrict", DataType::Boolean, false),
                 Field::new("arguments", DataType::Utf8, false),
                 Field::new("prokind", DataType::Utf8, false),
+                // `pg_get_functiondef`'s text (NULL for an aggregate, as PostgreSQL has
+                // none: it refuses one)
+                Field::new("definition", DataType::Utf8, true),
             ])),
             source,
             rows: function_rows,
@@ -67,6 +71,33 @@ struct ProcRows {
     nargs: Vec<i16>,
     ret: Vec<i32>,
     strict: Vec<bool>,
+    definition: Vec<Option<String>>,
+}
+
+/// A SQL function's `CREATE OR REPLACE FUNCTION`, laid out as PostgreSQL's
+/// `pg_get_functiondef` lays it out (psql's `\sf` and `\ef` print it).
+fn function_definition(schema: &str, name: &str, args: &str, f: &FunctionMeta) -> String {
+    let quote = crate::ident::quote_if_needed;
+    let mut def = format!(
+        "CREATE OR REPLACE FUNCTION {}.{}({args})\n RETURNS {}\n LANGUAGE sql\n",
+        quote(schema),
+        quote(name),
+        f.returns.name()
+    );
+    let mut options = vec![];
+    match f.volatility.as_str() {
+        "immutable" => options.push("IMMUTABLE"),
+        "stable" => options.push("STABLE"),
+        _ => {}
+    }
+    if f.strict {
+        options.push("STRICT");
+    }
+    if !options.is_empty() {
+        def.push_str(&format!(" {}\n", options.join(" ")));
+    }
+    def.push_str(&format!("AS $function$SELECT {}$function$\n", f.body));
+    def
 }
 
 fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
@@ -93,6 +124,8 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             // As PostgreSQL keeps a body given as a string: the whole SELECT.
             r.text[3].push(format!("SELECT {}", f.body));
             r.text[4].push(f.volatility.chars().next().unwrap_or('v').to_string());
+            r.definition
+                .push(Some(function_definition(sname, fname, &args.join(", "), f)));
             r.text[5].push(args.join(", "));
             r.text[6].push("f".into());
             r.oid.push(proc_oid(sname, fname));
@@ -121,6 +154,7 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             r.text[4].push("i".into());
             r.text[5].push(names.join(", "));
             r.text[6].push("a".into());
+            r.definition.push(None);
             r.oid.push(proc_oid(sname, aname));
             r.names.push(None);
             r.nargs
@@ -151,6 +185,7 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             Arc::new(BooleanArray::from(r.strict)),
             Arc::new(StringArray::from(args)),
             Arc::new(StringArray::from(kind)),
+            Arc::new(StringArray::from(r.definition)),
         ],
     )?)
 }

@@ -42,6 +42,8 @@
 //! - `brook_view_defs`: what `pg_get_viewdef(view)` looks up (rewritten so);
 //! - `brook_function_args`: a function's argument types, what
 //!   `pg_get_function_arguments` looks up (rewritten so; psql's `\df`);
+//! - `brook_function_defs`: a SQL function's `CREATE OR REPLACE FUNCTION`, what
+//!   `pg_get_functiondef` looks up (rewritten so; psql's `\sf`);
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `pg_settings`: the scanning session's settings (`pg_settings.rs`), and
 //!   `pg_parameter_acl`: no rows (no privileges granted on settings; psql's `\dconfig+`);
@@ -171,7 +173,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 31] = [
+const VIEWS: [(&str, &str); 32] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -360,6 +362,12 @@ const VIEWS: [(&str, &str); 31] = [
          SELECT f.oid, f.arguments FROM pg_catalog.brook_functions f",
     ),
     (
+        "brook_function_defs",
+        "SELECT f.oid AS brook_procoid, f.definition AS brook_def
+           FROM pg_catalog.brook_functions f
+          WHERE f.prokind = 'f'",
+    ),
+    (
         "pg_parameter_acl",
         "SELECT CAST(NULL AS INT) AS oid, CAST(NULL AS VARCHAR) AS parname,
                 CAST(NULL AS VARCHAR[]) AS paracl
@@ -395,7 +403,7 @@ const VIEWS: [(&str, &str); 31] = [
                 p.proargnames AS proargnames, p.proargdefaults AS proargdefaults,
                 CAST(NULL AS VARCHAR[]) AS protrftypes, p.prosrc AS prosrc, p.probin AS probin,
                 p.prosqlbody AS prosqlbody, p.proconfig AS proconfig,
-                CAST(NULL AS VARCHAR) AS proacl
+                CAST(NULL AS VARCHAR[]) AS proacl
            FROM pg_catalog.brook_base_pg_proc p
          UNION ALL
          SELECT f.oid, f.proname, n.oid, CAST(10 AS INT),
@@ -404,7 +412,7 @@ const VIEWS: [(&str, &str); 31] = [
                 f.provolatile, 'u', f.pronargs, CAST(0 AS SMALLINT), f.prorettype,
                 f.proargtypes, CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), f.proargnames,
                 CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR[]), f.prosrc, CAST(NULL AS VARCHAR),
-                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR)
+                CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR[])
            FROM pg_catalog.brook_functions f
            JOIN pg_catalog.brook_base_pg_namespace n ON n.nspname = f.nspname",
     ),
@@ -443,12 +451,13 @@ const VIEWS: [(&str, &str); 31] = [
           WHERE false",
     ),
     // Initial privileges: Brook grants none (the crate's rows are PostgreSQL's, which pg_dump
-    // would answer with REVOKEs on system catalogs).
+    // would answer with REVOKEs on system catalogs). `initprivs` an array, as the ACLs
+    // pg_dump compares it with (`p.proacl IS DISTINCT FROM pip.initprivs`).
     (
         "pg_init_privs",
         "SELECT CAST(NULL AS INT) AS objoid, CAST(NULL AS INT) AS classoid,
                 CAST(NULL AS INT) AS objsubid, CAST(NULL AS VARCHAR) AS privtype,
-                CAST(NULL AS VARCHAR) AS initprivs
+                CAST(NULL AS VARCHAR[]) AS initprivs
           WHERE false",
     ),
     // Per-role and per-database settings: Brook has none (`setconfig` an array, as pg_dump
@@ -499,10 +508,10 @@ const VIEWS: [(&str, &str); 31] = [
                 i.indexrelid AS conindid,
                 0 AS conparentid, 0 AS confrelid, ' ' AS confupdtype, ' ' AS confdeltype,
                 ' ' AS confmatchtype, true AS conislocal, CAST(0 AS SMALLINT) AS coninhcount,
-                true AS connoinherit, i.indkey AS conkey, CAST(NULL AS VARCHAR) AS confkey,
-                CAST(NULL AS VARCHAR) AS conpfeqop, CAST(NULL AS VARCHAR) AS conppeqop,
-                CAST(NULL AS VARCHAR) AS conffeqop, CAST(NULL AS VARCHAR) AS confdelsetcols,
-                CAST(NULL AS VARCHAR) AS conexclop, CAST(NULL AS VARCHAR) AS conbin
+                true AS connoinherit, i.indkey AS conkey, CAST(NULL AS SMALLINT[]) AS confkey,
+                CAST(NULL AS INT[]) AS conpfeqop, CAST(NULL AS INT[]) AS conppeqop,
+                CAST(NULL AS INT[]) AS conffeqop, CAST(NULL AS SMALLINT[]) AS confdelsetcols,
+                CAST(NULL AS INT[]) AS conexclop, CAST(NULL AS VARCHAR) AS conbin
            FROM pg_catalog.brook_index_rows i
           WHERE i.indisprimary",
     ),

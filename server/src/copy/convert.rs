@@ -115,6 +115,12 @@ pub fn text_to_column(
             complete_timestamps(strings)
         }
         PgType::Timestamptz => complete_timestamps(strings),
+        PgType::Date => each_text(strings, |_, v| {
+            Ok(crate::pg::datetime::without_zone(v, true).to_string())
+        })?,
+        PgType::Time => each_text(strings, |_, v| {
+            Ok(crate::pg::datetime::without_zone(v, false).to_string())
+        })?,
         _ => strings.clone(),
     };
     let out = cast_with_options(

@@ -279,6 +279,8 @@ impl Engine {
         crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
+        crate::udf::pg_encoding::register(&ctx);
+        crate::udf::expand_array::register(&ctx);
         crate::udf::oid_array::register(&ctx);
         crate::udf::format::register(&ctx);
         crate::udf::substring::register(&ctx);

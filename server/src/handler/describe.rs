@@ -152,6 +152,18 @@ impl Session {
                 }
                 self.returning_schema(s).await?
             }
+            // `DECLARE c CURSOR FOR SELECT ... $1`: the parameters of its query, which
+            // PostgreSQL infers (pgx encodes a parameter by the type described).
+            Statement::Declare { stmts } => {
+                if let Some(query) = stmts.first().and_then(|d| d.for_query.clone()) {
+                    let mut q = Statement::Query(query);
+                    pg_literals(&mut q)?;
+                    if let Ok(plan) = self.plan(q).await {
+                        plan_parameter_types(&plan, &mut inferred)?;
+                    }
+                }
+                Some(Arc::new(Schema::empty()))
+            }
             Statement::ShowVariable { .. }
             | Statement::Fetch { .. }
             | Statement::Execute { .. } => self.describe(stmt).await?,
@@ -301,10 +313,17 @@ fn plan_parameter_types(
     plan: &datafusion::logical_expr::LogicalPlan,
     inferred: &mut BTreeMap<usize, postgres_types::Type>,
 ) -> Result<()> {
-    for (k, v) in plan.get_parameter_types()? {
-        if let (Some(i), Some(dt)) = (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
+    // A parameter compared with a column takes the column's field, whose metadata names
+    // its declared type (`u = $1` of a uuid column is uuid, not the text it is stored as).
+    for (k, v) in plan.get_parameter_fields()? {
+        if let (Some(i), Some(field)) =
+            (k.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()), v)
         {
-            inferred.insert(i, crate::pg::types::arrow_wire_type(&dt));
+            let wire = crate::pg::types::PgType::from_field(&field).map_or_else(
+                || crate::pg::types::arrow_wire_type(field.data_type()),
+                |t| t.wire(),
+            );
+            inferred.insert(i, wire);
         }
     }
     for (i, dt) in brook_planner::parameter_types::array_membership_parameters(plan)? {

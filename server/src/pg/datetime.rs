@@ -138,8 +138,51 @@ pub fn fast_timestamps(text: &RawText<'_>) -> Option<ArrayRef> {
     )))
 }
 
+/// A `date` or `time` text without the time zone that may end it, which PostgreSQL's
+/// input of those types ignores: pgjdbc's `setTime` sends `13:14:15+00` and `setDate`
+/// `2026-01-31 +00`. A zone is `Z`, `UTC`/`GMT` or `±HH[:MM[:SS]]`/`±HHMM`; in a date it
+/// must follow a space (the date's own `-` are not a zone).
+pub fn without_zone(text: &str, date: bool) -> &str {
+    let trimmed = text.trim_end();
+    let upper = trimmed.to_ascii_uppercase();
+    for name in [" UTC", " GMT", "Z"] {
+        if upper.ends_with(name) && (name != "Z" || !date) {
+            return trimmed[..trimmed.len() - name.len()].trim_end();
+        }
+    }
+    let Some(sign) = trimmed.rfind(['+', '-']) else {
+        return text;
+    };
+    let zone = &trimmed[sign + 1..];
+    let is_offset = (2..=8).contains(&zone.len())
+        && zone.bytes().all(|c| c.is_ascii_digit() || c == b':')
+        && zone.bytes().take(2).all(|c| c.is_ascii_digit());
+    let before = &trimmed[..sign];
+    if !is_offset || before.trim().is_empty() {
+        return text;
+    }
+    if date && !before.ends_with(' ') {
+        return text;
+    }
+    before.trim_end()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn zones_are_dropped_from_dates_and_times() {
+        use super::without_zone;
+        assert_eq!(without_zone("13:14:15+00", false), "13:14:15");
+        assert_eq!(without_zone("13:14:15.5-05:30", false), "13:14:15.5");
+        assert_eq!(without_zone("13:14:15 UTC", false), "13:14:15");
+        assert_eq!(without_zone("13:14:15Z", false), "13:14:15");
+        assert_eq!(without_zone("13:14:15", false), "13:14:15");
+        assert_eq!(without_zone("2026-01-31 +00", true), "2026-01-31");
+        assert_eq!(without_zone("2026-01-31 -05:00", true), "2026-01-31");
+        assert_eq!(without_zone("2026-01-31", true), "2026-01-31");
+        assert_eq!(without_zone("-2026", true), "-2026");
+    }
+
     use super::*;
     use datafusion::arrow::array::{Array, StringArray};
     use datafusion::arrow::compute::cast;

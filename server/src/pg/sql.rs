@@ -23,6 +23,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::rewrite::int4_literals(stmt);
         brook_planner::function_alias::name_function_columns(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);
+        brook_planner::pg_functions::time_casts(stmt);
         brook_planner::pg_functions::substring_calls(stmt);
         brook_planner::pg_functions::json_casts(stmt);
         brook_planner::pg_functions::xml_casts(stmt);

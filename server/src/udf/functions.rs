@@ -63,15 +63,13 @@ pub fn register(ctx: &SessionContext) {
             .clone()
             .with_aliases(["gen_random_uuid"]),
     );
-    ctx.register_udf(create_udf(
-        brook_planner::pg_functions::UUID_CAST,
-        vec![DataType::Utf8],
-        DataType::Utf8,
-        Volatility::Immutable,
-        Arc::new(datafusion::functions::utils::make_scalar_function(
-            uuid_cast,
-            vec![],
-        )),
+    ctx.register_udf(datafusion::logical_expr::ScalarUDF::new_from_impl(
+        UuidCast {
+            signature: datafusion::logical_expr::Signature::exact(
+                vec![DataType::Utf8],
+                Volatility::Immutable,
+            ),
+        },
     ));
     for (name, inner) in [
         (
@@ -88,7 +86,44 @@ pub fn register(ctx: &SessionContext) {
     }
 }
 
-/// `x::uuid`: the canonical text of a uuid (22P02 for text that is none).
+/// `x::uuid`: typed `uuid` on the wire (its value the canonical text), as PostgreSQL types
+/// the cast: clients decode it as a uuid (pgx scans `$1::uuid` into `[16]byte`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct UuidCast {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for UuidCast {
+    fn name(&self) -> &str {
+        brook_planner::pg_functions::UUID_CAST
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(
+        &self,
+        _args: datafusion::logical_expr::ReturnFieldArgs<'_>,
+    ) -> datafusion::error::Result<datafusion::arrow::datatypes::FieldRef> {
+        Ok(Arc::new(
+            crate::pg::types::PgType::Uuid.field(self.name(), true),
+        ))
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> datafusion::error::Result<datafusion::logical_expr::ColumnarValue> {
+        datafusion::functions::utils::make_scalar_function(uuid_cast, vec![])(&args.args)
+    }
+}
+
+/// The canonical text of each uuid (22P02 for text that is none).
 fn uuid_cast(
     args: &[datafusion::arrow::array::ArrayRef],
 ) -> datafusion::error::Result<datafusion::arrow::array::ArrayRef> {

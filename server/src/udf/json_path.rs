@@ -12,9 +12,11 @@
 use brook_common::BrookError;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{Field, FieldRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use datafusion::prelude::SessionContext;
 use serde_json::Value;
@@ -151,6 +153,20 @@ impl ScalarUDFImpl for JsonCast {
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(DataType::Utf8)
+    }
+
+    /// Typed `json`/`jsonb` on the wire (the value is text), as PostgreSQL types the cast:
+    /// clients decode it as JSON (pgx scans `$1::jsonb` into a map).
+    fn return_field_from_args(&self, _args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let ty = if self.jsonb { "jsonb" } else { "json" };
+        Ok(Arc::new(
+            Field::new(self.name, DataType::Utf8, true).with_metadata(
+                std::collections::HashMap::from([(
+                    crate::pg::types::PG_TYPE_KEY.to_string(),
+                    ty.to_string(),
+                )]),
+            ),
+        ))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use brook_common::{brook_err, BrookError};
 use brook_planner::rewrite::{bind_parameters, placeholder_count, BoundParam};
 use brook_planner::{BrookStatement, StatementBody};
-use futures::Sink;
+use futures::{Sink, SinkExt};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{
@@ -149,7 +149,18 @@ pub(super) fn bound_params(
         let text = match raw {
             None => None,
             Some(bytes) if !portal.parameter_format.is_binary(i) => {
-                Some(utf8_param(&bytes).map_err(to_pg)?)
+                let text = utf8_param(&bytes).map_err(to_pg)?;
+                // A date or time given with a zone (pgjdbc's setDate/setTime): the zone
+                // is ignored, as PostgreSQL's input of these types does.
+                let as_type = match ty {
+                    Type::UNKNOWN => types.get(i).cloned().unwrap_or(Type::UNKNOWN),
+                    _ => ty.clone(),
+                };
+                Some(match as_type {
+                    Type::DATE => crate::pg::datetime::without_zone(&text, true).to_string(),
+                    Type::TIME => crate::pg::datetime::without_zone(&text, false).to_string(),
+                    _ => text,
+                })
             }
             Some(bytes) => Some(binary_param_text(&bytes, &ty).map_err(to_pg)?),
         };
@@ -418,8 +429,12 @@ impl ExtendedQueryHandler for BrookHandler {
         self.activity_active(&portal.statement.statement.sql);
         let (outcome, notices) =
             execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
+        let changed = self.changed_parameters(client, g.as_ref());
         drop(g);
         send_notices(client, notices).await?;
+        for message in changed {
+            client.feed(message).await?;
+        }
         // A cursor is also a protocol portal of the same name (clients Describe it).
         for (name, query) in cursor_portals {
             match query {

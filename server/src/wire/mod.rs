@@ -51,8 +51,14 @@ pub fn to_pg(e: BrookError) -> PgWireError {
     // Messages quote user data; a NUL byte would corrupt the protocol message.
     let message = e.to_string().replace('\0', "\\0");
     let mut info = ErrorInfo::new("ERROR".into(), e.sqlstate().into(), message);
-    if let BrookError::SyntaxAt { position, .. } = e {
-        info.position = Some(position.to_string());
+    match e {
+        BrookError::SyntaxAt { position, .. } => info.position = Some(position.to_string()),
+        BrookError::DuplicateKey(key) => {
+            info.detail = Some(key.detail.replace('\0', "\\0"));
+            info.table = Some(key.table);
+            info.constraint = Some(key.constraint);
+        }
+        _ => {}
     }
     PgWireError::UserError(Box::new(info))
 }
@@ -120,6 +126,7 @@ impl Front {
             max_connections: self.startup.max_connections,
             peer,
             idle: Arc::default(),
+            reported: std::sync::Mutex::default(),
         });
         ConnHandlers {
             handler,
@@ -225,6 +232,9 @@ pub struct BrookHandler {
     peer: Option<std::net::TcpStream>,
     /// What the connection is doing, for `idle_in_transaction_session_timeout`.
     idle: Arc<crate::wire::idle::IdleWatch>,
+    /// The reported parameters' values as the client last heard them (ParameterStatus),
+    /// by setting name; empty until a statement changes one.
+    reported: std::sync::Mutex<std::collections::HashMap<&'static str, String>>,
 }
 
 impl Drop for BrookHandler {

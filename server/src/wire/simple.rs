@@ -181,6 +181,13 @@ impl SimpleQueryHandler for BrookHandler {
             }
         }
         self.cancel.end();
+        let changed = {
+            let g = self.session(client).await?;
+            self.changed_parameters(client, g.as_ref())
+        };
+        for message in changed {
+            client.feed(message).await?;
+        }
         self.activity_idle(status);
         self.idle.idle(self.idle_limit().await);
         client.set_state(PgWireConnectionState::ReadyForQuery);

@@ -14,10 +14,55 @@ use pgwire::api::ClientInfo;
 use pgwire::error::PgWireResult;
 use pgwire::messages::copy::CopyData;
 use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::PgWireBackendMessage;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// The parameters PostgreSQL reports with ParameterStatus when they change (GUC_REPORT):
+/// (name on the wire, setting), with the value each had at startup (`startup.rs`);
+/// application_name's is the startup packet's.
+const REPORTED: [(&str, &str, &str); 5] = [
+    ("application_name", "application_name", ""),
+    ("DateStyle", "datestyle", "ISO, MDY"),
+    ("IntervalStyle", "intervalstyle", "postgres"),
+    ("TimeZone", "timezone", "UTC"),
+    ("client_encoding", "client_encoding", "UTF8"),
+];
+
 impl BrookHandler {
+    /// ParameterStatus for each reported parameter whose value differs from what the client
+    /// last heard (after `SET application_name = ...`, as PostgreSQL sends it: pgjdbc's
+    /// `getClientInfo` and psql's prompt read these).
+    pub(super) fn changed_parameters<C: ClientInfo>(
+        &self,
+        client: &C,
+        session: Option<&Session>,
+    ) -> Vec<PgWireBackendMessage> {
+        let (Some(session), Ok(mut reported)) = (session, self.reported.lock()) else {
+            return vec![];
+        };
+        let mut out = vec![];
+        for (wire, key, at_start) in REPORTED {
+            let Some(now) = session.settings.get(key) else {
+                continue;
+            };
+            let heard = reported.get(key).cloned().unwrap_or_else(|| {
+                if key == "application_name" {
+                    client.metadata().get(key).cloned().unwrap_or_default()
+                } else {
+                    at_start.to_string()
+                }
+            });
+            if now != heard {
+                out.push(PgWireBackendMessage::ParameterStatus(
+                    pgwire::messages::startup::ParameterStatus::new(wire.to_string(), now.clone()),
+                ));
+                reported.insert(key, now);
+            }
+        }
+        out
+    }
+
     /// The session, created on first use from the startup parameters.
     pub(super) async fn session<'a, C: ClientInfo>(
         &'a self,

@@ -2,7 +2,7 @@
 //! relation's write lock.
 
 use crate::catalog::RelationMeta;
-use brook_common::{brook_err, BrookError, Result};
+use brook_common::{BrookError, Result};
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::row::{RowConverter, SortField};
 use std::collections::HashSet;
@@ -73,9 +73,14 @@ impl KeyCheck {
                     .unwrap_or_default()
             })
             .collect();
-        brook_err!(UniqueViolation, "duplicate key value violates unique constraint \"{}_pkey\": Key ({})=({}) already exists.",
-            self.table,
-            self.names.join(", "),
-            vals.join(", "))
+        BrookError::DuplicateKey(Box::new(brook_common::error::KeyViolation {
+            constraint: format!("{}_pkey", self.table),
+            table: self.table.clone(),
+            detail: format!(
+                "Key ({})=({}) already exists.",
+                self.names.join(", "),
+                vals.join(", ")
+            ),
+        }))
     }
 }
