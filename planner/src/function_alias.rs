@@ -21,10 +21,9 @@ use std::ops::ControlFlow;
 const ONE_COLUMN: [&str; 2] = ["generate_series", "range"];
 
 /// Scalar functions clients call in FROM.
-const SCALAR_IN_FROM: [&str; 6] = [
+const SCALAR_IN_FROM: [&str; 5] = [
     "current_schemas",
     "current_setting",
-    "regexp_split_to_array",
     "split_part",
     "string_to_array",
     "trim",

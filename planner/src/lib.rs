@@ -14,6 +14,7 @@
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
 //! - [`function_alias`]: `FROM generate_series(...) g` names the column `g`.
+//! - [`in_subquery_projection`]: `x IN (subquery)` in a select list as scalar subqueries.
 //! - [`reloptions`]: `unnest(c.reloptions)` (psql's `\d+`) as a relation without rows.
 //! - [`create_sequence`]: `CREATE SEQUENCE` with its options in PostgreSQL's any order.
 //! - [`catalog_lookups`]: `pg_get_indexdef` and the size functions as lookups in the server's
@@ -54,6 +55,7 @@ pub mod decorrelate;
 pub mod domain_base;
 pub mod empty_catalogs;
 pub mod function_alias;
+pub mod in_subquery_projection;
 pub mod information_schema;
 pub mod interval_scale;
 pub mod json_ops;

@@ -36,6 +36,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
         Arc::new(crate::pg_functions::ExpandArray),
+        Arc::new(crate::in_subquery_projection::InSubqueryInProjection),
         Arc::new(crate::array_subquery::ArraySubquery),
         Arc::new(crate::pg_functions::SerialSequenceIsNull),
         Arc::new(crate::pg_functions::SequenceNameArguments),
@@ -51,6 +52,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(FixArrayLiteral),
         Arc::new(StripCollate),
         Arc::new(RewritePgCatalogOperator),
+        Arc::new(crate::system_columns::RegclassChecked),
         Arc::new(RewriteRegCastToSubquery::new()),
     ]
 });
@@ -89,7 +91,7 @@ fn parse_catalog_query(text: &str) -> Result<Vec<Statement>> {
             let theirs = RemoveSubqueryFromProjection.rewrite(with_rules(p.clone()));
             FixVersionColumnName.rewrite(theirs).to_string() == c.to_string()
         });
-    if !same {
+    if !same && !runs_itself(text) {
         return Ok(compat);
     }
     Ok(plain
@@ -100,6 +102,19 @@ fn parse_catalog_query(text: &str) -> Result<Vec<Statement>> {
             FixVersionColumnName.rewrite(s)
         })
         .collect())
+}
+
+/// Known client queries whose replacement by the compatibility parser Brook does not take,
+/// because it runs them: Grafana's search-path schemas (`string_to_array(current_setting(
+/// 'search_path'), ',')`), which the crate replaces by `''` for want of `current_setting`
+/// (so Grafana's table lists came back empty, or qualified every table).
+fn runs_itself(text: &str) -> bool {
+    let bare: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    bare.contains("string_to_array(current_setting('search_path'),',')")
 }
 
 /// Names cast to `regclass`/`regtype`/... as catalog lookups: run again on a catalog query
@@ -141,6 +156,7 @@ fn before_compat_rules(text: &str) -> String {
         &crate::regproc_columns::RegprocColumns,
         &crate::information_schema::InformationSchemaColumns,
         &crate::pg_functions::ExpandArray,
+        &crate::in_subquery_projection::InSubqueryInProjection,
     ]
     .iter()
     .fold(s.clone(), |s, rule| rule.rewrite(s))

@@ -137,6 +137,28 @@ pub fn uuid_casts(stmt: &mut Statement) {
 /// and a bound time parameter were 42804 "Cannot infer common argument type").
 pub fn time_casts(stmt: &mut Statement) {
     rewrite_expressions(stmt, |expr| {
+        // `time '01:02:03'`, the typed literal
+        if let Expr::TypedString(typed) = expr {
+            if matches!(
+                typed.data_type,
+                DataType::Time(
+                    None,
+                    datafusion::sql::sqlparser::ast::TimezoneInfo::None
+                        | datafusion::sql::sqlparser::ast::TimezoneInfo::WithoutTimeZone
+                )
+            ) {
+                *expr = function_call(
+                    "arrow_cast",
+                    vec![
+                        Expr::value(typed.value.value.clone()),
+                        Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
+                            "Time64(Microsecond)".into(),
+                        )),
+                    ],
+                );
+                return;
+            }
+        }
         if let Expr::Cast {
             kind: CastKind::Cast | CastKind::DoubleColon,
             expr: inner,

@@ -230,9 +230,8 @@ fn strip_catalog_schema(e: &mut Expr) {
     }
 }
 
-/// `col::regtype::text` of a column (pgcli's `att.atttypid::regtype::text`) as
-/// `format_type(col, NULL)`: regtype's text is the type's name, and a cast of an oid column
-/// to regtype is its number here.
+/// `x::regtype::text` (pgcli's `att.atttypid::regtype::text`) as `format_type(x, NULL)`:
+/// regtype's text is the type's name, and a cast to regtype is its number here.
 fn regtype_text(e: &Expr) -> Option<Expr> {
     let Expr::Cast {
         expr: outer_inner,
@@ -253,8 +252,12 @@ fn regtype_text(e: &Expr) -> Option<Expr> {
     if !args.is_empty() || !type_named(ty, "regtype") {
         return None;
     }
-    last_ident(column)?;
-    parse_expr(&format!("pg_catalog.format_type({column}, NULL)"))
+    // A column holds oids already; anything else (a type's name) is cast as written.
+    if last_ident(column).is_some() {
+        parse_expr(&format!("pg_catalog.format_type({column}, NULL)"))
+    } else {
+        parse_expr(&format!("pg_catalog.format_type({}, NULL)", outer_inner))
+    }
 }
 
 /// pg_catalog's `name` columns that clients subscript.
@@ -279,10 +282,11 @@ fn name_subscript(e: &Expr) -> Option<Expr> {
     parse_expr(&format!("substr({root}, ({index}) + 1, 1)"))
 }
 
-/// `indoption[i]` as `CAST(split_part(indoption, ' ', i + 1) AS SMALLINT)`:
-/// `pg_index.indoption` is an int2vector, subscripted from 0, and Brook's is its text
-/// (`0 0`, which SQLAlchemy splits). pgjdbc's `getIndexInfo` subscripts it under the
-/// alias `I_INDOPTION`, so any column whose name ends so counts.
+/// The int2vector columns of pg_index subscripted from 0, as PostgreSQL's are:
+/// `indoption[i]` as `CAST(split_part(indoption, ' ', i + 1) AS SMALLINT)` (Brook's is its
+/// text, `0 0`, which SQLAlchemy splits; pgjdbc's `getIndexInfo` subscripts it under the
+/// alias `I_INDOPTION`, so any column whose name ends so counts), and `indkey[i]` as
+/// `indkey[i + 1]` (a list, whose subscripts count from 1).
 fn indoption_subscript(e: &Expr) -> Option<Expr> {
     let Expr::CompoundFieldAccess { root, access_chain } = e else {
         return None;
@@ -303,18 +307,18 @@ fn indoption_subscript(e: &Expr) -> Option<Expr> {
         };
         parts.push(i.clone());
     }
-    if !parts
-        .last()?
-        .value
-        .to_ascii_lowercase()
-        .ends_with("indoption")
-    {
-        return None;
-    }
+    let name = parts.last()?.value.to_ascii_lowercase();
     let column = Expr::CompoundIdentifier(parts);
-    parse_expr(&format!(
-        "CAST(NULLIF(split_part({column}, ' ', ({index}) + 1), '') AS SMALLINT)"
-    ))
+    if name.ends_with("indoption") {
+        parse_expr(&format!(
+            "CAST(NULLIF(split_part({column}, ' ', ({index}) + 1), '') AS SMALLINT)"
+        ))
+    } else if name == "indkey" {
+        // an int2vector held as a list, whose subscripts count from 1
+        parse_expr(&format!("{column}[({index}) + 1]"))
+    } else {
+        None
+    }
 }
 
 /// The column name of an identifier.
@@ -440,6 +444,14 @@ mod tests {
         assert_eq!(
             rewritten("SELECT att.atttypid::regtype::text FROM pg_attribute AS att"),
             "SELECT pg_catalog.format_type(att.atttypid, NULL) FROM pg_attribute AS att"
+        );
+    }
+
+    #[test]
+    fn indkey_counts_from_zero() {
+        assert_eq!(
+            rewritten("SELECT i.indkey[0] FROM pg_index AS i"),
+            "SELECT i.indkey[(0) + 1] FROM pg_index AS i"
         );
     }
 

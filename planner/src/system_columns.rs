@@ -223,31 +223,10 @@ pub struct CatalogRegclass;
 impl SqlStatementRewriteRule for CatalogRegclass {
     fn rewrite(&self, mut s: Statement) -> Statement {
         crate::pg_functions::rewrite_expressions(&mut s, |e| {
-            let Expr::Cast {
-                expr, data_type, ..
-            } = e
-            else {
+            let Some(name) = regclass_literal(e) else {
                 return;
             };
-            let is_regclass = match data_type {
-                DataType::Regclass => true,
-                DataType::Custom(ty, args) => {
-                    args.is_empty()
-                        && ty
-                            .0
-                            .last()
-                            .and_then(|p| p.as_ident())
-                            .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass"))
-                }
-                _ => false,
-            };
-            let Expr::Value(v) = expr.as_ref() else {
-                return;
-            };
-            let Value::SingleQuotedString(name) = &v.value else {
-                return;
-            };
-            if let Some(oid) = is_regclass.then(|| catalog_oid(name)).flatten() {
+            if let Some(oid) = catalog_oid(&name) {
                 if let Some(literal) = oid_literal(oid) {
                     *e = literal;
                 }
@@ -256,6 +235,65 @@ impl SqlStatementRewriteRule for CatalogRegclass {
         s
     }
 }
+
+/// `'name'::regclass` of a relation other than a system catalog as
+/// `brook_regclass_check('name'::regclass, 'name')`: the compatibility crate's lookup the cast
+/// becomes answers NULL for a name no relation has, where PostgreSQL's regclass input fails
+/// with 42P01. Runs after the rules that read such casts as names (`nextval('s'::regclass)`)
+/// and before the crate's lookup; user statements only (catalog queries name what exists).
+#[derive(Debug)]
+pub struct RegclassChecked;
+
+impl SqlStatementRewriteRule for RegclassChecked {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        crate::pg_functions::rewrite_expressions(&mut s, |e| {
+            let Some(name) = regclass_literal(e) else {
+                return;
+            };
+            if catalog_oid(&name).is_some() {
+                return;
+            }
+            let checked = format!("{REGCLASS_CHECK}({e}, '{}')", name.replace('\'', "''"));
+            if let Some(call) = parse_expr(&checked) {
+                *e = call;
+            }
+        });
+        s
+    }
+}
+
+/// The name of a `'name'::regclass` cast.
+fn regclass_literal(e: &Expr) -> Option<String> {
+    let Expr::Cast {
+        expr, data_type, ..
+    } = e
+    else {
+        return None;
+    };
+    let is_regclass = match data_type {
+        DataType::Regclass => true,
+        DataType::Custom(ty, args) => {
+            args.is_empty()
+                && ty
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass"))
+        }
+        _ => false,
+    };
+    let Expr::Value(v) = expr.as_ref() else {
+        return None;
+    };
+    match &v.value {
+        Value::SingleQuotedString(name) if is_regclass => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// The function `'name'::regclass` of a user relation is wrapped in: its argument (the oid
+/// the name's lookup found), 42P01 "relation ... does not exist" when it is NULL.
+pub const REGCLASS_CHECK: &str = "brook_regclass_check";
 
 /// `'name'::regclass`, an unqualified `pg_*` name taken from pg_catalog (where PostgreSQL
 /// finds it first); a system catalog's own oid as a number.

@@ -382,7 +382,6 @@ def test_adbc_ingest_into_new_table_with_array_column(eco):
         assert c.execute("SELECT id, a FROM eco_ingest_arr ORDER BY id").fetchall() == [(1, [1, 2, 3]), (2, None)]
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: '\"public\" . \"t\"'::regclass (spaces around the dot) is NULL")
 def test_adbc_ingest_into_existing_table(eco):
     with connect(eco) as c:
         c.execute("""CREATE TABLE eco_ingest_existing (id int, big bigint, name text, x float8, ok bool,
@@ -536,7 +535,6 @@ def test_grafana_search_path_and_schemas(eco):
         assert rows == [("public",)]
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: an uncorrelated IN (subquery) inside CASE in a select list is read as false")
 def test_grafana_table_list(eco):
     """Tables on search_path come back unqualified (Grafana then writes FROM eco_metrics)."""
     with connect(eco) as c:
@@ -564,7 +562,6 @@ def test_grafana_column_picker(eco, table):
         assert set(c.execute(gf_get_schema(table)).fetchall()) == EXPECTED_GF_COLUMNS
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the same IN (subquery) in WHERE of an information_schema query returns no rows")
 def test_grafana_legacy_table_query(eco):
     with connect(eco) as c:
         tables = [r[0] for r in c.execute(

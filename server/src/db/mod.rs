@@ -281,6 +281,8 @@ impl Engine {
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);
         crate::udf::expand_array::register(&ctx);
+        crate::udf::parse_ident::register(&ctx);
+        crate::udf::regclass_check::register(&ctx);
         crate::udf::oid_array::register(&ctx);
         crate::udf::format::register(&ctx);
         crate::udf::substring::register(&ctx);
