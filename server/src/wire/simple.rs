@@ -181,8 +181,9 @@ impl SimpleQueryHandler for BrookHandler {
             }
         }
         self.cancel.end();
+        // (Read without creating the session: an empty query string has none yet.)
         let changed = {
-            let g = self.session(client).await?;
+            let g = self.session.lock().await;
             self.changed_parameters(client, g.as_ref())
         };
         for message in changed {
