@@ -36,6 +36,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
         Arc::new(crate::pg_functions::ExpandArray),
+        Arc::new(crate::pg_functions::FieldSelection),
         Arc::new(crate::in_subquery_projection::InSubqueryInProjection),
         Arc::new(crate::array_subquery::ArraySubquery),
         Arc::new(crate::pg_functions::SerialSequenceIsNull),
@@ -156,6 +157,7 @@ fn before_compat_rules(text: &str) -> String {
         &crate::regproc_columns::RegprocColumns,
         &crate::information_schema::InformationSchemaColumns,
         &crate::pg_functions::ExpandArray,
+        &crate::pg_functions::FieldSelection,
         &crate::in_subquery_projection::InSubqueryInProjection,
     ]
     .iter()

@@ -137,53 +137,42 @@ pub fn uuid_casts(stmt: &mut Statement) {
 /// and a bound time parameter were 42804 "Cannot infer common argument type").
 pub fn time_casts(stmt: &mut Statement) {
     rewrite_expressions(stmt, |expr| {
-        // `time '01:02:03'`, the typed literal
-        if let Expr::TypedString(typed) = expr {
-            if matches!(
-                typed.data_type,
-                DataType::Time(
-                    None,
-                    datafusion::sql::sqlparser::ast::TimezoneInfo::None
-                        | datafusion::sql::sqlparser::ast::TimezoneInfo::WithoutTimeZone
-                )
-            ) {
-                *expr = function_call(
-                    "arrow_cast",
-                    vec![
-                        Expr::value(typed.value.value.clone()),
-                        Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
-                            "Time64(Microsecond)".into(),
-                        )),
-                    ],
-                );
-                return;
+        let value = match expr {
+            // `time '01:02:03'`, the typed literal
+            Expr::TypedString(typed) if is_plain_time(&typed.data_type) => {
+                Expr::value(typed.value.value.clone())
             }
-        }
-        if let Expr::Cast {
-            kind: CastKind::Cast | CastKind::DoubleColon,
-            expr: inner,
-            data_type: DataType::Time(None, tz),
-            format: None,
-            ..
-        } = expr
-        {
-            if matches!(
-                tz,
-                datafusion::sql::sqlparser::ast::TimezoneInfo::None
-                    | datafusion::sql::sqlparser::ast::TimezoneInfo::WithoutTimeZone
-            ) {
-                *expr = function_call(
-                    "arrow_cast",
-                    vec![
-                        (**inner).clone(),
-                        Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
-                            "Time64(Microsecond)".into(),
-                        )),
-                    ],
-                );
-            }
-        }
+            Expr::Cast {
+                kind: CastKind::Cast | CastKind::DoubleColon,
+                expr: inner,
+                data_type,
+                format: None,
+                ..
+            } if is_plain_time(data_type) => (**inner).clone(),
+            _ => return,
+        };
+        *expr = function_call(
+            "arrow_cast",
+            vec![
+                value,
+                Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
+                    "Time64(Microsecond)".into(),
+                )),
+            ],
+        );
     });
+}
+
+/// `time` or `time without time zone`, without a precision.
+fn is_plain_time(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Time(
+            None,
+            datafusion::sql::sqlparser::ast::TimezoneInfo::None
+                | datafusion::sql::sqlparser::ast::TimezoneInfo::WithoutTimeZone
+        )
+    )
 }
 
 /// Every `substring(s FROM a [FOR n])` of `stmt` as the call `substring(s, a [, n])`, so the
@@ -332,8 +321,18 @@ impl SqlStatementRewriteRule for ExpandArray {
                 );
             }
         });
-        // `(composite).field`, PostgreSQL's field selection, as `get_field(composite,
-        // 'field')` (DataFusion reads a dot after an expression only on a column).
+        s
+    }
+}
+
+/// `(composite).field`, PostgreSQL's field selection (pgjdbc's `(…_pg_expandarray(…)).n`),
+/// as `get_field(composite, 'field')`: DataFusion reads a dot after an expression only on
+/// a column.
+#[derive(Debug)]
+pub struct FieldSelection;
+
+impl SqlStatementRewriteRule for FieldSelection {
+    fn rewrite(&self, mut s: Statement) -> Statement {
         rewrite_expressions(&mut s, |expr| {
             let Expr::CompoundFieldAccess { root, access_chain } = expr else {
                 return;

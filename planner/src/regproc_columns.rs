@@ -110,7 +110,7 @@ impl SqlStatementRewriteRule for RegprocColumns {
                 *expr = character;
                 return;
             }
-            if let Some(option) = indoption_subscript(expr) {
+            if let Some(option) = int2vector_subscript(expr) {
                 *expr = option;
                 return;
             }
@@ -287,7 +287,7 @@ fn name_subscript(e: &Expr) -> Option<Expr> {
 /// text, `0 0`, which SQLAlchemy splits; pgjdbc's `getIndexInfo` subscripts it under the
 /// alias `I_INDOPTION`, so any column whose name ends so counts), and `indkey[i]` as
 /// `indkey[i + 1]` (a list, whose subscripts count from 1).
-fn indoption_subscript(e: &Expr) -> Option<Expr> {
+fn int2vector_subscript(e: &Expr) -> Option<Expr> {
     let Expr::CompoundFieldAccess { root, access_chain } = e else {
         return None;
     };
@@ -432,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn an_indoption_subscript_counts_from_zero() {
+    fn an_int2vector_subscript_counts_from_zero() {
         assert_eq!(
             rewritten("SELECT tmp.I_INDOPTION[tmp.pos - 1] & 1::smallint FROM tmp"),
             "SELECT CAST(NULLIF(split_part(tmp.I_INDOPTION, ' ', (tmp.pos - 1) + 1), '') AS SMALLINT) & 1::SMALLINT FROM tmp"

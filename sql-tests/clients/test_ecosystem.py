@@ -403,17 +403,22 @@ def test_adbc_ingest_into_existing_table(eco):
 # macro expansions of pkg/tsdb/grafana-postgresql-datasource/macros.go.
 
 # buildSchemaConstraint(): the schemas on search_path
-GF_SEARCH_PATH_SCHEMAS = """
-          quote_ident(table_schema) IN (
-          SELECT
-            CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
-          FROM
-            generate_series(
-              array_lower(string_to_array(current_setting('search_path'),','),1),
-              array_upper(string_to_array(current_setting('search_path'),','),1)
-            ) as i,
-            string_to_array(current_setting('search_path'),',') s
-          )"""
+def gf_search_path_schemas(column):
+    """Grafana's test that a schema is on the search path (the current editor quotes the
+    column, the older builder does not)."""
+    return column + """ IN (
+  SELECT
+    CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+  FROM
+    generate_series(
+      array_lower(string_to_array(current_setting('search_path'),','),1),
+      array_upper(string_to_array(current_setting('search_path'),','),1)
+    ) as i,
+    string_to_array(current_setting('search_path'),',') s
+)"""
+
+
+GF_SEARCH_PATH_SCHEMAS = gf_search_path_schemas("quote_ident(table_schema)")
 GF_EXCLUDED = """('information_schema', 'pg_catalog', '_timescaledb_cache', '_timescaledb_catalog',
     '_timescaledb_internal', '_timescaledb_config', 'timescaledb_information', 'timescaledb_experimental')"""
 
@@ -443,17 +448,7 @@ def gf_get_schema(table):
 
 
 # the older builder's buildSchemaConstraint() (unquoted table_schema)
-GF_LEGACY_SCHEMAS = """
-table_schema IN (
-  SELECT
-    CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
-  FROM
-    generate_series(
-      array_lower(string_to_array(current_setting('search_path'),','),1),
-      array_upper(string_to_array(current_setting('search_path'),','),1)
-    ) as i,
-    string_to_array(current_setting('search_path'),',') s
-)"""
+GF_LEGACY_SCHEMAS = gf_search_path_schemas("table_schema")
 
 
 def gf_legacy_columns(table, kind):

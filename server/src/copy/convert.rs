@@ -115,12 +115,8 @@ pub fn text_to_column(
             complete_timestamps(strings)
         }
         PgType::Timestamptz => complete_timestamps(strings),
-        PgType::Date => each_text(strings, |_, v| {
-            Ok(crate::pg::datetime::without_zone(v, true).to_string())
-        })?,
-        PgType::Time => each_text(strings, |_, v| {
-            Ok(crate::pg::datetime::without_zone(v, false).to_string())
-        })?,
+        PgType::Date => without_zones(strings, true)?,
+        PgType::Time => without_zones(strings, false)?,
         _ => strings.clone(),
     };
     let out = cast_with_options(
@@ -188,6 +184,25 @@ pub fn text_to_column(
     }
     check_lengths(&out, ty, line_of, table, column)?;
     Ok(out)
+}
+
+/// Date or time texts without the zones some may end with (PostgreSQL ignores them); the
+/// array itself when none has one, so the common input is not copied value by value.
+fn without_zones(strings: &ArrayRef, date: bool) -> Result<ArrayRef> {
+    let zoned = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+        .is_none_or(|s| {
+            s.iter()
+                .flatten()
+                .any(|v| crate::pg::datetime::without_zone(v, date).len() != v.len())
+        });
+    if !zoned {
+        return Ok(strings.clone());
+    }
+    each_text(strings, |_, v| {
+        Ok(crate::pg::datetime::without_zone(v, date).to_string())
+    })
 }
 
 /// Each non-NULL text of `strings` (given its row) as `convert` makes it, or its error.
