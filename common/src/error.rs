@@ -188,6 +188,10 @@ pub enum BrookError {
     /// but its outcome is unknown): a cluster node lost its substrate mid-statement.
     #[error("{message}")]
     Cluster { message: String, code: &'static str },
+    /// 40P01 (deadlock detected) / 3B001 (no such savepoint) / 25001 and 25P01 (a statement
+    /// that needs, or must not be in, a transaction block): the transaction block's rules.
+    #[error("{message}")]
+    Transaction { message: String, code: &'static str },
     /// 2200H: a sequence reached its MAXVALUE or MINVALUE and does not CYCLE.
     #[error("{0}")]
     SequenceLimit(String),
@@ -264,6 +268,7 @@ impl BrookError {
             BrookError::Timeout { code, .. } => code,
             BrookError::Semantic { code, .. } => code,
             BrookError::Cluster { code, .. } => code,
+            BrookError::Transaction { code, .. } => code,
             BrookError::SequenceLimit(_) => "2200H",
             BrookError::GeneratedAlways(_) => "428C9",
             BrookError::Internal(_) => "XX000",

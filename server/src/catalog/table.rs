@@ -48,7 +48,7 @@ impl TableProvider for BrookTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         limit: Option<usize>,
@@ -58,7 +58,11 @@ impl TableProvider for BrookTable {
         let part = SnapshotPartition {
             schema: self.schema.clone(),
             store: self.store.clone(),
-            snapshot: self.store.snapshot(),
+            snapshot: state
+                .config()
+                .get_extension::<TxnOverlay>()
+                .and_then(|o| o.0.get(&self.meta.id).cloned())
+                .unwrap_or_else(|| self.store.snapshot()),
         };
         let exec = StreamingTableExec::try_new(
             self.schema.clone(),
@@ -71,6 +75,12 @@ impl TableProvider for BrookTable {
         Ok(Arc::new(exec))
     }
 }
+
+/// What a session's open transaction block has written, by relation id: its statements
+/// read these rows of those relations instead of the committed ones (a session config
+/// extension, set by the session after each statement of the block).
+#[derive(Debug, Default)]
+pub struct TxnOverlay(pub std::collections::HashMap<u64, Snapshot>);
 
 /// The relation named `name` (`name` or `schema.name`, folded to lower case unless
 /// double-quoted, as identifiers are) in `catalog`, if it exists.

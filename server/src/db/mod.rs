@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod functions;
+pub mod lock_waits;
 mod rename;
 mod sequences;
 mod views;
@@ -87,6 +88,8 @@ pub struct Engine {
     pub queries: Arc<crate::stream::queries::QueryRegistry>,
     /// What each connection is doing (for `pg_stat_activity`, `pg_cancel_backend`).
     pub activity: Arc<crate::exec::activity::Activity>,
+    /// The relation locks transaction blocks hold and wait for (deadlock detection).
+    pub lock_waits: lock_waits::LockWaits,
     /// In cluster mode, the link to the cluster's log (set once, when the node joins).
     pub cluster: std::sync::OnceLock<Arc<cluster::ClusterLink>>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
@@ -156,6 +159,7 @@ impl Engine {
                 runtime_env.memory_pool.clone(),
             )),
             activity: Arc::default(),
+            lock_waits: Default::default(),
             cluster: std::sync::OnceLock::new(),
             runtime_env,
             _lock: lock_file,

@@ -283,6 +283,13 @@ impl Session {
                     "cannot truncate stream \"{name}\": streams are append-only"
                 ));
             }
+            if self.in_block() {
+                // Inside a transaction block TRUNCATE is a write of the block (undone by
+                // ROLLBACK), as in PostgreSQL.
+                let txn = self.begin_dml_write(&meta, &store, &name, true).await?;
+                self.commit_write(txn, &meta, &name, false).await?;
+                continue;
+            }
             let mut txn = self.begin_write(&meta, &store, true).await?;
             self.mark_ddl_write(&mut txn);
             txn.commit()?;

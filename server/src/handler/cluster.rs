@@ -248,6 +248,9 @@ impl Session {
         name: &str,
         depends_on_rows: bool,
     ) -> Result<()> {
+        if txn.in_block() {
+            return self.block_statement_done(txn);
+        }
         let link = match (self.engine.cluster.get(), self.applying) {
             (Some(link), None) => link,
             (_, Some(position)) => {

@@ -127,7 +127,7 @@ impl Session {
         let binary = opts.format == CopyFormat::Binary;
         // The existing keys are read under the write lock: a concurrent writer's keys are
         // either committed before (and seen here) or written after this COPY ends.
-        let txn = self.begin_write(&meta, &store, false).await?;
+        let txn = self.begin_dml_write(&meta, &store, &name, false).await?;
         let keys = self.key_check(&meta, &store, &name).await?;
         self.copy_in = Some(CopyIn {
             parser: CopyParser::new(opts),
@@ -152,7 +152,7 @@ impl Session {
         };
         let res = copy_feed(c, data, false).await;
         if res.is_err() {
-            self.copy_in = None;
+            self.abort_copy().await;
         }
         res
     }
@@ -162,18 +162,37 @@ impl Session {
         let Some(mut c) = self.copy_in.take() else {
             return Err(brook_err!(Protocol, "CopyDone received outside of COPY IN"));
         };
-        copy_feed(&mut c, &[], true).await?;
-        let mut w = c.writer.finish().await?;
-        // Rows of a COPY too small to start the writer thread are still in the builder.
-        w.write(c.builder.take_raw())?;
-        let n = w.txn.rows();
-        self.commit_write(w.txn, &w.meta, &w.target.table, false)
-            .await?;
-        Ok(n)
+        let done = async {
+            copy_feed(&mut c, &[], true).await?;
+            let mut w = c.writer.finish().await?;
+            // Rows of a COPY too small to start the writer thread are still in the builder.
+            w.write(c.builder.take_raw())?;
+            let n = w.txn.rows();
+            self.commit_write(w.txn, &w.meta, &w.target.table, false)
+                .await?;
+            Ok(n)
+        }
+        .await;
+        if done.is_err() {
+            // The writer has ended (its transaction undone, or given back to the block).
+            let _ = c.writer.finish().await;
+            self.block_failed();
+        }
+        done
     }
 
     /// The client aborted the COPY.
-    pub fn copy_fail(&mut self) {
-        self.copy_in = None;
+    pub async fn copy_fail(&mut self) {
+        self.abort_copy().await;
+    }
+
+    /// End the COPY in progress without its rows, and wait for its writer to let go of
+    /// its transaction: undone, or (in a transaction block) given back to the block, which
+    /// fails.
+    async fn abort_copy(&mut self) {
+        if let Some(mut c) = self.copy_in.take() {
+            let _ = c.writer.finish().await;
+        }
+        self.block_failed();
     }
 }

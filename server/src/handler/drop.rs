@@ -173,6 +173,8 @@ impl Session {
                 }
                 Some(_) => {}
             }
+            let (meta, _) = self.relation(schema, name)?;
+            self.refuse_ddl_on_block_write(&meta)?;
             if !cascade {
                 // A dependent dropped by the same statement does not hold the drop back.
                 let blocking = self

@@ -40,6 +40,21 @@ use datafusion::sql::sqlparser::ast::Statement;
 impl Session {
     /// Execute one statement.
     pub async fn execute(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        let ends_block = matches!(
+            stmt.as_sql(),
+            Some(Statement::Commit { .. } | Statement::Rollback { .. })
+        );
+        if !ends_block && self.block_is_failed() {
+            return Err(brook_common::BrookError::InFailedTransaction);
+        }
+        let outcome = self.execute_statement(stmt).await;
+        if outcome.is_err() {
+            self.block_failed();
+        }
+        outcome
+    }
+
+    async fn execute_statement(&mut self, stmt: BrookStatement) -> Result<Outcome> {
         self.sync_functions();
         if let Some(logged) = self.through_cluster_log(&stmt).await {
             return logged.map(Outcome::Command);
@@ -171,17 +186,18 @@ impl Session {
             }),
             Statement::AlterTable(at) => self.alter_table(at).await,
             Statement::Truncate(t) => self.truncate(t).await,
-            Statement::StartTransaction { .. } => Ok(Outcome::TxnStart("BEGIN".into())),
-            Statement::Commit { .. } => Ok(self.end_transaction("COMMIT")),
+            Statement::StartTransaction { .. } => Ok(self.begin_block()),
+            Statement::Commit { .. } => self.end_transaction(true),
             Statement::Rollback {
                 savepoint: None, ..
-            } => Ok(self.end_transaction("ROLLBACK")),
+            } => self.end_transaction(false),
             Statement::Rollback {
-                savepoint: Some(_), ..
-            } => Ok(Outcome::Command("ROLLBACK".into())),
-            Statement::Savepoint { .. } => Ok(Outcome::Command("SAVEPOINT".into())),
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to_savepoint(&name),
+            Statement::Savepoint { name } => self.savepoint(&name),
             Statement::Lock(lock) => self.lock_tables(lock),
-            Statement::ReleaseSavepoint { .. } => Ok(Outcome::Command("RELEASE".into())),
+            Statement::ReleaseSavepoint { name } => self.release_savepoint(&name),
             Statement::Declare { stmts } => {
                 self.declare(stmts, ContinuousOptions::default(), false)
                     .await

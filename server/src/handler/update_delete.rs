@@ -159,7 +159,7 @@ impl Session {
         keep_hits: bool,
         returning: Option<&[SelectItem]>,
     ) -> Result<Outcome> {
-        let mut txn = self.begin_write(meta, store, true).await?;
+        let mut txn = self.begin_dml_write(meta, store, name, true).await?;
         let df = self.ctx.sql(sql).await?;
         let mut stream = df.execute_stream().await?;
         let mut keys = KeyCheck::new(meta, name)?;

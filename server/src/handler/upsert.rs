@@ -127,9 +127,9 @@ impl Session {
             );
         }
         let incoming = datafusion::arrow::compute::concat_batches(&schema, &incoming)?;
-        let mut txn = self.begin_write(meta, store, true).await?;
-        let existing_batches = store
-            .snapshot()
+        let mut txn = self.begin_dml_write(meta, store, name, true).await?;
+        let existing_batches = self
+            .visible_snapshot(meta, store)
             .iter()
             .map(|c| crate::storage::adapt_batch(store.read(c)?, &schema))
             .collect::<Result<Vec<_>>>()?;

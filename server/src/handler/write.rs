@@ -35,14 +35,36 @@ pub(crate) fn default_query(default: &str) -> Result<Statement> {
 }
 
 impl Session {
+    /// Start a statement's write of rows to `meta` (INSERT, UPDATE, DELETE, COPY,
+    /// TRUNCATE): inside a transaction block, on the block's transaction of the relation
+    /// (committed at COMMIT); otherwise one of its own. A stream's rows commit with their
+    /// statement, in a block too: a stream is a log of events, read as they arrive by
+    /// continuous queries (the session's own cursors among them), and a block open in one
+    /// client never holds another's ingest back. (In cluster mode every write commits with
+    /// its statement: the cluster's log orders statements one by one.)
+    pub(crate) async fn begin_dml_write(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+        name: &str,
+        replace: bool,
+    ) -> Result<crate::storage::WriteTxn> {
+        if self.in_block() && meta.kind != crate::catalog::RelKind::Stream {
+            return self.block_write(meta, store, name, replace).await;
+        }
+        self.block_committed_early(name);
+        self.begin_write(meta, store, replace).await
+    }
+
     /// Start a write to `meta` (see [`Engine::begin_write`]) under this session's
-    /// `lock_timeout`.
+    /// `lock_timeout`, committed by the statement itself (DDL's rewrites use it directly).
     pub(crate) async fn begin_write(
         &self,
         meta: &RelationMeta,
         store: &Arc<TableStore>,
         replace: bool,
     ) -> Result<crate::storage::WriteTxn> {
+        self.refuse_ddl_on_block_write(meta)?;
         if self.engine.cluster.get().is_some() && self.applying.is_none() {
             // A cluster node's statement: staged, and ordered by the cluster's log.
             let txn = store.stage(replace);
@@ -66,7 +88,7 @@ impl Session {
             return Ok(None);
         };
         let schema = meta.schema();
-        for c in store.snapshot().iter() {
+        for c in self.visible_snapshot(meta, store).iter() {
             let b = crate::storage::adapt_batch(store.read(c)?, &schema)?;
             k.conflicts(&b, true)?;
         }
@@ -197,7 +219,7 @@ impl Session {
         mode: WriteMode,
         mut keep: Option<&mut Vec<RecordBatch>>,
     ) -> Result<usize> {
-        let mut txn = self.begin_write(meta, store, false).await?;
+        let mut txn = self.begin_dml_write(meta, store, name, false).await?;
         let mut keys = self.key_check(meta, store, name).await?;
         let mut defaults: Vec<Option<ColumnDefault>> = vec![None; meta.columns.len()];
         let mut total = 0usize;

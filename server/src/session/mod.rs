@@ -3,6 +3,7 @@
 
 pub mod cursor;
 pub mod prepared;
+pub mod transaction;
 
 use crate::catalog::{RelKind, RelationMeta};
 use crate::copy::CopyOptions;
@@ -69,6 +70,21 @@ pub struct Session {
     /// Set while this session applies the cluster log's entry at this position (the
     /// node's applier): its statements run and commit here instead of going to the log.
     pub(crate) applying: Option<u64>,
+    /// The connection's backend pid (0 for the cluster applier's sessions).
+    pub(crate) pid: i32,
+    /// The transaction block open since BEGIN, if any. (A lock, not a plain field: writes
+    /// enter it from statements that hold the session shared.)
+    pub(crate) block: std::sync::Mutex<Option<transaction::TxnBlock>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // An open block's transactions roll back as they drop (the log cut back, the locks
+        // let go); its entries in the lock graph go with them.
+        if self.pid != 0 {
+            self.engine.lock_waits.release_all(self.pid);
+        }
+    }
 }
 
 impl Session {
@@ -101,6 +117,8 @@ impl Session {
             function_names: udfs.iter().map(|u| u.name().to_string()).collect(),
             aggregate_names: udafs.iter().map(|a| a.name().to_string()).collect(),
             applying: None,
+            pid: 0,
+            block: std::sync::Mutex::new(None),
         }
     }
 
@@ -137,7 +155,8 @@ impl Session {
 
     /// The connection's backend pid, as `pg_backend_pid()` answers it (the one
     /// `pg_stat_activity`, CancelRequest and `pg_cancel_backend` use).
-    pub fn set_backend_pid(&self, pid: i32) {
+    pub fn set_backend_pid(&mut self, pid: i32) {
+        self.pid = pid;
         use datafusion::arrow::datatypes::DataType;
         use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
         self.ctx.register_udf(create_udf(

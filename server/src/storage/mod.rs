@@ -7,9 +7,12 @@
 //! ```
 //!
 //! `kind` is [`KIND_BATCH`] (payload: row count u64 + one Arrow IPC stream holding one
-//! batch) or [`KIND_COMMIT`] (payload: one byte, 1 when the transaction replaces the whole
-//! relation, as UPDATE/DELETE/ALTER do). A write statement appends its batches, then a commit
-//! record, then fsyncs; only then is it acknowledged and made visible.
+//! batch), [`KIND_COMMIT`] (payload: one byte, 1 when the transaction replaces the whole
+//! relation, as UPDATE/DELETE/ALTER do) or [`KIND_RESET`] (the transaction's earlier batches
+//! are void: a transaction block rewrote what it had written). A write statement appends its
+//! batches, then a commit record, then fsyncs; only then is it acknowledged and made visible.
+//! A transaction block (BEGIN ... COMMIT) keeps one transaction per relation it writes, open
+//! until COMMIT, under the relation's write lock.
 //!
 //! Invariants:
 //! - Batches of a transaction become visible only once its commit record is on disk.
@@ -37,7 +40,7 @@ mod txn;
 
 use recover::replay;
 pub use recover::{check, salvage, Damage, Salvaged};
-pub use txn::{WriteLock, WriteTxn};
+pub use txn::{TxnMark, TxnSlot, WriteLock, WriteTxn};
 
 use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::SchemaRef;
@@ -65,6 +68,10 @@ const COMPACT_TMP: &str = "data.log.compact";
 pub const KIND_BATCH: u8 = 1;
 /// Record kind: a transaction's commit.
 pub const KIND_COMMIT: u8 = 2;
+/// Record kind: the transaction's batches so far are void, and its commit replaces the
+/// relation (a statement of a transaction block that rewrites a relation the block wrote
+/// before: UPDATE or DELETE after INSERT). Empty payload.
+pub const KIND_RESET: u8 = 3;
 
 /// How many bytes of decoded batches all relations together keep in memory; the rest are
 /// read back from their log on scan, so tables larger than memory stay queryable.
@@ -297,6 +304,9 @@ impl TableStore {
             done: false,
             unflushed: 0,
             flushing: None,
+            statement: None,
+            home: None,
+            poisoned: false,
         }
     }
 
@@ -323,6 +333,9 @@ impl TableStore {
             done: false,
             unflushed: 0,
             flushing: None,
+            statement: None,
+            home: None,
+            poisoned: false,
         })
     }
 

@@ -67,7 +67,7 @@ pub(super) fn record_at(file: &File, pos: u64, total: u64) -> Option<(Header, Ve
     file.read_exact_at(&mut hb, pos).ok()?;
     let h = Header::parse(&hb);
     if h.magic != MAGIC
-        || !matches!(h.kind, KIND_BATCH | KIND_COMMIT)
+        || !matches!(h.kind, KIND_BATCH | KIND_COMMIT | KIND_RESET)
         || pos + HEADER_LEN + u64::from(h.len) > total
     {
         return None;
@@ -196,6 +196,7 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
                     }),
                 ));
             }
+            KIND_RESET => pending.retain(|(t, _)| *t != h.txid),
             KIND_COMMIT => {
                 log_position = log_position.max(commit_log_position(&payload));
                 if payload.first() == Some(&1) {

@@ -33,6 +33,26 @@ pub struct WriteTxn {
     /// The background flush in flight, if any; its result must reach the commit (an fsync
     /// error is reported once, to whichever call sees it first).
     pub(super) flushing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    /// In a transaction block: where the running statement began (see
+    /// [`WriteTxn::begin_statement`]).
+    pub(super) statement: Option<TxnMark>,
+    /// In a transaction block: the slot the transaction goes back to when a statement drops
+    /// it unfinished (its records undone, the block's kept).
+    pub(super) home: Option<TxnSlot>,
+    /// A rewind could not cut the log: records of an undone statement may still be there
+    /// under this transaction's id, so it must never commit.
+    pub(super) poisoned: bool,
+}
+
+/// Where a transaction block keeps a relation's open transaction between statements.
+pub type TxnSlot = Arc<std::sync::Mutex<Option<WriteTxn>>>;
+
+/// A point of an open transaction to go back to: a statement's start, or a SAVEPOINT.
+#[derive(Debug, Clone)]
+pub struct TxnMark {
+    len: u64,
+    chunks: Vec<Arc<Chunk>>,
+    replace: bool,
 }
 
 /// The records of a staged transaction.
@@ -160,6 +180,91 @@ impl WriteTxn {
         }
     }
 
+    /// A statement of a transaction block starts on this transaction (kept in `home` while
+    /// the statement runs; see [`WriteTxn::end_statement`]). A statement that `replace`s the
+    /// relation voids the batches written so far (a reset record: the statement writes the
+    /// whole contents, computed from what the block saw).
+    pub fn begin_statement(&mut self, replace: bool, home: TxnSlot) -> Result<()> {
+        if self.poisoned || self.staged.is_some() {
+            return Err(brook_err!(
+                Internal,
+                "this transaction cannot take more statements"
+            ));
+        }
+        // (Home first: a failed mark still gives the transaction back to the block.)
+        self.home = Some(home);
+        self.statement = Some(self.mark()?);
+        if replace {
+            self.store.append_record(KIND_RESET, self.txid, &[])?;
+            self.chunks.clear();
+            self.replace = true;
+        }
+        Ok(())
+    }
+
+    /// The statement that began with [`WriteTxn::begin_statement`] succeeded: its rows
+    /// stay, and the transaction goes back to its slot for the block's next statement.
+    pub fn end_statement(mut self) -> Result<()> {
+        let home = self
+            .home
+            .take()
+            .ok_or_else(|| brook_err!(Internal, "the statement's transaction has no block"))?;
+        self.statement = None;
+        match home.lock() {
+            Ok(mut slot) => *slot = Some(self),
+            Err(p) => *p.into_inner() = Some(self),
+        }
+        Ok(())
+    }
+
+    /// Whether a statement of a transaction block runs on this transaction (it commits
+    /// with the block, not with the statement).
+    pub fn in_block(&self) -> bool {
+        self.home.is_some()
+    }
+
+    /// The point the transaction is at now, to [`WriteTxn::rewind`] to.
+    pub fn mark(&mut self) -> Result<TxnMark> {
+        // A background flush may still be writing: the length is the log's end for us.
+        let len = self.store.current_file()?.metadata()?.len();
+        Ok(TxnMark {
+            len,
+            chunks: self.chunks.clone(),
+            replace: self.replace,
+        })
+    }
+
+    /// Undo what was written since `mark` (ROLLBACK TO SAVEPOINT, a failed statement of a
+    /// block): the log is cut back to it. A cut that fails leaves the transaction unable to
+    /// commit (its id would commit the undone records).
+    pub fn rewind(&mut self, mark: &TxnMark) -> Result<()> {
+        let cut = self
+            .store
+            .file
+            .lock()
+            .map_err(|_| brook_err!(Internal, "log file lock poisoned"))
+            .and_then(|f| Ok(f.set_len(mark.len)?));
+        if let Err(e) = cut {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.chunks = mark.chunks.clone();
+        self.replace = mark.replace;
+        Ok(())
+    }
+
+    /// What the transaction's own statements read of the relation: its rows so far, after
+    /// the committed ones unless it replaces them.
+    pub fn visible(&self) -> crate::storage::Snapshot {
+        let mut v = if self.replace {
+            Vec::new()
+        } else {
+            self.store.snapshot().as_ref().clone()
+        };
+        v.extend(self.chunks.iter().cloned());
+        Arc::new(v)
+    }
+
     /// Write the commit record, fsync, and publish the batches.
     pub fn commit(mut self) -> Result<()> {
         self.commit_inner()
@@ -176,6 +281,12 @@ impl WriteTxn {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
+        if self.poisoned {
+            return Err(brook_err!(
+                Internal,
+                "the transaction could not undo a failed statement's rows; it was rolled back"
+            ));
+        }
         if self.staged.is_some() {
             return Err(brook_err!(
                 Internal,
@@ -241,6 +352,37 @@ impl WriteTxn {
 impl Drop for WriteTxn {
     fn drop(&mut self) {
         if self.done || self.staged.is_some() {
+            return;
+        }
+        if let Some(home) = self.home.take() {
+            // A statement of a transaction block ended without finishing (an error, a
+            // cancelled COPY): undo its records and give the block its transaction back.
+            if let Some(mark) = self.statement.take() {
+                if let Err(e) = self.rewind(&mark) {
+                    tracing::warn!(error = %e, "could not undo a failed statement's rows; its transaction block will not commit");
+                }
+            }
+            let back = WriteTxn {
+                store: self.store.clone(),
+                guard: self.guard.take(),
+                txid: self.txid,
+                start_len: self.start_len,
+                chunks: std::mem::take(&mut self.chunks),
+                replace: self.replace,
+                log_position: self.log_position,
+                staged: None,
+                done: false,
+                unflushed: self.unflushed,
+                flushing: self.flushing.take(),
+                statement: None,
+                home: None,
+                poisoned: self.poisoned,
+            };
+            self.done = true;
+            match home.lock() {
+                Ok(mut slot) => *slot = Some(back),
+                Err(p) => *p.into_inner() = Some(back),
+            }
             return;
         }
         // Roll back: cut the log to where this transaction began so aborted rows take no
@@ -342,5 +484,65 @@ mod tests {
             len
         );
         assert_eq!(rows(&store), 1);
+    }
+
+    /// A transaction block's statements on one transaction: a replacing statement voids
+    /// the batches before it (a reset record, honoured by replay), a failed statement is cut
+    /// back and the transaction returns to its slot, and a rewind to a savepoint undoes
+    /// what followed it.
+    #[tokio::test]
+    async fn block_statements_reset_rewind_and_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = CacheBudget::new(0);
+        let store = TableStore::create(dir.path(), budget.clone()).unwrap();
+        let slot: TxnSlot = Arc::new(std::sync::Mutex::new(None));
+        let mut t = store.begin(false).await.unwrap();
+        t.begin_statement(false, slot.clone()).unwrap();
+        t.append(&batch(&[1, 2])).unwrap();
+        t.end_statement().unwrap();
+        let mut t = slot.lock().unwrap().take().unwrap();
+        // UPDATE after the INSERT: the block's rows are rewritten whole.
+        t.begin_statement(true, slot.clone()).unwrap();
+        t.append(&batch(&[10, 20])).unwrap();
+        t.end_statement().unwrap();
+        // A statement that fails: dropped unfinished, its rows cut, the block's kept.
+        let mut t = slot.lock().unwrap().take().unwrap();
+        t.begin_statement(false, slot.clone()).unwrap();
+        t.append(&batch(&[99])).unwrap();
+        drop(t);
+        let t = slot.lock().unwrap().take().unwrap();
+        assert_eq!(t.visible().iter().map(|c| c.rows).sum::<usize>(), 2);
+        assert_eq!(rows(&store), 0, "nothing is visible before the commit");
+        t.commit().unwrap();
+        drop(store);
+        let store = TableStore::open(dir.path(), budget.clone()).unwrap();
+        let ids: Vec<i32> = store
+            .snapshot()
+            .iter()
+            .flat_map(|c| {
+                let b = store.read(c).unwrap();
+                let a = b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int32Array>()
+                    .unwrap()
+                    .clone();
+                a.values().to_vec()
+            })
+            .collect();
+        assert_eq!(ids, vec![10, 20]);
+        // A rewind to a mark taken before a reset brings back what the reset voided.
+        let mut t = store.begin(false).await.unwrap();
+        t.append(&batch(&[5])).unwrap();
+        let mark = t.mark().unwrap();
+        t.begin_statement(true, slot.clone()).unwrap();
+        t.append(&batch(&[6])).unwrap();
+        t.end_statement().unwrap();
+        let mut t = slot.lock().unwrap().take().unwrap();
+        t.rewind(&mark).unwrap();
+        t.commit().unwrap();
+        drop(store);
+        let store = TableStore::open(dir.path(), budget).unwrap();
+        assert_eq!(rows(&store), 3, "10, 20 and 5");
     }
 }

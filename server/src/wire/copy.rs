@@ -70,7 +70,7 @@ impl CopyHandler for BrookHandler {
     {
         self.idle.set_copy(false);
         if let Some(s) = self.session.lock().await.as_mut() {
-            s.copy_fail();
+            s.copy_fail().await;
         }
         to_pg(brook_err!(
             BadCopyFormat,

@@ -2,7 +2,7 @@
 //! Execute with row limits and suspended portals.
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
-use super::simple::is_txn_control;
+use super::simple::{is_rollback_to_savepoint, is_txn_control};
 use super::statement::{copy_header_lines, execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
@@ -336,7 +336,19 @@ impl ExtendedQueryHandler for BrookHandler {
                 code: "54000",
             }));
         }
-        self._on_execute(client, message).await
+        // pgwire keeps a failed transaction failed through any statement, while ROLLBACK
+        // TO SAVEPOINT that succeeds lets the block go on (as the simple protocol does).
+        let portal = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let rollback_to = matches!(
+            client.portal_store().get_portal(portal),
+            Some(pgwire::api::store::Entry::Value(p))
+                if p.statement.statement.stmt.as_ref().is_some_and(is_rollback_to_savepoint)
+        );
+        self._on_execute(client, message).await?;
+        if rollback_to && client.transaction_status() == TransactionStatus::Error {
+            client.set_transaction_status(TransactionStatus::Transaction);
+        }
+        Ok(())
     }
 
     async fn do_describe_statement<C>(
@@ -421,6 +433,10 @@ impl ExtendedQueryHandler for BrookHandler {
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
+        if client.transaction_status() == TransactionStatus::Error {
+            // (Rows that failed while being sent fail the block too.)
+            s.block_failed();
+        }
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);

@@ -87,6 +87,10 @@ impl SimpleQueryHandler for BrookHandler {
             let commit_in_failed = status == TransactionStatus::Error;
             let outcome = async {
                 let mut g = self.session(client).await?;
+                if let Some(s) = g.as_mut().filter(|_| commit_in_failed) {
+                    // (Rows that failed while being sent fail the block too.)
+                    s.block_failed();
+                }
                 execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await
             }
             .await;

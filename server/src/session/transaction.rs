@@ -1,0 +1,36 @@
+//! An open transaction block's state (BEGIN ... COMMIT): the relations it wrote, each with
+//! its open storage transaction, its savepoints, and whether a statement failed in it. What
+//! BEGIN, COMMIT, ROLLBACK and SAVEPOINT do with it is in `crate::handler::transaction`.
+
+use crate::catalog::RelationMeta;
+use crate::storage::{TxnMark, TxnSlot};
+use std::collections::BTreeMap;
+
+/// A transaction block.
+#[derive(Default)]
+pub struct TxnBlock {
+    /// The relations written so far, by id.
+    pub(crate) writes: BTreeMap<u64, Held>,
+    /// A statement failed: the block only rolls back (25P02 for anything but its end).
+    pub(crate) failed: bool,
+    /// Savepoints, oldest first.
+    pub(crate) savepoints: Vec<Savepoint>,
+    /// Relations written in the block whose rows committed with each statement (streams;
+    /// every relation in cluster mode).
+    pub(crate) committed_early: std::collections::BTreeSet<String>,
+}
+
+/// A relation the block wrote: its open transaction (in its slot between statements, lent
+/// to the statement running on it), and the definition it was written against.
+pub(crate) struct Held {
+    pub(crate) slot: TxnSlot,
+    pub(crate) meta: RelationMeta,
+    pub(crate) name: String,
+}
+
+/// A SAVEPOINT: where each relation written before it was. Relations first written after
+/// it are let go on ROLLBACK TO it.
+pub(crate) struct Savepoint {
+    pub(crate) name: String,
+    pub(crate) marks: Vec<(u64, TxnMark)>,
+}
