@@ -41,6 +41,9 @@ pub struct RepairReport {
 /// so it refuses to run beside a server.
 pub fn repair(dir: &Path, opts: RepairOptions) -> Result<RepairReport> {
     let _lock = lock_data_dir(dir)?;
+    // Which transaction blocks over several relations committed (their relations' commit
+    // records count only then).
+    let decided = storage::Decisions::read(dir)?;
     let catalog = Catalog::open(dir)?;
     let mut out = RepairReport::default();
     let relations = all_relations(&catalog.read());
@@ -64,7 +67,7 @@ pub fn repair(dir: &Path, opts: RepairOptions) -> Result<RepairReport> {
             }
             continue;
         }
-        match storage::check(&rdir)? {
+        match storage::check(&rdir, &|b| decided.contains(&b))? {
             None => {
                 let _ = writeln!(out.text, "{label}: ok");
             }

@@ -176,3 +176,71 @@ async fn kill9_keeps_committed_blocks_whole_and_drops_open_ones() {
         .expect("write after restart");
     assert_eq!(count(&c, "orders").await, 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_ends_the_block() {
+    let server = BrookServer::start();
+    let a = server.connect("brook").await;
+    let b = server.connect("brook").await;
+    a.batch_execute("CREATE TABLE e1 (id int PRIMARY KEY); CREATE TABLE e2 (id int)")
+        .await
+        .expect("ddl");
+    a.batch_execute("BEGIN; INSERT INTO e1 VALUES (1); INSERT INTO e2 VALUES (1)")
+        .await
+        .expect("block");
+    b.batch_execute("DROP TABLE e1").await.expect("drop");
+    let e = a
+        .batch_execute("COMMIT")
+        .await
+        .expect_err("the commit fails");
+    assert_eq!(sqlstate(&e), "40001", "{e}");
+    // The block is over (rolled back): the session is idle, not in a failed transaction.
+    a.batch_execute("SELECT 1")
+        .await
+        .expect("idle after a failed COMMIT");
+    assert_eq!(count(&a, "e2").await, 0, "nothing of the block committed");
+    // Over the extended protocol too.
+    a.batch_execute("CREATE TABLE e3 (id int)")
+        .await
+        .expect("ddl");
+    a.execute("BEGIN", &[]).await.expect("begin");
+    a.execute("INSERT INTO e3 VALUES ($1)", &[&1i32])
+        .await
+        .expect("insert");
+    b.batch_execute("DROP TABLE e3").await.expect("drop");
+    let e = a
+        .execute("COMMIT", &[])
+        .await
+        .expect_err("the commit fails");
+    assert_eq!(sqlstate(&e), "40001", "{e}");
+    a.execute("SELECT 1", &[])
+        .await
+        .expect("idle after a failed COMMIT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_decisions_file_refuses_to_start_instead_of_undoing_commits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute(
+            "CREATE TABLE a (i int); CREATE TABLE b (i int); \
+             BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1); COMMIT",
+        )
+        .await
+        .expect("a block over two tables");
+    }
+    server.kill9();
+    let decisions = dir.path().join("transactions.log");
+    let saved = std::fs::read(&decisions).expect("the decisions file");
+    std::fs::remove_file(&decisions).expect("lose it");
+    let refused = BrookServer::start_on(dir.path(), &[])
+        .err()
+        .expect("refuses to start");
+    assert!(refused.contains("transactions.log is missing"), "{refused}");
+    std::fs::write(&decisions, saved).expect("restore it");
+    let server = BrookServer::start_on(dir.path(), &[]).expect("starts with the file back");
+    let c = server.connect("brook").await;
+    assert_eq!(count(&c, "a").await + count(&c, "b").await, 2);
+}

@@ -88,6 +88,8 @@ pub struct Engine {
     pub queries: Arc<crate::stream::queries::QueryRegistry>,
     /// What each connection is doing (for `pg_stat_activity`, `pg_cancel_backend`).
     pub activity: Arc<crate::exec::activity::Activity>,
+    /// The commit decisions of transaction blocks that wrote several relations.
+    pub decisions: crate::storage::Decisions,
     /// The relation locks transaction blocks hold and wait for (deadlock detection).
     pub lock_waits: lock_waits::LockWaits,
     /// In cluster mode, the link to the cluster's log (set once, when the node joins).
@@ -110,6 +112,24 @@ fn query_runtime_env(limit: usize) -> Result<Arc<datafusion::execution::runtime_
     Ok(datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(pool))
         .build_arc()?)
+}
+
+/// A data directory without its decisions file (`transactions.log`) is new, or from
+/// before transaction blocks over several relations committed there. Should a relation's
+/// log hold such a commit all the same, the file was lost: refuse (XX001) rather than undo
+/// those commits by starting without it.
+fn refuse_lost_decisions(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+    if data_dir.join(crate::storage::DECISIONS_FILE).exists() {
+        return Ok(());
+    }
+    for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
+        let dir = relation_dir(data_dir, id);
+        if dir.join("data.log").exists() && crate::storage::names_a_block(&dir)? {
+            return Err(brook_err!(DataCorrupted, "{} is missing, and relation {db}.{schema}.{name} holds commits of transaction blocks it decides: restore the file from a backup (starting without it would undo those commits)",
+                data_dir.join(crate::storage::DECISIONS_FILE).display()));
+        }
+    }
+    Ok(())
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -135,16 +155,19 @@ impl Engine {
     ) -> Result<Arc<Engine>> {
         let catalog = Arc::new(Catalog::open(data_dir)?);
         let budget = CacheBudget::new(cache_bytes);
+        refuse_lost_decisions(data_dir, &catalog)?;
+        let decisions = crate::storage::Decisions::open(data_dir)?;
         let mut stores = HashMap::new();
         for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
-            let store = TableStore::open(&relation_dir(data_dir, id), budget.clone()).map_err(
-                |e| match e {
-                    BrookError::DataCorrupted(m) => {
-                        brook_err!(DataCorrupted, "relation {db}.{schema}.{name}: {m}")
-                    }
-                    other => other,
-                },
-            )?;
+            let store = TableStore::open_with(&relation_dir(data_dir, id), budget.clone(), &|b| {
+                decisions.committed(b)
+            })
+            .map_err(|e| match e {
+                BrookError::DataCorrupted(m) => {
+                    brook_err!(DataCorrupted, "relation {db}.{schema}.{name}: {m}")
+                }
+                other => other,
+            })?;
             stores.insert(id, store);
         }
         report_orphans(data_dir, &catalog)?;
@@ -159,6 +182,7 @@ impl Engine {
                 runtime_env.memory_pool.clone(),
             )),
             activity: Arc::default(),
+            decisions,
             lock_waits: Default::default(),
             cluster: std::sync::OnceLock::new(),
             runtime_env,

@@ -102,6 +102,7 @@ impl Session {
                     stream: std::sync::Mutex::new(stream),
                     pending: None,
                     hold: d.hold == Some(true),
+                    in_block: self.block_savepoints(),
                     continuous,
                 },
             );

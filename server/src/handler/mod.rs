@@ -47,6 +47,11 @@ impl Session {
         if !ends_block && self.block_is_failed() {
             return Err(brook_common::BrookError::InFailedTransaction);
         }
+        if self.block_is_read_only() {
+            if let Some(what) = transaction::writes(&stmt) {
+                return Err(transaction::read_only_error(&what));
+            }
+        }
         let outcome = self.execute_statement(stmt).await;
         if outcome.is_err() {
             self.block_failed();
@@ -186,11 +191,12 @@ impl Session {
             }),
             Statement::AlterTable(at) => self.alter_table(at).await,
             Statement::Truncate(t) => self.truncate(t).await,
-            Statement::StartTransaction { .. } => Ok(self.begin_block()),
-            Statement::Commit { .. } => self.end_transaction(true),
+            Statement::StartTransaction { modes, .. } => Ok(self.begin_block(&modes)),
+            Statement::Commit { chain, .. } => self.end_transaction(true, chain),
             Statement::Rollback {
-                savepoint: None, ..
-            } => self.end_transaction(false),
+                savepoint: None,
+                chain,
+            } => self.end_transaction(false, chain),
             Statement::Rollback {
                 savepoint: Some(name),
                 ..

@@ -81,8 +81,28 @@ impl Session {
             ast::Set::SetTimeZone { value, .. } => {
                 self.set_var("timezone", &setting_value(&value))?;
             }
-            ast::Set::SetTransaction { .. }
-            | ast::Set::SetSessionParam(_)
+            ast::Set::SetTransaction {
+                modes,
+                session: false,
+                ..
+            } => self.set_transaction_modes(&modes),
+            ast::Set::SetTransaction {
+                modes,
+                session: true,
+                ..
+            } => {
+                // SET SESSION CHARACTERISTICS AS TRANSACTION: the next blocks' defaults.
+                for m in modes {
+                    if let ast::TransactionMode::AccessMode(a) = m {
+                        let on = matches!(a, ast::TransactionAccessMode::ReadOnly);
+                        self.set_var(
+                            "default_transaction_read_only",
+                            if on { "on" } else { "off" },
+                        )?;
+                    }
+                }
+            }
+            ast::Set::SetSessionParam(_)
             | ast::Set::SetNames { .. }
             | ast::Set::SetNamesDefault {} => {}
             ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => {}

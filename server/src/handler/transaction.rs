@@ -11,7 +11,10 @@ use crate::session::transaction::{Held, Savepoint, TxnBlock};
 use crate::session::{Outcome, Session};
 use crate::storage::{Snapshot, TableStore, WriteTxn};
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::sql::sqlparser::ast::{Ident, Lock, LockTableMode};
+use brook_planner::BrookStatement;
+use datafusion::sql::sqlparser::ast::{
+    CopyTarget, Ident, Lock, LockTableMode, Statement, TransactionAccessMode, TransactionMode,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How long a block waits for a relation's lock before it looks for a deadlock
@@ -29,6 +32,84 @@ fn transaction_error(code: &'static str, message: String) -> BrookError {
     BrookError::Transaction { message, code }
 }
 
+/// The access mode `modes` set, if any (true: READ ONLY).
+fn access_mode(modes: &[TransactionMode]) -> Option<bool> {
+    modes.iter().rev().find_map(|m| match m {
+        TransactionMode::AccessMode(TransactionAccessMode::ReadOnly) => Some(true),
+        TransactionMode::AccessMode(TransactionAccessMode::ReadWrite) => Some(false),
+        TransactionMode::IsolationLevel(_) => None,
+    })
+}
+
+/// What a statement writes, named as PostgreSQL's 25006 names it, or None when a READ
+/// ONLY block may run it (queries, cursors, settings, transaction control, COPY TO).
+pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
+    let Some(sql) = stmt.as_sql() else {
+        // Brook's own statements (CREATE STREAM, CREATE SYNOPSIS, ...) all change things.
+        return Some("this statement".into());
+    };
+    match sql {
+        Statement::Query(_)
+        | Statement::Explain { .. }
+        | Statement::Declare { .. }
+        | Statement::Fetch { .. }
+        | Statement::Close { .. }
+        | Statement::Set(_)
+        | Statement::ShowVariable { .. }
+        | Statement::ShowVariables { .. }
+        | Statement::Reset(_)
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. }
+        | Statement::Lock(_)
+        | Statement::Prepare { .. }
+        | Statement::Execute { .. }
+        | Statement::Deallocate { .. }
+        | Statement::Discard { .. }
+        | Statement::UNLISTEN { .. } => None,
+        Statement::Copy {
+            target: CopyTarget::Stdout | CopyTarget::File { .. },
+            ..
+        } => None,
+        Statement::Insert(_) => Some("INSERT".into()),
+        Statement::Update { .. } => Some("UPDATE".into()),
+        Statement::Delete(_) => Some("DELETE".into()),
+        Statement::Copy { .. } => Some("COPY FROM".into()),
+        Statement::Truncate(_) => Some("TRUNCATE TABLE".into()),
+        other => Some(
+            crate::handler::query::first_words(&other.to_string())
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_uppercase(),
+        ),
+    }
+}
+
+/// 25006: a write in a READ ONLY block.
+pub(crate) fn read_only_error(what: &str) -> BrookError {
+    transaction_error(
+        "25006",
+        format!("cannot execute {what} in a read-only transaction"),
+    )
+}
+
+/// 25P01: `what` outside a transaction block.
+fn outside_block(what: &str) -> BrookError {
+    transaction_error(
+        "25P01",
+        format!("{what} can only be used in transaction blocks"),
+    )
+}
+
+/// A relation's transaction is not in its slot: a statement of the block still has it.
+fn in_use(name: &str) -> BrookError {
+    brook_err!(Internal, "relation {name}'s transaction is still in use")
+}
+
 impl Session {
     /// Whether a transaction block is open (its writes wait for COMMIT). A cluster node's
     /// statements are ordered by the cluster's log one by one, so there a block gives
@@ -39,16 +120,64 @@ impl Session {
             && lock(&self.block).is_some()
     }
 
-    /// BEGIN / START TRANSACTION.
-    pub(crate) fn begin_block(&mut self) -> Outcome {
+    /// BEGIN / START TRANSACTION [READ ONLY | READ WRITE] (isolation levels are accepted;
+    /// blocks are READ COMMITTED, see docs/limits.md).
+    pub(crate) fn begin_block(&mut self, modes: &[TransactionMode]) -> Outcome {
+        let read_only = access_mode(modes).unwrap_or_else(|| {
+            self.settings
+                .get("default_transaction_read_only")
+                .is_some_and(|v| {
+                    matches!(
+                        v.trim().to_ascii_lowercase().as_str(),
+                        "on" | "true" | "yes" | "1"
+                    )
+                })
+        });
         let mut block = lock(&self.block);
-        if block.is_some() {
+        if let Some(b) = block.as_mut() {
             self.notices
                 .push("there is already a transaction in progress".into());
+            if let Some(ro) = access_mode(modes) {
+                b.read_only = ro;
+            }
         } else {
-            *block = Some(TxnBlock::default());
+            *block = Some(TxnBlock {
+                read_only,
+                ..TxnBlock::default()
+            });
         }
         Outcome::TxnStart("BEGIN".into())
+    }
+
+    /// `SET TRANSACTION READ ONLY | READ WRITE` in a block (outside one it only warns, as
+    /// PostgreSQL).
+    pub(crate) fn set_transaction_modes(&mut self, modes: &[TransactionMode]) {
+        let Some(ro) = access_mode(modes) else {
+            return;
+        };
+        match lock(&self.block).as_mut() {
+            Some(b) => b.read_only = ro,
+            None => self
+                .notices
+                .push("SET TRANSACTION can only be used in transaction blocks".into()),
+        }
+    }
+
+    /// Whether the open block is READ ONLY.
+    pub(crate) fn block_is_read_only(&self) -> bool {
+        lock(&self.block).as_ref().is_some_and(|b| b.read_only)
+    }
+
+    /// How many savepoints the open block has (None: no block): where a cursor declared
+    /// now belongs.
+    pub(crate) fn block_savepoints(&self) -> Option<usize> {
+        lock(&self.block).as_ref().map(|b| b.savepoints.len())
+    }
+
+    /// Whether a transaction block is open (also on a cluster node, where its writes commit
+    /// one by one).
+    pub(crate) fn block_open(&self) -> bool {
+        lock(&self.block).is_some()
     }
 
     /// A statement of the block (if one is open) wrote `name` and committed its rows itself.
@@ -86,19 +215,25 @@ impl Session {
         lock(&self.block).as_ref().is_some_and(|b| b.failed)
     }
 
-    /// COMMIT (`commit`) or ROLLBACK: end the block, and close the cursors not declared
-    /// WITH HOLD. A COMMIT of a failed block rolls back (and says so in its tag).
-    pub(crate) fn end_transaction(&mut self, commit: bool) -> Result<Outcome> {
-        self.cursors.retain(|_, c| c.hold);
+    /// COMMIT (`commit`) or ROLLBACK [AND CHAIN]: end the block (a COMMIT of a failed block
+    /// rolls back, and says so in its tag). Cursors not declared WITH HOLD close, and so do
+    /// those declared in a block that rolls back. AND CHAIN opens the next block at once,
+    /// READ ONLY when this one was.
+    pub(crate) fn end_transaction(&mut self, commit: bool, chain: bool) -> Result<Outcome> {
+        let tag = if commit { "COMMIT" } else { "ROLLBACK" };
         let block = lock(&self.block).take();
         let Some(block) = block else {
+            if chain {
+                return Err(outside_block(&format!("{tag} AND CHAIN")));
+            }
+            self.cursors.retain(|_, c| c.hold);
             self.notices
                 .push("there is no transaction in progress".into());
-            return Ok(Outcome::TxnEnd(
-                if commit { "COMMIT" } else { "ROLLBACK" }.into(),
-            ));
+            return Ok(Outcome::TxnEnd(tag.into()));
         };
-        let done = if commit && !block.failed {
+        let read_only = block.read_only;
+        let committed = commit && !block.failed;
+        let done = if committed {
             self.commit_block(block).map(|()| "COMMIT")
         } else {
             if !block.committed_early.is_empty() {
@@ -111,32 +246,50 @@ impl Session {
             drop(block);
             Ok("ROLLBACK")
         };
+        let kept = committed && done.is_ok();
+        self.cursors
+            .retain(|_, c| c.hold && (kept || c.in_block.is_none()));
+        for c in self.cursors.values_mut() {
+            c.in_block = None;
+        }
         self.engine.lock_waits.release_all(self.pid);
         self.set_overlay(TxnOverlay::default());
-        done.map(|tag| Outcome::TxnEnd(tag.into()))
+        let tag = done?;
+        if chain {
+            *lock(&self.block) = Some(TxnBlock {
+                read_only,
+                ..TxnBlock::default()
+            });
+            return Ok(Outcome::TxnStart(tag.into()));
+        }
+        Ok(Outcome::TxnEnd(tag.into()))
     }
 
     /// Commit every relation the block wrote. All definitions are checked first (a relation
-    /// dropped or altered meanwhile fails the COMMIT with 40001 and nothing commits); then
-    /// each relation's transaction commits in turn.
+    /// dropped or altered meanwhile fails the COMMIT with 40001 and nothing commits). One
+    /// relation commits with its commit record; several in two steps, so that a crash
+    /// keeps all of them or none: each relation's commit record names the block, then the
+    /// block's decision is recorded (the moment it commits), then the rows are shown.
     fn commit_block(&self, block: TxnBlock) -> Result<()> {
-        let mut txns: Vec<(WriteTxn, Held)> = Vec::new();
+        let mut txns: Vec<WriteTxn> = Vec::new();
         for (_, held) in block.writes {
-            let txn = lock(&held.slot).take().ok_or_else(|| {
-                brook_err!(
-                    Internal,
-                    "relation {}'s transaction is still in use",
-                    held.name
-                )
-            })?;
-            txns.push((txn, held));
+            if self.engine.check_definition(&held.meta).is_err() {
+                return Err(brook_err!(SerializationFailure, "could not commit: relation \"{}\" was dropped or altered by another session after this transaction block wrote it; the block was rolled back",
+                    held.name));
+            }
+            txns.push(lock(&held.slot).take().ok_or_else(|| in_use(&held.name))?);
         }
-        for (_, held) in &txns {
-            self.engine.check_definition(&held.meta)?;
+        if txns.len() < 2 {
+            return txns.into_iter().try_for_each(WriteTxn::commit);
         }
-        for (txn, _) in txns {
-            txn.commit()?;
+        let decisions = &self.engine.decisions;
+        let id = decisions.next_id();
+        for txn in &mut txns {
+            // On an error the transactions drop: each is cut from its log, record and all.
+            txn.prepare(id)?;
         }
+        decisions.record(id)?;
+        txns.into_iter().for_each(WriteTxn::publish);
         Ok(())
     }
 
@@ -144,21 +297,12 @@ impl Session {
     pub(crate) fn savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
         let Some(block) = guard.as_mut() else {
-            return Err(transaction_error(
-                "25P01",
-                "SAVEPOINT can only be used in transaction blocks".into(),
-            ));
+            return Err(outside_block("SAVEPOINT"));
         };
         let mut marks = Vec::with_capacity(block.writes.len());
         for (id, held) in &block.writes {
             let mut slot = lock(&held.slot);
-            let txn = slot.as_mut().ok_or_else(|| {
-                brook_err!(
-                    Internal,
-                    "relation {}'s transaction is still in use",
-                    held.name
-                )
-            })?;
+            let txn = slot.as_mut().ok_or_else(|| in_use(&held.name))?;
             marks.push((*id, txn.mark()?));
         }
         block.savepoints.push(Savepoint {
@@ -186,10 +330,7 @@ impl Session {
     pub(crate) fn release_savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
         let Some(block) = guard.as_mut() else {
-            return Err(transaction_error(
-                "25P01",
-                "RELEASE SAVEPOINT can only be used in transaction blocks".into(),
-            ));
+            return Err(outside_block("RELEASE SAVEPOINT"));
         };
         let at = Self::savepoint_index(block, name)?;
         block.savepoints.truncate(at);
@@ -202,10 +343,7 @@ impl Session {
     pub(crate) fn rollback_to_savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
         let Some(block) = guard.as_mut() else {
-            return Err(transaction_error(
-                "25P01",
-                "ROLLBACK TO SAVEPOINT can only be used in transaction blocks".into(),
-            ));
+            return Err(outside_block("ROLLBACK TO SAVEPOINT"));
         };
         let at = Self::savepoint_index(block, name)?;
         block.savepoints.truncate(at + 1);
@@ -215,13 +353,7 @@ impl Session {
             match marks.iter().find(|(m, _)| m == id) {
                 Some((_, mark)) => {
                     let mut slot = lock(&held.slot);
-                    let txn = slot.as_mut().ok_or_else(|| {
-                        brook_err!(
-                            Internal,
-                            "relation {}'s transaction is still in use",
-                            held.name
-                        )
-                    })?;
+                    let txn = slot.as_mut().ok_or_else(|| in_use(&held.name))?;
                     txn.rewind(mark)?;
                 }
                 None => let_go.push(*id),
@@ -236,6 +368,9 @@ impl Session {
         let overlay = Self::overlay_of(block);
         drop(guard);
         self.set_overlay(overlay);
+        // Cursors declared after the savepoint go with it.
+        self.cursors
+            .retain(|_, c| c.in_block.is_none_or(|n| n <= at));
         Ok(Outcome::Command("ROLLBACK".into()))
     }
 
@@ -272,12 +407,7 @@ impl Session {
                 slot
             }
         };
-        let mut txn = lock(&slot).take().ok_or_else(|| {
-            brook_err!(
-                Internal,
-                "relation {name}'s transaction is in use by another statement"
-            )
-        })?;
+        let mut txn = lock(&slot).take().ok_or_else(|| in_use(name))?;
         txn.begin_statement(replace, slot)?;
         Ok(txn)
     }

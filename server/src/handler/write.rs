@@ -49,6 +49,10 @@ impl Session {
         name: &str,
         replace: bool,
     ) -> Result<crate::storage::WriteTxn> {
+        if self.block_is_read_only() {
+            // (A prepared statement's EXECUTE gets here without the statement check.)
+            return Err(crate::handler::transaction::read_only_error("a write"));
+        }
         if self.in_block() && meta.kind != crate::catalog::RelKind::Stream {
             return self.block_write(meta, store, name, replace).await;
         }

@@ -17,8 +17,11 @@ pub(crate) struct Cursor {
     pub(crate) stream: std::sync::Mutex<SendableRecordBatchStream>,
     /// A batch partly handed out, and how many of its rows were.
     pub(crate) pending: Option<(RecordBatch, usize)>,
-    /// `WITH HOLD`: survives the end of the transaction.
+    /// `WITH HOLD`: survives the end of the transaction (when it commits).
     pub(crate) hold: bool,
+    /// Declared in the open transaction block, after this many of its savepoints: closed
+    /// when the block rolls back, or rolls back to one of those savepoints.
+    pub(crate) in_block: Option<usize>,
     /// Set for a continuous cursor: its query's statistics. Its stream never ends; FETCH
     /// returns what is ready, waiting up to a timeout for the first rows.
     pub(crate) continuous: Option<Arc<QueryStats>>,

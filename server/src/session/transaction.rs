@@ -15,6 +15,8 @@ pub struct TxnBlock {
     pub(crate) failed: bool,
     /// Savepoints, oldest first.
     pub(crate) savepoints: Vec<Savepoint>,
+    /// READ ONLY: statements that write are refused (25006).
+    pub(crate) read_only: bool,
     /// Relations written in the block whose rows committed with each statement (streams;
     /// every relation in cluster mode).
     pub(crate) committed_early: std::collections::BTreeSet<String>,

@@ -95,7 +95,7 @@ impl TableStore {
             }));
             pos += HEADER_LEN + u64::from(c.len);
         }
-        let commit = commit_payload(true, (log_position > 0).then_some(log_position));
+        let commit = commit_payload(true, (log_position > 0).then_some(log_position), None);
         w.write_all(&record_header(KIND_COMMIT, txid, &commit))?;
         w.write_all(&commit)?;
         w.flush()?;

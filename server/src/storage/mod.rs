@@ -35,11 +35,13 @@
 //! the read path, and the format is stable and well-kept (arrow-ipc).
 
 mod compact;
+mod decisions;
 mod recover;
 mod txn;
 
+pub use decisions::{Decisions, DECISIONS_FILE};
 use recover::replay;
-pub use recover::{check, salvage, Damage, Salvaged};
+pub use recover::{check, names_a_block, salvage, Damage, Salvaged};
 pub use txn::{TxnMark, TxnSlot, WriteLock, WriteTxn};
 
 use brook_common::{brook_err, Result};
@@ -183,9 +185,20 @@ impl TableStore {
         )))
     }
 
-    /// Open an existing log and replay it: a torn tail is cut back to the last commit;
-    /// a missing log or damage before later commits refuses to open (XX001).
+    /// Open an existing log written by no transaction block that committed several
+    /// relations (tests, tools); see [`TableStore::open_with`].
     pub fn open(dir: &Path, budget: Arc<CacheBudget>) -> Result<Arc<TableStore>> {
+        Self::open_with(dir, budget, &|_| false)
+    }
+
+    /// Open an existing log and replay it: a torn tail is cut back to the last commit;
+    /// a missing log or damage before later commits refuses to open (XX001). A commit
+    /// record of a transaction block counts when `committed_block` says the block committed.
+    pub fn open_with(
+        dir: &Path,
+        budget: Arc<CacheBudget>,
+        committed_block: &dyn Fn(u64) -> bool,
+    ) -> Result<Arc<TableStore>> {
         let path = dir.join("data.log");
         // A compaction interrupted before its rename left only a temporary file.
         let _ = std::fs::remove_file(dir.join(COMPACT_TMP));
@@ -198,7 +211,7 @@ impl TableStore {
             Err(e) => return Err(e.into()),
         };
         let file = Arc::new(file);
-        let replayed = replay(&file, &budget)?;
+        let replayed = replay(&file, &budget, committed_block)?;
         if let Some(damage) = replayed.damage {
             return Err(brook_err!(DataCorrupted, "{} is damaged at byte offset {}: {}; {} later committed transaction(s) follow it, so it is not a torn tail and nothing was cut. Restore the file from a backup, or run `brook repair --salvage` to keep every readable commit",
                 path.display(),
@@ -388,14 +401,43 @@ fn encode_batch(batch: &RecordBatch) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The payload of a commit record: whether the transaction replaces the relation, then (in a
-/// cluster) its position in the cluster's log.
-fn commit_payload(replace: bool, log_position: Option<u64>) -> Vec<u8> {
-    let mut payload = vec![u8::from(replace)];
-    if let Some(p) = log_position {
-        payload.extend_from_slice(&p.to_le_bytes());
+/// A commit record's flag (its payload's first byte): the transaction replaces the relation.
+const COMMIT_REPLACES: u8 = 1;
+/// A commit record's flag: the commit is one relation's part of a transaction block's, and
+/// counts only when the block's decision is recorded (see [`Decisions`]).
+const COMMIT_OF_BLOCK: u8 = 2;
+
+/// The payload of a commit record: its flags, then (in a cluster) its position in the
+/// cluster's log, then the transaction block it belongs to (after a position of 0 when the
+/// commit has none).
+fn commit_payload(replace: bool, log_position: Option<u64>, block: Option<u64>) -> Vec<u8> {
+    let flags = if replace { COMMIT_REPLACES } else { 0 }
+        | if block.is_some() { COMMIT_OF_BLOCK } else { 0 };
+    let mut payload = vec![flags];
+    if log_position.is_some() || block.is_some() {
+        payload.extend_from_slice(&log_position.unwrap_or(0).to_le_bytes());
+    }
+    if let Some(b) = block {
+        payload.extend_from_slice(&b.to_le_bytes());
     }
     payload
+}
+
+/// Whether a commit record's payload says its transaction replaces the relation.
+fn commit_replaces(payload: &[u8]) -> bool {
+    payload.first().is_some_and(|f| f & COMMIT_REPLACES != 0)
+}
+
+/// The transaction block a commit record belongs to, if any.
+fn commit_block(payload: &[u8]) -> Option<u64> {
+    if payload.first().is_some_and(|f| f & COMMIT_OF_BLOCK != 0) {
+        payload
+            .get(9..17)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+    } else {
+        None
+    }
 }
 
 /// The log position a commit record's payload carries (0 when it carries none).
@@ -669,7 +711,7 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, len);
-        let d = check(dir.path()).unwrap().unwrap();
+        let d = check(dir.path(), &|_| false).unwrap().unwrap();
         assert_eq!(d.later_commits, 3);
         let s = salvage(dir.path()).unwrap();
         assert_eq!(s.commits, 3);

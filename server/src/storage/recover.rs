@@ -3,7 +3,7 @@
 //! and check that `brook repair` runs.
 
 use super::*;
-use brook_common::{BrookError, Result};
+use brook_common::{brook_err, BrookError, Result};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -139,7 +139,11 @@ pub(super) fn later_commits_if_damage(after: &[(u64, Header)]) -> Option<usize> 
 
 /// Replays a log from the start: the committed chunks, the next transaction id, the length
 /// of the prefix up to the last commit, and damage if a bad record precedes later commits.
-pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Replayed> {
+pub(super) fn replay(
+    file: &Arc<File>,
+    budget: &Arc<CacheBudget>,
+    committed_block: &dyn Fn(u64) -> bool,
+) -> Result<Replayed> {
     (&**file).seek(SeekFrom::Start(0))?;
     let total = file.metadata()?.len();
     let mut r = BufReader::with_capacity(1 << 20, &**file);
@@ -149,6 +153,8 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
     let mut max_txid = 0u64;
     let mut log_position = 0u64;
     let mut last_commit_end = 0u64;
+    // A block's commit record whose decision is missing, and where it is.
+    let mut undecided: Option<(u64, u64)> = None;
     let mut header = [0u8; HEADER_LEN as usize];
     let mut bad: Option<&'static str> = None;
     while pos < total {
@@ -197,9 +203,20 @@ pub(super) fn replay(file: &Arc<File>, budget: &Arc<CacheBudget>) -> Result<Repl
                 ));
             }
             KIND_RESET => pending.retain(|(t, _)| *t != h.txid),
+            // A block's commit whose decision was never recorded (a crash in the middle of
+            // its COMMIT): not a commit, so its records are an unfinished transaction's.
+            KIND_COMMIT if commit_block(&payload).is_some_and(|b| !committed_block(b)) => {
+                undecided = commit_block(&payload).map(|b| (b, pos));
+            }
             KIND_COMMIT => {
+                // A block's COMMIT holds the relation's lock until it is decided or cut, so
+                // no commit can follow an undecided one: the decision was lost.
+                if let Some((block, at)) = undecided {
+                    return Err(brook_err!(DataCorrupted, "the commit record at byte offset {at} belongs to transaction block {block}, which {} does not record, and later commits follow it: that file is missing or was replaced. Restore it from a backup; nothing was cut",
+                        super::DECISIONS_FILE));
+                }
                 log_position = log_position.max(commit_log_position(&payload));
-                if payload.first() == Some(&1) {
+                if commit_replaces(&payload) {
                     committed.clear();
                 }
                 let (mine, rest): (Vec<_>, Vec<_>) =
@@ -298,9 +315,22 @@ pub fn salvage(dir: &Path) -> Result<Salvaged> {
     })
 }
 
-/// Check one log without changing it: `Ok(None)` when it opens as is (a torn tail counts as
-/// fine: opening cuts it), the damage otherwise.
-pub fn check(dir: &Path) -> Result<Option<Damage>> {
+/// Whether the log in `dir` has a commit record of a transaction block over several
+/// relations (read without changing it; run only when the decisions file is missing).
+pub fn names_a_block(dir: &Path) -> Result<bool> {
     let file = Arc::new(File::open(dir.join("data.log"))?);
-    Ok(replay(&file, &CacheBudget::new(0))?.damage)
+    let named = std::cell::Cell::new(false);
+    replay(&file, &CacheBudget::new(0), &|_| {
+        named.set(true);
+        true
+    })?;
+    Ok(named.get())
+}
+
+/// Check one log without changing it: `Ok(None)` when it opens as is (a torn tail counts as
+/// fine: opening cuts it), the damage otherwise. `committed_block` as for
+/// [`TableStore::open_with`].
+pub fn check(dir: &Path, committed_block: &dyn Fn(u64) -> bool) -> Result<Option<Damage>> {
+    let file = Arc::new(File::open(dir.join("data.log"))?);
+    Ok(replay(&file, &CacheBudget::new(0), committed_block)?.damage)
 }

@@ -280,7 +280,32 @@ impl WriteTxn {
             .ok_or_else(|| brook_err!(Internal, "write lock already released"))
     }
 
+    /// The first step of a transaction block's COMMIT over several relations: write this
+    /// relation's commit record naming `block`, and fsync. Nothing is visible yet; the
+    /// block commits when its decision is recorded, then [`WriteTxn::publish`] shows the
+    /// rows. Dropped before that, the transaction is cut from the log as any other.
+    pub fn prepare(&mut self, block: u64) -> Result<()> {
+        self.write_commit(Some(block))
+    }
+
+    /// The last step of a block's COMMIT, after its decision is recorded: make the rows
+    /// visible. (It cannot fail: the block has committed.)
+    pub fn publish(mut self) {
+        self.publish_inner();
+    }
+
     fn commit_inner(&mut self) -> Result<()> {
+        if self.chunks.is_empty() && !self.replace && self.staged.is_none() && !self.poisoned {
+            self.done = true;
+            return Ok(());
+        }
+        self.write_commit(None)?;
+        self.publish_inner();
+        Ok(())
+    }
+
+    /// Write the commit record (of `block`, when one of a block's several) and fsync.
+    fn write_commit(&mut self, block: Option<u64>) -> Result<()> {
         if self.poisoned {
             return Err(brook_err!(
                 Internal,
@@ -293,15 +318,11 @@ impl WriteTxn {
                 "a staged transaction is published, not committed"
             ));
         }
-        if self.chunks.is_empty() && !self.replace {
-            self.done = true;
-            return Ok(());
-        }
         self.finish_flush()?;
         self.store.append_record(
             KIND_COMMIT,
             self.txid,
-            &commit_payload(self.replace, self.log_position),
+            &commit_payload(self.replace, self.log_position, block),
         )?;
         {
             let f = self
@@ -311,6 +332,11 @@ impl WriteTxn {
                 .map_err(|_| brook_err!(Internal, "log file lock poisoned"))?;
             f.sync_data()?;
         }
+        Ok(())
+    }
+
+    /// Make the committed batches visible (the commit record is durable already).
+    fn publish_inner(&mut self) {
         // We hold the relation's write lock: nobody else changes the committed list.
         let mut next: Vec<Arc<Chunk>> = if self.replace {
             Vec::new()
@@ -336,16 +362,14 @@ impl WriteTxn {
                 ),
             }
         }
-        *self
-            .store
-            .committed
-            .write()
-            .map_err(|_| brook_err!(Internal, "snapshot lock poisoned"))? = Arc::new(next);
+        match self.store.committed.write() {
+            Ok(mut g) => *g = Arc::new(next),
+            Err(p) => *p.into_inner() = Arc::new(next),
+        }
         if let Some(p) = self.log_position {
             self.store.log_position.store(p, Ordering::Release);
         }
         self.store.commits.send_modify(|v| *v += 1);
-        Ok(())
     }
 }
 
@@ -544,5 +568,61 @@ mod tests {
         drop(store);
         let store = TableStore::open(dir.path(), budget).unwrap();
         assert_eq!(rows(&store), 3, "10, 20 and 5");
+    }
+
+    /// A block's commit over several relations counts only once its decision is recorded:
+    /// a crash after the relations' commit records but before the decision keeps none of
+    /// them (their records are cut as a torn tail), a crash after it keeps all.
+    #[tokio::test]
+    async fn a_block_commit_counts_only_with_its_decision() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = CacheBudget::new(0);
+        let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+        let a = TableStore::create(&a_dir, budget.clone()).unwrap();
+        let b = TableStore::create(&b_dir, budget.clone()).unwrap();
+        let decisions = Decisions::open(dir.path()).unwrap();
+        // Crash before the decision: both relations' commit records are on disk.
+        let undecided = decisions.next_id();
+        let mut ta = a.begin(false).await.unwrap();
+        ta.append(&batch(&[1])).unwrap();
+        ta.prepare(undecided).unwrap();
+        let mut tb = b.begin(false).await.unwrap();
+        tb.append(&batch(&[2])).unwrap();
+        tb.prepare(undecided).unwrap();
+        assert_eq!(
+            rows(&a) + rows(&b),
+            0,
+            "nothing is visible before the decision"
+        );
+        std::mem::forget(ta);
+        std::mem::forget(tb);
+        drop((a, b, decisions));
+        let decisions = Decisions::open(dir.path()).unwrap();
+        let decided = |id| decisions.committed(id);
+        let a = TableStore::open_with(&a_dir, budget.clone(), &decided).unwrap();
+        let b = TableStore::open_with(&b_dir, budget.clone(), &decided).unwrap();
+        assert_eq!(
+            rows(&a) + rows(&b),
+            0,
+            "an undecided block is undone everywhere"
+        );
+        // A crash right after the decision, before the rows were shown: kept everywhere.
+        let id = decisions.next_id();
+        let mut ta = a.begin(false).await.unwrap();
+        ta.append(&batch(&[3, 4])).unwrap();
+        ta.prepare(id).unwrap();
+        let mut tb = b.begin(true).await.unwrap();
+        tb.append(&batch(&[5])).unwrap();
+        tb.prepare(id).unwrap();
+        decisions.record(id).unwrap();
+        std::mem::forget(ta);
+        std::mem::forget(tb);
+        drop((a, b, decisions));
+        let decisions = Decisions::open(dir.path()).unwrap();
+        let decided = |id| decisions.committed(id);
+        let a = TableStore::open_with(&a_dir, budget.clone(), &decided).unwrap();
+        let b = TableStore::open_with(&b_dir, budget, &decided).unwrap();
+        assert_eq!((rows(&a), rows(&b)), (2, 1));
+        assert!(check(&a_dir, &decided).unwrap().is_none());
     }
 }

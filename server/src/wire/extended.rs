@@ -2,7 +2,7 @@
 //! Execute with row limits and suspended portals.
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
-use super::simple::{is_rollback_to_savepoint, is_txn_control};
+use super::simple::{is_rollback_to_savepoint, is_txn_control, settled_status};
 use super::statement::{copy_header_lines, execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
@@ -348,6 +348,36 @@ impl ExtendedQueryHandler for BrookHandler {
         if rollback_to && client.transaction_status() == TransactionStatus::Error {
             client.set_transaction_status(TransactionStatus::Transaction);
         }
+        Ok(())
+    }
+
+    /// ReadyForQuery as pgwire sends it, with the status settled as the simple protocol's
+    /// (a COMMIT that failed ended its block).
+    async fn on_sync<C>(
+        &self,
+        client: &mut C,
+        _message: pgwire::messages::extendedquery::Sync,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let status = client.transaction_status();
+        if status == TransactionStatus::Error {
+            let g = self.session.lock().await;
+            if let Some(s) = g.as_ref() {
+                client.set_transaction_status(settled_status(status, s));
+            }
+        }
+        client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(
+                pgwire::messages::response::ReadyForQuery::new(client.transaction_status()),
+            ))
+            .await?;
+        client.flush().await?;
         Ok(())
     }
 

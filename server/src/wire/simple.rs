@@ -21,6 +21,19 @@ pub(super) fn is_txn_control(s: &BrookStatement) -> bool {
     matches!(s.as_sql(), Some(S::Commit { .. } | S::Rollback { .. }))
 }
 
+/// The transaction status to report once a statement failed: a failed COMMIT has ended its
+/// block (the session holds none), so the connection is idle, not in a failed transaction.
+pub(super) fn settled_status(
+    status: TransactionStatus,
+    s: &crate::session::Session,
+) -> TransactionStatus {
+    if status == TransactionStatus::Error && !s.block_open() {
+        TransactionStatus::Idle
+    } else {
+        status
+    }
+}
+
 pub(super) fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
     matches!(
@@ -188,6 +201,9 @@ impl SimpleQueryHandler for BrookHandler {
         // (Read without creating the session: an empty query string has none yet.)
         let changed = {
             let g = self.session.lock().await;
+            if let Some(s) = g.as_ref() {
+                status = settled_status(status, s);
+            }
             self.changed_parameters(client, g.as_ref())
         };
         for message in changed {
