@@ -68,9 +68,15 @@ impl Session {
     pub(crate) fn set(&mut self, set: ast::Set) -> Result<Outcome> {
         match set {
             ast::Set::SingleAssignment {
-                variable, values, ..
+                variable,
+                values,
+                scope,
+                ..
             } => {
                 let name = object_parts(&variable)?.join(".");
+                if scope == Some(ast::ContextModifier::Local) && !self.set_local(&name) {
+                    return Ok(Outcome::Command("SET".into()));
+                }
                 let value = values
                     .iter()
                     .map(setting_value)

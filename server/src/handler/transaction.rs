@@ -143,6 +143,7 @@ impl Session {
         } else {
             *block = Some(TxnBlock {
                 read_only,
+                settings_before: self.settings.read().clone(),
                 ..TxnBlock::default()
             });
         }
@@ -160,6 +161,47 @@ impl Session {
             None => self
                 .notices
                 .push("SET TRANSACTION can only be used in transaction blocks".into()),
+        }
+    }
+
+    /// `SET LOCAL name`: in a block, the setting goes back at its end (true); outside one
+    /// it has no effect, as in PostgreSQL (false, with the warning as a notice).
+    pub(crate) fn set_local(&mut self, name: &str) -> bool {
+        match lock(&self.block).as_mut() {
+            Some(b) => {
+                b.local.insert(name.to_ascii_lowercase());
+                true
+            }
+            None => {
+                self.notices
+                    .push("SET LOCAL can only be used in transaction blocks".into());
+                false
+            }
+        }
+    }
+
+    /// Put settings back as they were in `before` (only the `only` ones, when given):
+    /// through SET, so that what a setting does (the search path) follows it.
+    fn restore_settings(
+        &mut self,
+        before: &std::collections::BTreeMap<String, String>,
+        only: Option<&std::collections::BTreeSet<String>>,
+    ) {
+        let now = self.settings.read().clone();
+        let keys: std::collections::BTreeSet<&String> = now.keys().chain(before.keys()).collect();
+        for key in keys {
+            if only.is_some_and(|o| !o.contains(key)) {
+                continue;
+            }
+            match (before.get(key), now.get(key)) {
+                (Some(b), n) if n != Some(b) => {
+                    if let Err(e) = self.set_var(key, b) {
+                        tracing::warn!(setting = %key, error = %e, "could not restore a setting at the end of a transaction block");
+                    }
+                }
+                (None, Some(_)) => self.settings.remove(key),
+                _ => {}
+            }
         }
     }
 
@@ -233,6 +275,8 @@ impl Session {
         };
         let read_only = block.read_only;
         let committed = commit && !block.failed;
+        let settings_before = block.settings_before.clone();
+        let local = block.local.clone();
         let done = if committed {
             self.commit_block(block).map(|()| "COMMIT")
         } else {
@@ -254,10 +298,16 @@ impl Session {
         }
         self.engine.lock_waits.release_all(self.pid);
         self.set_overlay(TxnOverlay::default());
+        // Settings: SET LOCAL ends with the block; a rolled-back block's SETs are undone.
+        self.restore_settings(
+            &settings_before,
+            (committed && done.is_ok()).then_some(&local),
+        );
         let tag = done?;
         if chain {
             *lock(&self.block) = Some(TxnBlock {
                 read_only,
+                settings_before: self.settings.read().clone(),
                 ..TxnBlock::default()
             });
             return Ok(Outcome::TxnStart(tag.into()));
@@ -308,6 +358,7 @@ impl Session {
         block.savepoints.push(Savepoint {
             name: name.value.clone(),
             marks,
+            settings: self.settings.read().clone(),
         });
         Ok(Outcome::Command("SAVEPOINT".into()))
     }
@@ -366,8 +417,10 @@ impl Session {
         }
         block.failed = false;
         let overlay = Self::overlay_of(block);
+        let settings = block.savepoints[at].settings.clone();
         drop(guard);
         self.set_overlay(overlay);
+        self.restore_settings(&settings, None);
         // Cursors declared after the savepoint go with it.
         self.cursors
             .retain(|_, c| c.in_block.is_none_or(|n| n <= at));

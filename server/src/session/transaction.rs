@@ -17,6 +17,11 @@ pub struct TxnBlock {
     pub(crate) savepoints: Vec<Savepoint>,
     /// READ ONLY: statements that write are refused (25006).
     pub(crate) read_only: bool,
+    /// The session's settings when the block began: a ROLLBACK restores them, a COMMIT
+    /// those set with SET LOCAL.
+    pub(crate) settings_before: BTreeMap<String, String>,
+    /// Settings set with SET LOCAL in the block.
+    pub(crate) local: std::collections::BTreeSet<String>,
     /// Relations written in the block whose rows committed with each statement (streams;
     /// every relation in cluster mode).
     pub(crate) committed_early: std::collections::BTreeSet<String>,
@@ -35,4 +40,6 @@ pub(crate) struct Held {
 pub(crate) struct Savepoint {
     pub(crate) name: String,
     pub(crate) marks: Vec<(u64, TxnMark)>,
+    /// The session's settings at the savepoint.
+    pub(crate) settings: BTreeMap<String, String>,
 }
