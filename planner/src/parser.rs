@@ -282,8 +282,93 @@ pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
     }
 }
 
+/// The first two words of a statement, upper-cased.
+fn leading_words(text: &str) -> (String, String) {
+    let mut words = text
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_uppercase);
+    (
+        words.next().unwrap_or_default(),
+        words.next().unwrap_or_default(),
+    )
+}
+
+/// PostgreSQL's transaction statements the parser lacks: `ABORT` is `ROLLBACK`; two-phase
+/// commit's statements answer as a PostgreSQL with `max_prepared_transactions = 0` does
+/// (Brook keeps no prepared transactions).
+fn transaction_statement(text: &str) -> Option<Result<BrookStatement>> {
+    let trimmed = text.trim_start();
+    if let Some(plain) = without_deferrable(trimmed) {
+        return Some(parse_one(&plain));
+    }
+    match leading_words(trimmed) {
+        (first, _) if first == "ABORT" => {
+            Some(parse_one(&format!("ROLLBACK{}", &trimmed["ABORT".len()..])))
+        }
+        (first, second) if first == "PREPARE" && second == "TRANSACTION" => Some(Err(
+            brook_err!(ObjectState, "prepared transactions are disabled (Brook does not keep transactions prepared for two-phase commit)"),
+        )),
+        (first, second)
+            if (first == "COMMIT" || first == "ROLLBACK") && second == "PREPARED" =>
+        {
+            let id = trimmed
+                .split_whitespace()
+                .nth(2)
+                .unwrap_or("")
+                .trim_end_matches(';')
+                .trim_matches('\'');
+            Some(Err(brook_err!(
+                UndefinedObject,
+                "prepared transaction with identifier \"{id}\" does not exist"
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// BEGIN / START TRANSACTION / SET TRANSACTION / SET SESSION CHARACTERISTICS without
+/// their `[NOT] DEFERRABLE` mode, which the parser lacks. It matters only to a
+/// SERIALIZABLE READ ONLY transaction (it may then wait for a safe snapshot), and Brook's
+/// blocks are READ COMMITTED, so it changes nothing (pg_dump `--serializable-deferrable`,
+/// asyncpg's `deferrable=True` send it).
+fn without_deferrable(text: &str) -> Option<String> {
+    let (first, second) = leading_words(text);
+    let transaction = first == "BEGIN"
+        || first == "START"
+        || (first == "SET" && (second == "TRANSACTION" || second == "SESSION"));
+    if !transaction || !text.to_ascii_uppercase().contains("DEFERRABLE") {
+        return None;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    let mut dropped = false;
+    for token in text.split_whitespace() {
+        let word = token.trim_end_matches([',', ';']);
+        if !word.eq_ignore_ascii_case("DEFERRABLE") {
+            kept.push(token.to_string());
+            continue;
+        }
+        dropped = true;
+        if kept.last().is_some_and(|w| w.eq_ignore_ascii_case("NOT")) {
+            kept.pop();
+        }
+        // `..., DEFERRABLE` leaves a comma behind; `DEFERRABLE, ...` takes its own.
+        if !token.ends_with(',') {
+            if let Some(last) = kept.last_mut() {
+                if last.ends_with(',') {
+                    last.pop();
+                }
+            }
+        }
+    }
+    dropped.then(|| kept.join(" "))
+}
+
 /// Parse one statement's text.
 pub fn parse_one(text: &str) -> Result<BrookStatement> {
+    if let Some(stmt) = transaction_statement(text) {
+        return stmt;
+    }
     if let Some(plain) = plain_catalog_operators(text)? {
         return parse_one(&plain);
     }

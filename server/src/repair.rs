@@ -46,6 +46,10 @@ pub fn repair(dir: &Path, opts: RepairOptions) -> Result<RepairReport> {
     let decided = storage::Decisions::read(dir)?;
     let catalog = Catalog::open(dir)?;
     let mut out = RepairReport::default();
+    if let Err(e) = crate::db::refuse_lost_decisions(dir, &catalog) {
+        out.unresolved += 1;
+        let _ = writeln!(out.text, "{e}");
+    }
     let relations = all_relations(&catalog.read());
     let mut forget = Vec::new();
     for (db, schema, name, id) in &relations {

@@ -3,7 +3,7 @@
 //! wait), two blocks waiting for each other end with 40P01, a dropped connection rolls its
 //! block back, and after `kill -9` a committed block is there whole and an open one is not.
 
-use brook_sql_tests::{count, sqlstate, BrookServer};
+use brook_sql_tests::{brook_bin, count, sqlstate, BrookServer};
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,6 +235,23 @@ async fn a_lost_decisions_file_refuses_to_start_instead_of_undoing_commits() {
     let decisions = dir.path().join("transactions.log");
     let saved = std::fs::read(&decisions).expect("the decisions file");
     std::fs::remove_file(&decisions).expect("lose it");
+    let refused = BrookServer::start_on(dir.path(), &[])
+        .err()
+        .expect("refuses to start");
+    assert!(refused.contains("transactions.log is missing"), "{refused}");
+    let repair = std::process::Command::new(brook_bin())
+        .args(["repair", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("brook repair");
+    let report = String::from_utf8_lossy(&repair.stdout);
+    assert!(
+        !repair.status.success(),
+        "repair calls it a problem: {report}"
+    );
+    assert!(report.contains("transactions.log is missing"), "{report}");
+    // An emptied file is a lost one too (it would undo every such commit).
+    std::fs::write(&decisions, b"").expect("empty it");
     let refused = BrookServer::start_on(dir.path(), &[])
         .err()
         .expect("refuses to start");

@@ -114,12 +114,14 @@ fn query_runtime_env(limit: usize) -> Result<Arc<datafusion::execution::runtime_
         .build_arc()?)
 }
 
-/// A data directory without its decisions file (`transactions.log`) is new, or from
+/// A data directory without its decisions file (`transactions.log`, or with it empty) is new, or from
 /// before transaction blocks over several relations committed there. Should a relation's
 /// log hold such a commit all the same, the file was lost: refuse (XX001) rather than undo
 /// those commits by starting without it.
-fn refuse_lost_decisions(data_dir: &Path, catalog: &Catalog) -> Result<()> {
-    if data_dir.join(crate::storage::DECISIONS_FILE).exists() {
+pub(crate) fn refuse_lost_decisions(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+    // (An empty file counts as missing: one emptied would undo every such commit.)
+    let file = data_dir.join(crate::storage::DECISIONS_FILE);
+    if std::fs::metadata(&file).is_ok_and(|m| m.len() > 0) {
         return Ok(());
     }
     for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {

@@ -212,7 +212,12 @@ impl Session {
                     let to = match &table_name {
                         ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) => n,
                     };
+                    // Under the write lock, as PostgreSQL's RENAME waits for the table's
+                    // writers: a transaction block that wrote it commits under the name
+                    // its statements used.
+                    let txn = self.begin_write(&meta, &store, false).await?;
                     name = self.rename_table(&schema, &name, to)?;
+                    drop(txn);
                     (meta, _) = self.relation(&schema, &name)?;
                 }
                 AlterTableOperation::AddConstraint {

@@ -47,10 +47,13 @@ impl Session {
         if !ends_block && self.block_is_failed() {
             return Err(brook_common::BrookError::InFailedTransaction);
         }
-        if self.block_is_read_only() {
+        if self.read_only_now() {
             if let Some(what) = transaction::writes(&stmt) {
                 return Err(transaction::read_only_error(&what));
             }
+        }
+        if !transaction::controls_block(&stmt) {
+            self.block_queried();
         }
         let outcome = self.execute_statement(stmt).await;
         if outcome.is_err() {

@@ -74,7 +74,8 @@ impl Session {
                 ..
             } => {
                 let name = object_parts(&variable)?.join(".");
-                if scope == Some(ast::ContextModifier::Local) && !self.set_local(&name) {
+                let local = scope == Some(ast::ContextModifier::Local);
+                if local && !self.set_local(&name) {
                     return Ok(Outcome::Command("SET".into()));
                 }
                 let value = values
@@ -82,7 +83,25 @@ impl Session {
                     .map(setting_value)
                     .collect::<Vec<_>>()
                     .join(", ");
+                if name.eq_ignore_ascii_case("transaction_read_only") {
+                    // The open block's access mode, as SET TRANSACTION READ ONLY sets it.
+                    let mode = if crate::handler::transaction::is_on(&value) {
+                        ast::TransactionAccessMode::ReadOnly
+                    } else {
+                        ast::TransactionAccessMode::ReadWrite
+                    };
+                    return self
+                        .set_transaction_modes(&[ast::TransactionMode::AccessMode(mode)])
+                        .map(|()| Outcome::Command("SET".into()));
+                }
                 self.set_var(&name, &value)?;
+                if !local {
+                    let now = self
+                        .settings
+                        .get(&name.to_ascii_lowercase())
+                        .unwrap_or(value);
+                    self.block_session_set(&name, &now);
+                }
             }
             ast::Set::SetTimeZone { value, .. } => {
                 self.set_var("timezone", &setting_value(&value))?;
@@ -91,7 +110,7 @@ impl Session {
                 modes,
                 session: false,
                 ..
-            } => self.set_transaction_modes(&modes),
+            } => self.set_transaction_modes(&modes)?,
             ast::Set::SetTransaction {
                 modes,
                 session: true,

@@ -32,6 +32,14 @@ fn transaction_error(code: &'static str, message: String) -> BrookError {
     BrookError::Transaction { message, code }
 }
 
+/// A boolean setting's text read as PostgreSQL reads it.
+pub(crate) fn is_on(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "on" | "true" | "yes" | "1"
+    )
+}
+
 /// The access mode `modes` set, if any (true: READ ONLY).
 fn access_mode(modes: &[TransactionMode]) -> Option<bool> {
     modes.iter().rev().find_map(|m| match m {
@@ -89,6 +97,22 @@ pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
     }
 }
 
+/// Whether a statement only controls the block (BEGIN, SET TRANSACTION, SAVEPOINT, ...),
+/// so that READ WRITE may still follow it.
+pub(crate) fn controls_block(stmt: &BrookStatement) -> bool {
+    matches!(
+        stmt.as_sql(),
+        Some(
+            Statement::StartTransaction { .. }
+                | Statement::Commit { .. }
+                | Statement::Rollback { .. }
+                | Statement::Savepoint { .. }
+                | Statement::ReleaseSavepoint { .. }
+                | Statement::Set(_)
+        )
+    )
+}
+
 /// 25006: a write in a READ ONLY block.
 pub(crate) fn read_only_error(what: &str) -> BrookError {
     transaction_error(
@@ -126,12 +150,7 @@ impl Session {
         let read_only = access_mode(modes).unwrap_or_else(|| {
             self.settings
                 .get("default_transaction_read_only")
-                .is_some_and(|v| {
-                    matches!(
-                        v.trim().to_ascii_lowercase().as_str(),
-                        "on" | "true" | "yes" | "1"
-                    )
-                })
+                .is_some_and(|v| is_on(&v))
         });
         let mut block = lock(&self.block);
         if let Some(b) = block.as_mut() {
@@ -152,15 +171,28 @@ impl Session {
 
     /// `SET TRANSACTION READ ONLY | READ WRITE` in a block (outside one it only warns, as
     /// PostgreSQL).
-    pub(crate) fn set_transaction_modes(&mut self, modes: &[TransactionMode]) {
+    pub(crate) fn set_transaction_modes(&mut self, modes: &[TransactionMode]) -> Result<()> {
         let Some(ro) = access_mode(modes) else {
-            return;
+            return Ok(());
         };
         match lock(&self.block).as_mut() {
-            Some(b) => b.read_only = ro,
-            None => self
-                .notices
-                .push("SET TRANSACTION can only be used in transaction blocks".into()),
+            // A READ ONLY block stays so once it ran a query or took a savepoint, as in
+            // PostgreSQL.
+            Some(b) if b.read_only && !ro && (b.queried || !b.savepoints.is_empty()) => {
+                Err(transaction_error(
+                    "25001",
+                    "transaction read-write mode must be set before any query".into(),
+                ))
+            }
+            Some(b) => {
+                b.read_only = ro;
+                Ok(())
+            }
+            None => {
+                self.notices
+                    .push("SET TRANSACTION can only be used in transaction blocks".into());
+                Ok(())
+            }
         }
     }
 
@@ -202,6 +234,36 @@ impl Session {
                 (None, Some(_)) => self.settings.remove(key),
                 _ => {}
             }
+        }
+    }
+
+    /// Whether the statement about to run is in a READ ONLY transaction: its block's, or
+    /// (outside a block, where a statement is a transaction of its own) the session's
+    /// `default_transaction_read_only`.
+    pub(crate) fn read_only_now(&self) -> bool {
+        match lock(&self.block).as_ref() {
+            Some(b) => b.read_only,
+            None => self
+                .settings
+                .get("default_transaction_read_only")
+                .is_some_and(|v| is_on(&v)),
+        }
+    }
+
+    /// A statement that is not the block's own control ran in it.
+    pub(crate) fn block_queried(&self) {
+        if let Some(b) = lock(&self.block).as_mut() {
+            b.queried = true;
+        }
+    }
+
+    /// A plain SET of `name` to `value` in the block: a later SET LOCAL of it goes back to
+    /// this value at COMMIT, and an earlier one no longer applies.
+    pub(crate) fn block_session_set(&mut self, name: &str, value: &str) {
+        if let Some(b) = lock(&self.block).as_mut() {
+            let key = name.to_ascii_lowercase();
+            b.local.remove(&key);
+            b.session_values.insert(key, value.to_string());
         }
     }
 
@@ -275,8 +337,14 @@ impl Session {
         };
         let read_only = block.read_only;
         let committed = commit && !block.failed;
-        let settings_before = block.settings_before.clone();
+        let mut settings_before = block.settings_before.clone();
         let local = block.local.clone();
+        if committed {
+            // A SET LOCAL goes back to the last plain SET of the block, if any.
+            for (k, v) in &block.session_values {
+                settings_before.insert(k.clone(), v.clone());
+            }
+        }
         let done = if committed {
             self.commit_block(block).map(|()| "COMMIT")
         } else {
@@ -359,6 +427,7 @@ impl Session {
             name: name.value.clone(),
             marks,
             settings: self.settings.read().clone(),
+            read_only: block.read_only,
         });
         Ok(Outcome::Command("SAVEPOINT".into()))
     }
@@ -418,6 +487,7 @@ impl Session {
         block.failed = false;
         let overlay = Self::overlay_of(block);
         let settings = block.savepoints[at].settings.clone();
+        block.read_only = block.savepoints[at].read_only;
         drop(guard);
         self.set_overlay(overlay);
         self.restore_settings(&settings, None);

@@ -17,6 +17,11 @@ pub struct TxnBlock {
     pub(crate) savepoints: Vec<Savepoint>,
     /// READ ONLY: statements that write are refused (25006).
     pub(crate) read_only: bool,
+    /// A statement other than the block's own control ran in it (READ WRITE comes too late).
+    pub(crate) queried: bool,
+    /// The value of each setting given by a plain SET in the block (what a SET LOCAL of it
+    /// goes back to at COMMIT).
+    pub(crate) session_values: BTreeMap<String, String>,
     /// The session's settings when the block began: a ROLLBACK restores them, a COMMIT
     /// those set with SET LOCAL.
     pub(crate) settings_before: BTreeMap<String, String>,
@@ -42,4 +47,6 @@ pub(crate) struct Savepoint {
     pub(crate) marks: Vec<(u64, TxnMark)>,
     /// The session's settings at the savepoint.
     pub(crate) settings: BTreeMap<String, String>,
+    /// Whether the block was READ ONLY then.
+    pub(crate) read_only: bool,
 }

@@ -180,6 +180,12 @@ pub(super) fn replay(
             bad = Some("a record fails its checksum");
             break;
         }
+        // A block's COMMIT holds the relation's lock until it is decided or cut, so nothing
+        // follows an undecided commit but a crash's torn bytes: the decision was lost.
+        if let Some((block, at)) = undecided {
+            return Err(brook_err!(DataCorrupted, "the commit record at byte offset {at} belongs to transaction block {block}, which {} does not record, and later records follow it: that file is missing, emptied or was replaced. Restore it from a backup; nothing was cut",
+                super::DECISIONS_FILE));
+        }
         max_txid = max_txid.max(h.txid);
         match h.kind {
             KIND_BATCH => {
@@ -209,12 +215,6 @@ pub(super) fn replay(
                 undecided = commit_block(&payload).map(|b| (b, pos));
             }
             KIND_COMMIT => {
-                // A block's COMMIT holds the relation's lock until it is decided or cut, so
-                // no commit can follow an undecided one: the decision was lost.
-                if let Some((block, at)) = undecided {
-                    return Err(brook_err!(DataCorrupted, "the commit record at byte offset {at} belongs to transaction block {block}, which {} does not record, and later commits follow it: that file is missing or was replaced. Restore it from a backup; nothing was cut",
-                        super::DECISIONS_FILE));
-                }
                 log_position = log_position.max(commit_log_position(&payload));
                 if commit_replaces(&payload) {
                     committed.clear();

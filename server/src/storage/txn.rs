@@ -621,8 +621,21 @@ mod tests {
         let decisions = Decisions::open(dir.path()).unwrap();
         let decided = |id| decisions.committed(id);
         let a = TableStore::open_with(&a_dir, budget.clone(), &decided).unwrap();
-        let b = TableStore::open_with(&b_dir, budget, &decided).unwrap();
+        let b = TableStore::open_with(&b_dir, budget.clone(), &decided).unwrap();
         assert_eq!((rows(&a), rows(&b)), (2, 1));
         assert!(check(&a_dir, &decided).unwrap().is_none());
+        // A decided commit followed by later records, read without its decision (the file
+        // replaced by an old one): refused, and nothing is cut.
+        let mut t = a.begin(false).await.unwrap();
+        t.append(&batch(&[6])).unwrap();
+        t.commit().unwrap();
+        drop(a);
+        let len = std::fs::metadata(a_dir.join("data.log")).unwrap().len();
+        let err = TableStore::open_with(&a_dir, budget, &|_| false).unwrap_err();
+        assert!(err.to_string().contains("later records follow it"), "{err}");
+        assert_eq!(
+            std::fs::metadata(a_dir.join("data.log")).unwrap().len(),
+            len
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! Execute with row limits and suspended portals.
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
-use super::simple::{is_rollback_to_savepoint, is_txn_control, settled_status};
+use super::simple::{is_chain, is_rollback_to_savepoint, is_txn_control, settled_status};
 use super::statement::{copy_header_lines, execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
@@ -339,13 +339,14 @@ impl ExtendedQueryHandler for BrookHandler {
         // pgwire keeps a failed transaction failed through any statement, while ROLLBACK
         // TO SAVEPOINT that succeeds lets the block go on (as the simple protocol does).
         let portal = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
-        let rollback_to = matches!(
+        // So does COMMIT/ROLLBACK AND CHAIN of a failed block: the new block is healthy.
+        let revives = matches!(
             client.portal_store().get_portal(portal),
             Some(pgwire::api::store::Entry::Value(p))
-                if p.statement.statement.stmt.as_ref().is_some_and(is_rollback_to_savepoint)
+                if p.statement.statement.stmt.as_ref().is_some_and(|s| is_rollback_to_savepoint(s) || is_chain(s))
         );
         self._on_execute(client, message).await?;
-        if rollback_to && client.transaction_status() == TransactionStatus::Error {
+        if revives && client.transaction_status() == TransactionStatus::Error {
             client.set_transaction_status(TransactionStatus::Transaction);
         }
         Ok(())

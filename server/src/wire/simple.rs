@@ -34,6 +34,21 @@ pub(super) fn settled_status(
     }
 }
 
+/// COMMIT AND CHAIN or ROLLBACK AND CHAIN.
+pub(super) fn is_chain(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(
+        s.as_sql(),
+        Some(
+            S::Commit { chain: true, .. }
+                | S::Rollback {
+                    chain: true,
+                    savepoint: None
+                }
+        )
+    )
+}
+
 pub(super) fn is_rollback_to_savepoint(s: &BrookStatement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
     matches!(
@@ -155,7 +170,9 @@ impl SimpleQueryHandler for BrookHandler {
                 }
                 Response::TransactionStart(tag) => {
                     send_execution_response(client, tag).await?;
-                    status = status.to_in_transaction_state();
+                    // (BEGIN, or COMMIT/ROLLBACK AND CHAIN: a new block, healthy even when
+                    // the one it ended had failed.)
+                    status = TransactionStatus::Transaction;
                 }
                 Response::TransactionEnd(tag) => {
                     let tag = if commit_in_failed {
