@@ -4,6 +4,7 @@
 pub mod aggregate;
 pub mod alter;
 pub mod alter_column;
+pub mod block_write;
 pub mod cluster;
 pub mod column_shape;
 pub mod comment;

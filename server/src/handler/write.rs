@@ -49,7 +49,7 @@ impl Session {
         name: &str,
         replace: bool,
     ) -> Result<crate::storage::WriteTxn> {
-        if self.block_is_read_only() {
+        if self.read_only_now() {
             // (A prepared statement's EXECUTE gets here without the statement check.)
             return Err(crate::handler::transaction::read_only_error("a write"));
         }
