@@ -61,7 +61,7 @@ impl TableProvider for BrookTable {
             snapshot: state
                 .config()
                 .get_extension::<TxnOverlay>()
-                .and_then(|o| o.0.get(&self.meta.id).cloned())
+                .and_then(|o| o.0.get(&self.meta.id).map(|r| r.visible(&self.store)))
                 .unwrap_or_else(|| self.store.snapshot()),
         };
         let exec = StreamingTableExec::try_new(
@@ -80,7 +80,7 @@ impl TableProvider for BrookTable {
 /// read these rows of those relations instead of the committed ones (a session config
 /// extension, set by the session after each statement of the block).
 #[derive(Debug, Default)]
-pub struct TxnOverlay(pub std::collections::HashMap<u64, Snapshot>);
+pub struct TxnOverlay(pub std::collections::HashMap<u64, crate::storage::OwnRows>);
 
 /// The relation named `name` (`name` or `schema.name`, folded to lower case unless
 /// double-quoted, as identifiers are) in `catalog`, if it exists.

@@ -144,7 +144,7 @@ impl Session {
             .state()
             .config()
             .get_extension::<TxnOverlay>()
-            .and_then(|o| o.0.get(&meta.id).cloned())
+            .and_then(|o| o.0.get(&meta.id).map(|r| r.visible(store)))
             .unwrap_or_else(|| store.snapshot())
     }
 
@@ -154,7 +154,7 @@ impl Session {
             block
                 .writes
                 .iter()
-                .filter_map(|(id, h)| lock(&h.slot).as_ref().map(|t| (*id, t.visible())))
+                .filter_map(|(id, h)| lock(&h.slot).as_ref().map(|t| (*id, t.own_rows())))
                 .collect(),
         )
     }

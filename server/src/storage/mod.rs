@@ -42,7 +42,7 @@ mod txn;
 pub use decisions::{Decisions, DECISIONS_FILE};
 use recover::replay;
 pub use recover::{check, names_a_block, salvage, Damage, Salvaged};
-pub use txn::{TxnMark, TxnSlot, WriteLock, WriteTxn};
+pub use txn::{OwnRows, TxnMark, TxnSlot, WriteLock, WriteTxn};
 
 use brook_common::{brook_err, Result};
 use datafusion::arrow::datatypes::SchemaRef;

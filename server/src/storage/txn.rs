@@ -44,6 +44,29 @@ pub struct WriteTxn {
     pub(super) poisoned: bool,
 }
 
+/// The rows an open transaction wrote, and whether they replace the committed ones: what
+/// the statements of its transaction block read of the relation, put together at each read
+/// (the committed list is not copied after every statement of a block).
+#[derive(Debug, Clone)]
+pub struct OwnRows {
+    replace: bool,
+    chunks: crate::storage::Snapshot,
+}
+
+impl OwnRows {
+    /// The relation as the transaction sees it: its rows, after the committed ones unless
+    /// it replaces them. (The committed ones do not change meanwhile: the transaction holds
+    /// the relation's write lock.)
+    pub fn visible(&self, store: &TableStore) -> crate::storage::Snapshot {
+        if self.replace {
+            return self.chunks.clone();
+        }
+        let mut v = store.snapshot().as_ref().clone();
+        v.extend(self.chunks.iter().cloned());
+        Arc::new(v)
+    }
+}
+
 /// Where a transaction block keeps a relation's open transaction between statements.
 pub type TxnSlot = Arc<std::sync::Mutex<Option<WriteTxn>>>;
 
@@ -253,16 +276,17 @@ impl WriteTxn {
         Ok(())
     }
 
-    /// What the transaction's own statements read of the relation: its rows so far, after
-    /// the committed ones unless it replaces them.
+    /// The transaction's own rows so far (see [`OwnRows`]).
+    pub fn own_rows(&self) -> OwnRows {
+        OwnRows {
+            replace: self.replace,
+            chunks: Arc::new(self.chunks.clone()),
+        }
+    }
+
+    /// What the transaction's own statements read of the relation.
     pub fn visible(&self) -> crate::storage::Snapshot {
-        let mut v = if self.replace {
-            Vec::new()
-        } else {
-            self.store.snapshot().as_ref().clone()
-        };
-        v.extend(self.chunks.iter().cloned());
-        Arc::new(v)
+        self.own_rows().visible(&self.store)
     }
 
     /// Write the commit record, fsync, and publish the batches.
