@@ -284,11 +284,6 @@ impl WriteTxn {
         }
     }
 
-    /// What the transaction's own statements read of the relation.
-    pub fn visible(&self) -> crate::storage::Snapshot {
-        self.own_rows().visible(&self.store)
-    }
-
     /// Write the commit record, fsync, and publish the batches.
     pub fn commit(mut self) -> Result<()> {
         self.commit_inner()
@@ -319,7 +314,8 @@ impl WriteTxn {
     }
 
     fn commit_inner(&mut self) -> Result<()> {
-        if self.chunks.is_empty() && !self.replace && self.staged.is_none() && !self.poisoned {
+        self.check_committable()?;
+        if self.chunks.is_empty() && !self.replace {
             self.done = true;
             return Ok(());
         }
@@ -328,8 +324,9 @@ impl WriteTxn {
         Ok(())
     }
 
-    /// Write the commit record (of `block`, when one of a block's several) and fsync.
-    fn write_commit(&mut self, block: Option<u64>) -> Result<()> {
+    /// Whether this transaction may commit here (not poisoned by a failed rewind, not
+    /// staged for a cluster's log).
+    fn check_committable(&self) -> Result<()> {
         if self.poisoned {
             return Err(brook_err!(
                 Internal,
@@ -342,6 +339,12 @@ impl WriteTxn {
                 "a staged transaction is published, not committed"
             ));
         }
+        Ok(())
+    }
+
+    /// Write the commit record (of `block`, when one of a block's several) and fsync.
+    fn write_commit(&mut self, block: Option<u64>) -> Result<()> {
+        self.check_committable()?;
         self.finish_flush()?;
         self.store.append_record(
             KIND_COMMIT,
@@ -559,7 +562,8 @@ mod tests {
         t.append(&batch(&[99])).unwrap();
         drop(t);
         let t = slot.lock().unwrap().take().unwrap();
-        assert_eq!(t.visible().iter().map(|c| c.rows).sum::<usize>(), 2);
+        let visible = t.own_rows().visible(&store);
+        assert_eq!(visible.iter().map(|c| c.rows).sum::<usize>(), 2);
         assert_eq!(rows(&store), 0, "nothing is visible before the commit");
         t.commit().unwrap();
         drop(store);
