@@ -54,6 +54,7 @@ pub mod create_sequence;
 pub mod decorrelate;
 pub mod domain_base;
 pub mod empty_catalogs;
+mod fetch;
 pub mod function_alias;
 pub mod in_subquery_projection;
 pub mod information_schema;

@@ -506,7 +506,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         return Ok(stmt);
     }
     if p.peek_keyword(Keyword::FETCH) {
-        let fetch = p.parse_statement()?;
+        let fetch = crate::fetch::parse_fetch(&mut p)?;
         if p.peek_keyword(Keyword::WITH) {
             let mut timeout = None;
             for o in p.parse_options(Keyword::WITH)? {
@@ -536,6 +536,8 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 timeout,
             }));
         }
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::sql(fetch));
     }
     let mut stmts = if is_catalog_query(text) {
         parse_catalog_query(&before_compat_rules(&describe_brook_kinds(text)))?

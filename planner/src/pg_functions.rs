@@ -21,11 +21,15 @@ use std::ops::ControlFlow;
 /// Name of the table function `pg_stat_activity` becomes (registered by the server).
 pub const STAT_ACTIVITY: &str = "brook_stat_activity";
 
+/// Name of the table function `pg_stat_progress_copy` becomes (registered by the server).
+pub const STAT_PROGRESS_COPY: &str = "brook_stat_progress_copy";
+
 /// Catalog views Brook answers with table functions, as (view, function): the server's
 /// connections (which the catalog tables of `datafusion-pg-catalog` do not know), and
 /// Brook's own running queries and synopses.
-const FUNCTION_VIEWS: [(&str, &str); 3] = [
+const FUNCTION_VIEWS: [(&str, &str); 4] = [
     ("pg_stat_activity", STAT_ACTIVITY),
+    ("pg_stat_progress_copy", STAT_PROGRESS_COPY),
     ("brook_continuous_queries", "brook_continuous_queries"),
     ("brook_synopses", "brook_synopses"),
 ];

@@ -126,3 +126,12 @@ rm -f /tmp/psql_ssl.$$
 if psql -X -h 127.0.0.1 -p "$BROOK_PORT" -U brook -d nosuchdb -c "SELECT 1" 2>/tmp/psql_db.$$; then echo "connected to a missing database"; exit 1; fi
 grep -q 'database "nosuchdb" does not exist' /tmp/psql_db.$$ || { echo "psql: $(cat /tmp/psql_db.$$)"; exit 1; }
 rm -f /tmp/psql_db.$$
+# the startup packet's settings: PGOPTIONS' -c switches and application_name (PGAPPNAME)
+check $'s1, public\nreporter\n7s' "$(PGOPTIONS='-c search_path=s1,public --statement-timeout=7s' PGAPPNAME=reporter "${P[@]}" -c "SHOW search_path" -c "SHOW application_name" -c "SHOW statement_timeout")" "startup settings"
+# RESET goes back to the startup packet's values; a startup parameter wins over options'
+check $'7s\nreporter' "$(PGOPTIONS='-c statement_timeout=7s -c application_name=fromopts' PGAPPNAME=reporter "${P[@]}" -c "SET statement_timeout = '1s'" -c "RESET ALL" -c "SHOW statement_timeout" -c "SHOW application_name" | tail -2)" "RESET to startup settings"
+# one -c of several statements is one transaction, as in PostgreSQL: all or nothing
+"${P[@]}" -c "CREATE TABLE atomic_t (i int PRIMARY KEY)" >/dev/null
+if "${P[@]}" -c "INSERT INTO atomic_t VALUES (1); INSERT INTO atomic_t VALUES (1)" 2>/dev/null; then echo "duplicate key accepted"; exit 1; fi
+check "0" "$("${P[@]}" -c "SELECT count(*) FROM atomic_t")" "a failed multi-statement -c commits nothing"
+"${P[@]}" -c "DROP TABLE atomic_t" >/dev/null

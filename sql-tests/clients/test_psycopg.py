@@ -318,3 +318,35 @@ def test_sequences_serial_copy_and_sqlstates(brook):
             assert err.value.sqlstate == code, (sql, err.value)
         c.execute("DROP TABLE pg_serial, pg_always")
         c.execute("DROP SEQUENCE pg_short")
+
+
+def test_copy_progress_and_application_name_in_the_activity_views(brook):
+    """pg_stat_progress_copy shows a COPY FROM STDIN's rows so far while it runs, and
+    pg_stat_activity the application_name the session set since it connected."""
+    import time
+
+    with connect(brook) as loader, connect(brook) as admin:
+        loader.execute("CREATE TABLE progress_t (i int, s text)")
+        loader.execute("SET application_name = 'loader'")
+        pid = loader.info.backend_pid
+        assert admin.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()[0] == "loader"
+        chunk = "".join(f"{i}\trow {i}\n" for i in range(50000))
+        with loader.cursor().copy("COPY progress_t FROM STDIN") as copy:
+            copy.write(chunk)
+            row = None
+            for _ in range(100):
+                row = admin.execute(
+                    "SELECT command, type, tuples_processed, bytes_processed, relname "
+                    "FROM pg_stat_progress_copy WHERE pid = %s", (pid,)
+                ).fetchone()
+                if row and row[2] > 0:
+                    break
+                time.sleep(0.05)
+            assert row is not None and row[0:2] == ("COPY FROM", "PIPE"), row
+            assert 0 < row[2] <= 50000 and row[3] > 0 and row[4] == "public.progress_t", row
+        assert admin.execute(
+            "SELECT count(*) FROM pg_stat_progress_copy WHERE pid = %s", (pid,)
+        ).fetchone()[0] == 0
+        assert admin.execute("SELECT count(*) FROM progress_t").fetchone()[0] == 50000

@@ -375,8 +375,12 @@ async fn views_survive_kill9() {
         let c = server.connect("brook").await;
         c.batch_execute(
             "CREATE TABLE base (k text, v int);
-             INSERT INTO base VALUES ('a', 1), ('b', 2), ('a', 3);
-             CREATE VIEW outer_v AS SELECT k, n FROM (SELECT 1 AS one) o, inner_placeholder;",
+             INSERT INTO base VALUES ('a', 1), ('b', 2), ('a', 3);",
+        )
+        .await
+        .expect("table");
+        c.batch_execute(
+            "CREATE VIEW outer_v AS SELECT k, n FROM (SELECT 1 AS one) o, inner_placeholder;",
         )
         .await
         .expect_err("a view of a missing relation is refused");

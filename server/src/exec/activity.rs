@@ -1,4 +1,5 @@
-//! What every connection is doing — the rows of `pg_stat_activity` — and cancelling a
+//! What every connection is doing — the rows of `pg_stat_activity`, and of
+//! `pg_stat_progress_copy` for a COPY FROM STDIN in progress — and cancelling a
 //! connection's statement by its pid (`pg_cancel_backend`), as a CancelRequest does.
 
 use crate::exec::cancel::SessionCancel;
@@ -20,8 +21,6 @@ pub struct Backend {
     pub user: String,
     /// Database.
     pub database: String,
-    /// The client's `application_name` (empty when not given).
-    pub application_name: String,
     /// The client's address.
     pub client_addr: String,
     /// When the connection began, microseconds since the epoch.
@@ -33,6 +32,10 @@ pub struct Backend {
 /// What a connection is doing now.
 #[derive(Debug, Clone)]
 pub struct Doing {
+    /// The session's `application_name` (empty when not given).
+    pub application_name: String,
+    /// The COPY FROM STDIN in progress, if any.
+    pub copy: Option<CopyProgress>,
     /// `active`, `idle` or `idle in transaction`.
     pub state: &'static str,
     /// The statement running, or the last one.
@@ -41,6 +44,17 @@ pub struct Doing {
     pub query_start: Option<i64>,
     /// When `state` last changed.
     pub state_change: i64,
+}
+
+/// A COPY FROM STDIN in progress.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyProgress {
+    /// The relation written, schema-qualified.
+    pub relation: String,
+    /// Bytes of COPY data received so far.
+    pub bytes: u64,
+    /// Rows read so far.
+    pub tuples: u64,
 }
 
 /// Microseconds since the epoch, now.
@@ -66,11 +80,12 @@ impl Backend {
             pid,
             user,
             database,
-            application_name,
             client_addr,
             backend_start: now,
             cancel,
             doing: Mutex::new(Doing {
+                application_name,
+                copy: None,
                 state: "idle",
                 query: String::new(),
                 query_start: None,
@@ -104,6 +119,16 @@ impl Backend {
         d.state_change = now_micros();
     }
 
+    /// The session set `application_name`.
+    pub fn set_application_name(&self, name: &str) {
+        self.lock().application_name = name.to_string();
+    }
+
+    /// Where its COPY FROM STDIN is (None: it ended).
+    pub fn copy_progress(&self, progress: Option<CopyProgress>) {
+        self.lock().copy = progress;
+    }
+
     /// What it is doing now.
     pub fn doing(&self) -> Doing {
         self.lock().clone()
@@ -131,6 +156,14 @@ impl Activity {
             .lock()
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Where connection `pid`'s COPY FROM STDIN is (None: it ended).
+    pub fn copy_progress(&self, pid: i32, progress: Option<CopyProgress>) {
+        let target = self.backends.lock().ok().and_then(|m| m.get(&pid).cloned());
+        if let Some(b) = target {
+            b.copy_progress(progress);
+        }
     }
 
     /// Cancel the running statement of connection `pid`; false when there is none by
@@ -188,6 +221,15 @@ mod tests {
         assert!(token.is_cancelled());
         b.idle(true);
         assert_eq!(b.doing().state, "idle in transaction");
+        let progress = CopyProgress {
+            relation: "public.t".into(),
+            bytes: 10,
+            tuples: 2,
+        };
+        activity.copy_progress(7, Some(progress.clone()));
+        assert_eq!(b.doing().copy, Some(progress));
+        activity.copy_progress(7, None);
+        assert_eq!(b.doing().copy, None);
         assert!(!activity.cancel(8));
         assert!(!cancel.terminated());
         assert!(activity.terminate(7));

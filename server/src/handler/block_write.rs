@@ -123,11 +123,15 @@ impl Session {
     }
 
     /// 0A000 when the block wrote `meta`: a definition change (ALTER TABLE, DROP) would wait
-    /// for the lock the block itself holds, or write under it.
+    /// for the lock the block itself holds, or write under it. An implicit transaction
+    /// commits its writes instead (see `crate::handler::implicit`).
     pub(crate) fn refuse_ddl_on_block_write(&self, meta: &RelationMeta) -> Result<()> {
-        let written = lock(&self.block)
-            .as_ref()
-            .is_some_and(|b| b.writes.contains_key(&meta.id));
+        let (written, implicit) = lock(&self.block).as_ref().map_or((false, false), |b| {
+            (b.writes.contains_key(&meta.id), b.implicit)
+        });
+        if written && implicit {
+            return self.commit_implicit_writes();
+        }
         if written {
             return Err(brook_err!(
                 Unsupported,

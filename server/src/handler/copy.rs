@@ -130,6 +130,9 @@ impl Session {
         let txn = self.begin_dml_write(&meta, &store, &name, false).await?;
         let keys = self.key_check(&meta, &store, &name).await?;
         self.copy_in = Some(CopyIn {
+            relation: format!("{schema}.{name}"),
+            bytes: 0,
+            rows_sent: 0,
             parser: CopyParser::new(opts),
             builder: BatchBuilder::new(target.clone()),
             writer: CopyWriter::Here(Box::new(BatchWriter {
@@ -153,6 +156,9 @@ impl Session {
         let res = copy_feed(c, data, false).await;
         if res.is_err() {
             self.abort_copy().await;
+        } else {
+            let progress = c.progress();
+            self.engine.activity.copy_progress(self.pid, Some(progress));
         }
         res
     }
@@ -162,12 +168,13 @@ impl Session {
         let Some(mut c) = self.copy_in.take() else {
             return Err(brook_err!(Protocol, "CopyDone received outside of COPY IN"));
         };
+        self.engine.activity.copy_progress(self.pid, None);
         let done = async {
             copy_feed(&mut c, &[], true).await?;
             let mut w = c.writer.finish().await?;
             // Rows of a COPY too small to start the writer thread are still in the builder.
             w.write(c.builder.take_raw())?;
-            let n = w.txn.rows();
+            let n = w.txn.statement_rows();
             self.commit_write(w.txn, &w.meta, &w.target.table, false)
                 .await?;
             Ok(n)
@@ -190,6 +197,7 @@ impl Session {
     /// its transaction: undone, or (in a transaction block) given back to the block, which
     /// fails.
     async fn abort_copy(&mut self) {
+        self.engine.activity.copy_progress(self.pid, None);
         if let Some(mut c) = self.copy_in.take() {
             let _ = c.writer.finish().await;
         }

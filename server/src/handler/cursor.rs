@@ -119,6 +119,10 @@ impl Session {
         use ast::FetchDirection as D;
         let count = |v: &ast::ValueWithSpan| -> Result<usize> {
             match &v.value {
+                ast::Value::Number(n, _) if n.starts_with('-') => Err(brook_err!(
+                    ObjectState,
+                    "FETCH {n}: cursors can only scan forward"
+                )),
                 ast::Value::Number(n, _) => n
                     .parse::<usize>()
                     .map_err(|_| brook_err!(Syntax, "invalid FETCH count {n}")),

@@ -15,6 +15,7 @@ pub mod cursor;
 pub mod describe;
 pub mod drop;
 pub mod function;
+pub mod implicit;
 pub mod index;
 pub mod insert;
 pub mod prepare;
@@ -55,6 +56,12 @@ impl Session {
         }
         if !transaction::controls_block(&stmt) {
             self.block_queried();
+        }
+        if implicit::builds_from_rows(&stmt) {
+            if let Err(e) = self.commit_implicit_writes() {
+                self.block_failed();
+                return Err(e);
+            }
         }
         let outcome = self.execute_statement(stmt).await;
         if outcome.is_err() {
@@ -218,7 +225,7 @@ impl Session {
             Statement::Close { cursor } => self.close(cursor),
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(&variable),
-            Statement::Discard { .. } => self.discard(),
+            Statement::Discard { object_type } => self.discard(object_type),
             // LISTEN is refused, so a session listens on no channel and UNLISTEN (asyncpg's
             // pool sends `UNLISTEN *` on release) has nothing to stop, as in PostgreSQL.
             Statement::UNLISTEN { .. } => Ok(Outcome::Command("UNLISTEN".into())),

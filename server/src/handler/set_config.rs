@@ -32,6 +32,8 @@ pub(crate) enum Output {
         column: String,
         name: String,
         value: String,
+        /// `is_local`: as SET LOCAL, until the transaction block ends.
+        local: bool,
     },
     /// Any other output, evaluated on its own.
     Other(Box<SelectItem>),
@@ -74,12 +76,13 @@ pub(crate) fn set_config_outputs(stmt: &Statement) -> Option<Vec<Output>> {
             match set_config_call(expr) {
                 None => Some(Output::Other(Box::new(item.clone()))),
                 Some(None) => None,
-                Some(Some((name, value))) => {
+                Some(Some((name, value, local))) => {
                     any = true;
                     Some(Output::SetConfig {
                         column,
                         name,
                         value,
+                        local,
                     })
                 }
             }
@@ -90,7 +93,7 @@ pub(crate) fn set_config_outputs(stmt: &Statement) -> Option<Vec<Output>> {
 
 /// None when `e` is no `set_config` call; Some(None) when it is one with arguments other
 /// than constants (left to DataFusion, which refuses it); else its setting and value.
-fn set_config_call(e: &Expr) -> Option<Option<(String, String)>> {
+fn set_config_call(e: &Expr) -> Option<Option<(String, String, bool)>> {
     let Expr::Function(f) = e else {
         return None;
     };
@@ -111,7 +114,7 @@ fn set_config_call(e: &Expr) -> Option<Option<(String, String)>> {
         return Some(None);
     };
     Some(match (text_argument(name), text_argument(value)) {
-        (Some(n), Some(v)) if is_boolean(is_local) => Some((n, v)),
+        (Some(n), Some(v)) => boolean(is_local).map(|local| (n, v, local)),
         _ => None,
     })
 }
@@ -128,17 +131,20 @@ fn text_argument(a: &FunctionArg) -> Option<String> {
     }
 }
 
-fn is_boolean(a: &FunctionArg) -> bool {
-    matches!(
-        a,
-        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))
-            if matches!(v.value, Value::Boolean(_))
-    )
+fn boolean(a: &FunctionArg) -> Option<bool> {
+    match a {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => match v.value {
+            Value::Boolean(b) => Some(b),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 impl Session {
-    /// Evaluate the outputs left to right (SETs as they come); one row.
-    /// `is_local` is treated as SET LOCAL is: the value holds for the session.
+    /// Evaluate the outputs left to right (SETs as they come); one row. With `is_local`
+    /// the value holds until the transaction block ends, as SET LOCAL's (outside a block
+    /// it lasts only as long as the statement).
     pub(crate) async fn set_config(&mut self, outputs: Vec<Output>) -> Result<Outcome> {
         let mut fields = Vec::with_capacity(outputs.len());
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(outputs.len());
@@ -148,6 +154,7 @@ impl Session {
                     column,
                     name,
                     value,
+                    local,
                 } => {
                     let key = name.to_ascii_lowercase();
                     if !key.contains('.') && !default_settings().contains_key(&key) {
@@ -156,8 +163,22 @@ impl Session {
                             "unrecognized configuration parameter \"{name}\""
                         ));
                     }
-                    self.set_var(&key, &value)?;
-                    let now = self.settings.get(&key).unwrap_or(value);
+                    let takes_effect = !local || self.block_open();
+                    if takes_effect {
+                        if local {
+                            self.set_local(&key);
+                        }
+                        self.set_var(&key, &value)?;
+                    }
+                    // (Outside a block a local value lasts as long as the statement.)
+                    let now = if takes_effect {
+                        self.settings.get(&key).unwrap_or(value)
+                    } else {
+                        value
+                    };
+                    if takes_effect && !local {
+                        self.block_session_set(&key, &now);
+                    }
                     fields.push(Arc::new(Field::new(column, DataType::Utf8, true)));
                     columns.push(Arc::new(StringArray::from(vec![now])));
                 }
@@ -217,6 +238,7 @@ mod tests {
                 column: "set_config".into(),
                 name: "search_path".into(),
                 value: String::new(),
+                local: false,
             }]
         );
         let c = outputs(

@@ -31,12 +31,33 @@ pub(crate) fn setting_value(e: &Expr) -> String {
 
 impl Session {
     /// DISCARD ALL: close every cursor, deallocate every prepared statement, reset every
-    /// setting.
-    pub(crate) fn discard(&mut self) -> Result<Outcome> {
-        self.cursors.clear();
-        self.deallocate(&ast::Ident::new("all"));
-        self.reset_all();
-        Ok(Outcome::Command("DISCARD ALL".into()))
+    /// setting, forget the sequence values `currval` and `lastval` give (not inside a
+    /// block: 25001, as PostgreSQL). DISCARD SEQUENCES only the last; DISCARD PLANS and
+    /// TEMP have nothing to discard (Brook caches no plans and has no temporary tables).
+    pub(crate) fn discard(&mut self, what: ast::DiscardObject) -> Result<Outcome> {
+        match what {
+            ast::DiscardObject::ALL => {
+                if self.in_explicit_block() {
+                    return Err(crate::handler::transaction::transaction_error(
+                        "25001",
+                        "DISCARD ALL cannot run inside a transaction block".into(),
+                    ));
+                }
+                self.cursors.clear();
+                self.deallocate(&ast::Ident::new("all"));
+                self.reset_all();
+                self.forget_sequence_values();
+            }
+            ast::DiscardObject::SEQUENCES => self.forget_sequence_values(),
+            ast::DiscardObject::PLANS | ast::DiscardObject::TEMP => {}
+        }
+        Ok(Outcome::Command(format!("DISCARD {what}")))
+    }
+
+    /// `currval` and `lastval` start again as in a new session (their per-session state is
+    /// the registered functions').
+    fn forget_sequence_values(&self) {
+        crate::udf::sequences::register(&self.ctx, self.engine.catalog.clone(), &self.db.name);
     }
 
     /// RESET name | ALL.
@@ -45,7 +66,8 @@ impl Session {
             ast::Reset::ALL => self.reset_all(),
             ast::Reset::ConfigurationParameter(name) => {
                 let key = object_parts(&name)?.join(".");
-                match default_settings().get(&key) {
+                let reset_value = self.reset_values.get(&key.to_ascii_lowercase()).cloned();
+                match reset_value.or_else(|| default_settings().get(&key).cloned()) {
                     Some(v) => {
                         let v = v.clone();
                         self.set_var(&key, &v)?;
@@ -137,11 +159,29 @@ impl Session {
     }
 
     /// RESET ALL: every setting back to its default, the search path included.
+    /// (Back to the defaults, and to the values the startup packet gave, as PostgreSQL's
+    /// settings of source `client`.)
     pub(crate) fn reset_all(&mut self) {
         self.settings.reset();
-        let state = self.ctx.state_ref();
-        let mut st = state.write();
-        st.config_mut().options_mut().catalog.default_schema = DEFAULT_SCHEMA.to_string();
+        {
+            let state = self.ctx.state_ref();
+            let mut st = state.write();
+            st.config_mut().options_mut().catalog.default_schema = DEFAULT_SCHEMA.to_string();
+        }
+        for (key, value) in self.reset_values.clone() {
+            if let Err(e) = self.set_var(&key, &value) {
+                tracing::warn!(setting = %key, error = %e, "could not reset a setting to its startup value");
+            }
+        }
+    }
+
+    /// Make the value `name` has now the one RESET, RESET ALL and DISCARD ALL go back to
+    /// (a setting the startup packet gave).
+    pub fn keep_as_reset_value(&mut self, name: &str) {
+        let key = name.to_ascii_lowercase();
+        if let Some(v) = self.settings.get(&key) {
+            self.reset_values.insert(key, v);
+        }
     }
 
     /// Set a session setting (SET name = value), validating the values Brook acts on.
@@ -187,7 +227,9 @@ impl Session {
                     let mut st = state.write();
                     st.config_mut().options_mut().catalog.default_schema = schema;
                 }
-                self.settings.set(key, value.to_string());
+                // A list, shown as PostgreSQL shows one (`a,b` from a startup packet too).
+                let list: Vec<&str> = value.split(',').map(str::trim).collect();
+                self.settings.set(key, list.join(", "));
             }
             "client_encoding" | "names" => {
                 let v = value
@@ -303,6 +345,10 @@ impl Session {
             opts.into_iter()
                 .find(|e| e.key == key)
                 .and_then(|e| e.value)
+        } else if key.eq_ignore_ascii_case("transaction_read_only") {
+            // The access mode of the transaction the SHOW runs in (its block's, or the
+            // session's default outside one), as in PostgreSQL.
+            Some(if self.read_only_now() { "on" } else { "off" }.to_string())
         } else {
             self.settings.get(&key)
         };

@@ -49,7 +49,11 @@ fn access_mode(modes: &[TransactionMode]) -> Option<bool> {
 /// ONLY block may run it (queries, cursors, settings, transaction control, COPY TO).
 pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
     let Some(sql) = stmt.as_sql() else {
-        // Brook's own statements (CREATE STREAM, CREATE SYNOPSIS, ...) all change things.
+        // Brook's own statements (CREATE STREAM, CREATE SYNOPSIS, ...) change things, but
+        // for `FETCH ... WITH (timeout ...)`.
+        if matches!(stmt.body, brook_planner::StatementBody::FetchWith { .. }) {
+            return None;
+        }
         return Some("this statement".into());
     };
     match sql {
@@ -149,7 +153,14 @@ impl Session {
                 .is_some_and(|v| is_on(&v))
         });
         let mut block = lock(&self.block);
-        if let Some(b) = block.as_mut() {
+        if let Some(b) = block.as_mut().filter(|b| b.implicit) {
+            // BEGIN in an implicit transaction makes it a block: the statements before it
+            // are part of it, as in PostgreSQL.
+            b.implicit = false;
+            if let Some(ro) = access_mode(modes) {
+                b.read_only = ro;
+            }
+        } else if let Some(b) = block.as_mut() {
             self.notices
                 .push("there is already a transaction in progress".into());
             if let Some(ro) = access_mode(modes) {
@@ -227,6 +238,9 @@ impl Session {
                         tracing::warn!(setting = %key, error = %e, "could not restore a setting at the end of a transaction block");
                     }
                 }
+                // A custom setting first set in the block stays defined, empty, as
+                // PostgreSQL keeps its placeholder.
+                (None, Some(_)) if key.contains('.') => self.settings.set(key, ""),
                 (None, Some(_)) => self.settings.remove(key),
                 _ => {}
             }
@@ -267,6 +281,11 @@ impl Session {
     /// now belongs.
     pub(crate) fn block_savepoints(&self) -> Option<usize> {
         lock(&self.block).as_ref().map(|b| b.savepoints.len())
+    }
+
+    /// Whether a block opened with BEGIN is open (not an implicit transaction).
+    pub(crate) fn in_explicit_block(&self) -> bool {
+        lock(&self.block).as_ref().is_some_and(|b| !b.implicit)
     }
 
     /// Whether a transaction block is open (also on a cluster node, where its writes commit
@@ -314,9 +333,23 @@ impl Session {
     /// rolls back, and says so in its tag). Cursors not declared WITH HOLD close, and so do
     /// those declared in a block that rolls back. AND CHAIN opens the next block at once,
     /// READ ONLY when this one was.
+    ///
+    /// In an implicit transaction (no BEGIN) COMMIT and ROLLBACK end it with PostgreSQL's
+    /// warning that no transaction is in progress, and AND CHAIN is 25P01.
     pub(crate) fn end_transaction(&mut self, commit: bool, chain: bool) -> Result<Outcome> {
         let tag = if commit { "COMMIT" } else { "ROLLBACK" };
-        let block = lock(&self.block).take();
+        let (block, implicit) = {
+            let mut guard = lock(&self.block);
+            let implicit = guard.as_ref().is_some_and(|b| b.implicit);
+            (
+                if implicit && chain {
+                    None
+                } else {
+                    guard.take()
+                },
+                implicit,
+            )
+        };
         let Some(block) = block else {
             if chain {
                 return Err(outside_block(&format!("{tag} AND CHAIN")));
@@ -326,7 +359,24 @@ impl Session {
                 .push("there is no transaction in progress".into());
             return Ok(Outcome::TxnEnd(tag.into()));
         };
+        if implicit {
+            self.notices
+                .push("there is no transaction in progress".into());
+        }
+        self.finish_block(block, commit, chain)
+    }
+
+    /// End `block` (taken from the session): commit it (`commit`, and no statement failed
+    /// in it) or roll it back, close its cursors, let its locks go, settle its settings,
+    /// and with `chain` open the next block.
+    pub(super) fn finish_block(
+        &mut self,
+        block: TxnBlock,
+        commit: bool,
+        chain: bool,
+    ) -> Result<Outcome> {
         let read_only = block.read_only;
+        let implicit = block.implicit;
         let committed = commit && !block.failed;
         let mut settings_before = block.settings_before.clone();
         let local = block.local.clone();
@@ -339,7 +389,8 @@ impl Session {
         let done = if committed {
             self.commit_block(block).map(|()| "COMMIT")
         } else {
-            if !block.committed_early.is_empty() {
+            // (An implicit transaction's rows of streams are no news: no BEGIN promised more.)
+            if !block.committed_early.is_empty() && !implicit {
                 let names: Vec<&str> = block.committed_early.iter().map(String::as_str).collect();
                 self.notices.push(format!(
                     "the rows this transaction wrote to {} stay: they committed with their statements (a stream's rows always do, and in cluster mode every write does); ROLLBACK undid the other writes",
@@ -350,8 +401,17 @@ impl Session {
             Ok("ROLLBACK")
         };
         let kept = committed && done.is_ok();
-        self.cursors
-            .retain(|_, c| c.hold && (kept || c.in_block.is_none()));
+        if implicit {
+            // Cursors declared in an implicit transaction stay the session's when it
+            // commits, as one declared outside any block; they close when it rolls back
+            // (their rows may be its writes).
+            if !kept {
+                self.cursors.retain(|_, c| c.in_block.is_none());
+            }
+        } else {
+            self.cursors
+                .retain(|_, c| c.hold && (kept || c.in_block.is_none()));
+        }
         for c in self.cursors.values_mut() {
             c.in_block = None;
         }
@@ -379,7 +439,7 @@ impl Session {
     /// relation commits with its commit record; several in two steps, so that a crash
     /// keeps all of them or none: each relation's commit record names the block, then the
     /// block's decision is recorded (the moment it commits), then the rows are shown.
-    fn commit_block(&self, block: TxnBlock) -> Result<()> {
+    pub(super) fn commit_block(&self, block: TxnBlock) -> Result<()> {
         let mut txns: Vec<WriteTxn> = Vec::new();
         for (_, held) in block.writes {
             if self.engine.check_definition(&held.meta).is_err() {
@@ -405,7 +465,7 @@ impl Session {
     /// SAVEPOINT `name` (25P01 outside a block, as PostgreSQL).
     pub(crate) fn savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
-        let Some(block) = guard.as_mut() else {
+        let Some(block) = guard.as_mut().filter(|b| !b.implicit) else {
             return Err(outside_block("SAVEPOINT"));
         };
         let mut marks = Vec::with_capacity(block.writes.len());
@@ -440,7 +500,7 @@ impl Session {
     /// RELEASE SAVEPOINT `name`: it and the savepoints after it go; the writes stay.
     pub(crate) fn release_savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
-        let Some(block) = guard.as_mut() else {
+        let Some(block) = guard.as_mut().filter(|b| !b.implicit) else {
             return Err(outside_block("RELEASE SAVEPOINT"));
         };
         let at = Self::savepoint_index(block, name)?;
@@ -453,7 +513,7 @@ impl Session {
     /// a failed block may go on.
     pub(crate) fn rollback_to_savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
-        let Some(block) = guard.as_mut() else {
+        let Some(block) = guard.as_mut().filter(|b| !b.implicit) else {
             return Err(outside_block("ROLLBACK TO SAVEPOINT"));
         };
         let at = Self::savepoint_index(block, name)?;

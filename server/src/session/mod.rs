@@ -75,6 +75,8 @@ pub struct Session {
     /// The transaction block open since BEGIN, if any. (A lock, not a plain field: writes
     /// enter it from statements that hold the session shared.)
     pub(crate) block: std::sync::Mutex<Option<transaction::TxnBlock>>,
+    /// The settings the startup packet gave, which RESET goes back to.
+    pub(crate) reset_values: std::collections::BTreeMap<String, String>,
 }
 
 impl Drop for Session {
@@ -119,6 +121,7 @@ impl Session {
             applying: None,
             pid: 0,
             block: std::sync::Mutex::new(None),
+            reset_values: Default::default(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! An open transaction block's state (BEGIN ... COMMIT): the relations it wrote, each with
+//! An open transaction block's state (BEGIN ... COMMIT, or an implicit one): the relations it wrote, each with
 //! its open storage transaction, its savepoints, and whether a statement failed in it. What
 //! BEGIN, COMMIT, ROLLBACK and SAVEPOINT do with it is in `crate::handler::transaction`.
 
@@ -13,6 +13,10 @@ pub struct TxnBlock {
     pub(crate) writes: BTreeMap<u64, Held>,
     /// A statement failed: the block only rolls back (25P02 for anything but its end).
     pub(crate) failed: bool,
+    /// The implicit transaction of a multi-statement query string, or of the extended
+    /// protocol's statements up to Sync (no BEGIN: it ends with them; see
+    /// `crate::handler::implicit`).
+    pub(crate) implicit: bool,
     /// Savepoints, oldest first.
     pub(crate) savepoints: Vec<Savepoint>,
     /// READ ONLY: statements that write are refused (25006).

@@ -203,6 +203,16 @@ impl WriteTxn {
         }
     }
 
+    /// Rows the statement running on the transaction wrote (in a block, not the rows of
+    /// the block's earlier statements).
+    pub fn statement_rows(&self) -> usize {
+        let before: usize = self
+            .statement
+            .as_ref()
+            .map_or(0, |m| m.chunks.iter().map(|c| c.rows).sum());
+        self.rows().saturating_sub(before)
+    }
+
     /// A statement of a transaction block starts on this transaction (kept in `home` while
     /// the statement runs; see [`WriteTxn::end_statement`]). A statement that `replace`s the
     /// relation voids the batches written so far (a reset record: the statement writes the

@@ -1,10 +1,12 @@
-//! `pg_stat_activity` (as the table function `brook_stat_activity()`, which a reference to
-//! the view becomes: see `brook_planner::pg_functions`) `pg_cancel_backend(pid)` and
+//! `pg_stat_activity` and `pg_stat_progress_copy` (as the table functions
+//! `brook_stat_activity()` and `brook_stat_progress_copy()`, which a reference to the view
+//! becomes: see `brook_planner::pg_functions`), `pg_cancel_backend(pid)` and
 //! `pg_terminate_backend(pid)`.
 
 use crate::exec::activity::Activity;
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -18,6 +20,12 @@ pub fn register(ctx: &SessionContext, activity: Arc<Activity>) {
     ctx.register_udtf(
         brook_planner::pg_functions::STAT_ACTIVITY,
         Arc::new(StatActivity {
+            activity: activity.clone(),
+        }),
+    );
+    ctx.register_udtf(
+        brook_planner::pg_functions::STAT_PROGRESS_COPY,
+        Arc::new(StatProgressCopy {
             activity: activity.clone(),
         }),
     );
@@ -97,7 +105,7 @@ impl TableFunctionImpl for StatActivity {
             text(&|i| backends[i].database.clone()),
             Arc::new(backends.iter().map(|b| b.pid).collect::<Int32Array>()),
             text(&|i| backends[i].user.clone()),
-            text(&|i| backends[i].application_name.clone()),
+            text(&|i| doing[i].application_name.clone()),
             text(&|i| backends[i].client_addr.clone()),
             times(&|i| Some(backends[i].backend_start)),
             times(&|i| doing[i].query_start),
@@ -105,6 +113,71 @@ impl TableFunctionImpl for StatActivity {
             text(&|i| doing[i].state.to_string()),
             text(&|i| doing[i].query.clone()),
             text(&|_| "client backend".to_string()),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns)?;
+        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?))
+    }
+}
+
+/// One row per COPY FROM STDIN in progress, with PostgreSQL's columns (`command` is always
+/// `COPY FROM` and `type` `PIPE`: COPY TO and server files have no progress rows), the
+/// rows counted as they are read. `datid` and `relid` are NULL: Brook's relation oids are
+/// assigned by `pg_class` as it is read; `relname` (Brook's own column) names the relation,
+/// schema-qualified.
+#[derive(Debug)]
+struct StatProgressCopy {
+    activity: Arc<Activity>,
+}
+
+impl TableFunctionImpl for StatProgressCopy {
+    fn call_with_args(
+        &self,
+        _args: TableFunctionArgs<'_, '_>,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("pid", DataType::Int32, false),
+            Field::new("datid", DataType::Int32, true),
+            Field::new("datname", DataType::Utf8, true),
+            Field::new("relid", DataType::Int32, true),
+            Field::new("command", DataType::Utf8, false),
+            Field::new("type", DataType::Utf8, false),
+            Field::new("bytes_processed", DataType::Int64, false),
+            Field::new("bytes_total", DataType::Int64, false),
+            Field::new("tuples_processed", DataType::Int64, false),
+            Field::new("tuples_excluded", DataType::Int64, false),
+            Field::new("tuples_skipped", DataType::Int64, false),
+            Field::new("relname", DataType::Utf8, false),
+        ]));
+        let copies: Vec<_> = self
+            .activity
+            .backends()
+            .into_iter()
+            .filter_map(|b| b.doing().copy.map(|c| (b, c)))
+            .collect();
+        let n = copies.len();
+        let int = |f: &dyn Fn(usize) -> i64| -> ArrayRef {
+            Arc::new((0..n).map(f).collect::<Int64Array>())
+        };
+        let text = |f: &dyn Fn(usize) -> String| -> ArrayRef {
+            Arc::new((0..n).map(|i| Some(f(i))).collect::<StringArray>())
+        };
+        let count = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(copies.iter().map(|(b, _)| b.pid).collect::<Int32Array>()),
+            Arc::new(Int32Array::new_null(n)),
+            text(&|i| copies[i].0.database.clone()),
+            Arc::new(Int32Array::new_null(n)),
+            text(&|_| "COPY FROM".to_string()),
+            text(&|_| "PIPE".to_string()),
+            int(&|i| count(copies[i].1.bytes)),
+            int(&|_| 0),
+            int(&|i| count(copies[i].1.tuples)),
+            int(&|_| 0),
+            int(&|_| 0),
+            text(&|i| copies[i].1.relation.clone()),
         ];
         let batch = RecordBatch::try_new(schema.clone(), columns)?;
         Ok(Arc::new(datafusion::datasource::MemTable::try_new(

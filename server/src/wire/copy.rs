@@ -54,11 +54,18 @@ impl CopyHandler for BrookHandler {
                 .ok_or_else(|| to_pg(brook_err!(Protocol, "CopyDone without a session")))?;
             s.copy_done().await.map_err(to_pg)?
         };
-        client
-            .send(PgWireBackendMessage::CommandComplete(
-                Tag::new("COPY").with_rows(n).into(),
-            ))
-            .await?;
+        let complete = PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into());
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(true)) {
+            self.copied_before_sync
+                .store(true, std::sync::atomic::Ordering::Release);
+            // The extended protocol's COPY commits at Sync (its implicit transaction), so
+            // its CommandComplete goes out with the ReadyForQuery after that commit, as
+            // PostgreSQL's does: a client that takes CommandComplete as the COPY's
+            // acknowledgement (tokio-postgres) never holds one for rows a crash can undo.
+            client.feed(complete).await?;
+        } else {
+            client.send(complete).await?;
+        }
         Ok(())
     }
 

@@ -2,7 +2,9 @@
 //! Execute with row limits and suspended portals.
 
 use super::send::{send_copy_body, send_data_rows, send_notices};
-use super::simple::{is_chain, is_rollback_to_savepoint, is_txn_control, settled_status};
+use super::simple::{
+    end_implicit, is_chain, is_rollback_to_savepoint, is_txn_control, settled_status,
+};
 use super::statement::{copy_header_lines, execute_on_statement_runtime, rows_tag};
 use super::*;
 use crate::pg::types::cast_name;
@@ -21,7 +23,7 @@ use pgwire::api::results::{
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::PgWireBackendMessage;
@@ -365,11 +367,20 @@ impl ExtendedQueryHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // pgwire waits for Sync after an error (and after a COPY that ended well).
+        let copied = self
+            .copied_before_sync
+            .swap(false, std::sync::atomic::Ordering::AcqRel);
+        let failed = matches!(client.state(), PgWireConnectionState::AwaitingSync) && !copied;
         let status = client.transaction_status();
-        if status == TransactionStatus::Error {
-            let g = self.session.lock().await;
-            if let Some(s) = g.as_ref() {
-                client.set_transaction_status(settled_status(status, s));
+        {
+            let mut g = self.session.lock().await;
+            if let Some(s) = g.as_mut() {
+                // The statements since the last Sync were one implicit transaction.
+                end_implicit(client, s, !failed).await?;
+                if status == TransactionStatus::Error {
+                    client.set_transaction_status(settled_status(status, s));
+                }
             }
         }
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
@@ -468,6 +479,8 @@ impl ExtendedQueryHandler for BrookHandler {
             // (Rows that failed while being sent fail the block too.)
             s.block_failed();
         }
+        // The statements up to Sync are one transaction (see `crate::handler::implicit`).
+        s.begin_implicit();
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);

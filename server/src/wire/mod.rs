@@ -127,6 +127,7 @@ impl Front {
             peer,
             idle: Arc::default(),
             reported: std::sync::Mutex::default(),
+            copied_before_sync: std::sync::atomic::AtomicBool::new(false),
         });
         ConnHandlers {
             handler,
@@ -235,6 +236,9 @@ pub struct BrookHandler {
     /// The reported parameters' values as the client last heard them (ParameterStatus),
     /// by setting name; empty until a statement changes one.
     reported: std::sync::Mutex<std::collections::HashMap<&'static str, String>>,
+    /// An extended-protocol COPY FROM STDIN ended well: pgwire then waits for Sync as it
+    /// does after an error, and `on_sync` must not take it for one.
+    copied_before_sync: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for BrookHandler {

@@ -34,6 +34,56 @@ pub(super) fn settled_status(
     }
 }
 
+/// End the session's implicit transaction, if one is open (see
+/// `crate::handler::implicit`): commit it (`commit`) or roll it back, and send the error of
+/// a commit that failed.
+pub(super) async fn end_implicit<C>(
+    client: &mut C,
+    s: &mut crate::session::Session,
+    commit: bool,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if let Err(e) = s.end_implicit(commit) {
+        client
+            .feed(PgWireBackendMessage::ErrorResponse(
+                ErrorInfo::from(to_pg(e)).into(),
+            ))
+            .await?;
+    }
+    Ok(())
+}
+
+/// 0A000 for statements after a COPY FROM STDIN in one query string: they would run after
+/// its data, which Brook does not do (they were dropped without a word).
+fn nothing_after_copy_from_stdin(
+    stmts: Vec<BrookStatement>,
+) -> Result<Vec<BrookStatement>, BrookError> {
+    let last = stmts.len().saturating_sub(1);
+    if stmts.iter().take(last).any(is_copy_from_stdin) {
+        return Err(brook_err!(
+            Unsupported,
+            "statements after COPY ... FROM STDIN in the same query string (send them in a query of their own)"
+        ));
+    }
+    Ok(stmts)
+}
+
+/// COPY ... FROM STDIN (its data follows the query string).
+fn is_copy_from_stdin(s: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::{CopyTarget, Statement as S};
+    matches!(
+        s.as_sql(),
+        Some(S::Copy {
+            to: false,
+            target: CopyTarget::Stdin,
+            ..
+        })
+    )
+}
+
 /// COMMIT AND CHAIN or ROLLBACK AND CHAIN.
 pub(super) fn is_chain(s: &BrookStatement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
@@ -83,6 +133,7 @@ impl SimpleQueryHandler for BrookHandler {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let stmts = match check_query_text(&query.query)
             .and_then(|()| brook_planner::parse_sql(&query.query))
+            .and_then(nothing_after_copy_from_stdin)
         {
             Ok(s) => s,
             Err(e) => {
@@ -98,6 +149,10 @@ impl SimpleQueryHandler for BrookHandler {
                 ))
                 .await?;
         }
+        // Several statements are one transaction, as in PostgreSQL (unless they control
+        // transactions themselves); see `crate::handler::implicit`.
+        let implicit = stmts.len() > 1;
+        let mut failed = false;
         for stmt in stmts {
             // (The session, and with it the connection's activity entry, exists from here.)
             let timeout = self.statement_timeout(client).await?;
@@ -109,6 +164,7 @@ impl SimpleQueryHandler for BrookHandler {
                         ErrorInfo::from(to_pg(BrookError::InFailedTransaction)).into(),
                     ))
                     .await?;
+                failed = true;
                 break;
             }
             let rollback_to = is_rollback_to_savepoint(&stmt);
@@ -118,6 +174,15 @@ impl SimpleQueryHandler for BrookHandler {
                 if let Some(s) = g.as_mut().filter(|_| commit_in_failed) {
                     // (Rows that failed while being sent fail the block too.)
                     s.block_failed();
+                }
+                if let Some(s) = g.as_mut().filter(|_| implicit) {
+                    if is_copy_from_stdin(&stmt) {
+                        // The query string ends at COPY FROM STDIN (its data comes next):
+                        // what ran before commits, and the COPY is a transaction of its own.
+                        s.end_implicit(true).map_err(to_pg)?;
+                    } else {
+                        s.begin_implicit();
+                    }
                 }
                 execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await
             }
@@ -146,6 +211,7 @@ impl SimpleQueryHandler for BrookHandler {
                         ))
                         .await?;
                     status = status.to_error_state();
+                    failed = true;
                     break;
                 }
             };
@@ -159,6 +225,7 @@ impl SimpleQueryHandler for BrookHandler {
                             ))
                             .await?;
                         status = status.to_error_state();
+                        failed = true;
                         break;
                     }
                 }
@@ -201,6 +268,7 @@ impl SimpleQueryHandler for BrookHandler {
                             ))
                             .await?;
                         status = status.to_error_state();
+                        failed = true;
                         break;
                     }
                 }
@@ -209,6 +277,7 @@ impl SimpleQueryHandler for BrookHandler {
                         .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
                         .await?;
                     status = status.to_error_state();
+                    failed = true;
                     break;
                 }
                 Response::EmptyQuery | Response::CopyBoth(_) => {}
@@ -217,8 +286,11 @@ impl SimpleQueryHandler for BrookHandler {
         self.cancel.end();
         // (Read without creating the session: an empty query string has none yet.)
         let changed = {
-            let g = self.session.lock().await;
-            if let Some(s) = g.as_ref() {
+            let mut g = self.session.lock().await;
+            if let Some(s) = g.as_mut() {
+                // The implicit transaction ends with the query string (also one the extended
+                // protocol left open without Sync, as PostgreSQL's simple query ends it).
+                end_implicit(client, s, !failed).await?;
                 status = settled_status(status, s);
             }
             self.changed_parameters(client, g.as_ref())

@@ -226,3 +226,103 @@ impl StartupHandler for Startup {
         Ok(())
     }
 }
+
+/// Startup-packet entries that are not settings.
+const NOT_SETTINGS: [&str; 4] = ["user", "database", "options", "replication"];
+
+/// The settings a startup packet gives, applied to the connection's new session as
+/// PostgreSQL applies them: each `-c name=value` (or `--name=value`) of `options` (libpq's
+/// `PGOPTIONS`, `psql "options=-c search_path=s"`), then each parameter that names a
+/// setting (`application_name`, `search_path`, `DateStyle`, ...), which wins over the
+/// same one in `options`. They are what RESET goes back to. A value Brook does not take is
+/// skipped with a log line rather than ending the connection as PostgreSQL's FATAL would:
+/// pgjdbc sends its JVM's time zone, and Brook sessions run in UTC (which the TimeZone
+/// reported at startup tells the client).
+pub(super) fn apply_startup_settings(session: &mut Session, metadata: &HashMap<String, String>) {
+    let mut settings = metadata
+        .get("options")
+        .map(|o| command_line_settings(o))
+        .unwrap_or_default();
+    let mut given: Vec<(String, String)> = metadata
+        .iter()
+        .filter(|(k, _)| !NOT_SETTINGS.contains(&k.as_str()) && !k.starts_with("_pq_."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    given.sort();
+    settings.extend(given);
+    for (name, value) in settings {
+        match session.set_var(&name, &value) {
+            Ok(()) => session.keep_as_reset_value(&name),
+            Err(e) => {
+                tracing::info!(setting = %name, value = %value, error = %e, "a startup parameter was not applied");
+            }
+        }
+    }
+}
+
+/// The `-c name=value` and `--name=value` switches of a startup packet's `options`:
+/// words split at white space, a backslash taking the next character literally (as
+/// PostgreSQL's `pg_split_opts`), dashes in names read as underscores. Other switches are
+/// skipped.
+fn command_line_settings(options: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut out = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(w) = words.next() {
+        let setting = if w == "-c" {
+            words.next()
+        } else {
+            w.strip_prefix("--")
+                .or_else(|| w.strip_prefix("-c"))
+                .map(str::to_string)
+        };
+        if let Some((name, value)) = setting.as_deref().and_then(|s| s.split_once('=')) {
+            out.push((name.replace('-', "_"), value.to_string()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_line_settings;
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn options_switches_read_as_postgresql_splits_them() {
+        assert_eq!(
+            command_line_settings("-c search_path=s1 -cstatement_timeout=5s --lock-timeout=1s"),
+            pairs(&[
+                ("search_path", "s1"),
+                ("statement_timeout", "5s"),
+                ("lock_timeout", "1s")
+            ])
+        );
+        assert_eq!(
+            command_line_settings(r"-c application_name=my\ app  -X -c"),
+            pairs(&[("application_name", "my app")])
+        );
+        assert_eq!(command_line_settings(""), pairs(&[]));
+    }
+}

@@ -53,6 +53,12 @@ impl BrookHandler {
                     at_start.to_string()
                 }
             });
+            if now != heard && key == "application_name" {
+                // pg_stat_activity shows the name set since.
+                if let Some(b) = self.backend.lock().ok().and_then(|b| b.clone()) {
+                    b.set_application_name(&now);
+                }
+            }
             if now != heard {
                 out.push(PgWireBackendMessage::ParameterStatus(
                     pgwire::messages::startup::ParameterStatus::new(wire.to_string(), now.clone()),
@@ -105,6 +111,7 @@ impl BrookHandler {
             }
             let db = self.engine.database(&dbname).map_err(to_pg)?;
             let mut session = Session::new(self.engine.clone(), db, user);
+            super::startup::apply_startup_settings(&mut session, client.metadata());
             session.set_backend_pid(pid);
             session.report_setting("max_connections", &self.max_connections.to_string());
             *g = Some(session);

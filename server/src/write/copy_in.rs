@@ -12,6 +12,23 @@ pub struct CopyIn {
     pub(crate) parser: CopyParser,
     pub(crate) builder: BatchBuilder,
     pub(crate) writer: CopyWriter,
+    /// The relation written, schema-qualified (for `pg_stat_progress_copy`).
+    pub(crate) relation: String,
+    /// Bytes of data received so far.
+    pub(crate) bytes: u64,
+    /// Rows passed on to the writer so far (those in `builder` not counted).
+    pub(crate) rows_sent: u64,
+}
+
+impl CopyIn {
+    /// Where the COPY is: the rows read so far are those sent on and those buffered.
+    pub(crate) fn progress(&self) -> crate::exec::activity::CopyProgress {
+        crate::exec::activity::CopyProgress {
+            relation: self.relation.clone(),
+            bytes: self.bytes,
+            tuples: self.rows_sent + self.builder.len() as u64,
+        }
+    }
 }
 
 /// Where a COPY's rows are converted and written to the log.
@@ -51,6 +68,8 @@ pub(crate) async fn copy_feed(c: &mut CopyIn, data: &[u8], eof: bool) -> Result<
     } else {
         c.parser.feed(data, &mut sink)?;
     }
+    c.bytes += data.len() as u64;
+    c.rows_sent += ready.iter().map(|r| r.len() as u64).sum::<u64>();
     c.writer.send(ready).await
 }
 
