@@ -12,8 +12,8 @@
 
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
-    TableFunctionArgs, VisitMut, VisitorMut,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, Statement,
+    TableAlias, TableFactor, TableFunctionArgs, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -406,6 +406,66 @@ impl SqlStatementRewriteRule for GenerateSubscripts {
         });
         s
     }
+}
+
+/// `SELECT generate_series(a, b)`: a set-returning function in the select list gives one
+/// row per value in PostgreSQL, but DataFusion's `generate_series` called as a scalar
+/// returns them all as one array (a wrong answer: `{1,2,3}` in one row). A select item
+/// that is such a call becomes `unnest(generate_series(a, b)) AS generate_series` (its
+/// alias kept), which DataFusion expands into rows. A call inside a larger expression is
+/// left alone (it gives an array, which the expression around it refuses).
+#[derive(Debug)]
+pub struct SeriesInSelectList;
+
+impl SqlStatementRewriteRule for SeriesInSelectList {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        struct Selects;
+        impl VisitorMut for Selects {
+            type Break = ();
+            fn pre_visit_query(
+                &mut self,
+                q: &mut datafusion::sql::sqlparser::ast::Query,
+            ) -> ControlFlow<()> {
+                if let SetExpr::Select(select) = q.body.as_mut() {
+                    for item in &mut select.projection {
+                        expand_series(item);
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = s.visit(&mut Selects);
+        s
+    }
+}
+
+fn expand_series(item: &mut SelectItem) {
+    let (expr, alias) = match item {
+        SelectItem::UnnamedExpr(e) => (e.clone(), None),
+        SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
+        _ => return,
+    };
+    let Expr::Function(f) = &expr else {
+        return;
+    };
+    let parts: Vec<String> = f
+        .name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
+        .collect();
+    let series = match parts.as_slice() {
+        [n] => n == "generate_series",
+        [schema, n] => n == "generate_series" && schema == "pg_catalog",
+        _ => false,
+    };
+    if !series || f.over.is_some() {
+        return;
+    }
+    *item = SelectItem::ExprWithAlias {
+        expr: function_call("unnest", vec![expr]),
+        alias: alias.unwrap_or_else(|| Ident::new("generate_series")),
+    };
 }
 
 /// `pg_get_serial_sequence(table, column)::regclass` as an integer NULL. The compatibility
