@@ -88,6 +88,20 @@ fn function_view(name: &ObjectName) -> Option<(&'static str, &'static str)> {
         })
 }
 
+/// Whether `name` is `function`, unqualified or qualified with `schema` (either case).
+fn names_function(name: &ObjectName, function: &str, schema: &str) -> bool {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
+        .collect();
+    match parts.as_slice() {
+        [n] => n == function,
+        [s, n] => n == function && s == schema,
+        _ => false,
+    }
+}
+
 /// Name of the function a cast to uuid becomes.
 pub const UUID_CAST: &str = "brook_uuid";
 
@@ -301,17 +315,7 @@ impl SqlStatementRewriteRule for ExpandArray {
             let Expr::Function(f) = expr else {
                 return;
             };
-            let parts: Vec<String> = f
-                .name
-                .0
-                .iter()
-                .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
-                .collect();
-            let named = match parts.as_slice() {
-                [n] => n == "_pg_expandarray",
-                [schema, n] => n == "_pg_expandarray" && schema == "information_schema",
-                _ => false,
-            };
+            let named = names_function(&f.name, "_pg_expandarray", "information_schema");
             let FunctionArguments::List(list) = &f.args else {
                 return;
             };
@@ -448,18 +452,7 @@ fn expand_series(item: &mut SelectItem) {
     let Expr::Function(f) = &expr else {
         return;
     };
-    let parts: Vec<String> = f
-        .name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
-        .collect();
-    let series = match parts.as_slice() {
-        [n] => n == "generate_series",
-        [schema, n] => n == "generate_series" && schema == "pg_catalog",
-        _ => false,
-    };
-    if !series || f.over.is_some() {
+    if !names_function(&f.name, "generate_series", "pg_catalog") || f.over.is_some() {
         return;
     }
     *item = SelectItem::ExprWithAlias {
