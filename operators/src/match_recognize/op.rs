@@ -14,6 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One partition's rows still needed.
@@ -31,6 +32,12 @@ pub(super) struct Partition {
     matches: i64,
     /// The order key of the last row taken (rows behind it are late).
     last_order: Option<Vec<u8>>,
+    /// The answers of the conditions checked while matching by the attempt at `next`, in
+    /// the order it asked them, while it waits for more rows. The matcher is deterministic:
+    /// run again with more rows, the attempt asks the same questions first, so they are
+    /// answered from here and each row is checked once, not once per batch the attempt
+    /// spans (a match growing one row per commit costs O(n) checks, not O(n²)).
+    replay: Vec<bool>,
 }
 
 /// One partition's share of a batch.
@@ -59,6 +66,9 @@ pub struct MatchRecognizeOp {
     /// Asked between match attempts and before each check: true stops the operator with
     /// 57014 (the statement was cancelled).
     interrupt: Option<Interrupt>,
+    /// Conditions evaluated while matching, in all (a check answered from an attempt's
+    /// replay is not counted).
+    pub(super) evaluated: AtomicU64,
 }
 
 /// Whether the work should stop (see [`MatchRecognizeOp::with_interrupt`]).
@@ -122,6 +132,7 @@ impl MatchRecognizeOp {
             history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
             late: 0,
             interrupt: None,
+            evaluated: AtomicU64::new(0),
         })
     }
 
@@ -223,6 +234,7 @@ impl MatchRecognizeOp {
         if self.interrupt.as_ref().is_some_and(|stop| stop()) {
             return Err(BrookError::Canceled);
         }
+        self.evaluated.fetch_add(1, Ordering::Relaxed);
         let (Some(Some(cond)), Some(Some(schema))) =
             (self.node.conditions.get(v), self.checked_schemas.get(v))
         else {
@@ -302,9 +314,11 @@ impl MatchRecognizeOp {
             if self.interrupt.as_ref().is_some_and(|stop| stop()) {
                 return Err(BrookError::Canceled);
             }
+            let mut replay = std::mem::take(&mut p.replay);
             let outcome = {
                 let part: &Partition = p;
                 let mut states = Vec::new();
+                let mut asked = 0usize;
                 self.node.program.run(
                     &part.eligible[..end],
                     start,
@@ -312,12 +326,21 @@ impl MatchRecognizeOp {
                     finished || bounded,
                     self.checked,
                     &mut |row, v, path, stable| {
-                        self.check(part, start, row, v, path, stable, &mut states)
+                        asked += 1;
+                        if let Some(&answer) = replay.get(asked - 1) {
+                            return Ok(answer);
+                        }
+                        let answer = self.check(part, start, row, v, path, stable, &mut states)?;
+                        replay.push(answer);
+                        Ok(answer)
                     },
                 )?
             };
             match outcome {
-                Outcome::NeedMore => break,
+                Outcome::NeedMore => {
+                    p.replay = replay;
+                    break;
+                }
                 Outcome::NoMatch => {
                     if unmatched {
                         out.push(OutRow {
@@ -477,6 +500,7 @@ impl Operator for MatchRecognizeOp {
                     next: 0,
                     matches: 0,
                     last_order: None,
+                    replay: Vec::new(),
                 });
             let mut rows: Vec<u32> = Vec::with_capacity(idx.len());
             // The last row taken whose order value has no NULL. A row whose order value is

@@ -275,10 +275,9 @@ fn a_null_order_value_holds_no_later_row_back() {
     assert_eq!(op.late_rows(), 1);
 }
 
-/// The V shape whose rise may not pass the start's price: `up AS price > PREV(price) AND
-/// price <= FIRST(strt.price)` reads the match so far, so it is checked while matching.
-fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
-    let mut node = v_shape(rows_per_match);
+/// The schema a V-shape condition over the match reads: the input, `PREV(price)`
+/// (`__prev_0`) and `FIRST(strt.price)` (`__nav_0`).
+fn with_prev_and_first_price(node: &MatchRecognizeNode) -> SchemaRef {
     let mut ext: Vec<Field> = node
         .input_schema
         .fields()
@@ -287,7 +286,14 @@ fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         .collect();
     ext.push(Field::new("__prev_0", DataType::Int64, true));
     ext.push(Field::new("__nav_0", DataType::Int64, true));
-    let ext = Arc::new(Schema::new(ext));
+    Arc::new(Schema::new(ext))
+}
+
+/// The V shape whose rise may not pass the start's price: `up AS price > PREV(price) AND
+/// price <= FIRST(strt.price)` reads the match so far, so it is checked while matching.
+fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
+    let mut node = v_shape(rows_per_match);
+    let ext = with_prev_and_first_price(&node);
     let price = col("price", &ext).unwrap();
     let rises = binary(price.clone(), Op::Gt, col("__prev_0", &ext).unwrap(), &ext).unwrap();
     let capped = binary(price, Op::LtEq, col("__nav_0", &ext).unwrap(), &ext).unwrap();
@@ -347,4 +353,54 @@ fn within_decides_an_attempt_once_a_row_past_the_bound_arrives() {
     // While streaming, A's first match is decided by the row at t 5 (1 + 4: past), not by
     // a row that stops the rise; the others wait for a row past their bound.
     assert_eq!(whole.0, vec!["A | 1 | 10 | 1 | up | 1"]);
+}
+
+#[test]
+fn an_attempt_waiting_for_rows_checks_each_row_once() {
+    // `down AS price < PREV(price) AND price < FIRST(strt.price)` reads the match so far,
+    // so it is checked while matching. A falling run of 200 rows arriving one per batch:
+    // the attempt at its first row waits for more rows after each batch; run again, it
+    // answers the checks it made before from its replay, so each row is checked once —
+    // not once per batch the attempt spans (about 20,000 checks).
+    let mut node = bounded_v_shape(RowsPerMatch::One);
+    let (up, down) = (node.conditions[2].clone(), node.conditions[1].clone());
+    let (Some(up), Some(down)) = (up, down) else {
+        panic!("the V shape defines down and up");
+    };
+    let ext = with_prev_and_first_price(&node);
+    let below_start = binary(
+        col("price", &ext).unwrap(),
+        Op::Lt,
+        col("__nav_0", &ext).unwrap(),
+        &ext,
+    )
+    .unwrap();
+    node.conditions[1] = Some(Condition {
+        expr: binary(down.expr, Op::And, below_start, &ext).unwrap(),
+        reads: up.reads.clone(),
+    });
+    let mut op = MatchRecognizeOp::new(&node).unwrap();
+    let mut lines = String::from("sym:utf8 | t:int64 | price:int64\n");
+    for t in 0..200 {
+        lines.push_str(&format!("A | {t} | {}\n", 1000 - t));
+    }
+    lines.push_str("A | 200 | 900\n");
+    let data = from_pretty(&lines);
+    let mut out = Vec::new();
+    for i in 0..data.num_rows() {
+        let part = data.slice(i, 1);
+        let input = change::attach(
+            &node.input_schema,
+            part.columns().to_vec(),
+            change::constant(change::INSERT, 1),
+        )
+        .unwrap();
+        for b in op.on_data(0, input).unwrap() {
+            out.push(change::strip(&b).unwrap());
+        }
+    }
+    out.extend(op.finish().unwrap());
+    assert_eq!(to_sorted_rows(&out), vec!["A | 0 | 801 | 1 | up | 1"]);
+    let evaluated = op.evaluated.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(evaluated <= 2 * 201, "{evaluated} conditions evaluated");
 }
