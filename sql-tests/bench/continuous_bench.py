@@ -9,7 +9,8 @@ filesystem source into a blackhole sink (parallelism 2, streaming mode). Prints 
 memory (Brook's resident set; Flink's JVM plus Python) and the ratios, and checks that both
 produced the same number of window rows.
 
-    pip install apache-flink   # once
+    python3 -m venv /var/tmp/flink && /var/tmp/flink/bin/pip install apache-flink   # once
+    export FLINK_PYTHON=/var/tmp/flink/bin/python3
     python3 sql-tests/bench/continuous_bench.py --brook target/release/brook [--rows 10000000]
 """
 import argparse
@@ -143,7 +144,10 @@ def run_python_job(work, source, args, pattern):
     job = os.path.join(work, "flink_job.py")
     with open(job, "w") as f:
         f.write(source)
-    proc = subprocess.Popen([sys.executable, job, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # PyFlink pins an old pyarrow; installed beside the client tests' packages it breaks
+    # them (ADBC), so it may live in a virtualenv of its own: FLINK_PYTHON names its python.
+    python = os.environ.get("FLINK_PYTHON", sys.executable)
+    proc = subprocess.Popen([python, job, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rss = PeakRss(proc.pid)
     out, err = proc.communicate()
     peak = rss.mib()
