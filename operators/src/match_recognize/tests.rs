@@ -127,6 +127,17 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
 /// Run the node over `data` cut into batches of `cut` rows; then finish.
 fn run(node: &MatchRecognizeNode, data: &RecordBatch, cut: usize) -> (Vec<String>, Vec<String>) {
     let mut op = MatchRecognizeOp::new(node).unwrap();
+    feed(&mut op, node, data, cut)
+}
+
+/// Feed `data` to `op` in batches of `cut` rows, then finish: the rows streamed and all
+/// rows, sorted.
+fn feed(
+    op: &mut MatchRecognizeOp,
+    node: &MatchRecognizeNode,
+    data: &RecordBatch,
+    cut: usize,
+) -> (Vec<String>, Vec<String>) {
     let mut streamed = Vec::new();
     let mut at = 0;
     while at < data.num_rows() {
@@ -363,8 +374,7 @@ fn an_attempt_waiting_for_rows_checks_each_row_once() {
     // answers the checks it made before from its replay, so each row is checked once —
     // not once per batch the attempt spans (about 20,000 checks).
     let mut node = bounded_v_shape(RowsPerMatch::One);
-    let (up, down) = (node.conditions[2].clone(), node.conditions[1].clone());
-    let (Some(up), Some(down)) = (up, down) else {
+    let (Some(up), Some(down)) = (node.conditions[2].clone(), node.conditions[1].clone()) else {
         panic!("the V shape defines down and up");
     };
     let ext = with_prev_and_first_price(&node);
@@ -385,22 +395,8 @@ fn an_attempt_waiting_for_rows_checks_each_row_once() {
         lines.push_str(&format!("A | {t} | {}\n", 1000 - t));
     }
     lines.push_str("A | 200 | 900\n");
-    let data = from_pretty(&lines);
-    let mut out = Vec::new();
-    for i in 0..data.num_rows() {
-        let part = data.slice(i, 1);
-        let input = change::attach(
-            &node.input_schema,
-            part.columns().to_vec(),
-            change::constant(change::INSERT, 1),
-        )
-        .unwrap();
-        for b in op.on_data(0, input).unwrap() {
-            out.push(change::strip(&b).unwrap());
-        }
-    }
-    out.extend(op.finish().unwrap());
-    assert_eq!(to_sorted_rows(&out), vec!["A | 0 | 801 | 1 | up | 1"]);
+    let (_, all) = feed(&mut op, &node, &from_pretty(&lines), 1);
+    assert_eq!(all, vec!["A | 0 | 801 | 1 | up | 1"]);
     let evaluated = op.evaluated.load(std::sync::atomic::Ordering::Relaxed);
     assert!(evaluated <= 2 * 201, "{evaluated} conditions evaluated");
 }
