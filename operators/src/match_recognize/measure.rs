@@ -168,6 +168,42 @@ impl NavState {
     }
 }
 
+impl NavState {
+    /// The value of a navigation of kind `kind` (of type `ty`) after the rows folded, in a
+    /// match numbered `match_number`: one row's [`states_column`], for a condition checked
+    /// row by row.
+    pub(super) fn value(
+        &self,
+        kind: &MeasureKind,
+        rows: &RecordBatch,
+        ty: &DataType,
+        variables: &[String],
+        match_number: i64,
+    ) -> Result<ScalarValue> {
+        let at = |col: usize, row: Option<usize>| -> Result<ScalarValue> {
+            let column = rows.column(col);
+            Ok(match row {
+                Some(r) => ScalarValue::try_from_array(column, r)?,
+                None => ScalarValue::try_from(column.data_type())?,
+            })
+        };
+        match kind {
+            MeasureKind::First { col, offset, .. } => at(*col, self.rows.get(*offset).copied()),
+            MeasureKind::Last { col, offset, .. } => {
+                at(*col, (self.rows.len() == offset + 1).then(|| self.rows[0]))
+            }
+            MeasureKind::Classifier => {
+                Ok(ScalarValue::Utf8(self.variable.map(|v| variables[v].clone())).cast_to(ty)?)
+            }
+            MeasureKind::MatchNumber => Ok(ScalarValue::Int64(Some(match_number))),
+            MeasureKind::Count { .. } => Ok(ScalarValue::Int64(Some(self.count))),
+            MeasureKind::Aggregate { func, .. } => {
+                self.running.value(*func, &ScalarValue::try_from(ty)?)
+            }
+        }
+    }
+}
+
 /// The column of a navigation of kind `kind` from its state after each output row's span
 /// (None: the row is in no match).
 pub(super) fn states_column(

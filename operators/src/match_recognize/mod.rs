@@ -12,6 +12,7 @@ mod measure;
 pub use measure::reads_schema;
 mod op;
 pub mod pattern;
+mod row_expr;
 
 use crate::{NodeSpec, Operator};
 use brook_common::Result;

@@ -1,9 +1,10 @@
 //! Runtime state of `MATCH_RECOGNIZE`: per partition, the rows from the first one a match
 //! may still start at (plus the rows `PREV` reads back), with the variables each row can be.
 
-use super::measure::{measure_column, reads_schema, states_column, OutRow, PathStates};
+use super::measure::{measure_column, reads_schema, states_column, NavState, OutRow, PathStates};
 use super::pattern::{Outcome, Path};
-use super::{in_set, AfterMatch, MatchRecognizeNode, RowsPerMatch};
+use super::row_expr::RowExpr;
+use super::{in_set, AfterMatch, MatchRecognizeNode, Navigation, RowsPerMatch};
 use crate::{change, Operator};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
@@ -13,7 +14,7 @@ use datafusion::arrow::compute::{cast, concat_batches, interleave, take};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
-use datafusion::common::HashMap;
+use datafusion::common::{HashMap, ScalarValue};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -61,6 +62,9 @@ pub struct MatchRecognizeOp {
     /// and the schema each such condition reads (extended, then its navigations).
     checked: u64,
     checked_schemas: Vec<Option<SchemaRef>>,
+    /// Those conditions compiled for checking on one row's values, where their shape
+    /// allows (None: checked over a one-row batch).
+    row_conditions: Vec<Option<RowExpr>>,
     history: usize,
     late: u64,
     /// Asked between match attempts and before each check: true stops the operator with
@@ -103,6 +107,7 @@ impl MatchRecognizeOp {
         }
         let mut checked = 0u64;
         let mut checked_schemas = Vec::new();
+        let mut row_conditions = Vec::new();
         for (v, c) in node.conditions.iter().enumerate() {
             match c {
                 Some(c) if !c.reads.is_empty() => {
@@ -114,9 +119,14 @@ impl MatchRecognizeOp {
                             .iter()
                             .map(|x| x.as_ref().clone()),
                     );
-                    checked_schemas.push(Some(Arc::new(Schema::new(f))));
+                    let schema = Schema::new(f);
+                    row_conditions.push(RowExpr::compile(&c.expr, &schema));
+                    checked_schemas.push(Some(Arc::new(schema)));
                 }
-                _ => checked_schemas.push(None),
+                _ => {
+                    row_conditions.push(None);
+                    checked_schemas.push(None);
+                }
             }
         }
         Ok(MatchRecognizeOp {
@@ -129,6 +139,7 @@ impl MatchRecognizeOp {
             extended: Arc::new(Schema::new(fields)),
             checked,
             checked_schemas,
+            row_conditions,
             history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
             late: 0,
             interrupt: None,
@@ -240,6 +251,24 @@ impl MatchRecognizeOp {
         else {
             return Ok(true);
         };
+        if states.len() < self.node.conditions.len() {
+            states.resize_with(self.node.conditions.len(), PathStates::default);
+        }
+        for s in states.iter_mut() {
+            s.forget_after(stable);
+        }
+        let mut navs = states[v].after(&cond.reads, &p.rows, start, path)?;
+        for (s, r) in navs.iter_mut().zip(&cond.reads) {
+            // The row itself, as the variable it would be.
+            s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
+        }
+        if let Some(Some(expr)) = self.row_conditions.get(v) {
+            let value = |i: usize| self.row_value(p, row, &cond.reads, &navs, i);
+            return Ok(matches!(
+                expr.eval(&value)?,
+                ScalarValue::Boolean(Some(true))
+            ));
+        }
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         let at = UInt32Array::from(vec![row as u32]);
         for c in p.rows.columns() {
@@ -251,21 +280,12 @@ impl MatchRecognizeOp {
             let before = UInt32Array::from(vec![row.checked_sub(prev.offset).map(|r| r as u32)]);
             cols.push(take(p.rows.column(prev.col).as_ref(), &before, None)?);
         }
-        if states.len() < self.node.conditions.len() {
-            states.resize_with(self.node.conditions.len(), PathStates::default);
-        }
-        for s in states.iter_mut() {
-            s.forget_after(stable);
-        }
-        let navs = states[v].after(&cond.reads, &p.rows, start, path)?;
         let here = OutRow {
             row,
             matched: Some((start, Arc::default(), p.matches + 1)),
             upto: row,
         };
-        for (mut s, r) in navs.into_iter().zip(&cond.reads) {
-            // The row itself, as the variable it would be.
-            s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
+        for (s, r) in navs.into_iter().zip(&cond.reads) {
             cols.push(states_column(
                 &p.rows,
                 std::slice::from_ref(&here),
@@ -282,6 +302,45 @@ impl MatchRecognizeOp {
             .downcast_ref::<BooleanArray>()
             .ok_or_else(|| brook_err!(Internal, "DEFINE condition is not boolean"))?;
         Ok(result.is_valid(0) && result.value(0))
+    }
+
+    /// Column `i` of a checked condition's schema for row `row` of `p`: an input column,
+    /// a `PREV` column, or the value of the condition's navigation `reads[k]` from its
+    /// state `navs[k]` (the row included).
+    fn row_value(
+        &self,
+        p: &Partition,
+        row: usize,
+        reads: &[Navigation],
+        navs: &[NavState],
+        i: usize,
+    ) -> Result<ScalarValue> {
+        let inputs = p.rows.num_columns();
+        if i < inputs {
+            return Ok(ScalarValue::try_from_array(p.rows.column(i), row)?);
+        }
+        let i = i - inputs;
+        if let Some(prev) = self.node.prev.get(i) {
+            let column = p.rows.column(prev.col);
+            return Ok(match row.checked_sub(prev.offset) {
+                Some(r) => ScalarValue::try_from_array(column, r)?,
+                None => ScalarValue::try_from(column.data_type())?,
+            });
+        }
+        let k = i - self.node.prev.len();
+        let (Some(read), Some(state)) = (reads.get(k), navs.get(k)) else {
+            return Err(brook_err!(
+                Internal,
+                "DEFINE condition reads column {i} it has not"
+            ));
+        };
+        state.value(
+            &read.kind,
+            &p.rows,
+            &read.data_type,
+            &self.node.variables,
+            p.matches + 1,
+        )
     }
 
     /// Under `WITHIN`, the rows from `start` an attempt there may take (those whose order

@@ -75,6 +75,9 @@ pub(super) fn plan_conditions(
         );
         let schema = DFSchema::try_from(Schema::new(all))?;
         let logical = state.create_logical_expr(&e.to_string(), &schema)?;
+        // As in a query: integer arithmetic fails on overflow (22003) rather than wraps.
+        let logical = crate::checked::CheckedIntegerArithmetic::default()
+            .check_expression(logical, &schema)?;
         let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
         if ty != DataType::Boolean {
             return Err(brook_err!(

@@ -48,6 +48,9 @@ pub(super) fn plan_measure(
     }
     let schema = DFSchema::try_from(reads_schema(&found).as_ref().clone())?;
     let logical = state.create_logical_expr(&rewritten.to_string(), &schema)?;
+    // As in a query: integer arithmetic fails on overflow (22003) rather than wraps.
+    let logical =
+        crate::checked::CheckedIntegerArithmetic::default().check_expression(logical, &schema)?;
     let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
     super::refuse_unplannable(&logical, "MEASURES")?;
     let expr = state.create_physical_expr(logical, &schema)?;
