@@ -113,7 +113,7 @@ fn navigation_column(
 
 /// One navigation over the rows of a match so far: what each kind of navigation needs
 /// to give its value after them.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(super) struct NavState {
     /// `FIRST(.., k)`: the first k+1 rows of its variables; `LAST(.., k)`: the last k+1.
     rows: VecDeque<usize>,
@@ -123,6 +123,26 @@ pub(super) struct NavState {
     count: i64,
     /// `sum`, `avg`, `min`, `max`.
     running: Running,
+}
+
+// By hand for `clone_from`, which reuses the rows' buffer: a condition checked while
+// matching copies its states once per check.
+impl Clone for NavState {
+    fn clone(&self) -> Self {
+        NavState {
+            rows: self.rows.clone(),
+            variable: self.variable,
+            count: self.count,
+            running: self.running.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.rows.clone_from(&source.rows);
+        self.variable = source.variable;
+        self.count = source.count;
+        self.running.clone_from(&source.running);
+    }
 }
 
 impl NavState {
@@ -281,6 +301,8 @@ pub(super) struct PathStates {
     /// (rows of the path folded, the state of each read after them), ascending; all but
     /// the last at a multiple of `CHECKPOINT`.
     saved: Vec<(usize, Vec<NavState>)>,
+    /// The copy [`PathStates::after`] hands out, its buffers reused from check to check.
+    scratch: Vec<NavState>,
 }
 
 impl PathStates {
@@ -291,16 +313,27 @@ impl PathStates {
         }
     }
 
+    /// Forget everything: a new match attempt.
+    pub(super) fn clear(&mut self) {
+        self.saved.clear();
+    }
+
     /// The state of each of `reads` after the rows of `path` (row `start + i` as variable
-    /// `path[i]`).
+    /// `path[i]`), as a copy the caller may change.
     pub(super) fn after(
         &mut self,
         reads: &[Navigation],
         rows: &RecordBatch,
         start: usize,
         path: &[usize],
-    ) -> Result<Vec<NavState>> {
+    ) -> Result<&mut [NavState]> {
+        // The last state kept, taken to be extended in place unless it is a checkpoint
+        // (which stays; then a copy is extended).
         let (mut k, mut states) = match self.saved.last() {
+            Some((k, _)) if k % CHECKPOINT != 0 => self
+                .saved
+                .pop()
+                .ok_or_else(|| brook_err!(Internal, "a kept match state vanished"))?,
             Some((k, s)) => (*k, s.clone()),
             None => (0, vec![NavState::default(); reads.len()]),
         };
@@ -313,13 +346,11 @@ impl PathStates {
                 self.saved.push((k, states.clone()));
             }
         }
-        if self.saved.last().is_some_and(|(j, _)| j % CHECKPOINT != 0) {
-            self.saved.pop();
-        }
+        self.scratch.clone_from(&states);
         if self.saved.last().map(|(j, _)| *j) != Some(k) {
-            self.saved.push((k, states.clone()));
+            self.saved.push((k, states));
         }
-        Ok(states)
+        Ok(&mut self.scratch)
     }
 }
 

@@ -257,13 +257,13 @@ impl MatchRecognizeOp {
         for s in states.iter_mut() {
             s.forget_after(stable);
         }
-        let mut navs = states[v].after(&cond.reads, &p.rows, start, path)?;
+        let navs = states[v].after(&cond.reads, &p.rows, start, path)?;
         for (s, r) in navs.iter_mut().zip(&cond.reads) {
             // The row itself, as the variable it would be.
             s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
         }
         if let Some(Some(expr)) = self.row_conditions.get(v) {
-            let value = |i: usize| self.row_value(p, row, &cond.reads, &navs, i);
+            let value = |i: usize| self.row_value(p, row, &cond.reads, navs, i);
             return Ok(matches!(
                 expr.eval(&value)?,
                 ScalarValue::Boolean(Some(true))
@@ -285,11 +285,11 @@ impl MatchRecognizeOp {
             matched: Some((start, Arc::default(), p.matches + 1)),
             upto: row,
         };
-        for (s, r) in navs.into_iter().zip(&cond.reads) {
+        for (s, r) in navs.iter().zip(&cond.reads) {
             cols.push(states_column(
                 &p.rows,
                 std::slice::from_ref(&here),
-                &[Some(s)],
+                &[Some(s.clone())],
                 &r.kind,
                 &r.data_type,
                 &self.node.variables,
@@ -366,6 +366,8 @@ impl MatchRecognizeOp {
             Some(_) => Some(order_values(&p.rows, self.node.order[0])?),
             None => None,
         };
+        // What checks while matching folded, per variable; its buffers serve every attempt.
+        let mut states: Vec<PathStates> = Vec::new();
         while p.next < p.eligible.len() {
             let start = p.next;
             let first = p.dropped == 0 && start == 0;
@@ -374,9 +376,9 @@ impl MatchRecognizeOp {
                 return Err(BrookError::Canceled);
             }
             let mut replay = std::mem::take(&mut p.replay);
+            states.iter_mut().for_each(PathStates::clear);
             let outcome = {
                 let part: &Partition = p;
-                let mut states = Vec::new();
                 let mut asked = 0usize;
                 self.node.program.run(
                     &part.eligible[..end],
