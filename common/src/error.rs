@@ -176,8 +176,8 @@ pub enum BrookError {
     /// connections, statement complexity); the message names the limit.
     #[error("{message}")]
     Limit { message: String, code: &'static str },
-    /// 57014 (statement_timeout) / 55P03 (lock_timeout) / 25P03 (idle in transaction) /
-    /// 57P01 (the connection is terminated).
+    /// 57014 (statement_timeout, or a COPY the client failed) / 55P03 (lock_timeout) /
+    /// 25P03 (idle in transaction) / 57P01 (the connection is terminated).
     #[error("{message}")]
     Timeout { message: String, code: &'static str },
     /// 42803 (grouping), 42702 (ambiguous column), 42701 (duplicate column): a query that

@@ -113,6 +113,29 @@ pub(crate) fn default_settings() -> BTreeMap<String, String> {
     .collect()
 }
 
+/// 55P02 for a parameter a session cannot change (`SET`, `RESET`, `set_config`): those
+/// PostgreSQL fixes when it is built or initialised, or at server start.
+pub(crate) fn check_settable(name: &str) -> Result<()> {
+    let key = name.to_ascii_lowercase();
+    let why = match key.as_str() {
+        "server_version"
+        | "server_version_num"
+        | "server_encoding"
+        | "integer_datetimes"
+        | "max_identifier_length"
+        | "max_index_keys"
+        | "lc_collate"
+        | "lc_ctype"
+        | "is_superuser" => "",
+        "max_connections" => " without restarting the server",
+        _ => return Ok(()),
+    };
+    Err(brook_common::BrookError::Semantic {
+        message: format!("parameter \"{key}\" cannot be changed{why}"),
+        code: "55P02",
+    })
+}
+
 /// Setting: how long FETCH on a continuous cursor waits for rows when none are ready.
 pub const FETCH_TIMEOUT: &str = "brook.fetch_timeout";
 /// Setting: the accepted error of approximate answers (`0`: every answer exact).

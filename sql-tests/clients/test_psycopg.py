@@ -350,3 +350,15 @@ def test_copy_progress_and_application_name_in_the_activity_views(brook):
             "SELECT count(*) FROM pg_stat_progress_copy WHERE pid = %s", (pid,)
         ).fetchone()[0] == 0
         assert admin.execute("SELECT count(*) FROM progress_t").fetchone()[0] == 50000
+
+
+def test_show_and_explain_tags_carry_no_row_count(brook):
+    """PostgreSQL's CommandComplete for SHOW is `SHOW` and for EXPLAIN `EXPLAIN` (no count,
+    unlike SELECT's), in the extended and the simple protocol."""
+    with connect(brook) as c:
+        cur = c.cursor()
+        for sql, tag in (("SHOW server_version", "SHOW"), ("EXPLAIN SELECT 1", "EXPLAIN"),
+                         ("SELECT 1", "SELECT 1")):
+            cur.execute(sql)
+            assert cur.statusmessage == tag
+            assert c.pgconn.exec_(sql.encode()).command_status.decode() == tag

@@ -195,6 +195,39 @@ async fn copy_in_a_block_counts_its_own_rows() {
     assert_eq!(count(&c, "t").await, 3);
 }
 
+/// CREATE and DROP DATABASE and DISCARD ALL run only as transactions of their own, as in
+/// PostgreSQL: not in a query string of several statements (25001); alone they do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_database_is_refused_in_a_query_string_of_several() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE t (i int)")
+        .await
+        .expect("ddl");
+    let err = c
+        .batch_execute("INSERT INTO t VALUES (1); CREATE DATABASE d2")
+        .await
+        .expect_err("in a string of several");
+    assert_eq!(sqlstate(&err), "25001", "{err:?}");
+    assert_eq!(count(&c, "t").await, 0, "the string rolled back");
+    let err = c
+        .batch_execute("CREATE DATABASE d2; SELECT 1")
+        .await
+        .expect_err("first of several");
+    assert_eq!(sqlstate(&err), "25001", "{err:?}");
+    c.batch_execute("CREATE DATABASE d2").await.expect("alone");
+    // The extended protocol's one statement up to Sync is a transaction of its own.
+    c.execute("DROP DATABASE d2", &[])
+        .await
+        .expect("alone, extended");
+    let err = c
+        .batch_execute("SELECT 1; DISCARD ALL")
+        .await
+        .expect_err("DISCARD ALL in a string of several");
+    assert_eq!(sqlstate(&err), "25001", "{err:?}");
+    c.batch_execute("DISCARD ALL").await.expect("alone");
+}
+
 /// A Parse/Bind/Execute of `sql` (unnamed statement and portal, no parameters).
 fn execute_message(sql: &str) -> Vec<u8> {
     let mut m = Vec::new();

@@ -183,6 +183,37 @@ async fn client_vanishing_mid_copy_commits_nothing() {
     );
 }
 
+/// A client that gives up a COPY with CopyFail gets PostgreSQL's error — 57014
+/// (query_canceled) with its message, not a data-format error — and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_fail_cancels_the_copy_with_57014() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute("CREATE TABLE t (i int)")
+        .await
+        .expect("ddl");
+    let mut s = brook_sql_tests::raw_session(&server.addr).await;
+    let message = |tag: u8, body: &[u8]| {
+        let mut m = vec![tag];
+        m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    };
+    let mut out = message(b'Q', b"COPY t FROM STDIN\0");
+    out.extend(message(b'd', b"1\n2\n"));
+    out.extend(message(b'f', b"the client gave up\0"));
+    s.write_all(&out).await.expect("send");
+    let mut reply = Vec::new();
+    brook_sql_tests::read_until_ready(&mut s, &mut reply, 1).await;
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.contains("C57014\0"), "{text:?}");
+    assert!(
+        text.contains("COPY from stdin failed: the client gave up"),
+        "{text:?}"
+    );
+    assert_eq!(count(&c, "t").await, 0);
+}
+
 /// A reader of a continuous query that vanishes (a push over COPY, a cursor on a dropped
 /// connection) stops its query and frees its state; other sessions keep working.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,7 +345,8 @@ async fn unknown_database_is_3d000_and_databases_are_isolated() {
         .expect("must fail");
     assert_eq!(sqlstate(&err), "3D000");
     let c = server.connect("brook").await;
-    c.batch_execute("CREATE DATABASE other; CREATE TABLE only_here (a int)")
+    c.batch_execute("CREATE DATABASE other").await.expect("ddl");
+    c.batch_execute("CREATE TABLE only_here (a int)")
         .await
         .expect("ddl");
     let o = server.connect("other").await;

@@ -38,10 +38,11 @@ pub(crate) fn builds_from_rows(stmt: &BrookStatement) -> bool {
 }
 
 impl Session {
-    /// Open the implicit transaction for the statements about to run, unless a block
-    /// (explicit or implicit) is open already. Not on a cluster node, whose statements
-    /// commit one by one in the cluster's log order (as its explicit blocks' do).
-    pub fn begin_implicit(&mut self) {
+    /// Open the implicit transaction for the statements about to run (`multi_statement`:
+    /// those of a query string of several), unless a block (explicit or implicit) is open
+    /// already. Not on a cluster node, whose statements commit one by one in the cluster's
+    /// log order (as its explicit blocks' do).
+    pub fn begin_implicit(&mut self, multi_statement: bool) {
         if self.applying.is_some() || self.engine.cluster.get().is_some() {
             return;
         }
@@ -49,6 +50,7 @@ impl Session {
         if block.is_none() {
             *block = Some(TxnBlock {
                 implicit: true,
+                multi_statement,
                 read_only: self
                     .settings
                     .get("default_transaction_read_only")

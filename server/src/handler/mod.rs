@@ -49,9 +49,25 @@ impl Session {
         if !ends_block && self.block_is_failed() {
             return Err(brook_common::BrookError::InFailedTransaction);
         }
-        if self.read_only_now() {
+        let read_only = self.read_only_now();
+        if read_only {
             if let Some(what) = transaction::writes(&stmt) {
                 return Err(transaction::read_only_error(&what));
+            }
+        }
+        // `current_setting('transaction_read_only')` and `pg_settings` give the access mode
+        // of the transaction the statement runs in, as SHOW does.
+        self.settings.set(
+            "transaction_read_only",
+            if read_only { "on" } else { "off" },
+        );
+        if let Some(what) = transaction::own_transaction_only(&stmt) {
+            if self.shares_transaction() {
+                self.block_failed();
+                return Err(transaction::transaction_error(
+                    "25001",
+                    format!("{what} cannot run inside a transaction block"),
+                ));
             }
         }
         if !transaction::controls_block(&stmt) {

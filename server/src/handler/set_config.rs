@@ -157,6 +157,7 @@ impl Session {
                     local,
                 } => {
                     let key = name.to_ascii_lowercase();
+                    crate::settings::check_settable(&key)?;
                     if !key.contains('.') && !default_settings().contains_key(&key) {
                         return Err(brook_err!(
                             UndefinedObject,

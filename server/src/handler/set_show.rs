@@ -31,18 +31,13 @@ pub(crate) fn setting_value(e: &Expr) -> String {
 
 impl Session {
     /// DISCARD ALL: close every cursor, deallocate every prepared statement, reset every
-    /// setting, forget the sequence values `currval` and `lastval` give (not inside a
-    /// block: 25001, as PostgreSQL). DISCARD SEQUENCES only the last; DISCARD PLANS and
-    /// TEMP have nothing to discard (Brook caches no plans and has no temporary tables).
+    /// setting, forget the sequence values `currval` and `lastval` give (only as a
+    /// transaction of its own: see `transaction::own_transaction_only`). DISCARD SEQUENCES
+    /// only the last; DISCARD PLANS and TEMP have nothing to discard (Brook caches no plans
+    /// and has no temporary tables).
     pub(crate) fn discard(&mut self, what: ast::DiscardObject) -> Result<Outcome> {
         match what {
             ast::DiscardObject::ALL => {
-                if self.in_explicit_block() {
-                    return Err(crate::handler::transaction::transaction_error(
-                        "25001",
-                        "DISCARD ALL cannot run inside a transaction block".into(),
-                    ));
-                }
                 self.cursors.clear();
                 self.deallocate(&ast::Ident::new("all"));
                 self.reset_all();
@@ -66,6 +61,7 @@ impl Session {
             ast::Reset::ALL => self.reset_all(),
             ast::Reset::ConfigurationParameter(name) => {
                 let key = object_parts(&name)?.join(".");
+                crate::settings::check_settable(&key)?;
                 let reset_value = self.reset_values.get(&key.to_ascii_lowercase()).cloned();
                 match reset_value.or_else(|| default_settings().get(&key).cloned()) {
                     Some(v) => {
@@ -96,6 +92,7 @@ impl Session {
                 ..
             } => {
                 let name = object_parts(&variable)?.join(".");
+                crate::settings::check_settable(&name)?;
                 let local = scope == Some(ast::ContextModifier::Local);
                 if local && !self.set_local(&name) {
                     return Ok(Outcome::Command("SET".into()));

@@ -13,7 +13,8 @@ use crate::storage::WriteTxn;
 use brook_common::{brook_err, BrookError, Result};
 use brook_planner::BrookStatement;
 use datafusion::sql::sqlparser::ast::{
-    CopyTarget, Ident, Lock, LockTableMode, Statement, TransactionAccessMode, TransactionMode,
+    CopyTarget, DiscardObject, Ident, Lock, LockTableMode, ObjectType, Statement,
+    TransactionAccessMode, TransactionMode,
 };
 use std::sync::{Mutex, MutexGuard};
 
@@ -56,6 +57,9 @@ pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
         }
         return Some("this statement".into());
     };
+    if let Some(what) = changes_while_reading(sql) {
+        return Some(what);
+    }
     match sql {
         Statement::Query(_)
         | Statement::Explain { .. }
@@ -94,6 +98,60 @@ pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
                 .join(" ")
                 .to_uppercase(),
         ),
+    }
+}
+
+/// What a query a READ ONLY block would run still changes, named as PostgreSQL's 25006
+/// names it: the rows it locks (`SELECT FOR UPDATE`, `SELECT FOR SHARE`) or a sequence
+/// (`nextval()`, `setval()`).
+fn changes_while_reading(sql: &Statement) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{Expr, LockType, Visit, Visitor};
+    use std::ops::ControlFlow;
+    let query = match sql {
+        Statement::Query(q) => Some(q.as_ref()),
+        Statement::Declare { stmts } => stmts.iter().find_map(|d| d.for_query.as_deref()),
+        Statement::Copy { .. } => None,
+        _ => return None,
+    };
+    if let Some(lock) = query.and_then(|q| q.locks.first()) {
+        return Some(match lock.lock_type {
+            LockType::Update => "SELECT FOR UPDATE".into(),
+            LockType::Share => "SELECT FOR SHARE".into(),
+        });
+    }
+    struct SequenceCall(Option<String>);
+    impl Visitor for SequenceCall {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                let name = f.name.0.last().and_then(|p| p.as_ident());
+                let name = name.map(|i| i.value.to_ascii_lowercase());
+                if let Some(name) = name.filter(|n| n == "nextval" || n == "setval") {
+                    self.0 = Some(format!("{name}()"));
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut found = SequenceCall(None);
+    let _ = sql.visit(&mut found);
+    found.0
+}
+
+/// A statement PostgreSQL runs only as a transaction of its own (CREATE and DROP
+/// DATABASE, DISCARD ALL), named.
+pub(crate) fn own_transaction_only(stmt: &BrookStatement) -> Option<&'static str> {
+    match stmt.as_sql()? {
+        Statement::CreateDatabase { .. } => Some("CREATE DATABASE"),
+        Statement::Discard {
+            object_type: DiscardObject::ALL,
+        } => Some("DISCARD ALL"),
+        Statement::Drop {
+            object_type: ObjectType::Database,
+            ..
+        } => Some("DROP DATABASE"),
+        _ => None,
     }
 }
 
@@ -284,8 +342,12 @@ impl Session {
     }
 
     /// Whether a block opened with BEGIN is open (not an implicit transaction).
-    pub(crate) fn in_explicit_block(&self) -> bool {
-        lock(&self.block).as_ref().is_some_and(|b| !b.implicit)
+    /// Whether the statement about to run shares its transaction with others: in a block,
+    /// in a query string of several statements, or after others before Sync.
+    pub(crate) fn shares_transaction(&self) -> bool {
+        lock(&self.block)
+            .as_ref()
+            .is_some_and(|b| !b.implicit || b.multi_statement || b.queried)
     }
 
     /// Whether a transaction block is open (also on a cluster node, where its writes commit

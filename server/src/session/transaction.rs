@@ -17,6 +17,9 @@ pub struct TxnBlock {
     /// protocol's statements up to Sync (no BEGIN: it ends with them; see
     /// `crate::handler::implicit`).
     pub(crate) implicit: bool,
+    /// That implicit transaction is a query string's of several statements (not the
+    /// extended protocol's up to Sync, which may hold one statement only).
+    pub(crate) multi_statement: bool,
     /// Savepoints, oldest first.
     pub(crate) savepoints: Vec<Savepoint>,
     /// READ ONLY: statements that write are refused (25006).

@@ -79,10 +79,10 @@ impl CopyHandler for BrookHandler {
         if let Some(s) = self.session.lock().await.as_mut() {
             s.copy_fail().await;
         }
-        to_pg(brook_err!(
-            BadCopyFormat,
-            "COPY from stdin failed: {}",
-            fail.message
-        ))
+        // PostgreSQL reports a COPY the client failed as canceled (57014), with its message.
+        to_pg(BrookError::Timeout {
+            message: format!("COPY from stdin failed: {}", fail.message),
+            code: "57014",
+        })
     }
 }

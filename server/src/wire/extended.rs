@@ -480,7 +480,7 @@ impl ExtendedQueryHandler for BrookHandler {
             s.block_failed();
         }
         // The statements up to Sync are one transaction (see `crate::handler::implicit`).
-        s.begin_implicit();
+        s.begin_implicit(false);
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);

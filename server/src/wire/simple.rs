@@ -181,7 +181,7 @@ impl SimpleQueryHandler for BrookHandler {
                         // what ran before commits, and the COPY is a transaction of its own.
                         s.end_implicit(true).map_err(to_pg)?;
                     } else {
-                        s.begin_implicit();
+                        s.begin_implicit(true);
                     }
                 }
                 execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await

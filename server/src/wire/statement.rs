@@ -276,11 +276,12 @@ pub(super) fn command_tag(tag: &str) -> Tag {
 /// The CommandComplete tag of a statement that affected or returned `rows` rows. INSERT's
 /// tag carries an oid (always 0) before the count, `INSERT 0 n`, also with RETURNING: psql
 /// and drivers parse it by that shape ("could not interpret result from server" otherwise).
+/// SHOW and EXPLAIN return rows but their tags carry no count, as PostgreSQL's.
 pub(super) fn rows_tag(command: &str, rows: usize) -> Tag {
-    if command == "INSERT" {
-        Tag::new("INSERT").with_oid(0).with_rows(rows)
-    } else {
-        Tag::new(command).with_rows(rows)
+    match command {
+        "INSERT" => Tag::new("INSERT").with_oid(0).with_rows(rows),
+        "SHOW" | "EXPLAIN" => Tag::new(command),
+        _ => Tag::new(command).with_rows(rows),
     }
 }
 
