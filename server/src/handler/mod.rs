@@ -154,9 +154,8 @@ impl Session {
             {
                 Box::pin(self.explain_declare(*statement)).await
             }
-            Statement::Query(_) | Statement::Explain { .. } => {
-                self.run_query(stmt, "SELECT", names).await
-            }
+            Statement::Query(_) => self.run_query(stmt, "SELECT", names).await,
+            Statement::Explain { .. } => self.run_query(stmt, "EXPLAIN", names).await,
             Statement::CreateView(cv) if cv.materialized => {
                 self.create_materialized_view(cv, ContinuousOptions::default())
                     .await

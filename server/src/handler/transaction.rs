@@ -341,7 +341,6 @@ impl Session {
         lock(&self.block).as_ref().map(|b| b.savepoints.len())
     }
 
-    /// Whether a block opened with BEGIN is open (not an implicit transaction).
     /// Whether the statement about to run shares its transaction with others: in a block,
     /// in a query string of several statements, or after others before Sync.
     pub(crate) fn shares_transaction(&self) -> bool {
