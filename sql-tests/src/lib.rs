@@ -265,6 +265,14 @@ pub async fn read_until_ready(s: &mut tokio::net::TcpStream, reply: &mut Vec<u8>
     }
 }
 
+/// Append a protocol message (`tag`, its length, `body`) to `m`, for tests that send
+/// hand-made messages.
+pub fn push_message(m: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    m.push(tag);
+    m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    m.extend_from_slice(body);
+}
+
 /// A raw protocol connection, past startup (for tests that send hand-made messages).
 pub async fn raw_session(addr: &str) -> tokio::net::TcpStream {
     use tokio::io::AsyncWriteExt;

@@ -3,7 +3,9 @@
 //! without BEGIN. (Multi-statement strings cannot be slt records: the suite also runs each
 //! record through the extended protocol, where one statement is one Parse.)
 
-use brook_sql_tests::{copy_in, count, raw_session, read_until_ready, sqlstate, BrookServer};
+use brook_sql_tests::{
+    copy_in, count, push_message, raw_session, read_until_ready, sqlstate, BrookServer,
+};
 use tokio::io::AsyncWriteExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,16 +236,10 @@ fn execute_message(sql: &str) -> Vec<u8> {
     let mut parse = vec![0u8];
     parse.extend_from_slice(sql.as_bytes());
     parse.extend_from_slice(&[0, 0, 0]);
-    push(&mut m, b'P', &parse);
-    push(&mut m, b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
-    push(&mut m, b'E', &[0, 0, 0, 0, 0]);
+    push_message(&mut m, b'P', &parse);
+    push_message(&mut m, b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
+    push_message(&mut m, b'E', &[0, 0, 0, 0, 0]);
     m
-}
-
-fn push(m: &mut Vec<u8>, tag: u8, body: &[u8]) {
-    m.push(tag);
-    m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-    m.extend_from_slice(body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -259,7 +255,7 @@ async fn the_extended_protocol_commits_at_sync() {
     let mut batch = execute_message("INSERT INTO t VALUES (1)");
     batch.extend(execute_message("INSERT INTO t VALUES (2)"));
     batch.extend(execute_message("INSERT INTO t VALUES (1/0)"));
-    push(&mut batch, b'S', &[]);
+    push_message(&mut batch, b'S', &[]);
     s.write_all(&batch).await.expect("send");
     let mut reply = Vec::new();
     read_until_ready(&mut s, &mut reply, 1).await;
@@ -284,7 +280,7 @@ async fn the_extended_protocol_commits_at_sync() {
     }
     assert_eq!(count(&c, "t").await, 0, "not before Sync");
     let mut sync = Vec::new();
-    push(&mut sync, b'S', &[]);
+    push_message(&mut sync, b'S', &[]);
     s.write_all(&sync).await.expect("sync");
     read_until_ready(&mut s, &mut reply, 1).await;
     assert_eq!(count(&c, "t").await, 2, "both at Sync");

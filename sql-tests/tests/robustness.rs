@@ -193,15 +193,10 @@ async fn copy_fail_cancels_the_copy_with_57014() {
         .await
         .expect("ddl");
     let mut s = brook_sql_tests::raw_session(&server.addr).await;
-    let message = |tag: u8, body: &[u8]| {
-        let mut m = vec![tag];
-        m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-        m.extend_from_slice(body);
-        m
-    };
-    let mut out = message(b'Q', b"COPY t FROM STDIN\0");
-    out.extend(message(b'd', b"1\n2\n"));
-    out.extend(message(b'f', b"the client gave up\0"));
+    let mut out = Vec::new();
+    brook_sql_tests::push_message(&mut out, b'Q', b"COPY t FROM STDIN\0");
+    brook_sql_tests::push_message(&mut out, b'd', b"1\n2\n");
+    brook_sql_tests::push_message(&mut out, b'f', b"the client gave up\0");
     s.write_all(&out).await.expect("send");
     let mut reply = Vec::new();
     brook_sql_tests::read_until_ready(&mut s, &mut reply, 1).await;

@@ -80,8 +80,10 @@ impl RowExpr {
             return Some(RowExpr::Literal(l.value().clone()));
         }
         if let Some(n) = any.downcast_ref::<NotExpr>() {
-            return boolean(n.arg(), schema)
-                .then(|| compile_box(n.arg(), schema).map(RowExpr::Not))?;
+            if !boolean(n.arg(), schema) {
+                return None;
+            }
+            return compile_box(n.arg(), schema).map(RowExpr::Not);
         }
         if let Some(n) = any.downcast_ref::<IsNullExpr>() {
             return compile_box(n.arg(), schema).map(RowExpr::IsNull);

@@ -55,12 +55,13 @@ impl Session {
                 return Err(transaction::read_only_error(&what));
             }
         }
-        // `current_setting('transaction_read_only')` and `pg_settings` give the access mode
-        // of the transaction the statement runs in, as SHOW does.
-        self.settings.set(
-            "transaction_read_only",
-            if read_only { "on" } else { "off" },
-        );
+        // SHOW, `current_setting('transaction_read_only')` and `pg_settings` give the access
+        // mode of the transaction the statement runs in (its block's, or the session's
+        // default outside one), as in PostgreSQL.
+        let mode = if read_only { "on" } else { "off" };
+        if self.settings.get("transaction_read_only").as_deref() != Some(mode) {
+            self.settings.set("transaction_read_only", mode);
+        }
         if let Some(what) = transaction::own_transaction_only(&stmt) {
             if self.shares_transaction() {
                 self.block_failed();

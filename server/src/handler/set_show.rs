@@ -342,10 +342,6 @@ impl Session {
             opts.into_iter()
                 .find(|e| e.key == key)
                 .and_then(|e| e.value)
-        } else if key.eq_ignore_ascii_case("transaction_read_only") {
-            // The access mode of the transaction the SHOW runs in (its block's, or the
-            // session's default outside one), as in PostgreSQL.
-            Some(if self.read_only_now() { "on" } else { "off" }.to_string())
         } else {
             self.settings.get(&key)
         };
