@@ -269,7 +269,6 @@ fn window_table(
     let rel = input(func, &args[0])?;
     let from = rel.as_from_item();
     let ts = arg_expr(&args[1])?;
-    rel.check_time(func, ts)?;
     let sql = if func == "tumble" {
         let size = arg_expr(&args[2])?;
         let micros = interval_micros(size)?;
@@ -336,35 +335,6 @@ impl Input {
             Input::Named(name) => name.to_string(),
             Input::Query(q) => format!("({q}) AS brook_window_input"),
         }
-    }
-
-    /// A subquery must pass its time column through (as `*`, `ts` or `col AS ts`): a time
-    /// it computes (`ts - INTERVAL '30 s' AS ts`, `max(ts) AS ts`) is not the stream's
-    /// event time, which the watermark holds back, so its windows could not close correctly.
-    fn check_time(&self, func: &str, ts: &Expr) -> Result<()> {
-        let (Input::Query(q), Expr::Identifier(name)) = (self, ts) else {
-            return Ok(());
-        };
-        let SetExpr::Select(select) = q.body.as_ref() else {
-            return Ok(());
-        };
-        let same = |i: &Ident| i.value.eq_ignore_ascii_case(&name.value);
-        let computed = select.projection.iter().any(|item| match item {
-            SelectItem::ExprWithAlias { expr, alias } if same(alias) => {
-                !matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
-            }
-            _ => false,
-        });
-        if computed {
-            return Err(brook_err!(
-                Unsupported,
-                "{} over a subquery that computes its time column {name} (the window's time \
-                 must be the stream's event time: pass the column through and compute from \
-                 window_start instead)",
-                func.to_uppercase()
-            ));
-        }
-        Ok(())
     }
 
     /// The name the window's rows go by without an alias: the relation's, or the function's.

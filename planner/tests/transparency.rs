@@ -108,6 +108,13 @@ const STREAM_QUERIES: &[&str] = &[
     "SELECT a.k, a.v FROM t a WHERE NOT EXISTS (SELECT 1 FROM t b WHERE b.k = a.k AND b.ts BETWEEN a.ts + INTERVAL '1 second' AND a.ts + INTERVAL '4 seconds')",
 ];
 
+/// Windows over a time that is not the watermark's column: they stay open over a stream
+/// (rows behind the watermark may still fall into them), so they cannot be emitted on close.
+const OPEN_WINDOW_QUERIES: &[&str] = &[
+    "SELECT window_start, window_end, count(*), sum(v) FROM TUMBLE((SELECT v, ts - INTERVAL '7 seconds' AS ts FROM t), ts, INTERVAL '5 seconds') GROUP BY window_start, window_end",
+    "SELECT window_start, count(*) FROM HOP((SELECT k, ts + INTERVAL '3 seconds' AS ts FROM t), ts, INTERVAL '2 seconds', INTERVAL '4 seconds') GROUP BY window_start, k",
+];
+
 /// The dimension table `d(k, label, w)`, always a table, loaded before `t`'s rows.
 fn dims() -> RecordBatch {
     let k: StringArray = ["k0", "k1", "k2"].into_iter().map(Some).collect();
@@ -364,7 +371,7 @@ proptest! {
         cuts in prop::collection::vec(1usize..9, 1..20),
     ) {
         let rt = runtime();
-        for sql in QUERIES.iter().chain(SELF_JOINS).chain(NON_INVERTIBLE_QUERIES).chain(STREAM_QUERIES) {
+        for sql in QUERIES.iter().chain(SELF_JOINS).chain(NON_INVERTIBLE_QUERIES).chain(STREAM_QUERIES).chain(OPEN_WINDOW_QUERIES) {
             let want = rt.block_on(adhoc(sql, &rows)).expect(sql);
             let got = rt.block_on(continuous(sql, &rows, &cuts, &[], false)).expect(sql);
             prop_assert_eq!(&got, &want, "{}", sql);

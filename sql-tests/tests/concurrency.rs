@@ -161,3 +161,58 @@ async fn alter_add_column_races_inserts_without_breaking_the_table() {
         assert!(count(&setup, &t).await > 0);
     }
 }
+
+/// A FETCH sees the results of every commit acknowledged before it (read-your-writes of a
+/// continuous cursor). It returned the first commit's rows only when the second's were
+/// still being computed (the `continuous/interval_joins.slt` flake).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_sees_every_commit_made_before_it() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute(
+        "CREATE STREAM views (page int, seen timestamp); \
+         CREATE STREAM buys (page int, amount int); \
+         DECLARE vb CURSOR FOR SELECT v.page, b.amount FROM views v JOIN buys b ON v.page = b.page",
+    )
+    .await
+    .expect("setup");
+    const VIEWS: usize = 20_000;
+    for i in 0..10 {
+        let (a, b) = (2 * i, 2 * i + 1);
+        // Two commits, each completing a join pair: two result rows from two rounds.
+        c.batch_execute(&format!(
+            "INSERT INTO views VALUES ({a}, now()); INSERT INTO buys VALUES ({b}, 1)"
+        ))
+        .await
+        .expect("first halves");
+        // Pipelined: the FETCH arrives right after the second commit is acknowledged.
+        let buy = format!("INSERT INTO buys VALUES ({a}, 10)");
+        // The second commit's results are large: they take a while, and go out in parts.
+        let view =
+            format!("INSERT INTO views SELECT {b}, now() FROM generate_series(1, {VIEWS}) g");
+        let (bought, viewed, fetched) = tokio::join!(
+            c.simple_query(&buy),
+            c.simple_query(&view),
+            c.simple_query("FETCH ALL FROM vb")
+        );
+        bought.expect("buy");
+        viewed.expect("view");
+        let rows: Vec<_> = fetched
+            .expect("fetch")
+            .into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => {
+                    Some(r.get(0).unwrap_or_default().to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        let firsts = rows.iter().filter(|p| **p == a.to_string()).count();
+        let seconds = rows.iter().filter(|p| **p == b.to_string()).count();
+        assert_eq!(
+            (firsts, seconds, rows.len()),
+            (1, VIEWS, VIEWS + 1),
+            "round {i}"
+        );
+    }
+}

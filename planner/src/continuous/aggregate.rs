@@ -8,6 +8,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::aggregate::LoweredAggregateBuilder;
+use datafusion::physical_expr::expressions::Column;
 use std::sync::Arc;
 
 impl Builder<'_> {
@@ -52,18 +53,31 @@ impl Builder<'_> {
             .position(|f| {
                 f.name() == "window_end" && matches!(f.data_type(), DataType::Timestamp(_, _))
             });
-        // The watermark closes a window only over an input that never retracts: a
-        // retraction for a closed window would be lost, so over an updating input every
-        // window stays open. (A window's time is the stream's WATERMARK column: the window
-        // rewrite refuses a time a subquery computes.)
-        let closes = !self.updating(input);
-        if end_key.is_some() && !closes && self.options.emit_on_window_close {
-            return Err(refuse(
-                "EMIT ON WINDOW CLOSE over windows of an updating input (a row that changes \
-                 after its window closed could not be taken back)",
-            ));
+        // The watermark closes a window only when its end is computed from the event time
+        // (a window over another timestamp column may get rows after the watermark passed
+        // its end) and over an input that never retracts (a retraction for a closed window
+        // would be lost). Other windows stay open, as over a table.
+        let on_event_time = end_key.is_some_and(|k| {
+            group_exprs[k]
+                .downcast_ref::<Column>()
+                .is_some_and(|c| self.times_of(input).window_ends.contains(&c.index()))
+        });
+        if end_key.is_some() && self.options.emit_on_window_close {
+            if self.updating(input) {
+                return Err(refuse(
+                    "EMIT ON WINDOW CLOSE over windows of an updating input (a row that changes \
+                     after its window closed could not be taken back)",
+                ));
+            }
+            if !on_event_time {
+                return Err(refuse(
+                    "EMIT ON WINDOW CLOSE over windows of a column other than the stream's \
+                     WATERMARK FOR column (the watermark says nothing about when such a \
+                     window is complete)",
+                ));
+            }
         }
-        let end_key = end_key.filter(|_| closes);
+        let end_key = end_key.filter(|_| on_event_time && !self.updating(input));
         let window = end_key.map(|end_key| WindowClose {
             end_key,
             emit_on_close: self.options.emit_on_window_close,
@@ -77,6 +91,13 @@ impl Builder<'_> {
             window,
         };
         node.validate()?;
-        Ok(self.add(Arc::new(node), vec![input], end_key))
+        // A closed window gets no more changes: its end is the output's event time, and a
+        // window end for an aggregate over this one.
+        let times = EventTimes {
+            event: end_key,
+            window_ends: end_key.into_iter().collect(),
+            floors: Vec::new(),
+        };
+        Ok(self.add_with_times(Arc::new(node), vec![input], times))
     }
 }

@@ -8,6 +8,7 @@
 //! query behind the user's back.
 
 mod aggregate;
+mod event_time;
 mod join;
 mod recursive;
 mod scan;
@@ -26,8 +27,8 @@ use datafusion::common::{DFSchema, TableReference};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
-use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
+use event_time::EventTimes;
 use std::sync::Arc;
 
 /// What the planner needs to know about a scanned relation.
@@ -187,8 +188,8 @@ struct Builder<'a> {
     nodes: Vec<PlanNode>,
     /// Per source, its event-time column (see [`Builder::time_of`]).
     source_times: Vec<Option<usize>>,
-    /// Per node, its output's event-time column.
-    node_times: Vec<Option<usize>>,
+    /// Per node, its output's event-time column and window ends.
+    node_times: Vec<EventTimes>,
     /// A windowed aggregate was planned.
     windowed: bool,
     /// While a recursive term is built: its query's name and the node standing for its
@@ -208,8 +209,18 @@ impl Builder<'_> {
         inputs: Vec<Endpoint>,
         time: Option<usize>,
     ) -> Endpoint {
+        self.add_with_times(spec, inputs, EventTimes::event(time))
+    }
+
+    /// Add a node whose output has the event times `times`.
+    fn add_with_times(
+        &mut self,
+        spec: Arc<dyn NodeSpec>,
+        inputs: Vec<Endpoint>,
+        times: EventTimes,
+    ) -> Endpoint {
         self.nodes.push(PlanNode { spec, inputs });
-        self.node_times.push(time);
+        self.node_times.push(times);
         Endpoint::Node(self.nodes.len() - 1)
     }
 
@@ -220,16 +231,16 @@ impl Builder<'_> {
     fn time_of(&self, at: Endpoint) -> Option<usize> {
         match at {
             Endpoint::Source(s) => self.source_times[s],
-            Endpoint::Node(n) => self.node_times[n],
+            Endpoint::Node(n) => self.node_times[n].event,
         }
     }
 
-    /// The output position of `input_time` among projection `exprs` (a plain column).
-    fn projected_time(exprs: &[Arc<dyn PhysicalExpr>], input_time: Option<usize>) -> Option<usize> {
-        let t = input_time?;
-        exprs
-            .iter()
-            .position(|e| e.downcast_ref::<Column>().is_some_and(|c| c.index() == t))
+    /// The event time and window ends of `at`'s output.
+    fn times_of(&self, at: Endpoint) -> EventTimes {
+        match at {
+            Endpoint::Source(s) => EventTimes::event(self.source_times[s]),
+            Endpoint::Node(n) => self.node_times[n].clone(),
+        }
     }
 
     fn updating(&self, at: Endpoint) -> bool {
@@ -285,13 +296,13 @@ impl Builder<'_> {
                     .map(|e| self.physical(e, p.input.schema()))
                     .collect::<Result<Vec<_>>>()?;
                 let updating = self.updating(input);
-                let time = Self::projected_time(&exprs, self.time_of(input));
+                let times = self.times_of(input).projected(&exprs);
                 let node = ProjectNode {
                     exprs,
                     schema: Arc::new(p.schema.as_arrow().clone()),
                     updating,
                 };
-                Ok(self.add(Arc::new(node), vec![input], time))
+                Ok(self.add_with_times(Arc::new(node), vec![input], times))
             }
             LogicalPlan::Filter(f) => {
                 if let Some(top) = self.ranked_top_n(f)? {
@@ -303,8 +314,8 @@ impl Builder<'_> {
                     schema: Arc::new(f.input.schema().as_arrow().clone()),
                     updating: self.updating(input),
                 };
-                let time = self.time_of(input);
-                Ok(self.add(Arc::new(node), vec![input], time))
+                let times = self.times_of(input);
+                Ok(self.add_with_times(Arc::new(node), vec![input], times))
             }
             LogicalPlan::SubqueryAlias(s) => self.build(&s.input),
             LogicalPlan::Union(u) => {
@@ -314,17 +325,12 @@ impl Builder<'_> {
                     .map(|i| self.build(i))
                     .collect::<Result<Vec<_>>>()?;
                 let updating = inputs.iter().any(|i| self.updating(*i));
-                let times: Vec<Option<usize>> = inputs.iter().map(|i| self.time_of(*i)).collect();
-                let time = times
-                    .first()
-                    .copied()
-                    .flatten()
-                    .filter(|t| times.iter().all(|x| *x == Some(*t)));
+                let times: Vec<EventTimes> = inputs.iter().map(|i| self.times_of(*i)).collect();
                 let node = UnionNode {
                     schema: Arc::new(u.schema.as_arrow().clone()),
                     updating,
                 };
-                Ok(self.add(Arc::new(node), inputs, time))
+                Ok(self.add_with_times(Arc::new(node), inputs, EventTimes::common(&times)))
             }
             LogicalPlan::Aggregate(a) => self.aggregate(a),
             LogicalPlan::Sort(sort) => match sort.fetch {

@@ -88,7 +88,7 @@ impl Builder<'_> {
         schema: SchemaRef,
     ) -> Result<Endpoint> {
         let built: Vec<PlanNode> = self.nodes.drain(first..).collect();
-        let times: Vec<Option<usize>> = self.node_times.drain(first..).collect();
+        let times: Vec<EventTimes> = self.node_times.drain(first..).collect();
         // Nodes are in topological order, so one pass finds every dependent.
         let mut in_body = vec![false; built.len()];
         in_body[0] = true;

@@ -81,13 +81,13 @@ impl Builder<'_> {
                 e
             })
             .collect();
-        let time = Self::projected_time(&exprs, self.time_of(at));
+        let times = self.times_of(at).projected(&exprs);
         let node = ProjectNode {
             exprs,
             schema: Arc::new(scan.projected_schema.as_arrow().clone()),
             updating: self.updating(at),
         };
-        Ok(self.add(Arc::new(node), vec![at], time))
+        Ok(self.add_with_times(Arc::new(node), vec![at], times))
     }
 
     /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) or `MATCH_RECOGNIZE` over a stream, in

@@ -143,13 +143,13 @@ impl Builder<'_> {
                 .iter()
                 .map(|e| self.physical(e, p.input.schema()))
                 .collect::<Result<Vec<_>>>()?;
-            let time = Self::projected_time(&exprs, self.time_of(at));
+            let times = self.times_of(at).projected(&exprs);
             let node = ProjectNode {
                 exprs,
                 schema: Arc::new(p.schema.as_arrow().clone()),
                 updating: true,
             };
-            at = self.add(Arc::new(node), vec![at], time);
+            at = self.add_with_times(Arc::new(node), vec![at], times);
         }
         // The top-N emits only rows within the bound; the filter states it in the plan.
         let node = FilterNode {

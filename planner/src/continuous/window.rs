@@ -156,8 +156,24 @@ impl Builder<'_> {
         };
         // The operator itself honours EMIT ON WINDOW CLOSE.
         self.windowed = true;
-        let time = self.time_of(input);
-        Ok(Some(self.add(Arc::new(node), vec![input], time)))
+        // A session's end (its last event time plus the gap) is a window end: a session
+        // still to come ends after the watermark.
+        let width = in_schema.fields().len();
+        let times = EventTimes {
+            event: self.time_of(input),
+            window_ends: calls
+                .iter()
+                .enumerate()
+                .filter(|(_, (b, _))| matches!(b, SessionBound::End))
+                .map(|(i, _)| width + i)
+                .collect(),
+            floors: Vec::new(),
+        };
+        Ok(Some(self.add_with_times(
+            Arc::new(node),
+            vec![input],
+            times,
+        )))
     }
 }
 

@@ -85,7 +85,7 @@ pub struct Engine {
     databases: Mutex<HashMap<String, Arc<Database>>>,
     budget: Arc<CacheBudget>,
     /// Running continuous queries (for `brook_continuous_queries()`).
-    pub queries: Arc<crate::stream::queries::QueryRegistry>,
+    pub queries: Arc<crate::stream::registry::QueryRegistry>,
     /// What each connection is doing (for `pg_stat_activity`, `pg_cancel_backend`).
     pub activity: Arc<crate::exec::activity::Activity>,
     /// The commit decisions of transaction blocks that wrote several relations.
@@ -180,7 +180,7 @@ impl Engine {
             stores: Mutex::new(stores),
             databases: Mutex::new(HashMap::new()),
             budget,
-            queries: Arc::new(crate::stream::queries::QueryRegistry::new(
+            queries: Arc::new(crate::stream::registry::QueryRegistry::new(
                 runtime_env.memory_pool.clone(),
             )),
             activity: Arc::default(),
@@ -330,7 +330,7 @@ impl Engine {
         ctx.register_udtf("nexmark", Arc::new(crate::udf::nexmark::NexmarkFunction));
         ctx.register_udtf(
             "brook_continuous_queries",
-            Arc::new(crate::stream::queries::QueriesFunction {
+            Arc::new(crate::stream::registry::QueriesFunction {
                 registry: self.queries.clone(),
                 database: name.to_string(),
             }),

@@ -14,7 +14,7 @@ use crate::storage::TableStore;
 use crate::stream::plan::continuous_plan;
 use crate::stream::plan::plan_query_continuous;
 use crate::stream::plan::plan_view_sql;
-use crate::stream::queries::QueryStats;
+use crate::stream::registry::QueryStats;
 use brook_common::{brook_err, BrookError, Result};
 use brook_operators::graph::GraphPlan;
 use brook_planner::continuous::ContinuousOptions;

@@ -1,6 +1,6 @@
 //! An open cursor: a query's result stream, read on demand by FETCH.
 
-use crate::stream::queries::QueryStats;
+use crate::stream::registry::QueryStats;
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -31,16 +31,18 @@ impl Cursor {
     /// Up to `n` next rows (all remaining when `n` is None).
     ///
     /// A snapshot cursor (`wait` None) reads until it has `n` rows or its query ends. A
-    /// continuous cursor's query never ends: it returns what is ready now, or, when nothing
-    /// is, the first rows that arrive within `wait` (none at timeout: an empty result, not
-    /// an error).
+    /// continuous cursor's query never ends: it returns the rows of every commit made
+    /// before the FETCH (read-your-writes: a FETCH after an acknowledged INSERT sees its
+    /// results), or, when there are none, the first rows that arrive within `wait` (none at
+    /// timeout: an empty result, not an error).
     pub(crate) async fn fetch(
         &mut self,
         n: Option<usize>,
         wait: Option<std::time::Duration>,
     ) -> Result<Vec<RecordBatch>> {
-        use futures::FutureExt;
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        // The input versions committed now: results up to them are due in this FETCH.
+        let target = self.continuous.as_ref().and_then(|s| s.visible());
         let mut out: Vec<RecordBatch> = Vec::new();
         let mut want = n.unwrap_or(usize::MAX);
         while want > 0 {
@@ -59,10 +61,13 @@ impl Cursor {
                                 Err(_) => break,
                             }
                         }
-                        Some(_) => match stream.next().now_or_never() {
-                            Some(next) => next,
-                            None => break,
-                        },
+                        Some(d) => {
+                            let due = self.continuous.as_deref().zip(target.as_deref());
+                            match next_due(stream, due, d).await {
+                                Some(next) => next,
+                                None => break,
+                            }
+                        }
                     };
                     match next {
                         Some(b) => (b?, 0),
@@ -81,5 +86,38 @@ impl Cursor {
             }
         }
         Ok(out)
+    }
+}
+
+/// The next batch of a continuous cursor that has rows already: one ready now, or one
+/// still due for the commits made before the FETCH (`due`: the query and those commits'
+/// versions), waiting for it until `deadline`. `None` when nothing more is due.
+async fn next_due(
+    stream: &mut SendableRecordBatchStream,
+    due: Option<(&QueryStats, &[u64])>,
+    deadline: tokio::time::Instant,
+) -> Option<Option<datafusion::error::Result<RecordBatch>>> {
+    use futures::FutureExt;
+    let mut covered = false;
+    loop {
+        if let Some(next) = stream.next().now_or_never() {
+            return Some(next);
+        }
+        // The results cover the commits: every batch of theirs was sent before they did,
+        // so it was ready above.
+        if covered {
+            return None;
+        }
+        let (stats, target) = due?;
+        if stats.covers(target) {
+            covered = true;
+            continue;
+        }
+        let wait = futures::future::select(stream.next(), Box::pin(stats.covered(target)));
+        match tokio::time::timeout_at(deadline, wait).await {
+            Ok(futures::future::Either::Left((next, _))) => return Some(next),
+            Ok(futures::future::Either::Right(((), _))) => covered = true,
+            Err(_) => return None,
+        }
     }
 }

@@ -13,10 +13,11 @@
 use crate::catalog::table::BrookTable;
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
+use crate::stream::registry::QueryStats;
 use crate::stream::view::ViewState;
-use brook_common::{brook_err, BrookError, Result};
+use brook_common::{brook_err, Result};
 use brook_operators::change;
-use brook_operators::graph::{present, Graph, GraphPlan, GraphStats};
+use brook_operators::graph::{present, Graph, GraphPlan};
 use brook_planner::continuous::{
     RowOperatorDefinition, SourceFacts, SourceResolver, ViewDefinition,
 };
@@ -27,13 +28,12 @@ use datafusion::common::{DFSchema, TableReference};
 use datafusion::datasource::source_as_provider;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionState;
-use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::{LogicalPlan, TableSource};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -237,140 +237,6 @@ impl SourceResolver for Resolver<'_> {
     }
 }
 
-/// A running continuous query's identity and statistics (a row of
-/// `brook_continuous_queries()`).
-#[derive(Debug)]
-pub struct QueryStats {
-    /// Unique among the server's queries.
-    pub id: u64,
-    /// Database the query runs in.
-    pub database: String,
-    /// `cursor`, `push` (SELECT/COPY ... EMIT) or `materialized view`.
-    pub kind: &'static str,
-    /// Cursor or view name (empty for push queries).
-    pub name: String,
-    /// Start time, microseconds since the epoch.
-    pub started: i64,
-    /// Input rows processed.
-    pub rows_in: AtomicU64,
-    /// Result rows produced (changes included).
-    pub rows_out: AtomicU64,
-    /// Latest statistics of the graph (state size, late rows, watermark).
-    pub graph: Mutex<GraphStats>,
-    /// The operator state's share of the server's memory pool (see
-    /// [`QueryStats::hold_state`]).
-    memory: Mutex<Option<MemoryReservation>>,
-}
-
-impl QueryStats {
-    /// Hold `bytes` of operator state in the memory pool every query shares; 53200 when the
-    /// pool cannot grant it (the server's `--memory-limit`), which stops the query instead
-    /// of letting a join of unbounded streams take the machine's memory.
-    pub fn hold_state(&self, bytes: usize) -> Result<()> {
-        let Ok(mut memory) = self.memory.lock() else {
-            return Ok(());
-        };
-        let Some(reservation) = memory.as_mut() else {
-            return Ok(());
-        };
-        if reservation.size() == bytes {
-            return Ok(());
-        }
-        reservation
-            .try_resize(bytes)
-            .map_err(|_| BrookError::Limit {
-                message: format!(
-                    "out of memory: continuous query {} ({}{}{}) needs {bytes} bytes of \
-                     state, more than the server's memory limit leaves (--memory-limit); its \
-                     state is what its joins, aggregates and windows keep: bound a join of \
-                     streams in time, or aggregate a side first",
-                    self.id,
-                    self.kind,
-                    if self.name.is_empty() { "" } else { " " },
-                    self.name
-                ),
-                code: "53200",
-            })
-    }
-}
-
-impl Drop for QueryStats {
-    /// The query's task and its readers are gone: its last statistics go to the log.
-    fn drop(&mut self) {
-        tracing::info!(
-            id = self.id,
-            database = %self.database,
-            kind = self.kind,
-            name = %self.name,
-            rows_in = self.rows_in.load(Ordering::Relaxed),
-            rows_out = self.rows_out.load(Ordering::Relaxed),
-            "continuous query stopped"
-        );
-    }
-}
-
-/// Every running continuous query of the server, for the statistics view.
-#[derive(Debug, Default)]
-pub struct QueryRegistry {
-    next: AtomicU64,
-    list: Mutex<Vec<Weak<QueryStats>>>,
-    /// The memory pool queries' state is reserved in (none: unaccounted, in tests).
-    pool: Option<Arc<dyn MemoryPool>>,
-}
-
-impl QueryRegistry {
-    /// A registry whose queries reserve their state in `pool`.
-    pub fn new(pool: Arc<dyn MemoryPool>) -> Self {
-        QueryRegistry {
-            pool: Some(pool),
-            ..Default::default()
-        }
-    }
-
-    /// Statistics for a new query; it is listed while the returned `Arc` lives.
-    pub fn register(&self, database: &str, kind: &'static str, name: &str) -> Arc<QueryStats> {
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_micros() as i64)
-            .unwrap_or(0);
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let memory = self.pool.as_ref().map(|pool| {
-            MemoryConsumer::new(format!("continuous query {id} ({kind} {name})")).register(pool)
-        });
-        let stats = Arc::new(QueryStats {
-            id,
-            database: database.to_string(),
-            kind,
-            name: name.to_string(),
-            started,
-            rows_in: AtomicU64::new(0),
-            rows_out: AtomicU64::new(0),
-            graph: Mutex::new(GraphStats::default()),
-            memory: Mutex::new(memory),
-        });
-        if let Ok(mut l) = self.list.lock() {
-            l.retain(|w| w.strong_count() > 0);
-            l.push(Arc::downgrade(&stats));
-        }
-        tracing::info!(
-            id = stats.id,
-            database,
-            kind,
-            name,
-            "continuous query started"
-        );
-        stats
-    }
-
-    /// The queries running now.
-    pub fn live(&self) -> Vec<Arc<QueryStats>> {
-        match self.list.lock() {
-            Ok(l) => l.iter().filter_map(Weak::upgrade).collect(),
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
 /// Start a continuous query; its results (schema `schema`, with the change-kind column when
 /// the plan is updating) arrive on the returned stream, which never ends on its own.
 /// Dropping the stream stops the query and frees its state.
@@ -380,6 +246,7 @@ pub fn start(
     schema: SchemaRef,
     stats: Arc<QueryStats>,
 ) -> SendableRecordBatchStream {
+    stats.running_on(&stores);
     let (tx, rx) =
         mpsc::channel::<std::result::Result<RecordBatch, DataFusionError>>(RESULT_BUFFER);
     let out_schema = schema.clone();
@@ -602,6 +469,8 @@ async fn run(
         if !sink.end_round(&versions).await? {
             return Ok(());
         }
+        // The round's results are handed out (a reader's are on its channel).
+        stats.round_ended(&versions);
         if let Ok(mut g) = stats.graph.lock() {
             *g = graph.stats();
         }
@@ -689,76 +558,6 @@ impl IdleSources {
             out.extend(graph.follow(i, target)?);
         }
         Ok(out)
-    }
-}
-
-/// `brook_continuous_queries()`: one row per continuous query running in the database.
-#[derive(Debug)]
-pub struct QueriesFunction {
-    /// The server's registry.
-    pub registry: Arc<QueryRegistry>,
-    /// The database whose queries are listed.
-    pub database: String,
-}
-
-impl datafusion::catalog::TableFunctionImpl for QueriesFunction {
-    fn call_with_args(
-        &self,
-        _args: datafusion::catalog::TableFunctionArgs<'_, '_>,
-    ) -> datafusion::error::Result<Arc<dyn datafusion::catalog::TableProvider>> {
-        use datafusion::arrow::array::{Int64Array, StringArray, TimestampMicrosecondArray};
-        use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-        let ts = DataType::Timestamp(TimeUnit::Microsecond, None);
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int64, false),
-            Field::new("kind", DataType::Utf8, false),
-            Field::new("name", DataType::Utf8, false),
-            Field::new("started", ts.clone(), false),
-            Field::new("rows_in", DataType::Int64, false),
-            Field::new("rows_out", DataType::Int64, false),
-            Field::new("state_bytes", DataType::Int64, false),
-            Field::new("late_rows", DataType::Int64, false),
-            Field::new("watermark", ts, true),
-        ]));
-        let mut live = self.registry.live();
-        live.retain(|q| q.database == self.database);
-        live.sort_by_key(|q| q.id);
-        let graphs: Vec<GraphStats> = live
-            .iter()
-            .map(|q| q.graph.lock().map(|g| g.clone()).unwrap_or_default())
-            .collect();
-        let i64s = |f: &dyn Fn(usize) -> i64| -> Arc<Int64Array> {
-            Arc::new((0..live.len()).map(f).collect::<Vec<_>>().into())
-        };
-        let columns: Vec<datafusion::arrow::array::ArrayRef> = vec![
-            i64s(&|i| live[i].id as i64),
-            Arc::new(live.iter().map(|q| Some(q.kind)).collect::<StringArray>()),
-            Arc::new(
-                live.iter()
-                    .map(|q| Some(q.name.as_str()))
-                    .collect::<StringArray>(),
-            ),
-            Arc::new(
-                live.iter()
-                    .map(|q| Some(q.started))
-                    .collect::<TimestampMicrosecondArray>(),
-            ),
-            i64s(&|i| live[i].rows_in.load(Ordering::Relaxed) as i64),
-            i64s(&|i| live[i].rows_out.load(Ordering::Relaxed) as i64),
-            i64s(&|i| graphs[i].state_bytes as i64),
-            i64s(&|i| graphs[i].late_rows as i64),
-            Arc::new(
-                graphs
-                    .iter()
-                    .map(|g| g.watermark.filter(|w| *w != i64::MAX))
-                    .collect::<TimestampMicrosecondArray>(),
-            ),
-        ];
-        let batch = RecordBatch::try_new(schema.clone(), columns)?;
-        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
-            schema,
-            vec![vec![batch]],
-        )?))
     }
 }
 

@@ -84,7 +84,7 @@ impl ViewState {
         self: Arc<Self>,
         ctx: datafusion::prelude::SessionContext,
         sql: String,
-        stats: Arc<crate::stream::queries::QueryStats>,
+        stats: Arc<crate::stream::registry::QueryStats>,
     ) {
         tokio::spawn(async move {
             // Plan with the database's context, then let it go: the maintenance task must
@@ -127,7 +127,7 @@ impl ViewState {
         self: &Arc<Self>,
         plan: Arc<brook_operators::graph::GraphPlan>,
         stores: Vec<Arc<TableStore>>,
-        stats: Arc<crate::stream::queries::QueryStats>,
+        stats: Arc<crate::stream::registry::QueryStats>,
     ) {
         if self.stores.set(stores.clone()).is_err() {
             return;

@@ -7,7 +7,7 @@
 //!   current windows correlate at `threshold` or more (StatStream's grid search).
 
 use crate::catalog::RelKind;
-use crate::stream::queries::QueryRegistry;
+use crate::stream::registry::QueryRegistry;
 use crate::stream::view::{ViewState, ViewTable};
 use brook_common::{brook_err, BrookError};
 use brook_synopses::dft::{correlated_pairs, Dft};
