@@ -547,6 +547,11 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
                 },
             },
         },
+        DataFusionError::NotImplemented(m) | DataFusionError::Internal(m)
+            if m.contains("OuterReferenceColumn") =>
+        {
+            lateral_unsupported()
+        }
         DataFusionError::NotImplemented(m) => BrookError::Unsupported(clean(&m)),
         DataFusionError::SchemaError(s, _) => {
             let m = clean(&s.to_string());
@@ -578,6 +583,17 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }
+}
+
+/// A LATERAL subquery (or table function) reading an earlier FROM item that DataFusion
+/// could not decorrelate: its outer references reached execution. (`planner/src/lateral.rs`
+/// runs those that compute from the left row alone.)
+fn lateral_unsupported() -> BrookError {
+    BrookError::Unsupported(
+        "this LATERAL subquery or function (one reading an earlier FROM item runs when it \
+         computes from that row alone, or reads it only in WHERE conditions, without LIMIT)"
+            .into(),
+    )
 }
 
 fn clean(m: &str) -> String {
@@ -650,6 +666,8 @@ fn classify_message(m: &str) -> BrookError {
     } else if lower.contains("cannot get result type for temporal operation") {
         // e.g. interval * double precision, which DataFusion lacks.
         BrookError::Unsupported(format!("this operation on date/time values: {m}"))
+    } else if lower.contains("outerreferencecolumn") {
+        lateral_unsupported()
     } else if lower.contains("must be an integer or null, got column") {
         // `FROM t, generate_series(1, t.n)`: DataFusion's table functions take constants.
         BrookError::Unsupported(format!(

@@ -102,10 +102,13 @@ fn scalar_call_as_relation(t: &TableFactor) -> Option<TableFactor> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let sql = format!("SELECT * FROM (SELECT {call} AS {column}) AS {table}");
-    let Ok(mut parsed) = Parser::parse_sql(&PostgreSqlDialect {}, &sql) else {
-        return None;
-    };
+    from_item(&format!("(SELECT {call} AS {column}) AS {table}"))
+}
+
+/// The FROM item `text` (`(SELECT ...) AS t`), parsed.
+pub(crate) fn from_item(text: &str) -> Option<TableFactor> {
+    let sql = format!("SELECT * FROM {text}");
+    let mut parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql).ok()?;
     let Some(Statement::Query(q)) = parsed.pop() else {
         return None;
     };

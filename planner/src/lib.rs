@@ -14,6 +14,8 @@
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
 //! - [`function_alias`]: `FROM generate_series(...) g` names the column `g`.
+//! - [`lateral`]: LATERAL set-returning functions and per-row subqueries as operators on
+//!   the left side.
 //! - [`in_subquery_projection`]: `x IN (subquery)` in a select list as scalar subqueries.
 //! - [`reloptions`]: `unnest(c.reloptions)` (psql's `\d+`) as a relation without rows.
 //! - [`create_sequence`]: `CREATE SEQUENCE` with its options in PostgreSQL's any order.
@@ -60,6 +62,7 @@ pub mod in_subquery_projection;
 pub mod information_schema;
 pub mod interval_scale;
 pub mod json_ops;
+pub mod lateral;
 pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;

@@ -300,6 +300,7 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
         ctx.add_analyzer_rule(Arc::new(brook_planner::array_text::ArrayTextCasts::new(
             crate::udf::array_text::udf(),
         )));

@@ -1,0 +1,356 @@
+//! LATERAL: FROM items that read the columns of earlier ones, one row at a time.
+//!
+//! DataFusion plans a LATERAL subquery as a join whose right side reads the left row through
+//! outer references, and decorrelates it only when the references are in the subquery's
+//! WHERE (`decorrelate_lateral_join`); a reference in a select list or a function argument
+//! stayed, and execution failed ("Physical plan does not support logical expression
+//! OuterReferenceColumn"). Its table functions take constants only, so
+//! `FROM g, generate_series(1, g.n)` failed at planning. Written here because no library
+//! does it:
+//!
+//! - [`lateral_functions`]: a set-returning function in FROM whose arguments read columns
+//!   (`generate_series(1, g.n) AS s`, `unnest(g.tags) AS tag`) becomes the LATERAL subquery
+//!   `LATERAL (SELECT unnest(f(args)) AS s) AS s`, its column named as PostgreSQL names it
+//!   (the alias's column, the alias, or the function).
+//! - [`LateralRows`]: a LATERAL subquery that computes from the left row alone (projections,
+//!   filters and `unnest` over no FROM) is those operators applied to the left side, each
+//!   keeping the left columns: `g JOIN LATERAL (SELECT unnest(generate_series(1, g.n)) AS s)
+//!   q` is `SELECT g.*, s FROM (SELECT g.*, unnest(generate_series(1, g.n)) AS s FROM g)`.
+//!   Over a stream it runs continuously (a projection and an unnest per row).
+//!
+//! Other LATERAL subqueries are left to DataFusion; what it cannot decorrelate is 0A000
+//! naming LATERAL.
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{plan_err, Column, Result, ScalarValue};
+use datafusion::logical_expr::{
+    Expr, Filter, JoinType, LogicalPlan, LogicalPlanBuilder, Projection,
+};
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::sql::sqlparser::ast::{
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableAlias,
+    TableFactor, Visit, VisitMut, Visitor, VisitorMut,
+};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+/// Set-returning functions whose rows are `unnest` of the scalar function of the same name.
+const SERIES: [&str; 1] = ["generate_series"];
+
+/// Rewrite the set-returning functions in FROM that read columns of earlier FROM items.
+pub fn lateral_functions(stmt: &mut Statement) {
+    let _ = stmt.visit(&mut LateralCalls);
+}
+
+struct LateralCalls;
+
+impl VisitorMut for LateralCalls {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        if let Some(lateral) = as_lateral_subquery(t) {
+            *t = lateral;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The call a FROM item makes (`unnest(x)`, `generate_series(a, b)`), its alias and
+/// whether it has `WITH ORDINALITY`, when it is a set-returning function Brook rewrites.
+fn call_of(t: &TableFactor) -> Option<(String, Vec<String>, Option<&TableAlias>)> {
+    match t {
+        TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            with_ordinality: false,
+            ..
+        } => Some((function_name(name)?, args_sql(&args.args)?, alias.as_ref())),
+        TableFactor::Function {
+            name, args, alias, ..
+        } => Some((function_name(name)?, args_sql(args)?, alias.as_ref())),
+        TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_offset: false,
+            with_ordinality: false,
+            ..
+        } if array_exprs.len() == 1 => Some((
+            "unnest".to_string(),
+            vec![array_exprs[0].to_string()],
+            alias.as_ref(),
+        )),
+        _ => None,
+    }
+}
+
+fn function_name(name: &ObjectName) -> Option<String> {
+    let [part] = name.0.as_slice() else {
+        return None;
+    };
+    let f = part.as_ident()?.value.to_ascii_lowercase();
+    (f == "unnest" || SERIES.contains(&f.as_str())).then_some(f)
+}
+
+fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
+    args.iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `f(args) [AS] a[(c)]` reading a column as `LATERAL (SELECT unnest(f(args)) AS c) AS a`.
+fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
+    if !reads_columns(t) {
+        return None;
+    }
+    let (function, args, alias) = call_of(t)?;
+    if function == "unnest" && args.len() != 1 {
+        return None;
+    }
+    // PostgreSQL names a one-column function's column after the alias's column list, else
+    // the alias, else the function.
+    let table = alias.map_or_else(|| Ident::new(&function), |a| a.name.clone());
+    let column = match alias {
+        Some(a) if a.columns.len() > 1 => return None,
+        Some(a) => a
+            .columns
+            .first()
+            .map_or_else(|| a.name.clone(), |c| c.name.clone()),
+        None => Ident::new(&function),
+    };
+    let call = if function == "unnest" {
+        format!("unnest({})", args[0])
+    } else {
+        format!("unnest({function}({}))", args.join(", "))
+    };
+    crate::function_alias::from_item(&format!("LATERAL (SELECT {call} AS {column}) AS {table}"))
+}
+
+/// Whether a FROM item's call arguments name a column (of an earlier FROM item).
+fn reads_columns(t: &TableFactor) -> bool {
+    struct Columns;
+    impl Visitor for Columns {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &SqlExpr) -> ControlFlow<()> {
+            match e {
+                SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) => ControlFlow::Break(()),
+                // A subquery's columns are its own.
+                SqlExpr::Subquery(_) | SqlExpr::Exists { .. } | SqlExpr::InSubquery { .. } => {
+                    ControlFlow::Continue(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    let args: Vec<&SqlExpr> = match t {
+        TableFactor::Table {
+            args: Some(args), ..
+        } => args.args.iter().filter_map(arg_expr).collect(),
+        TableFactor::Function { args, .. } => args.iter().filter_map(arg_expr).collect(),
+        TableFactor::UNNEST { array_exprs, .. } => array_exprs.iter().collect(),
+        _ => Vec::new(),
+    };
+    args.iter().any(|e| e.visit(&mut Columns).is_break())
+}
+
+fn arg_expr(a: &FunctionArg) -> Option<&SqlExpr> {
+    match a {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// The analyzer rule: LATERAL subqueries over no FROM as operators on the left side.
+#[derive(Debug, Default)]
+pub struct LateralRows;
+
+impl AnalyzerRule for LateralRows {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|p| match p {
+            LogicalPlan::Join(ref j) => match per_row(j)? {
+                Some(rewritten) => Ok(Transformed::yes(rewritten)),
+                None => Ok(Transformed::no(p)),
+            },
+            other => Ok(Transformed::no(other)),
+        })
+        .data()
+    }
+
+    fn name(&self) -> &str {
+        "brook_lateral_rows"
+    }
+}
+
+/// A node of a LATERAL subquery computed from the left row alone.
+enum Step<'a> {
+    Project(&'a Projection),
+    Filter(&'a Filter),
+    Unnest(&'a datafusion::logical_expr::Unnest),
+}
+
+/// `left JOIN LATERAL (steps over one row) AS q`, rewritten; `None` for other joins.
+fn per_row(j: &datafusion::logical_expr::Join) -> Result<Option<LogicalPlan>> {
+    let subquery = match j.right.as_ref() {
+        LogicalPlan::Subquery(sq) => sq,
+        LogicalPlan::SubqueryAlias(a) => match a.input.as_ref() {
+            LogicalPlan::Subquery(sq) => sq,
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let mut steps = Vec::new();
+    let mut at = subquery.subquery.as_ref();
+    loop {
+        at = match at {
+            LogicalPlan::Projection(p) => {
+                steps.push(Step::Project(p));
+                &p.input
+            }
+            LogicalPlan::Filter(f) => {
+                steps.push(Step::Filter(f));
+                &f.input
+            }
+            LogicalPlan::Unnest(u) => {
+                steps.push(Step::Unnest(u));
+                &u.input
+            }
+            LogicalPlan::EmptyRelation(e) if e.produce_one_row => break,
+            _ => return Ok(None),
+        };
+    }
+    // A LEFT JOIN keeps a left row its subquery gives no row for: only a subquery of
+    // projections gives exactly one row per left row.
+    let one_row_each = steps.iter().all(|s| matches!(s, Step::Project(_)));
+    let condition =
+        j.on.iter()
+            .map(|(l, r)| l.clone().eq(r.clone()))
+            .chain(j.filter.clone())
+            .filter(|c| !matches!(c, Expr::Literal(ScalarValue::Boolean(Some(true)), _)))
+            .reduce(Expr::and);
+    match (j.join_type, &condition) {
+        (JoinType::Inner, _) => {}
+        (JoinType::Left, None) if one_row_each => {}
+        _ => return Ok(None),
+    }
+    // A subquery reading columns of a query further out, or naming a column as a left one,
+    // does not plan here: left to DataFusion.
+    Ok(over_left(j, &steps, condition).ok())
+}
+
+/// The steps applied to the left side, each keeping the left columns first, then the
+/// join's columns (the left's, the subquery's by its alias), filtered by its condition.
+fn over_left(
+    j: &datafusion::logical_expr::Join,
+    steps: &[Step<'_>],
+    condition: Option<Expr>,
+) -> Result<LogicalPlan> {
+    let left_columns: Vec<Expr> = j
+        .left
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
+    let mut plan = j.left.as_ref().clone();
+    for (depth, step) in steps.iter().enumerate().rev() {
+        plan = match step {
+            Step::Project(p) => {
+                let mut exprs = left_columns.clone();
+                for (i, e) in p.expr.iter().enumerate() {
+                    let e = outer_as_column(e.clone())?;
+                    // The subquery's result columns go by position from here: names of
+                    // their own keep them apart from the left's (`SELECT x` is `lat_g.x`).
+                    exprs.push(match depth {
+                        0 => e.alias(format!("__brook_lateral_{i}")),
+                        _ => e,
+                    });
+                }
+                LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?)
+            }
+            Step::Filter(f) => LogicalPlan::Filter(Filter::try_new(
+                outer_as_column(f.predicate.clone())?,
+                Arc::new(plan),
+            )?),
+            Step::Unnest(u) => LogicalPlanBuilder::from(plan)
+                .unnest_columns_with_options(u.exec_columns.clone(), u.options.clone())?
+                .build()?,
+        };
+    }
+    let top = Arc::clone(plan.schema());
+    let width = left_columns.len();
+    if top.fields().len() != width + j.right.schema().fields().len() {
+        return plan_err!("LATERAL subquery columns out of step");
+    }
+    let mut exprs = left_columns;
+    for (i, (qualifier, field)) in j.right.schema().iter().enumerate() {
+        let (q, f) = top.qualified_field(width + i);
+        exprs.push(
+            Expr::Column(Column::new(q.cloned(), f.name()))
+                .alias_qualified(qualifier.cloned(), field.name()),
+        );
+    }
+    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?);
+    Ok(match condition {
+        Some(c) => LogicalPlan::Filter(Filter::try_new(c, Arc::new(plan))?),
+        None => plan,
+    })
+}
+
+/// The expression with the left row's columns (outer references) as plain columns.
+fn outer_as_column(e: Expr) -> Result<Expr> {
+    e.transform_up(|e| match e {
+        Expr::OuterReferenceColumn(_, c) => Ok(Transformed::yes(Expr::Column(c))),
+        other => Ok(Transformed::no(other)),
+    })
+    .data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn rewritten(sql: &str) -> String {
+        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        lateral_functions(&mut s);
+        s.to_string()
+    }
+
+    #[test]
+    fn a_series_over_a_column_becomes_a_lateral_subquery() {
+        assert_eq!(
+            rewritten("SELECT * FROM g, generate_series(1, g.x) s"),
+            "SELECT * FROM g, LATERAL (SELECT unnest(generate_series(1, g.x)) AS s) AS s"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM g, LATERAL generate_series(x, 3) AS s(n)"),
+            "SELECT * FROM g, LATERAL (SELECT unnest(generate_series(x, 3)) AS n) AS s"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM g CROSS JOIN unnest(g.tags)"),
+            "SELECT * FROM g CROSS JOIN LATERAL (SELECT unnest(g.tags) AS unnest) AS unnest"
+        );
+    }
+
+    #[test]
+    fn constant_calls_and_other_functions_are_left_alone() {
+        for sql in [
+            "SELECT * FROM generate_series(1, 3) s",
+            "SELECT * FROM g, generate_series(1, 3 + 1) s",
+            "SELECT * FROM g, UNNEST(ARRAY[1, 2]) u",
+            "SELECT * FROM g, my_function(g.x) f",
+            "SELECT * FROM g, UNNEST(g.a, g.b) u",
+            "SELECT * FROM g, generate_series(1, g.x) AS s (a, b)",
+            "SELECT * FROM g, generate_series(1, g.x) WITH ORDINALITY s",
+        ] {
+            assert_eq!(rewritten(sql), sql);
+        }
+    }
+}
