@@ -580,9 +580,18 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         // DataFusion's ScalarSubqueryExec calls a second row an internal error; PostgreSQL
         // answers 21000.
         DataFusionError::Internal(m) if is_subquery_cardinality(&m) => subquery_cardinality(),
+        // The array form of generate_series (a LATERAL series over a column) reports a zero
+        // step as internal; PostgreSQL's message and 22023, as for constant bounds.
+        DataFusionError::Internal(m) if is_zero_series_step(&m) => {
+            BrookError::InvalidParameter("step size cannot equal zero".into())
+        }
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }
+}
+
+fn is_zero_series_step(m: &str) -> bool {
+    m.contains("generate_series") && (m.contains("step can't be 0") || m.contains("must not be 0"))
 }
 
 /// A LATERAL subquery (or table function) reading an earlier FROM item that DataFusion
@@ -590,8 +599,9 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
 /// runs those that compute from the left row alone.)
 fn lateral_unsupported() -> BrookError {
     BrookError::Unsupported(
-        "this LATERAL subquery or function (one reading an earlier FROM item runs when it \
-         computes from that row alone, or reads it only in WHERE conditions, without LIMIT)"
+        "a subquery or LATERAL item reading columns of an earlier FROM item in this form (it \
+         runs when it computes from that row alone, or reads it only in WHERE conditions \
+         without LIMIT)"
             .into(),
     )
 }
@@ -643,6 +653,8 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::DivisionByZero
     } else if lower.contains("regular expression did not compile") {
         BrookError::InvalidRegex(m)
+    } else if is_zero_series_step(&m) {
+        BrookError::InvalidParameter("step size cannot equal zero".into())
     } else if lower.contains("step cannot be zero")
         || lower.contains("step interval cannot be zero")
     {

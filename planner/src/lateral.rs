@@ -12,6 +12,8 @@
 //!   (`generate_series(1, g.n) AS s`, `unnest(g.tags) AS tag`) becomes the LATERAL subquery
 //!   `LATERAL (SELECT unnest(f(args)) AS s) AS s`, its column named as PostgreSQL names it
 //!   (the alias's column, the alias, or the function).
+//! - A LATERAL subquery's unnamed columns are named as PostgreSQL names them (`SELECT g.x`
+//!   gives `x`, not DataFusion's `outer_ref(g.x)`).
 //! - [`LateralRows`]: a LATERAL subquery that computes from the left row alone (projections,
 //!   filters and `unnest` over no FROM) is those operators applied to the left side, each
 //!   keeping the left columns: `g JOIN LATERAL (SELECT unnest(generate_series(1, g.n)) AS s)
@@ -29,8 +31,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::sql::sqlparser::ast::{
-    Expr as SqlExpr, FunctionArg, FunctionArgExpr, Ident, ObjectName, Statement, TableAlias,
-    TableFactor, Visit, VisitMut, Visitor, VisitorMut,
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, Ident, ObjectName, SelectItem, SetExpr,
+    Statement, TableAlias, TableFactor, Visit, VisitMut, Visitor, VisitorMut,
 };
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -52,7 +54,53 @@ impl VisitorMut for LateralCalls {
         if let Some(lateral) = as_lateral_subquery(t) {
             *t = lateral;
         }
+        if let TableFactor::Derived {
+            lateral: true,
+            subquery,
+            ..
+        } = t
+        {
+            if let SetExpr::Select(select) = subquery.body.as_mut() {
+                name_outputs(&mut select.projection);
+            }
+        }
         ControlFlow::Continue(())
+    }
+}
+
+/// Name a LATERAL subquery's unnamed columns as PostgreSQL does: a column reference after
+/// the column (`SELECT g.x` gives `x`), a function call after the function (`unnest`).
+/// DataFusion names them after the expression, with the left row's columns as
+/// `outer_ref(g.x)`, so `q.x` was 42703. A name two columns would share is left alone.
+fn name_outputs(items: &mut [SelectItem]) {
+    let name = |item: &SelectItem| -> Option<Ident> {
+        match item {
+            SelectItem::UnnamedExpr(SqlExpr::Identifier(i)) => Some(i.clone()),
+            SelectItem::UnnamedExpr(SqlExpr::CompoundIdentifier(parts)) => parts.last().cloned(),
+            SelectItem::UnnamedExpr(SqlExpr::Function(f)) => {
+                let last = f.name.0.last()?.as_ident()?;
+                Some(Ident::new(last.value.to_ascii_lowercase()))
+            }
+            SelectItem::ExprWithAlias { alias, .. } => Some(alias.clone()),
+            _ => None,
+        }
+    };
+    let names: Vec<Option<Ident>> = items.iter().map(name).collect();
+    for (item, n) in items.iter_mut().zip(&names) {
+        let (SelectItem::UnnamedExpr(expr), Some(n)) = (&*item, n) else {
+            continue;
+        };
+        let shared = names
+            .iter()
+            .flatten()
+            .filter(|m| m.value.eq_ignore_ascii_case(&n.value))
+            .count();
+        if shared == 1 {
+            *item = SelectItem::ExprWithAlias {
+                expr: expr.clone(),
+                alias: n.clone(),
+            };
+        }
     }
 }
 
@@ -255,33 +303,74 @@ fn over_left(
         .into_iter()
         .map(Expr::Column)
         .collect();
+    let width = left_columns.len();
     let mut plan = j.left.as_ref().clone();
+    // Each step's columns get names of their own, which keep them apart from the left's
+    // (`SELECT g.x AS x` next to `g.x`): the steps above read them by position.
+    let mut renamed: Vec<(Column, Column)> = Vec::new();
     for (depth, step) in steps.iter().enumerate().rev() {
-        plan = match step {
+        let read = |e: &Expr| -> Result<Expr> {
+            outer_as_column(e.clone())?
+                .transform_up(|e| match e {
+                    Expr::Column(c) => Ok(match renamed.iter().find(|(old, _)| *old == c) {
+                        Some((_, new)) => Transformed::yes(Expr::Column(new.clone())),
+                        None => Transformed::no(Expr::Column(c)),
+                    }),
+                    other => Ok(Transformed::no(other)),
+                })
+                .data()
+        };
+        let (built, schema) = match step {
             Step::Project(p) => {
                 let mut exprs = left_columns.clone();
                 for (i, e) in p.expr.iter().enumerate() {
-                    let e = outer_as_column(e.clone())?;
-                    // The subquery's result columns go by position from here: names of
-                    // their own keep them apart from the left's (`SELECT x` is `lat_g.x`).
-                    exprs.push(match depth {
-                        0 => e.alias(format!("__brook_lateral_{i}")),
-                        _ => e,
-                    });
+                    exprs.push(
+                        read(e)?
+                            .unalias()
+                            .alias(format!("__brook_lateral_{depth}_{i}")),
+                    );
                 }
-                LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?)
+                let built = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?);
+                (built, &p.schema)
             }
-            Step::Filter(f) => LogicalPlan::Filter(Filter::try_new(
-                outer_as_column(f.predicate.clone())?,
-                Arc::new(plan),
-            )?),
-            Step::Unnest(u) => LogicalPlanBuilder::from(plan)
-                .unnest_columns_with_options(u.exec_columns.clone(), u.options.clone())?
-                .build()?,
+            Step::Filter(f) => {
+                let built =
+                    LogicalPlan::Filter(Filter::try_new(read(&f.predicate)?, Arc::new(plan))?);
+                (built, f.input.schema())
+            }
+            Step::Unnest(u) => {
+                let columns = u
+                    .exec_columns
+                    .iter()
+                    .map(|c| match renamed.iter().find(|(old, _)| old == c) {
+                        Some((_, new)) => new.clone(),
+                        None => c.clone(),
+                    })
+                    .collect();
+                let built = LogicalPlanBuilder::from(plan)
+                    .unnest_columns_with_options(columns, u.options.clone())?
+                    .build()?;
+                (built, &u.schema)
+            }
         };
+        plan = built;
+        let now = plan.schema();
+        if now.fields().len() != width + schema.fields().len() {
+            return plan_err!("LATERAL subquery columns out of step");
+        }
+        renamed = schema
+            .iter()
+            .enumerate()
+            .map(|(i, (q, f))| {
+                let (nq, nf) = now.qualified_field(width + i);
+                (
+                    Column::new(q.cloned(), f.name()),
+                    Column::new(nq.cloned(), nf.name()),
+                )
+            })
+            .collect();
     }
     let top = Arc::clone(plan.schema());
-    let width = left_columns.len();
     if top.fields().len() != width + j.right.schema().fields().len() {
         return plan_err!("LATERAL subquery columns out of step");
     }
@@ -336,6 +425,19 @@ mod tests {
         assert_eq!(
             rewritten("SELECT * FROM g CROSS JOIN unnest(g.tags)"),
             "SELECT * FROM g CROSS JOIN LATERAL (SELECT unnest(g.tags) AS unnest) AS unnest"
+        );
+    }
+
+    #[test]
+    fn a_lateral_subquerys_columns_are_named_as_in_postgresql() {
+        assert_eq!(
+            rewritten("SELECT * FROM g, LATERAL (SELECT g.x, unnest(g.tags), g.x + 1) q"),
+            "SELECT * FROM g, LATERAL (SELECT g.x AS x, unnest(g.tags) AS unnest, g.x + 1) q"
+        );
+        // Names two columns would share stay as they were.
+        assert_eq!(
+            rewritten("SELECT * FROM g, h, LATERAL (SELECT g.x, h.x, y AS x2) q"),
+            "SELECT * FROM g, h, LATERAL (SELECT g.x, h.x, y AS x2) q"
         );
     }
 
