@@ -104,8 +104,8 @@ fn name_outputs(items: &mut [SelectItem]) {
     }
 }
 
-/// The call a FROM item makes (`unnest(x)`, `generate_series(a, b)`), its alias and
-/// whether it has `WITH ORDINALITY`, when it is a set-returning function Brook rewrites.
+/// The function a FROM item calls (`unnest`, `generate_series`), its arguments as SQL and
+/// its alias, when it is a set-returning function Brook rewrites (not `WITH ORDINALITY`).
 fn call_of(t: &TableFactor) -> Option<(String, Vec<String>, Option<&TableAlias>)> {
     match t {
         TableFactor::Table {
@@ -184,12 +184,10 @@ fn reads_columns(t: &TableFactor) -> bool {
     impl Visitor for Columns {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &SqlExpr) -> ControlFlow<()> {
+            // Any name counts (one inside a scalar subquery too: the rewritten call reads
+            // it the same way).
             match e {
                 SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) => ControlFlow::Break(()),
-                // A subquery's columns are its own.
-                SqlExpr::Subquery(_) | SqlExpr::Exists { .. } | SqlExpr::InSubquery { .. } => {
-                    ControlFlow::Continue(())
-                }
                 _ => ControlFlow::Continue(()),
             }
         }
@@ -284,8 +282,8 @@ fn per_row(j: &datafusion::logical_expr::Join) -> Result<Option<LogicalPlan>> {
         (JoinType::Left, None) if one_row_each => {}
         _ => return Ok(None),
     }
-    // A subquery reading columns of a query further out, or naming a column as a left one,
-    // does not plan here: left to DataFusion.
+    // A subquery reading columns of a query further out does not plan here: left to
+    // DataFusion.
     Ok(over_left(j, &steps, condition).ok())
 }
 
