@@ -1,5 +1,6 @@
 //! An open cursor: a query's result stream, read on demand by FETCH.
 
+use crate::stream::progress::Progress;
 use crate::stream::registry::QueryStats;
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::RecordBatch;
@@ -42,7 +43,7 @@ impl Cursor {
     ) -> Result<Vec<RecordBatch>> {
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
         // The input versions committed now: results up to them are due in this FETCH.
-        let target = self.continuous.as_ref().and_then(|s| s.visible());
+        let target = self.continuous.as_ref().and_then(|s| s.progress.visible());
         let mut out: Vec<RecordBatch> = Vec::new();
         let mut want = n.unwrap_or(usize::MAX);
         while want > 0 {
@@ -62,7 +63,11 @@ impl Cursor {
                             }
                         }
                         Some(d) => {
-                            let due = self.continuous.as_deref().zip(target.as_deref());
+                            let due = self
+                                .continuous
+                                .as_ref()
+                                .map(|s| &s.progress)
+                                .zip(target.as_deref());
                             match next_due(stream, due, d).await {
                                 Some(next) => next,
                                 None => break,
@@ -94,7 +99,7 @@ impl Cursor {
 /// versions), waiting for it until `deadline`. `None` when nothing more is due.
 async fn next_due(
     stream: &mut SendableRecordBatchStream,
-    due: Option<(&QueryStats, &[u64])>,
+    due: Option<(&Progress, &[u64])>,
     deadline: tokio::time::Instant,
 ) -> Option<Option<datafusion::error::Result<RecordBatch>>> {
     use futures::FutureExt;
@@ -108,12 +113,12 @@ async fn next_due(
         if covered {
             return None;
         }
-        let (stats, target) = due?;
-        if stats.covers(target) {
+        let (progress, target) = due?;
+        if progress.covers(target) {
             covered = true;
             continue;
         }
-        let wait = futures::future::select(stream.next(), Box::pin(stats.covered(target)));
+        let wait = futures::future::select(stream.next(), Box::pin(progress.covered(target)));
         match tokio::time::timeout_at(deadline, wait).await {
             Ok(futures::future::Either::Left((next, _))) => return Some(next),
             Ok(futures::future::Either::Right(((), _))) => covered = true,

@@ -1,10 +1,11 @@
 //! Continuous queries: planning ([`plan`]), the task each runs as ([`queries`], the only
-//! place a query task is spawned), the registry of running queries ([`registry`]),
+//! place a query task is spawned), the registry of running queries ([`registry`]) and their progress ([`progress`]),
 //! materialized views ([`view`]) and the `TUMBLE_ROWS`/`HOP_ROWS` table function
 //! ([`row_windows`]).
 
 pub mod match_recognize;
 pub mod plan;
+pub mod progress;
 pub mod queries;
 pub mod registry;
 pub mod row_windows;

@@ -246,7 +246,7 @@ pub fn start(
     schema: SchemaRef,
     stats: Arc<QueryStats>,
 ) -> SendableRecordBatchStream {
-    stats.running_on(&stores);
+    stats.progress.running_on(&stores);
     let (tx, rx) =
         mpsc::channel::<std::result::Result<RecordBatch, DataFusionError>>(RESULT_BUFFER);
     let out_schema = schema.clone();
@@ -256,6 +256,7 @@ pub fn start(
         updating: plan.updating(),
         pending: Vec::new(),
         rows: 0,
+        stats: stats.clone(),
     });
     tokio::spawn(async move {
         if let Err(e) = run_guarded(plan, stores, sink, stats).await {
@@ -277,6 +278,8 @@ struct Outbox {
     updating: bool,
     pending: Vec<RecordBatch>,
     rows: usize,
+    /// The query's statistics, where a round's end is recorded for FETCH.
+    stats: Arc<QueryStats>,
 }
 
 /// Rows gathered before a batch goes out even mid-round (bounds memory on big backlogs).
@@ -346,10 +349,15 @@ impl Sink {
     /// A round ended with every source applied up to `versions`.
     async fn end_round(&mut self, versions: &[u64]) -> Result<bool> {
         match self {
-            Sink::Reader(out) => out.flush().await,
+            Sink::Reader(out) => {
+                let sent = out.flush().await?;
+                // The round's results are on the reader's channel.
+                out.stats.progress.round_ended(versions);
+                Ok(sent)
+            }
             Sink::View(view, _) => match view.upgrade() {
                 Some(v) => {
-                    v.processed(versions.to_vec());
+                    v.progress.round_ended(versions);
                     Ok(true)
                 }
                 None => Ok(false),
@@ -469,8 +477,6 @@ async fn run(
         if !sink.end_round(&versions).await? {
             return Ok(());
         }
-        // The round's results are handed out (a reader's are on its channel).
-        stats.round_ended(&versions);
         if let Ok(mut g) = stats.graph.lock() {
             *g = graph.stats();
         }

@@ -1,15 +1,13 @@
-//! The registry of running continuous queries: each query's identity and statistics, how
-//! far its results have got (what a cursor's FETCH waits for), and the
-//! `brook_continuous_queries()` table function that lists them.
+//! The registry of running continuous queries: each query's identity, statistics and
+//! progress, and the `brook_continuous_queries()` table function that lists them.
 
-use crate::storage::TableStore;
+use crate::stream::progress::Progress;
 use brook_common::{BrookError, Result};
 use brook_operators::graph::GraphStats;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use tokio::sync::watch;
+use std::sync::{Arc, Mutex, Weak};
 
 /// A running continuous query's identity and statistics (a row of
 /// `brook_continuous_queries()`).
@@ -34,11 +32,9 @@ pub struct QueryStats {
     /// The operator state's share of the server's memory pool (see
     /// [`QueryStats::hold_state`]).
     memory: Mutex<Option<MemoryReservation>>,
-    /// The query's inputs, once it runs.
-    inputs: OnceLock<Vec<Arc<TableStore>>>,
-    /// The input versions the results handed out so far cover (see
-    /// [`QueryStats::covered`]).
-    covered: watch::Sender<Vec<u64>>,
+    /// The input versions the results handed out so far cover (a cursor's FETCH waits
+    /// on it).
+    pub progress: Progress,
 }
 
 impl QueryStats {
@@ -71,48 +67,6 @@ impl QueryStats {
                 code: "53200",
             })
     }
-}
-
-impl QueryStats {
-    /// The query runs over `inputs` (in its sources' order).
-    pub(crate) fn running_on(&self, inputs: &[Arc<TableStore>]) {
-        let _ = self.inputs.set(inputs.to_vec());
-    }
-
-    /// A round ended: the results handed out cover input versions `versions`.
-    pub(crate) fn round_ended(&self, versions: &[u64]) {
-        self.covered.send_replace(versions.to_vec());
-    }
-
-    /// The input versions committed now: the commits a reader asking now should see.
-    /// `None` before the query runs.
-    pub fn visible(&self) -> Option<Vec<u64>> {
-        let inputs = self.inputs.get()?;
-        Some(inputs.iter().map(|s| s.version()).collect())
-    }
-
-    /// Whether the results handed out so far cover input versions `target`.
-    pub fn covers(&self, target: &[u64]) -> bool {
-        covers(&self.covered.borrow(), target)
-    }
-
-    /// Resolves once the results handed out cover input versions `target` (never, if the
-    /// query stops first: wait with a timeout).
-    pub async fn covered(&self, target: &[u64]) {
-        let mut rx = self.covered.subscribe();
-        loop {
-            if covers(&rx.borrow_and_update(), target) {
-                return;
-            }
-            if rx.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-        }
-    }
-}
-
-fn covers(done: &[u64], target: &[u64]) -> bool {
-    done.len() == target.len() && done.iter().zip(target).all(|(d, t)| d >= t)
 }
 
 impl Drop for QueryStats {
@@ -168,8 +122,7 @@ impl QueryRegistry {
             rows_out: AtomicU64::new(0),
             graph: Mutex::new(GraphStats::default()),
             memory: Mutex::new(memory),
-            inputs: OnceLock::new(),
-            covered: watch::channel(Vec::new()).0,
+            progress: Progress::default(),
         });
         if let Ok(mut l) = self.list.lock() {
             l.retain(|w| w.strong_count() > 0);

@@ -14,6 +14,7 @@
 //! sees its effect (read-your-writes through views).
 
 use crate::storage::TableStore;
+use crate::stream::progress::{covers, Progress};
 use async_trait::async_trait;
 use brook_common::{brook_err, BrookError, Result};
 use brook_operators::change;
@@ -30,8 +31,7 @@ use datafusion::physical_plan::ExecutionPlan;
 // hashbrown with its default (foldhash) hasher, as DataFusion uses: SipHash cost 14% of a
 // pass-through view's CPU.
 use datafusion::common::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::watch;
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// The maintained contents of one materialized view.
@@ -39,10 +39,8 @@ use tokio_util::sync::CancellationToken;
 pub struct ViewState {
     schema: SchemaRef,
     rows: Mutex<Rows>,
-    /// Commit version of each input store that maintenance has fully applied.
-    processed: watch::Sender<Vec<u64>>,
-    /// The input stores, in the plan's source order (set when maintenance starts).
-    stores: OnceLock<Vec<Arc<TableStore>>>,
+    /// The input versions maintenance has fully applied.
+    pub(crate) progress: Progress,
     /// Set when maintenance failed; scans report it.
     failed: Mutex<Option<String>>,
     /// Stops the maintenance task when the view goes away.
@@ -105,7 +103,6 @@ impl ViewState {
             .iter()
             .map(|f| SortField::new(f.data_type().clone()))
             .collect();
-        let (processed, _) = watch::channel(Vec::new());
         Ok(Arc::new(ViewState {
             rows: Mutex::new(Rows {
                 converter: RowConverter::new(fields)?,
@@ -115,8 +112,7 @@ impl ViewState {
                 small_tail: 0,
             }),
             schema,
-            processed,
-            stores: OnceLock::new(),
+            progress: Progress::default(),
             failed: Mutex::new(None),
             stop: CancellationToken::new(),
         }))
@@ -129,14 +125,13 @@ impl ViewState {
         stores: Vec<Arc<TableStore>>,
         stats: Arc<crate::stream::registry::QueryStats>,
     ) {
-        if self.stores.set(stores.clone()).is_err() {
+        if !self.progress.running_on(&stores) {
             return;
         }
         if let Ok(mut rows) = self.rows.lock() {
             rows.append_only = !plan.updating();
         }
         crate::stream::queries::start_view(plan, stores, self, stats);
-        self.processed.send_modify(|_| {});
     }
 
     /// Cancelled when the view is dropped.
@@ -184,18 +179,13 @@ impl ViewState {
         Ok(())
     }
 
-    /// Maintenance applied everything up to these input versions.
-    pub fn processed(&self, versions: Vec<u64>) {
-        self.processed.send_replace(versions);
-    }
-
     /// Maintenance stopped with an error.
     pub fn fail(&self, e: &BrookError) {
         tracing::error!(error = %e, "materialized view maintenance failed");
         if let Ok(mut f) = self.failed.lock() {
             *f = Some(e.to_string());
         }
-        self.processed.send_modify(|_| {});
+        self.progress.wake();
     }
 
     fn check_failed(&self) -> Result<()> {
@@ -210,23 +200,16 @@ impl ViewState {
 
     /// Wait until every input commit visible now has been applied.
     pub async fn wait_fresh(&self) -> Result<()> {
-        let mut rx = self.processed.subscribe();
+        let mut rx = self.progress.subscribe();
         let mut target: Option<Vec<u64>> = None;
         loop {
             self.check_failed()?;
             if target.is_none() {
-                target = self
-                    .stores
-                    .get()
-                    .map(|stores| stores.iter().map(|s| s.version()).collect());
+                target = self.progress.visible();
             }
-            if let Some(t) = &target {
-                let p = rx.borrow_and_update().clone();
-                if p.len() == t.len() && p.iter().zip(t).all(|(p, t)| p >= t) {
-                    return Ok(());
-                }
-            } else {
-                rx.borrow_and_update();
+            let done = rx.borrow_and_update().clone();
+            if target.as_deref().is_some_and(|t| covers(&done, t)) {
+                return Ok(());
             }
             if rx.changed().await.is_err() {
                 return Err(brook_err!(Internal, "view maintenance ended"));
