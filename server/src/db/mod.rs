@@ -309,6 +309,7 @@ impl Engine {
             .map_err(|e| BrookError::from(*e))?;
         crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
+        crate::udf::bounded_series::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);
         crate::udf::expand_array::register(&ctx);

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod array_functions;
 pub mod array_text;
+pub mod bounded_series;
 pub mod checked;
 pub mod expand_array;
 pub mod format;
