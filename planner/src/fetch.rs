@@ -14,6 +14,23 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 /// Parse a FETCH statement (the parser is at `FETCH`).
 pub(crate) fn parse_fetch(p: &mut Parser<'_>) -> Result<Statement> {
     p.expect_keyword(Keyword::FETCH)?;
+    fetch_rest(p)
+}
+
+/// `MOVE [direction] [FROM | IN] cursor` (sqlparser has none) as the FETCH it moves like,
+/// when the statement is a MOVE.
+pub(crate) fn parse_move(p: &mut Parser<'_>) -> Result<Option<Statement>> {
+    let is_move = matches!(&p.peek_token_ref().token,
+        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("move"));
+    if !is_move {
+        return Ok(None);
+    }
+    p.next_token();
+    fetch_rest(p).map(Some)
+}
+
+/// What follows FETCH or MOVE.
+fn fetch_rest(p: &mut Parser<'_>) -> Result<Statement> {
     let direction = parse_direction(p)?;
     let position = if p.parse_keyword(Keyword::IN) {
         FetchPosition::In
@@ -117,5 +134,23 @@ mod tests {
         assert_eq!(fetch("FETCH ALL FROM c"), "FETCH ALL FROM c");
         assert_eq!(fetch("FETCH BACKWARD ALL c"), "FETCH BACKWARD ALL FROM c");
         assert!(parse_one("FETCH 5 FROM").is_err());
+    }
+
+    #[test]
+    fn move_takes_fetch_directions() {
+        for (sql, fetch) in [
+            ("MOVE c", "FETCH NEXT FROM c"),
+            ("move forward 3 in c", "FETCH FORWARD 3 IN c"),
+            ("MOVE ABSOLUTE 7 FROM c", "FETCH ABSOLUTE 7 FROM c"),
+            ("MOVE ALL c", "FETCH ALL FROM c"),
+        ] {
+            let s = parse_one(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let crate::StatementBody::Move(f) = s.body else {
+                panic!("{sql}: not a MOVE: {s:?}")
+            };
+            assert_eq!(f.to_string(), fetch);
+        }
+        assert!(parse_one("MOVE 5 FROM").is_err());
+        assert!(parse_one("MOVE 5 FROM c WITH (timeout = '1s')").is_err());
     }
 }

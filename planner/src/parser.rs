@@ -272,7 +272,7 @@ pub fn check_depth(stmt: &BrookStatement) -> Result<()> {
     }
     let inner: Option<&Statement> = match &stmt.body {
         StatementBody::Sql(s) => Some(s),
-        StatementBody::FetchWith { fetch, .. } => Some(fetch),
+        StatementBody::FetchWith { fetch, .. } | StatementBody::Move(fetch) => Some(fetch),
         _ => None,
     };
     match inner.map(|s| s.visit(&mut Depth { now: 0 })) {
@@ -505,6 +505,10 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
         stmt.emit = Some(emit);
         return Ok(stmt);
+    }
+    if let Some(fetch) = crate::fetch::parse_move(&mut p)? {
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::new(StatementBody::Move(Box::new(fetch))));
     }
     if p.peek_keyword(Keyword::FETCH) {
         let fetch = crate::fetch::parse_fetch(&mut p)?;

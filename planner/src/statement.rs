@@ -149,6 +149,9 @@ pub enum StatementBody {
         /// How long to wait for rows of a continuous cursor (interval text).
         timeout: Option<String>,
     },
+    /// `MOVE [direction] [FROM | IN] cursor` (sqlparser has none): the FETCH it moves like,
+    /// returning no rows.
+    Move(Box<Statement>),
 }
 
 /// A query's `EMIT` clause: `EMIT CHANGES` makes a SELECT or COPY continuous (a push query,

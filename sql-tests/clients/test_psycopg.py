@@ -362,3 +362,20 @@ def test_show_and_explain_tags_carry_no_row_count(brook):
             cur.execute(sql)
             assert cur.statusmessage == tag
             assert c.pgconn.exec_(sql.encode()).command_status.decode() == tag
+
+
+def test_move_tags_count_the_rows_moved_over(brook):
+    """MOVE's tag is `MOVE n`, the rows passed over (PostgreSQL's count)."""
+    with connect(brook) as conn:
+        conn.execute("CREATE TABLE py_moved (i int)")
+        conn.execute("INSERT INTO py_moved SELECT generate_series(1, 10)")
+        with conn.transaction(), conn.cursor() as c:
+            c.execute("DECLARE mv CURSOR FOR SELECT i FROM py_moved ORDER BY i")
+            for move, tag in [
+                ("MOVE 3 IN mv", "MOVE 3"),
+                ("MOVE ABSOLUTE 7 IN mv", "MOVE 1"),
+                ("MOVE FORWARD ALL IN mv", "MOVE 3"),
+                ("MOVE NEXT IN mv", "MOVE 0"),
+            ]:
+                c.execute(move)
+                assert c.statusmessage == tag, move

@@ -40,7 +40,9 @@ pub(crate) fn changes_catalog(stmt: &BrookStatement) -> bool {
         | StatementBody::DropSynopsis { .. }
         | StatementBody::CreateAggregate(_)
         | StatementBody::DropAggregate { .. } => true,
-        StatementBody::FetchWith { .. } | StatementBody::RefreshMaterializedView { .. } => false,
+        StatementBody::FetchWith { .. }
+        | StatementBody::Move(_)
+        | StatementBody::RefreshMaterializedView { .. } => false,
     }
 }
 

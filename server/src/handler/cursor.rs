@@ -4,7 +4,7 @@ use crate::handler::query::rows_outcome;
 use crate::ident::ident_name;
 use crate::pg::sql::pg_literals;
 use crate::pg::sql::pg_named;
-use crate::session::cursor::Cursor;
+use crate::session::cursor::{backward, no_last_row, Cursor, Step};
 use crate::session::Outcome;
 use crate::session::Session;
 use crate::settings::parse_timeout;
@@ -28,8 +28,18 @@ impl Session {
         match fetch {
             Statement::Fetch {
                 name, direction, ..
-            } => self.fetch(&name, &direction, timeout).await,
+            } => self.fetch(&name, &direction, timeout, true).await,
             _ => Err(brook_err!(Internal, "FETCH WITH is not a FETCH")),
+        }
+    }
+
+    /// MOVE: a FETCH that returns no rows; its tag counts the rows it moved over.
+    pub(crate) async fn move_cursor(&mut self, fetch: Statement) -> Result<Outcome> {
+        match fetch {
+            Statement::Fetch {
+                name, direction, ..
+            } => self.fetch(&name, &direction, None, false).await,
+            _ => Err(brook_err!(Internal, "MOVE is not a FETCH")),
         }
     }
 
@@ -95,53 +105,24 @@ impl Session {
                     (schema, df.execute_stream().await?, None)
                 }
             };
+            let (hold, in_block) = (d.hold == Some(true), self.block_savepoints());
             self.cursors.insert(
                 name,
-                Cursor {
-                    schema,
-                    stream: std::sync::Mutex::new(stream),
-                    pending: None,
-                    hold: d.hold == Some(true),
-                    in_block: self.block_savepoints(),
-                    continuous,
-                },
+                Cursor::new(schema, stream, hold, in_block, continuous),
             );
         }
         Ok(Outcome::Command("DECLARE CURSOR".into()))
     }
 
+    /// FETCH (`keep`) or MOVE (not `keep`: the cursor moves, no rows return; the tag
+    /// counts them).
     pub(crate) async fn fetch(
         &mut self,
         name: &Ident,
         direction: &ast::FetchDirection,
         timeout: Option<std::time::Duration>,
+        keep: bool,
     ) -> Result<Outcome> {
-        use ast::FetchDirection as D;
-        let count = |v: &ast::ValueWithSpan| -> Result<usize> {
-            match &v.value {
-                ast::Value::Number(n, _) if n.starts_with('-') => Err(brook_err!(
-                    ObjectState,
-                    "FETCH {n}: cursors can only scan forward"
-                )),
-                ast::Value::Number(n, _) => n
-                    .parse::<usize>()
-                    .map_err(|_| brook_err!(Syntax, "invalid FETCH count {n}")),
-                other => Err(brook_err!(Syntax, "invalid FETCH count {other}")),
-            }
-        };
-        let n = match direction {
-            D::Count { limit } => Some(count(limit)?),
-            D::Next => Some(1),
-            D::Forward { limit: Some(l) } => Some(count(l)?),
-            D::Forward { limit: None } => Some(1),
-            D::All | D::ForwardAll => None,
-            other => {
-                return Err(brook_err!(
-                    ObjectState,
-                    "FETCH {other}: cursors can only scan forward"
-                ))
-            }
-        };
         let key = ident_name(name);
         let timeout = match timeout {
             Some(t) => t,
@@ -151,10 +132,15 @@ impl Session {
             .cursors
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
+        let step = step_of(direction, cursor.position)?;
+        if matches!(step, Step::FromEnd(_)) && cursor.continuous.is_some() {
+            return Err(no_last_row());
+        }
         let wait = cursor.continuous.is_some().then_some(timeout);
         let schema = cursor.schema.clone();
-        match cursor.fetch(n, wait).await {
-            Ok(batches) => Ok(rows_outcome(schema, batches, "FETCH")),
+        match cursor.step(step, wait, keep).await {
+            Ok((batches, _)) if keep => Ok(rows_outcome(schema, batches, "FETCH")),
+            Ok((_, moved)) => Ok(Outcome::Command(format!("MOVE {moved}"))),
             // The query behind the cursor failed (a continuous query past the memory limit,
             // a cycle in a recursive query): the cursor closes, as PostgreSQL drops a
             // portal whose execution failed, so a later FETCH says it is gone (34000)
@@ -175,6 +161,112 @@ impl Session {
         match self.cursors.get(&key) {
             Some(c) => Ok(Some(c.schema.clone())),
             None => Err(BrookError::UndefinedCursor(key)),
+        }
+    }
+}
+
+/// Where a FETCH or MOVE `direction` goes from row `position`; 55000 for one that goes back.
+fn step_of(direction: &ast::FetchDirection, position: usize) -> Result<Step> {
+    use ast::FetchDirection as D;
+    let back = || Err(backward(&format!("FETCH {direction}")));
+    Ok(match direction {
+        D::Next | D::Forward { limit: None } => Step::Next(Some(1)),
+        D::All | D::ForwardAll => Step::Next(None),
+        D::Count { limit } | D::Forward { limit: Some(limit) } => match count(limit)? {
+            0 => Step::Current,
+            n if n > 0 => Step::Next(Some(n.unsigned_abs() as usize)),
+            _ => return back(),
+        },
+        D::Backward { limit: Some(limit) } if count(limit)? == 0 => Step::Current,
+        D::Prior | D::Backward { .. } | D::BackwardAll => return back(),
+        D::First => return absolute(1, position).map_or_else(back, Ok),
+        D::Last => Step::FromEnd(1),
+        D::Absolute { limit } => return absolute(count(limit)?, position).map_or_else(back, Ok),
+        D::Relative { limit } => match count(limit)? {
+            0 => Step::Current,
+            n if n > 0 => Step::Ahead {
+                skip: n.unsigned_abs() as usize - 1,
+            },
+            _ => return back(),
+        },
+    })
+}
+
+/// `ABSOLUTE n` from row `position`: None when row `n` is behind it.
+fn absolute(n: i64, position: usize) -> Option<Step> {
+    let target = usize::try_from(n).ok();
+    match target {
+        None => Some(Step::FromEnd(n.unsigned_abs() as usize)),
+        Some(t) if t > position => Some(Step::Ahead {
+            skip: t - position - 1,
+        }),
+        // ABSOLUTE 0 before the first row stays there.
+        Some(t) if t == position => Some(Step::Current),
+        Some(_) => None,
+    }
+}
+
+/// A FETCH count (signed, as written).
+fn count(v: &ast::ValueWithSpan) -> Result<i64> {
+    match &v.value {
+        ast::Value::Number(n, _) => n
+            .parse::<i64>()
+            .map_err(|_| brook_err!(Syntax, "invalid FETCH count {n}")),
+        other => Err(brook_err!(Syntax, "invalid FETCH count {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The step of `FETCH <direction> c` from row `position`, or the SQLSTATE.
+    fn step(direction: &str, position: usize) -> std::result::Result<Step, &'static str> {
+        let sql = format!("FETCH {direction} FROM c");
+        let stmt = brook_planner::parser::parse_one(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let Some(Statement::Fetch { direction, .. }) = stmt.as_sql() else {
+            panic!("{sql} is not a FETCH")
+        };
+        step_of(direction, position).map_err(|e| e.sqlstate())
+    }
+
+    #[test]
+    fn forward_directions() {
+        assert_eq!(step("NEXT", 0), Ok(Step::Next(Some(1))));
+        assert_eq!(step("5", 3), Ok(Step::Next(Some(5))));
+        assert_eq!(step("FORWARD ALL", 3), Ok(Step::Next(None)));
+        assert_eq!(step("ABSOLUTE 7", 5), Ok(Step::Ahead { skip: 1 }));
+        assert_eq!(step("ABSOLUTE 6", 5), Ok(Step::Ahead { skip: 0 }));
+        assert_eq!(step("RELATIVE 3", 5), Ok(Step::Ahead { skip: 2 }));
+        assert_eq!(step("FIRST", 0), Ok(Step::Ahead { skip: 0 }));
+        assert_eq!(step("LAST", 4), Ok(Step::FromEnd(1)));
+        assert_eq!(step("ABSOLUTE -2", 4), Ok(Step::FromEnd(2)));
+    }
+
+    #[test]
+    fn the_current_row_again() {
+        assert_eq!(step("RELATIVE 0", 5), Ok(Step::Current));
+        assert_eq!(step("0", 5), Ok(Step::Current));
+        assert_eq!(step("FORWARD 0", 5), Ok(Step::Current));
+        assert_eq!(step("BACKWARD 0", 5), Ok(Step::Current));
+        assert_eq!(step("ABSOLUTE 5", 5), Ok(Step::Current));
+        assert_eq!(step("FIRST", 1), Ok(Step::Current));
+        assert_eq!(step("ABSOLUTE 0", 0), Ok(Step::Current));
+    }
+
+    #[test]
+    fn going_back_is_55000() {
+        for (direction, position) in [
+            ("PRIOR", 2),
+            ("BACKWARD 1", 2),
+            ("BACKWARD ALL", 2),
+            ("-1", 2),
+            ("RELATIVE -1", 2),
+            ("ABSOLUTE 1", 2),
+            ("ABSOLUTE 0", 2),
+            ("FIRST", 2),
+        ] {
+            assert_eq!(step(direction, position), Err("55000"), "{direction}");
         }
     }
 }

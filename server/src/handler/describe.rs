@@ -31,6 +31,7 @@ impl Session {
         };
         match (&stmt.body, stmt.emit) {
             (StatementBody::FetchWith { fetch, .. }, _) => self.describe_fetch(fetch),
+            (StatementBody::Move(fetch), _) => self.describe_fetch(fetch).map(|_| None),
             (StatementBody::Sql(s), Some(emit)) => match s.as_ref() {
                 Statement::Explain { .. } => Ok(Some(plan_schema())),
                 Statement::Query(_) => {

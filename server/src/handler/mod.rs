@@ -130,6 +130,7 @@ impl Session {
                 "DROP SYNOPSIS",
             ),
             StatementBody::FetchWith { fetch, timeout } => self.fetch_with(*fetch, timeout).await,
+            StatementBody::Move(fetch) => self.move_cursor(*fetch).await,
             StatementBody::RefreshMaterializedView { name, no_data } => {
                 self.refresh_materialized_view(&name, no_data).await
             }
@@ -237,7 +238,7 @@ impl Session {
             }
             Statement::Fetch {
                 name, direction, ..
-            } => self.fetch(&name, &direction, None).await,
+            } => self.fetch(&name, &direction, None, true).await,
             Statement::Close { cursor } => self.close(cursor),
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(&variable),

@@ -52,7 +52,10 @@ pub(crate) fn writes(stmt: &BrookStatement) -> Option<String> {
     let Some(sql) = stmt.as_sql() else {
         // Brook's own statements (CREATE STREAM, CREATE SYNOPSIS, ...) change things, but
         // for `FETCH ... WITH (timeout ...)`.
-        if matches!(stmt.body, brook_planner::StatementBody::FetchWith { .. }) {
+        if matches!(
+            stmt.body,
+            brook_planner::StatementBody::FetchWith { .. } | brook_planner::StatementBody::Move(_)
+        ) {
             return None;
         }
         return Some("this statement".into());
