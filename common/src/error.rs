@@ -585,6 +585,16 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         DataFusionError::Internal(m) if is_zero_series_step(&m) => {
             BrookError::InvalidParameter("step size cannot equal zero".into())
         }
+        // An asynchronous function (pg_sleep) where DataFusion plans none (a join
+        // condition, a window's argument): it reaches the call that only says so.
+        DataFusionError::Internal(m)
+            if m.contains("async functions should not be called directly") =>
+        {
+            BrookError::Unsupported(
+                "pg_sleep() here: it runs in a select list, WHERE or an aggregate's argument"
+                    .into(),
+            )
+        }
         DataFusionError::Internal(m) => BrookError::Internal(m),
         other => classify_message(&other.to_string()),
     }

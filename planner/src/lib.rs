@@ -67,6 +67,7 @@ pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;
 pub mod named_windows;
+pub mod niladic;
 pub mod oid_arrays;
 pub mod parameter_types;
 pub mod parser;

@@ -47,6 +47,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::json_ops::JsonOperators),
         Arc::new(crate::array_operators::ArrayOperators),
         Arc::new(crate::pg_functions::StatActivityView),
+        Arc::new(crate::niladic::NiladicFunctions),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),

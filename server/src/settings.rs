@@ -84,6 +84,8 @@ pub(crate) fn default_settings() -> BTreeMap<String, String> {
         ("lc_monetary", "C"),
         ("lc_numeric", "C"),
         ("is_superuser", "on"),
+        // SET ROLE's: `none` until a session sets one (current_user follows it).
+        ("role", "none"),
         ("bytea_output", "hex"),
         ("client_min_messages", "notice"),
         ("row_security", "on"),

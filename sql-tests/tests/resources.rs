@@ -170,6 +170,42 @@ async fn statement_timeout_and_a_second_client_during_a_heavy_query() {
     still_serving(&server).await;
 }
 
+/// `pg_sleep` waits on a timer: a statement timeout ends it with 57014, and many clients
+/// sleeping at once hold none of the threads another client's statement needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleeping_clients_time_out_and_starve_no_one() {
+    let server = BrookServer::start();
+    let mut sleepers = Vec::new();
+    for _ in 0..20 {
+        let c = server.connect("brook").await;
+        sleepers.push(tokio::spawn(async move {
+            c.batch_execute("SET statement_timeout = '2s'")
+                .await
+                .expect("set");
+            c.query("SELECT pg_sleep(60)", &[]).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    still_serving(&server).await;
+    let c = server.connect("brook").await;
+    let rows = c
+        .query("SELECT count(*) FROM generate_series(1, 100000)", &[])
+        .await
+        .expect("a query while 20 clients sleep");
+    assert_eq!(rows[0].get::<_, i64>(0), 100_000);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "a client waited {:?} behind the sleepers",
+        t.elapsed()
+    );
+    for s in sleepers {
+        let err = s.await.expect("task").expect_err("timed out");
+        assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    }
+    still_serving(&server).await;
+}
+
 /// `COPY t FROM STDIN` with one row sent, left open (it holds `t`'s write lock).
 async fn open_idle_copy(
     c: &tokio_postgres::Client,

@@ -251,6 +251,7 @@ impl Builder<'_> {
     }
 
     fn physical(&self, e: &Expr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
+        refuse_async_functions(e)?;
         Ok(create_physical_expr(
             e,
             schema,
@@ -369,5 +370,25 @@ impl Builder<'_> {
             }
             other => Err(refuse(&format!("{} node", other.display()))),
         }
+    }
+}
+
+/// An asynchronous function (`pg_sleep`) waits per call; an operator evaluates expressions
+/// as it goes and cannot wait: 0A000 naming it.
+fn refuse_async_functions(e: &Expr) -> Result<()> {
+    use datafusion::common::tree_node::TreeNode;
+    let mut found = None;
+    e.apply(|e| {
+        if let Expr::ScalarFunction(f) = e {
+            if f.func.as_async().is_some() {
+                found = Some(f.func.name().to_string());
+                return Ok(datafusion::common::tree_node::TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    })?;
+    match found {
+        Some(name) => Err(refuse(&format!("{name}(), which waits per call,"))),
+        None => Ok(()),
     }
 }

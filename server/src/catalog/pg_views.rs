@@ -676,7 +676,7 @@ impl datafusion_pg_catalog::pg_catalog::context::PgCatalogContextProvider for Ro
 }
 
 /// Brook's role.
-const ROLE: &str = "brook";
+pub(crate) const ROLE: &str = "brook";
 
 /// pg_catalog: the crate's tables, some replaced.
 #[derive(Debug)]

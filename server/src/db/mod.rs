@@ -310,6 +310,7 @@ impl Engine {
         crate::catalog::pg_views::install(&ctx, name, self.catalog.clone())?;
         crate::udf::functions::register(&ctx);
         crate::udf::bounded_series::register(&ctx);
+        crate::udf::sleep::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);
         crate::udf::expand_array::register(&ctx);

@@ -83,6 +83,45 @@ impl Session {
         Ok(Outcome::Command("RESET".into()))
     }
 
+    /// `SET [LOCAL] name = value` (and the statements that are one).
+    fn assign(&mut self, name: &str, value: String, local: bool) -> Result<()> {
+        crate::settings::check_settable(name)?;
+        if local && !self.set_local(name) {
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            // The open block's access mode, as SET TRANSACTION READ ONLY sets it.
+            let mode = if crate::handler::transaction::is_on(&value) {
+                ast::TransactionAccessMode::ReadOnly
+            } else {
+                ast::TransactionAccessMode::ReadWrite
+            };
+            return self.set_transaction_modes(&[ast::TransactionMode::AccessMode(mode)]);
+        }
+        self.set_var(name, &value)?;
+        if !local {
+            let now = self
+                .settings
+                .get(&name.to_ascii_lowercase())
+                .unwrap_or(value);
+            self.block_session_set(name, &now);
+        }
+        Ok(())
+    }
+
+    /// A role a session may become: the one it connected as, or Brook's own (`brook`, the
+    /// role pg_roles lists, which every session has the rights of); 22023 for another, as
+    /// PostgreSQL answers a role that does not exist.
+    fn check_role(&self, role: &str) -> Result<()> {
+        if role == self.user || role == crate::catalog::pg_views::ROLE {
+            return Ok(());
+        }
+        Err(brook_err!(
+            InvalidParameter,
+            "role \"{role}\" does not exist"
+        ))
+    }
+
     pub(crate) fn set(&mut self, set: ast::Set) -> Result<Outcome> {
         match set {
             ast::Set::SingleAssignment {
@@ -92,34 +131,26 @@ impl Session {
                 ..
             } => {
                 let name = object_parts(&variable)?.join(".");
-                crate::settings::check_settable(&name)?;
-                let local = scope == Some(ast::ContextModifier::Local);
-                if local && !self.set_local(&name) {
-                    return Ok(Outcome::Command("SET".into()));
-                }
                 let value = values
                     .iter()
                     .map(setting_value)
                     .collect::<Vec<_>>()
                     .join(", ");
-                if name.eq_ignore_ascii_case("transaction_read_only") {
-                    // The open block's access mode, as SET TRANSACTION READ ONLY sets it.
-                    let mode = if crate::handler::transaction::is_on(&value) {
-                        ast::TransactionAccessMode::ReadOnly
-                    } else {
-                        ast::TransactionAccessMode::ReadWrite
-                    };
-                    return self
-                        .set_transaction_modes(&[ast::TransactionMode::AccessMode(mode)])
-                        .map(|()| Outcome::Command("SET".into()));
-                }
-                self.set_var(&name, &value)?;
-                if !local {
-                    let now = self
-                        .settings
-                        .get(&name.to_ascii_lowercase())
-                        .unwrap_or(value);
-                    self.block_session_set(&name, &now);
+                self.assign(&name, value, scope == Some(ast::ContextModifier::Local))?;
+            }
+            // SET ROLE / SET SESSION AUTHORIZATION: to the connected role (or back), the
+            // only one a session can be (see `set_var`'s "role").
+            ast::Set::SetRole {
+                context_modifier,
+                role_name,
+            } => {
+                let role = role_name.map_or_else(|| "none".to_string(), |r| r.value);
+                let local = context_modifier == Some(ast::ContextModifier::Local);
+                self.assign("role", role, local)?;
+            }
+            ast::Set::SetSessionAuthorization(param) => {
+                if let ast::SetSessionAuthorizationParamKind::User(user) = param.kind {
+                    self.check_role(&user.value)?;
                 }
             }
             ast::Set::SetTimeZone { value, .. } => {
@@ -149,7 +180,6 @@ impl Session {
             ast::Set::SetSessionParam(_)
             | ast::Set::SetNames { .. }
             | ast::Set::SetNamesDefault {} => {}
-            ast::Set::SetRole { .. } | ast::Set::SetSessionAuthorization(_) => {}
             other => return Err(brook_err!(Unsupported, "{other}")),
         }
         Ok(Outcome::Command("SET".into()))
@@ -227,6 +257,15 @@ impl Session {
                 // A list, shown as PostgreSQL shows one (`a,b` from a startup packet too).
                 let list: Vec<&str> = value.split(',').map(str::trim).collect();
                 self.settings.set(key, list.join(", "));
+            }
+            "role" => {
+                let role = value.trim().trim_matches('\'');
+                if role.eq_ignore_ascii_case("none") {
+                    self.settings.set(key, "none");
+                } else {
+                    self.check_role(role)?;
+                    self.settings.set(key, role.to_string());
+                }
             }
             "client_encoding" | "names" => {
                 let v = value

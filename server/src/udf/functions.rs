@@ -190,18 +190,24 @@ impl TableFunctionImpl for WidenedIntegers {
     }
 }
 
-/// Register the session-bound functions: `current_user`, `session_user`, `current_role`
-/// (the connected role) and `current_setting(name [, missing_ok])`.
+/// Register the session-bound functions: `session_user` (the connected role),
+/// `current_user`, `current_role` and `user` (the role SET ROLE chose, else the connected
+/// one) and `current_setting(name [, missing_ok])`.
 pub fn register_session(ctx: &SessionContext, user: &str, settings: Settings) {
     for name in ["current_user", "session_user", "current_role", "user"] {
         let user = user.to_string();
+        let settings = settings.clone();
+        let follows_role = name != "session_user";
         ctx.register_udf(create_udf(
             name,
             vec![],
             DataType::Utf8,
             Volatility::Stable,
             Arc::new(move |_args: &[ColumnarValue]| {
-                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(user.clone()))))
+                let role = settings.get("role").filter(|r| follows_role && r != "none");
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(
+                    role.unwrap_or_else(|| user.clone()),
+                ))))
             }),
         ));
     }

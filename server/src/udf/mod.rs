@@ -19,6 +19,7 @@ pub mod pg_admin;
 pub mod pg_encoding;
 pub mod regclass_check;
 pub mod sequences;
+pub mod sleep;
 pub mod sql_aggregate;
 pub mod sql_function;
 pub mod substring;
