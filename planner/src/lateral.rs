@@ -23,6 +23,7 @@
 //! Other LATERAL subqueries are left to DataFusion; what it cannot decorrelate is 0A000
 //! naming LATERAL.
 
+use crate::pg_functions::SET_RETURNING;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{plan_err, Column, Result, ScalarValue};
@@ -36,9 +37,6 @@ use datafusion::sql::sqlparser::ast::{
 };
 use std::ops::ControlFlow;
 use std::sync::Arc;
-
-/// Set-returning functions whose rows are `unnest` of the scalar function of the same name.
-const SERIES: [&str; 1] = ["generate_series"];
 
 /// Rewrite the set-returning functions in FROM that read columns of earlier FROM items.
 pub fn lateral_functions(stmt: &mut Statement) {
@@ -138,7 +136,7 @@ fn function_name(name: &ObjectName) -> Option<String> {
         return None;
     };
     let f = part.as_ident()?.value.to_ascii_lowercase();
-    (f == "unnest" || SERIES.contains(&f.as_str())).then_some(f)
+    (f == "unnest" || SET_RETURNING.iter().any(|(name, _)| *name == f)).then_some(f)
 }
 
 fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
@@ -152,10 +150,12 @@ fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
 
 /// `f(args) [AS] a[(c)]` reading a column as `LATERAL (SELECT unnest(f(args)) AS c) AS a`.
 fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
-    if !reads_columns(t) {
+    let (function, args, alias) = call_of(t)?;
+    // Over constants, `unnest` and `generate_series` are DataFusion's table functions; the
+    // others have none.
+    if !reads_columns(t) && ["unnest", "generate_series"].contains(&function.as_str()) {
         return None;
     }
-    let (function, args, alias) = call_of(t)?;
     if function == "unnest" && args.len() != 1 {
         return None;
     }
@@ -170,10 +170,9 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
             .map_or_else(|| a.name.clone(), |c| c.name.clone()),
         None => Ident::new(&function),
     };
-    let call = if function == "unnest" {
-        format!("unnest({})", args[0])
-    } else {
-        format!("unnest({function}({}))", args.join(", "))
+    let call = match SET_RETURNING.iter().find(|(name, _)| *name == function) {
+        Some((_, array_function)) => format!("unnest({array_function}({}))", args.join(", ")),
+        None => format!("unnest({})", args[0]),
     };
     crate::function_alias::from_item(&format!("LATERAL (SELECT {call} AS {column}) AS {table}"))
 }
@@ -423,6 +422,18 @@ mod tests {
         assert_eq!(
             rewritten("SELECT * FROM g CROSS JOIN unnest(g.tags)"),
             "SELECT * FROM g CROSS JOIN LATERAL (SELECT unnest(g.tags) AS unnest) AS unnest"
+        );
+    }
+
+    #[test]
+    fn splits_become_unnest_of_their_arrays_also_over_constants() {
+        assert_eq!(
+            rewritten("SELECT * FROM g, regexp_split_to_table(g.line, ' ') w"),
+            "SELECT * FROM g, LATERAL (SELECT unnest(regexp_split_to_array(g.line, ' ')) AS w) AS w"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM string_to_table('1|2', '|') AS t(v)"),
+            "SELECT * FROM LATERAL (SELECT unnest(string_to_array('1|2', '|')) AS v) AS t"
         );
     }
 

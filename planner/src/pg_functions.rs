@@ -412,12 +412,25 @@ impl SqlStatementRewriteRule for GenerateSubscripts {
     }
 }
 
+/// PostgreSQL's set-returning functions that are `unnest` of an array function, as (the
+/// set-returning function, the array function): DataFusion's scalar `generate_series`
+/// returns the series as one array; `regexp_split_to_table` and `string_to_table` it lacks
+/// (their array forms are Brook's `regexp_split_to_array` and DataFusion's
+/// `string_to_array`).
+pub const SET_RETURNING: [(&str, &str); 3] = [
+    ("generate_series", "generate_series"),
+    ("regexp_split_to_table", "regexp_split_to_array"),
+    ("string_to_table", "string_to_array"),
+];
+
 /// `SELECT generate_series(a, b)`: a set-returning function in the select list gives one
 /// row per value in PostgreSQL, but DataFusion's `generate_series` called as a scalar
 /// returns them all as one array (a wrong answer: `{1,2,3}` in one row). A select item
 /// that is such a call becomes `unnest(generate_series(a, b)) AS generate_series` (its
-/// alias kept), which DataFusion expands into rows. A call inside a larger expression is
-/// left alone (it gives an array, which the expression around it refuses).
+/// alias kept), which DataFusion expands into rows; likewise the others of
+/// [`SET_RETURNING`] (`unnest(regexp_split_to_array(s, p)) AS regexp_split_to_table`). A
+/// call inside a larger expression is left alone (it gives an array, which the expression
+/// around it refuses, or an unknown function).
 #[derive(Debug)]
 pub struct SeriesInSelectList;
 
@@ -452,12 +465,22 @@ fn expand_series(item: &mut SelectItem) {
     let Expr::Function(f) = &expr else {
         return;
     };
-    if !names_function(&f.name, "generate_series", "pg_catalog") || f.over.is_some() {
+    if f.over.is_some() {
         return;
     }
+    let Some((name, array_function)) = SET_RETURNING
+        .iter()
+        .find(|(name, _)| names_function(&f.name, name, "pg_catalog"))
+    else {
+        return;
+    };
+    let mut call = f.clone();
+    call.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
+        *array_function,
+    ))]);
     *item = SelectItem::ExprWithAlias {
-        expr: function_call("unnest", vec![expr]),
-        alias: alias.unwrap_or_else(|| Ident::new("generate_series")),
+        expr: function_call("unnest", vec![Expr::Function(call)]),
+        alias: alias.unwrap_or_else(|| Ident::new(*name)),
     };
 }
 

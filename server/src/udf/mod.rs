@@ -18,6 +18,7 @@ pub mod parse_ident;
 pub mod pg_admin;
 pub mod pg_encoding;
 pub mod regclass_check;
+pub mod regexp_split;
 pub mod sequences;
 pub mod sleep;
 pub mod sql_aggregate;

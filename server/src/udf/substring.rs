@@ -133,21 +133,7 @@ fn by_pattern(text: &ArrayRef, pattern: &ArrayRef) -> Result<ArrayRef, BrookErro
         }
         let p = pattern.value(row);
         if compiled.as_ref().is_none_or(|(seen, _)| seen != p) {
-            // PostgreSQL's `.` and `[^x]` match a newline too (no newline-sensitive mode).
-            let re = regex::RegexBuilder::new(p)
-                .dot_matches_new_line(true)
-                .build()
-                .map_err(|e| {
-                    // The regex crate draws the pattern with a caret over several lines; its
-                    // last line says what is wrong.
-                    let text = e.to_string();
-                    let why = text.lines().last().unwrap_or_default();
-                    brook_err!(
-                        InvalidRegex,
-                        "invalid regular expression: {}",
-                        why.trim_start_matches("error: ")
-                    )
-                })?;
+            let re = crate::udf::regexp_split::compile(p, "", "substring()")?;
             compiled = Some((p.to_string(), re));
         }
         let Some((_, re)) = compiled.as_ref() else {
