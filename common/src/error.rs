@@ -659,6 +659,14 @@ fn classify_message(m: &str) -> BrookError {
             return BrookError::UndefinedTable(short);
         }
     }
+    // `SELECT nosuch.*`: PostgreSQL's 42P01.
+    if let Some(name) = m.strip_prefix("Invalid qualifier ") {
+        return BrookError::UndefinedTable(name.trim().to_string());
+    }
+    // `SELECT *` over no FROM: 42601, as PostgreSQL's.
+    if lower.starts_with("select * with no tables specified") {
+        return BrookError::Syntax(m);
+    }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         BrookError::DivisionByZero
     } else if lower.contains("regular expression did not compile") {

@@ -11,7 +11,8 @@
 //! window functions, `unnest`, user ones) is left as it is.
 
 use datafusion::sql::sqlparser::ast::{
-    Ident, SetExpr, Statement, TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
+    Ident, ObjectName, SetExpr, Statement, TableAlias, TableAliasColumnDef, TableFactor, VisitMut,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -44,26 +45,37 @@ impl VisitorMut for Functions {
             *t = derived;
             return ControlFlow::Continue(());
         }
-        if let TableFactor::Table {
-            name,
-            args: Some(_),
-            alias: Some(alias),
-            ..
-        } = t
-        {
-            let one_column = name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .is_some_and(|i| ONE_COLUMN.iter().any(|f| i.value.eq_ignore_ascii_case(f)));
-            if one_column && alias.columns.is_empty() {
-                alias.columns = vec![TableAliasColumnDef {
-                    name: alias.name.clone(),
-                    data_type: None,
-                }];
+        // `f(args) a` and `LATERAL f(args) a`.
+        match t {
+            TableFactor::Table {
+                name,
+                args: Some(_),
+                alias: Some(alias),
+                ..
             }
+            | TableFactor::Function {
+                name,
+                alias: Some(alias),
+                ..
+            } => name_the_column(name, alias),
+            _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// `AS a` of a one-column function as `AS a(a)`.
+fn name_the_column(function: &ObjectName, alias: &mut TableAlias) {
+    let one_column = function
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .is_some_and(|i| ONE_COLUMN.iter().any(|f| i.value.eq_ignore_ascii_case(f)));
+    if one_column && alias.columns.is_empty() {
+        alias.columns = vec![TableAliasColumnDef {
+            name: alias.name.clone(),
+            data_type: None,
+        }];
     }
 }
 
@@ -135,6 +147,10 @@ mod tests {
         assert_eq!(
             rewritten("SELECT g FROM generate_series(1, 3) g"),
             "SELECT g FROM generate_series(1, 3) g (g)"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM LATERAL generate_series(1, 2) s"),
+            "SELECT * FROM LATERAL generate_series(1, 2) s (s)"
         );
         assert_eq!(
             rewritten("SELECT x FROM generate_series(1, 3) AS t(x)"),

@@ -23,7 +23,7 @@
 //! Other LATERAL subqueries are left to DataFusion; what it cannot decorrelate is 0A000
 //! naming LATERAL.
 
-use crate::pg_functions::SET_RETURNING;
+use crate::pg_functions::set_returning_function;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{plan_err, Column, Result, ScalarValue};
@@ -38,17 +38,26 @@ use datafusion::sql::sqlparser::ast::{
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-/// Rewrite the set-returning functions in FROM that read columns of earlier FROM items.
-pub fn lateral_functions(stmt: &mut Statement) {
-    let _ = stmt.visit(&mut LateralCalls);
+/// Rewrite the set-returning functions in FROM that read columns of earlier FROM items;
+/// 0A000 for `LATERAL (SELECT g.*)`, which DataFusion cannot plan (it said relation `g`
+/// did not exist).
+pub fn lateral_functions(stmt: &mut Statement) -> brook_common::Result<()> {
+    match stmt.visit(&mut LateralCalls) {
+        ControlFlow::Break(what) => Err(brook_common::BrookError::Unsupported(format!(
+            "{what} in a LATERAL subquery (a wildcard over an earlier FROM item's columns; \
+             name the columns)"
+        ))),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }
 
 struct LateralCalls;
 
 impl VisitorMut for LateralCalls {
-    type Break = ();
+    /// The wildcard that cannot be planned.
+    type Break = String;
 
-    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<String> {
         if let Some(lateral) = as_lateral_subquery(t) {
             *t = lateral;
         }
@@ -59,11 +68,48 @@ impl VisitorMut for LateralCalls {
         } = t
         {
             if let SetExpr::Select(select) = subquery.body.as_mut() {
+                if let Some(wildcard) = outer_wildcard(select) {
+                    return ControlFlow::Break(wildcard);
+                }
                 name_outputs(&mut select.projection);
             }
         }
         ControlFlow::Continue(())
     }
+}
+
+/// A `q.*` of a LATERAL subquery's select list whose `q` is none of its own FROM items.
+fn outer_wildcard(select: &datafusion::sql::sqlparser::ast::Select) -> Option<String> {
+    let own: Vec<String> = select
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|r| match r {
+            TableFactor::Table { name, alias, .. } => Some(
+                alias
+                    .as_ref()
+                    .map_or_else(|| name.to_string(), |a| a.name.value.clone()),
+            ),
+            TableFactor::Derived { alias, .. } | TableFactor::Function { alias, .. } => {
+                alias.as_ref().map(|a| a.name.value.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    select.projection.iter().find_map(|item| match item {
+        SelectItem::QualifiedWildcard(
+            datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(q),
+            _,
+        ) => {
+            let q = q.to_string();
+            let last = q.rsplit('.').next().unwrap_or(&q);
+            (!own
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(&q) || o.eq_ignore_ascii_case(last)))
+            .then(|| format!("{q}.*"))
+        }
+        _ => None,
+    })
 }
 
 /// Name a LATERAL subquery's unnamed columns as PostgreSQL does: a column reference after
@@ -136,7 +182,7 @@ fn function_name(name: &ObjectName) -> Option<String> {
         return None;
     };
     let f = part.as_ident()?.value.to_ascii_lowercase();
-    (f == "unnest" || SET_RETURNING.iter().any(|(name, _)| *name == f)).then_some(f)
+    (f == "unnest" || set_returning_function(&f).is_some()).then_some(f)
 }
 
 fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
@@ -160,18 +206,23 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
         return None;
     }
     // PostgreSQL names a one-column function's column after the alias's column list, else
-    // the alias, else the function.
+    // its OUT parameter (`value` of `jsonb_array_elements`), else the alias, else the
+    // function.
+    let srf = set_returning_function(&function);
+    let out = srf.and_then(|f| f.column).map(Ident::new);
     let table = alias.map_or_else(|| Ident::new(&function), |a| a.name.clone());
     let column = match alias {
         Some(a) if a.columns.len() > 1 => return None,
         Some(a) => a
             .columns
             .first()
-            .map_or_else(|| a.name.clone(), |c| c.name.clone()),
-        None => Ident::new(&function),
+            .map(|c| c.name.clone())
+            .or(out)
+            .unwrap_or_else(|| a.name.clone()),
+        None => out.unwrap_or_else(|| Ident::new(&function)),
     };
-    let call = match SET_RETURNING.iter().find(|(name, _)| *name == function) {
-        Some((_, array_function)) => format!("unnest({array_function}({}))", args.join(", ")),
+    let call = match srf {
+        Some(f) => format!("unnest({}({}))", f.array_function, args.join(", ")),
         None => format!("unnest({})", args[0]),
     };
     crate::function_alias::from_item(&format!("LATERAL (SELECT {call} AS {column}) AS {table}"))
@@ -405,7 +456,7 @@ mod tests {
         let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
             .unwrap()
             .remove(0);
-        lateral_functions(&mut s);
+        lateral_functions(&mut s).unwrap();
         s.to_string()
     }
 
@@ -422,6 +473,23 @@ mod tests {
         assert_eq!(
             rewritten("SELECT * FROM g CROSS JOIN unnest(g.tags)"),
             "SELECT * FROM g CROSS JOIN LATERAL (SELECT unnest(g.tags) AS unnest) AS unnest"
+        );
+    }
+
+    #[test]
+    fn a_wildcard_over_an_earlier_item_is_0a000() {
+        let mut s = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT * FROM g, LATERAL (SELECT g.*) q",
+        )
+        .unwrap()
+        .remove(0);
+        let e = lateral_functions(&mut s).unwrap_err();
+        assert_eq!(e.sqlstate(), "0A000", "{e}");
+        assert!(e.to_string().contains("g.*"), "{e}");
+        assert_eq!(
+            rewritten("SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"),
+            "SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"
         );
     }
 

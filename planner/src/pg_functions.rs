@@ -412,16 +412,63 @@ impl SqlStatementRewriteRule for GenerateSubscripts {
     }
 }
 
-/// PostgreSQL's set-returning functions that are `unnest` of an array function, as (the
-/// set-returning function, the array function): DataFusion's scalar `generate_series`
-/// returns the series as one array; `regexp_split_to_table` and `string_to_table` it lacks
-/// (their array forms are Brook's `regexp_split_to_array` and DataFusion's
-/// `string_to_array`).
-pub const SET_RETURNING: [(&str, &str); 3] = [
-    ("generate_series", "generate_series"),
-    ("regexp_split_to_table", "regexp_split_to_array"),
-    ("string_to_table", "string_to_array"),
+/// A PostgreSQL set-returning function of one column that is `unnest` of an array
+/// function.
+pub struct SetReturning {
+    /// Its name.
+    pub name: &'static str,
+    /// The function giving its rows as one array.
+    pub array_function: &'static str,
+    /// The name PostgreSQL gives its column in FROM (an OUT parameter's), where that is
+    /// not the alias.
+    pub column: Option<&'static str>,
+}
+
+/// The array function of `json[b]_array_elements` (registered by the server).
+pub const JSON_ELEMENTS: &str = "brook_json_array_elements";
+/// The array function of `json[b]_array_elements_text`.
+pub const JSON_ELEMENTS_TEXT: &str = "brook_json_array_elements_text";
+
+/// The set-returning functions Brook runs as `unnest` of an array function: DataFusion's
+/// scalar `generate_series` returns the series as one array; the others it lacks (their
+/// array forms are Brook's `regexp_split_to_array` and JSON element lists, DataFusion's
+/// `string_to_array`, `datafusion-functions-json`'s `json_object_keys`).
+pub const SET_RETURNING: [SetReturning; 9] = [
+    set_returning("generate_series", "generate_series", None),
+    set_returning("regexp_split_to_table", "regexp_split_to_array", None),
+    set_returning("string_to_table", "string_to_array", None),
+    set_returning("json_array_elements", JSON_ELEMENTS, Some("value")),
+    set_returning("jsonb_array_elements", JSON_ELEMENTS, Some("value")),
+    set_returning(
+        "json_array_elements_text",
+        JSON_ELEMENTS_TEXT,
+        Some("value"),
+    ),
+    set_returning(
+        "jsonb_array_elements_text",
+        JSON_ELEMENTS_TEXT,
+        Some("value"),
+    ),
+    set_returning("json_object_keys", "json_object_keys", None),
+    set_returning("jsonb_object_keys", "json_object_keys", None),
 ];
+
+const fn set_returning(
+    name: &'static str,
+    array_function: &'static str,
+    column: Option<&'static str>,
+) -> SetReturning {
+    SetReturning {
+        name,
+        array_function,
+        column,
+    }
+}
+
+/// The set-returning function named `name` (lower case), if Brook runs it as `unnest`.
+pub fn set_returning_function(name: &str) -> Option<&'static SetReturning> {
+    SET_RETURNING.iter().find(|f| f.name == name)
+}
 
 /// `SELECT generate_series(a, b)`: a set-returning function in the select list gives one
 /// row per value in PostgreSQL, but DataFusion's `generate_series` called as a scalar
@@ -468,19 +515,19 @@ fn expand_series(item: &mut SelectItem) {
     if f.over.is_some() {
         return;
     }
-    let Some((name, array_function)) = SET_RETURNING
+    let Some(srf) = SET_RETURNING
         .iter()
-        .find(|(name, _)| names_function(&f.name, name, "pg_catalog"))
+        .find(|srf| names_function(&f.name, srf.name, "pg_catalog"))
     else {
         return;
     };
     let mut call = f.clone();
     call.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
-        *array_function,
+        srf.array_function,
     ))]);
     *item = SelectItem::ExprWithAlias {
         expr: function_call("unnest", vec![Expr::Function(call)]),
-        alias: alias.unwrap_or_else(|| Ident::new(*name)),
+        alias: alias.unwrap_or_else(|| Ident::new(srf.name)),
     };
 }
 

@@ -238,7 +238,7 @@ fn walk<'a>(doc: &'a Value, steps: &[Option<String>]) -> Option<&'a Value> {
 }
 
 /// `#>`: the value's JSON text; `#>>`: a string's own text, JSON null as NULL.
-fn render(v: &Value, as_text: bool) -> Option<String> {
+pub(crate) fn render(v: &Value, as_text: bool) -> Option<String> {
     match (v, as_text) {
         (Value::Null, true) => None,
         (Value::String(s), true) => Some(s.clone()),

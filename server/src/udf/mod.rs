@@ -9,6 +9,7 @@ pub mod expand_array;
 pub mod format;
 pub mod functions;
 pub mod json_build;
+pub mod json_elements;
 pub mod json_path;
 pub mod mode;
 pub mod nexmark;
