@@ -23,7 +23,7 @@
 //! Other LATERAL subqueries are left to DataFusion; what it cannot decorrelate is 0A000
 //! naming LATERAL.
 
-use crate::pg_functions::set_returning_function;
+use crate::set_returning::set_returning_function;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{plan_err, Column, Result, ScalarValue};

@@ -77,6 +77,7 @@ pub mod reloptions;
 pub mod rewrite;
 pub mod select_list_subqueries;
 pub mod session_window;
+pub mod set_returning;
 pub mod single_row_subquery;
 pub mod statement;
 pub mod synopsis;

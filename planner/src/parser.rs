@@ -35,7 +35,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::reloptions::OptionsToTable),
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
-        Arc::new(crate::pg_functions::SeriesInSelectList),
+        Arc::new(crate::set_returning::SeriesInSelectList),
         Arc::new(crate::pg_functions::ExpandArray),
         Arc::new(crate::pg_functions::FieldSelection),
         Arc::new(crate::in_subquery_projection::InSubqueryInProjection),

@@ -12,8 +12,8 @@
 
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, Statement,
-    TableAlias, TableFactor, TableFunctionArgs, VisitMut, VisitorMut,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
+    TableFunctionArgs, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -89,7 +89,7 @@ fn function_view(name: &ObjectName) -> Option<(&'static str, &'static str)> {
 }
 
 /// Whether `name` is `function`, unqualified or qualified with `schema` (either case).
-fn names_function(name: &ObjectName, function: &str, schema: &str) -> bool {
+pub(crate) fn names_function(name: &ObjectName, function: &str, schema: &str) -> bool {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -410,125 +410,6 @@ impl SqlStatementRewriteRule for GenerateSubscripts {
         });
         s
     }
-}
-
-/// A PostgreSQL set-returning function of one column that is `unnest` of an array
-/// function.
-pub struct SetReturning {
-    /// Its name.
-    pub name: &'static str,
-    /// The function giving its rows as one array.
-    pub array_function: &'static str,
-    /// The name PostgreSQL gives its column in FROM (an OUT parameter's), where that is
-    /// not the alias.
-    pub column: Option<&'static str>,
-}
-
-/// The array function of `json[b]_array_elements` (registered by the server).
-pub const JSON_ELEMENTS: &str = "brook_json_array_elements";
-/// The array function of `json[b]_array_elements_text`.
-pub const JSON_ELEMENTS_TEXT: &str = "brook_json_array_elements_text";
-
-/// The set-returning functions Brook runs as `unnest` of an array function: DataFusion's
-/// scalar `generate_series` returns the series as one array; the others it lacks (their
-/// array forms are Brook's `regexp_split_to_array` and JSON element lists, DataFusion's
-/// `string_to_array`, `datafusion-functions-json`'s `json_object_keys`).
-pub const SET_RETURNING: [SetReturning; 9] = [
-    set_returning("generate_series", "generate_series", None),
-    set_returning("regexp_split_to_table", "regexp_split_to_array", None),
-    set_returning("string_to_table", "string_to_array", None),
-    set_returning("json_array_elements", JSON_ELEMENTS, Some("value")),
-    set_returning("jsonb_array_elements", JSON_ELEMENTS, Some("value")),
-    set_returning(
-        "json_array_elements_text",
-        JSON_ELEMENTS_TEXT,
-        Some("value"),
-    ),
-    set_returning(
-        "jsonb_array_elements_text",
-        JSON_ELEMENTS_TEXT,
-        Some("value"),
-    ),
-    set_returning("json_object_keys", "json_object_keys", None),
-    set_returning("jsonb_object_keys", "json_object_keys", None),
-];
-
-const fn set_returning(
-    name: &'static str,
-    array_function: &'static str,
-    column: Option<&'static str>,
-) -> SetReturning {
-    SetReturning {
-        name,
-        array_function,
-        column,
-    }
-}
-
-/// The set-returning function named `name` (lower case), if Brook runs it as `unnest`.
-pub fn set_returning_function(name: &str) -> Option<&'static SetReturning> {
-    SET_RETURNING.iter().find(|f| f.name == name)
-}
-
-/// `SELECT generate_series(a, b)`: a set-returning function in the select list gives one
-/// row per value in PostgreSQL, but DataFusion's `generate_series` called as a scalar
-/// returns them all as one array (a wrong answer: `{1,2,3}` in one row). A select item
-/// that is such a call becomes `unnest(generate_series(a, b)) AS generate_series` (its
-/// alias kept), which DataFusion expands into rows; likewise the others of
-/// [`SET_RETURNING`] (`unnest(regexp_split_to_array(s, p)) AS regexp_split_to_table`). A
-/// call inside a larger expression is left alone (it gives an array, which the expression
-/// around it refuses, or an unknown function).
-#[derive(Debug)]
-pub struct SeriesInSelectList;
-
-impl SqlStatementRewriteRule for SeriesInSelectList {
-    fn rewrite(&self, mut s: Statement) -> Statement {
-        struct Selects;
-        impl VisitorMut for Selects {
-            type Break = ();
-            fn pre_visit_query(
-                &mut self,
-                q: &mut datafusion::sql::sqlparser::ast::Query,
-            ) -> ControlFlow<()> {
-                if let SetExpr::Select(select) = q.body.as_mut() {
-                    for item in &mut select.projection {
-                        expand_series(item);
-                    }
-                }
-                ControlFlow::Continue(())
-            }
-        }
-        let _ = s.visit(&mut Selects);
-        s
-    }
-}
-
-fn expand_series(item: &mut SelectItem) {
-    let (expr, alias) = match item {
-        SelectItem::UnnamedExpr(e) => (e.clone(), None),
-        SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
-        _ => return,
-    };
-    let Expr::Function(f) = &expr else {
-        return;
-    };
-    if f.over.is_some() {
-        return;
-    }
-    let Some(srf) = SET_RETURNING
-        .iter()
-        .find(|srf| names_function(&f.name, srf.name, "pg_catalog"))
-    else {
-        return;
-    };
-    let mut call = f.clone();
-    call.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
-        srf.array_function,
-    ))]);
-    *item = SelectItem::ExprWithAlias {
-        expr: function_call("unnest", vec![Expr::Function(call)]),
-        alias: alias.unwrap_or_else(|| Ident::new(srf.name)),
-    };
 }
 
 /// `pg_get_serial_sequence(table, column)::regclass` as an integer NULL. The compatibility

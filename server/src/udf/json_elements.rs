@@ -1,6 +1,6 @@
 //! The elements of a JSON array as an array, whose `unnest` is PostgreSQL's set-returning
 //! `json[b]_array_elements` (each element as JSON) and `json[b]_array_elements_text` (each
-//! as text, JSON null as NULL): `brook_planner::pg_functions::SET_RETURNING` rewrites
+//! as text, JSON null as NULL): `brook_planner::set_returning::SET_RETURNING` rewrites
 //! them, in the select list and in FROM. Events often carry arrays (the items of an order,
 //! the readings of a batch); these turn them into rows, continuously too. Written here
 //! because `datafusion-functions-json` has no function that lists an array's elements.
@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 pub fn register(ctx: &SessionContext) {
-    use brook_planner::pg_functions::{JSON_ELEMENTS, JSON_ELEMENTS_TEXT};
+    use brook_planner::set_returning::{JSON_ELEMENTS, JSON_ELEMENTS_TEXT};
     for (name, as_text) in [(JSON_ELEMENTS, false), (JSON_ELEMENTS_TEXT, true)] {
         ctx.register_udf(ScalarUDF::new_from_impl(ArrayElements {
             name,

@@ -1,7 +1,7 @@
 //! `regexp_split_to_array(text, pattern [, flags])`: `text` split at each match of a
 //! POSIX-style regular expression, as PostgreSQL splits it. Its set-returning forms,
 //! `regexp_split_to_table` and `string_to_table`, are `unnest` of this function and of
-//! `string_to_array` (`brook_planner::pg_functions` and `lateral` rewrite them). Written here
+//! `string_to_array` (`brook_planner::set_returning` and `lateral` rewrite them). Written here
 //! because DataFusion has no regular-expression split; the regex crate matches.
 //!
 //! PostgreSQL's rule for empty matches is kept: one at the start or the end of the text,
