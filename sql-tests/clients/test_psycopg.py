@@ -379,3 +379,21 @@ def test_move_tags_count_the_rows_moved_over(brook):
             ]:
                 c.execute(move)
                 assert c.statusmessage == tag, move
+
+
+def test_transaction_commands_out_of_place_warn_as_postgresql(brook):
+    """COMMIT outside a block and BEGIN inside one are WARNINGs with their SQLSTATEs (25P01,
+    25001), as PostgreSQL sends them; DROP ... IF EXISTS of nothing stays a NOTICE."""
+    seen = []
+    with connect(brook) as conn:
+        conn.add_notice_handler(lambda d: seen.append((d.severity_nonlocalized, d.sqlstate, d.message_primary)))
+        conn.execute("COMMIT")
+        conn.execute("BEGIN")
+        conn.execute("BEGIN")
+        conn.execute("ROLLBACK")
+        conn.execute("DROP TABLE IF EXISTS py_no_such_table")
+    assert seen == [
+        ("WARNING", "25P01", "there is no transaction in progress"),
+        ("WARNING", "25001", "there is already a transaction in progress"),
+        ("NOTICE", "00000", 'table "py_no_such_table" does not exist, skipping'),
+    ]

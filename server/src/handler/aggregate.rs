@@ -141,7 +141,7 @@ impl Session {
                 }
                 if if_exists {
                     self.notices
-                        .push(format!("aggregate {wanted} does not exist, skipping"));
+                        .push(format!("aggregate {wanted} does not exist, skipping").into());
                     continue;
                 }
                 return Err(brook_err!(

@@ -27,7 +27,7 @@ impl Session {
                 | BrookError::UndefinedSchema(_)
                 | BrookError::UndefinedDatabase(_)),
             ) if if_exists => {
-                self.notices.push(format!("{e}, skipping"));
+                self.notices.push(format!("{e}, skipping").into());
                 Ok(Outcome::Command(format!("ALTER {kind}")))
             }
             other => other,

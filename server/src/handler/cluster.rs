@@ -206,7 +206,7 @@ impl Session {
         let (schema, name) = self.resolve(&ct.name)?;
         if ct.if_not_exists && self.relation(&schema, &name).is_ok() {
             self.notices
-                .push(format!("relation \"{name}\" already exists, skipping"));
+                .push(format!("relation \"{name}\" already exists, skipping").into());
             return Ok(Some(Ok("CREATE TABLE AS".into())));
         }
         let mut shape = ct.clone();

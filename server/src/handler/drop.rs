@@ -124,7 +124,7 @@ impl Session {
                 .drop_relation(&self.db, &vschema, &vname, kind, true)?
             {
                 self.notices
-                    .push(format!("drop cascades to {} {vname}", kind.noun()));
+                    .push(format!("drop cascades to {} {vname}", kind.noun()).into());
             }
         }
         Ok(())
@@ -156,10 +156,9 @@ impl Session {
             };
             match found {
                 None if if_exists => {
-                    self.notices.push(format!(
-                        "{} \"{name}\" does not exist, skipping",
-                        kind.noun()
-                    ));
+                    self.notices.push(
+                        format!("{} \"{name}\" does not exist, skipping", kind.noun()).into(),
+                    );
                     continue;
                 }
                 None => return Err(BrookError::UndefinedTable(name.clone())),

@@ -107,7 +107,7 @@ impl Session {
                 }
                 if df.if_exists {
                     self.notices
-                        .push(format!("function {name}() does not exist, skipping"));
+                        .push(format!("function {name}() does not exist, skipping").into());
                     continue;
                 }
                 return Err(brook_err!(

@@ -93,7 +93,8 @@ impl Session {
             return logged.map(Outcome::Command);
         }
         let (stmt, replaced) = self.approximated(stmt)?;
-        self.notices.extend(replaced.iter().map(|r| r.notice()));
+        self.notices
+            .extend(replaced.iter().map(|r| r.notice().into()));
         match stmt.body {
             StatementBody::Sql(s) => match stmt.emit {
                 None => self.execute_sql(*s).await,

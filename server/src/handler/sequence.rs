@@ -92,7 +92,7 @@ impl Session {
         match altered {
             Err(BrookError::UndefinedTable(_)) if a.if_exists => {
                 self.notices
-                    .push(format!("relation \"{name}\" does not exist, skipping"));
+                    .push(format!("relation \"{name}\" does not exist, skipping").into());
             }
             other => other?,
         }
@@ -125,7 +125,7 @@ impl Session {
                 .drop_sequence(&self.db, &schema, &name, if_exists, cascade)?
             {
                 self.notices
-                    .push(format!("sequence \"{name}\" does not exist, skipping"));
+                    .push(format!("sequence \"{name}\" does not exist, skipping").into());
             }
         }
         Ok(Outcome::Command("DROP SEQUENCE".into()))

@@ -8,7 +8,7 @@
 
 use crate::catalog::table::TxnOverlay;
 use crate::session::transaction::{Savepoint, TxnBlock};
-use crate::session::{Outcome, Session};
+use crate::session::{Notice, Outcome, Session};
 use crate::storage::WriteTxn;
 use brook_common::{brook_err, BrookError, Result};
 use brook_planner::BrookStatement;
@@ -222,8 +222,10 @@ impl Session {
                 b.read_only = ro;
             }
         } else if let Some(b) = block.as_mut() {
-            self.notices
-                .push("there is already a transaction in progress".into());
+            self.notices.push(Notice::warning(
+                "25001",
+                "there is already a transaction in progress",
+            ));
             if let Some(ro) = access_mode(modes) {
                 b.read_only = ro;
             }
@@ -257,8 +259,10 @@ impl Session {
                 Ok(())
             }
             None => {
-                self.notices
-                    .push("SET TRANSACTION can only be used in transaction blocks".into());
+                self.notices.push(Notice::warning(
+                    "25P01",
+                    "SET TRANSACTION can only be used in transaction blocks",
+                ));
                 Ok(())
             }
         }
@@ -273,8 +277,10 @@ impl Session {
                 true
             }
             None => {
-                self.notices
-                    .push("SET LOCAL can only be used in transaction blocks".into());
+                self.notices.push(Notice::warning(
+                    "25P01",
+                    "SET LOCAL can only be used in transaction blocks",
+                ));
                 false
             }
         }
@@ -419,13 +425,17 @@ impl Session {
                 return Err(outside_block(&format!("{tag} AND CHAIN")));
             }
             self.cursors.retain(|_, c| c.hold);
-            self.notices
-                .push("there is no transaction in progress".into());
+            self.notices.push(Notice::warning(
+                "25P01",
+                "there is no transaction in progress",
+            ));
             return Ok(Outcome::TxnEnd(tag.into()));
         };
         if implicit {
-            self.notices
-                .push("there is no transaction in progress".into());
+            self.notices.push(Notice::warning(
+                "25P01",
+                "there is no transaction in progress",
+            ));
         }
         self.finish_block(block, commit, chain)
     }
@@ -459,7 +469,7 @@ impl Session {
                 self.notices.push(format!(
                     "the rows this transaction wrote to {} stay: they committed with their statements (a stream's rows always do, and in cluster mode every write does); ROLLBACK undid the other writes",
                     names.join(", ")
-                ));
+                ).into());
             }
             drop(block);
             Ok("ROLLBACK")

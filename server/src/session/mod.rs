@@ -2,6 +2,7 @@
 //! notices of its last statement. What statements do is in `crate::handler`.
 
 pub mod cursor;
+pub mod notice;
 pub mod prepared;
 pub mod transaction;
 
@@ -10,6 +11,7 @@ use crate::copy::CopyOptions;
 use crate::db::{Database, Engine};
 use crate::ident::object_parts;
 use crate::session::cursor::Cursor;
+pub use crate::session::notice::Notice;
 use crate::settings::parse_timeout;
 use crate::settings::Settings;
 use crate::storage::TableStore;
@@ -60,8 +62,8 @@ pub struct Session {
     pub(crate) cursors: std::collections::HashMap<String, Cursor>,
     /// The statements prepared with SQL `PREPARE`, by name.
     pub(crate) prepared: std::collections::HashMap<String, prepared::Prepared>,
-    /// NOTICE messages of the last statement (the wire layer sends and clears them).
-    pub(crate) notices: Vec<String>,
+    /// Notices and warnings of the last statement (the wire layer sends and clears them).
+    pub(crate) notices: Vec<Notice>,
     /// The version of the database's user functions this session registered, and their
     /// names (see [`Session::sync_functions`]).
     functions_version: u64,
@@ -270,8 +272,8 @@ impl Session {
             .is_some_and(|s| s.sequences.contains_key(name))
     }
 
-    /// NOTICE messages of the statements run since the last call.
-    pub fn take_notices(&mut self) -> Vec<String> {
+    /// Notices and warnings of the statements run since the last call.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
     }
 

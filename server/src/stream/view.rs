@@ -182,8 +182,19 @@ impl ViewState {
     /// Maintenance stopped with an error.
     pub fn fail(&self, e: &BrookError) {
         tracing::error!(error = %e, "materialized view maintenance failed");
+        // A data exception (class 22: division by zero, a value out of range) comes from a
+        // row of the inputs, which stays: say what to do about it.
+        let what = if e.sqlstate().starts_with("22") {
+            format!(
+                "{e} (a row of its inputs made its query fail, and the row stays: drop the \
+                 view and create it again with a query that handles such rows, e.g. NULLIF \
+                 for a divisor)"
+            )
+        } else {
+            e.to_string()
+        };
         if let Ok(mut f) = self.failed.lock() {
-            *f = Some(e.to_string());
+            *f = Some(what);
         }
         self.progress.wake();
     }

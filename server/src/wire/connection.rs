@@ -8,7 +8,7 @@ use crate::wire::Front;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::PgWireServerHandlers;
 use pgwire::api::{ClientInfo, ErrorHandler, PgWireConnectionState};
-use pgwire::error::{ErrorInfo, PgWireError};
+use pgwire::error::PgWireError;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{negotiate_tls, process_error, process_message};
 use std::sync::Arc;
@@ -183,7 +183,7 @@ async fn refuse_malformed<S, T>(
     };
     tracing::warn!(%message, "connection closed: malformed message (FATAL 08P01)");
     // FATAL: an ErrorResponse, then the connection closes (no ReadyForQuery).
-    let info = ErrorInfo::new("FATAL".to_string(), "08P01".to_string(), message);
+    let info = super::error_info("FATAL", "08P01", message);
     let _ = socket
         .send(PgWireBackendMessage::ErrorResponse(info.into()))
         .await;

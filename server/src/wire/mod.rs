@@ -50,7 +50,7 @@ pub fn to_pg(e: BrookError) -> PgWireError {
     }
     // Messages quote user data; a NUL byte would corrupt the protocol message.
     let message = e.to_string().replace('\0', "\\0");
-    let mut info = ErrorInfo::new("ERROR".into(), e.sqlstate().into(), message);
+    let mut info = error_info("ERROR", e.sqlstate(), message);
     match e {
         BrookError::SyntaxAt { position, .. } => info.position = Some(position.to_string()),
         BrookError::DuplicateKey(key) => {
@@ -64,7 +64,15 @@ pub fn to_pg(e: BrookError) -> PgWireError {
 }
 
 fn fatal(code: &str, msg: String) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".into(), code.into(), msg)))
+    PgWireError::UserError(Box::new(error_info("FATAL", code, msg)))
+}
+
+/// An error or notice message's fields: its severity (also as the field libpq and
+/// psycopg read whatever the server's language, `V`), SQLSTATE and text.
+pub(crate) fn error_info(severity: &str, code: &str, message: String) -> ErrorInfo {
+    let mut info = ErrorInfo::new(severity.to_string(), code.to_string(), message);
+    info.severity_nonlocalized = Some(severity.to_string());
+    info
 }
 
 /// Server configuration the front end needs.

@@ -9,7 +9,7 @@ use brook_common::BrookError;
 use datafusion::arrow::datatypes::SchemaRef;
 use futures::{stream, Sink, SinkExt, StreamExt};
 use pgwire::api::results::{CopyResponse, FieldFormat, QueryResponse, Tag};
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::CopyDone;
 use pgwire::messages::PgWireBackendMessage;
 use std::fmt::Debug;
@@ -41,14 +41,18 @@ pub(super) fn rows_response(
 }
 
 /// Send NOTICE messages (e.g. the bound of an approximate answer) ahead of the result.
-pub(super) async fn send_notices<C>(client: &mut C, notices: Vec<String>) -> PgWireResult<()>
+pub(super) async fn send_notices<C>(
+    client: &mut C,
+    notices: Vec<crate::session::Notice>,
+) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    for text in notices {
-        let info = ErrorInfo::new("NOTICE".to_string(), "00000".to_string(), text);
+    for n in notices {
+        let severity = if n.warning { "WARNING" } else { "NOTICE" };
+        let info = super::error_info(severity, n.code, n.message);
         client
             .feed(PgWireBackendMessage::NoticeResponse(info.into()))
             .await?;

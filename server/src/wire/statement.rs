@@ -294,7 +294,7 @@ pub(super) async fn execute_on_statement_runtime(
     stmt: BrookStatement,
     token: CancellationToken,
     cancel: Arc<SessionCancel>,
-) -> PgWireResult<(Outcome, Vec<String>)> {
+) -> PgWireResult<(Outcome, Vec<crate::session::Notice>)> {
     let mut session = slot
         .take()
         .ok_or_else(|| to_pg(brook_err!(Internal, "no session")))?;
