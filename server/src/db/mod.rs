@@ -313,6 +313,7 @@ impl Engine {
         crate::udf::sleep::register(&ctx);
         crate::udf::regexp_split::register(&ctx);
         crate::udf::json_elements::register(&ctx);
+        crate::udf::to_char::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);
         crate::udf::expand_array::register(&ctx);

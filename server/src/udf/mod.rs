@@ -27,6 +27,7 @@ pub mod sql_function;
 pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
+pub mod to_char;
 pub mod xml;
 
 use datafusion::arrow::array::ArrayRef;
