@@ -397,3 +397,17 @@ def test_transaction_commands_out_of_place_warn_as_postgresql(brook):
         ("WARNING", "25001", "there is already a transaction in progress"),
         ("NOTICE", "00000", 'table "py_no_such_table" does not exist, skipping'),
     ]
+
+
+def test_result_columns_are_named_as_postgresql_names_them(brook):
+    """SHOW names its column as PostgreSQL names the parameter; set_config's is set_config."""
+    with connect(brook) as conn, conn.cursor() as c:
+        for sql, name in [
+            ("SHOW timezone", "TimeZone"),
+            ("SHOW datestyle", "DateStyle"),
+            ("SHOW search_path", "search_path"),
+            ("SELECT set_config('my.x', 'a', false)", "set_config"),
+            ("SELECT current_role", "current_role"),
+        ]:
+            c.execute(sql)
+            assert c.description[0].name == name, sql

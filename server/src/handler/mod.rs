@@ -147,10 +147,12 @@ impl Session {
     /// Execute a standard SQL statement.
     pub(crate) async fn execute_sql(&mut self, mut stmt: Statement) -> Result<Outcome> {
         let names = brook_planner::rewrite::output_names(&stmt);
-        pg_literals(&mut stmt)?;
+        // Before the literal rewrites, which name unnamed outputs for the planner: a
+        // set_config output is named `set_config`, as in PostgreSQL.
         if let Some(outputs) = set_config::set_config_outputs(&stmt) {
             return self.set_config(outputs).await;
         }
+        pg_literals(&mut stmt)?;
         match stmt {
             Statement::Explain { statement, .. }
                 if matches!(*statement, Statement::Declare { .. }) =>

@@ -14,7 +14,7 @@
 use crate::handler::query::rows_outcome;
 use crate::session::{Outcome, Session};
 use crate::settings::default_settings;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::sql::sqlparser::ast::{
@@ -30,9 +30,11 @@ pub(crate) enum Output {
     /// new value.
     SetConfig {
         column: String,
-        name: String,
-        value: String,
-        /// `is_local`: as SET LOCAL, until the transaction block ends.
+        /// None for NULL (22004, as PostgreSQL).
+        name: Option<String>,
+        /// None for NULL: back to the default, as RESET.
+        value: Option<String>,
+        /// `is_local` (NULL is false): as SET LOCAL, until the transaction block ends.
         local: bool,
     },
     /// Any other output, evaluated on its own.
@@ -91,9 +93,12 @@ pub(crate) fn set_config_outputs(stmt: &Statement) -> Option<Vec<Output>> {
     any.then_some(outputs)
 }
 
+/// The constant arguments of a `set_config` call: name and value (None for NULL), is_local.
+type SetConfigArgs = (Option<String>, Option<String>, bool);
+
 /// None when `e` is no `set_config` call; Some(None) when it is one with arguments other
 /// than constants (left to DataFusion, which refuses it); else its setting and value.
-fn set_config_call(e: &Expr) -> Option<Option<(String, String, bool)>> {
+fn set_config_call(e: &Expr) -> Option<Option<SetConfigArgs>> {
     let Expr::Function(f) = e else {
         return None;
     };
@@ -119,22 +124,26 @@ fn set_config_call(e: &Expr) -> Option<Option<(String, String, bool)>> {
     })
 }
 
-/// A constant text argument (a string or a number, as PostgreSQL's `unknown` literal).
-fn text_argument(a: &FunctionArg) -> Option<String> {
+/// A constant text argument (a string or a number, as PostgreSQL's `unknown` literal;
+/// Some(None) for NULL).
+fn text_argument(a: &FunctionArg) -> Option<Option<String>> {
     let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) = a else {
         return None;
     };
     match &v.value {
-        Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => Some(s.clone()),
-        Value::Number(n, _) => Some(n.to_string()),
+        Value::SingleQuotedString(s) | Value::EscapedStringLiteral(s) => Some(Some(s.clone())),
+        Value::Number(n, _) => Some(Some(n.to_string())),
+        Value::Null => Some(None),
         _ => None,
     }
 }
 
+/// A constant boolean (NULL is false, as PostgreSQL reads `is_local`).
 fn boolean(a: &FunctionArg) -> Option<bool> {
     match a {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => match v.value {
             Value::Boolean(b) => Some(b),
+            Value::Null => Some(false),
             _ => None,
         },
         _ => None,
@@ -156,6 +165,10 @@ impl Session {
                     value,
                     local,
                 } => {
+                    let name = name.ok_or_else(|| BrookError::Limit {
+                        message: "SET requires parameter name".into(),
+                        code: "22004",
+                    })?;
                     let key = name.to_ascii_lowercase();
                     crate::settings::check_settable(&key)?;
                     if !key.contains('.') && !default_settings().contains_key(&key) {
@@ -164,6 +177,16 @@ impl Session {
                             "unrecognized configuration parameter \"{name}\""
                         ));
                     }
+                    // NULL: back to the value RESET gives (a custom setting's is empty).
+                    let value = match value {
+                        Some(v) => v,
+                        None => self
+                            .reset_values
+                            .get(&key)
+                            .cloned()
+                            .or_else(|| default_settings().get(&key).cloned())
+                            .unwrap_or_default(),
+                    };
                     let takes_effect = !local || self.block_open();
                     if takes_effect {
                         if local {
@@ -200,10 +223,11 @@ impl Session {
         &mut self,
         item: SelectItem,
     ) -> Result<(datafusion::arrow::datatypes::FieldRef, ArrayRef)> {
-        let stmt = brook_planner::parser::parse_one(&format!("SELECT {item}"))?
+        let mut stmt = brook_planner::parser::parse_one(&format!("SELECT {item}"))?
             .into_plain_sql()
             .ok_or_else(|| brook_err!(Internal, "SELECT {item} did not parse as a query"))?;
         let names = brook_planner::rewrite::output_names(&stmt);
+        crate::pg::sql::pg_literals(&mut stmt)?;
         let plan = self.plan(stmt).await?;
         let df = self.ctx.execute_logical_plan(plan).await?;
         let schema = crate::pg::sql::pg_named(df.schema().as_arrow().clone(), names);
@@ -237,8 +261,8 @@ mod tests {
             c,
             vec![Output::SetConfig {
                 column: "set_config".into(),
-                name: "search_path".into(),
-                value: String::new(),
+                name: Some("search_path".into()),
+                value: Some(String::new()),
                 local: false,
             }]
         );
@@ -247,7 +271,16 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(&c[0], Output::SetConfig { column, .. } if column == "t"));
-        assert!(matches!(&c[1], Output::SetConfig { value, .. } if value == "1"));
+        assert!(matches!(&c[1], Output::SetConfig { value, .. } if value.as_deref() == Some("1")));
+        let c = outputs("SELECT set_config('x.y', NULL, NULL)").unwrap();
+        assert!(matches!(
+            &c[0],
+            Output::SetConfig {
+                value: None,
+                local: false,
+                ..
+            }
+        ));
         // asyncpg's: another output beside it, evaluated on its own
         let c =
             outputs("SELECT current_setting('jit') AS cur, set_config('jit', 'off', false) AS new")

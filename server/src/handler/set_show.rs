@@ -390,7 +390,15 @@ impl Session {
                 "unrecognized configuration parameter \"{name}\""
             )
         })?;
-        let schema = Arc::new(Schema::new(vec![Field::new(key, DataType::Utf8, true)]));
+        // The column is named as PostgreSQL names the parameter (`SHOW timezone` gives
+        // `TimeZone`, which clients read by that name).
+        let column = match key.as_str() {
+            "datestyle" => "DateStyle".to_string(),
+            "intervalstyle" => "IntervalStyle".to_string(),
+            "timezone" => "TimeZone".to_string(),
+            _ => key,
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, true)]));
         let batch = RecordBatch::try_new(
             schema.clone(),
             vec![Arc::new(StringArray::from(vec![value]))],
