@@ -327,6 +327,8 @@ impl Engine {
         crate::udf::xml::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
+        // After `checked`: it wraps the checked `to_timestamp`.
+        crate::udf::to_timestamp::register(&ctx);
         crate::udf::array_functions::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;

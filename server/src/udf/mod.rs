@@ -28,6 +28,7 @@ pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
 pub mod to_char;
+pub mod to_timestamp;
 pub mod xml;
 
 use datafusion::arrow::array::ArrayRef;

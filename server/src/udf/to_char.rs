@@ -121,7 +121,7 @@ impl ScalarUDFImpl for ToChar {
 
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq)]
-enum Token {
+pub(crate) enum Token {
     Literal(String),
     Field {
         pattern: Pattern,
@@ -134,7 +134,7 @@ enum Token {
 
 /// A template pattern. Names carry their case: upper, capitalized or lower.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Pattern {
+pub(crate) enum Pattern {
     Hour12,
     Hour24,
     Minute,
@@ -167,7 +167,7 @@ enum Pattern {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Case {
+pub(crate) enum Case {
     Upper,
     Capital,
     Lower,
@@ -269,7 +269,7 @@ const NUMERIC: [(&str, Pattern); 25] = {
 };
 
 /// The template's tokens.
-fn parse(template: &str) -> Vec<Token> {
+pub(crate) fn parse(template: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     let mut literal = String::new();
     let mut rest = template;
@@ -347,7 +347,7 @@ fn parse(template: &str) -> Vec<Token> {
     tokens
 }
 
-const MONTHS: [&str; 12] = [
+pub(crate) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -361,7 +361,7 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-const DAYS: [&str; 7] = [
+pub(crate) const DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
