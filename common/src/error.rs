@@ -552,6 +552,15 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         {
             lateral_unsupported()
         }
+        // A set-returning function inside an aggregate's arguments (`sum(generate_series(1,
+        // 3))`) reaches DataFusion as an `unnest` it cannot place: say what, as PostgreSQL.
+        DataFusionError::NotImplemented(m) if m.contains("Unnest should be rewritten") => {
+            BrookError::Unsupported(
+                "set-returning functions inside an aggregate's arguments (move the function \
+                 into a LATERAL FROM item)"
+                    .into(),
+            )
+        }
         DataFusionError::NotImplemented(m) => BrookError::Unsupported(clean(&m)),
         DataFusionError::SchemaError(s, _) => {
             let m = clean(&s.to_string());

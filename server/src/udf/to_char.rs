@@ -437,21 +437,8 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
         Pattern::Microsecond => num(i64::from(at.nanosecond() / 1_000), 6),
         Pattern::SecondsOfDay => num(i64::from(at.num_seconds_from_midnight()), 0),
         Pattern::Meridiem { dots, upper } => {
-            let pm = at.hour() >= 12;
-            let text = match (dots, pm) {
-                (true, false) => "a.m.",
-                (true, true) => "p.m.",
-                (false, false) => "am",
-                (false, true) => "pm",
-            };
-            (
-                if upper {
-                    text.to_uppercase()
-                } else {
-                    text.to_string()
-                },
-                None,
-            )
+            let words = ["am", "pm", "a.m.", "p.m."];
+            (marker(words, at.hour() >= 12, dots, upper), None)
         }
         Pattern::YearComma => {
             let text = format!("{},{:03}", year_abs / 1000, year_abs % 1000);
@@ -464,20 +451,8 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
         }
         Pattern::IsoYear => num(i64::from(at.iso_week().year()), 4),
         Pattern::Era { dots, upper } => {
-            let text = match (dots, year <= 0) {
-                (true, true) => "b.c.",
-                (true, false) => "a.d.",
-                (false, true) => "bc",
-                (false, false) => "ad",
-            };
-            (
-                if upper {
-                    text.to_uppercase()
-                } else {
-                    text.to_string()
-                },
-                None,
-            )
+            let words = ["ad", "bc", "a.d.", "b.c."];
+            (marker(words, year <= 0, dots, upper), None)
         }
         Pattern::MonthName { case, short } => {
             let name = MONTHS[at.month0() as usize];
@@ -539,6 +514,17 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
             )
         }
         Pattern::Offset => ("+00".to_string(), None),
+    }
+}
+
+/// A marker (AM/PM, AD/BC) from `words` (the first or second, without or with dots), in
+/// upper or lower case.
+fn marker(words: [&str; 4], second: bool, dots: bool, upper: bool) -> String {
+    let word = words[usize::from(second) + 2 * usize::from(dots)];
+    if upper {
+        word.to_uppercase()
+    } else {
+        word.to_string()
     }
 }
 
