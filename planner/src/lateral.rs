@@ -43,10 +43,7 @@ use std::sync::Arc;
 /// did not exist).
 pub fn lateral_functions(stmt: &mut Statement) -> brook_common::Result<()> {
     match stmt.visit(&mut LateralCalls) {
-        ControlFlow::Break(what) => Err(brook_common::BrookError::Unsupported(format!(
-            "{what} in a LATERAL subquery (a wildcard over an earlier FROM item's columns; \
-             name the columns)"
-        ))),
+        ControlFlow::Break(e) => Err(e),
         ControlFlow::Continue(()) => Ok(()),
     }
 }
@@ -54,10 +51,29 @@ pub fn lateral_functions(stmt: &mut Statement) -> brook_common::Result<()> {
 struct LateralCalls;
 
 impl VisitorMut for LateralCalls {
-    /// The wildcard that cannot be planned.
-    type Break = String;
+    /// What cannot be planned.
+    type Break = brook_common::BrookError;
 
-    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<String> {
+    fn pre_visit_table_factor(
+        &mut self,
+        t: &mut TableFactor,
+    ) -> ControlFlow<brook_common::BrookError> {
+        // DataFusion's table functions leave the ordinality column out (a silent wrong
+        // answer: one column where PostgreSQL gives two).
+        if matches!(
+            t,
+            TableFactor::Table {
+                with_ordinality: true,
+                ..
+            } | TableFactor::UNNEST {
+                with_ordinality: true,
+                ..
+            }
+        ) {
+            return ControlFlow::Break(brook_common::BrookError::Unsupported(
+                "WITH ORDINALITY (number the rows with row_number() OVER () instead)".into(),
+            ));
+        }
         if let Some(lateral) = as_lateral_subquery(t) {
             *t = lateral;
         }
@@ -69,7 +85,10 @@ impl VisitorMut for LateralCalls {
         {
             if let SetExpr::Select(select) = subquery.body.as_mut() {
                 if let Some(wildcard) = outer_wildcard(select) {
-                    return ControlFlow::Break(wildcard);
+                    return ControlFlow::Break(brook_common::BrookError::Unsupported(format!(
+                        "{wildcard} in a LATERAL subquery (a wildcard over an earlier FROM \
+                         item's columns; name the columns)"
+                    )));
                 }
                 name_outputs(&mut select.projection);
             }
@@ -477,7 +496,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wildcard_over_an_earlier_item_is_0a000() {
+    fn a_wildcard_over_an_earlier_item_and_ordinality_are_0a000() {
         let mut s = Parser::parse_sql(
             &PostgreSqlDialect {},
             "SELECT * FROM g, LATERAL (SELECT g.*) q",
@@ -487,6 +506,16 @@ mod tests {
         let e = lateral_functions(&mut s).unwrap_err();
         assert_eq!(e.sqlstate(), "0A000", "{e}");
         assert!(e.to_string().contains("g.*"), "{e}");
+        for sql in [
+            "SELECT * FROM generate_series(1, 3) WITH ORDINALITY",
+            "SELECT * FROM g, generate_series(1, g.x) WITH ORDINALITY s",
+        ] {
+            let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+                .unwrap()
+                .remove(0);
+            let e = lateral_functions(&mut s).unwrap_err();
+            assert!(e.to_string().contains("WITH ORDINALITY"), "{sql}: {e}");
+        }
         assert_eq!(
             rewritten("SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"),
             "SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"
@@ -527,7 +556,6 @@ mod tests {
             "SELECT * FROM g, my_function(g.x) f",
             "SELECT * FROM g, UNNEST(g.a, g.b) u",
             "SELECT * FROM g, generate_series(1, g.x) AS s (a, b)",
-            "SELECT * FROM g, generate_series(1, g.x) WITH ORDINALITY s",
         ] {
             assert_eq!(rewritten(sql), sql);
         }

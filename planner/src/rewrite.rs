@@ -605,6 +605,22 @@ fn repeats_earlier_column(projection: &[SelectItem], item: &SelectItem) -> bool 
 fn alias_set_expr(body: &mut SetExpr) {
     match body {
         SetExpr::Select(s) => {
+            // `SELECT 1 AS a, 2 AS a`: an alias an earlier output already has.
+            for i in 0..s.projection.len() {
+                let (before, rest) = s.projection.split_at_mut(i);
+                if let Some(SelectItem::ExprWithAlias { alias, .. }) = rest.first_mut() {
+                    let taken = before.iter().any(|b| {
+                        matches!(b, SelectItem::ExprWithAlias { alias: a, .. }
+                            if a.value.eq_ignore_ascii_case(&alias.value))
+                    });
+                    if taken {
+                        *alias = datafusion::sql::sqlparser::ast::Ident::with_quote(
+                            '"',
+                            format!("__brook_col_{i}"),
+                        );
+                    }
+                }
+            }
             let repeated: Vec<bool> = s
                 .projection
                 .iter()

@@ -142,14 +142,29 @@ pub(crate) enum Pattern {
     Millisecond,
     Microsecond,
     SecondsOfDay,
-    Meridiem { dots: bool, upper: bool },
+    Meridiem {
+        dots: bool,
+        upper: bool,
+    },
     YearComma,
     Year(usize),
-    IsoYear,
-    Era { dots: bool, upper: bool },
-    MonthName { case: Case, short: bool },
+    /// The ISO year's last n digits (`IYYY`: all, at least 4).
+    IsoYear(usize),
+    /// `FF1`..`FF6`: the first n digits of the fraction of a second.
+    Fraction(u32),
+    Era {
+        dots: bool,
+        upper: bool,
+    },
+    MonthName {
+        case: Case,
+        short: bool,
+    },
     Month,
-    DayName { case: Case, short: bool },
+    DayName {
+        case: Case,
+        short: bool,
+    },
     DayOfYear,
     IsoDayOfYear,
     DayOfMonth,
@@ -161,8 +176,15 @@ pub(crate) enum Pattern {
     Century,
     Julian,
     Quarter,
-    Roman { upper: bool },
-    Zone { upper: bool },
+    Roman {
+        upper: bool,
+    },
+    Zone {
+        upper: bool,
+    },
+    /// `TZH` / `TZM`: the offset's hours (signed) / minutes.
+    ZoneHours,
+    ZoneMinutes,
     Offset,
 }
 
@@ -175,7 +197,7 @@ pub(crate) enum Case {
 
 /// Patterns matched by case (their case says how to print), longest first among those
 /// sharing a beginning.
-const CASED: [(&str, Pattern); 38] = {
+const CASED: [(&str, Pattern); 42] = {
     use Case::*;
     use Pattern::*;
     [
@@ -209,6 +231,10 @@ const CASED: [(&str, Pattern); 38] = {
         ("dy", day_name(Lower, true)),
         ("RM", Roman { upper: true }),
         ("rm", Roman { upper: false }),
+        ("TZH", ZoneHours),
+        ("tzh", ZoneHours),
+        ("TZM", ZoneMinutes),
+        ("tzm", ZoneMinutes),
         ("TZ", Zone { upper: true }),
         ("tz", Zone { upper: false }),
         ("OF", Offset),
@@ -236,8 +262,9 @@ const fn day_name(case: Case, short: bool) -> Pattern {
     Pattern::DayName { case, short }
 }
 
-/// Numeric patterns, matched in any case, longest first among those sharing a beginning.
-const NUMERIC: [(&str, Pattern); 25] = {
+/// Numeric patterns, matched in upper or lower case (`YYYY`, `yyyy`; not `Yyyy`), longest
+/// first among those sharing a beginning.
+const NUMERIC: [(&str, Pattern); 34] = {
     use Pattern::*;
     [
         ("HH24", Hour24),
@@ -254,7 +281,12 @@ const NUMERIC: [(&str, Pattern); 25] = {
         ("YYY", Year(3)),
         ("YY", Year(2)),
         ("Y", Year(1)),
-        ("IYYY", IsoYear),
+        ("FF1", Fraction(1)),
+        ("FF2", Fraction(2)),
+        ("FF3", Fraction(3)),
+        ("FF4", Fraction(4)),
+        ("FF5", Fraction(5)),
+        ("FF6", Fraction(6)),
         ("MM", Month),
         ("DDD", DayOfYear),
         ("DD", DayOfMonth),
@@ -262,6 +294,10 @@ const NUMERIC: [(&str, Pattern); 25] = {
         ("WW", WeekOfYear),
         ("W", WeekOfMonth),
         ("IW", IsoWeek),
+        ("IYYY", IsoYear(4)),
+        ("IYY", IsoYear(3)),
+        ("IY", IsoYear(2)),
+        ("I", IsoYear(1)),
         ("CC", Century),
         ("J", Julian),
         ("Q", Quarter),
@@ -302,15 +338,20 @@ pub(crate) fn parse(template: &str) -> Vec<Token> {
             rest = &rest[2..];
             continue;
         }
-        if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case("FM") {
-            fill = true;
+        // Prefixes: FM (no padding); TM (translated names: English here, unpadded as
+        // PostgreSQL prints translated ones); FX changes nothing in output.
+        if let Some(prefix) = ["FM", "fm", "FX", "fx", "TM", "tm"]
+            .iter()
+            .find(|p| rest.starts_with(*p))
+        {
+            fill |= !prefix.eq_ignore_ascii_case("FX");
             rest = &rest[2..];
             continue;
         }
         let found = CASED.iter().find(|(p, _)| rest.starts_with(p)).or_else(|| {
-            NUMERIC
-                .iter()
-                .find(|(p, _)| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
+            NUMERIC.iter().find(|(p, _)| {
+                rest.starts_with(p) || rest.starts_with(p.to_ascii_lowercase().as_str())
+            })
         });
         match found {
             Some((p, pattern)) => {
@@ -449,7 +490,15 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
             let modulo = 10i64.pow(digits as u32);
             num(year_abs % modulo, digits)
         }
-        Pattern::IsoYear => num(i64::from(at.iso_week().year()), 4),
+        Pattern::IsoYear(4) => num(i64::from(at.iso_week().year()), 4),
+        Pattern::IsoYear(digits) => {
+            let modulo = 10i64.pow(digits as u32);
+            num(i64::from(at.iso_week().year()) % modulo, digits)
+        }
+        Pattern::Fraction(digits) => {
+            let n = i64::from(at.nanosecond() / 10u32.pow(9 - digits));
+            num(n, digits as usize)
+        }
         Pattern::Era { dots, upper } => {
             let words = ["ad", "bc", "a.d.", "b.c."];
             (marker(words, year <= 0, dots, upper), None)
@@ -513,7 +562,8 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
                 None,
             )
         }
-        Pattern::Offset => ("+00".to_string(), None),
+        Pattern::Offset | Pattern::ZoneHours => ("+00".to_string(), None),
+        Pattern::ZoneMinutes => ("00".to_string(), None),
     }
 }
 
@@ -576,6 +626,15 @@ mod tests {
         assert_eq!(to_char(ts, "DDth FMDDth"), "04th 4th");
         assert_eq!(to_char(ts, "\"Year\" YYYY, \\Q Q"), "Year 2026, \\4 4");
         assert_eq!(to_char(ts, "TZ OF IDDD IYYY SSSS"), " +00 341 2026 81078");
+        assert_eq!(to_char("2024-12-30 00:00:00", "IYY|IY|I|"), "025|25|5|");
+        assert_eq!(
+            to_char(ts, "FF1 FF3 FF6 FXYYYY TMMonth TZH:TZM"),
+            "1 123 123456 2026 December +00:00"
+        );
+        // Upper or lower case, not mixed: `yYyY` is four one-digit years.
+        assert_eq!(to_char(ts, "yyyy yYyY Hh24 Ddd"), "2026 6666 Hh24 604");
+        // Any text around the patterns, multibyte too.
+        assert_eq!(to_char(ts, "YYYY\"年\"MM\"月\"é"), "2026年12月é");
         assert_eq!(format(&at(ts), &parse("TZ OF"), true), "UTC +00");
         assert_eq!(to_char(ts, "Y,YYY YY Y RM"), "2,026 26 6 XII ");
         assert_eq!(to_char("2026-01-01 00:00:00", "HH12 am FMHH24"), "12 am 0");

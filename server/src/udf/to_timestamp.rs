@@ -92,7 +92,22 @@ impl ScalarUDFImpl for Templated {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let out: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros));
-        let out = cast(&out, args.return_field.data_type())?;
+        // A value the result type cannot hold (nanoseconds: years 1677 to 2262) is 22008,
+        // not a NULL.
+        let options = datafusion::arrow::compute::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let out = datafusion::arrow::compute::cast_with_options(
+            &out,
+            args.return_field.data_type(),
+            &options,
+        )
+        .map_err(|_| {
+            DataFusionError::External(Box::new(BrookError::DatetimeOverflow(
+                "timestamp out of range".into(),
+            )))
+        })?;
         super::result_value(out, scalar)
     }
 }
@@ -125,6 +140,8 @@ fn read(text: &str, tokens: &[Token], date: bool) -> std::result::Result<i64, Br
     for (i, token) in tokens.iter().enumerate() {
         match token {
             Token::Literal(literal) => input.literal(literal),
+            // Text that ends before the template leaves the other fields unset.
+            Token::Field { .. } if input.rest.trim().is_empty() => break,
             Token::Field { pattern, fill, .. } => {
                 // A number reads on while digits follow if a separator (or nothing)
                 // follows it in the template, or FM says so.
@@ -213,8 +230,11 @@ impl Input<'_> {
     /// One of `names` (full, or its first three letters), in any case: its position.
     fn name(&mut self, names: &[&str], pattern: &str) -> Result<usize, BrookError> {
         self.skip_blanks();
-        let starts =
-            |n: &str| self.rest.len() >= n.len() && self.rest[..n.len()].eq_ignore_ascii_case(n);
+        let starts = |n: &str| {
+            self.rest
+                .get(..n.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(n))
+        };
         for (i, full) in names.iter().enumerate() {
             if starts(full) {
                 self.rest = &self.rest[full.len()..];
@@ -234,7 +254,11 @@ impl Input<'_> {
     fn word(&mut self, words: &[&str], pattern: &str) -> Result<usize, BrookError> {
         self.skip_blanks();
         for (i, w) in words.iter().enumerate() {
-            if self.rest.len() >= w.len() && self.rest[..w.len()].eq_ignore_ascii_case(w) {
+            if self
+                .rest
+                .get(..w.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(w))
+            {
                 self.rest = &self.rest[w.len()..];
                 return Ok(i);
             }
@@ -257,7 +281,7 @@ fn read_field(
             let n = input.number(digits, false, "YY")?;
             // The year nearest 2020 with those last digits, as PostgreSQL picks it.
             f.year = Some(match digits {
-                1 => 2020 + n,
+                1 => 2000 + n,
                 2 if n < 70 => 2000 + n,
                 2 => 1900 + n,
                 _ if n < 100 => 2000 + n,
@@ -269,7 +293,6 @@ fn read_field(
             input.literal(",");
             f.year = Some(thousands * 1000 + input.number(3, false, "Y,YYY")?);
         }
-        Pattern::IsoYear => f.year = Some(input.number(4, open, "IYYY")?),
         Pattern::Era { .. } => {
             f.bc = input.word(&["b.c.", "bc", "a.d.", "ad"], "BC")? < 2;
         }
@@ -294,6 +317,9 @@ fn read_field(
         Pattern::Second => f.second = small(input.number(2, false, "SS")?),
         Pattern::Millisecond => f.micros = input.fraction(3, "MS")? * 1000,
         Pattern::Microsecond => f.micros = input.fraction(6, "US")?,
+        Pattern::Fraction(digits) => {
+            f.micros = input.fraction(digits, "FF")? * 10u32.pow(6 - digits)
+        }
         Pattern::SecondsOfDay => {
             let s = input.number(5, open, "SSSS")?;
             f.hour = Some(small(s / 3600));
@@ -302,15 +328,22 @@ fn read_field(
         }
         // Read and left out, as PostgreSQL does.
         Pattern::DayOfWeek
-        | Pattern::IsoDayOfWeek
         | Pattern::Quarter
         | Pattern::WeekOfMonth
         | Pattern::WeekOfYear
-        | Pattern::IsoWeek
         | Pattern::Century => {
             input.number(2, false, "D")?;
         }
-        Pattern::IsoDayOfYear | Pattern::Roman { .. } | Pattern::Zone { .. } | Pattern::Offset => {
+        // ISO week dates, Roman months and zones are not read (PostgreSQL reads them).
+        Pattern::IsoYear(_)
+        | Pattern::IsoWeek
+        | Pattern::IsoDayOfWeek
+        | Pattern::IsoDayOfYear
+        | Pattern::Roman { .. }
+        | Pattern::Zone { .. }
+        | Pattern::ZoneHours
+        | Pattern::ZoneMinutes
+        | Pattern::Offset => {
             return Err(brook_err!(
                 Unsupported,
                 "template pattern {p:?} in to_timestamp/to_date (it reads dates, times, \
@@ -397,6 +430,17 @@ mod tests {
         assert_eq!(ts("10:30 pm", "HH12:MI AM"), "0000-01-01 22:30:00");
         assert_eq!(ts("12:00:01.5", "HH24:MI:SS.MS"), "0000-01-01 12:00:01.500");
         assert_eq!(ts("99-1-2", "YY-MM-DD"), "1999-01-02 00:00:00");
+        assert_eq!(ts("5-03-05", "Y-MM-DD"), "2005-03-05 00:00:00");
+        assert_eq!(ts("2024-03", "YYYY-MM-DD"), "2024-03-01 00:00:00");
+        assert_eq!(ts("2024-03-05", "FXYYYY-MM-DD"), "2024-03-05 00:00:00");
+        assert_eq!(
+            ts("14:07:09.123", "HH24:MI:SS.FF3"),
+            "0000-01-01 14:07:09.123"
+        );
+        assert_eq!(
+            ts("2024年03月05日", "YYYY\"年\"MM\"月\"DD\"日\""),
+            "2024-03-05 00:00:00"
+        );
         assert_eq!(ts("2026 338", "YYYY DDD"), "2026-12-04 00:00:00");
         assert_eq!(
             ts("2026-12-04T10:00", "YYYY-MM-DD\"T\"HH24:MI"),
