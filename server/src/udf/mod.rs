@@ -53,6 +53,12 @@ pub(crate) fn argument_arrays(
     Ok((arrays, scalar, rows))
 }
 
+/// Whether `t` is one of Arrow's string types.
+pub(crate) fn is_text(t: &datafusion::arrow::datatypes::DataType) -> bool {
+    use datafusion::arrow::datatypes::DataType;
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
 /// A function's result `out`, a scalar when its arguments were ([`argument_arrays`]).
 pub(crate) fn result_value(
     out: ArrayRef,

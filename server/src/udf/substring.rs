@@ -5,6 +5,7 @@
 //! when nothing matches. The SQL form and the call form choose by the type of the second
 //! argument, as PostgreSQL does.
 
+use super::is_text;
 use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
@@ -60,10 +61,6 @@ struct Substring {
     name: &'static str,
     signature: Signature,
     inner: Arc<ScalarUDF>,
-}
-
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 impl ScalarUDFImpl for Substring {

@@ -73,7 +73,7 @@ impl ScalarUDFImpl for Templated {
                 ScalarValue::Utf8(Some(t))
                 | ScalarValue::LargeUtf8(Some(t))
                 | ScalarValue::Utf8View(Some(t)),
-            )] if is_text(&value.data_type()) => Some(t.clone()),
+            )] if super::is_text(&value.data_type()) => Some(t.clone()),
             _ => None,
         };
         let Some(template) = template.filter(|t| !t.contains('%')) else {
@@ -81,10 +81,8 @@ impl ScalarUDFImpl for Templated {
         };
         let date = self.inner.name() == "to_date";
         let tokens = parse(&template);
-        let number_rows = args.number_rows;
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let rows = if scalar { 1 } else { number_rows };
-        let texts = cast(&args.args[0].to_array(rows)?, &DataType::Utf8)?;
+        let (arrays, scalar, _) = super::argument_arrays(&args)?;
+        let texts = cast(&arrays[0], &DataType::Utf8)?;
         let texts = texts.as_string::<i32>();
         let micros = texts
             .iter()
@@ -110,10 +108,6 @@ impl ScalarUDFImpl for Templated {
         })?;
         super::result_value(out, scalar)
     }
-}
-
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 /// The fields read so far.
