@@ -205,9 +205,14 @@ fn figure_colname(e: &Expr) -> Option<String> {
                 n
             }
         }),
+        // A cast of a constant (or of a cast of one) is named after its type, a cast of
+        // anything else after that thing, as FigureColname weighs names.
         Expr::Cast {
             expr, data_type, ..
-        } => figure_colname(expr).or_else(|| Some(type_colname(data_type))),
+        } => match figure_colname(expr) {
+            Some(name) if !names_a_constant(expr) => Some(name),
+            _ => Some(type_colname(data_type)),
+        },
         Expr::TypedString(ts) => Some(type_colname(&ts.data_type)),
         Expr::Nested(inner) => figure_colname(inner),
         // `v[1]` is named after `v`, `(r).f` after `f`.
@@ -240,6 +245,18 @@ fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Floor { .. } => Some("floor".into()),
         Expr::Overlay { .. } => Some("overlay".into()),
         _ => None,
+    }
+}
+
+/// Whether `e` is a constant whose name is only its type's (`'x'::date`, `TRUE`,
+/// `interval '1 day'`, and casts of these).
+fn names_a_constant(e: &Expr) -> bool {
+    match e {
+        Expr::TypedString(_) | Expr::Interval(_) => true,
+        Expr::Value(v) => matches!(v.value, Value::Boolean(_)),
+        Expr::Cast { expr, .. } => names_a_constant(expr) || figure_colname(expr).is_none(),
+        Expr::Nested(inner) => names_a_constant(inner),
+        _ => false,
     }
 }
 
@@ -514,6 +531,23 @@ mod naming_tests {
                 OutputName::Keep,
                 OutputName::Wildcard,
                 OutputName::Name("case".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn casts_of_constants_are_named_after_the_outer_type() {
+        let names = output_names(&stmt("select timestamp '2020-01-01'::text, true::text, interval '1 day'::text, (1 + 2)::int::text, b::int::text, now()::date from t")).unwrap();
+        let named = |n: &str| OutputName::Name(n.into());
+        assert_eq!(
+            names,
+            vec![
+                named("text"),
+                named("text"),
+                named("text"),
+                named("text"),
+                named("b"),
+                named("now")
             ]
         );
     }

@@ -288,6 +288,10 @@ impl Engine {
         )?;
         datafusion::execution::FunctionRegistry::register_expr_planner(
             &mut ctx,
+            Arc::new(brook_planner::date_interval::DateIntervalPlanner),
+        )?;
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
             Arc::new(brook_planner::array_comparison::ArrayComparisonPlanner),
         )?;
         ctx.add_analyzer_rule(Arc::new(
@@ -301,8 +305,8 @@ impl Engine {
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
-        ctx.add_analyzer_rule(Arc::new(brook_planner::array_text::ArrayTextCasts::new(
-            crate::udf::array_text::udf(),
+        ctx.add_analyzer_rule(Arc::new(brook_planner::value_text::ValueTextCasts::new(
+            crate::udf::value_text::udf(),
         )));
 
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, crate::catalog::pg_views::Roles)

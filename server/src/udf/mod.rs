@@ -2,7 +2,6 @@
 
 pub mod activity;
 pub mod array_functions;
-pub mod array_text;
 pub mod bounded_series;
 pub mod checked;
 pub mod expand_array;
@@ -29,6 +28,7 @@ pub mod sum_numeric;
 pub mod synopses;
 pub mod to_char;
 pub mod to_timestamp;
+pub mod value_text;
 pub mod xml;
 
 use datafusion::arrow::array::ArrayRef;

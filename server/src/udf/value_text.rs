@@ -1,5 +1,6 @@
-//! `brook_array_text(array)`: an array as PostgreSQL's text (`{1,2,NULL}`), written by the
-//! wire's own text format (`brook_planner::array_text` puts it where a cast to text was).
+//! `brook_value_text(value)`: a value as PostgreSQL's text (`{1,2,NULL}`, `2020-01-02
+//! 03:04:05+00`, `1e+20`), written by the wire's own text format (`brook_planner::value_text`
+//! puts it where a cast to text was).
 
 use datafusion::arrow::array::StringBuilder;
 use datafusion::arrow::datatypes::{DataType, Field};
@@ -10,13 +11,13 @@ use datafusion::logical_expr::{
 use std::sync::Arc;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct ArrayText {
+struct ValueText {
     signature: Signature,
 }
 
-impl ScalarUDFImpl for ArrayText {
+impl ScalarUDFImpl for ValueText {
     fn name(&self) -> &str {
-        "brook_array_text"
+        "brook_value_text"
     }
 
     fn signature(&self) -> &Signature {
@@ -29,13 +30,18 @@ impl ScalarUDFImpl for ArrayText {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let lists = args.args[0].to_array(args.number_rows)?;
-        let field = Field::new("array", lists.data_type().clone(), true);
-        let view = crate::pg::encode::ColumnView::new(&lists, &field)
+        let values = args.args[0].to_array(args.number_rows)?;
+        // The argument's field carries the PostgreSQL type (an unconstrained numeric prints
+        // without the trailing zeros of its fixed Arrow scale).
+        let field = match args.arg_fields.first() {
+            Some(f) if f.data_type() == values.data_type() => f.as_ref().clone(),
+            _ => Field::new("value", values.data_type().clone(), true),
+        };
+        let view = crate::pg::encode::ColumnView::new(&values, &field)
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         let mut out = StringBuilder::new();
         let mut text = String::new();
-        for r in 0..lists.len() {
+        for r in 0..values.len() {
             if view.is_null(r) {
                 out.append_null();
                 continue;
@@ -55,7 +61,7 @@ impl ScalarUDFImpl for ArrayText {
 
 /// The function (the analyzer rule calls it; it is not registered by name).
 pub fn udf() -> Arc<ScalarUDF> {
-    Arc::new(ScalarUDF::new_from_impl(ArrayText {
+    Arc::new(ScalarUDF::new_from_impl(ValueText {
         signature: Signature::any(1, Volatility::Immutable),
     }))
 }
