@@ -105,6 +105,12 @@ pub enum BrookError {
     /// number to a non-integer power).
     #[error("{0}")]
     PowerArgument(String),
+    /// 2201E: the logarithm of zero or of a negative number.
+    #[error("{0}")]
+    LogarithmArgument(String),
+    /// 2201G: an invalid argument of `width_bucket` (a count below 1, equal bounds, NaN).
+    #[error("{0}")]
+    WidthBucketArgument(String),
     /// 22011: a negative length for `substring`.
     #[error("{0}")]
     SubstringError(String),
@@ -242,6 +248,8 @@ impl BrookError {
             BrookError::InvalidParameter(_) => "22023",
             BrookError::InvalidEscape(_) => "22025",
             BrookError::PowerArgument(_) => "2201F",
+            BrookError::LogarithmArgument(_) => "2201E",
+            BrookError::WidthBucketArgument(_) => "2201G",
             BrookError::SubstringError(_) => "22011",
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",

@@ -1,9 +1,11 @@
-//! `unnest` of one list column: each row becomes one row per list element, the other
-//! columns repeated (a top-k sketch's items, `unnest(array)` in SELECT or FROM).
+//! `unnest` of list columns: each row becomes one row per list element, the other columns
+//! repeated (a top-k sketch's items, `unnest(array)` in SELECT or FROM). Several lists of a
+//! row unnest in step (the keys and the values of `jsonb_each`), the shorter padded with
+//! NULLs, as DataFusion's unnest does.
 //!
 //! Stateless: a change to a row is the same change to each of its unnested rows, so a
 //! retracted list retracts its elements. Written here because DataFusion's unnest kernel is
-//! private to its `UnnestExec`; this covers the one-list, depth-1 case the planner admits.
+//! private to its `UnnestExec`; this covers the depth-1 lists the planner admits.
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, Result};
@@ -18,12 +20,12 @@ use std::sync::Arc;
 /// Plan node of an unnest.
 #[derive(Debug)]
 pub struct UnnestNode {
-    /// Input column holding the lists.
-    pub list_column: usize,
-    /// For each output column, the input column it comes from (the list column: its
+    /// Input columns holding the lists (one or more, unnested in step).
+    pub list_columns: Vec<usize>,
+    /// For each output column, the input column it comes from (a list column: its
     /// elements; any other: its value, repeated).
     pub dependencies: Vec<usize>,
-    /// What NULL and empty lists give.
+    /// What a row whose lists are all NULL or empty gives.
     pub null_handling: NullHandling,
     /// Output schema.
     pub schema: SchemaRef,
@@ -33,7 +35,8 @@ pub struct UnnestNode {
 
 impl fmt::Display for UnnestNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Unnest: column#{} state=none", self.list_column)
+        let columns: Vec<String> = self.list_columns.iter().map(|c| format!("#{c}")).collect();
+        write!(f, "Unnest: column{} state=none", columns.join(", "))
     }
 }
 
@@ -46,7 +49,7 @@ impl NodeSpec for UnnestNode {
     }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(UnnestOp {
-            list_column: self.list_column,
+            list_columns: self.list_columns.clone(),
             dependencies: self.dependencies.clone(),
             null_handling: self.null_handling,
             schema: self.schema.clone(),
@@ -55,7 +58,7 @@ impl NodeSpec for UnnestNode {
 }
 
 struct UnnestOp {
-    list_column: usize,
+    list_columns: Vec<usize>,
     dependencies: Vec<usize>,
     null_handling: NullHandling,
     schema: SchemaRef,
@@ -86,29 +89,42 @@ fn spans(lists: &ArrayRef) -> Result<(Spans, ArrayRef)> {
     }
 }
 
+impl UnnestOp {
+    /// How many output rows input row `row` gives: its longest list's length, or one
+    /// placeholder row (all elements NULL) where the null handling keeps a row whose lists
+    /// are all NULL or empty.
+    fn row_count(&self, lists: &[Spans], row: usize) -> usize {
+        let lengths = lists.iter().map(|spans| spans[row].map(|(a, b)| b - a));
+        let longest = lengths.clone().flatten().max();
+        match longest {
+            Some(n) if n > 0 => n,
+            // Some list is empty, none has elements.
+            Some(_) => usize::from(self.null_handling == NullHandling::PreserveAndExpandEmpty),
+            // Every list is NULL.
+            None => usize::from(self.null_handling != NullHandling::Drop),
+        }
+    }
+}
+
 impl Operator for UnnestOp {
     fn on_data(&mut self, _port: usize, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         let kinds: ArrayRef = Arc::new(change::kinds(&batch)?.clone());
         let data = change::strip(&batch)?;
-        let (spans, values) = spans(data.column(self.list_column))?;
+        let (lists, values): (Vec<Spans>, Vec<ArrayRef>) = self
+            .list_columns
+            .iter()
+            .map(|&c| spans(data.column(c)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let mut rows: Vec<u32> = Vec::new();
-        let mut elements: Vec<Option<u32>> = Vec::new();
-        for (row, span) in spans.iter().enumerate() {
-            let placeholder = match span {
-                None => self.null_handling != NullHandling::Drop,
-                Some((a, b)) if a == b => {
-                    self.null_handling == NullHandling::PreserveAndExpandEmpty
-                }
-                Some(_) => false,
-            };
-            if placeholder {
+        let mut elements: Vec<Vec<Option<u32>>> = vec![Vec::new(); lists.len()];
+        for row in 0..data.num_rows() {
+            for i in 0..self.row_count(&lists, row) {
                 rows.push(row as u32);
-                elements.push(None);
-            }
-            if let Some((a, b)) = span {
-                for e in *a..*b {
-                    rows.push(row as u32);
-                    elements.push(Some(e as u32));
+                for (spans, out) in lists.iter().zip(elements.iter_mut()) {
+                    let element = spans[row].and_then(|(a, b)| (a + i < b).then_some(a + i));
+                    out.push(element.map(|e| e as u32));
                 }
             }
         }
@@ -116,17 +132,17 @@ impl Operator for UnnestOp {
             return Ok(Vec::new());
         }
         let rows = UInt32Array::from(rows);
-        let elements = UInt32Array::from(elements);
-        let unnested = take(values.as_ref(), &elements, None)?;
+        let unnested = values
+            .iter()
+            .zip(elements)
+            .map(|(v, e)| Ok(take(v.as_ref(), &UInt32Array::from(e), None)?))
+            .collect::<Result<Vec<ArrayRef>>>()?;
         let cols = self
             .dependencies
             .iter()
-            .map(|&c| {
-                if c == self.list_column {
-                    Ok(unnested.clone())
-                } else {
-                    Ok(take(data.column(c).as_ref(), &rows, None)?)
-                }
+            .map(|&c| match self.list_columns.iter().position(|l| *l == c) {
+                Some(i) => Ok(unnested[i].clone()),
+                None => Ok(take(data.column(c).as_ref(), &rows, None)?),
             })
             .collect::<Result<Vec<ArrayRef>>>()?;
         let kinds = take(kinds.as_ref(), &rows, None)?;
@@ -167,7 +183,7 @@ mod tests {
 
     fn node(null_handling: NullHandling) -> UnnestNode {
         UnnestNode {
-            list_column: 1,
+            list_columns: vec![1],
             dependencies: vec![0, 1],
             null_handling,
             schema: Arc::new(Schema::new(vec![
@@ -195,6 +211,49 @@ mod tests {
         assert_eq!(
             to_sorted_rows(&out),
             vec!["a | 1 | 1", "a | 2 | 1", "d | 3 | -1"]
+        );
+    }
+
+    #[test]
+    fn several_lists_unnest_in_step_the_shorter_padded_with_nulls() {
+        let batch = lists(&[("a", Some(vec![1, 2]), 1), ("b", None, -1)]);
+        // The list column twice over: `xs` beside `ys`, where `ys` is `xs` shifted by one.
+        let mut ys = ListBuilder::new(Int32Builder::new());
+        ys.values().append_slice(&[7]);
+        ys.append(true);
+        ys.values().append_slice(&[8, 9]);
+        ys.append(true);
+        let ys = ys.finish();
+        let mut fields: Vec<Field> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.insert(2, Field::new("ys", ys.data_type().clone(), true));
+        let mut columns = batch.columns().to_vec();
+        columns.insert(2, Arc::new(ys));
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let node = UnnestNode {
+            list_columns: vec![1, 2],
+            dependencies: vec![0, 1, 2],
+            null_handling: NullHandling::Drop,
+            schema: Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Utf8, true),
+                Field::new("x", DataType::Int32, true),
+                Field::new("y", DataType::Int32, true),
+            ])),
+            updating: true,
+        };
+        let out = node.instantiate().unwrap().on_data(0, batch).unwrap();
+        assert_eq!(
+            to_sorted_rows(&out),
+            vec![
+                "a | 1 | 7 | 1",
+                "a | 2 | NULL | 1",
+                "b | NULL | 8 | -1",
+                "b | NULL | 9 | -1"
+            ]
         );
     }
 

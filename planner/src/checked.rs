@@ -202,6 +202,18 @@ impl CheckedIntegerArithmetic {
                     ScalarFunction::new_udf(self.power.clone(), args),
                 )))
             }
+            // float8 `sqrt`, `ln`, `log`, `exp`: PostgreSQL's errors instead of NaN or inf.
+            Expr::ScalarFunction(f)
+                if f.args.len() == 1 && e.get_type(schema).ok() == Some(DataType::Float64) =>
+            {
+                let Some(udf) = crate::checked_math::checked_function_for(f.name()) else {
+                    return Ok(Transformed::no(e));
+                };
+                let arg = f.args[0].clone().cast_to(&DataType::Float64, schema)?;
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(Arc::new(udf), vec![arg]),
+                )))
+            }
             _ => Ok(Transformed::no(e)),
         })
     }

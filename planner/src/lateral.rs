@@ -23,7 +23,7 @@
 //! Other LATERAL subqueries are left to DataFusion; what it cannot decorrelate is 0A000
 //! naming LATERAL.
 
-use crate::set_returning::set_returning_function;
+use crate::set_returning::{record_returning_function, set_returning_function};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{plan_err, Column, Result, ScalarValue};
@@ -201,7 +201,10 @@ fn function_name(name: &ObjectName) -> Option<String> {
         return None;
     };
     let f = part.as_ident()?.value.to_ascii_lowercase();
-    (f == "unnest" || set_returning_function(&f).is_some()).then_some(f)
+    (f == "unnest"
+        || set_returning_function(&f).is_some()
+        || record_returning_function(&f).is_some())
+    .then_some(f)
 }
 
 fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
@@ -224,6 +227,9 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
     if function == "unnest" && args.len() != 1 {
         return None;
     }
+    if let Some(record) = record_returning_function(&function) {
+        return record_subquery(record, &args, alias);
+    }
     // PostgreSQL names a one-column function's column after the alias's column list, else
     // its OUT parameter (`value` of `jsonb_array_elements`), else the alias, else the
     // function.
@@ -245,6 +251,34 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
         None => format!("unnest({})", args[0]),
     };
     crate::function_alias::from_item(&format!("LATERAL (SELECT {call} AS {column}) AS {table}"))
+}
+
+/// `f(args) [AS] a[(k, v)]` of a function of several columns as `LATERAL (SELECT
+/// unnest(fk(args)) AS k, unnest(fv(args)) AS v) AS a`: the unnests run in step, one row
+/// per member. Columns are named by the alias's column list, else as PostgreSQL names
+/// them (`key`, `value`).
+fn record_subquery(
+    record: &crate::set_returning::RecordReturning,
+    args: &[String],
+    alias: Option<&TableAlias>,
+) -> Option<TableFactor> {
+    let given = alias.map_or(&[][..], |a| a.columns.as_slice());
+    if given.len() > record.columns.len() {
+        return None;
+    }
+    let items: Vec<String> = record
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, (column, function))| {
+            let name = given
+                .get(i)
+                .map_or_else(|| Ident::new(*column), |c| c.name.clone());
+            format!("unnest({function}({})) AS {name}", args.join(", "))
+        })
+        .collect();
+    let table = alias.map_or_else(|| Ident::new(record.name), |a| a.name.clone());
+    crate::function_alias::from_item(&format!("LATERAL (SELECT {}) AS {table}", items.join(", ")))
 }
 
 /// Whether a FROM item's call arguments name a column (of an earlier FROM item).

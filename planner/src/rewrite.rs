@@ -197,6 +197,7 @@ fn figure_colname(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(norm(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(norm),
+        Expr::Function(f) if rewritten_set_returning(f).is_some() => rewritten_set_returning(f),
         Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| {
             let n = norm(i);
             if n == "trim" {
@@ -244,6 +245,36 @@ fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Ceil { .. } => Some("ceil".into()),
         Expr::Floor { .. } => Some("floor".into()),
         Expr::Overlay { .. } => Some("overlay".into()),
+        _ => None,
+    }
+}
+
+/// The set-returning function a call `unnest(brook_...(args))` was rewritten from
+/// ([`crate::set_returning`]), by which PostgreSQL names the column (`(regexp_matches(s,
+/// p))[1]` is `regexp_matches`). Only Brook's own array functions are mapped back: a
+/// user's `unnest(string_to_array(...))` is named `unnest`. (Set-returning calls in a
+/// select list are rewritten when the statement is parsed, before it is named.)
+fn rewritten_set_returning(f: &datafusion::sql::sqlparser::ast::Function) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let outer = f.name.0.last()?.as_ident()?;
+    if !outer.value.eq_ignore_ascii_case("unnest") {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(inner)))] = list.args.as_slice()
+    else {
+        return None;
+    };
+    let inner = inner.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    // One name only where a single function has that array function (json and jsonb
+    // share theirs).
+    let mut from = crate::set_returning::SET_RETURNING
+        .iter()
+        .filter(|srf| srf.array_function.starts_with("brook_") && srf.array_function == inner);
+    match (from.next(), from.next()) {
+        (Some(srf), None) => Some(srf.name.to_string()),
         _ => None,
     }
 }

@@ -27,11 +27,14 @@ pub const JSON_ELEMENTS: &str = "brook_json_array_elements";
 /// The array function of `json[b]_array_elements_text`.
 pub const JSON_ELEMENTS_TEXT: &str = "brook_json_array_elements_text";
 
+/// The array function of `regexp_matches` (registered by the server).
+pub const REGEXP_MATCHES: &str = "brook_regexp_matches";
+
 /// The set-returning functions Brook runs as `unnest` of an array function: DataFusion's
 /// scalar `generate_series` returns the series as one array; the others it lacks (their
-/// array forms are Brook's `regexp_split_to_array` and JSON element lists, DataFusion's
-/// `string_to_array`, `datafusion-functions-json`'s `json_object_keys`).
-pub const SET_RETURNING: [SetReturning; 9] = [
+/// array forms are Brook's `regexp_split_to_array`, match lists, JSON element and key
+/// lists, and DataFusion's `string_to_array`).
+pub const SET_RETURNING: [SetReturning; 10] = [
     set_returning("generate_series", "generate_series", None),
     set_returning("regexp_split_to_table", "regexp_split_to_array", None),
     set_returning("string_to_table", "string_to_array", None),
@@ -47,9 +50,58 @@ pub const SET_RETURNING: [SetReturning; 9] = [
         JSON_ELEMENTS_TEXT,
         Some("value"),
     ),
-    set_returning("json_object_keys", "json_object_keys", None),
-    set_returning("jsonb_object_keys", "json_object_keys", None),
+    set_returning("json_object_keys", "brook_json_object_keys", None),
+    set_returning("jsonb_object_keys", "brook_jsonb_object_keys", None),
+    set_returning("regexp_matches", REGEXP_MATCHES, None),
 ];
+
+/// A PostgreSQL set-returning function of several columns, each `unnest` of an array
+/// function over the same arguments (the arrays of one row are equally long); in FROM
+/// only (`crate::lateral`), since in a select list it gives one composite value.
+pub struct RecordReturning {
+    /// Its name.
+    pub name: &'static str,
+    /// Each column's name and the function giving its values as one array.
+    pub columns: [(&'static str, &'static str); 2],
+}
+
+/// The set-returning functions of several columns Brook runs (their array functions are
+/// the server's JSON member lists).
+pub const RECORD_RETURNING: [RecordReturning; 4] = [
+    RecordReturning {
+        name: "json_each",
+        columns: [
+            ("key", "brook_json_each_keys"),
+            ("value", "brook_json_each_values"),
+        ],
+    },
+    RecordReturning {
+        name: "json_each_text",
+        columns: [
+            ("key", "brook_json_each_keys"),
+            ("value", "brook_json_each_text_values"),
+        ],
+    },
+    RecordReturning {
+        name: "jsonb_each",
+        columns: [
+            ("key", "brook_jsonb_each_keys"),
+            ("value", "brook_jsonb_each_values"),
+        ],
+    },
+    RecordReturning {
+        name: "jsonb_each_text",
+        columns: [
+            ("key", "brook_jsonb_each_keys"),
+            ("value", "brook_jsonb_each_text_values"),
+        ],
+    },
+];
+
+/// The set-returning function of several columns named `name` (lower case).
+pub fn record_returning_function(name: &str) -> Option<&'static RecordReturning> {
+    RECORD_RETURNING.iter().find(|f| f.name == name)
+}
 
 const fn set_returning(
     name: &'static str,

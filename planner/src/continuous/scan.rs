@@ -148,20 +148,25 @@ impl Builder<'_> {
         self.scan_columns(scan, at)
     }
 
-    /// `unnest` of one list column (depth 1).
+    /// `unnest` of list columns (depth 1), in step.
     pub(super) fn unnest(&mut self, u: &datafusion::logical_expr::Unnest) -> Result<Endpoint> {
-        let ([(list_column, list)], []) = (
-            u.list_type_columns.as_slice(),
-            u.struct_type_columns.as_slice(),
-        ) else {
-            return Err(refuse("unnest of several columns or of a struct"));
-        };
-        if list.depth != 1 || u.options.recursions.iter().any(|r| r.depth != 1) {
+        if !u.struct_type_columns.is_empty() {
+            return Err(refuse("unnest of a struct"));
+        }
+        if u.list_type_columns.iter().any(|(_, list)| list.depth != 1)
+            || u.options.recursions.iter().any(|r| r.depth != 1)
+        {
             return Err(refuse("unnest of nested lists"));
+        }
+        // Each list column once (DataFusion lists a column once per output it feeds).
+        let mut list_columns: Vec<usize> = u.list_type_columns.iter().map(|(c, _)| *c).collect();
+        list_columns.dedup();
+        if list_columns.len() != u.list_type_columns.len() {
+            return Err(refuse("unnest of one list into several columns"));
         }
         let input = self.build(&u.input)?;
         let node = brook_operators::unnest::UnnestNode {
-            list_column: *list_column,
+            list_columns,
             dependencies: u.dependency_indices.clone(),
             null_handling: u.options.null_handling,
             schema: Arc::new(u.schema.as_arrow().clone()),

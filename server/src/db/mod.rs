@@ -317,6 +317,10 @@ impl Engine {
         crate::udf::sleep::register(&ctx);
         crate::udf::regexp_split::register(&ctx);
         crate::udf::json_elements::register(&ctx);
+        crate::udf::json_members::register(&ctx);
+        crate::udf::regexp_matches::register(&ctx);
+        crate::udf::numeric_functions::register(&ctx);
+        crate::udf::interval_functions::register(&ctx);
         crate::udf::to_char::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);

@@ -16,13 +16,20 @@ pub fn stored(text: &str, jsonb: bool) -> Result<String> {
     Ok(out)
 }
 
-/// JSON text spaced as PostgreSQL prints jsonb (`{"a": 1, "b": [1, 2]}`); members in
-/// `serde_json`'s order (by key), where PostgreSQL orders shorter keys first.
+/// An object's members in jsonb's order: shorter keys first, keys of one length by their
+/// bytes (`{"b": 1, "aa": 2}`).
+pub fn jsonb_order(members: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut ordered: Vec<_> = members.iter().collect();
+    ordered.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    ordered
+}
+
+/// JSON text spaced and ordered as PostgreSQL prints jsonb (`{"a": 1, "b": [1, 2]}`).
 pub fn write_jsonb(out: &mut String, v: &Value) {
     match v {
         Value::Object(members) => {
             out.push('{');
-            for (i, (k, m)) in members.iter().enumerate() {
+            for (i, (k, m)) in jsonb_order(members).into_iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
@@ -58,5 +65,9 @@ mod tests {
         );
         assert_eq!(stored(r#"{"b":1}"#, false).unwrap(), r#"{"b":1}"#);
         assert_eq!(stored("{bad", true).unwrap_err().sqlstate(), "22P02");
+        assert_eq!(
+            stored(r#"{"b":1,"aa":2,"a":3,"b":4}"#, true).unwrap(),
+            r#"{"a": 3, "b": 4, "aa": 2}"#
+        );
     }
 }

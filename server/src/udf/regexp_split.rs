@@ -32,7 +32,7 @@ pub fn register(ctx: &SessionContext) {
     }));
 }
 
-fn string_coercion() -> datafusion::logical_expr::Coercion {
+pub(crate) fn string_coercion() -> datafusion::logical_expr::Coercion {
     datafusion::logical_expr::Coercion::new_exact(
         datafusion::logical_expr::TypeSignatureClass::Native(
             datafusion::common::types::logical_string(),
@@ -72,44 +72,81 @@ impl ScalarUDFImpl for RegexpSplit {
     }
 }
 
-/// Every row's split; a pattern is compiled once per run of equal patterns and flags.
-fn split_all(args: &[ArrayRef]) -> Result<ArrayRef, BrookError> {
-    let strings = args
-        .iter()
-        .map(|a| cast(a, &DataType::Utf8))
-        .collect::<Result<Vec<_>, _>>()?;
-    let column = |i: usize| strings.get(i).map(|a| a.as_string::<i32>());
-    let (Some(text), Some(pattern)) = (column(0), column(1)) else {
-        return Err(brook_err!(
-            Internal,
-            "regexp_split_to_array takes 2 or 3 arguments"
-        ));
-    };
-    let flags = column(2);
-    let mut compiled: Option<(String, String, Regex)> = None;
-    let mut out = ListBuilder::new(StringBuilder::new());
-    for row in 0..text.len() {
-        let f = flags.map(|f| (!f.is_null(row)).then(|| f.value(row)));
-        if text.is_null(row) || pattern.is_null(row) || f == Some(None) {
-            out.append_null();
-            continue;
+/// The text, pattern and (optional) flags arguments of a regular-expression function, as
+/// strings.
+pub(crate) struct RegexArguments {
+    strings: Vec<ArrayRef>,
+}
+
+impl RegexArguments {
+    /// The arguments of `function`, which takes 2 or 3.
+    pub(crate) fn new(args: &[ArrayRef], function: &str) -> Result<Self, BrookError> {
+        if !(2..=3).contains(&args.len()) {
+            return Err(brook_err!(Internal, "{function} takes 2 or 3 arguments"));
         }
-        let (p, f) = (pattern.value(row), f.flatten().unwrap_or(""));
-        if compiled
+        let strings = args
+            .iter()
+            .map(|a| cast(a, &DataType::Utf8))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RegexArguments { strings })
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.strings[0].len()
+    }
+
+    /// Row `row`'s text, pattern and flags (`""` when not given); None when one is NULL.
+    pub(crate) fn row(&self, row: usize) -> Option<(&str, &str, &str)> {
+        let value = |i: usize| {
+            self.strings.get(i).map(|a| {
+                let a = a.as_string::<i32>();
+                (!a.is_null(row)).then(|| a.value(row))
+            })
+        };
+        Some((value(0)??, value(1)??, value(2).unwrap_or(Some(""))?))
+    }
+}
+
+/// The last pattern compiled, kept while the rows repeat it and its flags.
+#[derive(Default)]
+pub(crate) struct LastPattern {
+    last: Option<(String, String, Regex)>,
+}
+
+impl LastPattern {
+    /// `pattern` with `flags` compiled ([`compile`]), reusing the last one when equal.
+    pub(crate) fn get(
+        &mut self,
+        pattern: &str,
+        flags: &str,
+        function: &str,
+    ) -> Result<&Regex, BrookError> {
+        let same = self
+            .last
             .as_ref()
-            .is_none_or(|(seen, seen_flags, _)| seen != p || seen_flags != f)
-        {
-            compiled = Some((
-                p.to_string(),
-                f.to_string(),
-                compile(p, f, "regexp_split_to_array()")?,
-            ));
+            .is_some_and(|(p, f, _)| p == pattern && f == flags);
+        if !same {
+            let re = compile(pattern, flags, function)?;
+            self.last = Some((pattern.to_string(), flags.to_string(), re));
         }
-        let Some((_, _, re)) = compiled.as_ref() else {
+        match &self.last {
+            Some((_, _, re)) => Ok(re),
+            None => Err(brook_err!(Internal, "no compiled pattern")),
+        }
+    }
+}
+
+/// Every row's split.
+fn split_all(args: &[ArrayRef]) -> Result<ArrayRef, BrookError> {
+    let args = RegexArguments::new(args, "regexp_split_to_array")?;
+    let mut pattern = LastPattern::default();
+    let mut out = ListBuilder::new(StringBuilder::new());
+    for row in 0..args.rows() {
+        let Some((text, p, f)) = args.row(row) else {
             out.append_null();
             continue;
         };
-        for piece in split(re, text.value(row)) {
+        for piece in split(pattern.get(p, f, "regexp_split_to_array()")?, text) {
             out.values().append_value(piece);
         }
         out.append(true);

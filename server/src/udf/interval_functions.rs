@@ -1,0 +1,350 @@
+//! PostgreSQL's interval functions DataFusion lacks: `age(a, b)` / `age(a)`, and
+//! `justify_hours`, `justify_days`, `justify_interval`. Written here because no library
+//! has them: `age` is PostgreSQL's symbolic difference (years, months and days counted on
+//! the calendar, as `timestamp_age` counts them), not a duration.
+//!
+//! - `age(a, b)`: `a - b` in years, months, days and time, a field borrowing from the next
+//!   as on a calendar (a day borrowed is the length of the month of the earlier of the two
+//!   dates when `a < b`, else of `b`'s month). `age(a)` is `age(current_date, a)`.
+//! - `justify_hours`: whole 24-hour periods of the time become days; `justify_days`: whole
+//!   30-day periods become months; `justify_interval`: both, with the signs of the parts
+//!   made to agree.
+
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
+use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{
+    DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    TimestampMicrosecondType,
+};
+use datafusion::error::Result;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::prelude::SessionContext;
+use std::sync::Arc;
+
+const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+const DAYS_PER_MONTH: i32 = 30;
+
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::new_from_impl(Age {
+        signature: Signature::variadic_any(Volatility::Stable),
+    }));
+    for justify in [Justify::Hours, Justify::Days, Justify::Interval] {
+        ctx.register_udf(ScalarUDF::new_from_impl(JustifyFunction {
+            justify,
+            signature: Signature::exact(
+                vec![DataType::Interval(IntervalUnit::MonthDayNano)],
+                Volatility::Immutable,
+            ),
+        }));
+    }
+}
+
+fn interval_type() -> DataType {
+    DataType::Interval(IntervalUnit::MonthDayNano)
+}
+
+/// `age(a, b)` and `age(a)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Age {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Age {
+    fn name(&self) -> &str {
+        "age"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.len() {
+            1 | 2 => Ok(interval_type()),
+            n => Err(datafusion::error::DataFusionError::External(Box::new(
+                brook_common::brook_err!(
+                    UndefinedFunction,
+                    "function age with {n} arguments does not exist (it takes one or two \
+                     timestamps)"
+                ),
+            ))),
+        }
+    }
+
+    /// `age(a)` is `age(current_date, a)`, the date taken when the statement starts.
+    fn simplify(&self, args: Vec<Expr>, _info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        if args.len() != 1 {
+            return Ok(ExprSimplifyResult::Original(args));
+        }
+        let today = datafusion::functions::datetime::expr_fn::current_date();
+        let mut both = vec![today];
+        both.extend(args);
+        Ok(ExprSimplifyResult::Simplified(Expr::ScalarFunction(
+            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                Arc::new(ScalarUDF::new_from_impl(Age {
+                    signature: self.signature.clone(),
+                })),
+                both,
+            ),
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
+        let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let (a, b) = match arrays.as_slice() {
+            [a, b] => (cast(a, &micros)?, cast(b, &micros)?),
+            // Not simplified (no statement start time): today's midnight, UTC.
+            [b] => {
+                let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0);
+                let today = today.map(|t| t.and_utc().timestamp_micros());
+                let a: ArrayRef = Arc::new(
+                    datafusion::arrow::array::TimestampMicrosecondArray::from(vec![today; rows]),
+                );
+                (a, cast(b, &micros)?)
+            }
+            _ => return datafusion::common::internal_err!("age takes one or two arguments"),
+        };
+        let (a, b) = (
+            a.as_primitive::<TimestampMicrosecondType>(),
+            b.as_primitive::<TimestampMicrosecondType>(),
+        );
+        let out: IntervalMonthDayNanoArray = a
+            .iter()
+            .zip(b.iter())
+            .map(|pair| match pair {
+                (Some(a), Some(b)) => age(a, b),
+                _ => None,
+            })
+            .collect();
+        super::result_value(Arc::new(out) as ArrayRef, scalar)
+    }
+}
+
+fn days_in_month(year: i32, month: u32) -> i64 {
+    let next = if month == 12 {
+        NaiveDate::from_ymd_opt(year + 1, 1, 1)
+    } else {
+        NaiveDate::from_ymd_opt(year, month + 1, 1)
+    };
+    let first = NaiveDate::from_ymd_opt(year, month, 1);
+    match (first, next) {
+        (Some(f), Some(n)) => (n - f).num_days(),
+        _ => 31,
+    }
+}
+
+fn wall_clock(micros: i64) -> Option<NaiveDateTime> {
+    DateTime::from_timestamp_micros(micros).map(|t| t.naive_utc())
+}
+
+/// While `field` is negative, one `unit` of it is borrowed from the field above.
+fn borrow(field: &mut i64, above: &mut i64, unit: i64) {
+    while *field < 0 {
+        *field += unit;
+        *above -= 1;
+    }
+}
+
+/// PostgreSQL's `timestamp_age(a, b)` of two instants in microseconds.
+fn age(a: i64, b: i64) -> Option<IntervalMonthDayNano> {
+    let (t1, t2) = (wall_clock(a)?, wall_clock(b)?);
+    let negative = a < b;
+    let sign = if negative { -1 } else { 1 };
+    let field = |x: u32, y: u32| sign * (i64::from(x) - i64::from(y));
+    let mut fsec = field(t1.nanosecond() / 1000, t2.nanosecond() / 1000);
+    let mut sec = field(t1.second(), t2.second());
+    let mut min = field(t1.minute(), t2.minute());
+    let mut hour = field(t1.hour(), t2.hour());
+    let mut mday = field(t1.day(), t2.day());
+    let mut mon = field(t1.month(), t2.month());
+    let mut year = sign * (i64::from(t1.year()) - i64::from(t2.year()));
+    // Borrow from the next field up, as on a calendar.
+    borrow(&mut fsec, &mut sec, 1_000_000);
+    borrow(&mut sec, &mut min, 60);
+    borrow(&mut min, &mut hour, 60);
+    borrow(&mut hour, &mut mday, 24);
+    let borrowed_month = if negative { t1 } else { t2 };
+    borrow(
+        &mut mday,
+        &mut mon,
+        days_in_month(borrowed_month.year(), borrowed_month.month()),
+    );
+    borrow(&mut mon, &mut year, 12);
+    let months = i32::try_from(sign * (year * 12 + mon)).ok()?;
+    let days = i32::try_from(sign * mday).ok()?;
+    let micros = sign * (((hour * 60 + min) * 60 + sec) * 1_000_000 + fsec);
+    Some(IntervalMonthDayNano::new(months, days, micros * 1000))
+}
+
+/// Which of the justify functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Justify {
+    Hours,
+    Days,
+    Interval,
+}
+
+impl Justify {
+    fn apply(self, v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+        match self {
+            Justify::Hours => justify_hours(v),
+            Justify::Days => justify_days(v),
+            Justify::Interval => justify_interval(v),
+        }
+    }
+}
+
+/// `justify_hours`, `justify_days` or `justify_interval`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JustifyFunction {
+    justify: Justify,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JustifyFunction {
+    fn name(&self) -> &str {
+        match self.justify {
+            Justify::Hours => "justify_hours",
+            Justify::Days => "justify_days",
+            Justify::Interval => "justify_interval",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(interval_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar, _) = super::argument_arrays(&args)?;
+        let spans = arrays[0].as_primitive::<IntervalMonthDayNanoType>();
+        let out: IntervalMonthDayNanoArray = spans
+            .iter()
+            .map(|v| v.map(|v| self.justify.apply(v)))
+            .collect();
+        super::result_value(Arc::new(out) as ArrayRef, scalar)
+    }
+}
+
+/// Whole days of the time become days; the time keeps the days' sign.
+fn justify_hours(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+    let mut days = i64::from(v.days) + v.nanoseconds / NANOS_PER_DAY;
+    let mut time = v.nanoseconds % NANOS_PER_DAY;
+    if days > 0 && time < 0 {
+        time += NANOS_PER_DAY;
+        days -= 1;
+    } else if days < 0 && time > 0 {
+        time -= NANOS_PER_DAY;
+        days += 1;
+    }
+    IntervalMonthDayNano::new(v.months, saturate(days), time)
+}
+
+/// Whole 30-day periods become months; the days keep the months' sign.
+fn justify_days(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+    let mut months = v.months + v.days / DAYS_PER_MONTH;
+    let mut days = v.days % DAYS_PER_MONTH;
+    if months > 0 && days < 0 {
+        days += DAYS_PER_MONTH;
+        months -= 1;
+    } else if months < 0 && days > 0 {
+        days -= DAYS_PER_MONTH;
+        months += 1;
+    }
+    IntervalMonthDayNano::new(months, days, v.nanoseconds)
+}
+
+/// PostgreSQL's `interval_justify_interval`.
+fn justify_interval(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+    let (mut months, mut days, mut time) = (i64::from(v.months), i64::from(v.days), v.nanoseconds);
+    let month_days = i64::from(DAYS_PER_MONTH);
+    if (days > 0 && time > 0) || (days < 0 && time < 0) {
+        months += days / month_days;
+        days %= month_days;
+    }
+    days += time / NANOS_PER_DAY;
+    time %= NANOS_PER_DAY;
+    months += days / month_days;
+    days %= month_days;
+    if months > 0 && (days < 0 || (days == 0 && time < 0)) {
+        days += month_days;
+        months -= 1;
+    } else if months < 0 && (days > 0 || (days == 0 && time > 0)) {
+        days -= month_days;
+        months += 1;
+    }
+    if days > 0 && time < 0 {
+        time += NANOS_PER_DAY;
+        days -= 1;
+    } else if days < 0 && time > 0 {
+        time -= NANOS_PER_DAY;
+        days += 1;
+    }
+    IntervalMonthDayNano::new(saturate(months), saturate(days), time)
+}
+
+fn saturate(v: i64) -> i32 {
+    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> i64 {
+        NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+            .unwrap()
+            .and_utc()
+            .timestamp_micros()
+    }
+
+    const HOUR: i64 = 3_600_000_000_000;
+
+    fn mdn(months: i32, days: i32, nanos: i64) -> IntervalMonthDayNano {
+        IntervalMonthDayNano::new(months, days, nanos)
+    }
+
+    /// PostgreSQL 15's answers.
+    #[test]
+    fn age_counts_on_the_calendar() {
+        let age = |a: &str, b: &str| age(at(a), at(b)).unwrap();
+        assert_eq!(
+            age("2020-03-01 00:00:00", "2019-01-15 00:00:00"),
+            mdn(13, 17, 0)
+        );
+        assert_eq!(
+            age("2019-01-15 00:00:00", "2020-03-01 12:00:00"),
+            mdn(-13, -17, -12 * HOUR)
+        );
+        assert_eq!(
+            age("2001-04-10 00:00:00", "1957-06-13 00:00:00"),
+            mdn(43 * 12 + 9, 27, 0)
+        );
+        assert_eq!(
+            age("2020-03-01 00:00:00", "2020-02-28 23:30:00.5"),
+            mdn(0, 1, 29 * 60_000_000_000 + 59_500_000_000)
+        );
+        assert_eq!(
+            age("2020-03-31 00:00:00", "2020-02-29 00:00:00"),
+            mdn(1, 2, 0)
+        );
+    }
+
+    #[test]
+    fn justify_as_postgresql() {
+        assert_eq!(justify_hours(mdn(0, 0, 50 * HOUR)), mdn(0, 2, 2 * HOUR));
+        assert_eq!(justify_hours(mdn(0, 1, -2 * HOUR)), mdn(0, 0, 22 * HOUR));
+        assert_eq!(justify_days(mdn(0, 35, 0)), mdn(1, 5, 0));
+        assert_eq!(justify_days(mdn(1, -5, 0)), mdn(0, 25, 0));
+        assert_eq!(justify_interval(mdn(1, -1, -HOUR)), mdn(0, 28, 23 * HOUR));
+        assert_eq!(justify_interval(mdn(0, 29, 25 * HOUR)), mdn(1, 0, HOUR));
+    }
+}
