@@ -511,6 +511,40 @@ impl Engine {
             })
     }
 
+    /// Rebuild materialized view (or synopsis) `schema.name` of `db` from the start of its
+    /// inputs, in fresh state: what REFRESH does for a view whose maintenance failed (a
+    /// row of its inputs made its query fail; once that row is deleted, the rebuilt view
+    /// holds the answer over the rows now there). Readers that began before see the old,
+    /// failed state.
+    pub fn rebuild_view(
+        &self,
+        db: &Arc<Database>,
+        schema: &str,
+        name: &str,
+    ) -> Result<Arc<crate::stream::view::ViewState>> {
+        let meta = {
+            let doc = self.catalog.read();
+            let dbm = doc.database(&db.name)?;
+            dbm.schemas
+                .get(schema)
+                .and_then(|s| s.relations.get(name))
+                .cloned()
+                .ok_or_else(|| BrookError::UndefinedTable(name.into()))?
+        };
+        let (true, Some(sql)) = (meta.kind.is_maintained(), meta.query.clone()) else {
+            return Err(brook_err!(
+                WrongObjectType,
+                "\"{name}\" is not a materialized view or synopsis"
+            ));
+        };
+        let kind = meta.kind;
+        self.register(db, schema, name, meta)?;
+        let state = self.view_state(db, schema, name)?;
+        let stats = self.queries.register(&db.name, kind.noun(), name);
+        state.clone().replay(db.ctx.clone(), sql, stats);
+        Ok(state)
+    }
+
     /// Start maintaining every materialized view of a freshly opened database: each replays
     /// its inputs from the start (the durability choice of `view`).
     fn start_views(&self, db: &Arc<Database>) -> Result<()> {

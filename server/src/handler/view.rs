@@ -100,7 +100,12 @@ impl Session {
                  to date as its inputs change and is always readable)"
             ));
         }
-        let view = self.engine.view_state(&self.db, &schema, &rel)?;
+        let mut view = self.engine.view_state(&self.db, &schema, &rel)?;
+        // A failed view is rebuilt from its inputs as they are now (the row that made it
+        // fail may have been deleted); a healthy one is only waited for.
+        if view.has_failed() {
+            view = self.engine.rebuild_view(&self.db, &schema, &rel)?;
+        }
         view.wait_fresh().await?;
         Ok(Outcome::Command("REFRESH MATERIALIZED VIEW".into()))
     }

@@ -186,9 +186,9 @@ impl ViewState {
         // row of the inputs, which stays: say what to do about it.
         let what = if e.sqlstate().starts_with("22") {
             format!(
-                "{e} (a row of its inputs made its query fail, and the row stays: drop the \
-                 view and create it again with a query that handles such rows, e.g. NULLIF \
-                 for a divisor)"
+                "{e} (a row of its inputs made its query fail: delete or correct that row, \
+                 then REFRESH MATERIALIZED VIEW rebuilds the view from its inputs; or create \
+                 it again with a query that handles such rows, e.g. NULLIF for a divisor)"
             )
         } else {
             e.to_string()
@@ -197,6 +197,11 @@ impl ViewState {
             *f = Some(what);
         }
         self.progress.wake();
+    }
+
+    /// Whether maintenance stopped with an error.
+    pub fn has_failed(&self) -> bool {
+        self.failed.lock().map(|f| f.is_some()).unwrap_or(true)
     }
 
     fn check_failed(&self) -> Result<()> {
