@@ -105,6 +105,9 @@ pub enum BrookError {
     /// number to a non-integer power).
     #[error("{0}")]
     PowerArgument(String),
+    /// 22004: a NULL where none is allowed (a thresholds array of `width_bucket`).
+    #[error("{0}")]
+    NullValueNotAllowed(String),
     /// 2201E: the logarithm of zero or of a negative number.
     #[error("{0}")]
     LogarithmArgument(String),
@@ -249,6 +252,7 @@ impl BrookError {
             BrookError::InvalidEscape(_) => "22025",
             BrookError::PowerArgument(_) => "2201F",
             BrookError::LogarithmArgument(_) => "2201E",
+            BrookError::NullValueNotAllowed(_) => "22004",
             BrookError::WidthBucketArgument(_) => "2201G",
             BrookError::SubstringError(_) => "22011",
             BrookError::InvalidBinary(_) => "22P03",

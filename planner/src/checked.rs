@@ -202,17 +202,28 @@ impl CheckedIntegerArithmetic {
                     ScalarFunction::new_udf(self.power.clone(), args),
                 )))
             }
-            // float8 `sqrt`, `ln`, `log`, `exp`: PostgreSQL's errors instead of NaN or inf.
-            Expr::ScalarFunction(f)
-                if f.args.len() == 1 && e.get_type(schema).ok() == Some(DataType::Float64) =>
-            {
-                let Some(udf) = crate::checked_math::checked_function_for(f.name()) else {
+            // float `sqrt`, `ln`, `log`, `exp`: PostgreSQL's errors instead of NaN or inf,
+            // computed in float8 (a real's result cast back).
+            Expr::ScalarFunction(f) => {
+                let Some(udf) = crate::checked_math::checked_function_for(f.name(), f.args.len())
+                else {
                     return Ok(Transformed::no(e));
                 };
-                let arg = f.args[0].clone().cast_to(&DataType::Float64, schema)?;
-                Ok(Transformed::yes(Expr::ScalarFunction(
-                    ScalarFunction::new_udf(Arc::new(udf), vec![arg]),
-                )))
+                let t = match e.get_type(schema) {
+                    Ok(t @ (DataType::Float64 | DataType::Float32)) => t,
+                    _ => return Ok(Transformed::no(e)),
+                };
+                let args = f
+                    .args
+                    .iter()
+                    .map(|a| a.clone().cast_to(&DataType::Float64, schema))
+                    .collect::<Result<Vec<_>>>()?;
+                let call = Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(udf), args));
+                Ok(Transformed::yes(if t == DataType::Float32 {
+                    Expr::Cast(datafusion::logical_expr::Cast::new(Box::new(call), t))
+                } else {
+                    call
+                }))
             }
             _ => Ok(Transformed::no(e)),
         })

@@ -1,6 +1,7 @@
-//! `sqrt`, `ln`, `log` / `log10` and `exp` on double precision as PostgreSQL computes them:
-//! the square root of a negative number is 2201F, the logarithm of zero or of a negative
-//! number 2201E, and an `exp` that overflows or underflows 22003. DataFusion's functions
+//! `sqrt`, `ln`, `log` / `log10`, `log(b, x)` and `exp` on floating point as PostgreSQL
+//! computes them: the square root of a negative number is 2201F, the logarithm of zero or
+//! of a negative number 2201E (`log(1, x)` 22012), and an `exp` that overflows or
+//! underflows 22003. DataFusion's functions
 //! answer `NaN`, `-Infinity`, `inf` or `0` for them (and an internal error for a constant
 //! negative square root); the checked-arithmetic analyzer rule ([`crate::checked`]) puts
 //! these functions in their place when the result is `float8`.
@@ -19,18 +20,28 @@ enum Checked {
     Sqrt,
     Ln,
     Log10,
+    LogBase,
     Exp,
 }
 
 impl Checked {
-    /// The checked function replacing DataFusion's function `name`.
-    fn replacing(name: &str) -> Option<Checked> {
-        match name {
-            "sqrt" => Some(Checked::Sqrt),
-            "ln" => Some(Checked::Ln),
-            "log10" | "log" => Some(Checked::Log10),
-            "exp" => Some(Checked::Exp),
+    /// The checked function replacing DataFusion's function `name` of `arity` arguments.
+    fn replacing(name: &str, arity: usize) -> Option<Checked> {
+        match (name, arity) {
+            ("sqrt", 1) => Some(Checked::Sqrt),
+            ("ln", 1) => Some(Checked::Ln),
+            ("log10" | "log", 1) => Some(Checked::Log10),
+            ("log", 2) => Some(Checked::LogBase),
+            ("exp", 1) => Some(Checked::Exp),
             _ => None,
+        }
+    }
+
+    fn arity(self) -> usize {
+        if self == Checked::LogBase {
+            2
+        } else {
+            1
         }
     }
 
@@ -39,26 +50,33 @@ impl Checked {
             Checked::Sqrt => "brook_checked_sqrt",
             Checked::Ln => "brook_checked_ln",
             Checked::Log10 => "brook_checked_log10",
+            Checked::LogBase => "brook_checked_log",
             Checked::Exp => "brook_checked_exp",
         }
     }
 
-    fn apply(self, x: f64) -> std::result::Result<f64, BrookError> {
+    /// The function of `x` (and `y`, the second argument of `log(b, x)`).
+    fn apply(self, x: f64, y: f64) -> std::result::Result<f64, BrookError> {
         match self {
             Checked::Sqrt => sqrt(x),
             Checked::Ln => ln(x),
             Checked::Log10 => log10(x),
+            Checked::LogBase => log_base(x, y),
             Checked::Exp => exp(x),
         }
     }
 }
 
-/// The checked function to put in place of a one-argument float8 call of `name`.
-pub fn checked_function_for(name: &str) -> Option<ScalarUDF> {
-    let checked = Checked::replacing(name)?;
-    Some(ScalarUDF::new_from_impl(CheckedUnary {
+/// The checked function to put in place of a float call of `name` with `arity` arguments
+/// (each to be cast to float8).
+pub fn checked_function_for(name: &str, arity: usize) -> Option<ScalarUDF> {
+    let checked = Checked::replacing(name, arity)?;
+    Some(ScalarUDF::new_from_impl(CheckedFunction {
         checked,
-        signature: Signature::exact(vec![DataType::Float64], Volatility::Immutable),
+        signature: Signature::exact(
+            vec![DataType::Float64; checked.arity()],
+            Volatility::Immutable,
+        ),
     }))
 }
 
@@ -98,6 +116,16 @@ fn log10(x: f64) -> std::result::Result<f64, BrookError> {
     Ok(x.log10())
 }
 
+/// `log(b, x)`: the logarithm of `x` to base `b`.
+fn log_base(b: f64, x: f64) -> std::result::Result<f64, BrookError> {
+    logarithm_argument(b)?;
+    logarithm_argument(x)?;
+    if b == 1.0 {
+        return Err(BrookError::DivisionByZero);
+    }
+    Ok(x.ln() / b.ln())
+}
+
 fn exp(x: f64) -> std::result::Result<f64, BrookError> {
     let r = x.exp();
     if r.is_infinite() && x.is_finite() {
@@ -110,12 +138,12 @@ fn exp(x: f64) -> std::result::Result<f64, BrookError> {
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct CheckedUnary {
+struct CheckedFunction {
     checked: Checked,
     signature: Signature,
 }
 
-impl ScalarUDFImpl for CheckedUnary {
+impl ScalarUDFImpl for CheckedFunction {
     fn name(&self) -> &str {
         self.checked.name()
     }
@@ -133,13 +161,15 @@ impl ScalarUDFImpl for CheckedUnary {
         datafusion::functions::utils::make_scalar_function(
             move |args: &[ArrayRef]| -> Result<ArrayRef> {
                 let xs = args[0].as_primitive::<Float64Type>();
+                let ys = args.get(1).map(|a| a.as_primitive::<Float64Type>());
                 let out = (0..xs.len())
                     .map(|i| {
-                        if xs.is_null(i) {
+                        if xs.is_null(i) || ys.is_some_and(|ys| ys.is_null(i)) {
                             return Ok(None);
                         }
+                        let y = ys.map_or(0.0, |ys| ys.value(i));
                         checked
-                            .apply(xs.value(i))
+                            .apply(xs.value(i), y)
                             .map(Some)
                             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
                     })
@@ -167,5 +197,10 @@ mod tests {
         assert_eq!(exp(-1000.0).unwrap_err().sqlstate(), "22003");
         assert!(sqrt(f64::NAN).unwrap().is_nan());
         assert_eq!(exp(f64::NEG_INFINITY).unwrap(), 0.0);
+        assert_eq!(log_base(2.0, 8.0).unwrap(), 3.0);
+        assert_eq!(log_base(1.0, 8.0).unwrap_err().sqlstate(), "22012");
+        assert_eq!(log_base(0.0, 8.0).unwrap_err().sqlstate(), "2201E");
+        assert_eq!(log_base(-2.0, 8.0).unwrap_err().sqlstate(), "2201E");
+        assert_eq!(log_base(2.0, 0.0).unwrap_err().sqlstate(), "2201E");
     }
 }

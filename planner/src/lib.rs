@@ -82,6 +82,7 @@ pub mod session_window;
 pub mod set_returning;
 pub mod single_row_subquery;
 pub mod statement;
+pub mod string_casts;
 pub mod synopsis;
 pub mod system_columns;
 mod text_input;
@@ -106,4 +107,20 @@ pub(crate) fn rewritten_by(
         .expect("test SQL parses")
         .remove(0);
     rule.rewrite(s).to_string()
+}
+
+/// Helpers of the unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+
+    /// `sql` parsed and rewritten by `rule` alone, as SQL text.
+    pub fn rewritten(rule: &dyn SqlStatementRewriteRule, sql: &str) -> String {
+        let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .expect("test SQL parses")
+            .remove(0);
+        rule.rewrite(s).to_string()
+    }
 }

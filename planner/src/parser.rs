@@ -49,6 +49,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::StatActivityView),
         Arc::new(crate::niladic::NiladicFunctions),
         Arc::new(crate::prefix_operators::PrefixOperators),
+        Arc::new(crate::string_casts::StringLengthCasts),
         Arc::new(AliasDuplicatedProjectionRewrite),
         Arc::new(RewriteArrayAnyAllOperation),
         Arc::new(PrependUnqualifiedPgTableName),

@@ -38,14 +38,9 @@ impl SqlStatementRewriteRule for PrefixOperators {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
-        let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        PrefixOperators.rewrite(s).to_string()
+        crate::test_support::rewritten(&PrefixOperators, sql)
     }
 
     #[test]

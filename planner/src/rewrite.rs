@@ -210,8 +210,8 @@ fn figure_colname(e: &Expr) -> Option<String> {
         // anything else after that thing, as FigureColname weighs names.
         Expr::Cast {
             expr, data_type, ..
-        } => match figure_colname(expr) {
-            Some(name) if !names_a_constant(expr) => Some(name),
+        } => match figure_colname(crate::string_casts::unwrapped(expr)) {
+            Some(name) if !names_a_constant(crate::string_casts::unwrapped(expr)) => Some(name),
             _ => Some(type_colname(data_type)),
         },
         Expr::TypedString(ts) => Some(type_colname(&ts.data_type)),
@@ -580,6 +580,20 @@ mod naming_tests {
                 named("b"),
                 named("now")
             ]
+        );
+    }
+
+    #[test]
+    fn casts_with_a_length_are_named_as_postgresql_names_them() {
+        use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+        // Parsed with the rewrites applied, and once more: the rule applies once.
+        let s = crate::string_casts::StringLengthCasts.rewrite(stmt(
+            "select 'abcdef'::varchar(3), b::char(2), b::varchar(2)::text from t",
+        ));
+        let named = |n: &str| OutputName::Name(n.into());
+        assert_eq!(
+            output_names(&s).unwrap(),
+            vec![named("varchar"), named("b"), named("b")]
         );
     }
 

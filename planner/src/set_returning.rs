@@ -244,14 +244,9 @@ impl VisitorMut for NestedCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
-        let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        SeriesInSelectList.rewrite(s).to_string()
+        crate::test_support::rewritten(&SeriesInSelectList, sql)
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!   30-day periods become months; `justify_interval`: both, with the signs of the parts
 //!   made to agree.
 
+use brook_common::BrookError;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::compute::cast;
@@ -190,7 +191,10 @@ enum Justify {
 }
 
 impl Justify {
-    fn apply(self, v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+    fn apply(
+        self,
+        v: IntervalMonthDayNano,
+    ) -> std::result::Result<IntervalMonthDayNano, BrookError> {
         match self {
             Justify::Hours => justify_hours(v),
             Justify::Days => justify_days(v),
@@ -226,16 +230,17 @@ impl ScalarUDFImpl for JustifyFunction {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, _) = super::argument_arrays(&args)?;
         let spans = arrays[0].as_primitive::<IntervalMonthDayNanoType>();
-        let out: IntervalMonthDayNanoArray = spans
+        let out = spans
             .iter()
-            .map(|v| v.map(|v| self.justify.apply(v)))
-            .collect();
+            .map(|v| v.map(|v| self.justify.apply(v)).transpose())
+            .collect::<std::result::Result<IntervalMonthDayNanoArray, BrookError>>()
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         super::result_value(Arc::new(out) as ArrayRef, scalar)
     }
 }
 
 /// Whole days of the time become days; the time keeps the days' sign.
-fn justify_hours(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+fn justify_hours(v: IntervalMonthDayNano) -> std::result::Result<IntervalMonthDayNano, BrookError> {
     let mut days = i64::from(v.days) + v.nanoseconds / NANOS_PER_DAY;
     let mut time = v.nanoseconds % NANOS_PER_DAY;
     if days > 0 && time < 0 {
@@ -245,12 +250,12 @@ fn justify_hours(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
         time -= NANOS_PER_DAY;
         days += 1;
     }
-    IntervalMonthDayNano::new(v.months, saturate(days), time)
+    interval(i64::from(v.months), days, time)
 }
 
 /// Whole 30-day periods become months; the days keep the months' sign.
-fn justify_days(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
-    let mut months = v.months + v.days / DAYS_PER_MONTH;
+fn justify_days(v: IntervalMonthDayNano) -> std::result::Result<IntervalMonthDayNano, BrookError> {
+    let mut months = i64::from(v.months) + i64::from(v.days / DAYS_PER_MONTH);
     let mut days = v.days % DAYS_PER_MONTH;
     if months > 0 && days < 0 {
         days += DAYS_PER_MONTH;
@@ -259,11 +264,13 @@ fn justify_days(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
         days -= DAYS_PER_MONTH;
         months += 1;
     }
-    IntervalMonthDayNano::new(months, days, v.nanoseconds)
+    interval(months, i64::from(days), v.nanoseconds)
 }
 
 /// PostgreSQL's `interval_justify_interval`.
-fn justify_interval(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
+fn justify_interval(
+    v: IntervalMonthDayNano,
+) -> std::result::Result<IntervalMonthDayNano, BrookError> {
     let (mut months, mut days, mut time) = (i64::from(v.months), i64::from(v.days), v.nanoseconds);
     let month_days = i64::from(DAYS_PER_MONTH);
     if (days > 0 && time > 0) || (days < 0 && time < 0) {
@@ -288,11 +295,22 @@ fn justify_interval(v: IntervalMonthDayNano) -> IntervalMonthDayNano {
         time -= NANOS_PER_DAY;
         days += 1;
     }
-    IntervalMonthDayNano::new(saturate(months), saturate(days), time)
+    interval(months, days, time)
 }
 
-fn saturate(v: i64) -> i32 {
-    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+/// The interval of these parts; 22008 when months or days leave an interval's range.
+fn interval(
+    months: i64,
+    days: i64,
+    nanos: i64,
+) -> std::result::Result<IntervalMonthDayNano, BrookError> {
+    match (i32::try_from(months), i32::try_from(days)) {
+        (Ok(m), Ok(d)) => Ok(IntervalMonthDayNano::new(m, d, nanos)),
+        _ => Err(brook_common::brook_err!(
+            DatetimeOverflow,
+            "interval out of range"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -340,11 +358,36 @@ mod tests {
 
     #[test]
     fn justify_as_postgresql() {
-        assert_eq!(justify_hours(mdn(0, 0, 50 * HOUR)), mdn(0, 2, 2 * HOUR));
-        assert_eq!(justify_hours(mdn(0, 1, -2 * HOUR)), mdn(0, 0, 22 * HOUR));
-        assert_eq!(justify_days(mdn(0, 35, 0)), mdn(1, 5, 0));
-        assert_eq!(justify_days(mdn(1, -5, 0)), mdn(0, 25, 0));
-        assert_eq!(justify_interval(mdn(1, -1, -HOUR)), mdn(0, 28, 23 * HOUR));
-        assert_eq!(justify_interval(mdn(0, 29, 25 * HOUR)), mdn(1, 0, HOUR));
+        assert_eq!(
+            justify_hours(mdn(0, 0, 50 * HOUR)).unwrap(),
+            mdn(0, 2, 2 * HOUR)
+        );
+        assert_eq!(
+            justify_hours(mdn(0, 1, -2 * HOUR)).unwrap(),
+            mdn(0, 0, 22 * HOUR)
+        );
+        assert_eq!(justify_days(mdn(0, 35, 0)).unwrap(), mdn(1, 5, 0));
+        assert_eq!(justify_days(mdn(1, -5, 0)).unwrap(), mdn(0, 25, 0));
+        assert_eq!(
+            justify_interval(mdn(1, -1, -HOUR)).unwrap(),
+            mdn(0, 28, 23 * HOUR)
+        );
+        assert_eq!(
+            justify_interval(mdn(0, 29, 25 * HOUR)).unwrap(),
+            mdn(1, 0, HOUR)
+        );
+    }
+
+    /// PostgreSQL 15: 22008 where the result leaves the range (was a panic, or saturated).
+    #[test]
+    fn justify_out_of_range_is_22008() {
+        for e in [
+            justify_days(mdn(i32::MAX, 30, 0)),
+            justify_days(mdn(i32::MIN, -30, 0)),
+            justify_hours(mdn(0, i32::MAX, 24 * HOUR)),
+            justify_interval(mdn(i32::MAX, 30, 0)),
+        ] {
+            assert_eq!(e.unwrap_err().sqlstate(), "22008");
+        }
     }
 }

@@ -10,14 +10,15 @@
 //!   array) at or below the operand.
 
 use brook_common::{brook_err, BrookError};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Int32Array, ListArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Int32Array};
+use datafusion::arrow::compute::{cast, cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, Float64Type, Int64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
 use std::sync::Arc;
 
 pub fn register(ctx: &SessionContext) {
@@ -70,7 +71,15 @@ impl ScalarUDFImpl for Div {
             .max()
             .unwrap_or(0);
         let at_scale = DataType::Decimal128(38, scale);
-        let (a, b) = (cast(&arrays[0], &at_scale)?, cast(&arrays[1], &at_scale)?);
+        // A value the scale cannot hold is 22003, not NULL (Arrow's safe cast).
+        let exact = CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let (a, b) = (
+            cast_with_options(&arrays[0], &at_scale, &exact)?,
+            cast_with_options(&arrays[1], &at_scale, &exact)?,
+        );
         let (a, b) = (
             a.as_primitive::<Decimal128Type>(),
             b.as_primitive::<Decimal128Type>(),
@@ -119,13 +128,11 @@ impl ScalarUDFImpl for WidthBucket {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, _) = super::argument_arrays(&args)?;
         let float = |a: &ArrayRef| cast(a, &DataType::Float64);
-        let operand = float(&arrays[0])?;
-        let operand = operand.as_primitive::<Float64Type>();
         let out = if arrays.len() == 2 {
-            let list = DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true)));
-            let thresholds = cast(&arrays[1], &list)?;
-            by_thresholds(operand, thresholds.as_list::<i32>())
+            by_thresholds(&arrays[0], &arrays[1])
         } else {
+            let operand = float(&arrays[0])?;
+            let operand = operand.as_primitive::<Float64Type>();
             let (low, high) = (float(&arrays[1])?, float(&arrays[2])?);
             let count = cast(&arrays[3], &DataType::Int64)?;
             let (low, high) = (
@@ -198,28 +205,69 @@ fn bucket(operand: f64, low: f64, high: f64, count: i64) -> std::result::Result<
     Ok(b.min(count - 1) + 1)
 }
 
-/// The number of thresholds at or below each operand (PostgreSQL's binary search, which
-/// takes the thresholds as sorted).
+/// The number of thresholds at or below each operand, in the thresholds' type (PostgreSQL's
+/// binary search, which takes the thresholds as sorted); a fractional operand against
+/// integer thresholds compares as double precision.
 fn by_thresholds(
-    operand: &datafusion::arrow::array::Float64Array,
-    thresholds: &ListArray,
+    operand: &ArrayRef,
+    thresholds: &ArrayRef,
 ) -> std::result::Result<Int32Array, BrookError> {
+    let element = match thresholds.data_type() {
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            f.data_type().clone()
+        }
+        other => {
+            return Err(brook_err!(
+                UndefinedFunction,
+                "function width_bucket(..., {other}) does not exist (thresholds are an array)"
+            ))
+        }
+    };
+    if element.is_nested() {
+        return Err(BrookError::Semantic {
+            message: "thresholds must be one-dimensional array".into(),
+            code: "2202E",
+        });
+    }
+    let fractional = |t: &DataType| t.is_floating() || matches!(t, DataType::Decimal128(..));
+    let element = if fractional(operand.data_type()) && element.is_integer() {
+        DataType::Float64
+    } else {
+        element
+    };
+    let list = cast(
+        thresholds,
+        &DataType::List(Arc::new(Field::new_list_field(element.clone(), true))),
+    )?;
+    let list = list.as_list::<i32>();
+    let operand = cast(operand, &element)?;
     (0..operand.len())
         .map(|i| {
-            if operand.is_null(i) || thresholds.is_null(i) {
+            if operand.is_null(i) || list.is_null(i) {
                 return Ok(None);
             }
-            let t = thresholds.value(i);
-            let t = t.as_primitive::<Float64Type>();
+            let t = list.value(i);
             if t.null_count() > 0 {
                 return Err(brook_err!(
-                    InvalidParameter,
+                    NullValueNotAllowed,
                     "thresholds array must not contain NULLs"
                 ));
             }
-            let values = t.values();
-            let n = values.partition_point(|v| *v <= operand.value(i));
-            Ok(Some(n as i32))
+            let x = ScalarValue::try_from_array(&operand, i)?;
+            // The first threshold above the operand.
+            let (mut low, mut high) = (0, t.len());
+            while low < high {
+                let mid = (low + high) / 2;
+                let at = ScalarValue::try_from_array(&t, mid)?;
+                if at.partial_cmp(&x).is_some_and(|o| o.is_le()) {
+                    low = mid + 1;
+                } else {
+                    high = mid;
+                }
+            }
+            i32::try_from(low)
+                .map(Some)
+                .map_err(|_| brook_err!(OutOfRange, "integer out of range"))
         })
         .collect()
 }
