@@ -454,3 +454,95 @@ async fn functions_survive_kill9() {
         .get(0);
     assert_eq!(v, 45);
 }
+
+/// Temporary tables are the session's own: another session neither sees nor may name them
+/// (0A000), they go when their session ends, and after `kill -9` the next start drops them
+/// (their data directories too) while every other table stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_tables_are_per_session_and_gone_after_kill9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    let a = server.connect("brook").await;
+    let b = server.connect("brook").await;
+    a.batch_execute(
+        "CREATE TABLE kept (id int); INSERT INTO kept VALUES (1), (2);
+         CREATE TEMP TABLE scratch (id int); INSERT INTO scratch VALUES (7);",
+    )
+    .await
+    .expect("setup");
+    let temp_schema: String = a
+        .query_one(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pg_temp_%'",
+            &[],
+        )
+        .await
+        .expect("temp schema listed")
+        .get(0);
+    // Another session: the bare name is not its table, the qualified name is refused.
+    let e = b
+        .query("SELECT * FROM scratch", &[])
+        .await
+        .expect_err("not visible to another session");
+    assert_eq!(e.code().map(|c| c.code()), Some("42P01"), "{e}");
+    for sql in [
+        format!("SELECT * FROM {temp_schema}.scratch"),
+        format!("INSERT INTO {temp_schema}.scratch VALUES (8)"),
+        format!("DROP TABLE {temp_schema}.scratch"),
+    ] {
+        let e = b.query(sql.as_str(), &[]).await.expect_err(&sql);
+        assert_eq!(e.code().map(|c| c.code()), Some("0A000"), "{sql}: {e}");
+    }
+    // Its own temporary table of the same name is separate.
+    b.batch_execute("CREATE TEMP TABLE scratch (id int); INSERT INTO scratch VALUES (9)")
+        .await
+        .expect("b's own scratch");
+    let own: i32 = b
+        .query_one("SELECT id FROM scratch", &[])
+        .await
+        .expect("b reads its scratch")
+        .get(0);
+    assert_eq!(own, 9);
+    // b ends: its schema goes with it.
+    drop(b);
+    let mut schemas = 2;
+    for _ in 0..50 {
+        schemas = a
+            .query_one(
+                "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pg_temp_%'",
+                &[],
+            )
+            .await
+            .expect("count temp schemas")
+            .get::<_, i64>(0);
+        if schemas == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        schemas, 1,
+        "the ended session's temporary schema is dropped"
+    );
+    let relations = || std::fs::read_dir(dir.path().join("relations")).map(|d| d.count());
+    let with_temp = relations().expect("relations dir");
+    // kill -9 with a's temporary table alive: the restart drops it, keeps `kept`.
+    server.kill9();
+    let server = BrookServer::start_on(dir.path(), &[]).expect("restart");
+    let c = server.connect("brook").await;
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'pg_temp_%'",
+            &[],
+        )
+        .await
+        .expect("count after restart")
+        .get(0);
+    assert_eq!(left, 0);
+    let kept: i64 = c
+        .query_one("SELECT count(*) FROM kept", &[])
+        .await
+        .expect("kept table")
+        .get(0);
+    assert_eq!(kept, 2);
+    assert_eq!(relations().expect("relations dir"), with_temp - 1);
+}

@@ -187,6 +187,10 @@ pub struct SchemaMeta {
     /// User-defined aggregates by name (one namespace with the functions).
     #[serde(default)]
     pub aggregates: BTreeMap<String, aggregate::AggregateMeta>,
+    /// A session's temporary schema (`pg_temp_<pid>`): dropped with the session, and at
+    /// the next start if the server stopped first.
+    #[serde(default)]
+    pub temporary: bool,
 }
 
 impl SchemaMeta {

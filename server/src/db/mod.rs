@@ -199,12 +199,32 @@ impl Engine {
             return Ok(db.clone());
         }
         let db = Arc::new(self.build_database(name)?);
+        self.drop_leftover_temp_schemas(&db)?;
         dbs.insert(name.to_string(), db.clone());
         // Views and materialized views may call user functions.
         self.refresh_functions(&db)?;
         self.register_views(&db)?;
         self.start_views(&db)?;
         Ok(db)
+    }
+
+    /// Drop the temporary schemas of sessions of an earlier run of the server (it stopped
+    /// before they ended): their tables were the sessions' own.
+    fn drop_leftover_temp_schemas(&self, db: &Database) -> Result<()> {
+        let leftovers: Vec<String> = {
+            let doc = self.catalog.read();
+            doc.database(&db.name)?
+                .schemas
+                .iter()
+                .filter(|(_, s)| s.temporary)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        for schema in leftovers {
+            tracing::info!(schema, "dropping a temporary schema left by an earlier run");
+            self.drop_schema(db, &schema, true, true)?;
+        }
+        Ok(())
     }
 
     /// True when some session is connected to database `name` (holds it besides the engine).
@@ -690,6 +710,21 @@ impl Engine {
 
     /// Create a schema in a database.
     pub fn create_schema(&self, db: &Database, name: &str, if_not_exists: bool) -> Result<()> {
+        self.create_schema_of(db, name, if_not_exists, false)
+    }
+
+    /// Create a session's temporary schema (see `session::temp`).
+    pub fn create_temp_schema(&self, db: &Database, name: &str) -> Result<()> {
+        self.create_schema_of(db, name, true, true)
+    }
+
+    fn create_schema_of(
+        &self,
+        db: &Database,
+        name: &str,
+        if_not_exists: bool,
+        temporary: bool,
+    ) -> Result<()> {
         let created = self.catalog.update(|doc| {
             let d = doc.database_mut(&db.name)?;
             if d.schemas.contains_key(name) {
@@ -703,7 +738,13 @@ impl Engine {
                     })
                 };
             }
-            d.schemas.insert(name.to_string(), Default::default());
+            d.schemas.insert(
+                name.to_string(),
+                crate::catalog::SchemaMeta {
+                    temporary,
+                    ..Default::default()
+                },
+            );
             Ok(true)
         })?;
         if created {

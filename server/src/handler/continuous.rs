@@ -169,6 +169,14 @@ impl Session {
             }
         }
         let depends_on = self.relations_read(&cv.query);
+        if depends_on
+            .iter()
+            .any(|(s, _)| crate::session::temp::is_temp_schema(s))
+        {
+            return Err(crate::session::temp::temp_in_maintained(
+                "materialized view",
+            ));
+        }
         self.create_maintained(
             Maintained {
                 schema,
@@ -246,6 +254,9 @@ impl Session {
         };
         // The one relation a synopsis reads (dropping it answers 2BP01).
         let depends_on = vec![self.resolve(&cs.source)?];
+        if crate::session::temp::is_temp_schema(&depends_on[0].0) {
+            return Err(crate::session::temp::temp_in_maintained("synopsis"));
+        }
         let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
         let options = BTreeMap::from([
             ("synopsis.kind".to_string(), plan.kind.clone()),

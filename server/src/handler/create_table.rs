@@ -220,14 +220,17 @@ impl Session {
     }
 
     pub(crate) async fn create_table(&mut self, ct: ast::CreateTable) -> Result<Outcome> {
-        let (schema, name) = self.resolve(&ct.name)?;
-        if ct.temporary {
+        if matches!(
+            ct.on_commit,
+            Some(ast::OnCommit::DeleteRows | ast::OnCommit::Drop)
+        ) {
             return Err(brook_err!(
                 Unsupported,
-                "CREATE TEMPORARY TABLE is not supported: every table is durable and seen by \
-                 all connections (create a table and drop it when done)"
+                "ON COMMIT DELETE ROWS / DROP (a temporary table lasts until the session \
+                 ends or DROP TABLE)"
             ));
         }
+        let (schema, name) = self.resolve_new(&ct.name, ct.temporary)?;
         if let Some(q) = ct.query {
             return self
                 .create_table_as(schema, name, ct.if_not_exists, *q)

@@ -92,7 +92,10 @@ impl Session {
         if let Some(logged) = self.through_cluster_log(&stmt).await {
             return logged.map(Outcome::Command);
         }
-        let (stmt, replaced) = self.approximated(stmt)?;
+        let (mut stmt, replaced) = self.approximated(stmt)?;
+        if let StatementBody::Sql(s) = &mut stmt.body {
+            self.qualify_temp_relations(s)?;
+        }
         self.notices
             .extend(replaced.iter().map(|r| r.notice().into()));
         match stmt.body {

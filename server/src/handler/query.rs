@@ -86,8 +86,10 @@ impl Session {
     /// Plan a statement with DataFusion.
     pub(crate) async fn plan(
         &self,
-        stmt: Statement,
+        mut stmt: Statement,
     ) -> Result<datafusion::logical_expr::LogicalPlan> {
+        // Also for statements that did not come through `execute` (Describe, a cursor's).
+        self.qualify_temp_relations(&mut stmt)?;
         let state = self.ctx.state();
         Ok(state
             .statement_to_plan(DFStatement::Statement(Box::new(stmt)))

@@ -2,7 +2,7 @@
 
 use crate::ident::object_parts;
 use crate::session::{Outcome, Session};
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{ObjectName, SchemaName};
 
 impl Session {
@@ -16,6 +16,15 @@ impl Session {
             SchemaName::Simple(n) => object_parts(n)?.join("."),
             other => return Err(brook_err!(Unsupported, "CREATE SCHEMA {other}")),
         };
+        if name.starts_with("pg_") {
+            return Err(BrookError::Semantic {
+                message: format!(
+                    "unacceptable schema name \"{name}\" (the prefix \"pg_\" is reserved for \
+                     system schemas)"
+                ),
+                code: "42939",
+            });
+        }
         self.engine.create_schema(&self.db, &name, if_not_exists)?;
         Ok(Outcome::Command("CREATE SCHEMA".into()))
     }

@@ -33,8 +33,8 @@ impl Session {
     /// DISCARD ALL: close every cursor, deallocate every prepared statement, reset every
     /// setting, forget the sequence values `currval` and `lastval` give (only as a
     /// transaction of its own: see `transaction::own_transaction_only`). DISCARD SEQUENCES
-    /// only the last; DISCARD PLANS and TEMP have nothing to discard (Brook caches no plans
-    /// and has no temporary tables).
+    /// only the last; DISCARD TEMP drops the session's temporary tables and views; DISCARD
+    /// PLANS has nothing to discard (Brook caches no plans).
     pub(crate) fn discard(&mut self, what: ast::DiscardObject) -> Result<Outcome> {
         match what {
             ast::DiscardObject::ALL => {
@@ -42,9 +42,11 @@ impl Session {
                 self.deallocate(&ast::Ident::new("all"));
                 self.reset_all();
                 self.forget_sequence_values();
+                self.drop_temp_schema()?;
             }
             ast::DiscardObject::SEQUENCES => self.forget_sequence_values(),
-            ast::DiscardObject::PLANS | ast::DiscardObject::TEMP => {}
+            ast::DiscardObject::TEMP => self.drop_temp_schema()?,
+            ast::DiscardObject::PLANS => {}
         }
         Ok(Outcome::Command(format!("DISCARD {what}")))
     }

@@ -15,13 +15,20 @@ use std::sync::Arc;
 
 impl Session {
     pub(crate) async fn create_view(&mut self, cv: ast::CreateView) -> Result<Outcome> {
-        if cv.temporary {
-            return Err(brook_err!(Unsupported, "CREATE TEMPORARY VIEW"));
-        }
         if cv.or_alter {
             return Err(brook_err!(Unsupported, "CREATE OR ALTER VIEW"));
         }
-        let (schema, name) = self.resolve(&cv.name)?;
+        // A view reading a temporary relation is temporary too, as in PostgreSQL.
+        let temp = self.temp_schema_name();
+        let reads_temp = self
+            .relations_read(&cv.query)
+            .iter()
+            .any(|(s, _)| *s == temp);
+        if reads_temp && !cv.temporary {
+            self.notices
+                .push(format!("view \"{}\" will be a temporary view", cv.name).into());
+        }
+        let (schema, name) = self.resolve_new(&cv.name, cv.temporary || reads_temp)?;
         duplicate_aliases(&cv.query)?;
         let mut stmt = Statement::Query(cv.query.clone());
         let output = brook_planner::rewrite::output_names(&stmt);

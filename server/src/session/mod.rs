@@ -4,6 +4,7 @@
 pub mod cursor;
 pub mod notice;
 pub mod prepared;
+pub mod temp;
 pub mod transaction;
 
 use crate::catalog::{RelKind, RelationMeta};
@@ -79,6 +80,8 @@ pub struct Session {
     pub(crate) block: std::sync::Mutex<Option<transaction::TxnBlock>>,
     /// The settings the startup packet gave, which RESET goes back to.
     pub(crate) reset_values: std::collections::BTreeMap<String, String>,
+    /// Whether this session created its temporary schema (`temp`).
+    pub(crate) has_temp_schema: bool,
 }
 
 impl Drop for Session {
@@ -87,6 +90,10 @@ impl Drop for Session {
         // let go); its entries in the lock graph go with them.
         if self.pid != 0 {
             self.engine.lock_waits.release_all(self.pid);
+        }
+        // Temporary tables and views go with the session.
+        if let Err(e) = self.drop_temp_schema() {
+            tracing::warn!(error = %e, "could not drop a closed session's temporary schema; it is dropped at next start");
         }
     }
 }
@@ -124,6 +131,7 @@ impl Session {
             pid: 0,
             block: std::sync::Mutex::new(None),
             reset_values: Default::default(),
+            has_temp_schema: false,
         }
     }
 
@@ -206,9 +214,11 @@ impl Session {
     pub(crate) fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
         let parts = object_parts(name)?;
         match parts.as_slice() {
+            // A temporary relation first, as PostgreSQL's search path has pg_temp first.
+            [t] if self.is_temp_relation(t) => Ok((self.temp_schema_name(), t.clone())),
             [t] => Ok((self.current_schema(), t.clone())),
-            [s, t] => Ok((s.clone(), t.clone())),
-            [d, s, t] if *d == self.db.name => Ok((s.clone(), t.clone())),
+            [s, t] => Ok((self.schema_named(s)?, t.clone())),
+            [d, s, t] if *d == self.db.name => Ok((self.schema_named(s)?, t.clone())),
             [d, _, _] => Err(brook_err!(
                 Unsupported,
                 "cross-database references are not implemented: \"{d}\""
@@ -218,6 +228,33 @@ impl Session {
                 "improper qualified name (too many dotted names): {name}"
             )),
         }
+    }
+
+    /// The schema and name a new relation called `name` gets: as [`Session::resolve`],
+    /// except that an unqualified name is created in the current schema even when a
+    /// temporary relation has it (PostgreSQL's creation namespace), and `temporary`
+    /// creates in this session's temporary schema (42P16 for any other schema named).
+    pub(crate) fn resolve_new(
+        &mut self,
+        name: &ObjectName,
+        temporary: bool,
+    ) -> Result<(String, String)> {
+        let parts = object_parts(name)?;
+        if !temporary {
+            return match parts.as_slice() {
+                [t] => Ok((self.current_schema(), t.clone())),
+                _ => self.resolve(name),
+            };
+        }
+        let (schema, rel) = self.resolve(name)?;
+        let temp = self.temp_schema()?;
+        if parts.len() > 1 && schema != temp {
+            return Err(brook_err!(
+                InvalidDefinition,
+                "cannot create temporary relation in non-temporary schema"
+            ));
+        }
+        Ok((temp, rel))
     }
 
     /// The catalog entry and store of a relation (42P01 when absent).
