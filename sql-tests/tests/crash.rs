@@ -466,7 +466,8 @@ async fn temporary_tables_are_per_session_and_gone_after_kill9() {
     let b = server.connect("brook").await;
     a.batch_execute(
         "CREATE TABLE kept (id int); INSERT INTO kept VALUES (1), (2);
-         CREATE TEMP TABLE scratch (id int); INSERT INTO scratch VALUES (7);",
+         CREATE TEMP TABLE scratch (id int); INSERT INTO scratch VALUES (7);
+         SELECT id * 10 AS id INTO selected FROM kept;",
     )
     .await
     .expect("setup");
@@ -544,5 +545,12 @@ async fn temporary_tables_are_per_session_and_gone_after_kill9() {
         .expect("kept table")
         .get(0);
     assert_eq!(kept, 2);
+    // SELECT ... INTO made a durable table (DataFusion's was in memory only).
+    let selected: i64 = c
+        .query_one("SELECT sum(id) FROM selected", &[])
+        .await
+        .expect("SELECT INTO's table after restart")
+        .get(0);
+    assert_eq!(selected, 30);
     assert_eq!(relations().expect("relations dir"), with_temp - 1);
 }

@@ -16,6 +16,7 @@ use datafusion::sql::sqlparser::ast::{DataType, ObjectName};
 impl Session {
     pub(crate) fn create_aggregate(&mut self, ca: CreateAggregate) -> Result<Outcome> {
         let (schema, name) = self.resolve(&ca.name)?;
+        crate::session::temp::refuse_temp_routine(&schema)?;
         let meta = aggregate_meta(&ca)?;
         let existing = self.aggregate(&name);
         let taken = match (&existing, self.function(&name)) {

@@ -175,6 +175,7 @@ impl Session {
         {
             return Err(crate::session::temp::temp_in_maintained(
                 "materialized view",
+                "materialized views",
             ));
         }
         self.create_maintained(
@@ -199,6 +200,12 @@ impl Session {
         m: Maintained,
         (graph, stores, wire): (GraphPlan, Vec<Arc<TableStore>>, SchemaRef),
     ) -> Result<()> {
+        if crate::session::temp::is_temp_schema(&m.schema) {
+            return Err(crate::session::temp::temp_in_maintained(
+                "materialized view or synopsis",
+                "materialized views and synopses",
+            ));
+        }
         let columns = stored_columns(&graph.schema(), &wire, "a view")?;
         let meta = RelationMeta {
             id: 0,
@@ -255,7 +262,9 @@ impl Session {
         // The one relation a synopsis reads (dropping it answers 2BP01).
         let depends_on = vec![self.resolve(&cs.source)?];
         if crate::session::temp::is_temp_schema(&depends_on[0].0) {
-            return Err(crate::session::temp::temp_in_maintained("synopsis"));
+            return Err(crate::session::temp::temp_in_maintained(
+                "synopsis", "synopses",
+            ));
         }
         let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
         let options = BTreeMap::from([
@@ -278,6 +287,14 @@ impl Session {
             },
             planned,
         )?;
+        // Reads answer from the synopsis's latest state without waiting; creation waits
+        // until it covers the rows committed before it, so a read right after CREATE sees
+        // them (as CREATE MATERIALIZED VIEW's readers do).
+        let (schema, name) = self.resolve(&cs.name)?;
+        self.engine
+            .view_state(&self.db, &schema, &name)?
+            .wait_fresh()
+            .await?;
         Ok(Outcome::Command("CREATE SYNOPSIS".into()))
     }
 

@@ -97,6 +97,31 @@ pub(crate) struct ColumnDefs {
     pub sequences: Vec<(usize, SequenceMeta)>,
 }
 
+/// Whether an INTO stands anywhere in `q` (a set operation's SELECT, a subquery's).
+fn into_elsewhere(q: &ast::Query) -> bool {
+    struct Into;
+    impl ast::Visitor for Into {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> std::ops::ControlFlow<()> {
+            match q.body.as_ref() {
+                ast::SetExpr::Select(s) if s.into.is_some() => std::ops::ControlFlow::Break(()),
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    fn in_set_expr(e: &ast::SetExpr) -> bool {
+        match e {
+            ast::SetExpr::Select(s) => s.into.is_some(),
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                in_set_expr(left) || in_set_expr(right)
+            }
+            ast::SetExpr::Query(q) => in_set_expr(&q.body),
+            _ => false,
+        }
+    }
+    in_set_expr(&q.body) || ast::Visit::visit(q, &mut Into).is_break()
+}
+
 impl Session {
     pub(crate) fn columns_from_defs(
         &self,
@@ -259,6 +284,30 @@ impl Session {
             ct.if_not_exists,
         )?;
         Ok(Outcome::Command("CREATE TABLE".into()))
+    }
+
+    /// `SELECT ... INTO [TEMP] [TABLE] name FROM ...`: PostgreSQL's other spelling of
+    /// `CREATE [TEMP] TABLE name AS SELECT ...`, answered `SELECT n` as there. (DataFusion
+    /// planned it as a table in memory only: not in the catalog, gone at restart.) None when
+    /// the query has no INTO; 0A000 for an INTO not in its first SELECT.
+    pub(crate) async fn select_into(&mut self, q: &ast::Query) -> Option<Result<Outcome>> {
+        let ast::SetExpr::Select(select) = q.body.as_ref() else {
+            return into_elsewhere(q).then(|| {
+                Err(brook_err!(
+                    Unsupported,
+                    "SELECT ... INTO in a set operation or subquery (use CREATE TABLE ... AS)"
+                ))
+            });
+        };
+        let into = select.into.clone()?;
+        let mut query = q.clone();
+        if let ast::SetExpr::Select(s) = query.body.as_mut() {
+            s.into = None;
+        }
+        Some(match self.resolve_new(&into.name, into.temporary) {
+            Ok((schema, name)) => self.create_table_as(schema, name, false, query).await,
+            Err(e) => Err(e),
+        })
     }
 
     pub(crate) async fn create_table_as(

@@ -31,6 +31,10 @@ impl Session {
             ObjectType::Schema => {
                 for n in names {
                     let name = object_parts(n)?.join(".");
+                    if let Some(dropped) = self.drop_schema_if_temp(&name) {
+                        dropped?;
+                        continue;
+                    }
                     self.engine
                         .drop_schema(&self.db, &name, if_exists, cascade)?;
                 }

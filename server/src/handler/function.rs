@@ -21,6 +21,7 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 impl Session {
     pub(crate) fn create_function(&mut self, cf: CreateFunction) -> Result<Outcome> {
         let (schema, name) = self.resolve(&cf.name)?;
+        crate::session::temp::refuse_temp_routine(&schema)?;
         let meta = function_meta(&cf)?;
         if let Some((_, a)) = self.aggregate(&name) {
             return Err(BrookError::DuplicateObject {

@@ -162,7 +162,10 @@ impl Session {
             {
                 Box::pin(self.explain_declare(*statement)).await
             }
-            Statement::Query(_) => self.run_query(stmt, "SELECT", names).await,
+            Statement::Query(q) => match self.select_into(&q).await {
+                Some(created) => created,
+                None => self.run_query(Statement::Query(q), "SELECT", names).await,
+            },
             Statement::Explain { .. } => self.run_query(stmt, "EXPLAIN", names).await,
             Statement::CreateView(cv) if cv.materialized => {
                 self.create_materialized_view(cv, ContinuousOptions::default())

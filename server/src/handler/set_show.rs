@@ -54,7 +54,12 @@ impl Session {
     /// `currval` and `lastval` start again as in a new session (their per-session state is
     /// the registered functions').
     fn forget_sequence_values(&self) {
-        crate::udf::sequences::register(&self.ctx, self.engine.catalog.clone(), &self.db.name);
+        crate::udf::sequences::register(
+            &self.ctx,
+            self.engine.catalog.clone(),
+            &self.db.name,
+            self.temp_schema_slot.clone(),
+        );
     }
 
     /// RESET name | ALL.

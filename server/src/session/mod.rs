@@ -82,6 +82,8 @@ pub struct Session {
     pub(crate) reset_values: std::collections::BTreeMap<String, String>,
     /// Whether this session created its temporary schema (`temp`).
     pub(crate) has_temp_schema: bool,
+    /// That schema's name while it exists, for the sequence functions' name lookup.
+    pub(crate) temp_schema_slot: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Drop for Session {
@@ -113,7 +115,13 @@ impl Session {
             .write()
             .config_mut()
             .set_extension(Arc::new(settings.clone()));
-        crate::udf::sequences::register(&ctx, engine.catalog.clone(), &db.name);
+        let temp_schema_slot = Arc::new(std::sync::Mutex::new(None));
+        crate::udf::sequences::register(
+            &ctx,
+            engine.catalog.clone(),
+            &db.name,
+            temp_schema_slot.clone(),
+        );
         Session {
             engine,
             db,
@@ -132,6 +140,7 @@ impl Session {
             block: std::sync::Mutex::new(None),
             reset_values: Default::default(),
             has_temp_schema: false,
+            temp_schema_slot,
         }
     }
 
@@ -240,6 +249,8 @@ impl Session {
         temporary: bool,
     ) -> Result<(String, String)> {
         let parts = object_parts(name)?;
+        // `CREATE TABLE pg_temp.t` makes a temporary table, as in PostgreSQL.
+        let temporary = temporary || matches!(parts.as_slice(), [s, _] if s == "pg_temp");
         if !temporary {
             return match parts.as_slice() {
                 [t] => Ok((self.current_schema(), t.clone())),

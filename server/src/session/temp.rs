@@ -50,11 +50,18 @@ impl Session {
             // one left by an earlier connection of this pid went with that connection.
             self.engine.create_temp_schema(&self.db, &name)?;
             self.has_temp_schema = true;
+            self.set_temp_slot(Some(name.clone()));
         }
         Ok(name)
     }
 
-    /// Whether `name` is a relation in this session's temporary schema.
+    fn set_temp_slot(&self, schema: Option<String>) {
+        if let Ok(mut slot) = self.temp_schema_slot.lock() {
+            *slot = schema;
+        }
+    }
+
+    /// Whether `name` is a relation, sequence or index in this session's temporary schema.
     pub(crate) fn is_temp_relation(&self, name: &str) -> bool {
         if !self.has_temp_schema {
             return false;
@@ -63,7 +70,7 @@ impl Session {
         doc.database(&self.db.name)
             .ok()
             .and_then(|d| d.schemas.get(&self.temp_schema_name()))
-            .is_some_and(|s| s.relations.contains_key(name))
+            .is_some_and(|s| s.name_taken(name) || s.indexes.contains_key(name))
     }
 
     /// The schema a qualifier names: `pg_temp` is this session's temporary schema; 0A000
@@ -146,6 +153,17 @@ impl Session {
         }
     }
 
+    /// `DROP SCHEMA pg_temp_<pid>`: this session's is dropped as at `DISCARD TEMP` (and
+    /// made again by the next temporary table); another session's is 0A000. None for a
+    /// schema that is no temporary schema.
+    pub(crate) fn drop_schema_if_temp(&mut self, schema: &str) -> Option<Result<()>> {
+        let schema = match self.schema_named(schema) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        (schema == self.temp_schema_name()).then(|| self.drop_temp_schema())
+    }
+
     /// Drop this session's temporary schema and everything in it (the session ends, or
     /// `DISCARD TEMP`).
     pub(crate) fn drop_temp_schema(&mut self) -> Result<()> {
@@ -153,6 +171,7 @@ impl Session {
             return Ok(());
         }
         self.has_temp_schema = false;
+        self.set_temp_slot(None);
         let name = self.temp_schema_name();
         self.engine.drop_schema(&self.db, &name, true, true)
     }
@@ -184,11 +203,26 @@ fn cte_names<V: Visit>(node: &V) -> HashSet<String> {
     ctes.0
 }
 
-/// A `BrookError` for a materialized view or synopsis over a temporary relation.
-pub fn temp_in_maintained(noun: &str) -> BrookError {
+/// A `BrookError` for a materialized view or synopsis over a temporary relation, or in a
+/// temporary schema (`nouns` is the plural).
+pub fn temp_in_maintained(noun: &str, nouns: &str) -> BrookError {
     brook_err!(
         Unsupported,
-        "{noun}s must not use temporary tables or views (a {noun} is kept by the server \
+        "{nouns} must not use temporary tables or views (a {noun} is kept by the server \
          beyond any one connection)"
     )
+}
+
+/// 0A000 for a function or aggregate created in a temporary schema: Brook's functions are
+/// the database's, found by every session (PostgreSQL never finds a `pg_temp` function
+/// unqualified; Brook would let one session's shadow another's).
+pub fn refuse_temp_routine(schema: &str) -> Result<()> {
+    if is_temp_schema(schema) {
+        return Err(brook_err!(
+            Unsupported,
+            "functions and aggregates in a temporary schema (create it in a schema of the \
+             database)"
+        ));
+    }
+    Ok(())
 }

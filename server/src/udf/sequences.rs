@@ -57,7 +57,32 @@ struct SequenceFunction {
     catalog: Arc<Catalog>,
     db: String,
     returned: Arc<Mutex<Returned>>,
+    /// The session's temporary schema, once it has one (`session::temp`).
+    temp_schema: Arc<Mutex<Option<String>>>,
     signature: Signature,
+}
+
+/// Where an unqualified sequence or table name is looked for: the session's temporary
+/// schema first (with the names it holds), then the current schema.
+struct Search {
+    schema: String,
+    temp: Option<(String, std::collections::HashSet<String>)>,
+}
+
+impl Search {
+    fn schema_of(&self, name: &str) -> String {
+        match &self.temp {
+            Some((temp, names)) if names.contains(name) => temp.clone(),
+            _ => self.schema.clone(),
+        }
+    }
+
+    /// The temporary schema `pg_temp` names (a name no schema has when there is none).
+    fn temp_schema(&self) -> String {
+        self.temp
+            .as_ref()
+            .map_or_else(|| "pg_temp".to_string(), |(t, _)| t.clone())
+    }
 }
 
 // One instance per name and session, never compared across sessions.
@@ -74,7 +99,12 @@ impl std::hash::Hash for SequenceFunction {
 }
 
 /// Register the sequence functions of a session on database `db`.
-pub fn register(ctx: &SessionContext, catalog: Arc<Catalog>, db: &str) {
+pub fn register(
+    ctx: &SessionContext,
+    catalog: Arc<Catalog>,
+    db: &str,
+    temp_schema: Arc<Mutex<Option<String>>>,
+) {
     let returned = Arc::new(Mutex::new(Returned::default()));
     let text = DataType::Utf8;
     let signatures = [
@@ -111,6 +141,7 @@ pub fn register(ctx: &SessionContext, catalog: Arc<Catalog>, db: &str) {
             catalog: catalog.clone(),
             db: db.to_string(),
             returned: returned.clone(),
+            temp_schema: temp_schema.clone(),
             signature,
         }));
     }
@@ -133,14 +164,17 @@ impl ScalarUDFImpl for SequenceFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let schema = args.config_options.catalog.default_schema.clone();
+        let search = Search {
+            schema: args.config_options.catalog.default_schema.clone(),
+            temp: self.temp_names(),
+        };
         let rows = args.number_rows;
         let out = match self.kind {
-            Kind::Nextval => self.nextval(&args.args, &schema, rows),
-            Kind::Currval => self.currval(&args.args, &schema, rows),
-            Kind::Setval => self.setval(&args.args, &schema, rows),
+            Kind::Nextval => self.nextval(&args.args, &search, rows),
+            Kind::Currval => self.currval(&args.args, &search, rows),
+            Kind::Setval => self.setval(&args.args, &search, rows),
             Kind::Lastval => self.lastval(rows),
-            Kind::SerialSequence => self.serial_sequence(&args.args, &schema, rows),
+            Kind::SerialSequence => self.serial_sequence(&args.args, &search, rows),
         };
         out.map(ColumnarValue::Array)
             .map_err(|e| DataFusionError::External(Box::new(e)))
@@ -148,6 +182,20 @@ impl ScalarUDFImpl for SequenceFunction {
 }
 
 impl SequenceFunction {
+    /// The session's temporary schema and the sequences and relations in it.
+    fn temp_names(&self) -> Option<(String, std::collections::HashSet<String>)> {
+        let temp = self.temp_schema.lock().ok()?.clone()?;
+        let doc = self.catalog.read();
+        let schema = doc.database(&self.db).ok()?.schemas.get(&temp)?;
+        let names = schema
+            .sequences
+            .keys()
+            .chain(schema.relations.keys())
+            .cloned()
+            .collect();
+        Some((temp, names))
+    }
+
     fn returned(&self) -> std::sync::MutexGuard<'_, Returned> {
         match self.returned.lock() {
             Ok(g) => g,
@@ -157,17 +205,17 @@ impl SequenceFunction {
 
     /// `nextval(name)`: a sequence named once for all rows (the usual case, and a column
     /// default) takes its `rows` values in one call.
-    fn nextval(&self, args: &[ColumnarValue], schema: &str, rows: usize) -> Result<ArrayRef> {
+    fn nextval(&self, args: &[ColumnarValue], search: &Search, rows: usize) -> Result<ArrayRef> {
         if let ColumnarValue::Scalar(name) = &args[0] {
             let Some(name) = scalar_text(name) else {
                 return Ok(Arc::new(Int64Array::new_null(rows)));
             };
-            let (s, n) = resolve(&name, schema)?;
+            let (s, n) = resolve(&name, search)?;
             let values = self.catalog.nextval(&self.db, &s, &n, rows)?;
             self.remember(&s, &n, values.last().copied())?;
             return Ok(Arc::new(Int64Array::from(values)));
         }
-        per_name(&args[0], rows, schema, |s, n| {
+        per_name(&args[0], rows, search, |s, n| {
             let v = self.catalog.nextval(&self.db, s, n, 1)?[0];
             self.remember(s, n, Some(v))?;
             Ok(v)
@@ -185,8 +233,8 @@ impl SequenceFunction {
         Ok(())
     }
 
-    fn currval(&self, args: &[ColumnarValue], schema: &str, rows: usize) -> Result<ArrayRef> {
-        per_name(&args[0], rows, schema, |s, n| {
+    fn currval(&self, args: &[ColumnarValue], search: &Search, rows: usize) -> Result<ArrayRef> {
+        per_name(&args[0], rows, search, |s, n| {
             let id = find(&self.catalog.read(), &self.db, s, n)?.id;
             let v = self.returned().by_sequence.get(&id).copied();
             v.ok_or_else(|| {
@@ -207,7 +255,7 @@ impl SequenceFunction {
     }
 
     /// `setval(name, value [, is_called])`: returns `value`.
-    fn setval(&self, args: &[ColumnarValue], schema: &str, rows: usize) -> Result<ArrayRef> {
+    fn setval(&self, args: &[ColumnarValue], search: &Search, rows: usize) -> Result<ArrayRef> {
         let names = text_array(&args[0], rows)?;
         let values = args[1].to_array(rows)?;
         let values = values.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
@@ -226,7 +274,7 @@ impl SequenceFunction {
                 out.push(None);
                 continue;
             }
-            let (s, n) = resolve(names.value(i), schema)?;
+            let (s, n) = resolve(names.value(i), search)?;
             let v = values.value(i);
             let is_called = is_called.unwrap_or(true);
             self.catalog.setval(&self.db, &s, &n, v, is_called)?;
@@ -244,7 +292,7 @@ impl SequenceFunction {
     fn serial_sequence(
         &self,
         args: &[ColumnarValue],
-        schema: &str,
+        search: &Search,
         rows: usize,
     ) -> Result<ArrayRef> {
         let tables = text_array(&args[0], rows)?;
@@ -257,7 +305,7 @@ impl SequenceFunction {
                 out.push(None);
                 continue;
             }
-            let (s, t) = resolve(tables.value(i), schema)?;
+            let (s, t) = resolve(tables.value(i), search)?;
             let column = columns.value(i);
             let rel = db
                 .schemas
@@ -281,8 +329,9 @@ impl SequenceFunction {
 }
 
 /// A sequence or table name as written in a string (`'s'`, `'public.s'`, `'"S"'`), as
-/// (schema, name) with `schema` for an unqualified one.
-fn resolve(text: &str, schema: &str) -> Result<(String, String)> {
+/// (schema, name): an unqualified one in the session's temporary schema when that holds it,
+/// else in the current schema; `pg_temp.x` in the temporary schema.
+fn resolve(text: &str, search: &Search) -> Result<(String, String)> {
     let name = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(text)
         .and_then(|mut p| {
@@ -296,7 +345,8 @@ fn resolve(text: &str, schema: &str) -> Result<(String, String)> {
         })?;
     let parts = object_parts(&name)?;
     match parts.as_slice() {
-        [n] => Ok((schema.to_string(), n.clone())),
+        [n] => Ok((search.schema_of(n), n.clone())),
+        [s, n] if s == "pg_temp" => Ok((search.temp_schema(), n.clone())),
         [s, n] => Ok((s.clone(), n.clone())),
         [_, s, n] => Ok((s.clone(), n.clone())),
         _ => Err(brook_err!(
@@ -310,7 +360,7 @@ fn resolve(text: &str, schema: &str) -> Result<(String, String)> {
 fn per_name(
     names: &ColumnarValue,
     rows: usize,
-    schema: &str,
+    search: &Search,
     mut f: impl FnMut(&str, &str) -> Result<i64>,
 ) -> Result<ArrayRef> {
     let names = text_array(names, rows)?;
@@ -318,7 +368,7 @@ fn per_name(
     for name in names.iter() {
         out.push(match name {
             Some(name) => {
-                let (s, n) = resolve(name, schema)?;
+                let (s, n) = resolve(name, search)?;
                 Some(f(&s, &n)?)
             }
             None => None,
