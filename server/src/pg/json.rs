@@ -6,14 +6,18 @@ use serde_json::Value;
 /// A json or jsonb value's text as stored: the text as it is for json, PostgreSQL's
 /// spacing for jsonb; 22P02 for text that is not JSON.
 pub fn stored(text: &str, jsonb: bool) -> Result<String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| brook_err!(InvalidText, "invalid input syntax for type json: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(invalid_json)?;
     if !jsonb {
         return Ok(text.to_string());
     }
     let mut out = String::new();
     write_jsonb(&mut out, &value);
     Ok(out)
+}
+
+/// 22P02 for text serde_json could not read as JSON.
+pub fn invalid_json(e: serde_json::Error) -> brook_common::BrookError {
+    brook_err!(InvalidText, "invalid input syntax for type json: {e}")
 }
 
 /// An object's members in jsonb's order: shorter keys first, keys of one length by their

@@ -27,7 +27,8 @@ use datafusion::prelude::SessionContext;
 use std::sync::Arc;
 
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
-const DAYS_PER_MONTH: i32 = 30;
+/// Days in a month, as interval arithmetic counts them.
+const MONTH_DAYS: i64 = 30;
 
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Age {
@@ -241,30 +242,18 @@ impl ScalarUDFImpl for JustifyFunction {
 
 /// Whole days of the time become days; the time keeps the days' sign.
 fn justify_hours(v: IntervalMonthDayNano) -> std::result::Result<IntervalMonthDayNano, BrookError> {
-    let mut days = i64::from(v.days) + v.nanoseconds / NANOS_PER_DAY;
-    let mut time = v.nanoseconds % NANOS_PER_DAY;
-    if days > 0 && time < 0 {
-        time += NANOS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && time > 0 {
-        time -= NANOS_PER_DAY;
-        days += 1;
-    }
+    let (mut days, mut time) = (i64::from(v.days), v.nanoseconds);
+    move_whole(&mut days, &mut time, NANOS_PER_DAY);
+    agree(&mut days, &mut time, NANOS_PER_DAY);
     interval(i64::from(v.months), days, time)
 }
 
 /// Whole 30-day periods become months; the days keep the months' sign.
 fn justify_days(v: IntervalMonthDayNano) -> std::result::Result<IntervalMonthDayNano, BrookError> {
-    let mut months = i64::from(v.months) + i64::from(v.days / DAYS_PER_MONTH);
-    let mut days = v.days % DAYS_PER_MONTH;
-    if months > 0 && days < 0 {
-        days += DAYS_PER_MONTH;
-        months -= 1;
-    } else if months < 0 && days > 0 {
-        days -= DAYS_PER_MONTH;
-        months += 1;
-    }
-    interval(months, i64::from(days), v.nanoseconds)
+    let (mut months, mut days) = (i64::from(v.months), i64::from(v.days));
+    move_whole(&mut months, &mut days, MONTH_DAYS);
+    agree(&mut months, &mut days, MONTH_DAYS);
+    interval(months, days, v.nanoseconds)
 }
 
 /// PostgreSQL's `interval_justify_interval`.
@@ -272,30 +261,38 @@ fn justify_interval(
     v: IntervalMonthDayNano,
 ) -> std::result::Result<IntervalMonthDayNano, BrookError> {
     let (mut months, mut days, mut time) = (i64::from(v.months), i64::from(v.days), v.nanoseconds);
-    let month_days = i64::from(DAYS_PER_MONTH);
     if (days > 0 && time > 0) || (days < 0 && time < 0) {
-        months += days / month_days;
-        days %= month_days;
+        move_whole(&mut months, &mut days, MONTH_DAYS);
     }
-    days += time / NANOS_PER_DAY;
-    time %= NANOS_PER_DAY;
-    months += days / month_days;
-    days %= month_days;
+    move_whole(&mut days, &mut time, NANOS_PER_DAY);
+    move_whole(&mut months, &mut days, MONTH_DAYS);
+    // The days (or, with none, the time) take the months' sign.
     if months > 0 && (days < 0 || (days == 0 && time < 0)) {
-        days += month_days;
+        days += MONTH_DAYS;
         months -= 1;
     } else if months < 0 && (days > 0 || (days == 0 && time > 0)) {
-        days -= month_days;
+        days -= MONTH_DAYS;
         months += 1;
     }
-    if days > 0 && time < 0 {
-        time += NANOS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && time > 0 {
-        time -= NANOS_PER_DAY;
-        days += 1;
-    }
+    agree(&mut days, &mut time, NANOS_PER_DAY);
     interval(months, days, time)
+}
+
+/// Whole `unit`s of `low` move into `high` (PostgreSQL's `TMODULO`).
+fn move_whole(high: &mut i64, low: &mut i64, unit: i64) {
+    *high += *low / unit;
+    *low %= unit;
+}
+
+/// `low` takes `high`'s sign, one `unit` of `high` moving down or up.
+fn agree(high: &mut i64, low: &mut i64, unit: i64) {
+    if *high > 0 && *low < 0 {
+        *low += unit;
+        *high -= 1;
+    } else if *high < 0 && *low > 0 {
+        *low -= unit;
+        *high += 1;
+    }
 }
 
 /// The interval of these parts; 22008 when months or days leave an interval's range.

@@ -68,14 +68,8 @@ fn elements(
     texts: &datafusion::arrow::array::StringArray,
     as_text: bool,
 ) -> std::result::Result<ArrayRef, BrookError> {
-    let mut out = ListBuilder::new(StringBuilder::new());
-    for text in texts.iter() {
-        let Some(text) = text else {
-            out.append_null();
-            continue;
-        };
-        let doc: Value = serde_json::from_str(text)
-            .map_err(|e| brook_err!(InvalidText, "invalid input syntax for type json: {e}"))?;
+    text_lists(texts, |text| {
+        let doc: Value = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
         let items = match doc {
             Value::Array(items) => items,
             Value::Object(_) => {
@@ -91,9 +85,27 @@ fn elements(
                 ))
             }
         };
-        for item in &items {
-            out.values()
-                .append_option(super::json_path::render(item, as_text));
+        Ok(items
+            .iter()
+            .map(|item| super::json_path::render(item, as_text))
+            .collect())
+    })
+}
+
+/// A list of texts for each row of `texts`, made by `items` (a NULL row gives a NULL list,
+/// which unnests to no rows): the array form of a set-returning JSON function.
+pub(super) fn text_lists(
+    texts: &datafusion::arrow::array::StringArray,
+    items: impl Fn(&str) -> std::result::Result<Vec<Option<String>>, BrookError>,
+) -> std::result::Result<ArrayRef, BrookError> {
+    let mut out = ListBuilder::new(StringBuilder::new());
+    for text in texts.iter() {
+        let Some(text) = text else {
+            out.append_null();
+            continue;
+        };
+        for item in items(text)? {
+            out.values().append_option(item);
         }
         out.append(true);
     }

@@ -12,7 +12,7 @@
 //! message for the function called.
 
 use brook_common::{brook_err, BrookError};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
@@ -141,30 +141,16 @@ impl ScalarUDFImpl for Members {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, _) = super::argument_arrays(&args)?;
         let texts = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
-        let texts = texts.as_string::<i32>();
-        let mut out = ListBuilder::new(StringBuilder::new());
-        for row in 0..texts.len() {
-            if texts.is_null(row) {
-                out.append_null();
-                continue;
-            }
-            let members = if self.jsonb {
-                self.jsonb_members(texts.value(row))
+        let out = super::json_elements::text_lists(texts.as_string::<i32>(), |text| {
+            if self.jsonb {
+                self.jsonb_members(text)
             } else {
-                self.json_members(texts.value(row))
+                self.json_members(text)
             }
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            for m in members {
-                out.values().append_option(m);
-            }
-            out.append(true);
-        }
-        super::result_value(Arc::new(out.finish()) as ArrayRef, scalar)
+        })
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        super::result_value(out, scalar)
     }
-}
-
-fn invalid_json(e: serde_json::Error) -> BrookError {
-    brook_err!(InvalidText, "invalid input syntax for type json: {e}")
 }
 
 impl Members {
@@ -179,17 +165,21 @@ impl Members {
 
     /// json's members as written.
     fn json_members(&self, text: &str) -> Result<Vec<Option<String>>, BrookError> {
-        let raw: Box<RawValue> = serde_json::from_str(text).map_err(invalid_json)?;
+        let raw: Box<RawValue> =
+            serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
         self.check_object(raw.get().chars().next())?;
         let mut de = serde_json::Deserializer::from_str(raw.get());
-        let members = de.deserialize_map(InOrder).map_err(invalid_json)?;
+        let members = de
+            .deserialize_map(InOrder)
+            .map_err(crate::pg::json::invalid_json)?;
         members
             .into_iter()
             .map(|(key, value)| match self.part {
                 Part::Key => Ok(Some(key)),
                 Part::Value => Ok(Some(value.get().to_string())),
                 Part::ValueText => {
-                    let v: Value = serde_json::from_str(value.get()).map_err(invalid_json)?;
+                    let v: Value =
+                        serde_json::from_str(value.get()).map_err(crate::pg::json::invalid_json)?;
                     Ok(match v {
                         Value::String(s) => Some(s),
                         Value::Null => None,
@@ -202,7 +192,7 @@ impl Members {
 
     /// jsonb's members: one per key, shorter keys first.
     fn jsonb_members(&self, text: &str) -> Result<Vec<Option<String>>, BrookError> {
-        let doc: Value = serde_json::from_str(text).map_err(invalid_json)?;
+        let doc: Value = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
         let Value::Object(map) = doc else {
             let first = if doc.is_array() { '[' } else { ' ' };
             return self.check_object(Some(first)).map(|()| Vec::new());
