@@ -564,6 +564,16 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
         {
             lateral_unsupported()
         }
+        // `(a, b) IN (SELECT x, y ...)`: DataFusion compares one value with a subquery.
+        DataFusionError::Internal(m) | DataFusionError::Plan(m)
+            if m.contains("The subquery should only return one column") =>
+        {
+            BrookError::Unsupported(
+                "a row of several values compared with a subquery ((a, b) IN (SELECT ...)); \
+                 compare with EXISTS instead"
+                    .into(),
+            )
+        }
         // A set-returning function inside an aggregate's arguments (`sum(generate_series(1,
         // 3))`) reaches DataFusion as an `unnest` it cannot place: say what, as PostgreSQL.
         DataFusionError::NotImplemented(m) if m.contains("Unnest should be rewritten") => {

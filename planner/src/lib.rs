@@ -74,6 +74,7 @@ pub mod parameter_types;
 pub mod parser;
 pub mod pg_functions;
 pub mod prefix_operators;
+pub mod quantified_subquery;
 pub mod regproc_columns;
 pub mod reloptions;
 pub mod rewrite;

@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod function;
+pub mod numbered;
 pub mod pg_proc_rows;
 pub mod pg_rows;
 pub mod pg_settings;

@@ -58,21 +58,38 @@ impl TableProvider for BrookTable {
         let part = SnapshotPartition {
             schema: self.schema.clone(),
             store: self.store.clone(),
-            snapshot: state
-                .config()
-                .get_extension::<TxnOverlay>()
-                .and_then(|o| o.0.get(&self.meta.id).map(|r| r.visible(&self.store)))
-                .unwrap_or_else(|| self.store.snapshot()),
+            snapshot: self.snapshot(state),
         };
-        let exec = StreamingTableExec::try_new(
-            self.schema.clone(),
-            vec![Arc::new(part)],
-            projection,
-            Vec::new(),
-            false,
-            limit,
-        )?;
-        Ok(Arc::new(exec))
+        one_partition_scan(Arc::new(part), projection, limit)
+    }
+}
+
+/// A scan of one partition, read in order (as a relation's log is).
+pub(crate) fn one_partition_scan(
+    part: Arc<dyn PartitionStream>,
+    projection: Option<&Vec<usize>>,
+    limit: Option<usize>,
+) -> DfResult<Arc<dyn ExecutionPlan>> {
+    let exec = StreamingTableExec::try_new(
+        part.schema().clone(),
+        vec![part],
+        projection,
+        Vec::new(),
+        false,
+        limit,
+    )?;
+    Ok(Arc::new(exec))
+}
+
+impl BrookTable {
+    /// The rows a statement of `state` sees: its transaction block's own version of the
+    /// relation when the block wrote it, else the committed chunks.
+    pub(crate) fn snapshot(&self, state: &dyn Session) -> Snapshot {
+        state
+            .config()
+            .get_extension::<TxnOverlay>()
+            .and_then(|o| o.0.get(&self.meta.id).map(|r| r.visible(&self.store)))
+            .unwrap_or_else(|| self.store.snapshot())
     }
 }
 

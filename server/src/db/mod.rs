@@ -366,6 +366,12 @@ impl Engine {
             }),
         );
         ctx.register_udtf(
+            crate::catalog::numbered::NUMBERED_ROWS_FUNCTION,
+            Arc::new(crate::catalog::numbered::NumberedRowsFunction {
+                catalog: catalog.clone(),
+            }),
+        );
+        ctx.register_udtf(
             "correlated_pairs",
             Arc::new(crate::udf::synopses::CorrelatedPairsFunction {
                 catalog: catalog.clone(),

@@ -342,7 +342,7 @@ impl Session {
         }
         let (meta, store) = self.relation(&schema, &name)?;
         let stream = df.execute_stream().await?;
-        let n = self
+        let (n, _) = self
             .write_stream_mapped(&meta, &store, &name, stream, None, WriteMode::Append, None)
             .await?;
         Ok(Outcome::Command(format!("SELECT {n}")))

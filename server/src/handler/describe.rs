@@ -2,6 +2,7 @@
 
 use crate::handler::continuous::wire_schema;
 use crate::handler::insert::returning_query;
+use crate::handler::update_delete::{refuse_returning_of_others, with_dml};
 use crate::ident::ident_name;
 use crate::ident::object_parts;
 use crate::ident::quote_ident;
@@ -50,6 +51,9 @@ impl Session {
                     if matches!(statement.as_ref(), Statement::Declare { .. }) =>
                 {
                     Ok(Some(plan_schema()))
+                }
+                Statement::Query(q) if with_dml(q).is_some() => {
+                    self.returning_schema(with_dml(q).unwrap_or(s)).await
                 }
                 Statement::Query(_) | Statement::Explain { .. } => {
                     self.describe_query(s).await.map(Some)
@@ -108,6 +112,9 @@ impl Session {
                 if matches!(statement.as_ref(), Statement::Declare { .. }) =>
             {
                 self.describe(stmt).await?
+            }
+            Statement::Query(q) if with_dml(q).is_some() => {
+                self.returning_schema(with_dml(q).unwrap_or(s)).await?
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 let mut q = (**s).clone();
@@ -255,13 +262,24 @@ impl Session {
     /// The result schema of a DML statement: its RETURNING list over the target table, or
     /// none.
     pub(crate) async fn returning_schema(&self, stmt: &Statement) -> Result<Option<SchemaRef>> {
-        let (table, items) = match stmt {
+        let (table, me, items) = match stmt {
             Statement::Insert(i) => match (&i.table, &i.returning) {
-                (TableObject::TableName(t), Some(items)) => (t.clone(), items.clone()),
+                (TableObject::TableName(t), Some(items)) => {
+                    let me = i
+                        .table_alias
+                        .as_ref()
+                        .map(|a| crate::ident::ident_name(&a.alias))
+                        .unwrap_or_else(|| target_name(t, &None));
+                    (t.clone(), me, items.clone())
+                }
                 _ => return Ok(Some(Arc::new(Schema::empty()))),
             },
             Statement::Update(u) => match (&u.table.relation, &u.returning) {
-                (TableFactor::Table { name, .. }, Some(items)) => (name.clone(), items.clone()),
+                (TableFactor::Table { name, alias, .. }, Some(items)) => {
+                    let me = target_name(name, alias);
+                    refuse_returning_of_others(&me, Some(items), u.from.is_some())?;
+                    (name.clone(), me, items.clone())
+                }
                 _ => return Ok(Some(Arc::new(Schema::empty()))),
             },
             Statement::Delete(d) => {
@@ -269,8 +287,10 @@ impl Session {
                     FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
                 };
                 match (tables.first().map(|t| &t.relation), &d.returning) {
-                    (Some(TableFactor::Table { name, .. }), Some(items)) => {
-                        (name.clone(), items.clone())
+                    (Some(TableFactor::Table { name, alias, .. }), Some(items)) => {
+                        let me = target_name(name, alias);
+                        refuse_returning_of_others(&me, Some(items), d.using.is_some())?;
+                        (name.clone(), me, items.clone())
                     }
                     _ => return Ok(Some(Arc::new(Schema::empty()))),
                 }
@@ -282,7 +302,7 @@ impl Session {
             "{}.{} AS {}",
             quote_ident(&schema),
             quote_ident(&name),
-            quote_ident(&name)
+            quote_ident(&me)
         );
         let (q, names) = returning_query(&items, &from)?;
         let plan = self.plan(q).await?;
@@ -360,4 +380,17 @@ fn cast_placeholder_types(stmt: &Statement) -> BTreeMap<usize, postgres_types::T
     let mut casts = Casts(BTreeMap::new());
     let _ = stmt.visit(&mut casts);
     casts.0
+}
+
+/// The name an UPDATE or DELETE gives its target: its alias, else its (last) name.
+fn target_name(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> String {
+    match alias {
+        Some(a) => crate::ident::ident_name(&a.name),
+        None => name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(crate::ident::ident_name)
+            .unwrap_or_default(),
+    }
 }

@@ -3,6 +3,8 @@
 use crate::catalog::{Identity, RelationMeta};
 use crate::handler::query::rows_outcome;
 use crate::handler::write::default_query;
+use crate::handler::write::Returning;
+use crate::ident::ident_name;
 use crate::ident::object_parts;
 use crate::ident::quote_ident;
 use crate::pg::sql::pg_literals;
@@ -263,28 +265,21 @@ impl Session {
         } else {
             Some(targets)
         };
-        let returning = ins.returning.clone();
-        let mut written = Vec::new();
-        let n = self
-            .write_stream_mapped(
-                &meta,
-                &store,
-                &name,
-                stream,
-                targets,
-                mode,
-                returning.as_ref().map(|_| &mut written),
-            )
+        let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
+        let returning = ins.returning.as_deref().map(|items| Returning {
+            items,
+            alias: alias.as_deref(),
+        });
+        let (n, out) = self
+            .write_stream_mapped(&meta, &store, &name, stream, targets, mode, returning)
             .await?;
-        match returning {
-            Some(items) => self.returning(&name, &meta, written, &items).await,
-            None => Ok(Outcome::Command(format!("INSERT 0 {n}"))),
-        }
+        Ok(out.unwrap_or_else(|| Outcome::Command(format!("INSERT 0 {n}"))))
     }
 
     pub(crate) async fn returning(
         &self,
         name: &str,
+        alias: Option<&str>,
         meta: &RelationMeta,
         batches: Vec<RecordBatch>,
         items: &[SelectItem],
@@ -323,7 +318,7 @@ impl Session {
         let from = format!(
             "brook_returning.{tmp_schema}.{} AS {}",
             quote_ident(name),
-            quote_ident(name)
+            quote_ident(alias.unwrap_or(name))
         );
         let (q, names) = returning_query(items, &from)?;
         let plan = rctx

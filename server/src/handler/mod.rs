@@ -37,7 +37,7 @@ use crate::session::{Outcome, Session};
 use brook_common::{brook_err, Result};
 use brook_planner::continuous::ContinuousOptions;
 use brook_planner::{BrookStatement, StatementBody};
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{Query, SetExpr, Statement};
 
 impl Session {
     /// Execute one statement.
@@ -162,6 +162,18 @@ impl Session {
             {
                 Box::pin(self.explain_declare(*statement)).await
             }
+            // WITH ... UPDATE / WITH ... DELETE
+            Statement::Query(q) if matches!(*q.body, SetExpr::Update(_) | SetExpr::Delete(_)) => {
+                let Query { with, body, .. } = *q;
+                match *body {
+                    SetExpr::Update(Statement::Update(u)) => self.update(u, with).await,
+                    SetExpr::Delete(Statement::Delete(d)) => self.delete(d, with).await,
+                    _ => Err(brook_err!(
+                        Unsupported,
+                        "a data-modifying statement after WITH"
+                    )),
+                }
+            }
             Statement::Query(q) => match self.select_into(&q).await {
                 Some(created) => created,
                 None => self.run_query(Statement::Query(q), "SELECT", names).await,
@@ -173,8 +185,8 @@ impl Session {
             }
             Statement::CreateView(cv) => self.create_view(cv).await,
             Statement::Insert(ins) => self.insert(ins).await,
-            Statement::Update(u) => self.update(u).await,
-            Statement::Delete(d) => self.delete(d).await,
+            Statement::Update(u) => self.update(u, None).await,
+            Statement::Delete(d) => self.delete(d, None).await,
             Statement::CreateTable(ct) => self.create_table(ct).await,
             Statement::Copy {
                 source,

@@ -5,6 +5,7 @@
 use crate::catalog::RelationMeta;
 use crate::exec::column_default::ColumnDefault;
 use crate::pg::sql::pg_literals;
+use crate::session::Outcome;
 use crate::session::Session;
 use crate::storage::TableStore;
 use crate::write::coerce::coerce_column;
@@ -221,8 +222,9 @@ impl Session {
         mut stream: SendableRecordBatchStream,
         targets: Option<Vec<usize>>,
         mode: WriteMode,
-        mut keep: Option<&mut Vec<RecordBatch>>,
-    ) -> Result<usize> {
+        returning: Option<Returning<'_>>,
+    ) -> Result<(usize, Option<Outcome>)> {
+        let mut written = Vec::new();
         let mut txn = self.begin_dml_write(meta, store, name, false).await?;
         let mut keys = self.key_check(meta, store, name).await?;
         let mut defaults: Vec<Option<ColumnDefault>> = vec![None; meta.columns.len()];
@@ -244,12 +246,27 @@ impl Session {
             }
             total += out.num_rows();
             txn.append(&out)?;
-            if let Some(k) = keep.as_deref_mut() {
-                k.push(out);
+            if returning.is_some() {
+                written.push(out);
             }
         }
+        // RETURNING is computed before the commit: an error in it fails the whole statement.
+        let out = match returning {
+            Some(r) => Some(
+                self.returning(name, r.alias, meta, written, r.items)
+                    .await?,
+            ),
+            None => None,
+        };
         self.commit_write(txn, meta, name, mode == WriteMode::SkipConflicts)
             .await?;
-        Ok(total)
+        Ok((total, out))
     }
+}
+
+/// A RETURNING list and the name the statement gave its target (an alias, if any).
+#[derive(Clone, Copy)]
+pub(crate) struct Returning<'a> {
+    pub(crate) items: &'a [datafusion::sql::sqlparser::ast::SelectItem],
+    pub(crate) alias: Option<&'a str>,
 }
