@@ -5,8 +5,8 @@
 //! registers), so Brook's versions with PostgreSQL's NULL answers (`udf::array_functions`
 //! in the server) were bypassed, and it does not know `&&` at all ("Unsupported binary
 //! operator: PGOverlap"). A call by name is resolved in the context's registry.
-//! JSON containment (`jsonb @> jsonb`) is not supported by Brook; it fails as a call with
-//! the wrong argument types, as it failed before as an operator.
+//! Over two JSON (text) operands the server's `array_has_all` tests jsonb containment
+//! (`udf::jsonb_edit`).
 
 use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Statement};
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;

@@ -296,6 +296,10 @@ impl Engine {
             &mut ctx,
             Arc::new(brook_planner::array_comparison::ArrayComparisonPlanner),
         )?;
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(crate::udf::jsonb_edit::JsonbOperators),
+        )?;
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::checked::CheckedIntegerArithmetic::default(),
         ));
@@ -340,6 +344,8 @@ impl Engine {
         // After `checked`: it wraps the checked `to_timestamp`.
         crate::udf::to_timestamp::register(&ctx);
         crate::udf::array_functions::register(&ctx);
+        // After `array_functions`: jsonb containment wraps its `array_has_all`.
+        crate::udf::jsonb_edit::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);

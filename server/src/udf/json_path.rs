@@ -196,7 +196,7 @@ impl ScalarUDFImpl for JsonCast {
 }
 
 /// The steps of row `row` of a path column: a `text[]` literal or a list.
-fn path_steps(paths: &ArrayRef, row: usize) -> Result<Vec<Option<String>>> {
+pub(crate) fn path_steps(paths: &ArrayRef, row: usize) -> Result<Vec<Option<String>>> {
     match paths.data_type() {
         DataType::List(_) | DataType::LargeList(_) => {
             let items = match paths.data_type() {

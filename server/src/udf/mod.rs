@@ -12,6 +12,7 @@ pub mod json_build;
 pub mod json_elements;
 pub mod json_members;
 pub mod json_path;
+pub mod jsonb_edit;
 pub mod mode;
 pub mod nexmark;
 pub mod numeric_functions;
