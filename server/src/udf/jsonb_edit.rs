@@ -118,7 +118,7 @@ fn delete_index(a: Value, index: i64) -> Result<Value> {
 
 /// A path step as an array position: 22P02 when it is not an integer.
 fn step_index(step: &str, at: usize) -> Result<i64> {
-    step.trim().parse::<i64>().map_err(|_| {
+    step.parse::<i32>().map(i64::from).map_err(|_| {
         user(BrookError::InvalidText(format!(
             "path element at position {} is not an integer: \"{step}\"",
             at + 1
@@ -333,7 +333,7 @@ impl ScalarUDFImpl for JsonbFunction {
                 let second = second.as_string::<i32>();
                 let mut out = Vec::with_capacity(rows);
                 for row in 0..rows {
-                    out.push(if first.is_null(row) || second.is_null(row) {
+                    out.push(if is_null(&arrays[0], row) || is_null(&arrays[1], row) {
                         None
                     } else {
                         Some(contains(
@@ -347,7 +347,7 @@ impl ScalarUDFImpl for JsonbFunction {
             edit => {
                 let mut out = Vec::with_capacity(rows);
                 for row in 0..rows {
-                    let value = if arrays.iter().any(|a| a.is_null(row)) {
+                    let value = if arrays.iter().any(|a| is_null(a, row)) {
                         None
                     } else {
                         let doc = parse(first.value(row))?;
@@ -399,8 +399,12 @@ impl JsonbFunction {
                     delete_index(doc, i)
                 }
                 DataType::List(_) | DataType::LargeList(_) => {
+                    // NULL keys delete nothing, as in PostgreSQL.
                     let mut doc = doc;
-                    for key in path_at(1)? {
+                    for key in super::json_path::path_steps(&arrays[1], row)?
+                        .into_iter()
+                        .flatten()
+                    {
                         doc = delete_key(doc, &key)?;
                     }
                     Ok(doc)
@@ -470,8 +474,18 @@ struct ContainsEither {
     signature: Signature,
 }
 
+/// Two JSON operands: text, or a NULL beside text (`jsonb @> NULL` is NULL).
 fn are_texts(types: &[DataType]) -> bool {
-    types.len() == 2 && types.iter().all(super::is_text)
+    types.len() == 2
+        && types.iter().any(super::is_text)
+        && types
+            .iter()
+            .all(|t| super::is_text(t) || t == &DataType::Null)
+}
+
+/// Whether row `row` of `a` is NULL (a NULL literal's array has no null buffer).
+fn is_null(a: &ArrayRef, row: usize) -> bool {
+    a.data_type() == &DataType::Null || a.is_null(row)
 }
 
 impl ScalarUDFImpl for ContainsEither {
@@ -549,8 +563,11 @@ fn concatenation(expr: &RawBinaryExpr, schema: &DFSchema) -> Result<Option<&'sta
     if !json(&l) && !json(&r) {
         return Ok(None);
     }
-    let jsonb =
-        |t: &Option<String>, e: &Expr| t.as_deref() == Some("jsonb") || is_unknown_literal(e);
+    let jsonb = |t: &Option<String>, e: &Expr| {
+        t.as_deref() == Some("jsonb")
+            || is_unknown_literal(e)
+            || matches!(e, Expr::Literal(ScalarValue::Null, _))
+    };
     if jsonb(&l, &expr.left) && jsonb(&r, &expr.right) {
         return Ok(Some(CONCAT));
     }
