@@ -359,6 +359,14 @@ impl From<DataFusionError> for BrookError {
     }
 }
 
+/// A Brook error raised inside DataFusion (a function, a table provider, an operator): it
+/// travels as `External` and comes back out with its SQLSTATE ([`classify_datafusion`]).
+impl From<BrookError> for DataFusionError {
+    fn from(e: BrookError) -> Self {
+        DataFusionError::External(Box::new(e))
+    }
+}
+
 impl From<datafusion::sql::sqlparser::parser::ParserError> for BrookError {
     fn from(e: datafusion::sql::sqlparser::parser::ParserError) -> Self {
         BrookError::Syntax(strip_parser_prefix(&e.to_string()))

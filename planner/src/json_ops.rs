@@ -1,12 +1,16 @@
 //! PostgreSQL's JSON operators and functions as the JSON functions of
 //! `datafusion-functions-json`, which read JSON text (Brook keeps json and jsonb as text).
 //!
-//! - `j -> k` is `json_get_json(j, k)`: the member or element as JSON text;
-//! - `j ->> k` is `json_as_text(j, k)`: a string member as its text, any other value as its
-//!   JSON text, JSON `null` as SQL NULL;
-//! - `j ? k` is `json_contains(j, k)`;
+//! - `j -> k` is [`JSON_GET`]`(j, k)`: the member or element as JSON text (the server's
+//!   `json_get_json`, typed as `j` is);
+//! - `j ->> k` is [`JSON_GET_TEXT`]`(j, k)` (`json_as_text`): a string member as its text,
+//!   any other value as its JSON text, JSON `null` as SQL NULL;
+//! - `j ? k` is [`JSON_EXISTS`]`(j, k)` (`json_contains`);
 //! - `json_extract_path[_text](j, k, ...)`, their `jsonb_` twins, and
 //!   `json[b]_array_length(j)` call the same functions.
+//!
+//! The operators' functions have names of their own ([`OPERATOR_FUNCTIONS`]) so the
+//! column is named `?column?`, as PostgreSQL names an operator's result.
 //!
 //! The rewrite happens on the statement, before DataFusion plans it, so the crate's own
 //! operator planner (which makes `->` a union-typed value no PostgreSQL client reads) is
@@ -19,10 +23,25 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 
+/// The function `j -> k` becomes (registered by the server).
+pub const JSON_GET: &str = "brook_json_get";
+/// The function `j ->> k` becomes.
+pub const JSON_GET_TEXT: &str = "brook_json_get_text";
+/// The function `j ? k` becomes.
+pub const JSON_EXISTS: &str = "brook_json_exists";
 /// The function `j #> path` becomes (registered by the server).
 pub const JSON_PATH: &str = "brook_json_path";
 /// The function `j #>> path` becomes.
 pub const JSON_PATH_TEXT: &str = "brook_json_path_text";
+
+/// The functions the operators become: an unnamed result column of one is `?column?`.
+pub const OPERATOR_FUNCTIONS: [&str; 5] = [
+    JSON_GET,
+    JSON_GET_TEXT,
+    JSON_EXISTS,
+    JSON_PATH,
+    JSON_PATH_TEXT,
+];
 
 /// The operators and PostgreSQL function names as the crate's functions.
 #[derive(Debug)]
@@ -40,9 +59,9 @@ fn rewrite_json(expr: &mut Expr) {
     match expr {
         Expr::BinaryOp { left, op, right } => {
             let name = match op {
-                BinaryOperator::Arrow => "json_get_json",
-                BinaryOperator::LongArrow => "json_as_text",
-                BinaryOperator::Question => "json_contains",
+                BinaryOperator::Arrow => JSON_GET,
+                BinaryOperator::LongArrow => JSON_GET_TEXT,
+                BinaryOperator::Question => JSON_EXISTS,
                 BinaryOperator::HashArrow => JSON_PATH,
                 BinaryOperator::HashLongArrow => JSON_PATH_TEXT,
                 _ => return,
@@ -110,7 +129,9 @@ pub const JSON_STEP: &str = "brook_json_step";
 /// The crate's function for a PostgreSQL JSON function name.
 fn renamed(name: &str) -> Option<&'static str> {
     Some(match name {
-        "json_extract_path" | "jsonb_extract_path" => "json_get_json",
+        // Typed json / jsonb by the server's functions of these names.
+        "json_extract_path" => "json_extract_path",
+        "jsonb_extract_path" => "jsonb_extract_path",
         "json_extract_path_text" | "jsonb_extract_path_text" => "json_as_text",
         "json_array_length" | "jsonb_array_length" => "json_length",
         _ => return None,
@@ -129,11 +150,11 @@ mod tests {
     fn operators_become_function_calls() {
         assert_eq!(
             sql("SELECT doc -> 'a' -> 0, doc ->> 'b' FROM t WHERE doc ? 'c'"),
-            "SELECT json_get_json(json_get_json(doc, 'a'), CAST(0 AS BIGINT)), json_as_text(doc, 'b') FROM t WHERE json_contains(doc, 'c')"
+            "SELECT brook_json_get(brook_json_get(doc, 'a'), CAST(0 AS BIGINT)), brook_json_get_text(doc, 'b') FROM t WHERE brook_json_exists(doc, 'c')"
         );
         assert_eq!(
             sql("SELECT doc -> i FROM t"),
-            "SELECT json_get_json(doc, brook_json_step(i)) FROM t"
+            "SELECT brook_json_get(doc, brook_json_step(i)) FROM t"
         );
         assert_eq!(
             sql("SELECT jsonb_extract_path_text(doc, 'a', 'b'), json_array_length(doc)"),

@@ -46,6 +46,7 @@ pub mod array_literal;
 pub mod array_operators;
 pub mod array_subquery;
 pub mod bytea;
+pub mod cast_metadata;
 pub mod catalog_lookups;
 pub mod checked;
 pub mod checked_math;

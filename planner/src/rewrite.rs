@@ -198,6 +198,14 @@ fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Identifier(i) => Some(norm(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(norm),
         Expr::Function(f) if rewritten_set_returning(f).is_some() => rewritten_set_returning(f),
+        // An operator the statement rewrite made a function call (`j -> 'a'`).
+        Expr::Function(f)
+            if f.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
+                crate::json_ops::OPERATOR_FUNCTIONS.contains(&i.value.as_str())
+            }) =>
+        {
+            None
+        }
         Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| {
             let n = norm(i);
             if n == "trim" {

@@ -24,8 +24,16 @@ fn cases() -> u32 {
         .unwrap_or(400)
 }
 
+/// This crate's directory, read when the test runs (cargo sets it), so a test binary built
+/// from another checkout sharing the build directory reads this checkout's files.
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR (set by cargo test)"),
+    )
+}
+
 fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sql-tests")
+    manifest_dir().join("../sql-tests")
 }
 
 /// The COPY seeds: (format, bytes).

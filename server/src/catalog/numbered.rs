@@ -35,10 +35,6 @@ pub const NUMBERED_ROWS_FUNCTION: &str = "brook_numbered_rows";
 /// The column holding a row's position.
 pub const ROW_NUMBER_COLUMN: &str = "__brook_rid";
 
-fn user_error(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 /// The table function, bound to a database's catalog.
 #[derive(Debug)]
 pub struct NumberedRowsFunction {
@@ -55,7 +51,7 @@ impl TableFunctionImpl for NumberedRowsFunction {
         let exprs = args.exprs();
         let (Some(schema), Some(name), 2) = (text(exprs.first()), text(exprs.get(1)), exprs.len())
         else {
-            return Err(user_error(brook_err!(
+            return Err(DataFusionError::from(brook_err!(
                 InvalidParameter,
                 "{NUMBERED_ROWS_FUNCTION}(schema, relation) takes two text constants"
             )));
@@ -66,11 +62,13 @@ impl TableFunctionImpl for NumberedRowsFunction {
             .schema(&schema)
             .map(|s| crate::catalog::table::table_in(s.as_ref(), &name))
             .transpose()
-            .map_err(user_error)?
+            .map_err(DataFusionError::from)?
             .flatten()
-            .ok_or_else(|| user_error(BrookError::UndefinedTable(format!("{schema}.{name}"))))?;
+            .ok_or_else(|| {
+                DataFusionError::from(BrookError::UndefinedTable(format!("{schema}.{name}")))
+            })?;
         let Some(table) = relation.downcast_ref::<BrookTable>() else {
-            return Err(user_error(brook_err!(
+            return Err(DataFusionError::from(brook_err!(
                 WrongObjectType,
                 "\"{schema}.{name}\" is not a table or stream"
             )));

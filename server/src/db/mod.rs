@@ -298,7 +298,7 @@ impl Engine {
         )?;
         datafusion::execution::FunctionRegistry::register_expr_planner(
             &mut ctx,
-            Arc::new(crate::udf::jsonb_edit::JsonbOperators),
+            Arc::new(crate::udf::jsonb_operators::JsonbOperators),
         )?;
         ctx.add_analyzer_rule(Arc::new(
             brook_planner::checked::CheckedIntegerArithmetic::default(),
@@ -311,6 +311,7 @@ impl Engine {
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::cast_metadata::CastsTakeTheirType));
         ctx.add_analyzer_rule(Arc::new(brook_planner::value_text::ValueTextCasts::new(
             crate::udf::value_text::udf(),
         )));
@@ -338,14 +339,17 @@ impl Engine {
         crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
+        // After `udf::functions`: wraps the crate's `json_get_json`.
+        crate::udf::json_get::register(&ctx);
         crate::udf::xml::register(&ctx);
         crate::udf::activity::register(&ctx, self.activity.clone());
         crate::udf::checked::register(&ctx);
         // After `checked`: it wraps the checked `to_timestamp`.
         crate::udf::to_timestamp::register(&ctx);
         crate::udf::array_functions::register(&ctx);
-        // After `array_functions`: jsonb containment wraps its `array_has_all`.
         crate::udf::jsonb_edit::register(&ctx);
+        // After `array_functions`: jsonb containment wraps its `array_has_all`.
+        crate::udf::jsonb_operators::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);

@@ -216,6 +216,18 @@ impl PgType {
         }
     }
 
+    /// The type's name without its modifier, as `pg_typeof` prints it (`character
+    /// varying`, `numeric`).
+    pub fn type_name(&self) -> String {
+        match self {
+            PgType::Numeric { .. } => "numeric".into(),
+            PgType::Varchar(_) => "character varying".into(),
+            PgType::Char(_) => "character".into(),
+            PgType::Array(elem) => format!("{}[]", elem.type_name()),
+            other => other.name(),
+        }
+    }
+
     /// The declared type recorded in a field's metadata, if any.
     pub fn from_field(field: &Field) -> Option<PgType> {
         let name = field.metadata().get(PG_TYPE_KEY)?;
@@ -381,6 +393,15 @@ fn array_of(t: &Type) -> Type {
         Type::UUID => Type::UUID_ARRAY,
         Type::XML => Type::XML_ARRAY,
         _ => Type::TEXT_ARRAY,
+    }
+}
+
+/// The name `pg_typeof` gives a value of field `field`: its recorded type (`jsonb`,
+/// `character varying`), else its Arrow type's ([`typeof_name`]).
+pub fn typeof_field_name(field: &Field) -> String {
+    match PgType::from_field(field) {
+        Some(t) => t.type_name(),
+        None => typeof_name(field.data_type()),
     }
 }
 

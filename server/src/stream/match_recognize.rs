@@ -26,10 +26,6 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
 
-fn user_error(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 /// The table function, bound to a database's catalog.
 #[derive(Debug)]
 pub struct MatchRecognizeFunction {
@@ -41,17 +37,17 @@ impl TableFunctionImpl for MatchRecognizeFunction {
     fn call_with_args(&self, args: TableFunctionArgs<'_, '_>) -> DfResult<Arc<dyn TableProvider>> {
         let text = |i: usize| match args.exprs().get(i) {
             Some(Expr::Literal(ScalarValue::Utf8(Some(s)), _)) => Ok(s.clone()),
-            _ => Err(user_error(brook_err!(
+            _ => Err(DataFusionError::from(brook_err!(
                 InvalidParameter,
                 "brook_match_recognize(relation, clause): write MATCH_RECOGNIZE instead"
             ))),
         };
         let (name, clause) = (text(0)?, text(1)?);
         let relation = crate::catalog::table::lookup(&self.catalog, &name)
-            .map_err(user_error)?
-            .ok_or_else(|| user_error(BrookError::UndefinedTable(name.clone())))?;
+            .map_err(DataFusionError::from)?
+            .ok_or_else(|| DataFusionError::from(BrookError::UndefinedTable(name.clone())))?;
         if !relation.is::<BrookTable>() {
-            return Err(user_error(brook_err!(
+            return Err(DataFusionError::from(brook_err!(
                 WrongObjectType,
                 "MATCH_RECOGNIZE reads a table or stream, and \"{name}\" is neither"
             )));
@@ -60,9 +56,11 @@ impl TableFunctionImpl for MatchRecognizeFunction {
             .session()
             .as_any()
             .downcast_ref::<SessionState>()
-            .ok_or_else(|| user_error(brook_err!(Internal, "session is not a SessionState")))?;
+            .ok_or_else(|| {
+                DataFusionError::from(brook_err!(Internal, "session is not a SessionState"))
+            })?;
         let node = brook_planner::match_recognize::plan_node(&clause, relation.schema(), state)
-            .map_err(user_error)?;
+            .map_err(DataFusionError::from)?;
         Ok(Arc::new(MatchRecognizeTable {
             relation,
             name,
@@ -146,7 +144,7 @@ impl TableProvider for MatchRecognizeTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let plan = self.relation.scan(state, None, &[], None).await?;
         let batches = datafusion::physical_plan::collect(plan, state.task_ctx()).await?;
-        let rows = self.ordered(&batches).map_err(user_error)?;
+        let rows = self.ordered(&batches).map_err(DataFusionError::from)?;
         // Matching is CPU work that may take long (bounded per attempt, not per query): it
         // runs off the async workers and stops when the statement is cancelled.
         let token = state
@@ -158,8 +156,10 @@ impl TableProvider for MatchRecognizeTable {
         let node = self.node.clone();
         let out = tokio::task::spawn_blocking(move || Self::matches(&node, &rows, interrupt))
             .await
-            .map_err(|e| user_error(BrookError::internal(format!("row pattern matching: {e}"))))?
-            .map_err(user_error)?;
+            .map_err(|e| {
+                DataFusionError::from(BrookError::internal(format!("row pattern matching: {e}")))
+            })?
+            .map_err(DataFusionError::from)?;
         let exec = MemorySourceConfig::try_new_exec(
             &[out],
             self.node.schema.clone(),

@@ -24,10 +24,6 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use std::sync::Arc;
 
-fn user_error(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 /// The table function, bound to a database's catalog.
 #[derive(Debug)]
 pub struct CountWindowFunction {
@@ -38,7 +34,7 @@ pub struct CountWindowFunction {
 impl TableFunctionImpl for CountWindowFunction {
     fn call_with_args(&self, args: TableFunctionArgs<'_, '_>) -> DfResult<Arc<dyn TableProvider>> {
         let usage = || {
-            user_error(brook_err!(
+            DataFusionError::from(brook_err!(
                 InvalidParameter,
                 "brook_count_window(relation, size, slide, key ...): use TUMBLE_ROWS or HOP_ROWS"
             ))
@@ -64,10 +60,10 @@ impl TableFunctionImpl for CountWindowFunction {
             return Err(usage());
         }
         let relation = crate::catalog::table::lookup(&self.catalog, &name)
-            .map_err(user_error)?
-            .ok_or_else(|| user_error(BrookError::UndefinedTable(name.clone())))?;
+            .map_err(DataFusionError::from)?
+            .ok_or_else(|| DataFusionError::from(BrookError::UndefinedTable(name.clone())))?;
         if !relation.is::<BrookTable>() {
-            return Err(user_error(brook_err!(
+            return Err(DataFusionError::from(brook_err!(
                 WrongObjectType,
                 "count windows read a table or stream, and \"{name}\" is neither"
             )));
@@ -77,7 +73,7 @@ impl TableFunctionImpl for CountWindowFunction {
         for e in exprs.iter().skip(3) {
             let key = text(Some(e)).ok_or_else(usage)?;
             let at = input.index_of(&key).map_err(|_| {
-                user_error(brook_err!(
+                DataFusionError::from(brook_err!(
                     UndefinedColumn,
                     "column \"{key}\" does not exist in \"{name}\""
                 ))
@@ -131,12 +127,12 @@ impl TableProvider for CountWindowTable {
         // The relation in log order (one partition), through the continuous operator.
         let plan = self.relation.scan(state, None, &[], None).await?;
         let batches = datafusion::physical_plan::collect(plan, state.task_ctx()).await?;
-        let mut op = self.node.instantiate().map_err(user_error)?;
+        let mut op = self.node.instantiate().map_err(DataFusionError::from)?;
         let mut out: Vec<RecordBatch> = Vec::new();
         for b in batches {
             out.extend(
                 change::push_inserts(op.as_mut(), &self.node.input_schema, &b)
-                    .map_err(user_error)?,
+                    .map_err(DataFusionError::from)?,
             );
         }
         let exec = MemorySourceConfig::try_new_exec(

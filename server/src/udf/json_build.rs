@@ -4,16 +4,19 @@
 //! `datafusion-functions-json` reads JSON; it has no constructors, so these are written here.
 //! Values render as PostgreSQL renders them: numbers bare (NaN and infinities as strings),
 //! booleans and NULL as JSON literals, timestamps as ISO 8601 strings, arrays as JSON arrays,
-//! everything else as a JSON string of its text. Brook keeps json as text, so a json value
-//! passed in is quoted like any text (PostgreSQL embeds it).
+//! json and jsonb values (recorded so in their field) embedded as they are, everything else
+//! as a JSON string of its text. The results are typed json or jsonb; jsonb's are printed
+//! as jsonb prints (keys ordered and unique, `{"a": 1}`).
 
 use brook_common::BrookError;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{Field, FieldRef};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    TypeSignature, Volatility,
 };
 use datafusion::prelude::SessionContext;
 use std::sync::Arc;
@@ -31,7 +34,11 @@ pub fn register(ctx: &SessionContext) {
         ("jsonb_typeof", Kind::TypeOf),
     ] {
         let signature = match kind {
-            Kind::Object | Kind::Array => Signature::variadic_any(Volatility::Stable),
+            // `jsonb_build_object()` is `{}`.
+            Kind::Object | Kind::Array => Signature::one_of(
+                vec![TypeSignature::VariadicAny, TypeSignature::Nullary],
+                Volatility::Stable,
+            ),
             Kind::Value => Signature::any(1, Volatility::Stable),
             Kind::TypeOf => Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
         };
@@ -58,10 +65,6 @@ struct JsonBuild {
     signature: Signature,
 }
 
-fn err(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 impl ScalarUDFImpl for JsonBuild {
     fn name(&self) -> &str {
         self.name
@@ -75,30 +78,63 @@ impl ScalarUDFImpl for JsonBuild {
         Ok(DataType::Utf8)
     }
 
+    fn return_field_from_args(&self, _args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        Ok(match self.kind {
+            Kind::TypeOf => Arc::new(Field::new(self.name, DataType::Utf8, true)),
+            _ if self.is_jsonb() => super::json_get::json_field(self.name, "jsonb"),
+            _ => super::json_get::json_field(self.name, "json"),
+        })
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         if self.kind == Kind::Object && arrays.len() % 2 == 1 {
-            return Err(err(BrookError::InvalidParameter(format!(
+            return Err(DataFusionError::from(BrookError::InvalidParameter(format!(
                 "argument list must have even number of elements (the arguments of {} alternate keys and values)",
                 self.name
             ))));
         }
+        let embedded: Vec<bool> = args
+            .arg_fields
+            .iter()
+            .map(|f| super::json_get::json_type(f).is_some())
+            .collect();
         let out: StringArray = (0..rows)
-            .map(|row| self.row(&arrays, row))
+            .map(|row| {
+                let json = self.row(&arrays, &embedded, row)?;
+                match json {
+                    Some(json) if self.is_jsonb() => Ok(Some(as_jsonb(&json)?)),
+                    other => Ok(other),
+                }
+            })
             .collect::<Result<_>>()?;
         super::result_value(Arc::new(out), scalar)
     }
 }
 
 impl JsonBuild {
-    fn row(&self, arrays: &[ArrayRef], row: usize) -> Result<Option<String>> {
+    /// A `jsonb_` function (or `to_jsonb`); `json_typeof` and `jsonb_typeof` give text.
+    fn is_jsonb(&self) -> bool {
+        self.kind != Kind::TypeOf && (self.name.starts_with("jsonb") || self.name == "to_jsonb")
+    }
+
+    /// Row `row` as JSON text; `embedded[i]` when argument `i` is json or jsonb already.
+    fn row(&self, arrays: &[ArrayRef], embedded: &[bool], row: usize) -> Result<Option<String>> {
+        let value = |out: &mut String, i: usize| -> Result<()> {
+            if embedded.get(i) == Some(&true) && !is_null(&arrays[i], row) {
+                out.push_str(&text_of(&arrays[i], row)?);
+                Ok(())
+            } else {
+                write_value(out, &arrays[i], row)
+            }
+        };
         let mut out = String::new();
         match self.kind {
             Kind::Object => {
                 out.push('{');
                 for (i, pair) in arrays.chunks(2).enumerate() {
                     if is_null(&pair[0], row) {
-                        return Err(err(BrookError::Semantic {
+                        return Err(DataFusionError::from(BrookError::Semantic {
                             message: format!("argument {}: key must not be null", 2 * i + 1),
                             code: "22004",
                         }));
@@ -108,17 +144,17 @@ impl JsonBuild {
                     }
                     write_string(&mut out, &text_of(&pair[0], row)?);
                     out.push_str(" : ");
-                    write_value(&mut out, &pair[1], row)?;
+                    value(&mut out, 2 * i + 1)?;
                 }
                 out.push('}');
             }
             Kind::Array => {
                 out.push('[');
-                for (i, a) in arrays.iter().enumerate() {
+                for i in 0..arrays.len() {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    write_value(&mut out, a, row)?;
+                    value(&mut out, i)?;
                 }
                 out.push(']');
             }
@@ -129,7 +165,7 @@ impl JsonBuild {
                 if is_null(a, row) {
                     return Ok(None);
                 }
-                write_value(&mut out, a, row)?;
+                value(&mut out, 0)?;
             }
             Kind::TypeOf => {
                 let Some(a) = arrays.first() else {
@@ -140,7 +176,7 @@ impl JsonBuild {
                 }
                 let text = a.as_string::<i32>().value(row);
                 let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                    err(BrookError::InvalidText(format!(
+                    DataFusionError::from(BrookError::InvalidText(format!(
                         "invalid input syntax for type json: {e}"
                     )))
                 })?;
@@ -149,6 +185,15 @@ impl JsonBuild {
         }
         Ok(Some(out))
     }
+}
+
+/// JSON text as jsonb prints it.
+fn as_jsonb(json: &str) -> Result<String> {
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| DataFusionError::from(crate::pg::json::invalid_json(e)))?;
+    let mut out = String::new();
+    crate::pg::json::write_jsonb(&mut out, &value);
+    Ok(out)
 }
 
 /// True for a NULL value (an untyped NULL literal is a column of Arrow's Null type, which
@@ -273,7 +318,7 @@ mod tests {
             signature: Signature::variadic_any(Volatility::Stable),
         };
         let rows = args.first().map_or(1, |a| a.len());
-        (0..rows).map(|r| f.row(&args, r)).collect()
+        (0..rows).map(|r| f.row(&args, &[], r)).collect()
     }
 
     fn text(values: &[Option<&str>]) -> ArrayRef {
@@ -331,6 +376,15 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("key must not be null"), "{e}");
+    }
+
+    #[test]
+    fn jsonb_results_print_as_jsonb() {
+        assert_eq!(
+            as_jsonb(r#"{"bb" : 1, "a" : [1,2], "bb" : "x"}"#).unwrap(),
+            r#"{"a": [1, 2], "bb": "x"}"#
+        );
+        assert!(as_jsonb("{").is_err());
     }
 
     #[test]

@@ -24,16 +24,12 @@ use std::sync::Arc;
 
 /// Register the path functions and the json/jsonb casts on a database context.
 pub fn register(ctx: &SessionContext) {
-    for (name, jsonb) in [
-        (brook_planner::pg_functions::JSON_CAST, false),
-        (brook_planner::pg_functions::JSONB_CAST, true),
-    ] {
-        ctx.register_udf(ScalarUDF::new_from_impl(JsonCast {
-            name,
-            jsonb,
-            signature: Signature::any(1, Volatility::Immutable),
-        }));
-    }
+    ctx.register_udf(ScalarUDF::new_from_impl(JsonCast {
+        name: brook_planner::pg_functions::JSON_CAST,
+        jsonb: false,
+        signature: Signature::any(1, Volatility::Immutable),
+    }));
+    ctx.register_udf(jsonb_cast());
     ctx.register_udf(ScalarUDF::new_from_impl(JsonStep {
         signature: Signature::user_defined(Volatility::Immutable),
     }));
@@ -113,6 +109,18 @@ impl ScalarUDFImpl for JsonPath {
         Ok(DataType::Utf8)
     }
 
+    /// `#>` is of its operand's JSON type, `#>>` text.
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let ty = args
+            .arg_fields
+            .first()
+            .and_then(|f| super::json_get::json_type(f));
+        Ok(match ty {
+            Some(ty) if !self.as_text => super::json_get::json_field(self.name, ty),
+            _ => Arc::new(Field::new(self.name, DataType::Utf8, true)),
+        })
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;
         let docs = datafusion::arrow::compute::cast(&arrays[0], &DataType::Utf8)?;
@@ -132,6 +140,15 @@ impl ScalarUDFImpl for JsonPath {
         let out: ArrayRef = Arc::new(StringArray::from(out));
         super::result_value(out, scalar)
     }
+}
+
+/// `x::jsonb`, for a planner that reads an operand as jsonb.
+pub(crate) fn jsonb_cast() -> ScalarUDF {
+    ScalarUDF::new_from_impl(JsonCast {
+        name: brook_planner::pg_functions::JSONB_CAST,
+        jsonb: true,
+        signature: Signature::any(1, Volatility::Immutable),
+    })
 }
 
 /// `x::json` checks that `x` is JSON and keeps its text; `x::jsonb` prints it as jsonb.
@@ -159,14 +176,7 @@ impl ScalarUDFImpl for JsonCast {
     /// clients decode it as JSON (pgx scans `$1::jsonb` into a map).
     fn return_field_from_args(&self, _args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
         let ty = if self.jsonb { "jsonb" } else { "json" };
-        Ok(Arc::new(
-            Field::new(self.name, DataType::Utf8, true).with_metadata(
-                std::collections::HashMap::from([(
-                    crate::pg::types::PG_TYPE_KEY.to_string(),
-                    ty.to_string(),
-                )]),
-            ),
-        ))
+        Ok(super::json_get::json_field(self.name, ty))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

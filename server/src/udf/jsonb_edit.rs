@@ -1,35 +1,29 @@
-//! PostgreSQL's jsonb operators and `jsonb_set`: `a || b` (concatenation and object merge),
+//! PostgreSQL's jsonb editing functions: `a || b` (concatenation and object merge),
 //! `a - key`, `a - index`, `a - keys[]`, `a #- path`, `a @> b` / `a <@ b` (containment)
 //! and `jsonb_set(target, path, value [, create_missing])`.
 //!
-//! Brook keeps jsonb as text (typed `jsonb` by field metadata), so before this `a || b`
-//! concatenated the text (`{"a": 1}{"b": 2}`, a wrong answer), `-` and `#-` failed to
-//! plan and `@>` was taken for an array test. `datafusion-functions-json` reads JSON but
-//! has no editing or containment functions, so these are written here over `serde_json`,
-//! following PostgreSQL's `jsonb_concat`, `jsonb_delete*`, `jsonb_set` and
-//! `JsonbDeepContains`. A planner hook ([`JsonbOperators`]) sends the operators of a jsonb
-//! operand to these functions; other operands keep their meaning (`text || text`).
+//! Brook keeps jsonb as text (typed `jsonb` by field metadata). `datafusion-functions-json`
+//! reads JSON but has no editing or containment functions, so these are written here over
+//! `serde_json`, following PostgreSQL's `jsonb_concat`, `jsonb_delete*`, `jsonb_set` and
+//! `JsonbDeepContains`. Which operator becomes which function is
+//! [`super::jsonb_operators`]' concern.
 
-use crate::pg::types::PG_TYPE_KEY;
 use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use datafusion::prelude::SessionContext;
-use datafusion::sql::sqlparser::ast::BinaryOperator;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What a function computes.
 #[derive(Debug, PartialEq, Eq, Hash, Clone, Copy)]
-enum Edit {
+pub(crate) enum Edit {
     /// `a || b`.
     Concat,
     /// `a - key`, `a - index`, `a - keys`.
@@ -42,16 +36,12 @@ enum Edit {
     Contains,
 }
 
-fn user(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 fn parse(text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| user(crate::pg::json::invalid_json(e)))
+    serde_json::from_str(text).map_err(|e| DataFusionError::from(crate::pg::json::invalid_json(e)))
 }
 
 fn scalar_error(what: &str) -> DataFusionError {
-    user(brook_err!(InvalidParameter, "{what}"))
+    DataFusionError::from(brook_err!(InvalidParameter, "{what}"))
 }
 
 /// `a || b`: objects merge (b's members win), arrays concatenate, and any other pair is
@@ -119,7 +109,7 @@ fn delete_index(a: Value, index: i64) -> Result<Value> {
 /// A path step as an array position: 22P02 when it is not an integer.
 fn step_index(step: &str, at: usize) -> Result<i64> {
     step.parse::<i32>().map(i64::from).map_err(|_| {
-        user(BrookError::InvalidText(format!(
+        DataFusionError::from(BrookError::InvalidText(format!(
             "path element at position {} is not an integer: \"{step}\"",
             at + 1
         )))
@@ -290,12 +280,7 @@ impl ScalarUDFImpl for JsonbFunction {
         if self.edit == Edit::Contains {
             return Ok(Arc::new(Field::new(self.name, DataType::Boolean, true)));
         }
-        Ok(Arc::new(
-            Field::new(self.name, DataType::Utf8, true).with_metadata(HashMap::from([(
-                PG_TYPE_KEY.to_string(),
-                "jsonb".to_string(),
-            )])),
-        ))
+        Ok(super::json_get::json_field(self.name, "jsonb"))
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
@@ -324,13 +309,11 @@ impl ScalarUDFImpl for JsonbFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;
-        let text = |i: usize| datafusion::arrow::compute::cast(&arrays[i], &DataType::Utf8);
-        let first = text(0)?;
-        let first = first.as_string::<i32>();
+        let texts = Texts::of(&arrays)?;
+        let first = texts.column(0)?;
         let out: ArrayRef = match self.edit {
             Edit::Contains => {
-                let second = text(1)?;
-                let second = second.as_string::<i32>();
+                let second = texts.column(1)?;
                 let mut out = Vec::with_capacity(rows);
                 for row in 0..rows {
                     out.push(if is_null(&arrays[0], row) || is_null(&arrays[1], row) {
@@ -351,7 +334,7 @@ impl ScalarUDFImpl for JsonbFunction {
                         None
                     } else {
                         let doc = parse(first.value(row))?;
-                        Some(self.edited(edit, doc, &arrays, row)?)
+                        Some(edited(edit, doc, &arrays, &texts, row)?)
                     };
                     out.push(value.map(|v| {
                         let mut s = String::new();
@@ -366,63 +349,89 @@ impl ScalarUDFImpl for JsonbFunction {
     }
 }
 
-impl JsonbFunction {
-    /// The edited value of `doc` (row `row` of the arguments).
-    fn edited(&self, edit: Edit, doc: Value, arrays: &[ArrayRef], row: usize) -> Result<Value> {
-        let text_at = |i: usize| -> Result<String> {
-            let t = datafusion::arrow::compute::cast(&arrays[i].slice(row, 1), &DataType::Utf8)?;
-            Ok(t.as_string::<i32>().value(0).to_string())
-        };
-        let path_at = |i: usize| -> Result<Vec<String>> {
-            super::json_path::path_steps(&arrays[i], row)?
-                .into_iter()
-                .enumerate()
-                .map(|(at, step)| {
-                    step.ok_or_else(|| {
-                        user(brook_err!(
-                            NullValueNotAllowed,
-                            "path element at position {} is null",
-                            at + 1
-                        ))
-                    })
-                })
-                .collect()
-        };
-        match edit {
-            Edit::Concat => Ok(concat(doc, parse(&text_at(1)?)?)),
-            Edit::Delete => match arrays[1].data_type() {
-                t if t.is_integer() => {
-                    let i = ScalarValue::try_from_array(&arrays[1], row)?;
-                    let ScalarValue::Int64(Some(i)) = i.cast_to(&DataType::Int64)? else {
-                        return Ok(doc);
-                    };
-                    delete_index(doc, i)
-                }
-                DataType::List(_) | DataType::LargeList(_) => {
-                    // NULL keys delete nothing, as in PostgreSQL.
-                    let mut doc = doc;
-                    for key in super::json_path::path_steps(&arrays[1], row)?
-                        .into_iter()
-                        .flatten()
-                    {
-                        doc = delete_key(doc, &key)?;
-                    }
-                    Ok(doc)
-                }
-                _ => delete_key(doc, &text_at(1)?),
-            },
-            Edit::DeletePath => delete_path(doc, &path_at(1)?),
-            Edit::Set => {
-                let create = match arrays.get(3) {
-                    Some(flag) => flag.as_boolean().value(row),
-                    None => true,
-                };
-                set(doc, &path_at(1)?, parse(&text_at(2)?)?, create)
+/// The arguments that are text (the JSON operands, a key), cast to `Utf8` once per batch.
+struct Texts(Vec<Option<ArrayRef>>);
+
+impl Texts {
+    fn of(arrays: &[ArrayRef]) -> Result<Self> {
+        let cast = |a: &ArrayRef| -> Result<Option<ArrayRef>> {
+            if super::is_text(a.data_type()) || a.data_type() == &DataType::Null {
+                Ok(Some(datafusion::arrow::compute::cast(a, &DataType::Utf8)?))
+            } else {
+                Ok(None)
             }
-            Edit::Contains => Err(DataFusionError::Internal(
-                "containment is not an edit".into(),
-            )),
+        };
+        Ok(Texts(arrays.iter().map(cast).collect::<Result<_>>()?))
+    }
+
+    /// Argument `i` as text.
+    fn column(&self, i: usize) -> Result<&StringArray> {
+        match self.0.get(i) {
+            Some(Some(a)) => Ok(a.as_string::<i32>()),
+            _ => Err(DataFusionError::Internal(format!(
+                "jsonb function argument {} is not text",
+                i + 1
+            ))),
         }
+    }
+
+    /// Row `row` of argument `i`.
+    fn at(&self, i: usize, row: usize) -> Result<&str> {
+        Ok(self.column(i)?.value(row))
+    }
+}
+
+/// The edited value of `doc` (row `row` of the arguments).
+fn edited(edit: Edit, doc: Value, arrays: &[ArrayRef], texts: &Texts, row: usize) -> Result<Value> {
+    let path_at = |i: usize| -> Result<Vec<String>> {
+        super::json_path::path_steps(&arrays[i], row)?
+            .into_iter()
+            .enumerate()
+            .map(|(at, step)| {
+                step.ok_or_else(|| {
+                    DataFusionError::from(brook_err!(
+                        NullValueNotAllowed,
+                        "path element at position {} is null",
+                        at + 1
+                    ))
+                })
+            })
+            .collect()
+    };
+    match edit {
+        Edit::Concat => Ok(concat(doc, parse(texts.at(1, row)?)?)),
+        Edit::Delete => match arrays[1].data_type() {
+            t if t.is_integer() => {
+                let i = ScalarValue::try_from_array(&arrays[1], row)?;
+                let ScalarValue::Int64(Some(i)) = i.cast_to(&DataType::Int64)? else {
+                    return Ok(doc);
+                };
+                delete_index(doc, i)
+            }
+            DataType::List(_) | DataType::LargeList(_) => {
+                // NULL keys delete nothing, as in PostgreSQL.
+                let mut doc = doc;
+                for key in super::json_path::path_steps(&arrays[1], row)?
+                    .into_iter()
+                    .flatten()
+                {
+                    doc = delete_key(doc, &key)?;
+                }
+                Ok(doc)
+            }
+            _ => delete_key(doc, texts.at(1, row)?),
+        },
+        Edit::DeletePath => delete_path(doc, &path_at(1)?),
+        Edit::Set => {
+            let create = match arrays.get(3) {
+                Some(flag) => flag.as_boolean().value(row),
+                None => true,
+            };
+            set(doc, &path_at(1)?, parse(texts.at(2, row)?)?, create)
+        }
+        Edit::Contains => Err(DataFusionError::Internal(
+            "containment is not an edit".into(),
+        )),
     }
 }
 
@@ -435,21 +444,17 @@ pub const DELETE_PATH: &str = "brook_jsonb_delete_path";
 /// `a @> b` when `a` is jsonb.
 pub const CONTAINS: &str = "brook_jsonb_contains";
 
-/// Register the functions (after `udf::array_functions`, whose `array_has_all` the
-/// containment operators keep for arrays).
+/// The function `name` computing `edit`.
+pub(crate) fn jsonb_function(name: &'static str, edit: Edit) -> ScalarUDF {
+    ScalarUDF::new_from_impl(JsonbFunction {
+        name,
+        edit,
+        signature: Signature::user_defined(Volatility::Immutable),
+    })
+}
+
+/// Register the functions the operators become, and `jsonb_set`.
 pub fn register(ctx: &SessionContext) {
-    use datafusion::execution::FunctionRegistry;
-    if let Ok(arrays) = ctx.udf("array_has_all") {
-        ctx.register_udf(ScalarUDF::new_from_impl(ContainsEither {
-            arrays,
-            jsonb: Arc::new(ScalarUDF::new_from_impl(JsonbFunction {
-                name: CONTAINS,
-                edit: Edit::Contains,
-                signature: Signature::user_defined(Volatility::Immutable),
-            })),
-            signature: Signature::user_defined(Volatility::Immutable),
-        }));
-    }
     for (name, edit) in [
         (CONCAT, Edit::Concat),
         (DELETE, Edit::Delete),
@@ -457,177 +462,14 @@ pub fn register(ctx: &SessionContext) {
         (CONTAINS, Edit::Contains),
         ("jsonb_set", Edit::Set),
     ] {
-        ctx.register_udf(ScalarUDF::new_from_impl(JsonbFunction {
-            name,
-            edit,
-            signature: Signature::user_defined(Volatility::Immutable),
-        }));
+        ctx.register_udf(jsonb_function(name, edit));
     }
-}
-
-/// `array_has_all`, which `a @> b` and `a <@ b` become (`brook_planner::array_operators`):
-/// jsonb containment for two JSON (text) operands, the array test otherwise.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ContainsEither {
-    arrays: Arc<ScalarUDF>,
-    jsonb: Arc<ScalarUDF>,
-    signature: Signature,
-}
-
-/// Two JSON operands: text, or a NULL beside text (`jsonb @> NULL` is NULL).
-fn are_texts(types: &[DataType]) -> bool {
-    types.len() == 2
-        && types.iter().any(super::is_text)
-        && types
-            .iter()
-            .all(|t| super::is_text(t) || t == &DataType::Null)
 }
 
 /// Whether row `row` of `a` is NULL (a NULL literal's array has no null buffer).
 fn is_null(a: &ArrayRef, row: usize) -> bool {
     a.data_type() == &DataType::Null || a.is_null(row)
 }
-
-impl ScalarUDFImpl for ContainsEither {
-    fn name(&self) -> &str {
-        self.arrays.name()
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Boolean)
-    }
-
-    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if are_texts(arg_types) {
-            return Ok(arg_types.to_vec());
-        }
-        let fields: Vec<FieldRef> = arg_types
-            .iter()
-            .map(|t| Arc::new(Field::new("", t.clone(), true)))
-            .collect();
-        let coerced = datafusion::logical_expr::type_coercion::functions::fields_with_udf(
-            &fields,
-            self.arrays.as_ref(),
-        )?;
-        Ok(coerced.iter().map(|f| f.data_type().clone()).collect())
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let types: Vec<DataType> = args.args.iter().map(|a| a.data_type()).collect();
-        if are_texts(&types) {
-            self.jsonb.invoke_with_args(args)
-        } else {
-            self.arrays.invoke_with_args(args)
-        }
-    }
-}
-
-/// The PostgreSQL type `e` is recorded as (a jsonb column or cast, one of these functions).
-fn recorded_type(e: &Expr, schema: &DFSchema) -> Option<String> {
-    let (_, f) = e.to_field(schema).ok()?;
-    f.metadata().get(PG_TYPE_KEY).cloned()
-}
-
-/// PostgreSQL's name of an operand's type, for an error message.
-fn type_name(e: &Expr, schema: &DFSchema) -> String {
-    if let Some(t) = recorded_type(e, schema) {
-        return t;
-    }
-    match e.get_type(schema) {
-        Ok(DataType::Int16) => "smallint".into(),
-        Ok(DataType::Int32) => "integer".into(),
-        Ok(DataType::Int64) => "bigint".into(),
-        Ok(DataType::Float32) => "real".into(),
-        Ok(DataType::Float64) => "double precision".into(),
-        Ok(DataType::Boolean) => "boolean".into(),
-        Ok(DataType::Decimal128(..) | DataType::Decimal256(..)) => "numeric".into(),
-        Ok(t) if super::is_text(&t) => "text".into(),
-        Ok(t) => t.to_string(),
-        Err(_) => "unknown".into(),
-    }
-}
-
-/// `a || b` with a JSON operand: jsonb concatenation for jsonb with jsonb (or an untyped
-/// literal), text concatenation with a text operand, and PostgreSQL's 42883 otherwise
-/// (`json || json`, `jsonb || integer`).
-fn concatenation(expr: &RawBinaryExpr, schema: &DFSchema) -> Result<Option<&'static str>> {
-    let (l, r) = (
-        recorded_type(&expr.left, schema),
-        recorded_type(&expr.right, schema),
-    );
-    let json = |t: &Option<String>| matches!(t.as_deref(), Some("json" | "jsonb"));
-    if !json(&l) && !json(&r) {
-        return Ok(None);
-    }
-    let jsonb = |t: &Option<String>, e: &Expr| {
-        t.as_deref() == Some("jsonb")
-            || is_unknown_literal(e)
-            || matches!(e, Expr::Literal(ScalarValue::Null, _))
-    };
-    if jsonb(&l, &expr.left) && jsonb(&r, &expr.right) {
-        return Ok(Some(CONCAT));
-    }
-    let text = |t: &Option<String>, e: &Expr| {
-        !json(t) && e.get_type(schema).is_ok_and(|t| super::is_text(&t))
-    };
-    if text(&l, &expr.left) || text(&r, &expr.right) {
-        return Ok(None);
-    }
-    Err(user(BrookError::UndefinedFunction(format!(
-        "operator does not exist: {} || {}",
-        type_name(&expr.left, schema),
-        type_name(&expr.right, schema)
-    ))))
-}
-
-/// An untyped string literal, which PostgreSQL reads as the other operand's type.
-fn is_unknown_literal(e: &Expr) -> bool {
-    matches!(
-        e,
-        Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::Utf8View(_), _)
-    )
-}
-
-/// The SQL planner's hook for the jsonb operators (`@>`/`<@` arrive as `array_has_all`
-/// calls, see `udf::array_functions`).
-#[derive(Debug, Default)]
-pub struct JsonbOperators;
-
-impl ExprPlanner for JsonbOperators {
-    fn plan_binary_op(
-        &self,
-        expr: RawBinaryExpr,
-        schema: &DFSchema,
-    ) -> Result<PlannerResult<RawBinaryExpr>> {
-        let left = recorded_type(&expr.left, schema).as_deref() == Some("jsonb");
-        let name = match expr.op {
-            BinaryOperator::StringConcat => match concatenation(&expr, schema)? {
-                Some(name) => name,
-                None => return Ok(PlannerResult::Original(expr)),
-            },
-            BinaryOperator::Minus if left => DELETE,
-            BinaryOperator::HashMinus if left => DELETE_PATH,
-            _ => return Ok(PlannerResult::Original(expr)),
-        };
-        let udf = ScalarUDF::new_from_impl(JsonbFunction {
-            name,
-            edit: match name {
-                CONCAT => Edit::Concat,
-                DELETE => Edit::Delete,
-                _ => Edit::DeletePath,
-            },
-            signature: Signature::user_defined(Volatility::Immutable),
-        });
-        Ok(PlannerResult::Planned(
-            udf.call(vec![expr.left, expr.right]),
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,10 +30,6 @@ pub fn register(ctx: &SessionContext) {
     }));
 }
 
-fn external(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 /// `div(a, b)`.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Div {
@@ -88,7 +84,7 @@ impl ScalarUDFImpl for Div {
             .iter()
             .zip(b.iter())
             .map(|pair| match pair {
-                (Some(_), Some(0)) => Err(external(BrookError::DivisionByZero)),
+                (Some(_), Some(0)) => Err(DataFusionError::from(BrookError::DivisionByZero)),
                 // Both at one scale: their quotient is the quotient of their integers.
                 (Some(x), Some(y)) => Ok(Some(x / y)),
                 _ => Ok(None),
@@ -117,7 +113,7 @@ impl ScalarUDFImpl for WidthBucket {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         match arg_types.len() {
             2 | 4 => Ok(DataType::Int32),
-            n => Err(external(brook_err!(
+            n => Err(DataFusionError::from(brook_err!(
                 UndefinedFunction,
                 "function width_bucket with {n} arguments does not exist (it takes operand, \
                  low, high, count or operand, thresholds)"
@@ -155,7 +151,7 @@ impl ScalarUDFImpl for WidthBucket {
                 })
                 .collect::<std::result::Result<Int32Array, BrookError>>()
         }
-        .map_err(external)?;
+        .map_err(DataFusionError::from)?;
         super::result_value(Arc::new(out) as ArrayRef, scalar)
     }
 }

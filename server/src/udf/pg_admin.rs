@@ -208,7 +208,7 @@ impl ScalarUDFImpl for PgTypeof {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::error::Result<ColumnarValue> {
-        let name = crate::pg::types::typeof_name(args.arg_fields[0].data_type());
+        let name = crate::pg::types::typeof_field_name(&args.arg_fields[0]);
         Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
     }
 }

@@ -151,10 +151,6 @@ pub struct CorrelatedPairsFunction {
     pub catalog: Arc<MemoryCatalogProvider>,
 }
 
-fn user_error(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 impl CorrelatedPairsFunction {
     /// The `dft` synopsis named by the first argument (`name` or `schema.name`; folded to
     /// lower case unless double-quoted, as identifiers are).
@@ -182,7 +178,7 @@ impl TableFunctionImpl for CorrelatedPairsFunction {
         args: TableFunctionArgs<'_, '_>,
     ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
         let usage = || {
-            user_error(brook_err!(InvalidParameter, "correlated_pairs(synopsis, threshold): a synopsis name and a correlation between -1 and 1"))
+            DataFusionError::from(brook_err!(InvalidParameter, "correlated_pairs(synopsis, threshold): a synopsis name and a correlation between -1 and 1"))
         };
         let exprs = args.exprs();
         let name = match exprs.first() {
@@ -199,8 +195,8 @@ impl TableFunctionImpl for CorrelatedPairsFunction {
         if exprs.len() != 2 {
             return Err(usage());
         }
-        let state = self.synopsis(&name).map_err(user_error)?;
-        let snapshot = state.snapshot().map_err(user_error)?;
+        let state = self.synopsis(&name).map_err(DataFusionError::from)?;
+        let snapshot = state.snapshot().map_err(DataFusionError::from)?;
         let schema = snapshot.schema();
         let sketch_at = schema.index_of("sketch")?;
         let keys: Vec<usize> = (0..schema.fields().len())
@@ -209,15 +205,18 @@ impl TableFunctionImpl for CorrelatedPairsFunction {
         let sketches = snapshot
             .column(sketch_at)
             .as_binary_opt::<i32>()
-            .ok_or_else(|| user_error(brook_err!(Internal, "dft synopsis sketch is not bytea")))?;
+            .ok_or_else(|| {
+                DataFusionError::from(brook_err!(Internal, "dft synopsis sketch is not bytea"))
+            })?;
         let mut series = Vec::with_capacity(sketches.len());
         for bytes in sketches.iter() {
-            let bytes = bytes.ok_or_else(|| user_error(brook_err!(Internal, "null sketch")))?;
-            series.push(Dft::from_bytes(bytes).map_err(user_error)?);
+            let bytes =
+                bytes.ok_or_else(|| DataFusionError::from(brook_err!(Internal, "null sketch")))?;
+            series.push(Dft::from_bytes(bytes).map_err(DataFusionError::from)?);
         }
         let refs: Vec<&Dft> = series.iter().collect();
         let mut pairs = correlated_pairs(&refs, threshold)
-            .map_err(user_error)?
+            .map_err(DataFusionError::from)?
             .pairs;
         pairs.sort_by(|a, b| b.correlation.total_cmp(&a.correlation));
         let left = UInt32Array::from_iter_values(pairs.iter().map(|p| p.left as u32));

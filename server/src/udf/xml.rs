@@ -4,7 +4,6 @@
 //! and `xml_is_well_formed[_document|_content](text)`.
 
 use crate::pg::types::PG_TYPE_KEY;
-use brook_common::BrookError;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, ListBuilder, StringArray, StringBuilder,
 };
@@ -96,7 +95,7 @@ impl ScalarUDFImpl for XmlFunction {
             Kind::Cast => {
                 let values = text(0)?;
                 for v in values.iter().flatten() {
-                    crate::pg::xml::check_content(v).map_err(external)?;
+                    crate::pg::xml::check_content(v).map_err(DataFusionError::from)?;
                 }
                 Arc::new(values)
             }
@@ -131,10 +130,11 @@ impl ScalarUDFImpl for XmlFunction {
                     let (path, doc) = (paths.value(r), docs.value(r));
                     if self.kind == Kind::XPathExists {
                         let found = crate::pg::xml::xpath_exists(path, doc, &namespaces);
-                        exists.push(Some(found.map_err(external)?));
+                        exists.push(Some(found.map_err(DataFusionError::from)?));
                         continue;
                     }
-                    let found = crate::pg::xml::xpath(path, doc, &namespaces).map_err(external)?;
+                    let found = crate::pg::xml::xpath(path, doc, &namespaces)
+                        .map_err(DataFusionError::from)?;
                     for f in found {
                         lists.values().append_value(f);
                     }
@@ -151,15 +151,11 @@ impl ScalarUDFImpl for XmlFunction {
     }
 }
 
-fn external(e: BrookError) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
-}
-
 /// Row `r` of a namespace argument, PostgreSQL's two-dimensional `ARRAY[ARRAY['prefix',
 /// 'uri'], ...]`, as pairs.
 fn namespaces(ns: &ArrayRef, r: usize) -> Result<Vec<(String, String)>> {
     let bad = || {
-        external(brook_common::brook_err!(
+        DataFusionError::from(brook_common::brook_err!(
             InvalidParameter,
             "invalid array for XML namespace mapping: it must be two-dimensional, with a second \
              axis of length 2"

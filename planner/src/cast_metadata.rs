@@ -1,0 +1,113 @@
+//! A cast's value is of the cast's type, whatever its operand was declared as.
+//!
+//! DataFusion gives a cast to a bare type (`CAST(x AS TEXT)`) its operand's field metadata,
+//! where the server records a column's declared PostgreSQL type (`jsonb`, `varchar(5)`). So
+//! `j::text` over a jsonb column was still jsonb to `pg_typeof` and to the jsonb operators
+//! (`j::text || '{..}'` merged objects instead of concatenating text). This analyzer rule
+//! gives such a cast a target field of its own, which DataFusion keeps without metadata.
+//!
+//! A cast between two numeric types keeps its operand's metadata: type coercion inserts
+//! those (a `numeric(5,2)` column in a UNION with a wider numeric) and the declared scale is
+//! how the value prints.
+
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result};
+use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, TryCast};
+use datafusion::optimizer::AnalyzerRule;
+use std::sync::Arc;
+
+/// The rule.
+#[derive(Debug, Default)]
+pub struct CastsTakeTheirType;
+
+impl AnalyzerRule for CastsTakeTheirType {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| own_field(e, schema))
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_casts_take_their_type"
+    }
+}
+
+/// `e` with a target field of its own when it is a bare cast of a value with metadata.
+fn own_field(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let (inner, field) = match &e {
+        Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => (expr, field),
+        _ => return Ok(Transformed::no(e)),
+    };
+    let bare = field.name().is_empty() && field.metadata().is_empty();
+    if !bare {
+        return Ok(Transformed::no(e));
+    }
+    let Ok((_, source)) = inner.to_field(schema) else {
+        return Ok(Transformed::no(e));
+    };
+    if source.metadata().is_empty()
+        || (is_decimal(source.data_type()) && is_decimal(field.data_type()))
+    {
+        return Ok(Transformed::no(e));
+    }
+    let own = Arc::new(Field::new("cast", field.data_type().clone(), true));
+    Ok(Transformed::yes(match e {
+        Expr::Cast(c) => Expr::Cast(Cast::new_from_field(c.expr, own)),
+        Expr::TryCast(c) => Expr::TryCast(TryCast::new_from_field(c.expr, own)),
+        other => other,
+    }))
+}
+
+fn is_decimal(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::common::Column;
+    use std::collections::HashMap;
+
+    fn schema() -> DFSchema {
+        let declared = |name: &str, t: DataType, pg: &str| {
+            Field::new(name, t, true).with_metadata(HashMap::from([(
+                "brook.pg_type".to_string(),
+                pg.to_string(),
+            )]))
+        };
+        DFSchema::try_from(datafusion::arrow::datatypes::Schema::new(vec![
+            declared("j", DataType::Utf8, "jsonb"),
+            declared("n", DataType::Decimal128(5, 2), "numeric(5,2)"),
+            Field::new("t", DataType::Utf8, true),
+        ]))
+        .expect("schema")
+    }
+
+    fn metadata_after(e: Expr) -> HashMap<String, String> {
+        let schema = schema();
+        let e = own_field(e, &schema).expect("rewrite").data;
+        e.to_field(&schema).expect("field").1.metadata().clone()
+    }
+
+    fn cast(column: &str, t: DataType) -> Expr {
+        Expr::Cast(Cast::new(
+            Box::new(Expr::Column(Column::from_name(column))),
+            t,
+        ))
+    }
+
+    #[test]
+    fn a_cast_drops_the_declared_type_but_a_numeric_widening_keeps_it() {
+        assert!(metadata_after(cast("j", DataType::Utf8)).is_empty());
+        assert!(metadata_after(cast("j", DataType::Int64)).is_empty());
+        assert!(metadata_after(cast("t", DataType::Utf8)).is_empty());
+        assert_eq!(
+            metadata_after(cast("n", DataType::Decimal128(38, 10)))
+                .get("brook.pg_type")
+                .map(String::as_str),
+            Some("numeric(5,2)")
+        );
+    }
+}
