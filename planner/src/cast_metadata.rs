@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
-use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, TryCast};
+use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, TryCast, Union};
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
@@ -24,9 +24,17 @@ pub struct CastsTakeTheirType;
 
 impl AnalyzerRule for CastsTakeTheirType {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
-            e.transform_up(|e| own_field(e, schema))
-        })
+        let changed = std::cell::Cell::new(false);
+        let plan = crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            let e = e.transform_up(|e| own_field(e, schema))?;
+            changed.set(changed.get() || e.transformed);
+            Ok(e)
+        })?;
+        if changed.get() {
+            with_schemas_rebuilt(plan)
+        } else {
+            Ok(plan)
+        }
     }
 
     fn name(&self) -> &str {
@@ -58,6 +66,19 @@ fn own_field(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         Expr::TryCast(c) => Expr::TryCast(TryCast::new_from_field(c.expr, own)),
         other => other,
     }))
+}
+
+/// `plan` with every node's schema derived again from its inputs, bottom up: a field that
+/// lost its metadata below a UNION (whose schema `recompute_schema` keeps) made the
+/// physical plan's schema differ from the logical one (XX000).
+fn with_schemas_rebuilt(plan: LogicalPlan) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|p| {
+        Ok(Transformed::yes(match p {
+            LogicalPlan::Union(u) => LogicalPlan::Union(Union::try_new(u.inputs)?),
+            other => other.recompute_schema()?,
+        }))
+    })
+    .map(|t| t.data)
 }
 
 fn is_decimal(t: &DataType) -> bool {

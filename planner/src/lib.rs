@@ -91,6 +91,7 @@ mod text_input;
 pub mod timestamp_difference;
 pub mod timestamp_text;
 pub mod value_text;
+pub mod values_types;
 pub mod window_start;
 pub mod windows;
 

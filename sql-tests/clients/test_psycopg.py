@@ -411,3 +411,23 @@ def test_result_columns_are_named_as_postgresql_names_them(brook):
         ]:
             c.execute(sql)
             assert c.description[0].name == name, sql
+
+
+def test_json_parameters_are_json(brook):
+    """Parameters bound as json / jsonb (psycopg's Json and Jsonb) are of those types: `||`
+    merges, `-` deletes, and a literal compared with one is read as jsonb (they were text:
+    `$1 || $2` concatenated the text, `$1 - 'a'` was XX000)."""
+    from psycopg.types.json import Json, Jsonb
+
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_docs (k int, doc jsonb)")
+        c.execute("INSERT INTO py_docs VALUES (%s, %s)", (1, Jsonb({"b": 2, "a": 1})))
+        assert c.execute("SELECT %s || %s", (Jsonb({"a": 1}), Jsonb({"b": 2}))).fetchone()[0] == {"a": 1, "b": 2}
+        assert c.execute("SELECT %s - 'a'", (Jsonb({"a": 1, "c": 3}),)).fetchone()[0] == {"c": 3}
+        assert c.execute("SELECT doc || %s FROM py_docs", (Jsonb({"z": 0}),)).fetchone()[0] == {"a": 1, "b": 2, "z": 0}
+        assert c.execute("SELECT k FROM py_docs WHERE doc = %s", (Jsonb({"a": 1, "b": 2}),)).fetchone()[0] == 1
+        assert c.execute("SELECT pg_typeof(%s), pg_typeof(%s)", (Json([1]), Jsonb([1]))).fetchone() == ("json", "jsonb")
+        c.execute("UPDATE py_docs SET doc = doc - %s", ("b",))
+        assert c.execute("SELECT doc FROM py_docs").fetchone()[0] == {"a": 1}
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            c.execute("SELECT %s::jsonb", ("{not json",))

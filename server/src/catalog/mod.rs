@@ -194,6 +194,14 @@ pub struct SchemaMeta {
     pub temporary: bool,
 }
 
+/// The prefix of a temporary schema's name (`pg_` names are reserved: no user schema has it).
+pub const TEMP_SCHEMA_PREFIX: &str = "pg_temp_";
+
+/// Whether `schema` is some session's temporary schema.
+pub fn is_temp_schema(schema: &str) -> bool {
+    schema.starts_with(TEMP_SCHEMA_PREFIX)
+}
+
 impl SchemaMeta {
     /// Whether a relation or sequence is called `name` (they share one namespace).
     pub fn name_taken(&self, name: &str) -> bool {

@@ -226,7 +226,9 @@ const VIEWS: [(&str, &str); 32] = [
                 c.reltuples AS reltuples, c.relallvisible AS relallvisible,
                 brook_plain(c.reltoastrelid) AS reltoastrelid,
                 (c.relhasindex OR h.indrelid IS NOT NULL) AS relhasindex,
-                c.relisshared AS relisshared, c.relpersistence AS relpersistence,
+                c.relisshared AS relisshared,
+                CASE WHEN starts_with(tn.nspname, 'pg_temp_') THEN 't' ELSE c.relpersistence END
+                  AS relpersistence,
                 COALESCE(v.relkind, c.relkind) AS relkind, c.relnatts AS relnatts, c.relchecks AS relchecks,
                 c.relhasrules AS relhasrules, c.relhastriggers AS relhastriggers,
                 c.relhassubclass AS relhassubclass, c.relrowsecurity AS relrowsecurity,
@@ -237,6 +239,7 @@ const VIEWS: [(&str, &str); 32] = [
                 c.relpartbound AS relpartbound,
                 CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
            FROM pg_catalog.brook_base_pg_class c
+           LEFT JOIN pg_catalog.brook_base_pg_namespace tn ON tn.oid = c.relnamespace
            LEFT JOIN pg_catalog.brook_catalog_oids ko ON ko.crate_oid = c.oid
            LEFT JOIN (SELECT DISTINCT indrelid FROM pg_catalog.brook_index_rows) h
              ON h.indrelid = c.oid

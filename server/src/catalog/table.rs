@@ -22,6 +22,8 @@ pub struct BrookTable {
     /// Its data.
     pub store: Arc<TableStore>,
     schema: SchemaRef,
+    /// In a session's temporary schema: `information_schema.tables` says `LOCAL TEMPORARY`.
+    temporary: bool,
 }
 
 impl BrookTable {
@@ -32,7 +34,13 @@ impl BrookTable {
             meta,
             store,
             schema,
+            temporary: false,
         }
+    }
+
+    /// The same relation, in a temporary schema or not.
+    pub fn temporary(self, temporary: bool) -> Self {
+        BrookTable { temporary, ..self }
     }
 }
 
@@ -43,7 +51,11 @@ impl TableProvider for BrookTable {
     }
 
     fn table_type(&self) -> TableType {
-        TableType::Base
+        if self.temporary {
+            TableType::Temporary
+        } else {
+            TableType::Base
+        }
     }
 
     async fn scan(

@@ -244,7 +244,7 @@ impl Engine {
                 .iter()
                 .filter(|(_, r)| r.kind != RelKind::View)
             {
-                provider.register_table(rname.clone(), self.provider(rel.clone())?)?;
+                provider.register_table(rname.clone(), self.provider(sname, rel.clone())?)?;
             }
             catalog.register_schema(sname, self.user_schema(provider, name, sname))?;
         }
@@ -483,16 +483,20 @@ impl Engine {
             .ok_or_else(|| brook_err!(Internal, "schema {schema} missing from context"))?;
         let table = match meta.kind {
             RelKind::View => self.view_provider(db, &meta)?,
-            _ => self.provider(meta)?,
+            _ => self.provider(schema, meta)?,
         };
         provider.deregister_table(name)?;
         provider.register_table(name.to_string(), table)?;
         Ok(())
     }
 
-    /// How DataFusion reads a relation: a table or stream from its log, a materialized
-    /// view from its maintained state (fresh, not yet maintained).
-    fn provider(&self, meta: RelationMeta) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
+    /// How DataFusion reads relation `meta` of schema `schema`: a table or stream from its
+    /// log, a materialized view from its maintained state (fresh, not yet maintained).
+    fn provider(
+        &self,
+        schema: &str,
+        meta: RelationMeta,
+    ) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
         Ok(match meta.kind {
             RelKind::MaterializedView | RelKind::Synopsis => {
                 Arc::new(crate::stream::view::ViewTable {
@@ -502,7 +506,10 @@ impl Engine {
                     definition: meta.query.clone(),
                 })
             }
-            _ => Arc::new(BrookTable::new(meta.clone(), self.store(meta.id)?)),
+            _ => Arc::new(
+                BrookTable::new(meta.clone(), self.store(meta.id)?)
+                    .temporary(crate::catalog::is_temp_schema(schema)),
+            ),
         })
     }
 

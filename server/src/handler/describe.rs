@@ -59,8 +59,9 @@ impl Session {
                     self.describe_query(s).await.map(Some)
                 }
                 Statement::Execute { .. } => {
-                    let bound = self.bound_execute(s)?;
-                    self.describe_query(&bound).await.map(Some)
+                    let (bound, names) = self.bound_execute(s)?;
+                    let plan = self.plan(bound).await?;
+                    Ok(Some(pg_named(plan.schema().as_arrow().clone(), names)))
                 }
                 Statement::ShowVariable { variable } => {
                     let name = variable

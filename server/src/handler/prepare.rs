@@ -1,8 +1,10 @@
 //! SQL-level prepared statements: `PREPARE name [(types)] AS query`, `EXECUTE name
 //! [(values)]`, `DEALLOCATE [PREPARE] name | ALL` (pg_dump prepares its per-object catalog
-//! queries this way). The session keeps each statement as parsed and rewritten; EXECUTE
-//! puts its values in place of `$1`, `$2`, ... (cast to the declared types) and runs the
-//! query as any other, so every rewrite and analyzer rule of a plain query applies. PREPARE
+//! queries this way). The session keeps each statement as parsed; EXECUTE puts its values
+//! in place of `$1`, `$2`, ... (cast to the declared types) and runs the query as any other,
+//! so every rewrite and analyzer rule of a plain query applies to the values too (`'{a,b}'`
+//! for a `text[]` parameter is an array, a `jsonb` parameter is jsonb), and the columns are
+//! named as the prepared query names them (`$1` is `?column?`). PREPARE
 //! plans the query once with NULLs of the declared types to report its errors then, as
 //! PostgreSQL does. A second PREPARE of a name is 42P05; EXECUTE of an unknown name 26000;
 //! the wrong number of values 42601.
@@ -22,7 +24,7 @@ impl Session {
         &mut self,
         name: Ident,
         types: Vec<SqlType>,
-        mut statement: Statement,
+        statement: Statement,
     ) -> Result<Outcome> {
         let key = crate::ident::ident_name(&name);
         if self.prepared.contains_key(&key) {
@@ -39,7 +41,6 @@ impl Session {
                 crate::handler::query::first_words(&statement.to_string())
             ));
         }
-        crate::pg::sql::pg_literals(&mut statement)?;
         let types: Vec<SqlType> = types.into_iter().map(parameter_type).collect();
         let parameters = brook_planner::rewrite::placeholder_count(&statement).max(types.len());
         let prepared = Prepared {
@@ -48,19 +49,25 @@ impl Session {
             parameters,
         };
         let nulls = vec![Expr::Value(Value::Null.into()); parameters];
-        self.plan(prepared.bind(&nulls)).await?;
+        let mut check = prepared.bind(&nulls);
+        crate::pg::sql::pg_literals(&mut check)?;
+        self.plan(check).await?;
         self.prepared.insert(key, prepared);
         Ok(Outcome::Command("PREPARE".into()))
     }
 
     /// EXECUTE of a prepared query: its rows.
     pub(crate) async fn execute_prepared(&mut self, stmt: Statement) -> Result<Outcome> {
-        let bound = self.bound_execute(&stmt)?;
-        self.run_query(bound, "SELECT", None).await
+        let (bound, names) = self.bound_execute(&stmt)?;
+        self.run_query(bound, "SELECT", names).await
     }
 
-    /// The query an EXECUTE runs: the prepared one with the EXECUTE's values in place.
-    pub(crate) fn bound_execute(&self, stmt: &Statement) -> Result<Statement> {
+    /// The query an EXECUTE runs — the prepared one with the EXECUTE's values in place, its
+    /// literals typed (`pg::sql::pg_literals`) — and its columns' names.
+    pub(crate) fn bound_execute(
+        &self,
+        stmt: &Statement,
+    ) -> Result<(Statement, Option<Vec<brook_planner::rewrite::OutputName>>)> {
         let Statement::Execute {
             name: Some(name),
             parameters,
@@ -83,7 +90,10 @@ impl Session {
                 parameters.len()
             ));
         }
-        Ok(prepared.bind(parameters))
+        let names = brook_planner::rewrite::output_names(&prepared.statement);
+        let mut bound = prepared.bind(parameters);
+        crate::pg::sql::pg_literals(&mut bound)?;
+        Ok((bound, names))
     }
 
     /// DEALLOCATE name | ALL. A name this session did not PREPARE with SQL is accepted as

@@ -459,6 +459,8 @@ pub fn cast_name(t: &Type) -> Option<&'static str> {
         // Kept as text elements; the column's type checks each one on the way in.
         Type::UUID_ARRAY | Type::JSON_ARRAY | Type::JSONB_ARRAY | Type::XML_ARRAY => "text[]",
         Type::XML => "xml",
+        Type::JSON => "json",
+        Type::JSONB => "jsonb",
         _ => return None,
     })
 }

@@ -23,15 +23,21 @@ impl Prepared {
         let _ = visit_expressions_mut(&mut s, |e| {
             if let Some(n) = brook_planner::rewrite::placeholder_index(e).filter(|n| *n >= 1) {
                 if let Some(v) = values.get(n - 1) {
+                    // A literal stays one, so the casts of literals apply to it (`'{a,b}'`
+                    // as a `text[]` is an array, not the one element `{a,b}`).
+                    let v = match v {
+                        Expr::Value(_) => v.clone(),
+                        other => Expr::Nested(Box::new(other.clone())),
+                    };
                     *e = match self.types.get(n - 1) {
                         Some(t) => Expr::Cast {
                             kind: CastKind::Cast,
-                            expr: Box::new(Expr::Nested(Box::new(v.clone()))),
+                            expr: Box::new(v),
                             data_type: t.clone(),
                             array: false,
                             format: None,
                         },
-                        None => Expr::Nested(Box::new(v.clone())),
+                        None => v,
                     };
                 }
             }

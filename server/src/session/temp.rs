@@ -20,13 +20,7 @@ use datafusion::sql::sqlparser::ast::{
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-/// The prefix of a temporary schema's name.
-pub const TEMP_SCHEMA_PREFIX: &str = "pg_temp_";
-
-/// Whether `schema` is some session's temporary schema.
-pub fn is_temp_schema(schema: &str) -> bool {
-    schema.starts_with(TEMP_SCHEMA_PREFIX)
-}
+pub use crate::catalog::{is_temp_schema, TEMP_SCHEMA_PREFIX};
 
 impl Session {
     /// This session's temporary schema's name (whether or not it exists yet).

@@ -91,30 +91,62 @@ impl ScalarUDFImpl for ContainsEither {
     }
 }
 
-/// The PostgreSQL type `e` is recorded as (a jsonb column or cast, one of these functions).
+/// The PostgreSQL type `e` is recorded as (a jsonb column or cast, one of the JSON
+/// functions).
 ///
-/// Only columns, function calls and aliases carry one. Other expressions are answered
-/// without computing their field: the planner asks at every level of `a || b || c ...`,
-/// and computing the field of the whole chain each time made a 1,500-term concatenation
-/// take minutes.
+/// Only columns, function calls and aliases carry one, and the JSON functions' types are
+/// known by name ([`json_function_type`]). Other expressions are answered without computing
+/// their field: the planner asks at every level of `a || b || c ...`, and computing the
+/// field of the whole chain each time made a 1,500-term text concatenation take minutes and
+/// a 200-term jsonb one seconds.
 fn recorded_type(e: &Expr, schema: &DFSchema) -> Option<String> {
     match e {
-        Expr::Column(_) | Expr::ScalarFunction(_) | Expr::Alias(_) => {}
+        Expr::ScalarFunction(f) => match json_function_type(f.name()) {
+            Some(FunctionType::Of(ty)) => Some(ty.to_string()),
+            Some(FunctionType::OfFirstArgument) => {
+                f.args.first().and_then(|a| recorded_type(a, schema))
+            }
+            None => recorded_field_type(e, schema),
+        },
+        Expr::Column(_) | Expr::Alias(_) => recorded_field_type(e, schema),
+        // A cast is of the cast's type (`j::text || '{..}'` is text concatenation;
+        // DataFusion gives its field the operand's metadata until the analyzer's
+        // `brook_planner::cast_metadata`).
+        _ => None,
+    }
+}
+
+fn recorded_field_type(e: &Expr, schema: &DFSchema) -> Option<String> {
+    let (_, f) = e.to_field(schema).ok()?;
+    f.metadata().get(PG_TYPE_KEY).cloned()
+}
+
+/// The type of a JSON function's result.
+#[derive(Debug, PartialEq)]
+enum FunctionType {
+    Of(&'static str),
+    /// `j -> k`, `j #> path`; `coalesce` and `nullif`, whose field DataFusion gives no
+    /// metadata.
+    OfFirstArgument,
+}
+
+/// The type of the result of function `name` when it is one of the JSON functions (their
+/// `return_field_from_args` says the same; `the_types_by_name_are_the_functions_own`
+/// checks it).
+fn json_function_type(name: &str) -> Option<FunctionType> {
+    use brook_planner::json_ops::{JSON_GET, JSON_PATH};
+    use brook_planner::pg_functions::{JSONB_CAST, JSON_CAST};
+    Some(match name {
+        CONCAT | DELETE | DELETE_PATH | "jsonb_set" | JSONB_CAST | "jsonb_build_object"
+        | "jsonb_build_array" | "to_jsonb" | "jsonb_extract_path" => FunctionType::Of("jsonb"),
+        JSON_CAST | "json_build_object" | "json_build_array" | "to_json" | "json_extract_path" => {
+            FunctionType::Of("json")
+        }
+        n if n == JSON_GET || n == JSON_PATH || n == "coalesce" || n == "nullif" => {
+            FunctionType::OfFirstArgument
+        }
         _ => return None,
-    }
-    match e {
-        // DataFusion gives a cast its operand's field metadata; the value is of the cast's
-        // type (`j::text || '{..}'` is text concatenation).
-        Expr::Cast(_) | Expr::TryCast(_) => None,
-        // DataFusion's field of these drops the metadata of their arguments.
-        Expr::ScalarFunction(f) if matches!(f.name(), "coalesce" | "nullif") => {
-            f.args.iter().find_map(|a| recorded_type(a, schema))
-        }
-        _ => {
-            let (_, f) = e.to_field(schema).ok()?;
-            f.metadata().get(PG_TYPE_KEY).cloned()
-        }
-    }
+    })
 }
 
 /// PostgreSQL's name of an operand's type, for an error message.
@@ -195,6 +227,11 @@ impl ExprPlanner for JsonbOperators {
             return Ok(PlannerResult::Original(literal_as_jsonb(expr, schema)));
         }
         let (name, edit) = match expr.op {
+            _ if chain_length(&expr.left) >= MAX_CHAIN => {
+                return Err(DataFusionError::from(BrookError::too_complex(format!(
+                    "stack depth limit exceeded: more than {MAX_CHAIN} jsonb operators applied one to the result of the other (build the value with jsonb_build_object, or in steps)"
+                ))));
+            }
             BinaryOperator::StringConcat if is_concatenation(&expr, schema)? => {
                 (CONCAT, Edit::Concat)
             }
@@ -207,6 +244,30 @@ impl ExprPlanner for JsonbOperators {
             udf.call(vec![expr.left, expr.right]),
         ))
     }
+}
+
+/// The longest chain of jsonb operators planned (`j - 'a' - 'b' ...`). DataFusion names a
+/// function call's result after its whole argument tree and recomputes the names of the
+/// arguments at every level, so planning a chain takes time cubic in its length: 100
+/// operators plan in under a second, 400 took half a minute of a core that a cancel or a
+/// disconnect could not stop.
+const MAX_CHAIN: usize = 100;
+
+/// How many jsonb operator calls `e` nests through its first argument.
+fn chain_length(e: &Expr) -> usize {
+    let mut length = 0;
+    let mut e = e;
+    while let Expr::ScalarFunction(f) = e {
+        if !matches!(f.name(), CONCAT | DELETE | DELETE_PATH) {
+            break;
+        }
+        length += 1;
+        match f.args.first() {
+            Some(first) => e = first,
+            None => break,
+        }
+    }
+    length
 }
 
 fn is_comparison(op: &BinaryOperator) -> bool {
@@ -232,4 +293,68 @@ fn literal_as_jsonb(mut expr: RawBinaryExpr, schema: &DFSchema) -> RawBinaryExpr
         expr.left = super::json_path::jsonb_cast().call(vec![expr.left]);
     }
     expr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::execution::FunctionRegistry;
+    use datafusion::logical_expr::ReturnFieldArgs;
+
+    #[test]
+    fn the_types_by_name_are_the_functions_own() {
+        let ctx = SessionContext::new();
+        crate::udf::functions::register(&ctx);
+        crate::udf::json_build::register(&ctx);
+        crate::udf::json_path::register(&ctx);
+        crate::udf::json_get::register(&ctx);
+        crate::udf::jsonb_edit::register(&ctx);
+        let jsonb = Arc::new(super::super::json_get::typed_as(
+            Field::new("j", DataType::Utf8, true),
+            "jsonb",
+        ));
+        let text = Arc::new(Field::new("k", DataType::Utf8, true));
+        for name in [
+            CONCAT,
+            DELETE,
+            DELETE_PATH,
+            "jsonb_set",
+            brook_planner::pg_functions::JSONB_CAST,
+            brook_planner::pg_functions::JSON_CAST,
+            "jsonb_build_object",
+            "jsonb_build_array",
+            "to_jsonb",
+            "json_build_object",
+            "json_build_array",
+            "to_json",
+            "jsonb_extract_path",
+            "json_extract_path",
+            brook_planner::json_ops::JSON_GET,
+            brook_planner::json_ops::JSON_PATH,
+        ] {
+            let f = ctx.udf(name).expect(name);
+            let fields = [jsonb.clone(), text.clone(), jsonb.clone()];
+            let arity = if name == brook_planner::pg_functions::JSONB_CAST
+                || name == brook_planner::pg_functions::JSON_CAST
+                || name.starts_with("to_json")
+            {
+                1
+            } else {
+                2
+            };
+            let field = f
+                .return_field_from_args(ReturnFieldArgs {
+                    arg_fields: &fields[..arity],
+                    scalar_arguments: &[None, None, None][..arity],
+                })
+                .expect(name);
+            let own = field.metadata().get(PG_TYPE_KEY).map(String::as_str);
+            let by_name = match json_function_type(name) {
+                Some(FunctionType::Of(ty)) => Some(ty),
+                Some(FunctionType::OfFirstArgument) => Some("jsonb"),
+                None => None,
+            };
+            assert_eq!(own, by_name, "{name}");
+        }
+    }
 }
