@@ -98,6 +98,16 @@ fn rewrite_json(expr: &mut Expr) {
                     *a = path_step(a.clone());
                 }
                 *expr = function_call(target, args);
+                if target.ends_with("_array_length") {
+                    // The crate's length is unsigned; PostgreSQL's is an integer.
+                    *expr = Expr::Cast {
+                        kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                        expr: Box::new(expr.clone()),
+                        data_type: datafusion::sql::sqlparser::ast::DataType::Int(None),
+                        array: false,
+                        format: None,
+                    };
+                }
             }
         }
         _ => {}
@@ -126,14 +136,18 @@ fn path_step(e: Expr) -> Expr {
 /// The function a non-literal path step goes through (registered by the server).
 pub const JSON_STEP: &str = "brook_json_step";
 
-/// The crate's function for a PostgreSQL JSON function name.
+/// The function a PostgreSQL JSON function's call becomes, its path steps typed as the
+/// crate takes them. The server registers these names: `json[b]_extract_path` typed json
+/// or jsonb, the others as names of the crate's `json_as_text` and `json_length` (the
+/// column is named after the function called).
 fn renamed(name: &str) -> Option<&'static str> {
     Some(match name {
-        // Typed json / jsonb by the server's functions of these names.
         "json_extract_path" => "json_extract_path",
         "jsonb_extract_path" => "jsonb_extract_path",
-        "json_extract_path_text" | "jsonb_extract_path_text" => "json_as_text",
-        "json_array_length" | "jsonb_array_length" => "json_length",
+        "json_extract_path_text" => "json_extract_path_text",
+        "jsonb_extract_path_text" => "jsonb_extract_path_text",
+        "json_array_length" => "json_array_length",
+        "jsonb_array_length" => "jsonb_array_length",
         _ => return None,
     })
 }
@@ -158,7 +172,7 @@ mod tests {
         );
         assert_eq!(
             sql("SELECT jsonb_extract_path_text(doc, 'a', 'b'), json_array_length(doc)"),
-            "SELECT json_as_text(doc, 'a', 'b'), json_length(doc)"
+            "SELECT jsonb_extract_path_text(doc, 'a', 'b'), CAST(json_array_length(doc) AS INT)"
         );
         assert_eq!(
             sql("SELECT doc #> '{a,0}', doc #>> ARRAY['a', 'b'] FROM t"),

@@ -52,6 +52,7 @@ pub mod checked;
 pub mod checked_math;
 pub mod checked_power;
 pub mod continuous;
+pub mod correlated_not_in;
 mod create_aggregate;
 pub mod create_sequence;
 pub mod date_interval;

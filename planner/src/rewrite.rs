@@ -192,16 +192,22 @@ fn leftmost_select(body: &SetExpr) -> Option<&Select> {
     }
 }
 
+/// The functions array operators become (`crate::array_operators`, and the compatibility
+/// parser's `= ANY`), none of them a PostgreSQL function.
+const ARRAY_OPERATOR_FUNCTIONS: [&str; 3] = ["array_has_all", "array_has_any", "array_contains"];
+
 /// The name PostgreSQL gives an unaliased expression, `None` for `?column?`.
 fn figure_colname(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(norm(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(norm),
         Expr::Function(f) if rewritten_set_returning(f).is_some() => rewritten_set_returning(f),
-        // An operator the statement rewrite made a function call (`j -> 'a'`).
+        // An operator the statement rewrite made a function call (`j -> 'a'`, `a @> b`,
+        // `x = ANY (arr)`).
         Expr::Function(f)
             if f.name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| {
                 crate::json_ops::OPERATOR_FUNCTIONS.contains(&i.value.as_str())
+                    || ARRAY_OPERATOR_FUNCTIONS.contains(&i.value.as_str())
             }) =>
         {
             None

@@ -10,8 +10,8 @@
 //! uncorrelated subquery without LIMIT a `LIMIT 1`.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, LimitClause, Query, SelectItem, SetExpr, Statement, TableFactor, Value,
-    Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, Expr, LimitClause, Query, SelectItem, SetExpr, Statement, TableFactor,
+    TableWithJoins, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::collections::HashSet;
@@ -94,9 +94,18 @@ fn may_read_outer_unqualified(q: &Query) -> bool {
 /// The names a subquery's own columns are qualified by: each FROM item's alias, or its
 /// table name (last part and whole).
 fn table_names(q: &Query) -> HashSet<String> {
+    match q.body.as_ref() {
+        SetExpr::Select(select) => from_names(&select.from),
+        _ => HashSet::new(),
+    }
+}
+
+/// The names the items of a FROM list qualify columns by: each item's alias, or its table
+/// name (last part and whole).
+pub(crate) fn from_names(from: &[TableWithJoins]) -> HashSet<String> {
     let mut names = HashSet::new();
-    if let SetExpr::Select(select) = q.body.as_ref() {
-        for twj in &select.from {
+    {
+        for twj in from {
             for factor in
                 std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation))
             {
@@ -172,7 +181,7 @@ fn sides(e: &Expr, names: &HashSet<String>) -> (bool, bool) {
 }
 
 /// True when some expression of `q` reads the outer row.
-fn reads_outer(q: &Query, names: &HashSet<String>) -> bool {
+pub(crate) fn reads_outer(q: &Query, names: &HashSet<String>) -> bool {
     let SetExpr::Select(select) = q.body.as_ref() else {
         return true;
     };

@@ -408,6 +408,15 @@ def test_result_columns_are_named_as_postgresql_names_them(brook):
             ("SHOW search_path", "search_path"),
             ("SELECT set_config('my.x', 'a', false)", "set_config"),
             ("SELECT current_role", "current_role"),
+            # operators are ?column? (were the functions they become: json_get_json, ...)
+            ("""SELECT '{"a":1}'::jsonb -> 'a'""", "?column?"),
+            ("""SELECT '{"a":1}'::jsonb ->> 'a'""", "?column?"),
+            ("""SELECT '{"a":1}'::jsonb #> '{a}'""", "?column?"),
+            ("""SELECT '{"a":1}'::jsonb ? 'a'""", "?column?"),
+            ("SELECT ARRAY[1, 2] @> ARRAY[1]", "?column?"),
+            ("SELECT 1 = ANY (ARRAY[1, 2])", "?column?"),
+            ("""SELECT jsonb_extract_path_text('{"a":1}', 'a')""", "jsonb_extract_path_text"),
+            ("SELECT json_array_length('[1, 2]')", "json_array_length"),
         ]:
             c.execute(sql)
             assert c.description[0].name == name, sql

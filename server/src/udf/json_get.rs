@@ -6,7 +6,8 @@
 //! client was told the column is text. [`JsonGet`] calls it and records the type
 //! ([`PG_TYPE_KEY`]) the jsonb operators (`udf::jsonb_operators`), `pg_typeof` and the wire
 //! read. `->>` and `?` keep the crate's functions under the names the statement rewrite
-//! gives the operators (`brook_planner::json_ops`), which name the column `?column?`.
+//! gives the operators (`brook_planner::json_ops`), which name the column `?column?`, and
+//! `json[b]_extract_path_text` / `json[b]_array_length` under their own names.
 
 use crate::pg::types::PG_TYPE_KEY;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -59,12 +60,23 @@ pub fn register(ctx: &SessionContext) {
             inner: get.clone(),
         }));
     }
-    for (crate_name, operator_name) in [
-        ("json_as_text", brook_planner::json_ops::JSON_GET_TEXT),
-        ("json_contains", brook_planner::json_ops::JSON_EXISTS),
+    for (crate_name, names) in [
+        (
+            "json_as_text",
+            &[
+                brook_planner::json_ops::JSON_GET_TEXT,
+                "json_extract_path_text",
+                "jsonb_extract_path_text",
+            ][..],
+        ),
+        ("json_contains", &[brook_planner::json_ops::JSON_EXISTS][..]),
+        (
+            "json_length",
+            &["json_array_length", "jsonb_array_length"][..],
+        ),
     ] {
         if let Ok(f) = ctx.udf(crate_name) {
-            ctx.register_udf(f.as_ref().clone().with_aliases([operator_name]));
+            ctx.register_udf(f.as_ref().clone().with_aliases(names.iter().copied()));
         }
     }
 }
