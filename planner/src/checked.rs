@@ -272,7 +272,7 @@ impl CheckedIntegerArithmetic {
 /// `rewrite`, which sees the merged schema of the node's inputs; result names are kept and
 /// schemas recomputed where something changed. Table scans are left alone, and `VALUES`
 /// rows too unless `values` (the analyzer rules share this walk).
-pub(crate) fn rewrite_plan_expressions(
+pub fn rewrite_plan_expressions(
     plan: LogicalPlan,
     values: bool,
     rewrite: &dyn Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,

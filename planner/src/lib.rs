@@ -52,7 +52,6 @@ pub mod checked;
 pub mod checked_math;
 pub mod checked_power;
 pub mod continuous;
-pub mod correlated_not_in;
 mod create_aggregate;
 pub mod create_sequence;
 pub mod date_interval;
@@ -93,6 +92,7 @@ pub mod timestamp_difference;
 pub mod timestamp_text;
 pub mod value_text;
 pub mod values_types;
+pub mod where_in_subquery;
 pub mod window_start;
 pub mod windows;
 

@@ -312,6 +312,10 @@ impl Engine {
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_metadata::CastsTakeTheirType));
+        // After `cast_metadata`: `j::text = '..'` compares text.
+        ctx.add_analyzer_rule(Arc::new(
+            crate::udf::jsonb_literals::JsonbLiterals::default(),
+        ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::value_text::ValueTextCasts::new(
             crate::udf::value_text::udf(),
         )));

@@ -222,10 +222,7 @@ impl ExprPlanner for JsonbOperators {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
-        let left = recorded_type(&expr.left, schema).as_deref() == Some("jsonb");
-        if is_comparison(&expr.op) {
-            return Ok(PlannerResult::Original(literal_as_jsonb(expr, schema)));
-        }
+        let left = is_jsonb(&expr.left, schema);
         let (name, edit) = match expr.op {
             _ if chain_length(&expr.left) >= MAX_CHAIN => {
                 return Err(DataFusionError::from(BrookError::too_complex(format!(
@@ -270,29 +267,9 @@ fn chain_length(e: &Expr) -> usize {
     length
 }
 
-fn is_comparison(op: &BinaryOperator) -> bool {
-    matches!(
-        op,
-        BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-    )
-}
-
-/// A comparison of jsonb with an untyped literal, the literal read as jsonb (as PostgreSQL
-/// reads it as the other operand's type): `j = '{"b":2,"a":1}'` compares jsonb's text of
-/// both (`{"a": 1, "b": 2}`), not the literal as written.
-fn literal_as_jsonb(mut expr: RawBinaryExpr, schema: &DFSchema) -> RawBinaryExpr {
-    let jsonb = |e: &Expr| recorded_type(e, schema).as_deref() == Some("jsonb");
-    if jsonb(&expr.left) && is_unknown_literal(&expr.right) {
-        expr.right = super::json_path::jsonb_cast().call(vec![expr.right]);
-    } else if jsonb(&expr.right) && is_unknown_literal(&expr.left) {
-        expr.left = super::json_path::jsonb_cast().call(vec![expr.left]);
-    }
-    expr
+/// Whether `e` is a jsonb value (`udf::jsonb_literals` reads literals beside one as jsonb).
+pub(super) fn is_jsonb(e: &Expr, schema: &DFSchema) -> bool {
+    recorded_type(e, schema).as_deref() == Some("jsonb")
 }
 
 #[cfg(test)]

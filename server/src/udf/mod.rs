@@ -14,6 +14,7 @@ pub mod json_get;
 pub mod json_members;
 pub mod json_path;
 pub mod jsonb_edit;
+pub mod jsonb_literals;
 pub mod jsonb_operators;
 pub mod mode;
 pub mod nexmark;
