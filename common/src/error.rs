@@ -402,6 +402,18 @@ fn is_datetime_message(m: &str) -> bool {
     .any(|k| m.contains(k))
 }
 
+/// PostgreSQL's words for a value an integer type cannot hold ("Can't cast value 40000 to
+/// type Int16" is "smallint out of range").
+fn integer_range_message(m: String) -> String {
+    let name = match m.rsplit(' ').next() {
+        Some("Int16") => "smallint",
+        Some("Int32") => "integer",
+        Some("Int64") => "bigint",
+        _ => return m,
+    };
+    format!("{name} out of range")
+}
+
 fn classify_arrow(e: ArrowError) -> BrookError {
     match e {
         ArrowError::DivideByZero => BrookError::DivisionByZero,
@@ -409,7 +421,7 @@ fn classify_arrow(e: ArrowError) -> BrookError {
             if m.starts_with("Can't cast value") || number_too_large_for_decimal(&m) {
                 // An integer that does not fit the narrower type, or a well-formed number
                 // too large for numeric's 38 digits: out of range (22003), not bad text.
-                BrookError::OutOfRange(m)
+                BrookError::OutOfRange(integer_range_message(m))
             } else if m.contains("overflow") || m.contains("out of range") || m.contains("Overflow")
             {
                 if is_datetime_message(&m) {

@@ -47,6 +47,7 @@ pub mod array_operators;
 pub mod array_subquery;
 pub mod bytea;
 pub mod cast_metadata;
+pub mod cast_rounding;
 pub mod catalog_lookups;
 pub mod checked;
 pub mod checked_math;

@@ -1,0 +1,113 @@
+//! A cast of a fraction to an integer rounds, as PostgreSQL's does: `1.5::int` is 2,
+//! `avg(x)::int` the nearest integer.
+//!
+//! Arrow's cast truncates toward zero, so `1.5::int` was 1 and `(-1.5)::int` -1 — silent
+//! wrong answers wherever a numeric or a double was cast to an integer. This analyzer rule
+//! rounds the operand first, halves away from zero (DataFusion's `round`), as PostgreSQL
+//! rounds a numeric. Brook computes as double precision some values PostgreSQL keeps
+//! numeric (a decimal literal such as `2.5`, `avg` of integers), so a double is rounded the
+//! same way; PostgreSQL's own double precision casts round exact halves to even (`rint`:
+//! `2.5::float8::int` is 2 there, 3 here — docs/limits.md).
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, ScalarUDF, TryCast};
+use datafusion::optimizer::AnalyzerRule;
+use std::sync::Arc;
+
+/// The rule, with the rounding function it applies.
+#[derive(Debug)]
+pub struct CastsRound {
+    round: Arc<ScalarUDF>,
+}
+
+impl Default for CastsRound {
+    fn default() -> Self {
+        CastsRound {
+            round: datafusion::functions::math::round(),
+        }
+    }
+}
+
+impl AnalyzerRule for CastsRound {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| self.rewrite(e, schema))
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_casts_round"
+    }
+}
+
+impl CastsRound {
+    fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        Ok(match e {
+            Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() => self
+                .rounded(*expr, schema)?
+                .update_data(|e| Expr::Cast(Cast::new_from_field(Box::new(e), field))),
+            Expr::TryCast(TryCast { expr, field }) if field.data_type().is_integer() => self
+                .rounded(*expr, schema)?
+                .update_data(|e| Expr::TryCast(TryCast::new_from_field(Box::new(e), field))),
+            other => Transformed::no(other),
+        })
+    }
+
+    /// `e` rounded to an integral value when it is a fraction.
+    fn rounded(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let fraction = match e.get_type(schema)? {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => true,
+            DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => s > 0,
+            _ => false,
+        };
+        Ok(if fraction {
+            Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+                self.round.clone(),
+                vec![e],
+            )))
+        } else {
+            Transformed::no(e)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::common::{Column, ScalarValue};
+
+    #[test]
+    fn a_fraction_is_rounded_before_an_integer_cast_and_an_integer_is_not() {
+        let schema = DFSchema::try_from(Schema::new(vec![
+            Field::new("f", DataType::Float64, true),
+            Field::new("d", DataType::Decimal128(10, 2), true),
+            Field::new("i", DataType::Int64, true),
+        ]))
+        .expect("schema");
+        let rule = CastsRound::default();
+        let cast = |c: &str, t: DataType| {
+            Expr::Cast(Cast::new(Box::new(Expr::Column(Column::from_name(c))), t))
+        };
+        for (e, rounded) in [
+            (cast("f", DataType::Int32), true),
+            (cast("d", DataType::Int64), true),
+            (cast("i", DataType::Int32), false),
+            (cast("f", DataType::Utf8), false),
+            (
+                Expr::Cast(Cast::new(
+                    Box::new(Expr::Literal(ScalarValue::Float64(Some(2.5)), None)),
+                    DataType::Int16,
+                )),
+                true,
+            ),
+        ] {
+            let t = rule.rewrite(e.clone(), &schema).expect("rewrite");
+            assert_eq!(t.transformed, rounded, "{e}");
+        }
+    }
+}
