@@ -34,6 +34,22 @@ pub const JSON_PATH: &str = "brook_json_path";
 /// The function `j #>> path` becomes.
 pub const JSON_PATH_TEXT: &str = "brook_json_path_text";
 
+/// The JSON type (`json` or `jsonb`) of the result of function `name` when its name tells
+/// it: the casts, the builders and the extract-path functions. One list for the statement
+/// rewrites (`values_types`) and the server's operator planning, whose functions return
+/// these types (the server's `the_types_by_name_are_the_functions_own` checks it).
+pub fn json_result_type(name: &str) -> Option<&'static str> {
+    use crate::pg_functions::{JSONB_CAST, JSON_CAST};
+    match name {
+        JSONB_CAST | "jsonb_build_object" | "jsonb_build_array" | "to_jsonb" | "jsonb_set"
+        | "jsonb_extract_path" => Some("jsonb"),
+        JSON_CAST | "json_build_object" | "json_build_array" | "to_json" | "json_extract_path" => {
+            Some("json")
+        }
+        _ => None,
+    }
+}
+
 /// The functions the operators become: an unnamed result column of one is `?column?`.
 pub const OPERATOR_FUNCTIONS: [&str; 5] = [
     JSON_GET,

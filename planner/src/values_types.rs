@@ -75,12 +75,9 @@ fn json_type_cast(e: &Expr) -> Option<&'static str> {
         return None;
     };
     let name = f.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
-    match name.as_str() {
-        JSONB_CAST | "jsonb_build_object" | "jsonb_build_array" | "to_jsonb" | "jsonb_set" => {
-            Some(JSONB_CAST)
-        }
-        JSON_CAST | "json_build_object" | "json_build_array" | "to_json" => Some(JSON_CAST),
-        _ => None,
+    match crate::json_ops::json_result_type(&name)? {
+        "jsonb" => Some(JSONB_CAST),
+        _ => Some(JSON_CAST),
     }
 }
 

@@ -135,17 +135,12 @@ enum FunctionType {
 /// checks it).
 fn json_function_type(name: &str) -> Option<FunctionType> {
     use brook_planner::json_ops::{JSON_GET, JSON_PATH};
-    use brook_planner::pg_functions::{JSONB_CAST, JSON_CAST};
     Some(match name {
-        CONCAT | DELETE | DELETE_PATH | "jsonb_set" | JSONB_CAST | "jsonb_build_object"
-        | "jsonb_build_array" | "to_jsonb" | "jsonb_extract_path" => FunctionType::Of("jsonb"),
-        JSON_CAST | "json_build_object" | "json_build_array" | "to_json" | "json_extract_path" => {
-            FunctionType::Of("json")
-        }
+        CONCAT | DELETE | DELETE_PATH => FunctionType::Of("jsonb"),
         n if n == JSON_GET || n == JSON_PATH || n == "coalesce" || n == "nullif" => {
             FunctionType::OfFirstArgument
         }
-        _ => return None,
+        n => FunctionType::Of(brook_planner::json_ops::json_result_type(n)?),
     })
 }
 
