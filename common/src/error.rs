@@ -418,7 +418,10 @@ fn classify_arrow(e: ArrowError) -> BrookError {
     match e {
         ArrowError::DivideByZero => BrookError::DivisionByZero,
         ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-            if m.starts_with("Can't cast value") || number_too_large_for_decimal(&m) {
+            if m.starts_with("Can't cast value")
+                || (m.starts_with("value of ") && m.contains(" is out of range "))
+                || number_too_large_for_decimal(&m)
+            {
                 // An integer that does not fit the narrower type, or a well-formed number
                 // too large for numeric's 38 digits: out of range (22003), not bad text.
                 BrookError::OutOfRange(integer_range_message(m))
@@ -882,6 +885,9 @@ mod tests {
         )
         .into();
         assert_eq!(b.sqlstate(), "22P02", "{b}");
+        let b: BrookError =
+            ArrowError::CastError("value of 10000000000 is out of range Int32".into()).into();
+        assert_eq!(b.to_string(), "integer out of range");
     }
 
     #[test]

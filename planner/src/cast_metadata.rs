@@ -8,7 +8,7 @@
 //!
 //! A cast between two numeric types keeps its operand's metadata: type coercion inserts
 //! those (a `numeric(5,2)` column in a UNION with a wider numeric) and the declared scale is
-//! how the value prints.
+//! how the value prints. A cast to fewer decimals does not (coercion never narrows).
 
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::config::ConfigOptions;
@@ -56,7 +56,9 @@ fn own_field(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         return Ok(Transformed::no(e));
     };
     if source.metadata().is_empty()
-        || (is_decimal(source.data_type()) && is_decimal(field.data_type()))
+        || (is_decimal(source.data_type())
+            && is_decimal(field.data_type())
+            && !narrows_scale(source.data_type(), field.data_type()))
     {
         return Ok(Transformed::no(e));
     }
@@ -83,6 +85,16 @@ fn with_schemas_rebuilt(plan: LogicalPlan) -> Result<LogicalPlan> {
 
 fn is_decimal(t: &DataType) -> bool {
     matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+}
+
+/// A cast to fewer decimals: one written in the query (`(x / 3)::numeric(10, 2)`, whose
+/// value prints at its own scale), never one type coercion inserts (coercion widens).
+fn narrows_scale(from: &DataType, to: &DataType) -> bool {
+    let scale = |t: &DataType| match t {
+        DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => *s,
+        _ => 0,
+    };
+    scale(to) < scale(from)
 }
 
 #[cfg(test)]
@@ -130,5 +142,6 @@ mod tests {
                 .map(String::as_str),
             Some("numeric(5,2)")
         );
+        assert!(metadata_after(cast("n", DataType::Decimal128(5, 1))).is_empty());
     }
 }

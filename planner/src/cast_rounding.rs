@@ -5,9 +5,9 @@
 //! wrong answers wherever a numeric or a double was cast to an integer. This analyzer rule
 //! rounds the operand first, halves away from zero (DataFusion's `round`), as PostgreSQL
 //! rounds a numeric. Brook computes as double precision some values PostgreSQL keeps
-//! numeric (a decimal literal such as `2.5`, `avg` of integers), so a double is rounded the
-//! same way; PostgreSQL's own double precision casts round exact halves to even (`rint`:
-//! `2.5::float8::int` is 2 there, 3 here — docs/limits.md).
+//! numeric (`avg` of integers), so a double is rounded the same way; PostgreSQL's own
+//! double precision casts round exact halves to even (`rint`: `2.5::float8::int` is 2
+//! there, 3 here — docs/limits.md).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;

@@ -409,6 +409,65 @@ async fn run_extended(
     })
 }
 
+/// A binary-format numeric as PostgreSQL's text shows it. `rust_decimal` holds 28 digits,
+/// Brook's numerics 38 (`div(1e30, 7)`), so the runner reads the base-10000 form itself.
+struct NumericText(String);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for NumericText {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let word = |i: usize| -> Result<u16, Box<dyn std::error::Error + Sync + Send>> {
+            let b = raw.get(2 * i..2 * i + 2).ok_or("short numeric")?;
+            Ok(u16::from_be_bytes([b[0], b[1]]))
+        };
+        let (n, weight, sign, dscale) = (word(0)?, word(1)? as i16, word(2)?, word(3)?);
+        if sign == 0xC000 {
+            return Ok(NumericText("NaN".into()));
+        }
+        let mut digits = String::new();
+        for k in 0..usize::from(n) {
+            digits.push_str(&format!("{:04}", word(4 + k)?));
+        }
+        // The point falls after 4·(weight + 1) of these digits.
+        let point = 4 * (i32::from(weight) + 1);
+        let (int, frac) = if point <= 0 {
+            (
+                String::new(),
+                format!("{}{digits}", "0".repeat((-point) as usize)),
+            )
+        } else if point as usize >= digits.len() {
+            (
+                format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+                String::new(),
+            )
+        } else {
+            let (i, f) = digits.split_at(point as usize);
+            (i.to_string(), f.to_string())
+        };
+        let int = int.trim_start_matches('0');
+        let mut frac: String = frac.chars().take(usize::from(dscale)).collect();
+        while frac.len() < usize::from(dscale) {
+            frac.push('0');
+        }
+        let mut text = String::new();
+        if sign == 0x4000 {
+            text.push('-');
+        }
+        text.push_str(if int.is_empty() { "0" } else { int });
+        if !frac.is_empty() {
+            text.push('.');
+            text.push_str(&frac);
+        }
+        Ok(NumericText(text))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        *ty == tokio_postgres::types::Type::NUMERIC
+    }
+}
+
 /// Render a binary-format value the way PostgreSQL's text output would show it.
 fn render(
     r: &tokio_postgres::Row,
@@ -429,7 +488,7 @@ fn render(
         Type::INT8 => get!(i64, |v| v.to_string()),
         Type::FLOAT4 => get!(f32, |v| pg_float(v as f64, 6, Some(v))),
         Type::FLOAT8 => get!(f64, |v| pg_float(v, 15, None)),
-        Type::NUMERIC => get!(rust_decimal::Decimal, |v| v.to_string()),
+        Type::NUMERIC => get!(NumericText, |v| v.0),
         Type::DATE => get!(chrono::NaiveDate, |v| v.to_string()),
         Type::TIMESTAMP => get!(chrono::NaiveDateTime, |v| v.to_string()),
         Type::TIMESTAMPTZ => get!(chrono::DateTime<chrono::Utc>, |v| format!(

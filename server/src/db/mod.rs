@@ -260,6 +260,7 @@ impl Engine {
             .with_information_schema(true)
             .with_target_partitions(2)
             .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
+            .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
             .set_str(
                 "datafusion.optimizer.enable_round_robin_repartition",
                 "false",
@@ -277,6 +278,7 @@ impl Engine {
             .with_physical_optimizer_rules(physical_rules)
             .with_catalog_list(list)
             .with_default_features()
+            .with_analyzer_rules(analyzer_rules())
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         // `timestamp - timestamp` is an interval, and intervals scale, as in PostgreSQL.
@@ -295,6 +297,15 @@ impl Engine {
         datafusion::execution::FunctionRegistry::register_expr_planner(
             &mut ctx,
             Arc::new(brook_planner::array_comparison::ArrayComparisonPlanner),
+        )?;
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(brook_planner::untyped_arithmetic::UntypedArithmetic),
+        )?;
+        // After `untyped_arithmetic`, which types a quoted literal divided by a numeric.
+        datafusion::execution::FunctionRegistry::register_expr_planner(
+            &mut ctx,
+            Arc::new(crate::udf::numeric_division::NumericDivision::default()),
         )?;
         datafusion::execution::FunctionRegistry::register_expr_planner(
             &mut ctx,
@@ -778,4 +789,18 @@ fn report_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// DataFusion's analyzer rules with Brook's that must run before its type coercion.
+fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
+    let mut rules = datafusion::optimizer::Analyzer::new().rules;
+    let coercion = rules
+        .iter()
+        .position(|r| r.name() == "type_coercion")
+        .unwrap_or(0);
+    rules.insert(
+        coercion,
+        Arc::new(brook_planner::float_beside_numeric::FloatBesideNumeric),
+    );
+    rules
 }

@@ -31,7 +31,7 @@ pub(crate) fn stored_columns(
             // A declared type carried in the field's metadata holds only while the values
             // are still of its Arrow type (a cast keeps the metadata of its input).
             let ty = PgType::from_field(f)
-                .filter(|t| t.arrow() == *f.data_type())
+                .and_then(|t| kept_type(t, f.data_type()))
                 .or_else(|| pg_type_of_arrow(f.data_type()))
                 .ok_or_else(|| {
                     brook_err!(
@@ -51,6 +51,24 @@ pub(crate) fn stored_columns(
             })
         })
         .collect()
+}
+
+/// The declared type `t` of a result column of Arrow type `dt`, while the values are still
+/// of its Arrow type; an unconstrained numeric also at another scale of 38 digits (a
+/// quotient's, `udf::numeric_division`), which it keeps.
+fn kept_type(t: PgType, dt: &DataType) -> Option<PgType> {
+    match (&t, dt) {
+        (
+            PgType::Numeric {
+                precision: None, ..
+            },
+            DataType::Decimal128(38, s),
+        ) if *s >= 0 => Some(PgType::Numeric {
+            precision: None,
+            scale: (*s != 10).then_some(*s),
+        }),
+        _ => (t.arrow() == *dt).then_some(t),
+    }
 }
 
 /// The column type a query result column gets in CREATE TABLE AS.

@@ -90,7 +90,10 @@ impl Session {
         let names = brook_planner::rewrite::output_names(&stmt);
         pg_literals(&mut stmt)?;
         let plan = self.plan(stmt).await?;
-        Ok(pg_named(plan.schema().as_arrow().clone(), names))
+        Ok(pg_named(
+            self.analyzed_schema(&plan).as_arrow().clone(),
+            names,
+        ))
     }
 
     /// Parameter types and result schema of a prepared statement (for Describe). Declared
@@ -123,7 +126,10 @@ impl Session {
                 pg_literals(&mut q)?;
                 let plan = self.plan(q).await?;
                 plan_parameter_types(&plan, &mut inferred)?;
-                Some(pg_named(plan.schema().as_arrow().clone(), names))
+                Some(pg_named(
+                    self.analyzed_schema(&plan).as_arrow().clone(),
+                    names,
+                ))
             }
             Statement::Insert(ins) => {
                 if let (TableObject::TableName(tn), Some(src)) = (&ins.table, &ins.source) {

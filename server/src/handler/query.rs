@@ -96,6 +96,21 @@ impl Session {
             .await?)
     }
 
+    /// The row shape of `plan` as it runs: after the analyzer's rules, which may retype a
+    /// column (a numeric beside a double is a double: `float_beside_numeric`); the planned
+    /// shape when analysis fails (the statement reports its error when it runs).
+    pub(crate) fn analyzed_schema(
+        &self,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> datafusion::common::DFSchemaRef {
+        let state = self.ctx.state();
+        state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+            .map(|p| p.schema().clone())
+            .unwrap_or_else(|_| plan.schema().clone())
+    }
+
     /// Run a query and stream its rows.
     pub async fn run_query(
         &self,

@@ -8,7 +8,7 @@
 //! cell by cell into one reusable buffer.
 
 use crate::pg::types::PgType;
-use brook_common::{brook_err, BrookError, Result};
+use brook_common::{brook_err, Result};
 use bytes::{BufMut, BytesMut};
 use chrono::{DateTime, NaiveDate};
 use datafusion::arrow::array::*;
@@ -87,13 +87,14 @@ impl<'a> ColumnView<'a> {
             DataType::Float32 => ColumnView::F32(a.as_primitive()),
             DataType::Float64 => ColumnView::F64(a.as_primitive()),
             DataType::Decimal128(p, s) => {
-                let trim = matches!(
-                    PgType::from_field(field),
-                    Some(PgType::Numeric {
-                        precision: None,
-                        ..
-                    })
-                );
+                let trim = *s >= TRIMMED_SCALE
+                    || match PgType::from_field(field) {
+                        Some(PgType::Numeric {
+                            precision: None, ..
+                        }) => true,
+                        Some(_) => false,
+                        None => (*p, *s) == UNCONSTRAINED,
+                    };
                 ColumnView::Dec(a.as_primitive(), *p, *s, trim)
             }
             DataType::Utf8 => ColumnView::Str(a, StrKind::Utf8),
@@ -242,14 +243,9 @@ impl<'a> ColumnView<'a> {
             ColumnView::U64(_) | ColumnView::Dec(..) => {
                 let mut s = String::new();
                 self.write_text(i, &mut s);
-                let d: rust_decimal::Decimal = s.parse().map_err(|e| {
-                    brook_err!(
-                        OutOfRange,
-                        "numeric value {s} cannot be sent in binary: {e}"
-                    )
-                })?;
-                postgres_types::ToSql::to_sql(&d, &Type::NUMERIC, out)
-                    .map_err(|e| BrookError::internal(e.to_string()))?;
+                if !crate::pg::numeric_binary::write_numeric(&s, out) {
+                    return Err(brook_err!(Internal, "numeric text {s} has no binary form"));
+                }
             }
             ColumnView::List(a, _) => write_binary_list(*a, i, ty, out)?,
             // never asked: every row is NULL
@@ -343,6 +339,18 @@ pub fn format_float(v: f64, digits: i32, as_f32: Option<f32>, out: &mut String) 
         }
     }
 }
+
+/// A numeric of this many decimals or more prints without trailing zeros: such a scale
+/// comes from a division (`udf::numeric_division`, whose quotients keep PostgreSQL's digits
+/// at a wider scale), from arithmetic on one, or from a view or CREATE TABLE AS column that
+/// keeps one; PostgreSQL's value has the digits of its own scale and the zeros are Arrow's
+/// padding. (A column declared `numeric(p, s)` with s ≥ 20 prints so too: docs/limits.md.)
+const TRIMMED_SCALE: i8 = 20;
+
+/// The Arrow type of an unconstrained numeric (`PgType::Numeric` without precision): a
+/// computed value of this type (`x::numeric`, a numeric parameter, `x + 0.5` of a numeric
+/// column) prints without trailing zeros as the column does, not with Arrow's ten decimals.
+const UNCONSTRAINED: (u8, i8) = (38, 10);
 
 fn format_decimal(v: i128, scale: i8, trim: bool, out: &mut String) {
     let neg = v < 0;

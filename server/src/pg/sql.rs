@@ -21,6 +21,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::rewrite::refuse_recursive_order(stmt)?;
         brook_planner::rewrite::fetch_as_limit(stmt)?;
         brook_planner::rewrite::int4_literals(stmt);
+        brook_planner::numeric_literals::exponent_literals(stmt);
         brook_planner::lateral::lateral_functions(stmt)?;
         brook_planner::function_alias::name_function_columns(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);

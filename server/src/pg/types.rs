@@ -140,7 +140,10 @@ impl PgType {
             PgType::Float8 => DataType::Float64,
             PgType::Numeric { precision, scale } => match (precision, scale) {
                 (Some(p), s) => DataType::Decimal128(*p, s.unwrap_or(0)),
-                (None, _) => DataType::Decimal128(38, 10),
+                (None, None) => DataType::Decimal128(38, 10),
+                // An unconstrained numeric a view or CREATE TABLE AS keeps at a quotient's
+                // scale (`udf::numeric_division`).
+                (None, Some(s)) => DataType::Decimal128(38, *s),
             },
             PgType::Text
             | PgType::Varchar(_)

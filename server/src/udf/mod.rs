@@ -18,6 +18,7 @@ pub mod jsonb_literals;
 pub mod jsonb_operators;
 pub mod mode;
 pub mod nexmark;
+pub mod numeric_division;
 pub mod numeric_functions;
 pub mod oid_array;
 pub mod operator_functions;

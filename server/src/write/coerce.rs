@@ -62,6 +62,11 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
                     crate::pg::types::typeof_name(src)
                 ));
             }
+            if matches!(ty, PgType::Float4 | PgType::Float8) {
+                if let DataType::Decimal128(p, s) = src {
+                    return decimals_as_floats(col, *p, *s, &target);
+                }
+            }
             let rounded = round_floats_for_int(col, ty)?;
             let out = cast_with_options(
                 &rounded,
@@ -108,12 +113,17 @@ fn coerce_elements(list: &ListArray, elem: &PgType, name: &str) -> Result<ArrayR
     )?))
 }
 
-/// PostgreSQL rounds (half to even) when a float is assigned to an integer column.
+/// PostgreSQL rounds when a fraction is assigned to an integer column: a float half to
+/// even (`rint`), a numeric half away from zero (Arrow's casts truncate).
 pub(crate) fn round_floats_for_int(col: &ArrayRef, ty: &PgType) -> Result<ArrayRef> {
     use datafusion::arrow::array::Float64Array;
-    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8)
-        || !matches!(col.data_type(), DataType::Float32 | DataType::Float64)
-    {
+    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
+        return Ok(col.clone());
+    }
+    if let DataType::Decimal128(p, s) = col.data_type() {
+        return round_decimals(col, *p, *s);
+    }
+    if !matches!(col.data_type(), DataType::Float32 | DataType::Float64) {
         return Ok(col.clone());
     }
     let f = cast_with_options(col, &DataType::Float64, &CastOptions::default())?;
@@ -123,6 +133,43 @@ pub(crate) fn round_floats_for_int(col: &ArrayRef, ty: &PgType) -> Result<ArrayR
         .ok_or_else(|| brook_err!(Internal, "float cast"))?;
     let r: Float64Array = f.iter().map(|v| v.map(f64::round_ties_even)).collect();
     Ok(Arc::new(r))
+}
+
+/// Numerics stored into a double column: each the double its digits name, correctly rounded
+/// (Arrow's cast divides by a power of ten, off by one unit in the last place for some:
+/// `0.12345678901234567` became `0.12345678901234568`).
+fn decimals_as_floats(col: &ArrayRef, p: u8, s: i8, target: &DataType) -> Result<ArrayRef> {
+    use datafusion::arrow::array::Float64Array;
+    use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
+    let floats: Float64Array = col
+        .as_primitive::<Decimal128Type>()
+        .iter()
+        .map(|v| v.and_then(|v| Decimal128Type::format_decimal(v, p, s).parse::<f64>().ok()))
+        .collect();
+    Ok(cast_with_options(
+        &(Arc::new(floats) as ArrayRef),
+        target,
+        &CastOptions::default(),
+    )?)
+}
+
+/// Decimals of scale `s` > 0 rounded half away from zero to scale 0.
+fn round_decimals(col: &ArrayRef, p: u8, s: i8) -> Result<ArrayRef> {
+    use datafusion::arrow::array::Decimal128Array;
+    use datafusion::arrow::datatypes::Decimal128Type;
+    if s <= 0 {
+        return Ok(col.clone());
+    }
+    let unit = 10i128.pow(u32::from(s.unsigned_abs()));
+    let r: Decimal128Array = col.as_primitive::<Decimal128Type>().unary(|v| {
+        let (q, rem) = (v / unit, v % unit);
+        if rem.abs() * 2 >= unit {
+            q + v.signum()
+        } else {
+            q
+        }
+    });
+    Ok(Arc::new(r.with_precision_and_scale(p, 0)?))
 }
 
 /// Which value types may be stored into a column of type `ty` without an explicit cast.
