@@ -9,7 +9,8 @@
 //! before type coercion and casts the numeric operands of such an expression to double
 //! precision; a numeric constant becomes the double its digits name (read from its text,
 //! correctly rounded, where a decimal-to-double cast divides), in a cast to a double too
-//! (`0.12345678901234567::float8`). Written here because
+//! (`0.12345678901234567::float8`). Among numerics, a quoted number is a numeric of its own
+//! digits (`coalesce('2.25', 1.5)`). Written here because
 //! DataFusion has no option for it.
 
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, DecimalType};
@@ -70,11 +71,16 @@ fn to_float(e: Expr, schema: &DFSchema) -> Result<Expr> {
     e.cast_to(&DataType::Float64, schema)
 }
 
-/// `exprs` with their numerics as doubles when one of them is a double.
+/// `exprs` with their numerics as doubles when one of them is a double; among numerics, a
+/// quoted number as a numeric of its own digits.
 fn unify_all(exprs: Vec<Expr>, schema: &DFSchema) -> Result<Transformed<Vec<Expr>>> {
     let types: Vec<Option<DataType>> = exprs.iter().map(|e| e.get_type(schema).ok()).collect();
     let float = types.iter().flatten().any(is_float);
-    if !float || !types.iter().flatten().any(is_numeric) {
+    let numeric = types.iter().flatten().any(is_numeric);
+    if numeric && !float {
+        return quoted_numbers(exprs, schema);
+    }
+    if !float || !numeric {
         return Ok(Transformed::no(exprs));
     }
     let exprs = exprs
@@ -107,6 +113,37 @@ fn unifies_operands(op: Operator) -> bool {
             | O::Divide
             | O::Modulo
     )
+}
+
+/// `exprs` (among them a numeric) with each quoted number cast to a numeric of its own
+/// digits: DataFusion read `'2.25'` beside `1.5` as `numeric(2, 1)`, so `coalesce('2.25',
+/// 1.5)` was 2.3 and `n IN ('0.4000001', 1.05)` matched 0.4 (a DELETE removed rows
+/// PostgreSQL keeps).
+fn quoted_numbers(exprs: Vec<Expr>, schema: &DFSchema) -> Result<Transformed<Vec<Expr>>> {
+    let mut changed = false;
+    let exprs = exprs
+        .into_iter()
+        .map(|e| {
+            let t = match &e {
+                Expr::Literal(ScalarValue::Utf8(Some(text)), _) => {
+                    crate::untyped_arithmetic::numeric_type(text)
+                }
+                _ => None,
+            };
+            match t {
+                Some(t) => {
+                    changed = true;
+                    e.cast_to(&t, schema)
+                }
+                None => Ok(e),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(if changed {
+        Transformed::yes(exprs)
+    } else {
+        Transformed::no(exprs)
+    })
 }
 
 /// The functions whose arguments take one common type.
@@ -268,18 +305,22 @@ fn values(v: Values) -> Result<Transformed<LogicalPlan>> {
     )))
 }
 
-/// A UNION column that is a double in one input and a numeric in another: a double in each
-/// (a projection casts the numeric inputs; type coercion then derives the union's schema).
+/// A UNION column that is a double in one input and a numeric in another: a double in each.
+/// The SQL planner has already cast the inputs to the type it chose (`Decimal128(30, 15)`),
+/// so a double is also found under such a cast at the top of an input's projection.
 fn union(u: Union) -> Result<Transformed<LogicalPlan>> {
     let columns = u.schema.fields().len();
     let floats: Vec<bool> = (0..columns)
         .map(|c| {
-            let types: Vec<&DataType> = u
-                .inputs
-                .iter()
-                .filter_map(|i| i.schema().fields().get(c).map(|f| f.data_type()))
-                .collect();
-            types.iter().any(|t| is_float(t)) && types.iter().any(|t| is_numeric(t))
+            let float = u.inputs.iter().any(|i| input_column_is_float(i, c));
+            let numeric = u.inputs.iter().any(|i| {
+                i.schema()
+                    .fields()
+                    .get(c)
+                    .is_some_and(|f| is_numeric(f.data_type()))
+                    && !input_column_is_float(i, c)
+            });
+            float && numeric
         })
         .collect();
     if !floats.iter().any(|f| *f) {
@@ -288,42 +329,103 @@ fn union(u: Union) -> Result<Transformed<LogicalPlan>> {
     let inputs = u
         .inputs
         .into_iter()
-        .map(|input| {
-            let schema = input.schema().clone();
-            let needs = (0..columns).any(|c| {
-                floats[c]
-                    && schema
-                        .fields()
-                        .get(c)
-                        .is_some_and(|f| is_numeric(f.data_type()))
-            });
-            if !needs {
-                return Ok(input);
+        .map(|input| as_doubles(input, &floats))
+        .collect::<Result<Vec<_>>>()?;
+    // The union's schema derived again: type coercion keeps the one it finds.
+    Ok(Transformed::yes(LogicalPlan::Union(
+        Union::try_new_with_loose_types(inputs)?,
+    )))
+}
+
+/// The double under an input's cast to a numeric (`CAST(f AS Decimal128(30, 15)) AS x`).
+fn double_under_cast<'a>(e: &'a Expr, input: &DFSchema) -> Option<&'a Expr> {
+    let e = match e {
+        Expr::Alias(a) => a.expr.as_ref(),
+        other => other,
+    };
+    match e {
+        Expr::Cast(c)
+            if is_numeric(c.field.data_type())
+                && c.expr.get_type(input).is_ok_and(|t| is_float(&t)) =>
+        {
+            Some(c.expr.as_ref())
+        }
+        _ => None,
+    }
+}
+
+/// Whether column `c` of a union input is a double (or one cast to a numeric).
+fn input_column_is_float(input: &LogicalPlan, c: usize) -> bool {
+    if input
+        .schema()
+        .fields()
+        .get(c)
+        .is_some_and(|f| is_float(f.data_type()))
+    {
+        return true;
+    }
+    match input {
+        LogicalPlan::Projection(p) => p
+            .expr
+            .get(c)
+            .is_some_and(|e| double_under_cast(e, p.input.schema()).is_some()),
+        _ => false,
+    }
+}
+
+/// A union input with the columns marked in `floats` as doubles.
+fn as_doubles(input: Arc<LogicalPlan>, floats: &[bool]) -> Result<Arc<LogicalPlan>> {
+    let schema = input.schema().clone();
+    let numeric_at = |c: usize| {
+        floats.get(c).copied().unwrap_or(false)
+            && schema
+                .fields()
+                .get(c)
+                .is_some_and(|f| is_numeric(f.data_type()))
+    };
+    if !(0..schema.fields().len()).any(numeric_at) {
+        return Ok(input);
+    }
+    if let LogicalPlan::Projection(p) = input.as_ref() {
+        let exprs = p
+            .expr
+            .iter()
+            .enumerate()
+            .map(|(c, e)| {
+                if !numeric_at(c) {
+                    return Ok(e.clone());
+                }
+                let name = schema.field(c).name().clone();
+                let inner = double_under_cast(e, p.input.schema()).unwrap_or(e);
+                let inner = match inner {
+                    Expr::Alias(a) => a.expr.as_ref().clone(),
+                    other => other.clone(),
+                };
+                Ok(to_float(inner, p.input.schema())?.alias(name))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(
+            exprs,
+            p.input.clone(),
+        )?)));
+    }
+    let exprs = schema
+        .columns()
+        .into_iter()
+        .enumerate()
+        .map(|(c, col)| {
+            let name = col.name.clone();
+            let e = Expr::Column(col);
+            if numeric_at(c) {
+                Ok(e.cast_to(&DataType::Float64, &schema)?.alias(name))
+            } else {
+                Ok(e)
             }
-            let exprs = schema
-                .columns()
-                .into_iter()
-                .enumerate()
-                .map(|(c, col)| {
-                    let name = col.name.clone();
-                    let e = Expr::Column(col);
-                    let numeric = schema.field(c).data_type();
-                    if floats[c] && is_numeric(numeric) {
-                        Ok(e.cast_to(&DataType::Float64, &schema)?.alias(name))
-                    } else {
-                        Ok(e)
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(
-                exprs, input,
-            )?)))
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Transformed::yes(LogicalPlan::Union(Union {
-        inputs,
-        schema: u.schema,
-    })))
+    Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(
+        exprs, input,
+    )?)))
 }
 
 #[cfg(test)]

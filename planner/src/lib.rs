@@ -64,6 +64,7 @@ pub mod float_beside_numeric;
 pub mod function_alias;
 pub mod in_subquery_projection;
 pub mod information_schema;
+pub mod inner_names;
 pub mod interval_scale;
 pub mod json_ops;
 pub mod lateral;

@@ -1,5 +1,5 @@
 //! Numeric constants in exponent notation (`1e10`, `1.5e-3`, `2E+5`) written out in plain
-//! digits, so that they are numerics of PostgreSQL's scale (`1.5e-3` is `0.0015`, scale 4;
+//! digits (and constants beyond 38 digits read as double precision), so that they are numerics of PostgreSQL's scale (`1.5e-3` is `0.0015`, scale 4;
 //! `1e10` is `10000000000`, scale 0).
 //!
 //! Brook reads a decimal constant as a numeric (DataFusion's `parse_float_as_decimal`), whose
@@ -32,15 +32,21 @@ pub fn exponent_literals(stmt: &mut Statement) {
 }
 
 /// The constant `n` as a plain-digit number, or as a double precision cast when written out
-/// it would have more than [`MAX_DIGITS`] digits; `None` when `n` has no exponent.
+/// it has more than [`MAX_DIGITS`] digits; `None` when `n` stays as it is.
 fn written_out(n: &str) -> Option<Expr> {
-    let (mantissa, exponent) = n.split_once(['e', 'E'])?;
     let double = || Expr::Cast {
         kind: CastKind::Cast,
         expr: Box::new(Expr::value(Value::SingleQuotedString(n.to_string()))),
         data_type: DataType::DoublePrecision,
         array: false,
         format: None,
+    };
+    let Some((mantissa, exponent)) = n.split_once(['e', 'E']) else {
+        // Plain digits: beyond Decimal128 (DataFusion would make a Decimal256, which Brook's
+        // kernels and wire do not all take), a double as for an exponent.
+        let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+        let digits = int.trim_start_matches('0').len() + frac.len();
+        return (digits > MAX_DIGITS).then(double);
     };
     let Ok(exponent) = exponent.parse::<i64>() else {
         return Some(double());
@@ -140,5 +146,8 @@ mod tests {
         assert_eq!(plain_digits("1", -50), None);
         assert!(matches!(written_out("1e308"), Some(Expr::Cast { .. })));
         assert!(written_out("1.5").is_none());
+        let long = format!("0.{}1", "0".repeat(39));
+        assert!(matches!(written_out(&long), Some(Expr::Cast { .. })));
+        assert!(written_out(&"9".repeat(38)).is_none());
     }
 }

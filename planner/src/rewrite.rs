@@ -197,7 +197,7 @@ fn leftmost_select(body: &SetExpr) -> Option<&Select> {
 const ARRAY_OPERATOR_FUNCTIONS: [&str; 3] = ["array_has_all", "array_has_any", "array_contains"];
 
 /// The name PostgreSQL gives an unaliased expression, `None` for `?column?`.
-fn figure_colname(e: &Expr) -> Option<String> {
+pub(crate) fn figure_colname(e: &Expr) -> Option<String> {
     match e {
         Expr::Identifier(i) => Some(norm(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(norm),

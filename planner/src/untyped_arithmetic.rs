@@ -119,7 +119,7 @@ fn time_literal_type(
 
 /// The numeric type of a constant written as `text` (`1.25` is numeric(3, 2)), `None` when
 /// `text` is not plain digits (its cast then reports the bad input).
-fn numeric_type(text: &str) -> Option<DataType> {
+pub(crate) fn numeric_type(text: &str) -> Option<DataType> {
     let digits = text.trim().trim_start_matches(['+', '-']);
     let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
     if !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {

@@ -338,8 +338,9 @@ impl Session {
         let mut stmt = Statement::Query(Box::new(q));
         crate::pg::sql::pg_literals(&mut stmt)?;
         let plan = self.plan(stmt).await?;
+        // The shape after the analyzer's rules, which may retype a column.
+        let arrow_schema = Arc::new(self.analyzed_schema(&plan).as_arrow().clone());
         let df = self.ctx.execute_logical_plan(plan).await?;
-        let arrow_schema = Arc::new(df.schema().as_arrow().clone());
         let columns = stored_columns(&arrow_schema, &arrow_schema, "a table")?;
         let meta = RelationMeta {
             id: 0,

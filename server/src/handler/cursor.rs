@@ -101,8 +101,10 @@ impl Session {
                         return Err(brook_err!(Unsupported, "EMIT ON WINDOW CLOSE over tables only (it applies to queries over streams)"));
                     }
                     let df = self.ctx.execute_logical_plan(plan).await?;
-                    let schema = pg_named(df.schema().as_arrow().clone(), names);
-                    (schema, df.execute_stream().await?, None)
+                    let stream = df.execute_stream().await?;
+                    // The rows' own shape (the analyzer may retype a column).
+                    let schema = pg_named(stream.schema().as_ref().clone(), names);
+                    (schema, stream, None)
                 }
             };
             let (hold, in_block) = (d.hold == Some(true), self.block_savepoints());

@@ -120,8 +120,10 @@ impl Session {
     ) -> Result<Outcome> {
         let plan = self.plan(stmt).await?;
         let df = self.ctx.execute_logical_plan(plan).await?;
-        let schema = pg_named(df.schema().as_arrow().clone(), names);
         let stream = df.execute_stream().await?;
+        // The rows' own shape: the analyzer may retype a column after planning
+        // (`float_beside_numeric`), and the RowDescription must say what is sent.
+        let schema = pg_named(stream.schema().as_ref().clone(), names);
         Ok(Outcome::Rows {
             schema,
             stream,

@@ -41,7 +41,7 @@ impl Session {
                 "there is no parameter $1: a view's query cannot take parameters"
             ));
         }
-        let types = Arc::new(plan.schema().as_arrow().clone());
+        let types = Arc::new(self.analyzed_schema(&plan).as_arrow().clone());
         let named = pg_named(types.as_ref().clone(), output);
         let names = column_names(&named, &cv.columns)?;
         let fields: Vec<Field> = named

@@ -87,14 +87,13 @@ impl<'a> ColumnView<'a> {
             DataType::Float32 => ColumnView::F32(a.as_primitive()),
             DataType::Float64 => ColumnView::F64(a.as_primitive()),
             DataType::Decimal128(p, s) => {
-                let trim = *s >= TRIMMED_SCALE
-                    || match PgType::from_field(field) {
-                        Some(PgType::Numeric {
-                            precision: None, ..
-                        }) => true,
-                        Some(_) => false,
-                        None => (*p, *s) == UNCONSTRAINED,
-                    };
+                let trim = match PgType::from_field(field) {
+                    Some(PgType::Numeric {
+                        precision: None, ..
+                    }) => true,
+                    Some(_) => *s >= TRIMMED_SCALE,
+                    None => trims_by_type(*p, *s),
+                };
                 ColumnView::Dec(a.as_primitive(), *p, *s, trim)
             }
             DataType::Utf8 => ColumnView::Str(a, StrKind::Utf8),
@@ -351,6 +350,19 @@ const TRIMMED_SCALE: i8 = 20;
 /// computed value of this type (`x::numeric`, a numeric parameter, `x + 0.5` of a numeric
 /// column) prints without trailing zeros as the column does, not with Arrow's ten decimals.
 const UNCONSTRAINED: (u8, i8) = (38, 10);
+
+/// Whether a computed numeric (no declared type) of Arrow type (p, s) prints without
+/// trailing zeros ([`TRIMMED_SCALE`], [`UNCONSTRAINED`]).
+pub(crate) fn trims_by_type(p: u8, s: i8) -> bool {
+    s >= TRIMMED_SCALE || (p, s) == UNCONSTRAINED
+}
+
+/// A numeric's text as the wire writes it, trailing zeros dropped when `trim`.
+pub(crate) fn numeric_text(v: i128, scale: i8, trim: bool) -> String {
+    let mut out = String::new();
+    format_decimal(v, scale, trim, &mut out);
+    out
+}
 
 fn format_decimal(v: i128, scale: i8, trim: bool, out: &mut String) {
     let neg = v < 0;

@@ -16,6 +16,8 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
             | Statement::Delete(_)
             | Statement::Explain { .. }
     ) {
+        // First: only the queries the client wrote, not those the rewrites below make.
+        brook_planner::inner_names::name_inner_outputs(stmt);
         brook_planner::match_recognize::rewrite_match_recognize(stmt)?;
         brook_planner::windows::rewrite_windows(stmt)?;
         brook_planner::rewrite::refuse_recursive_order(stmt)?;

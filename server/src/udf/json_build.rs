@@ -248,8 +248,16 @@ fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
         | DataType::UInt16
         | DataType::UInt32
         | DataType::UInt64
-        | DataType::Decimal128(_, _)
         | DataType::Decimal256(_, _) => out.push_str(&text_of(a, row)?),
+        // A quotient's or an unconstrained numeric's padding zeros are not part of its value
+        // (`to_jsonb(10.0 / 4)` is `2.5`), as on the wire.
+        DataType::Decimal128(p, s) => {
+            let v = a
+                .as_primitive::<datafusion::arrow::datatypes::Decimal128Type>()
+                .value(row);
+            let trim = crate::pg::encode::trims_by_type(*p, *s);
+            out.push_str(&crate::pg::encode::numeric_text(v, *s, trim));
+        }
         DataType::Float16 | DataType::Float32 | DataType::Float64 => {
             let text = text_of(a, row)?;
             let finite = text.parse::<f64>().is_ok_and(f64::is_finite);
