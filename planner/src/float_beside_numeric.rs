@@ -1,7 +1,8 @@
 //! A numeric beside a double precision value is double precision, as PostgreSQL resolves the
 //! two (float8 is the preferred type of the numeric category): `f > 1.5`, `coalesce(f, 0.5)`,
 //! `CASE WHEN ... THEN f ELSE 0.5 END`, `f IN (0.5, 1)`, `ARRAY[f, 0.5]`, `f BETWEEN 0.5 AND
-//! 1.5`, and a VALUES or UNION column of both.
+//! 1.5`, and a VALUES or UNION column of both (`f = ANY (ARRAY[0.5])`:
+//! `udf::array_functions`).
 //!
 //! DataFusion unifies them as `Decimal128(30, 15)` instead: a double above 1e15 overflowed
 //! (22003) and one below 1e-15 became 0 — `UPDATE t SET f = 0.5 WHERE id = 1`, planned as a

@@ -34,10 +34,25 @@ pub fn exponent_literals(stmt: &mut Statement) {
 /// The constant `n` as a plain-digit number, or as a double precision cast when written out
 /// it has more than [`MAX_DIGITS`] digits; `None` when `n` stays as it is.
 fn written_out(n: &str) -> Option<Expr> {
+    // A value no double holds (`1e400`, `1e-400`) is cast to numeric instead, which
+    // refuses it (22003) rather than read it as infinity or zero.
+    let in_double_range = n.parse::<f64>().is_ok_and(|f| {
+        f.is_finite()
+            && (f != 0.0
+                || !n
+                    .split(['e', 'E'])
+                    .next()
+                    .unwrap_or("")
+                    .contains(|c: char| ('1'..='9').contains(&c)))
+    });
     let double = || Expr::Cast {
         kind: CastKind::Cast,
         expr: Box::new(Expr::value(Value::SingleQuotedString(n.to_string()))),
-        data_type: DataType::DoublePrecision,
+        data_type: if in_double_range {
+            DataType::DoublePrecision
+        } else {
+            DataType::Numeric(ExactNumberInfo::None)
+        },
         array: false,
         format: None,
     };
@@ -66,6 +81,19 @@ fn written_out(n: &str) -> Option<Expr> {
         Some(digits) => Expr::value(Value::Number(digits, false)),
         None => double(),
     })
+}
+
+/// Number text in exponent notation (`-1.5e-3`, ` 2E+5 `) in plain digits (`-0.0015`),
+/// `None` for other text or more than [`MAX_DIGITS`] digits. COPY reads numerics so.
+pub fn plain_number(text: &str) -> Option<String> {
+    let text = text.trim();
+    let (sign, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (mantissa, exponent) = unsigned.split_once(['e', 'E'])?;
+    let digits = plain_digits(mantissa, exponent.parse::<i64>().ok()?)?;
+    Some(format!("{sign}{digits}"))
 }
 
 /// `mantissa · 10^exponent` in plain digits (`1.5`, −3 → `0.0015`), `None` when that takes
@@ -138,6 +166,14 @@ mod tests {
                 "{mantissa}e{exponent}"
             );
         }
+    }
+
+    #[test]
+    fn copy_text_in_exponent_notation_is_written_out() {
+        assert_eq!(plain_number(" -1.5e-3").as_deref(), Some("-0.0015"));
+        assert_eq!(plain_number("2E+5").as_deref(), Some("200000"));
+        assert_eq!(plain_number("1.5"), None);
+        assert_eq!(plain_number("1e400"), None);
     }
 
     #[test]

@@ -440,3 +440,25 @@ def test_json_parameters_are_json(brook):
         assert c.execute("SELECT doc FROM py_docs").fetchone()[0] == {"a": 1}
         with pytest.raises(psycopg.errors.InvalidTextRepresentation):
             c.execute("SELECT %s::jsonb", ("{not json",))
+
+
+def test_numbers_in_exponent_notation_and_beyond_a_real(brook):
+    """COPY reads `1e1` into a numeric column (Arrow's decimal parser refused it: 22003) and
+    refuses a value a real cannot hold (it stored Infinity); numeric results come back as
+    Decimal with every digit (1.0 / 3 at PostgreSQL's scale)."""
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_sci (n numeric, r real)")
+        with c.cursor() as cur:
+            with cur.copy("COPY py_sci FROM STDIN") as cp:
+                cp.write(b"1e1\t1.5\n-1.5e-3\t2\n")
+        assert c.execute("SELECT n FROM py_sci ORDER BY n").fetchall() == [
+            (decimal.Decimal("-0.0015"),),
+            (decimal.Decimal("10"),),
+        ]
+        with pytest.raises(psycopg.errors.NumericValueOutOfRange):
+            with c.cursor() as cur:
+                with cur.copy("COPY py_sci FROM STDIN") as cp:
+                    cp.write(b"1\t3.5e38\n")
+        assert c.execute("SELECT count(*) FROM py_sci").fetchone()[0] == 2
+        third = c.execute("SELECT 1.0 / 3, %s * 2", (decimal.Decimal("0.1"),)).fetchone()
+        assert third == (decimal.Decimal("0.33333333333333333333"), decimal.Decimal("0.2"))

@@ -115,6 +115,7 @@ pub fn text_to_column(
             complete_timestamps(strings)
         }
         PgType::Timestamptz => complete_timestamps(strings),
+        PgType::Numeric { .. } => numerics_written_out(strings)?,
         PgType::Date => without_zones(strings, true)?,
         PgType::Time => without_zones(strings, false)?,
         _ => strings.clone(),
@@ -183,7 +184,44 @@ pub fn text_to_column(
         });
     }
     check_lengths(&out, ty, line_of, table, column)?;
+    if matches!(ty, PgType::Float4 | PgType::Float8) {
+        if let Some(bad) = float_out_of_range(strings, &out) {
+            return Err(brook_err!(
+                OutOfRange,
+                "\"{bad}\" is out of range for type {} (COPY {table}, column {column})",
+                ty.name()
+            ));
+        }
+    }
     Ok(out)
+}
+
+/// The first text a real or double cannot hold: Rust's parser makes a too-large one
+/// infinity and a too-small one zero, where PostgreSQL reports 22003.
+fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
+    let floats = cast_with_options(
+        out,
+        &datafusion::arrow::datatypes::DataType::Float64,
+        &CastOptions::default(),
+    )
+    .ok()?;
+    let floats = datafusion::arrow::array::AsArray::as_primitive::<
+        datafusion::arrow::datatypes::Float64Type,
+    >(&floats);
+    let text = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()?;
+    (0..floats.len()).find_map(|r| {
+        if floats.is_null(r) || text.is_null(r) {
+            return None;
+        }
+        let (v, t) = (floats.value(r), text.value(r).trim());
+        let named = t.trim_start_matches(['+', '-']).to_ascii_lowercase();
+        let infinite_text = named == "inf" || named == "infinity";
+        let mantissa = t.split(['e', 'E']).next().unwrap_or("");
+        let nonzero_text = mantissa.chars().any(|c| ('1'..='9').contains(&c));
+        ((v.is_infinite() && !infinite_text) || (v == 0.0 && nonzero_text)).then(|| t.to_string())
+    })
 }
 
 /// Date or time texts without the zones some may end with (PostgreSQL ignores them); the
@@ -202,6 +240,22 @@ fn without_zones(strings: &ArrayRef, date: bool) -> Result<ArrayRef> {
     }
     each_text(strings, |_, v| {
         Ok(crate::pg::datetime::without_zone(v, date).to_string())
+    })
+}
+
+/// Numeric texts in exponent notation (`1.5e-3`) in plain digits, which Arrow's decimal
+/// parser reads (it refused them: `COPY` of `1e1` into a numeric column was 22003); the
+/// array itself when none has an exponent.
+fn numerics_written_out(strings: &ArrayRef) -> Result<ArrayRef> {
+    let exponent = strings
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::StringArray>()
+        .is_none_or(|s| s.iter().flatten().any(|v| v.contains(['e', 'E'])));
+    if !exponent {
+        return Ok(strings.clone());
+    }
+    each_text(strings, |_, v| {
+        Ok(brook_planner::numeric_literals::plain_number(v).unwrap_or_else(|| v.to_string()))
     })
 }
 

@@ -21,6 +21,8 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::error::Result;
 use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::type_coercion::binary::comparison_coercion;
+use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
@@ -48,6 +50,8 @@ enum Test {
 struct AsPostgres {
     inner: Arc<ScalarUDF>,
     test: Test,
+    /// `array_has`'s own (user-defined) signature, see [`member_types`].
+    member_signature: Signature,
 }
 
 impl AsPostgres {
@@ -66,6 +70,9 @@ impl ScalarUDFImpl for AsPostgres {
     }
 
     fn signature(&self) -> &Signature {
+        if self.test == Test::Member {
+            return &self.member_signature;
+        }
         self.inner.signature()
     }
 
@@ -85,6 +92,19 @@ impl ScalarUDFImpl for AsPostgres {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if self.test == Test::Member {
+            if let Some(types) = member_types(arg_types) {
+                return Ok(types);
+            }
+            let fields: Vec<FieldRef> = arg_types
+                .iter()
+                .map(|t| Arc::new(Field::new("a", t.clone(), true)))
+                .collect();
+            return Ok(fields_with_udf(&fields, self.inner.as_ref())?
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect());
+        }
         self.inner.coerce_types(arg_types)
     }
 
@@ -233,6 +253,34 @@ impl ScalarUDFImpl for ArrayDims {
     }
 }
 
+/// `x = ANY (array)` (`array_has(array, x)`) of an element and a needle of two numeric
+/// types, one a numeric or a double: both of the type a comparison takes them as (a
+/// double if either is one, as PostgreSQL). DataFusion's array signature refused them
+/// (`f = ANY (ARRAY[0.5, 0.9])`, `i = ANY (ARRAY[1.5, 2])`: 42883).
+fn member_types(arg_types: &[DataType]) -> Option<Vec<DataType>> {
+    let [DataType::List(item), needle] = arg_types else {
+        return None;
+    };
+    let element = item.data_type();
+    let number = |t: &DataType| t.is_numeric();
+    let inexact = |t: &DataType| t.is_floating() || matches!(t, DataType::Decimal128(..));
+    if element == needle
+        || !(number(element) && number(needle))
+        || !(inexact(element) || inexact(needle))
+    {
+        return None;
+    }
+    let common = if element.is_floating() || needle.is_floating() {
+        DataType::Float64
+    } else {
+        comparison_coercion(element, needle)?
+    };
+    Some(vec![
+        DataType::List(Arc::new(Field::new_list_field(common.clone(), true))),
+        common,
+    ])
+}
+
 /// The number of elements of list row `r`, `None` when NULL or not a list.
 fn element_count(a: &ArrayRef, r: usize) -> Option<usize> {
     if a.is_null(r) {
@@ -261,7 +309,11 @@ pub fn register(ctx: &SessionContext) {
         ("array_position", Test::Integer),
     ] {
         if let Ok(inner) = ctx.udf(name) {
-            ctx.register_udf(ScalarUDF::new_from_impl(AsPostgres { inner, test }));
+            ctx.register_udf(ScalarUDF::new_from_impl(AsPostgres {
+                member_signature: Signature::user_defined(inner.signature().volatility),
+                inner,
+                test,
+            }));
         }
     }
 }

@@ -79,6 +79,9 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
             if out.null_count() != col.null_count() {
                 return Err(brook_err!(OutOfRange, "{} out of range", ty.name()));
             }
+            if matches!(ty, PgType::Float4) {
+                check_real_range(col, &out)?;
+            }
             Ok(out)
         }
     }
@@ -151,6 +154,28 @@ fn decimals_as_floats(col: &ArrayRef, p: u8, s: i8, target: &DataType) -> Result
         target,
         &CastOptions::default(),
     )?)
+}
+
+/// Values stored into a real column that a real cannot hold are 22003, as PostgreSQL says;
+/// Arrow's cast made them infinity or zero (`3.5e38`, `1e-46`).
+fn check_real_range(input: &ArrayRef, out: &ArrayRef) -> Result<()> {
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+    let wide = cast_with_options(input, &DataType::Float64, &CastOptions::default())?;
+    let wide = wide.as_primitive::<Float64Type>();
+    let narrow = out.as_primitive::<Float32Type>();
+    for i in 0..narrow.len().min(wide.len()) {
+        if narrow.is_null(i) || wide.is_null(i) {
+            continue;
+        }
+        let (w, n) = (wide.value(i), narrow.value(i));
+        if w.is_finite() && n.is_infinite() {
+            return Err(brook_err!(OutOfRange, "value out of range: overflow"));
+        }
+        if w != 0.0 && n == 0.0 {
+            return Err(brook_err!(OutOfRange, "value out of range: underflow"));
+        }
+    }
+    Ok(())
 }
 
 /// Decimals of scale `s` > 0 rounded half away from zero to scale 0.
