@@ -49,6 +49,11 @@ impl AnalyzerRule for FloatBesideNumeric {
     }
 }
 
+/// The rule applied to one expression planned on its own (a SQL function's body).
+pub fn doubles_beside_numerics(e: Expr, schema: &DFSchema) -> Result<Expr> {
+    Ok(e.transform_up(|e| unify(e, schema))?.data)
+}
+
 fn is_float(t: &DataType) -> bool {
     matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
 }

@@ -402,10 +402,28 @@ pub fn fetch_as_limit(stmt: &mut Statement) -> brook_common::Result<()> {
 
 struct FetchAsLimit;
 
+/// `LIMIT 2.5` / `OFFSET 0.5`: PostgreSQL rounds a fractional count (to 3 and 1), as a
+/// numeric becomes a bigint; DataFusion failed (XX000 "invalid digit found in string").
+fn whole_count(e: &mut Expr) {
+    if let Expr::Value(v) = e {
+        if let Value::Number(n, _) = &v.value {
+            if n.contains('.') {
+                if let Ok(f) = n.parse::<f64>() {
+                    v.value = Value::Number(format!("{}", f.round() as i64), false);
+                }
+            }
+        }
+    }
+}
+
 impl VisitorMut for FetchAsLimit {
     type Break = brook_common::BrookError;
 
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<Self::Break> {
+        if let Some(LimitClause::LimitOffset { limit, offset, .. }) = q.limit_clause.as_mut() {
+            limit.iter_mut().for_each(whole_count);
+            offset.iter_mut().for_each(|o| whole_count(&mut o.value));
+        }
         let Some(fetch) = q.fetch.take() else {
             return ControlFlow::Continue(());
         };

@@ -63,6 +63,29 @@ pub(crate) fn qualify_bare_columns(e: &Expr, table: &str) -> Expr {
 }
 
 impl Session {
+    /// A context with this session's functions, planner hooks and analyzer rules whose only
+    /// relations are those the caller registers (the upsert's target rows and `excluded`).
+    fn private_context(&self) -> Result<SessionContext> {
+        use datafusion::catalog::{
+            CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemoryCatalogProviderList,
+            MemorySchemaProvider,
+        };
+        let state = self.ctx.state();
+        let options = state.config().options();
+        let (catalog_name, schema_name) = (
+            options.catalog.default_catalog.clone(),
+            options.catalog.default_schema.clone(),
+        );
+        let catalog = MemoryCatalogProvider::new();
+        catalog.register_schema(&schema_name, Arc::new(MemorySchemaProvider::new()))?;
+        let list = MemoryCatalogProviderList::new();
+        list.register_catalog(catalog_name, Arc::new(catalog));
+        let state = datafusion::execution::SessionStateBuilder::new_from_existing(state)
+            .with_catalog_list(Arc::new(list))
+            .build();
+        Ok(SessionContext::new_with_state(state))
+    }
+
     /// ON CONFLICT (key): the target must be the primary key (42P10 otherwise).
     pub(crate) fn check_conflict_target(
         &self,
@@ -169,7 +192,7 @@ impl Session {
         let fresh = filter_record_batch(&incoming, &datafusion::arrow::compute::not(&conflict)?)?;
         let excluded = filter_record_batch(&incoming, &conflict)?;
         // Rewrite the relation: each row joined with its proposed replacement, if any.
-        let ctx = SessionContext::new();
+        let ctx = self.private_context()?;
         ctx.register_batch("excluded", excluded)?;
         let target = Arc::new(datafusion::datasource::MemTable::try_new(
             schema.clone(),
@@ -214,7 +237,22 @@ impl Session {
             items.join(", "),
             on.join(" AND ")
         );
-        let rows = ctx.sql(&sql).await?.collect().await?;
+        // Planned as every query is (Brook's rewrites, planner hooks and analyzer rules), so
+        // the SET expressions mean what they mean elsewhere: overflow-checked integers,
+        // numerics, jsonb operators. (A bare DataFusion context made `c + 1` wrap around and
+        // `n + 0.000000001` a double: wrong values stored.)
+        let mut stmt = match brook_planner::parser::parse_one(&sql)?.into_plain_sql() {
+            Some(s) => s,
+            None => return Err(brook_err!(Internal, "upsert rewrite did not parse as SQL")),
+        };
+        crate::pg::sql::pg_literals(&mut stmt)?;
+        let plan = ctx
+            .state()
+            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+                stmt,
+            )))
+            .await?;
+        let rows = ctx.execute_logical_plan(plan).await?.collect().await?;
         let Some(mut keys) = KeyCheck::new(meta, name)? else {
             return Err(brook_err!(
                 Internal,

@@ -94,6 +94,10 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
     let body = body_over_arguments(meta)?;
     let df_schema = DFSchema::try_from(schema.as_ref().clone())?;
     let logical = state.create_logical_expr(&body.to_string(), &df_schema)?;
+    // The analyzer does not see a body planned on its own: a numeric beside a double is a
+    // double here too, before type coercion (`check_expression`) as for a query.
+    let logical =
+        brook_planner::float_beside_numeric::doubles_beside_numerics(logical, &df_schema)?;
     let body_type = datafusion::logical_expr::ExprSchemable::get_type(&logical, &df_schema)?;
     let returns = meta.returns.arrow();
     // PostgreSQL takes a body whose type casts to the result implicitly (a fraction is no
