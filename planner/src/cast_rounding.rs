@@ -3,31 +3,86 @@
 //!
 //! Arrow's cast truncates toward zero, so `1.5::int` was 1 and `(-1.5)::int` -1 — silent
 //! wrong answers wherever a numeric or a double was cast to an integer. This analyzer rule
-//! rounds the operand first, halves away from zero (DataFusion's `round`), as PostgreSQL
-//! rounds a numeric. Brook computes as double precision some values PostgreSQL keeps
-//! numeric (`avg` of integers), so a double is rounded the same way; PostgreSQL's own
-//! double precision casts round exact halves to even (`rint`: `2.5::float8::int` is 2
-//! there, 3 here — docs/limits.md).
+//! rounds the operand first: a numeric halves away from zero (DataFusion's `round`), as
+//! PostgreSQL rounds a numeric; a double or real halves to even ([`Rint`]), as
+//! PostgreSQL's `rint` does (`2.5::float8::int` is 2). `avg` of integers, double precision
+//! here and numeric in PostgreSQL, rounds as a double (docs/limits.md).
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, ScalarUDF, TryCast};
+use datafusion::logical_expr::{
+    Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, TryCast, Volatility,
+};
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
-/// The rule, with the rounding function it applies.
+/// The rule, with the rounding functions it applies.
 #[derive(Debug)]
 pub struct CastsRound {
     round: Arc<ScalarUDF>,
+    rint: Arc<ScalarUDF>,
 }
 
 impl Default for CastsRound {
     fn default() -> Self {
         CastsRound {
             round: datafusion::functions::math::round(),
+            rint: Arc::new(ScalarUDF::new_from_impl(Rint {
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
+        }
+    }
+}
+
+/// A double (or real) rounded to the nearest integral value, halves to even (C's `rint`,
+/// which PostgreSQL's float-to-integer casts use). DataFusion has no such function.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Rint {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Rint {
+    fn name(&self) -> &str {
+        "brook_rint"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        Ok(args.first().cloned().unwrap_or(DataType::Float64))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use datafusion::arrow::array::{Array, AsArray};
+        use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let a = &arrays[0];
+        let out: datafusion::arrow::array::ArrayRef = match a.data_type() {
+            DataType::Float32 => Arc::new(
+                a.as_primitive::<Float32Type>()
+                    .unary::<_, Float32Type>(f32::round_ties_even),
+            ),
+            _ => {
+                let f = datafusion::arrow::compute::cast(a, &DataType::Float64)?;
+                Arc::new(
+                    f.as_primitive::<Float64Type>()
+                        .unary::<_, Float64Type>(f64::round_ties_even),
+                )
+            }
+        };
+        if scalar && out.len() == 1 {
+            Ok(ColumnarValue::Scalar(
+                datafusion::common::ScalarValue::try_from_array(&out, 0)?,
+            ))
+        } else {
+            Ok(ColumnarValue::Array(out))
         }
     }
 }
@@ -59,19 +114,14 @@ impl CastsRound {
 
     /// `e` rounded to an integral value when it is a fraction.
     fn rounded(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        let fraction = match e.get_type(schema)? {
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => true,
-            DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => s > 0,
-            _ => false,
+        let round = match e.get_type(schema)? {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => &self.rint,
+            DataType::Decimal128(_, s) | DataType::Decimal256(_, s) if s > 0 => &self.round,
+            _ => return Ok(Transformed::no(e)),
         };
-        Ok(if fraction {
-            Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                self.round.clone(),
-                vec![e],
-            )))
-        } else {
-            Transformed::no(e)
-        })
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(round.clone(), vec![e]),
+        )))
     }
 }
 

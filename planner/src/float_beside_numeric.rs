@@ -266,6 +266,20 @@ fn unify_case(c: Case, schema: &DFSchema) -> Result<Transformed<Expr>> {
     })
 }
 
+/// A quoted `NaN` or `Infinity`: only a double has these values here (Brook's numerics
+/// have no infinity), so a VALUES column holding one beside numerics is of doubles
+/// (`VALUES (1.5), ('Infinity')` into a double column).
+fn names_a_float(e: &Expr) -> bool {
+    let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = e else {
+        return false;
+    };
+    let t = text
+        .trim()
+        .trim_start_matches(['+', '-'])
+        .to_ascii_lowercase();
+    matches!(t.as_str(), "nan" | "inf" | "infinity")
+}
+
 /// A VALUES column holding doubles and numerics: doubles. The SQL planner has already cast
 /// its rows to the common type it chose (`Decimal128(30, 15)`); the rows are read again
 /// from under those casts.
@@ -282,9 +296,10 @@ fn values(v: Values) -> Result<Transformed<LogicalPlan>> {
         if !is_numeric(v.schema.field(c).data_type()) {
             continue;
         }
-        let has_float = rows
-            .iter()
-            .any(|r| inner(&r[c]).get_type(&empty).is_ok_and(|t| is_float(&t)));
+        let has_float = rows.iter().any(|r| {
+            let e = inner(&r[c]);
+            e.get_type(&empty).is_ok_and(|t| is_float(&t)) || names_a_float(&e)
+        });
         if !has_float {
             continue;
         }
