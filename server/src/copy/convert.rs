@@ -208,11 +208,16 @@ fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
     let floats = datafusion::arrow::array::AsArray::as_primitive::<
         datafusion::arrow::datatypes::Float64Type,
     >(&floats);
+    // Only an infinity or a zero can be out of range: the text of the rest is not read.
+    let suspect = |v: f64| v.is_infinite() || v == 0.0;
+    if !floats.values().iter().copied().any(suspect) {
+        return None;
+    }
     let text = strings
         .as_any()
         .downcast_ref::<datafusion::arrow::array::StringArray>()?;
     (0..floats.len()).find_map(|r| {
-        if floats.is_null(r) || text.is_null(r) {
+        if floats.is_null(r) || text.is_null(r) || !suspect(floats.value(r)) {
             return None;
         }
         let (v, t) = (floats.value(r), text.value(r).trim());

@@ -73,10 +73,7 @@ impl ExprPlanner for NumericDivision {
             return Ok(PlannerResult::Original(expr));
         };
         let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-        let targets = (
-            operand_type(&expr.left, &lt),
-            operand_type(&expr.right, &rt),
-        );
+        let targets = (operand_type(&lt), operand_type(&rt));
         let (Some(l_to), Some(r_to)) = targets else {
             return Ok(PlannerResult::Original(expr));
         };
@@ -119,14 +116,10 @@ fn wide_product(expr: RawBinaryExpr, schema: &DFSchema) -> Result<PlannerResult<
     )?))
 }
 
-/// The Decimal128 type (of scale ≥ 0) operand `e` of type `t` is divided as, with as few
-/// integer digits as its type allows (an integer literal's own digits); `None` for a type
-/// this rule leaves alone.
-fn operand_type(e: &Expr, t: &DataType) -> Option<DataType> {
-    let whole = matches!(t, DataType::Decimal128(_, 0)) || t.is_integer();
-    if let Some(digits) = literal_integer_digits(e).filter(|_| whole) {
-        return Some(DataType::Decimal128(digits, 0));
-    }
+/// The Decimal128 type (of scale ≥ 0) an operand of type `t` is divided as (an integer
+/// as wide as its type); `None` for a type this hook leaves alone. The quotient's scale
+/// does not depend on the operands' precision ([`result_scale`]).
+fn operand_type(t: &DataType) -> Option<DataType> {
     Some(match t {
         DataType::Decimal128(_, s) if *s >= 0 => t.clone(),
         DataType::Decimal128(p, s) => {
@@ -139,27 +132,6 @@ fn operand_type(e: &Expr, t: &DataType) -> Option<DataType> {
         DataType::UInt64 => DataType::Decimal128(20, 0),
         _ => return None,
     })
-}
-
-/// The decimal digits of an integer constant (a literal under casts, as type coercion and
-/// the int4 literal rewrite leave one).
-fn literal_integer_digits(e: &Expr) -> Option<u8> {
-    let mut e = e;
-    while let Expr::Cast(c) = e {
-        e = c.expr.as_ref();
-    }
-    let Expr::Literal(v, _) = e else {
-        return None;
-    };
-    if !v.data_type().is_integer() {
-        return None;
-    }
-    match v.cast_to(&DataType::Int64) {
-        Ok(ScalarValue::Int64(Some(v))) => {
-            Some(v.unsigned_abs().checked_ilog10().map_or(1, |d| d as u8 + 1))
-        }
-        _ => None,
-    }
 }
 
 /// The result scale for operands of scales s1 / s2: [`MAX_SCALE`] decimals, or the
