@@ -1,6 +1,7 @@
 //! User-defined functions in the catalog: `CREATE FUNCTION ... LANGUAGE SQL` whose body is
 //! one expression over the arguments (inlined where it is called; see
-//! `crate::udf::sql_function`).
+//! `crate::udf::sql_function`), and `LANGUAGE javascript` whose body is a JavaScript
+//! function's (run in a sandbox; see `crate::udf::javascript`).
 
 use crate::pg::types::PgType;
 use serde::{Deserialize, Serialize};
@@ -12,13 +13,35 @@ pub struct FunctionArgMeta {
     pub ty: PgType,
 }
 
-/// A SQL function.
+/// The language of a function's body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    Sql,
+    Javascript,
+}
+
+impl Language {
+    /// Its name, as `LANGUAGE` takes it and `pg_language` lists it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Sql => "sql",
+            Language::Javascript => "javascript",
+        }
+    }
+}
+
+/// A user function.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionMeta {
     pub args: Vec<FunctionArgMeta>,
     pub returns: PgType,
-    /// The body: one SQL expression over the arguments (`SELECT expr` or `RETURN expr`
-    /// as written, reduced to `expr`).
+    /// LANGUAGE SQL (the catalog's functions from before JavaScript had none) or javascript.
+    #[serde(default)]
+    pub language: Language,
+    /// The body. SQL: one expression over the arguments (`SELECT expr` or `RETURN expr`
+    /// as written, reduced to `expr`). JavaScript: the function's body as written.
     pub body: String,
     /// `immutable`, `stable` or `volatile` (PostgreSQL's default).
     pub volatility: String,

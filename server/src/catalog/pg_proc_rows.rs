@@ -3,7 +3,7 @@
 //! add them to the crate's rows), computed from the catalog at each scan.
 
 use super::pg_rows::{stable_oid, Computed, Source};
-use crate::catalog::function::FunctionMeta;
+use crate::catalog::function::{FunctionMeta, Language};
 use crate::catalog::{CatalogDoc, SchemaMeta};
 use brook_common::Result;
 use datafusion::arrow::array::{
@@ -74,15 +74,16 @@ struct ProcRows {
     definition: Vec<Option<String>>,
 }
 
-/// A SQL function's `CREATE OR REPLACE FUNCTION`, laid out as PostgreSQL's
+/// A user function's `CREATE OR REPLACE FUNCTION`, laid out as PostgreSQL's
 /// `pg_get_functiondef` lays it out (psql's `\sf` and `\ef` print it).
 fn function_definition(schema: &str, name: &str, args: &str, f: &FunctionMeta) -> String {
     let quote = crate::ident::quote_if_needed;
     let mut def = format!(
-        "CREATE OR REPLACE FUNCTION {}.{}({args})\n RETURNS {}\n LANGUAGE sql\n",
+        "CREATE OR REPLACE FUNCTION {}.{}({args})\n RETURNS {}\n LANGUAGE {}\n",
         quote(schema),
         quote(name),
-        f.returns.name()
+        f.returns.name(),
+        f.language.name()
     );
     let mut options = vec![];
     match f.volatility.as_str() {
@@ -96,8 +97,17 @@ fn function_definition(schema: &str, name: &str, args: &str, f: &FunctionMeta) -
     if !options.is_empty() {
         def.push_str(&format!(" {}\n", options.join(" ")));
     }
-    def.push_str(&format!("AS $function$SELECT {}$function$\n", f.body));
+    def.push_str(&format!("AS $function${}$function$\n", source_text(f)));
     def
+}
+
+/// A function's body as PostgreSQL keeps a body given as a string (`prosrc`): a SQL
+/// function's whole SELECT, a JavaScript function's text.
+fn source_text(f: &FunctionMeta) -> String {
+    match f.language {
+        Language::Sql => format!("SELECT {}", f.body),
+        Language::Javascript => f.body.clone(),
+    }
 }
 
 fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
@@ -121,8 +131,7 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             r.text[0].push(sname.clone());
             r.text[1].push(fname.clone());
             r.text[2].push(types.join(" "));
-            // As PostgreSQL keeps a body given as a string: the whole SELECT.
-            r.text[3].push(format!("SELECT {}", f.body));
+            r.text[3].push(source_text(f));
             r.text[4].push(f.volatility.chars().next().unwrap_or('v').to_string());
             r.definition
                 .push(Some(function_definition(sname, fname, &args.join(", "), f)));

@@ -1,4 +1,4 @@
-//! The user functions of a database (`CREATE FUNCTION ... LANGUAGE SQL`) and its user
+//! The user functions of a database (`CREATE FUNCTION ... LANGUAGE sql | javascript`) and its user
 //! aggregates (`CREATE AGGREGATE`), planned against its context: registered there (for new
 //! sessions and materialized views) and handed to the sessions already connected, which
 //! register them before their next statement.
@@ -78,7 +78,7 @@ impl Engine {
             let state = db.ctx.state();
             failures.clear();
             pending.retain(|(name, meta)| {
-                match crate::udf::sql_function::plan(name, meta, &state) {
+                match crate::udf::plan_user_function(name, meta, &state) {
                     Ok(udf) => {
                         let udf = Arc::new(udf);
                         db.ctx.register_udf(udf.as_ref().clone());

@@ -1,11 +1,12 @@
-//! CREATE [OR REPLACE] FUNCTION ... LANGUAGE SQL and DROP FUNCTION.
+//! CREATE [OR REPLACE] FUNCTION ... LANGUAGE SQL | javascript and DROP FUNCTION.
 //!
-//! A function's body is one expression over its arguments (`SELECT expr`, `RETURN expr`),
-//! inlined where it is called (`crate::udf::sql_function`); one signature per name. The
-//! catalog keeps it, the database plans it (`Engine::refresh_functions`) and every session
+//! A SQL function's body is one expression over its arguments (`SELECT expr`, `RETURN
+//! expr`), inlined where it is called (`crate::udf::sql_function`); a JavaScript function's
+//! body runs in a sandbox (`crate::udf::javascript`). One signature per name. The catalog
+//! keeps it, the database plans it (`Engine::refresh_functions`) and every session
 //! registers it before its next statement.
 
-use crate::catalog::function::{FunctionArgMeta, FunctionMeta};
+use crate::catalog::function::{FunctionArgMeta, FunctionMeta, Language};
 use crate::ident::ident_name;
 use crate::pg::types::PgType;
 use crate::session::{Outcome, Session};
@@ -74,7 +75,7 @@ impl Session {
             self.refuse_replacing(&name, &old.signature(&name))?;
         }
         // Plan it now, so a body that does not plan is refused here, not at its first call.
-        crate::udf::sql_function::plan(&name, &meta, &self.ctx.state())?;
+        crate::udf::plan_user_function(&name, &meta, &self.ctx.state())?;
         let db = self.db.name.clone();
         self.engine.catalog.update(|doc| {
             let s = doc.schema_mut(&db, &schema)?;
@@ -196,7 +197,7 @@ impl Session {
             let before = reached.len();
             for s in schemas.values() {
                 for (f, meta) in &s.functions {
-                    if !reached.contains(f) && reached.iter().any(|r| calls(&meta.body, r)) {
+                    if !reached.contains(f) && reached.iter().any(|r| body_calls(meta, r)) {
                         reached.push(f.clone());
                     }
                 }
@@ -241,7 +242,7 @@ impl Session {
         let db = doc.database(&self.db.name)?;
         for schema in db.schemas.values() {
             for (other, f) in &schema.functions {
-                if other != name && calls(&f.body, name) {
+                if other != name && body_calls(f, name) {
                     return Err(function_dependents(
                         signature,
                         &format!("function {}", f.signature(other)),
@@ -283,6 +284,11 @@ fn function_dependents(signature: &str, what: &str) -> BrookError {
     ))
 }
 
+/// True when the body of `f` calls a function `name` (a JavaScript body calls none).
+fn body_calls(f: &FunctionMeta, name: &str) -> bool {
+    f.language == Language::Sql && calls(&f.body, name)
+}
+
 /// True when SQL `text` calls a function `name` (the word, then `(`).
 fn calls(text: &str, name: &str) -> bool {
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize() else {
@@ -311,15 +317,33 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
             }
         ));
     }
-    let language = cf.language.as_ref().map(|l| l.value.to_ascii_lowercase());
-    if let Some(l) = language.as_deref().filter(|l| *l != "sql") {
-        return Err(brook_err!(
-            Unsupported,
-            "LANGUAGE {l} functions (Brook runs LANGUAGE SQL functions whose body is one \
-             expression)"
-        ));
-    }
+    let language = match cf.language.as_ref().map(|l| l.value.to_ascii_lowercase()) {
+        None => None,
+        Some(l) if l == "sql" => Some(Language::Sql),
+        Some(l) if l == "javascript" => Some(Language::Javascript),
+        Some(l) => {
+            return Err(brook_err!(
+                Unsupported,
+                "LANGUAGE {l} functions (Brook runs LANGUAGE sql and LANGUAGE javascript)"
+            ))
+        }
+    };
     let body = match &cf.function_body {
+        Some(CreateFunctionBody::AsBeforeOptions {
+            body,
+            link_symbol: None,
+        })
+        | Some(CreateFunctionBody::AsAfterOptions(body))
+            if language == Some(Language::Javascript) =>
+        {
+            string_constant(body)?
+        }
+        _ if language == Some(Language::Javascript) => {
+            return Err(brook_err!(
+                Syntax,
+                "a JavaScript function's body is a string constant (AS $$ ... $$)"
+            ))
+        }
         Some(CreateFunctionBody::Return(e)) => e.to_string(),
         Some(CreateFunctionBody::AsBeforeOptions {
             body,
@@ -394,6 +418,7 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
     Ok(FunctionMeta {
         args,
         returns,
+        language: language.unwrap_or_default(),
         body,
         volatility: volatility.into(),
         strict: matches!(
@@ -404,16 +429,21 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
     })
 }
 
+/// The text of an `AS '...'` or `AS $$...$$` body.
+fn string_constant(body: &Expr) -> Result<String> {
+    match body {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Ok(s.clone()),
+            Value::DollarQuotedString(d) => Ok(d.value.clone()),
+            _ => Err(brook_err!(Syntax, "a function body is a string constant")),
+        },
+        _ => Err(brook_err!(Syntax, "a function body is a string constant")),
+    }
+}
+
 /// The expression of an `AS '...'` body: one `SELECT expr` without FROM.
 fn body_expression(body: &Expr) -> Result<String> {
-    let text = match body {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) => s.clone(),
-            Value::DollarQuotedString(d) => d.value.clone(),
-            _ => return Err(brook_err!(Syntax, "a function body is a string constant")),
-        },
-        _ => return Err(brook_err!(Syntax, "a function body is a string constant")),
-    };
+    let text = string_constant(body)?;
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, &text)?;
     let one_select = match stmts.as_mut_slice() {
         [Statement::Query(q)]

@@ -8,6 +8,7 @@ pub mod expand_array;
 pub mod format;
 pub mod functions;
 pub mod interval_functions;
+pub mod javascript;
 pub mod json_build;
 pub mod json_elements;
 pub mod json_get;
@@ -66,6 +67,18 @@ pub(crate) fn argument_arrays(
 pub(crate) fn is_text(t: &datafusion::arrow::datatypes::DataType) -> bool {
     use datafusion::arrow::datatypes::DataType;
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The scalar function a user function's definition `meta` plans to, in its language.
+pub fn plan_user_function(
+    name: &str,
+    meta: &crate::catalog::function::FunctionMeta,
+    state: &datafusion::execution::context::SessionState,
+) -> brook_common::Result<datafusion::logical_expr::ScalarUDF> {
+    match meta.language {
+        crate::catalog::function::Language::Sql => sql_function::plan(name, meta, state),
+        crate::catalog::function::Language::Javascript => javascript::plan(name, meta),
+    }
 }
 
 /// A function's result `out`, a scalar when its arguments were ([`argument_arrays`]).

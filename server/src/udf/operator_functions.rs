@@ -69,6 +69,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
             .map(|ty| FunctionArgMeta { name: None, ty })
             .collect(),
         returns,
+        language: Default::default(),
         body: body.to_string(),
         volatility: "immutable".into(),
         strict: true,

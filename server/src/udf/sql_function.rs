@@ -200,6 +200,27 @@ pub(crate) fn implicitly_casts(from: &DataType, to: &DataType) -> bool {
         || (from.is_temporal() && to.is_temporal())
 }
 
+/// The types a user function `name` (`display`: its signature) takes `args` as: its
+/// parameters' `params` when each argument passes as one (PostgreSQL's implicit casts),
+/// else 42883 as PostgreSQL's function lookup says it.
+pub(crate) fn coerce_arguments(
+    name: &str,
+    display: &str,
+    args: &[DataType],
+    params: &[DataType],
+) -> DfResult<Vec<DataType>> {
+    let fits = args.len() == params.len() && args.iter().zip(params).all(|(a, p)| passes_as(a, p));
+    if !fits {
+        let given: Vec<String> = args.iter().map(brook_common::types::sql_name).collect();
+        return Err(DataFusionError::External(Box::new(brook_err!(
+            UndefinedFunction,
+            "function {name}({}) does not exist (it is {display}); add explicit type casts",
+            given.join(", ")
+        ))));
+    }
+    Ok(params.to_vec())
+}
+
 /// The parameter and result types of a SQL function (a user function or one of
 /// PostgreSQL's operator functions), None for other functions.
 pub(crate) fn signature_of(udf: &ScalarUDF) -> Option<(&[DataType], &DataType)> {
@@ -228,22 +249,7 @@ impl ScalarUDFImpl for SqlFunction {
         Ok(self.returns.clone())
     }
     fn coerce_types(&self, args: &[DataType]) -> DfResult<Vec<DataType>> {
-        let fits = args.len() == self.arg_types.len()
-            && args
-                .iter()
-                .zip(&self.arg_types)
-                .all(|(a, p)| passes_as(a, p));
-        if !fits {
-            let given: Vec<String> = args.iter().map(brook_common::types::sql_name).collect();
-            return Err(DataFusionError::External(Box::new(brook_err!(
-                UndefinedFunction,
-                "function {}({}) does not exist (it is {}); add explicit type casts",
-                self.name,
-                given.join(", "),
-                self.display
-            ))));
-        }
-        Ok(self.arg_types.clone())
+        coerce_arguments(&self.name, &self.display, args, &self.arg_types)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;

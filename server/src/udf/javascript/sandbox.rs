@@ -1,0 +1,227 @@
+//! The sandbox a `LANGUAGE javascript` function runs in.
+//!
+//! Each function runs in a QuickJS runtime of its own (the `rquickjs` crate): an
+//! interpreter with the language's standard objects and nothing else — no file, network,
+//! process or timer API, so a function computes over its arguments and can reach nothing of
+//! the server. A runtime has a memory limit ([`MEMORY_LIMIT`]: 53200 past it), a stack limit
+//! (54001 for runaway recursion) and a time limit per call ([`CALL_TIME_LIMIT`]: 57014), so no
+//! function can take the server's memory or hold a statement thread for good.
+//!
+//! Creating a runtime and compiling the function costs far more than a call, and an
+//! aggregate calls its transition function once per row (with one-row batches). So each thread keeps the
+//! sandboxes of the functions it ran last ([`CACHED_PER_THREAD`]), and a call reuses one:
+//! like PL/v8's per-session context, global variables a function sets may be seen by its
+//! later calls on that thread (a function should not rely on them either way). A sandbox
+//! that failed for a limit, or holds more than [`CACHED_MEMORY`], is dropped, and the next
+//! call starts a fresh one.
+
+use super::values::js_internal;
+use brook_common::{BrookError, Result};
+use rquickjs::{Context, Ctx, Function, Persistent, Runtime};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Memory a function's runtime may allocate (its heap: objects, strings, arrays).
+pub const MEMORY_LIMIT: usize = 64 << 20;
+/// Stack a function's JavaScript recursion may use.
+const STACK_LIMIT: usize = 1 << 20;
+/// Time one call (one row) may take before it is stopped.
+pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Sandboxes a thread keeps for reuse.
+const CACHED_PER_THREAD: usize = 8;
+/// A sandbox holding more memory than this after a call is not kept (what its globals
+/// hold would stay allocated between statements).
+const CACHED_MEMORY: i64 = 8 << 20;
+
+/// A compiled function in its own runtime. Fields drop in order: the function, its
+/// context, then the runtime that holds them.
+struct Sandbox {
+    /// Which definition of which function this is ([`super::JsFunction::id`]).
+    id: u64,
+    function: Persistent<Function<'static>>,
+    context: Context,
+    watch: Watch,
+    runtime: Runtime,
+}
+
+thread_local! {
+    /// The sandboxes this thread ran last, the most recent last.
+    static SANDBOXES: RefCell<Vec<Sandbox>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The deadline of the call under way, read by the runtime's interrupt handler, and
+/// whether the handler stopped a call.
+#[derive(Clone)]
+pub struct Watch {
+    /// Time a call may take ([`CALL_TIME_LIMIT`]).
+    limit: Duration,
+    deadline: Rc<Cell<Option<Instant>>>,
+    interrupted: Rc<Cell<bool>>,
+}
+
+impl Watch {
+    /// A call starts now: it may run the time limit.
+    pub fn start_call(&self) {
+        self.interrupted.set(false);
+        self.deadline.set(Some(Instant::now() + self.limit));
+    }
+
+    /// The error of a call (or compilation) that failed with `e`: the function's own
+    /// exception (P0001, with its message), or the limit it ran into.
+    pub fn error(&self, ctx: &Ctx<'_>, e: rquickjs::Error, function: &str) -> BrookError {
+        if self.interrupted.get() {
+            return BrookError::Timeout {
+                message: format!(
+                    "JavaScript function {function} was stopped: one call ran longer than {} ms",
+                    self.limit.as_millis()
+                ),
+                code: "57014",
+            };
+        }
+        if !matches!(e, rquickjs::Error::Exception) {
+            return js_internal(e);
+        }
+        let thrown = ctx.catch();
+        let (kind, message) = match thrown.as_exception() {
+            Some(ex) => {
+                let kind: String = ex.get("name").unwrap_or_else(|_| "Error".into());
+                (kind, ex.message().unwrap_or_default())
+            }
+            None => {
+                let text: String = thrown
+                    .get::<rquickjs::convert::Coerced<String>>()
+                    .map(|c| c.0)
+                    .unwrap_or_else(|_| thrown.type_name().to_string());
+                (String::new(), text)
+            }
+        };
+        if message == "out of memory" {
+            return BrookError::out_of_memory(format!(
+                "JavaScript function {function} allocated more than its {} MiB",
+                MEMORY_LIMIT >> 20
+            ));
+        }
+        if message.starts_with("stack overflow") || message == "Maximum call stack size exceeded" {
+            return BrookError::too_complex(format!(
+                "JavaScript function {function}: stack depth limit exceeded (recursion too deep)"
+            ));
+        }
+        let text = if kind.is_empty() {
+            message
+        } else {
+            format!("{kind}: {message}")
+        };
+        BrookError::Semantic {
+            message: format!("JavaScript function {function}: {text}"),
+            code: if kind == "SyntaxError" {
+                "42601"
+            } else {
+                "P0001"
+            },
+        }
+    }
+
+    /// Whether the error `e` came from a limit (the sandbox is then dropped).
+    fn spent(e: &BrookError) -> bool {
+        matches!(e.sqlstate(), "57014" | "53200" | "54001")
+    }
+}
+
+/// A function's parameter names and body, compiled by JavaScript's `Function`
+/// constructor. (QuickJS's wraps the body in a function expression and evaluates it, so a
+/// body that closes that function runs code around it, within the sandbox's limits, as
+/// any function of its author's would.)
+#[derive(Debug)]
+pub struct Source {
+    pub params: Vec<String>,
+    pub body: String,
+}
+
+/// Run `work` with the compiled function `source` of the definition `id`, in this thread's sandbox for it (made when there is none, its calls
+/// stopped after `limit`). `function` names it in messages.
+pub fn with_function<T>(
+    id: u64,
+    source: &Source,
+    function: &str,
+    limit: Duration,
+    work: impl for<'js> FnOnce(&Ctx<'js>, &Function<'js>, &Watch) -> Result<T>,
+) -> Result<T> {
+    let cached = SANDBOXES.with(|cell| {
+        let mut list = cell.try_borrow_mut().ok()?;
+        let at = list.iter().position(|s| s.id == id)?;
+        Some(list.remove(at))
+    });
+    let sandbox = match cached {
+        Some(s) => s,
+        None => compile(id, source, function, limit)?,
+    };
+    let result = sandbox.context.with(|ctx| {
+        let f = sandbox
+            .function
+            .clone()
+            .restore(&ctx)
+            .map_err(js_internal)?;
+        work(&ctx, &f, &sandbox.watch)
+    });
+    let keep = !result.as_ref().is_err_and(Watch::spent)
+        && sandbox.runtime.memory_usage().malloc_size <= CACHED_MEMORY;
+    if keep {
+        SANDBOXES.with(|cell| {
+            if let Ok(mut list) = cell.try_borrow_mut() {
+                if list.len() >= CACHED_PER_THREAD {
+                    list.remove(0);
+                }
+                list.push(sandbox);
+            }
+        });
+    }
+    result
+}
+
+/// Check that `source` compiles (at CREATE FUNCTION), in a sandbox thrown away after.
+pub fn check(source: &Source, function: &str) -> Result<()> {
+    compile(0, source, function, CALL_TIME_LIMIT).map(|_| ())
+}
+
+/// A new runtime with its limits, and `source` compiled in it.
+fn compile(id: u64, source: &Source, function: &str, limit: Duration) -> Result<Sandbox> {
+    let runtime = Runtime::new().map_err(js_internal)?;
+    runtime.set_memory_limit(MEMORY_LIMIT);
+    runtime.set_max_stack_size(STACK_LIMIT);
+    let watch = Watch {
+        limit,
+        deadline: Rc::default(),
+        interrupted: Rc::default(),
+    };
+    let (deadline, interrupted) = (watch.deadline.clone(), watch.interrupted.clone());
+    runtime.set_interrupt_handler(Some(Box::new(move || {
+        let stop = deadline.get().is_some_and(|d| Instant::now() >= d);
+        if stop {
+            interrupted.set(true);
+        }
+        stop
+    })));
+    let context = Context::full(&runtime).map_err(js_internal)?;
+    let function_value = context.with(|ctx| {
+        let constructor: rquickjs::Constructor<'_> =
+            ctx.globals().get("Function").map_err(js_internal)?;
+        let mut args = rquickjs::function::Args::new(ctx.clone(), source.params.len() + 1);
+        for p in &source.params {
+            args.push_arg(p.as_str()).map_err(js_internal)?;
+        }
+        args.push_arg(source.body.as_str()).map_err(js_internal)?;
+        watch.start_call();
+        let f: Function<'_> = constructor
+            .construct_args(args)
+            .map_err(|e| watch.error(&ctx, e, function))?;
+        Ok::<_, BrookError>(Persistent::save(&ctx, f))
+    })?;
+    Ok(Sandbox {
+        id,
+        function: function_value,
+        context,
+        watch,
+        runtime,
+    })
+}
