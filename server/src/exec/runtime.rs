@@ -9,9 +9,10 @@
 //! answers the client at once; the computation stops at its next yield.
 
 use brook_common::{brook_err, Result};
+use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use std::sync::OnceLock;
 
 /// Stack of every statement thread: planning and evaluation recurse over expressions,
@@ -34,6 +35,17 @@ pub fn statements() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// XX000 for a panic caught while computing a statement's rows, with its message.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> brook_common::BrookError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!("a statement's computation panicked: {message}");
+    brook_err!(Internal, "a statement's computation panicked: {message}")
+}
+
 /// Run `fut` on the statement runtime and wait for it here. A panic in it is an internal
 /// error of this statement (XX000), not the end of the connection.
 pub async fn run<T: Send + 'static>(
@@ -47,16 +59,24 @@ pub async fn run<T: Send + 'static>(
 
 /// Poll `stream` on the statement runtime; its batches come through a small channel, so a
 /// slow reader still stalls the producer (no unbounded buffering). Dropping the returned
-/// stream (the client went away, or cancelled) stops the producer at its next batch.
+/// stream (the client went away, or cancelled) stops the producer at its next batch. A
+/// panic while computing a batch ends the stream with an internal error (XX000): the
+/// reader must not take the end of the channel for the end of the rows.
 pub fn offload(mut stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
     let schema = stream.schema();
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     statements().spawn(async move {
         loop {
+            let next = std::panic::AssertUnwindSafe(stream.next()).catch_unwind();
             tokio::select! {
-                next = stream.next() => {
-                    let Some(item) = next else { break };
-                    if tx.send(item).await.is_err() {
+                next = next => {
+                    let item = match next {
+                        Ok(Some(item)) => item,
+                        Ok(None) => break,
+                        Err(panic) => Err(DataFusionError::External(Box::new(panicked(panic.as_ref())))),
+                    };
+                    let failed = item.is_err();
+                    if tx.send(item).await.is_err() || failed {
                         break;
                     }
                 }
@@ -68,4 +88,32 @@ pub fn offload(mut stream: SendableRecordBatchStream) -> SendableRecordBatchStre
         rx.recv().await.map(|item| (item, rx))
     });
     Box::pin(RecordBatchStreamAdapter::new(schema, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::Schema;
+    use std::sync::Arc;
+
+    /// A panic while computing rows ends the stream with an error: a reader that saw the
+    /// channel close took it for the end of the rows (a SELECT answered 0 rows, no error).
+    #[tokio::test]
+    async fn a_panic_is_an_error_not_the_end_of_the_rows() {
+        let rows = futures::stream::once(async {
+            if std::hint::black_box(true) {
+                panic!("a function's bug");
+            }
+            Err(DataFusionError::Internal("unreachable".into()))
+        });
+        let stream: SendableRecordBatchStream = Box::pin(RecordBatchStreamAdapter::new(
+            Arc::new(Schema::empty()),
+            rows,
+        ));
+        let mut out = offload(stream);
+        let first = out.next().await.expect("an item, not the end");
+        let message = first.expect_err("an error").to_string();
+        assert!(message.contains("a function's bug"), "{message}");
+        assert!(out.next().await.is_none());
+    }
 }

@@ -76,6 +76,9 @@ impl Session {
         }
         // Plan it now, so a body that does not plan is refused here, not at its first call.
         crate::udf::plan_user_function(&name, &meta, &self.ctx.state())?;
+        if meta.language == Language::Javascript {
+            crate::udf::javascript::check(&name, &meta)?;
+        }
         let db = self.db.name.clone();
         self.engine.catalog.update(|doc| {
             let s = doc.schema_mut(&db, &schema)?;
@@ -392,7 +395,7 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
         if a.default_expr.is_some() {
             return Err(brook_err!(Unsupported, "function argument defaults"));
         }
-        let name = a.name.as_ref().map(ident_name);
+        let name = a.name.as_ref().map(argument_name);
         if name.is_some() && args.iter().any(|x: &FunctionArgMeta| x.name == name) {
             return Err(BrookError::invalid_function(format!(
                 "parameter name \"{}\" used more than once",
@@ -427,6 +430,20 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
         ),
         comment: None,
     })
+}
+
+/// An argument's name as PostgreSQL reads it. sqlparser hands a quoted argument name over
+/// with its quotes in the text and no quote style (`"Abc"` would fold to `"abc"`).
+fn argument_name(i: &ast::Ident) -> String {
+    let quoted = i.quote_style.is_none()
+        && i.value.len() >= 2
+        && i.value.starts_with('"')
+        && i.value.ends_with('"');
+    if quoted {
+        i.value[1..i.value.len() - 1].replace("\"\"", "\"")
+    } else {
+        ident_name(i)
+    }
 }
 
 /// The text of an `AS '...'` or `AS $$...$$` body.

@@ -237,7 +237,11 @@ fn evaluate<T>(
         }
     }
     // The crate panics on a prefix no namespace is bound to ("No namespace for prefix"):
-    // caught and reported as the expression's error, not the server's.
+    // such a prefix is the expression's error before evaluation, and a panic that still
+    // comes is caught and reported as the expression's error, not the server's.
+    if let Some(prefix) = unbound_prefix(path, namespaces) {
+        return Err(unbound(&prefix));
+    }
     let evaluated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let compiled = Factory::new()
             .build(path)
@@ -254,15 +258,49 @@ fn evaluate<T>(
     }));
     let value = match evaluated {
         Ok(value) => value?,
-        Err(_) => {
-            return Err(brook_err!(
-                InvalidXPath,
-                "invalid XPath expression: a namespace prefix is not bound (pass it in the \
-                 namespace array)"
-            ))
-        }
+        Err(_) => return Err(unbound("")),
     };
     Ok(result(value))
+}
+
+/// 10608: the XPath expression uses a namespace `prefix` no namespace is bound to.
+fn unbound(prefix: &str) -> BrookError {
+    brook_err!(
+        InvalidXPath,
+        "invalid XPath expression: namespace prefix \"{prefix}\" is not bound (pass it in \
+         the namespace array)"
+    )
+}
+
+/// The first namespace prefix of `path` (a name before one `:`, outside string literals;
+/// `::` is an axis) that neither `namespaces` nor `xml` binds.
+fn unbound_prefix(path: &str, namespaces: &[(String, String)]) -> Option<String> {
+    let chars: Vec<char> = path.chars().collect();
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut quote = None;
+    for (i, &c) in chars.iter().enumerate() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, ':') => {
+                let axis = chars.get(i + 1) == Some(&':') || (i > 0 && chars[i - 1] == ':');
+                let start = chars[..i]
+                    .iter()
+                    .rposition(|c| !name_char(*c))
+                    .map_or(0, |p| p + 1);
+                let prefix: String = chars[start..i].iter().collect();
+                // `$ns:x` is a variable's name, not an element's.
+                let variable = start > 0 && chars[start - 1] == '$';
+                let bound = prefix == "xml" || namespaces.iter().any(|(p, _)| *p == prefix);
+                if !axis && !variable && !prefix.is_empty() && !bound {
+                    return Some(prefix);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// XPath expressions nest at most this deep (parentheses and brackets): the crate's
@@ -479,6 +517,11 @@ mod tests {
         assert!(xpath_exists("1 = 2", "<a/>", &[]).unwrap());
         // an unbound prefix is the expression's error (the crate panics); xml is bound
         assert_eq!(xpath("/x:a", "<a/>", &[]).unwrap_err().sqlstate(), "10608");
+        assert_eq!(unbound_prefix("/x:a", &[]).as_deref(), Some("x"));
+        assert_eq!(unbound_prefix("//my:b/@y:c", &ns).as_deref(), Some("y"));
+        // axes, string literals and bound prefixes are no unbound prefixes
+        assert_eq!(unbound_prefix("child::a[. = 'p:q']/@xml:lang", &[]), None);
+        assert_eq!(unbound_prefix("/my:a", &ns), None);
         assert_eq!(
             xpath("//@xml:lang", r#"<a xml:lang="en"/>"#, &[]).unwrap(),
             vec!["en"]

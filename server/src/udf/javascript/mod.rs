@@ -33,8 +33,15 @@ use std::time::Duration;
 
 pub use sandbox::{CALL_TIME_LIMIT, MEMORY_LIMIT};
 
-/// The scalar function `name` of the JavaScript definition `meta`; its body compiled once
-/// here, so a body that does not compile is refused at CREATE FUNCTION (42601).
+/// 42601 when the body of `meta` does not compile (at CREATE FUNCTION; a restart plans
+/// the catalog's functions without running their code).
+pub fn check(name: &str, meta: &FunctionMeta) -> Result<()> {
+    let f = js_function(name, meta, CALL_TIME_LIMIT)?;
+    sandbox::check(&f.source, &f.display)
+}
+
+/// The scalar function `name` of the JavaScript definition `meta` (compiled on its first
+/// call on each thread).
 pub fn plan(name: &str, meta: &FunctionMeta) -> Result<ScalarUDF> {
     Ok(ScalarUDF::new_from_impl(js_function(
         name,
@@ -66,7 +73,6 @@ fn js_function(name: &str, meta: &FunctionMeta, call_limit: Duration) -> Result<
         params,
         body: meta.body.clone(),
     };
-    sandbox::check(&source, &display)?;
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     let volatility = match meta.volatility.as_str() {
         "immutable" => Volatility::Immutable,
@@ -127,6 +133,7 @@ impl JsFunction {
         let (id, source, display) = (self.id, &self.source, &self.display);
         sandbox::with_function(id, source, display, self.call_limit, |ctx, f, watch| {
             let mut out = Vec::with_capacity(rows);
+            let elements_left = std::cell::Cell::new(values::ELEMENTS_PER_BATCH);
             for row in 0..rows {
                 if self.strict && arrays.iter().any(|a| a.is_null(row)) {
                     out.push(ScalarValue::try_from(&carrier(&self.returns))?);
@@ -144,13 +151,12 @@ impl JsFunction {
                     .map_err(|e| watch.error(ctx, e, &self.display))?;
                 // Reading the result may run its code (`toJSON`, `getTime`).
                 let thrown = |e| watch.error(ctx, e, &self.display);
-                out.push(values::from_js(
-                    ctx,
-                    result,
-                    &self.returns,
-                    &self.display,
-                    &thrown,
-                )?);
+                let reading = values::Reading {
+                    function: &self.display,
+                    thrown: &thrown,
+                    elements_left: &elements_left,
+                };
+                out.push(values::from_js(ctx, result, &self.returns, &reading)?);
             }
             Ok(out)
         })
@@ -184,7 +190,18 @@ impl ScalarUDFImpl for JsFunction {
         super::sql_function::coerce_arguments(&self.name, &self.display, args, &self.arg_types)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
+        let (arrays, scalar, rows) = if self.signature.volatility == Volatility::Volatile {
+            // Called once per row even without column arguments (`random_pick()`).
+            let rows = args.number_rows;
+            let arrays = args
+                .args
+                .iter()
+                .map(|a| a.to_array(rows))
+                .collect::<DfResult<Vec<_>>>()?;
+            (arrays, false, rows)
+        } else {
+            super::argument_arrays(&args)?
+        };
         let values = self
             .call_rows(&arrays, rows)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;

@@ -18,16 +18,21 @@
 use super::values::js_internal;
 use brook_common::{BrookError, Result};
 use rquickjs::{Context, Ctx, Function, Persistent, Runtime};
-use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Memory a function's runtime may allocate (its heap: objects, strings, arrays).
 pub const MEMORY_LIMIT: usize = 64 << 20;
-/// Stack a function's JavaScript recursion may use.
+/// Stack a function's JavaScript recursion may use (less where the thread has less left).
 const STACK_LIMIT: usize = 1 << 20;
+/// Stack kept free below a call for the Rust frames around it.
+const STACK_MARGIN: usize = 256 << 10;
 /// Time one call (one row) may take before it is stopped.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// Characters of a thrown message an error keeps (it is sent and logged).
+const MESSAGE_CHARS: usize = 2000;
 /// Sandboxes a thread keeps for reuse.
 const CACHED_PER_THREAD: usize = 8;
 /// A sandbox holding more memory than this after a call is not kept (what its globals
@@ -56,21 +61,21 @@ thread_local! {
 pub struct Watch {
     /// Time a call may take ([`CALL_TIME_LIMIT`]).
     limit: Duration,
-    deadline: Rc<Cell<Option<Instant>>>,
-    interrupted: Rc<Cell<bool>>,
+    deadline: Arc<Mutex<Option<Instant>>>,
+    interrupted: Arc<AtomicBool>,
 }
 
 impl Watch {
     /// A call starts now: it may run the time limit.
     pub fn start_call(&self) {
-        self.interrupted.set(false);
-        self.deadline.set(Some(Instant::now() + self.limit));
+        self.interrupted.store(false, Ordering::Relaxed);
+        *lock(&self.deadline) = Some(Instant::now() + self.limit);
     }
 
     /// The error of a call (or compilation) that failed with `e`: the function's own
     /// exception (P0001, with its message), or the limit it ran into.
     pub fn error(&self, ctx: &Ctx<'_>, e: rquickjs::Error, function: &str) -> BrookError {
-        if self.interrupted.get() {
+        if self.interrupted.load(Ordering::Relaxed) {
             return BrookError::Timeout {
                 message: format!(
                     "JavaScript function {function} was stopped: one call ran longer than {} ms",
@@ -107,11 +112,15 @@ impl Watch {
                 "JavaScript function {function}: stack depth limit exceeded (recursion too deep)"
             ));
         }
-        let text = if kind.is_empty() {
+        let mut text = if kind.is_empty() {
             message
         } else {
             format!("{kind}: {message}")
         };
+        if let Some((cut, _)) = text.char_indices().nth(MESSAGE_CHARS) {
+            text.truncate(cut);
+            text.push_str("...");
+        }
         BrookError::Semantic {
             message: format!("JavaScript function {function}: {text}"),
             code: if kind == "SyntaxError" {
@@ -156,6 +165,9 @@ pub fn with_function<T>(
         Some(s) => s,
         None => compile(id, source, function, limit)?,
     };
+    // QuickJS measures its stack from where `with` is entered: this call's budget is
+    // what this thread has left here (a cached sandbox last ran elsewhere).
+    sandbox.runtime.set_max_stack_size(stack_budget(function)?);
     let result = sandbox.context.with(|ctx| {
         let f = sandbox
             .function
@@ -184,21 +196,40 @@ pub fn check(source: &Source, function: &str) -> Result<()> {
     compile(0, source, function, CALL_TIME_LIMIT).map(|_| ())
 }
 
+/// The stack a call entered here may use: [`STACK_LIMIT`], or what this thread has left
+/// less [`STACK_MARGIN`] (a thread with a small stack, or deep in a plan); 54001 when
+/// too little is left for a call at all.
+fn stack_budget(function: &str) -> Result<usize> {
+    let left = stacker::remaining_stack().unwrap_or(STACK_LIMIT + STACK_MARGIN);
+    let budget = left.saturating_sub(STACK_MARGIN).min(STACK_LIMIT);
+    if budget < STACK_MARGIN / 4 {
+        return Err(BrookError::too_complex(format!(
+            "JavaScript function {function}: too little stack is left to call it"
+        )));
+    }
+    Ok(budget)
+}
+
+/// The deadline, whatever a panicking holder left in it.
+fn lock(deadline: &Mutex<Option<Instant>>) -> std::sync::MutexGuard<'_, Option<Instant>> {
+    deadline.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A new runtime with its limits, and `source` compiled in it.
 fn compile(id: u64, source: &Source, function: &str, limit: Duration) -> Result<Sandbox> {
     let runtime = Runtime::new().map_err(js_internal)?;
     runtime.set_memory_limit(MEMORY_LIMIT);
-    runtime.set_max_stack_size(STACK_LIMIT);
+    runtime.set_max_stack_size(stack_budget(function)?);
     let watch = Watch {
         limit,
-        deadline: Rc::default(),
-        interrupted: Rc::default(),
+        deadline: Arc::default(),
+        interrupted: Arc::default(),
     };
     let (deadline, interrupted) = (watch.deadline.clone(), watch.interrupted.clone());
     runtime.set_interrupt_handler(Some(Box::new(move || {
-        let stop = deadline.get().is_some_and(|d| Instant::now() >= d);
+        let stop = lock(&deadline).is_some_and(|d| Instant::now() >= d);
         if stop {
-            interrupted.set(true);
+            interrupted.store(true, Ordering::Relaxed);
         }
         stop
     })));

@@ -22,6 +22,7 @@ fn function(args: &[(&str, PgType)], returns: PgType, body: &str) -> Result<JsFu
         strict: false,
         comment: None,
     };
+    check("f", &meta)?;
     js_function("f", &meta, Duration::from_millis(300))
 }
 

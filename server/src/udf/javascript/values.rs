@@ -14,6 +14,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::scalar::ScalarValue;
 use rquickjs::function::This;
 use rquickjs::{BigInt, Constructor, Ctx, Function, Value};
+use std::cell::Cell;
 
 /// Largest integer every JavaScript number below it holds exactly (2^53 - 1).
 const SAFE_INTEGER: i64 = (1 << 53) - 1;
@@ -38,14 +39,14 @@ pub fn to_js<'js>(ctx: &Ctx<'js>, value: &ScalarValue, ty: &PgType) -> Result<Va
         ScalarValue::Boolean(Some(b)) => Value::new_bool(ctx.clone(), *b),
         ScalarValue::Int16(Some(v)) => Value::new_int(ctx.clone(), i32::from(*v)),
         ScalarValue::Int32(Some(v)) => Value::new_int(ctx.clone(), *v),
-        ScalarValue::Int64(Some(v)) if v.abs() <= SAFE_INTEGER => {
+        ScalarValue::Int64(Some(v)) if (-SAFE_INTEGER..=SAFE_INTEGER).contains(v) => {
             Value::new_number(ctx.clone(), *v as f64)
         }
         ScalarValue::Int64(Some(v)) => BigInt::from_i64(ctx.clone(), *v)
             .map_err(js_internal)?
             .into_value(),
-        ScalarValue::Float32(Some(v)) => Value::new_number(ctx.clone(), f64::from(*v)),
-        ScalarValue::Float64(Some(v)) => Value::new_number(ctx.clone(), *v),
+        ScalarValue::Float32(Some(v)) => Value::new_float(ctx.clone(), f64::from(*v)),
+        ScalarValue::Float64(Some(v)) => Value::new_float(ctx.clone(), *v),
         ScalarValue::Decimal128(Some(v), _, s) => {
             Value::new_number(ctx.clone(), exact_double(*v, *s)?)
         }
@@ -112,15 +113,29 @@ fn date<'js>(ctx: &Ctx<'js>, millis: i64) -> Result<Value<'js>> {
     ctor.construct((millis as f64,)).map_err(js_internal)
 }
 
+/// What reading a batch's results needs besides each value.
+pub struct Reading<'a> {
+    /// The function's signature, for messages.
+    pub function: &'a str,
+    /// The error of an exception a result's code throws while it is read (`toJSON`,
+    /// `getTime`, a getter).
+    pub thrown: &'a dyn Fn(rquickjs::Error) -> BrookError,
+    /// Array elements the batch's results may still hold (an array's `length` can be set
+    /// far past the elements it has: each element read costs memory here).
+    pub elements_left: &'a Cell<usize>,
+}
+
+/// Array elements all results of one batch may hold together.
+pub const ELEMENTS_PER_BATCH: usize = 1 << 20;
+
 /// The SQL value (of `ty`) a function's result `v` is, or the error saying why it is none.
-/// `thrown` makes the error of an exception its code throws while being read.
 pub fn from_js<'js>(
     ctx: &Ctx<'js>,
     v: Value<'js>,
     ty: &PgType,
-    function: &str,
-    thrown: &dyn Fn(rquickjs::Error) -> BrookError,
+    r: &Reading<'_>,
 ) -> Result<ScalarValue> {
+    let (function, thrown) = (r.function, r.thrown);
     let arrow = ty.arrow();
     if v.is_null() || v.is_undefined() {
         return Ok(ScalarValue::try_from(&super::carrier(ty))?);
@@ -148,11 +163,14 @@ pub fn from_js<'js>(
             }
         }
         PgType::Float4 | PgType::Float8 => {
-            let x = number(&v).ok_or_else(|| wrong("a number"))?;
+            let x = number(&v).ok_or_else(|| wrong("a number"))??;
             if matches!(ty, PgType::Float4) {
                 let r = x as f32;
                 if r.is_infinite() && x.is_finite() {
                     return Err(brook_err!(OutOfRange, "value out of range: overflow"));
+                }
+                if r == 0.0 && x != 0.0 {
+                    return Err(brook_err!(OutOfRange, "value out of range: underflow"));
                 }
                 ScalarValue::Float32(Some(r))
             } else {
@@ -162,7 +180,7 @@ pub fn from_js<'js>(
         // Numeric results are read from their text by the cast after the call.
         PgType::Numeric { .. } => {
             let text = match v.as_big_int() {
-                Some(b) => b.clone().to_i64().map_err(js_internal)?.to_string(),
+                Some(_) => big_int_text(&v)?,
                 None => {
                     let x = v.as_number().ok_or_else(|| wrong("a number"))?;
                     if !x.is_finite() {
@@ -181,6 +199,14 @@ pub fn from_js<'js>(
                 return Ok(ScalarValue::try_from(&arrow)?);
             };
             let text = text.to_string().map_err(js_internal)?;
+            if matches!(ty, PgType::Jsonb) && text.contains("\\u0000") {
+                return Err(BrookError::Semantic {
+                    message: "unsupported Unicode escape sequence: \\u0000 cannot be \
+                              converted to text"
+                        .into(),
+                    code: "22P05",
+                });
+            }
             ScalarValue::Utf8(Some(crate::pg::json::stored(
                 &text,
                 matches!(ty, PgType::Jsonb),
@@ -197,25 +223,44 @@ pub fn from_js<'js>(
                 ));
             }
             let millis = millis as i64;
+            let out_of_range = || brook_err!(DatetimeOverflow, "{} out of range", ty.name());
             match ty {
                 PgType::Date => ScalarValue::Date32(Some(
-                    i32::try_from(millis.div_euclid(MILLIS_PER_DAY))
-                        .map_err(|_| brook_err!(DatetimeOverflow, "date out of range"))?,
+                    i32::try_from(millis.div_euclid(MILLIS_PER_DAY)).map_err(|_| out_of_range())?,
                 )),
                 _ => {
                     let DataType::Timestamp(_, tz) = arrow else {
                         return Err(brook_err!(Internal, "{} is no timestamp", ty.name()));
                     };
-                    ScalarValue::TimestampMicrosecond(Some(millis * MICROS_PER_MILLI), tz)
+                    let micros = millis
+                        .checked_mul(MICROS_PER_MILLI)
+                        .ok_or_else(out_of_range)?;
+                    ScalarValue::TimestampMicrosecond(Some(micros), tz)
                 }
             }
         }
         PgType::Array(elem) => {
             let array = v.as_array().ok_or_else(|| wrong("an array"))?;
-            let mut values = Vec::with_capacity(array.len());
-            for i in 0..array.len() {
-                let e: Value<'js> = array.get(i).map_err(js_internal)?;
-                values.push(from_js(ctx, e, elem, function, thrown)?);
+            // `length` may be set far past the elements an array holds (up to 2^32 - 1):
+            // read it as a number, and within what the batch may still hold.
+            let length: f64 = array.as_object().get("length").map_err(thrown)?;
+            let left = r.elements_left.get();
+            if length > left as f64 {
+                return Err(BrookError::Limit {
+                    message: format!(
+                        "JavaScript function {function} returned arrays of more than \
+                         {ELEMENTS_PER_BATCH} elements in one batch of rows (this one's \
+                         length is {length})"
+                    ),
+                    code: "54000",
+                });
+            }
+            let length = length as usize;
+            r.elements_left.set(left - length);
+            let mut values = Vec::with_capacity(length);
+            for i in 0..length {
+                let e: Value<'js> = array.get(i).map_err(thrown)?;
+                values.push(from_js(ctx, e, elem, r)?);
             }
             ScalarValue::List(ScalarValue::new_list_nullable(
                 &values,
@@ -223,15 +268,42 @@ pub fn from_js<'js>(
             ))
         }
         // Text types (and uuid, xml): a string, or a number, boolean or BigInt as
-        // JavaScript's String() writes it.
+        // JavaScript's String() writes it; checked as a value of the type.
         _ => {
             if v.is_object() {
                 return Err(wrong("a string"));
             }
             let text: rquickjs::convert::Coerced<String> = v.get().map_err(thrown)?;
-            ScalarValue::Utf8(Some(text.0))
+            ScalarValue::Utf8(Some(checked_text(text.0, ty)?))
         }
     })
+}
+
+/// A text result as a value of `ty`: no NUL character (PostgreSQL's text has none), a
+/// uuid in its canonical form, xml well-formed content.
+fn checked_text(text: String, ty: &PgType) -> Result<String> {
+    if text.contains('\0') {
+        return Err(brook_err!(
+            BadEncoding,
+            "invalid byte sequence for encoding \"UTF8\": 0x00"
+        ));
+    }
+    match ty {
+        PgType::Uuid => crate::pg::uuid::canonical(&text).ok_or_else(|| {
+            brook_err!(
+                InvalidText,
+                "invalid input syntax for type uuid: \"{text}\""
+            )
+        }),
+        PgType::Xml => crate::pg::xml::check_content(&text).map(|()| text),
+        _ => Ok(text),
+    }
+}
+
+/// A BigInt's decimal digits (JavaScript's `String(b)`).
+fn big_int_text(v: &Value<'_>) -> Result<String> {
+    let text: rquickjs::convert::Coerced<String> = v.get().map_err(js_internal)?;
+    Ok(text.0)
 }
 
 /// What `v` is, for messages: "a number", "an object", ...
@@ -252,12 +324,12 @@ fn kind(v: &Value<'_>) -> &'static str {
 /// An integral number or a BigInt as an i64: None when `v` is neither a number nor a
 /// BigInt, an error for a fraction or a value beyond bigint.
 fn integer(v: &Value<'_>, ty: &PgType) -> Option<Result<i64>> {
-    if let Some(b) = v.as_big_int() {
-        return Some(
-            b.clone()
-                .to_i64()
-                .map_err(|_| brook_err!(OutOfRange, "{} out of range", ty.name())),
-        );
+    if v.as_big_int().is_some() {
+        // Its digits, not `BigInt::to_i64` (which wraps modulo 2^64).
+        return Some(big_int_text(v).and_then(|t| {
+            t.parse::<i64>()
+                .map_err(|_| brook_err!(OutOfRange, "{} out of range", ty.name()))
+        }));
     }
     let x = v.as_number()?;
     Some(if x.fract() != 0.0 || !x.is_finite() {
@@ -266,7 +338,7 @@ fn integer(v: &Value<'_>, ty: &PgType) -> Option<Result<i64>> {
             "invalid input syntax for type {}: \"{x}\"",
             ty.name()
         ))
-    } else if x.abs() >= 9.223_372_036_854_776e18 {
+    } else if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&x) {
         Err(brook_err!(OutOfRange, "{} out of range", ty.name()))
     } else {
         Ok(x as i64)
@@ -274,12 +346,15 @@ fn integer(v: &Value<'_>, ty: &PgType) -> Option<Result<i64>> {
 }
 
 /// A number (or a BigInt) as a double.
-fn number(v: &Value<'_>) -> Option<f64> {
-    v.as_number().or_else(|| {
-        v.as_big_int()
-            .and_then(|b| b.clone().to_i64().ok())
-            .map(|i| i as f64)
-    })
+fn number(v: &Value<'_>) -> Option<Result<f64>> {
+    if let Some(x) = v.as_number() {
+        return Some(Ok(x));
+    }
+    v.as_big_int()?;
+    Some(big_int_text(v).and_then(|t| {
+        t.parse::<f64>()
+            .map_err(|_| brook_err!(Internal, "BigInt {t} is not a number"))
+    }))
 }
 
 /// The time of a Date (its `getTime()`), None when `v` has no `getTime` method.

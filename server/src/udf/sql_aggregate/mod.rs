@@ -20,6 +20,7 @@ mod ordered;
 pub mod single_phase;
 
 use crate::catalog::aggregate::AggregateMeta;
+use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
@@ -252,6 +253,14 @@ fn plan_step(
 
 /// INITCOND, read as the state type as a literal of that type is.
 fn initial_state(state: &SessionState, text: &str, meta: &AggregateMeta) -> Result<ScalarValue> {
+    // json and jsonb are text checked (and jsonb spaced) as Brook stores them; DataFusion's
+    // CAST knows neither.
+    if let PgType::Json | PgType::Jsonb = meta.stype {
+        let jsonb = meta.stype == PgType::Jsonb;
+        return Ok(ScalarValue::Utf8(Some(crate::pg::json::stored(
+            text, jsonb,
+        )?)));
+    }
     let sql = format!(
         "CAST('{}' AS {})",
         text.replace('\'', "''"),
