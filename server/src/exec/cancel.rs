@@ -74,9 +74,15 @@ impl SessionCancel {
         self.lock().ended.cancel();
     }
 
-    /// Cancel the running statement (if any).
+    /// Cancel the running statement (if any). A statement that has ended is not: what its
+    /// plans left behind (a cursor's query, a materialized view's expressions) still
+    /// holds its token, and a cancel between statements must not stop them (PostgreSQL:
+    /// a cancel with no statement running does nothing).
     pub fn cancel(&self) {
-        self.lock().token.cancel();
+        let current = self.lock();
+        if !current.ended.is_cancelled() {
+            current.token.cancel();
+        }
     }
 
     /// Cancel the running statement because the connection is being terminated: its error
@@ -148,6 +154,18 @@ mod tests {
             s.error().to_string(),
             "canceling statement due to user request"
         );
+        s.cancel();
+        assert!(next.is_cancelled());
+    }
+
+    #[test]
+    fn a_cancel_between_statements_cancels_nothing() {
+        let s = SessionCancel::default();
+        let t = s.begin();
+        s.end();
+        s.cancel();
+        assert!(!t.is_cancelled());
+        let next = s.begin();
         s.cancel();
         assert!(next.is_cancelled());
     }

@@ -33,6 +33,36 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone)]
 pub struct StatementCancel(pub CancellationToken);
 
+/// The same token among the configuration options a plan's expressions are given when it
+/// is planned (`ScalarFunctionArgs::config_options`): a function that computes for long
+/// inside one call (a JavaScript function) stops when its statement is cancelled.
+#[derive(Debug, Clone, Default)]
+pub struct StatementInterrupt(pub Option<CancellationToken>);
+
+impl datafusion::config::ExtensionOptions for StatementInterrupt {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn cloned(&self) -> Box<dyn datafusion::config::ExtensionOptions> {
+        Box::new(self.clone())
+    }
+    fn set(&mut self, key: &str, _value: &str) -> Result<()> {
+        Err(DataFusionError::Configuration(format!(
+            "{key} is Brook's own and cannot be set"
+        )))
+    }
+    fn entries(&self) -> Vec<datafusion::config::ConfigEntry> {
+        vec![]
+    }
+}
+
+impl datafusion::config::ConfigExtension for StatementInterrupt {
+    const PREFIX: &'static str = "brook_statement";
+}
+
 /// Physical optimizer rule (runs last): wraps every leaf in a [`CancellableExec`].
 #[derive(Debug, Default)]
 pub struct CancellableLeaves;

@@ -199,6 +199,9 @@ impl Session {
     pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {
         let state = self.ctx.state_ref();
         let mut st = state.write();
+        st.config_mut().options_mut().extensions.insert(
+            crate::exec::cancellable::StatementInterrupt(Some(token.clone())),
+        );
         st.config_mut()
             .set_extension(Arc::new(crate::exec::cancellable::StatementCancel(token)));
     }

@@ -16,8 +16,9 @@ mod sandbox;
 mod values;
 
 use crate::catalog::function::FunctionMeta;
+use crate::exec::cancellable::StatementInterrupt;
 use crate::pg::types::PgType;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{new_empty_array, Array, ArrayRef};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -30,6 +31,7 @@ use datafusion::scalar::ScalarValue;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 pub use sandbox::{CALL_TIME_LIMIT, MEMORY_LIMIT};
 
@@ -129,12 +131,21 @@ impl std::hash::Hash for JsFunction {
 impl JsFunction {
     /// The function's value for each of `rows` rows of `arrays`, as values of the type
     /// [`carrier`] names.
-    fn call_rows(&self, arrays: &[ArrayRef], rows: usize) -> Result<Vec<ScalarValue>> {
+    /// Calls stop when `cancel` (the statement's token) is cancelled.
+    fn call_rows(
+        &self,
+        arrays: &[ArrayRef],
+        rows: usize,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Vec<ScalarValue>> {
         let (id, source, display) = (self.id, &self.source, &self.display);
         sandbox::with_function(id, source, display, self.call_limit, |ctx, f, watch| {
             let mut out = Vec::with_capacity(rows);
             let elements_left = std::cell::Cell::new(values::ELEMENTS_PER_BATCH);
             for row in 0..rows {
+                if cancel.is_some_and(|t| t.is_cancelled()) {
+                    return Err(BrookError::Canceled);
+                }
                 if self.strict && arrays.iter().any(|a| a.is_null(row)) {
                     out.push(ScalarValue::try_from(&carrier(&self.returns))?);
                     continue;
@@ -145,7 +156,7 @@ impl JsFunction {
                     call.push_arg(values::to_js(ctx, &v, ty)?)
                         .map_err(values::js_internal)?;
                 }
-                watch.start_call();
+                watch.start_call(cancel);
                 let result: rquickjs::Value<'_> = f
                     .call_arg(call)
                     .map_err(|e| watch.error(ctx, e, &self.display))?;
@@ -202,8 +213,17 @@ impl ScalarUDFImpl for JsFunction {
         } else {
             super::argument_arrays(&args)?
         };
+        // The statement's token, unless it was cancelled before this batch: a plan kept
+        // beyond its statement (a materialized view's) holds the token of the statement
+        // that planned it, which a later cancel must not reach.
+        let cancel = args
+            .config_options
+            .extensions
+            .get::<StatementInterrupt>()
+            .and_then(|s| s.0.clone())
+            .filter(|t| !t.is_cancelled());
         let values = self
-            .call_rows(&arrays, rows)
+            .call_rows(&arrays, rows, cancel.as_ref())
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let built = if values.is_empty() {
             new_empty_array(&carrier(&self.returns))

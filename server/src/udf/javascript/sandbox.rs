@@ -5,7 +5,8 @@
 //! process or timer API, so a function computes over its arguments and can reach nothing of
 //! the server. A runtime has a memory limit ([`MEMORY_LIMIT`]: 53200 past it), a stack limit
 //! (54001 for runaway recursion) and a time limit per call ([`CALL_TIME_LIMIT`]: 57014), so no
-//! function can take the server's memory or hold a statement thread for good.
+//! function can take the server's memory or hold a statement thread for good; a call also
+//! stops when its statement is cancelled (a cancel request, `statement_timeout`).
 //!
 //! Creating a runtime and compiling the function costs far more than a call, and an
 //! aggregate calls its transition function once per row (with one-row batches). So each thread keeps the
@@ -19,9 +20,10 @@ use super::values::js_internal;
 use brook_common::{BrookError, Result};
 use rquickjs::{Context, Ctx, Function, Persistent, Runtime};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// Memory a function's runtime may allocate (its heap: objects, strings, arrays).
 pub const MEMORY_LIMIT: usize = 64 << 20;
@@ -55,27 +57,47 @@ thread_local! {
     static SANDBOXES: RefCell<Vec<Sandbox>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The deadline of the call under way, read by the runtime's interrupt handler, and
-/// whether the handler stopped a call.
+/// The call under way as the runtime's interrupt handler reads it: its deadline and its
+/// statement's cancellation token.
+#[derive(Default)]
+struct Call {
+    deadline: Option<Instant>,
+    cancel: Option<CancellationToken>,
+}
+
+/// Why the interrupt handler stopped a call.
+const RUNNING: u8 = 0;
+const TOO_LONG: u8 = 1;
+const CANCELLED: u8 = 2;
+
+/// The call under way, and whether (and why) the handler stopped it.
 #[derive(Clone)]
 pub struct Watch {
     /// Time a call may take ([`CALL_TIME_LIMIT`]).
     limit: Duration,
-    deadline: Arc<Mutex<Option<Instant>>>,
-    interrupted: Arc<AtomicBool>,
+    call: Arc<Mutex<Call>>,
+    stopped: Arc<AtomicU8>,
 }
 
 impl Watch {
-    /// A call starts now: it may run the time limit.
-    pub fn start_call(&self) {
-        self.interrupted.store(false, Ordering::Relaxed);
-        *lock(&self.deadline) = Some(Instant::now() + self.limit);
+    /// A call starts now: it may run the time limit, and stops when `cancel` is
+    /// cancelled (the statement's token).
+    pub fn start_call(&self, cancel: Option<&CancellationToken>) {
+        self.stopped.store(RUNNING, Ordering::Relaxed);
+        *lock(&self.call) = Call {
+            deadline: Some(Instant::now() + self.limit),
+            cancel: cancel.cloned(),
+        };
     }
 
     /// The error of a call (or compilation) that failed with `e`: the function's own
     /// exception (P0001, with its message), or the limit it ran into.
     pub fn error(&self, ctx: &Ctx<'_>, e: rquickjs::Error, function: &str) -> BrookError {
-        if self.interrupted.load(Ordering::Relaxed) {
+        let stopped = self.stopped.load(Ordering::Relaxed);
+        if stopped == CANCELLED {
+            return BrookError::Canceled;
+        }
+        if stopped == TOO_LONG {
             return BrookError::Timeout {
                 message: format!(
                     "JavaScript function {function} was stopped: one call ran longer than {} ms",
@@ -210,9 +232,9 @@ fn stack_budget(function: &str) -> Result<usize> {
     Ok(budget)
 }
 
-/// The deadline, whatever a panicking holder left in it.
-fn lock(deadline: &Mutex<Option<Instant>>) -> std::sync::MutexGuard<'_, Option<Instant>> {
-    deadline.lock().unwrap_or_else(|e| e.into_inner())
+/// The call, whatever a panicking holder left in it.
+fn lock(call: &Mutex<Call>) -> std::sync::MutexGuard<'_, Call> {
+    call.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A new runtime with its limits, and `source` compiled in it.
@@ -222,16 +244,21 @@ fn compile(id: u64, source: &Source, function: &str, limit: Duration) -> Result<
     runtime.set_max_stack_size(stack_budget(function)?);
     let watch = Watch {
         limit,
-        deadline: Arc::default(),
-        interrupted: Arc::default(),
+        call: Arc::default(),
+        stopped: Arc::default(),
     };
-    let (deadline, interrupted) = (watch.deadline.clone(), watch.interrupted.clone());
+    let (call, stopped) = (watch.call.clone(), watch.stopped.clone());
     runtime.set_interrupt_handler(Some(Box::new(move || {
-        let stop = lock(&deadline).is_some_and(|d| Instant::now() >= d);
-        if stop {
-            interrupted.store(true, Ordering::Relaxed);
-        }
-        stop
+        let call = lock(&call);
+        let why = if call.cancel.as_ref().is_some_and(|t| t.is_cancelled()) {
+            CANCELLED
+        } else if call.deadline.is_some_and(|d| Instant::now() >= d) {
+            TOO_LONG
+        } else {
+            return false;
+        };
+        stopped.store(why, Ordering::Relaxed);
+        true
     })));
     let context = Context::full(&runtime).map_err(js_internal)?;
     let function_value = context.with(|ctx| {
@@ -242,7 +269,7 @@ fn compile(id: u64, source: &Source, function: &str, limit: Duration) -> Result<
             args.push_arg(p.as_str()).map_err(js_internal)?;
         }
         args.push_arg(source.body.as_str()).map_err(js_internal)?;
-        watch.start_call();
+        watch.start_call(None);
         let f: Function<'_> = constructor
             .construct_args(args)
             .map_err(|e| watch.error(&ctx, e, function))?;

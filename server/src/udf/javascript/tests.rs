@@ -29,7 +29,7 @@ fn function(args: &[(&str, PgType)], returns: PgType, body: &str) -> Result<JsFu
 /// `f` over the columns `arrays`, as one array.
 fn call(f: &JsFunction, arrays: Vec<ArrayRef>) -> Result<ArrayRef> {
     let rows = arrays.first().map_or(1, |a| a.len());
-    let values = f.call_rows(&arrays, rows)?;
+    let values = f.call_rows(&arrays, rows, None)?;
     let built = ScalarValue::iter_to_array(values)?;
     let options = CastOptions {
         safe: false,
@@ -130,6 +130,24 @@ fn limits_stop_runaway_functions() {
         // The sandbox that hit a limit is gone: the next call starts afresh and stops again.
         assert_eq!(call(&f, vec![]).unwrap_err().sqlstate(), code);
     }
+}
+
+#[test]
+fn a_cancelled_statement_stops_its_call() {
+    let f = function(&[], PgType::Int4, "while (true) {}").unwrap();
+    // A limit no test waits for: only the cancel can stop the call.
+    let f = JsFunction {
+        call_limit: Duration::from_secs(3600),
+        ..f
+    };
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        cancel.cancel();
+    });
+    let err = f.call_rows(&[], 1, Some(&token)).unwrap_err();
+    assert!(matches!(err, BrookError::Canceled), "{err}");
 }
 
 #[test]
