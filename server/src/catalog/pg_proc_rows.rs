@@ -97,7 +97,13 @@ fn function_definition(schema: &str, name: &str, args: &str, f: &FunctionMeta) -
     if !options.is_empty() {
         def.push_str(&format!(" {}\n", options.join(" ")));
     }
-    def.push_str(&format!("AS $function${}$function$\n", source_text(f)));
+    let body = source_text(f);
+    // As PostgreSQL's: a quote the body does not hold (`$function$`, `$functionx$`, ...).
+    let mut tag = "function".to_string();
+    while body.contains(&format!("${tag}$")) {
+        tag.push('x');
+    }
+    def.push_str(&format!("AS ${tag}${body}${tag}$\n"));
     def
 }
 

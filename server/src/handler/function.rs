@@ -392,6 +392,9 @@ fn function_meta(cf: &CreateFunction) -> Result<FunctionMeta> {
         if matches!(a.mode, Some(ArgMode::Out) | Some(ArgMode::InOut)) {
             return Err(brook_err!(Unsupported, "OUT and INOUT function arguments"));
         }
+        if matches!(a.mode, Some(ArgMode::Variadic)) {
+            return Err(brook_err!(Unsupported, "VARIADIC function arguments"));
+        }
         if a.default_expr.is_some() {
             return Err(brook_err!(Unsupported, "function argument defaults"));
         }

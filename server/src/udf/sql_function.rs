@@ -198,6 +198,9 @@ pub(crate) fn implicitly_casts(from: &DataType, to: &DataType) -> bool {
         || (from.is_integer() && to.is_numeric() && !to.is_integer())
         || (from.is_numeric() && !from.is_integer() && to.is_numeric() && !to.is_integer())
         || (from.is_temporal() && to.is_temporal())
+        || list_elements(from)
+            .zip(list_elements(to))
+            .is_some_and(|(f, t)| implicitly_casts(f, t))
 }
 
 /// The types a user function `name` (`display`: its signature) takes `args` as: its
@@ -219,6 +222,15 @@ pub(crate) fn coerce_arguments(
         ))));
     }
     Ok(params.to_vec())
+}
+
+/// The element type of an array (an Arrow list; two lists of one element type may differ
+/// in their element field's name or nullability).
+fn list_elements(t: &DataType) -> Option<&DataType> {
+    match t {
+        DataType::List(f) | DataType::LargeList(f) => Some(f.data_type()),
+        _ => None,
+    }
 }
 
 /// The parameter and result types of a SQL function (a user function or one of

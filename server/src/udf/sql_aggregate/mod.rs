@@ -10,7 +10,8 @@
 //! run: the answer never depends on how the input was split (an INITCOND that is not the
 //! combine function's identity would count once per part).
 //!
-//! It is an ordinary DataFusion aggregate: ad hoc, as a window function over growing frames,
+//! It is an ordinary DataFusion aggregate: ad hoc, as a window function over any frame (one
+//! whose start moves is folded again after rows leave it: `sliding`),
 //! with `FILTER`, `DISTINCT` and `ORDER BY` inside the call, and in continuous queries and
 //! materialized views (a group's state is kept between commits; over an updating input the
 //! group keeps its rows and folds them again, having no inverse transition function).
@@ -18,6 +19,7 @@
 mod fold;
 mod ordered;
 pub mod single_phase;
+mod sliding;
 
 use crate::catalog::aggregate::AggregateMeta;
 use crate::pg::types::PgType;
@@ -353,16 +355,16 @@ impl AggregateUDFImpl for UserAggregate {
 
     fn create_sliding_accumulator(
         &self,
-        _args: AccumulatorArgs<'_>,
+        args: AccumulatorArgs<'_>,
     ) -> DfResult<Box<dyn Accumulator>> {
-        // A frame that drops rows needs an inverse transition function (PostgreSQL's
-        // MINVFUNC); PostgreSQL folds such a frame again per row instead, which DataFusion's
-        // window operator cannot do.
-        Err(DataFusionError::NotImplemented(format!(
-            "the aggregate {} over a window frame whose start moves (it has no inverse \
-             transition function); use a frame from UNBOUNDED PRECEDING",
-            self.display
-        )))
+        if !args.order_bys.is_empty() || args.is_distinct {
+            return Err(DataFusionError::NotImplemented(format!(
+                "the aggregate {} with ORDER BY or DISTINCT in the call over a window frame \
+                 whose start moves",
+                self.display
+            )));
+        }
+        Ok(Box::new(sliding::Sliding::new(self.planned.clone())))
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> DfResult<Vec<FieldRef>> {
@@ -377,4 +379,40 @@ impl AggregateUDFImpl for UserAggregate {
 /// Whether the call `call` is of a user aggregate (planned in one phase: `single_phase`).
 pub fn is_user_aggregate(call: &AggregateFunctionExpr) -> bool {
     call.fun().inner().is::<UserAggregate>()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::pg::types::PgType;
+
+    /// Every function is STRICT.
+    struct AllStrict;
+
+    impl FunctionStrictness for AllStrict {
+        fn is_strict(&self, _name: &str) -> bool {
+            true
+        }
+    }
+
+    /// `CREATE AGGREGATE (integer) (SFUNC = int4pl, STYPE = integer)`, planned.
+    pub(in crate::udf::sql_aggregate) fn int4_sum() -> Arc<Planned> {
+        let ctx = datafusion::prelude::SessionContext::new();
+        crate::udf::operator_functions::register(&ctx).expect("operator functions");
+        let meta = AggregateMeta {
+            args: vec![PgType::Int4],
+            sfunc: "int4pl".into(),
+            stype: PgType::Int4,
+            finalfunc: None,
+            combinefunc: None,
+            initcond: None,
+            comment: None,
+        };
+        let udaf = plan("int4_sum", &meta, &ctx.state(), &AllStrict).expect("planned");
+        let user = udaf
+            .inner()
+            .downcast_ref::<UserAggregate>()
+            .expect("a user aggregate");
+        user.planned.clone()
+    }
 }
