@@ -43,6 +43,7 @@
 pub mod approx;
 pub mod array_comparison;
 pub mod array_literal;
+pub mod array_literal_arguments;
 pub mod array_operators;
 pub mod array_subquery;
 pub mod bytea;

@@ -30,7 +30,20 @@ impl Language {
             Language::Javascript => "javascript",
         }
     }
+
+    /// Its `pg_language` oid (`pg_proc.prolang`): PostgreSQL's for sql; javascript's is
+    /// Brook's row of the `pg_language` view (`catalog::pg_views`), an oid below the
+    /// range of user objects that PostgreSQL's own catalogs do not use.
+    pub fn oid(self) -> i32 {
+        match self {
+            Language::Sql => 14,
+            Language::Javascript => JAVASCRIPT_LANGUAGE_OID,
+        }
+    }
 }
+
+/// `pg_language.oid` of javascript (written out in the `pg_language` view's SQL too).
+pub const JAVASCRIPT_LANGUAGE_OID: i32 = 13900;
 
 /// A user function.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -33,6 +33,7 @@ impl Computed {
                 // `pg_get_functiondef`'s text (NULL for an aggregate, as PostgreSQL has
                 // none: it refuses one)
                 Field::new("definition", DataType::Utf8, true),
+                Field::new("prolang", DataType::Int32, false),
             ])),
             source,
             rows: function_rows,
@@ -72,6 +73,7 @@ struct ProcRows {
     ret: Vec<i32>,
     strict: Vec<bool>,
     definition: Vec<Option<String>>,
+    language: Vec<i32>,
 }
 
 /// A user function's `CREATE OR REPLACE FUNCTION`, laid out as PostgreSQL's
@@ -157,6 +159,7 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
                 .push(i16::try_from(f.args.len()).unwrap_or(i16::MAX));
             r.ret.push(f.returns.wire().oid() as i32);
             r.strict.push(f.strict);
+            r.language.push(f.language.oid());
         }
         for (aname, a) in &s.aggregates {
             let types: Vec<String> = a.args.iter().map(|t| t.wire().oid().to_string()).collect();
@@ -182,6 +185,8 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
                 .map_or_else(|| a.stype.clone(), |(_, f)| f.returns.clone());
             r.ret.push(returns.wire().oid() as i32);
             r.strict.push(false);
+            // PostgreSQL's aggregates are `internal` (12).
+            r.language.push(12);
         }
     }
     let [nsp, pro, argtypes, src, vol, args, kind] = r.text;
@@ -201,6 +206,7 @@ fn function_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             Arc::new(StringArray::from(args)),
             Arc::new(StringArray::from(kind)),
             Arc::new(StringArray::from(r.definition)),
+            Arc::new(Int32Array::from(r.language)),
         ],
     )?)
 }

@@ -173,7 +173,7 @@ fn catalog_oids_view() -> String {
 
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 32] = [
+const VIEWS: [(&str, &str); 33] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -387,8 +387,21 @@ const VIEWS: [(&str, &str); 32] = [
     ),
     // Rewrite rules: Brook's views are no rules (the crate's rows are PostgreSQL's own
     // system views', whose relations its pg_class does not list).
-    // Functions: the crate's rows, the SQL functions (LANGUAGE SQL is oid 14) and the
-    // aggregates (prokind `a`, language internal, 12),
+    // Languages: the crate's, and javascript (`catalog::function::JAVASCRIPT_LANGUAGE_OID`),
+    // so pg_dump and psql's `\df+` name a JavaScript function's language.
+    (
+        "pg_language",
+        "SELECT l.oid AS oid, l.lanname AS lanname, l.lanowner AS lanowner,
+                l.lanispl AS lanispl, l.lanpltrusted AS lanpltrusted,
+                l.lanplcallfoid AS lanplcallfoid, l.laninline AS laninline,
+                l.lanvalidator AS lanvalidator, l.lanacl AS lanacl
+           FROM pg_catalog.brook_base_pg_language l
+         UNION ALL
+         SELECT CAST(13900 AS INT), 'javascript', CAST(10 AS INT), true, true, CAST(0 AS INT),
+                CAST(0 AS INT), CAST(0 AS INT), CAST(NULL AS VARCHAR)",
+    ),
+    // Functions: the crate's rows, the user functions (LANGUAGE sql is oid 14, javascript
+    // Brook's row of pg_language) and the aggregates (prokind `a`, language internal, 12),
     // `protrftypes` an array (no function has transforms),
     // `proacl` NULL (the default privileges: Brook grants none),
     // as pg_dump passes it to `array_to_string`.
@@ -410,7 +423,7 @@ const VIEWS: [(&str, &str); 32] = [
            FROM pg_catalog.brook_base_pg_proc p
          UNION ALL
          SELECT f.oid, f.proname, n.oid, CAST(10 AS INT),
-                CAST(CASE WHEN f.prokind = 'a' THEN 12 ELSE 14 END AS INT), CAST(100 AS REAL),
+                f.prolang, CAST(100 AS REAL),
                 CAST(0 AS REAL), CAST(0 AS INT), '-', f.prokind, false, false, f.proisstrict, false,
                 f.provolatile, 'u', f.pronargs, CAST(0 AS SMALLINT), f.prorettype,
                 f.proargtypes, CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), f.proargnames,

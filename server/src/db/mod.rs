@@ -802,5 +802,10 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion,
         Arc::new(brook_planner::float_beside_numeric::FloatBesideNumeric),
     );
+    // After type coercion, which casts an untyped literal to an array parameter's type.
+    rules.insert(
+        coercion + 2,
+        Arc::new(brook_planner::array_literal_arguments::ArrayLiteralArguments),
+    );
     rules
 }
