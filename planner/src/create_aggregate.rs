@@ -2,12 +2,13 @@
 //!
 //! PostgreSQL's form `CREATE AGGREGATE name (arg types) (SFUNC = f, STYPE = t [, ...])` and
 //! its old form `CREATE AGGREGATE name (BASETYPE = t, SFUNC = f, STYPE = t [, ...])`, with
-//! the options Brook runs: `SFUNC`, `STYPE`, `FINALFUNC`, `COMBINEFUNC`, `INITCOND`; the
-//! planner hints `SSPACE`, `PARALLEL` and `FINALFUNC_MODIFY` are accepted and change
-//! nothing (a state is a value, never modified in place). The rest of PostgreSQL's options
-//! are refused by name.
+//! the options Brook runs: `SFUNC`, `STYPE`, `FINALFUNC`, `COMBINEFUNC`, `INITCOND`, and
+//! the moving-aggregate mode's `MSFUNC`, `MINVFUNC`, `MSTYPE`, `MFINALFUNC`, `MINITCOND`;
+//! the planner hints `SSPACE`, `MSSPACE`, `PARALLEL`, `FINALFUNC_MODIFY` and
+//! `MFINALFUNC_MODIFY` are accepted and change nothing (a state is a value, never modified
+//! in place). The rest of PostgreSQL's options are refused by name.
 
-use crate::statement::{CreateAggregate, StatementBody};
+use crate::statement::{CreateAggregate, MovingAggregate, StatementBody};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{DataType, ObjectName};
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -113,10 +114,15 @@ fn options(p: &mut Parser<'_>, basetype: &mut Option<Vec<DataType>>) -> Result<O
                     vec![p.parse_data_type()?]
                 });
             }
-            "SSPACE" => {
+            "MSFUNC" => o.msfunc = Some(p.parse_object_name(false)?),
+            "MINVFUNC" => o.minvfunc = Some(p.parse_object_name(false)?),
+            "MSTYPE" => o.mstype = Some(p.parse_data_type()?),
+            "MFINALFUNC" => o.mfinalfunc = Some(p.parse_object_name(false)?),
+            "MINITCOND" => o.minitcond = Some(constant(p)?),
+            "SSPACE" | "MSSPACE" => {
                 constant(p)?;
             }
-            "PARALLEL" | "FINALFUNC_MODIFY" => {
+            "PARALLEL" | "FINALFUNC_MODIFY" | "MFINALFUNC_MODIFY" => {
                 p.parse_identifier()?;
             }
             "SERIALFUNC" | "DESERIALFUNC" => {
@@ -125,15 +131,7 @@ fn options(p: &mut Parser<'_>, basetype: &mut Option<Vec<DataType>>) -> Result<O
                      transition data type is internal",
                 ))
             }
-            "MSFUNC" | "MINVFUNC" | "MSTYPE" | "MSSPACE" | "MFINALFUNC" | "MFINALFUNC_EXTRA"
-            | "MFINALFUNC_MODIFY" | "MINITCOND" => {
-                return Err(brook_err!(
-                    Unsupported,
-                    "CREATE AGGREGATE option {key}: the moving-aggregate mode (an inverse \
-                     transition function) is not supported"
-                ))
-            }
-            "FINALFUNC_EXTRA" | "SORTOP" | "HYPOTHETICAL" => {
+            "FINALFUNC_EXTRA" | "MFINALFUNC_EXTRA" | "SORTOP" | "HYPOTHETICAL" => {
                 return Err(brook_err!(Unsupported, "CREATE AGGREGATE option {key}"))
             }
             other => {
@@ -159,6 +157,44 @@ struct Options {
     finalfunc: Option<ObjectName>,
     combinefunc: Option<ObjectName>,
     initcond: Option<String>,
+    msfunc: Option<ObjectName>,
+    minvfunc: Option<ObjectName>,
+    mstype: Option<DataType>,
+    mfinalfunc: Option<ObjectName>,
+    minitcond: Option<String>,
+}
+
+/// The moving-aggregate mode of the options, checked as PostgreSQL checks it (42P13):
+/// `MSTYPE` with both `MSFUNC` and `MINVFUNC`, and no other moving option without it.
+fn moving_mode(o: &mut Options) -> Result<Option<MovingAggregate>> {
+    let Some(mstype) = o.mstype.take() else {
+        let given = [
+            ("msfunc", o.msfunc.is_some()),
+            ("minvfunc", o.minvfunc.is_some()),
+            ("mfinalfunc", o.mfinalfunc.is_some()),
+            ("minitcond", o.minitcond.is_some()),
+        ];
+        return match given.iter().find(|(_, g)| *g) {
+            Some((what, _)) => Err(BrookError::invalid_function(format!(
+                "aggregate {what} must not be specified without mstype"
+            ))),
+            None => Ok(None),
+        };
+    };
+    let required = |f: Option<ObjectName>, what: &str| {
+        f.ok_or_else(|| {
+            BrookError::invalid_function(format!(
+                "aggregate {what} must be specified when mstype is specified"
+            ))
+        })
+    };
+    Ok(Some(MovingAggregate {
+        msfunc: required(o.msfunc.take(), "msfunc")?,
+        minvfunc: required(o.minvfunc.take(), "minvfunc")?,
+        mstype,
+        mfinalfunc: o.mfinalfunc.take(),
+        minitcond: o.minitcond.take(),
+    }))
 }
 
 /// Whether the next tokens open the old form's option list: `(word =`.
@@ -174,7 +210,7 @@ pub(crate) fn parse_create_aggregate(
     or_replace: bool,
 ) -> Result<CreateAggregate> {
     let name = p.parse_object_name(false)?;
-    let (args, o) = if old_form(p) {
+    let (args, mut o) = if old_form(p) {
         p.expect_token(&Token::LParen)?;
         let mut basetype = Some(Vec::new());
         let o = options(p, &mut basetype)?;
@@ -184,6 +220,7 @@ pub(crate) fn parse_create_aggregate(
         p.expect_token(&Token::LParen)?;
         (args, options(p, &mut None)?)
     };
+    let moving = moving_mode(&mut o)?;
     let Some(stype) = o.stype else {
         return Err(BrookError::invalid_function(
             "aggregate stype must be specified",
@@ -203,6 +240,7 @@ pub(crate) fn parse_create_aggregate(
         finalfunc: o.finalfunc,
         combinefunc: o.combinefunc,
         initcond: o.initcond,
+        moving,
     })
 }
 
@@ -282,8 +320,13 @@ mod tests {
             ),
             (
                 "CREATE AGGREGATE a (int) (SFUNC = f, STYPE = int, MSFUNC = g)",
-                "0A000",
-                "moving-aggregate",
+                "42P13",
+                "msfunc must not be specified without mstype",
+            ),
+            (
+                "CREATE AGGREGATE a (int) (SFUNC = f, STYPE = int, MSTYPE = int, MSFUNC = g)",
+                "42P13",
+                "minvfunc must be specified when mstype is specified",
             ),
             (
                 "CREATE AGGREGATE a (int ORDER BY int) (SFUNC = f, STYPE = int)",

@@ -89,6 +89,19 @@ pub struct CreateAggregate {
     pub combinefunc: Option<ObjectName>,
     /// The initial state, as text (cast to STYPE); None: NULL.
     pub initcond: Option<String>,
+    /// The moving-aggregate mode (`MSFUNC`, `MINVFUNC`, `MSTYPE`, ...), if given.
+    pub moving: Option<MovingAggregate>,
+}
+
+/// PostgreSQL's moving-aggregate mode of an aggregate: a transition function and its
+/// inverse over a state of its own, used for window frames whose start moves.
+#[derive(Debug, Clone)]
+pub struct MovingAggregate {
+    pub msfunc: ObjectName,
+    pub minvfunc: ObjectName,
+    pub mstype: DataType,
+    pub mfinalfunc: Option<ObjectName>,
+    pub minitcond: Option<String>,
 }
 
 /// What a statement does: standard SQL, or one of Brook's own statements.

@@ -18,6 +18,21 @@ pub struct AggregateMeta {
     pub initcond: Option<String>,
     #[serde(default)]
     pub comment: Option<String>,
+    /// The moving-aggregate mode (MSFUNC, MINVFUNC, ...), if defined.
+    #[serde(default)]
+    pub moving: Option<MovingMeta>,
+}
+
+/// PostgreSQL's moving-aggregate mode: `MSFUNC(mstate, args...)` and its inverse
+/// `MINVFUNC(mstate, args...)` over a state of type MSTYPE from MINITCOND, then
+/// `MFINALFUNC(mstate)`; used where a window frame's start moves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MovingMeta {
+    pub msfunc: String,
+    pub minvfunc: String,
+    pub mstype: PgType,
+    pub mfinalfunc: Option<String>,
+    pub minitcond: Option<String>,
 }
 
 impl AggregateMeta {
@@ -29,8 +44,14 @@ impl AggregateMeta {
 
     /// The functions it calls.
     pub fn functions(&self) -> impl Iterator<Item = &str> {
+        let moving = self.moving.iter().flat_map(|m| {
+            [m.msfunc.as_str(), m.minvfunc.as_str()]
+                .into_iter()
+                .chain(m.mfinalfunc.as_deref())
+        });
         std::iter::once(self.sfunc.as_str())
             .chain(self.finalfunc.as_deref())
             .chain(self.combinefunc.as_deref())
+            .chain(moving)
     }
 }

@@ -51,6 +51,11 @@ impl Computed {
                 Field::new("aggcombinefn", DataType::Utf8, false),
                 Field::new("aggtranstype", DataType::Int32, false),
                 Field::new("agginitval", DataType::Utf8, true),
+                Field::new("aggmtransfn", DataType::Utf8, false),
+                Field::new("aggminvtransfn", DataType::Utf8, false),
+                Field::new("aggmfinalfn", DataType::Utf8, false),
+                Field::new("aggmtranstype", DataType::Int32, false),
+                Field::new("aggminitval", DataType::Utf8, true),
             ])),
             source,
             rows: aggregate_rows,
@@ -236,8 +241,9 @@ fn aggregate_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resu
             None => f.to_string(),
         },
     };
-    let mut cols: [Vec<String>; 3] = Default::default();
+    let mut cols: [Vec<String>; 6] = Default::default();
     let (mut oid, mut transtype, mut initval) = (vec![], vec![], vec![]);
+    let (mut mtranstype, mut minitval) = (vec![], vec![]);
     for (sname, s) in schemas {
         for (aname, a) in &s.aggregates {
             oid.push(proc_oid(sname, aname));
@@ -246,9 +252,15 @@ fn aggregate_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resu
             cols[2].push(regproc(a.combinefunc.as_deref()));
             transtype.push(a.stype.wire().oid() as i32);
             initval.push(a.initcond.clone());
+            let m = a.moving.as_ref();
+            cols[3].push(regproc(m.map(|m| m.msfunc.as_str())));
+            cols[4].push(regproc(m.map(|m| m.minvfunc.as_str())));
+            cols[5].push(regproc(m.and_then(|m| m.mfinalfunc.as_deref())));
+            mtranstype.push(m.map_or(0, |m| m.mstype.wire().oid() as i32));
+            minitval.push(m.and_then(|m| m.minitcond.clone()));
         }
     }
-    let [transfn, finalfn, combinefn] = cols;
+    let [transfn, finalfn, combinefn, mtransfn, minvtransfn, mfinalfn] = cols;
     Ok(RecordBatch::try_new(
         schema.clone(),
         vec![
@@ -258,6 +270,11 @@ fn aggregate_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resu
             Arc::new(StringArray::from(combinefn)),
             Arc::new(Int32Array::from(transtype)),
             Arc::new(StringArray::from(initval)),
+            Arc::new(StringArray::from(mtransfn)),
+            Arc::new(StringArray::from(minvtransfn)),
+            Arc::new(StringArray::from(mfinalfn)),
+            Arc::new(Int32Array::from(mtranstype)),
+            Arc::new(StringArray::from(minitval)),
         ],
     )?)
 }

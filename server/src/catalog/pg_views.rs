@@ -454,8 +454,9 @@ const VIEWS: [(&str, &str); 33] = [
                        GROUP BY proname) p ON p.name = b.aggfnoid
          UNION ALL
          SELECT a.oid, 'n', CAST(0 AS SMALLINT), a.aggtransfn, a.aggfinalfn,
-                a.aggcombinefn, '-', '-', '-', '-', '-', false, false, 'r', 'r', 0,
-                a.aggtranstype, 0, 0, 0, a.agginitval, CAST(NULL AS VARCHAR)
+                a.aggcombinefn, '-', '-', a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn,
+                false, false, 'r', 'r', 0, a.aggtranstype, 0, a.aggmtranstype, 0,
+                a.agginitval, a.aggminitval
            FROM pg_catalog.brook_aggregates a",
     ),
     (

@@ -5,7 +5,7 @@
 //! again whenever the database's functions change (`Engine::refresh_functions`). Functions
 //! and aggregates share one namespace per database, one signature per name.
 
-use crate::catalog::aggregate::AggregateMeta;
+use crate::catalog::aggregate::{AggregateMeta, MovingMeta};
 use crate::db::functions::Strictness;
 use crate::pg::types::PgType;
 use crate::session::{Outcome, Session};
@@ -207,6 +207,19 @@ fn aggregate_meta(ca: &CreateAggregate) -> Result<AggregateMeta> {
         combinefunc: ca.combinefunc.as_ref().map(function_name).transpose()?,
         initcond: ca.initcond.clone(),
         comment: None,
+        moving: ca
+            .moving
+            .as_ref()
+            .map(|m| {
+                Ok::<_, BrookError>(MovingMeta {
+                    msfunc: function_name(&m.msfunc)?,
+                    minvfunc: function_name(&m.minvfunc)?,
+                    mstype: pg_type(&m.mstype)?,
+                    mfinalfunc: m.mfinalfunc.as_ref().map(function_name).transpose()?,
+                    minitcond: m.minitcond.clone(),
+                })
+            })
+            .transpose()?,
     })
 }
 

@@ -7,7 +7,7 @@
 //! with a NULL argument, and without INITCOND the first such row's value becomes the state;
 //! a state that became NULL stays NULL for a STRICT function.
 
-use super::Planned;
+use super::{Planned, Step};
 use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Accumulator;
@@ -21,6 +21,8 @@ pub(super) struct Fold {
     /// No INITCOND and no row folded yet: the first row (or partial state) becomes the
     /// state, as PostgreSQL's `noTransValue`.
     unset: bool,
+    /// Rows folded into the state (a STRICT function's rows with a NULL argument are not).
+    folded: usize,
 }
 
 impl Fold {
@@ -30,7 +32,36 @@ impl Fold {
             state: planned.initial.clone(),
             planned,
             unset,
+            folded: 0,
         }
+    }
+
+    /// Take one folded row (`row`: one-row arrays of the arguments) back out of the state
+    /// with the inverse transition function `inverse` (MINVFUNC). False when it cannot: it
+    /// returned NULL, which PostgreSQL reads as "fold the frame again". Once no folded row
+    /// is left, the state starts over, as PostgreSQL's.
+    pub(super) fn retract_row(&mut self, inverse: &Step, row: &[ArrayRef]) -> Result<bool> {
+        if inverse.strict && row.iter().any(|v| v.is_null(0)) {
+            // Never folded in.
+            return Ok(true);
+        }
+        self.folded = self.folded.saturating_sub(1);
+        if self.folded == 0 {
+            *self = Fold::new(self.planned.clone());
+            return Ok(true);
+        }
+        if inverse.strict && self.state.is_null() {
+            return Ok(false);
+        }
+        let mut columns = Vec::with_capacity(row.len() + 1);
+        columns.push(self.state_array()?);
+        columns.extend(row.iter().cloned());
+        let state = inverse.call(columns)?;
+        if state.is_null() {
+            return Ok(false);
+        }
+        self.state = state;
+        Ok(true)
     }
 
     fn state_array(&self) -> Result<ArrayRef> {
@@ -53,6 +84,7 @@ impl Accumulator for Fold {
                     self.state = ScalarValue::try_from_array(&values[0], row)?
                         .cast_to(&self.planned.stype)?;
                     self.unset = false;
+                    self.folded += 1;
                     continue;
                 }
                 if self.state.is_null() {
@@ -64,6 +96,7 @@ impl Accumulator for Fold {
             columns.extend(values.iter().map(|v| v.slice(row, 1)));
             self.state = step.call(columns)?;
             self.unset = false;
+            self.folded += 1;
         }
         Ok(())
     }

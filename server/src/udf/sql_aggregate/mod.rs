@@ -21,7 +21,7 @@ mod ordered;
 pub mod single_phase;
 mod sliding;
 
-use crate::catalog::aggregate::AggregateMeta;
+use crate::catalog::aggregate::{AggregateMeta, MovingMeta};
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::ArrayRef;
@@ -94,6 +94,16 @@ struct Planned {
     initial: ScalarValue,
     sfunc: Step,
     finalfunc: Option<Step>,
+    /// The moving-aggregate mode (MSFUNC, MINVFUNC), for frames whose start moves.
+    moving: Option<Arc<Moving>>,
+}
+
+/// The moving-aggregate mode: its own fold (MSFUNC over MSTYPE from MINITCOND, then
+/// MFINALFUNC) and the inverse transition function that takes a row back out.
+#[derive(Debug)]
+struct Moving {
+    planned: Arc<Planned>,
+    inverse: Step,
 }
 
 /// How the aggregate's functions are known: whether a function is STRICT (user functions
@@ -137,11 +147,16 @@ pub fn plan(
     }
     let initial = match &meta.initcond {
         None => ScalarValue::try_from(&stype)?,
-        Some(text) => initial_state(state, text, meta)?,
+        Some(text) => initial_state(state, text, &meta.stype)?,
     };
     let returns = finalfunc
         .as_ref()
         .map_or_else(|| stype.clone(), |f| f.returns.clone());
+    let moving = meta
+        .moving
+        .as_ref()
+        .map(|m| plan_moving(state, strictness, m, &arg_types, &returns))
+        .transpose()?;
     let planned = Planned {
         args: arg_types.len(),
         stype,
@@ -149,6 +164,7 @@ pub fn plan(
         initial,
         sfunc,
         finalfunc,
+        moving,
     };
     Ok(AggregateUDF::new_from_impl(UserAggregate {
         name: name.to_string(),
@@ -156,6 +172,65 @@ pub fn plan(
         arg_types,
         display: meta.signature(name),
         planned: Arc::new(planned),
+    }))
+}
+
+/// The moving-aggregate mode `m` of an aggregate of `arg_types` whose plain mode returns
+/// `returns`, checked as PostgreSQL checks it (42P13).
+fn plan_moving(
+    state: &SessionState,
+    strictness: &dyn FunctionStrictness,
+    m: &MovingMeta,
+    arg_types: &[DataType],
+    returns: &DataType,
+) -> Result<Arc<Moving>> {
+    let mstype = m.mstype.arrow();
+    let mut params = vec![mstype.clone()];
+    params.extend(arg_types.iter().cloned());
+    let msfunc = plan_step(state, strictness, &m.msfunc, &params, Some(&mstype))?;
+    let inverse = plan_step(state, strictness, &m.minvfunc, &params, Some(&mstype))?;
+    if msfunc.strict != inverse.strict {
+        return Err(BrookError::invalid_function(
+            "strictness of aggregate's forward and inverse transition functions must match",
+        ));
+    }
+    if msfunc.strict && m.minitcond.is_none() && arg_types.first() != Some(&mstype) {
+        return Err(BrookError::invalid_function(
+            "must not omit initial value when transition function is strict and transition \
+             type is not compatible with input type",
+        ));
+    }
+    let mfinalfunc = m
+        .mfinalfunc
+        .as_deref()
+        .map(|f| plan_step(state, strictness, f, std::slice::from_ref(&mstype), None))
+        .transpose()?;
+    let moving_returns = mfinalfunc
+        .as_ref()
+        .map_or_else(|| mstype.clone(), |f| f.returns.clone());
+    if moving_returns != *returns {
+        return Err(BrookError::invalid_function(format!(
+            "moving-aggregate implementation returns type {}, but plain implementation \
+             returns type {}",
+            brook_common::types::sql_name(&moving_returns),
+            brook_common::types::sql_name(returns)
+        )));
+    }
+    let initial = match &m.minitcond {
+        None => ScalarValue::try_from(&mstype)?,
+        Some(text) => initial_state(state, text, &m.mstype)?,
+    };
+    Ok(Arc::new(Moving {
+        planned: Arc::new(Planned {
+            args: arg_types.len(),
+            stype: mstype,
+            returns: moving_returns,
+            initial,
+            sfunc: msfunc,
+            finalfunc: mfinalfunc,
+            moving: None,
+        }),
+        inverse,
     }))
 }
 
@@ -254,20 +329,16 @@ fn plan_step(
 }
 
 /// INITCOND, read as the state type as a literal of that type is.
-fn initial_state(state: &SessionState, text: &str, meta: &AggregateMeta) -> Result<ScalarValue> {
+fn initial_state(state: &SessionState, text: &str, stype: &PgType) -> Result<ScalarValue> {
     // json and jsonb are text checked (and jsonb spaced) as Brook stores them; DataFusion's
     // CAST knows neither.
-    if let PgType::Json | PgType::Jsonb = meta.stype {
-        let jsonb = meta.stype == PgType::Jsonb;
+    if let PgType::Json | PgType::Jsonb = stype {
+        let jsonb = *stype == PgType::Jsonb;
         return Ok(ScalarValue::Utf8(Some(crate::pg::json::stored(
             text, jsonb,
         )?)));
     }
-    let sql = format!(
-        "CAST('{}' AS {})",
-        text.replace('\'', "''"),
-        meta.stype.name()
-    );
+    let sql = format!("CAST('{}' AS {})", text.replace('\'', "''"), stype.name());
     let empty = DFSchema::empty();
     let logical = state.create_logical_expr(&sql, &empty)?;
     let expr = state.create_physical_expr(logical, &empty)?;
@@ -277,7 +348,7 @@ fn initial_state(state: &SessionState, text: &str, meta: &AggregateMeta) -> Resu
         &RecordBatchOptions::new().with_row_count(Some(1)),
     )?;
     let value = ScalarValue::try_from_array(&expr.evaluate(&batch)?.into_array(1)?, 0)?;
-    Ok(value.cast_to(&meta.stype.arrow())?)
+    Ok(value.cast_to(&stype.arrow())?)
 }
 
 /// A planned aggregate as DataFusion calls it.
@@ -395,10 +466,18 @@ pub(super) mod tests {
         }
     }
 
-    /// `CREATE AGGREGATE (integer) (SFUNC = int4pl, STYPE = integer)`, planned.
-    pub(in crate::udf::sql_aggregate) fn int4_sum() -> Arc<Planned> {
+    /// `CREATE AGGREGATE (integer) (SFUNC = int4pl, STYPE = integer)`, planned; with
+    /// `inverse`, its moving mode too (`MSFUNC = int4pl, MINVFUNC = int4mi`).
+    pub(in crate::udf::sql_aggregate) fn int4_sum(inverse: bool) -> Arc<Planned> {
         let ctx = datafusion::prelude::SessionContext::new();
         crate::udf::operator_functions::register(&ctx).expect("operator functions");
+        let moving = inverse.then(|| MovingMeta {
+            msfunc: "int4pl".into(),
+            minvfunc: "int4mi".into(),
+            mstype: PgType::Int4,
+            mfinalfunc: None,
+            minitcond: None,
+        });
         let meta = AggregateMeta {
             args: vec![PgType::Int4],
             sfunc: "int4pl".into(),
@@ -407,6 +486,7 @@ pub(super) mod tests {
             combinefunc: None,
             initcond: None,
             comment: None,
+            moving,
         };
         let udaf = plan("int4_sum", &meta, &ctx.state(), &AllStrict).expect("planned");
         let user = udaf

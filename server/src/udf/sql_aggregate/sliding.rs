@@ -1,11 +1,12 @@
 //! A user aggregate over a window frame whose start moves (`ROWS BETWEEN 2 PRECEDING AND
-//! CURRENT ROW`): the frame's rows are kept; a row entering the frame is folded into the
-//! state, and once rows have left it the frame is folded again from the initial state when
-//! its value is asked for. That is PostgreSQL's way for an aggregate without an inverse
-//! transition function (MINVFUNC): the same answer, O(frame) per row whose frame lost rows.
+//! CURRENT ROW`), as PostgreSQL runs one: with its moving-aggregate mode when it has one
+//! (MSFUNC folds a row in, MINVFUNC takes a leaving row back out: O(1) per row), else by
+//! folding the frame again from the initial state once rows have left it (O(frame) per
+//! row). The frame's rows are kept either way: a MINVFUNC that returns NULL asks for the
+//! fold again.
 
 use super::fold::Fold;
-use super::Planned;
+use super::{Moving, Planned};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::error::Result;
 use datafusion::logical_expr::Accumulator;
@@ -15,7 +16,10 @@ use std::sync::Arc;
 
 #[derive(Debug)]
 pub(super) struct Sliding {
+    /// The mode folded: the moving one when the aggregate has it.
     planned: Arc<Planned>,
+    /// The moving mode, whose inverse takes leaving rows out.
+    moving: Option<Arc<Moving>>,
     /// The frame's rows, oldest first: one one-row slice per argument.
     rows: VecDeque<Vec<ArrayRef>>,
     /// The fold of `rows` (stale while `refold`).
@@ -25,10 +29,13 @@ pub(super) struct Sliding {
 }
 
 impl Sliding {
-    pub(super) fn new(planned: Arc<Planned>) -> Self {
+    pub(super) fn new(plain: Arc<Planned>) -> Self {
+        let moving = plain.moving.clone();
+        let planned = moving.as_ref().map_or(plain, |m| m.planned.clone());
         Sliding {
             fold: Fold::new(planned.clone()),
             planned,
+            moving,
             rows: VecDeque::new(),
             refold: false,
         }
@@ -52,9 +59,17 @@ impl Accumulator for Sliding {
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         // A window frame's rows leave it oldest first.
         let leaving = values.first().map_or(0, |v| v.len()).min(self.rows.len());
-        if leaving > 0 {
-            self.rows.drain(..leaving);
-            self.refold = true;
+        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving).collect();
+        match &self.moving {
+            Some(m) if !self.refold => {
+                for row in &left {
+                    if !self.fold.retract_row(&m.inverse, row)? {
+                        self.refold = true;
+                        break;
+                    }
+                }
+            }
+            _ => self.refold |= leaving > 0,
         }
         Ok(())
     }
@@ -98,11 +113,12 @@ mod tests {
         Arc::new(Int32Array::from(v.to_vec()))
     }
 
-    /// A frame of the last two rows, moved row by row, as a window operator moves it.
-    #[test]
-    fn a_moving_frame_is_folded_again_after_rows_leave() {
-        let mut acc = Sliding::new(int4_sum());
+    /// Each mode's sum of a frame of the last two rows, moved row by row as a window
+    /// operator moves it, and whether a fold of the frame again was needed.
+    fn frame_sums(inverse: bool) -> (Vec<ScalarValue>, bool) {
+        let mut acc = Sliding::new(int4_sum(inverse));
         let mut values = vec![];
+        let mut refolded = false;
         for (enter, leave) in [
             (Some(1), None),
             (Some(2), None),
@@ -114,12 +130,21 @@ mod tests {
                 acc.retract_batch(&[ints(&[left])]).unwrap();
             }
             acc.update_batch(&[ints(&[enter])]).unwrap();
+            refolded |= acc.refold;
             values.push(acc.evaluate().unwrap());
         }
+        (values, refolded)
+    }
+
+    #[test]
+    fn a_moving_frame_is_folded_again_or_inverted() {
         let expected: Vec<ScalarValue> = [Some(1), Some(3), Some(5), Some(3), None]
             .into_iter()
             .map(ScalarValue::Int32)
             .collect();
-        assert_eq!(values, expected);
+        // Without MINVFUNC the frame is folded again; with it, leaving rows are taken out
+        // (the frame of only NULLs starts over).
+        assert_eq!(frame_sums(false), (expected.clone(), true));
+        assert_eq!(frame_sums(true), (expected, false));
     }
 }
