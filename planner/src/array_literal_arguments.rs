@@ -7,16 +7,18 @@
 //! coercion, reads such a cast's text as PostgreSQL's array input does
 //! ([`crate::array_literal::parse_text_array`]) into a list of its elements, each cast to
 //! the element type (a bad element is 22P02 as `'{1,x}'::int[]` is). Written here because
-//! DataFusion has no hook for the type of an untyped literal. A literal no array parser
-//! reads (not `{...}`, or nested) is left to DataFusion.
+//! DataFusion has no hook for the type of an untyped literal. Text that is no array literal
+//! is 22P02 ("malformed array literal"), a nested one 0A000 (Brook's arrays have one
+//! dimension).
 
 use crate::array_literal::parse_text_array;
+use brook_common::brook_err;
 use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Result, ScalarValue};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::expr::Cast;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
@@ -56,8 +58,21 @@ fn read_array_literal(e: Expr) -> Result<Transformed<Expr>> {
     if matches!(element, DataType::List(_)) {
         return Ok(Transformed::no(e));
     }
+    let nested = text
+        .trim_start()
+        .strip_prefix('{')
+        .is_some_and(|rest| rest.trim_start().starts_with('{'));
+    if nested {
+        return Err(DataFusionError::External(Box::new(brook_err!(
+            Unsupported,
+            "multidimensional array literals are not supported: \"{text}\""
+        ))));
+    }
     let Some(items) = parse_text_array(text.as_str()) else {
-        return Ok(Transformed::no(e));
+        return Err(DataFusionError::External(Box::new(brook_err!(
+            InvalidText,
+            "malformed array literal: \"{text}\""
+        ))));
     };
     let texts: ArrayRef = Arc::new(StringArray::from(items));
     let strict = CastOptions {
@@ -105,13 +120,22 @@ mod tests {
     fn other_casts_and_texts_are_left_alone() {
         let untouched = [
             cast(lit("12"), DataType::Int32),
-            cast(lit("not an array"), list_of(DataType::Int32)),
             cast(lit("{{1},{2}}"), list_of(list_of(DataType::Int32))),
         ];
         for e in untouched {
             assert!(!read_array_literal(e).unwrap().transformed);
         }
-        let bad = cast(lit("{1,x}"), list_of(DataType::Int32));
-        assert!(read_array_literal(bad).is_err());
+        let bad = [
+            ("{1,x}", DataType::Int32),
+            ("not an array", DataType::Utf8),
+            ("{{1},{2}}", DataType::Int32),
+            ("{\"open}", DataType::Utf8),
+        ];
+        for (text, element) in bad {
+            assert!(
+                read_array_literal(cast(lit(text), list_of(element))).is_err(),
+                "{text}"
+            );
+        }
     }
 }

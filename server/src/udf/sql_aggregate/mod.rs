@@ -438,6 +438,13 @@ impl AggregateUDFImpl for UserAggregate {
         Ok(Box::new(sliding::Sliding::new(self.planned.clone())))
     }
 
+    /// The value over no rows (a window frame that holds none, which DataFusion's window
+    /// operator answers without an accumulator): INITCOND through FINALFUNC, as PostgreSQL
+    /// evaluates an aggregate over no rows.
+    fn default_value(&self, _data_type: &DataType) -> DfResult<ScalarValue> {
+        fold::Fold::new(self.planned.clone()).evaluate()
+    }
+
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> DfResult<Vec<FieldRef>> {
         Ok(vec![Arc::new(Field::new(
             format!("{}[state]", args.name),

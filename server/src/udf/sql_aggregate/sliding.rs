@@ -3,7 +3,10 @@
 //! (MSFUNC folds a row in, MINVFUNC takes a leaving row back out: O(1) per row), else by
 //! folding the frame again from the initial state once rows have left it (O(frame) per
 //! row). The frame's rows are kept either way: a MINVFUNC that returns NULL asks for the
-//! fold again.
+//! fold again. DataFusion's window operator hands over the rows entering a frame before
+//! those leaving it; PostgreSQL takes leaving rows out first (a sum of the frame never
+//! passes through the sum of both frames, which could overflow, and a frame emptied of
+//! rows starts over), so entering rows are folded only when the value is asked for.
 
 use super::fold::Fold;
 use super::{Moving, Planned};
@@ -22,7 +25,9 @@ pub(super) struct Sliding {
     moving: Option<Arc<Moving>>,
     /// The frame's rows, oldest first: one one-row slice per argument.
     rows: VecDeque<Vec<ArrayRef>>,
-    /// The fold of `rows` (stale while `refold`).
+    /// The newest rows of `rows` not folded yet.
+    pending: usize,
+    /// The fold of `rows` but the pending ones (stale while `refold`).
     fold: Fold,
     /// Rows have left the frame since `fold` was made.
     refold: bool,
@@ -37,6 +42,7 @@ impl Sliding {
             planned,
             moving,
             rows: VecDeque::new(),
+            pending: 0,
             refold: false,
         }
     }
@@ -50,16 +56,20 @@ impl Accumulator for Sliding {
             self.rows
                 .push_back(values.iter().map(|v| v.slice(row, 1)).collect());
         }
-        if !self.refold {
-            self.fold.update_batch(values)?;
-        }
+        self.pending += rows;
         Ok(())
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         // A window frame's rows leave it oldest first.
         let leaving = values.first().map_or(0, |v| v.len()).min(self.rows.len());
-        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving).collect();
+        // Rows still pending leave without ever having been folded in.
+        let folded = self.rows.len() - self.pending;
+        if leaving > folded {
+            self.pending -= leaving - folded;
+        }
+        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving.min(folded)).collect();
+        self.rows.drain(..leaving - left.len());
         match &self.moving {
             Some(m) if !self.refold => {
                 for row in &left {
@@ -69,7 +79,7 @@ impl Accumulator for Sliding {
                     }
                 }
             }
-            _ => self.refold |= leaving > 0,
+            _ => self.refold |= !left.is_empty(),
         }
         Ok(())
     }
@@ -79,13 +89,17 @@ impl Accumulator for Sliding {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        if self.refold {
+        let from = if self.refold {
             self.fold = Fold::new(self.planned.clone());
-            for row in &self.rows {
-                self.fold.update_batch(row)?;
-            }
             self.refold = false;
+            0
+        } else {
+            self.rows.len() - self.pending
+        };
+        for row in self.rows.range(from..) {
+            self.fold.update_batch(row)?;
         }
+        self.pending = 0;
         self.fold.evaluate()
     }
 
@@ -95,6 +109,7 @@ impl Accumulator for Sliding {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        self.evaluate()?;
         self.fold.state()
     }
 
@@ -132,6 +147,7 @@ mod tests {
             acc.update_batch(&[ints(&[enter])]).unwrap();
             refolded |= acc.refold;
             values.push(acc.evaluate().unwrap());
+            assert_eq!(acc.pending, 0);
         }
         (values, refolded)
     }
@@ -146,5 +162,28 @@ mod tests {
         // (the frame of only NULLs starts over).
         assert_eq!(frame_sums(false), (expected.clone(), true));
         assert_eq!(frame_sums(true), (expected, false));
+    }
+
+    /// Leaving rows are taken out before entering ones are folded in, as PostgreSQL
+    /// does: frames of two rows of 1e9 never hold three (an integer's overflow).
+    #[test]
+    fn leaving_rows_go_before_entering_ones_come() {
+        let billion = Some(1_000_000_000);
+        for inverse in [false, true] {
+            let mut acc = Sliding::new(int4_sum(inverse));
+            acc.update_batch(&[ints(&[billion, billion])]).unwrap();
+            assert_eq!(
+                acc.evaluate().unwrap(),
+                ScalarValue::Int32(Some(2_000_000_000))
+            );
+            for _ in 0..3 {
+                acc.update_batch(&[ints(&[billion])]).unwrap();
+                acc.retract_batch(&[ints(&[billion])]).unwrap();
+                assert_eq!(
+                    acc.evaluate().unwrap(),
+                    ScalarValue::Int32(Some(2_000_000_000))
+                );
+            }
+        }
     }
 }
