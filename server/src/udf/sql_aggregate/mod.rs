@@ -124,17 +124,8 @@ pub fn plan(
     let mut sfunc_params = vec![stype.clone()];
     sfunc_params.extend(arg_types.iter().cloned());
     let sfunc = plan_step(state, strictness, &meta.sfunc, &sfunc_params, Some(&stype))?;
-    if sfunc.strict && meta.initcond.is_none() && arg_types.first() != Some(&stype) {
-        return Err(BrookError::invalid_function(
-            "must not omit initial value when transition function is strict and transition \
-             type is not compatible with input type",
-        ));
-    }
-    let finalfunc = meta
-        .finalfunc
-        .as_deref()
-        .map(|f| plan_step(state, strictness, f, std::slice::from_ref(&stype), None))
-        .transpose()?;
+    require_initial(&sfunc, meta.initcond.is_some(), &arg_types, &stype)?;
+    let finalfunc = plan_final(state, strictness, meta.finalfunc.as_deref(), &stype)?;
     // Checked, not run: see `single_phase`.
     if let Some(f) = meta.combinefunc.as_deref() {
         plan_step(
@@ -175,6 +166,35 @@ pub fn plan(
     }))
 }
 
+/// 42P13, as PostgreSQL: a STRICT transition function `sfunc` without an initial value
+/// takes its first row's value as the state, so the first argument must be of the state
+/// type `stype`.
+fn require_initial(
+    sfunc: &Step,
+    has_initial: bool,
+    arg_types: &[DataType],
+    stype: &DataType,
+) -> Result<()> {
+    if sfunc.strict && !has_initial && arg_types.first() != Some(stype) {
+        return Err(BrookError::invalid_function(
+            "must not omit initial value when transition function is strict and transition \
+             type is not compatible with input type",
+        ));
+    }
+    Ok(())
+}
+
+/// The final function `f` (if any) over a state of `stype`.
+fn plan_final(
+    state: &SessionState,
+    strictness: &dyn FunctionStrictness,
+    f: Option<&str>,
+    stype: &DataType,
+) -> Result<Option<Step>> {
+    f.map(|f| plan_step(state, strictness, f, std::slice::from_ref(stype), None))
+        .transpose()
+}
+
 /// The moving-aggregate mode `m` of an aggregate of `arg_types` whose plain mode returns
 /// `returns`, checked as PostgreSQL checks it (42P13).
 fn plan_moving(
@@ -194,17 +214,8 @@ fn plan_moving(
             "strictness of aggregate's forward and inverse transition functions must match",
         ));
     }
-    if msfunc.strict && m.minitcond.is_none() && arg_types.first() != Some(&mstype) {
-        return Err(BrookError::invalid_function(
-            "must not omit initial value when transition function is strict and transition \
-             type is not compatible with input type",
-        ));
-    }
-    let mfinalfunc = m
-        .mfinalfunc
-        .as_deref()
-        .map(|f| plan_step(state, strictness, f, std::slice::from_ref(&mstype), None))
-        .transpose()?;
+    require_initial(&msfunc, m.minitcond.is_some(), arg_types, &mstype)?;
+    let mfinalfunc = plan_final(state, strictness, m.mfinalfunc.as_deref(), &mstype)?;
     let moving_returns = mfinalfunc
         .as_ref()
         .map_or_else(|| mstype.clone(), |f| f.returns.clone());
