@@ -65,6 +65,16 @@ pub struct FunctionMeta {
 }
 
 impl FunctionMeta {
+    /// Its volatility as DataFusion plans with it (constant-folded, or called per row).
+    pub fn df_volatility(&self) -> datafusion::logical_expr::Volatility {
+        use datafusion::logical_expr::Volatility;
+        match self.volatility.as_str() {
+            "immutable" => Volatility::Immutable,
+            "stable" => Volatility::Stable,
+            _ => Volatility::Volatile,
+        }
+    }
+
     /// `name(type, ...)`, as PostgreSQL names a function in messages.
     pub fn signature(&self, name: &str) -> String {
         let types: Vec<String> = self.args.iter().map(|a| a.ty.name()).collect();

@@ -18,7 +18,7 @@ use datafusion::common::DFSchema;
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{Expr, Ident, Value, VisitMut, VisitorMut};
@@ -115,11 +115,7 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
     let logical = brook_planner::checked::CheckedIntegerArithmetic::default()
         .check_expression(logical, &df_schema)?;
     let expr = state.create_physical_expr(logical, &df_schema)?;
-    let volatility = match meta.volatility.as_str() {
-        "immutable" => Volatility::Immutable,
-        "stable" => Volatility::Stable,
-        _ => Volatility::Volatile,
-    };
+    let volatility = meta.df_volatility();
     Ok(ScalarUDF::new_from_impl(SqlFunction {
         name: name.to_string(),
         signature: Signature::user_defined(volatility),

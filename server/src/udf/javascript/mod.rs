@@ -76,11 +76,7 @@ fn js_function(name: &str, meta: &FunctionMeta, call_limit: Duration) -> Result<
         body: meta.body.clone(),
     };
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-    let volatility = match meta.volatility.as_str() {
-        "immutable" => Volatility::Immutable,
-        "stable" => Volatility::Stable,
-        _ => Volatility::Volatile,
-    };
+    let volatility = meta.df_volatility();
     Ok(JsFunction {
         name: name.to_string(),
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

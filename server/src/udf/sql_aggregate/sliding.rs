@@ -63,13 +63,10 @@ impl Accumulator for Sliding {
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         // A window frame's rows leave it oldest first.
         let leaving = values.first().map_or(0, |v| v.len()).min(self.rows.len());
-        // Rows still pending leave without ever having been folded in.
-        let folded = self.rows.len() - self.pending;
-        if leaving > folded {
-            self.pending -= leaving - folded;
-        }
-        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving.min(folded)).collect();
-        self.rows.drain(..leaving - left.len());
+        // The folded rows come first; pending ones that leave were never folded in.
+        let folded = (self.rows.len() - self.pending).min(leaving);
+        self.pending -= leaving - folded;
+        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving).take(folded).collect();
         match &self.moving {
             Some(m) if !self.refold => {
                 for row in &left {
