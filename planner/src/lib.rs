@@ -37,6 +37,7 @@
 //! - [`json_ops`]: `->`, `->>`, `?` and PostgreSQL's JSON functions as `datafusion-functions-json`'s.
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
+//! - [`table_command`]: `TABLE name` as `SELECT * FROM name`.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
@@ -92,6 +93,7 @@ pub mod statement;
 pub mod string_casts;
 pub mod synopsis;
 pub mod system_columns;
+pub mod table_command;
 mod text_input;
 pub mod timestamp_difference;
 pub mod timestamp_text;

@@ -13,6 +13,11 @@ check "2" "$("${P[@]}" -c "SELECT count(*) FROM items")" "count after COPY"
 check "1|apple|1.50" "$("${P[@]}" -c "SELECT * FROM items WHERE id = 1")" "row"
 printf 'id,name,price\n3,"fig, dried",2\n' | "${P[@]}" -c "COPY items FROM STDIN WITH (FORMAT csv, HEADER)" >/dev/null
 check $'1,apple,1.50\n2,pear,\n3,"fig, dried",2.00' "$("${P[@]}" -c "COPY (SELECT * FROM items ORDER BY id) TO STDOUT WITH (FORMAT csv)")" "COPY TO csv"
+# COPY (query) reads its query as a SELECT does: a function's alias names its column,
+# decimal constants are numeric, unnamed outputs get PostgreSQL's names (the header)
+check $'g,x,count\n1,0.3,1\n2,0.3,1' "$("${P[@]}" -c "COPY (SELECT g, 0.1 + 0.2 AS x, count(*) FROM generate_series(1, 2) g GROUP BY g ORDER BY g) TO STDOUT WITH (FORMAT csv, HEADER)")" "COPY (query) reads as SELECT"
+# TABLE name is SELECT * FROM name
+check $'1|apple|1.50\n2|pear|' "$("${P[@]}" -c "TABLE items ORDER BY id LIMIT 2")" "TABLE items"
 # a bad row aborts the whole COPY: nothing of it is visible
 if printf '4\tok\t1\nfive\tbad\t1\n' | "${P[@]}" -c "COPY items FROM STDIN" 2>/tmp/psql_err.$$; then echo "bad COPY succeeded"; exit 1; fi
 grep -q 'invalid input syntax for type integer' /tmp/psql_err.$$ || { echo "psql: wrong error: $(cat /tmp/psql_err.$$)"; exit 1; }

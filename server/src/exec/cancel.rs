@@ -74,6 +74,13 @@ impl SessionCancel {
         self.lock().ended.cancel();
     }
 
+    /// Whether the running statement was cancelled (a COPY FROM STDIN asks as its data
+    /// arrives; its statement runs until CopyDone).
+    pub fn cancelled(&self) -> bool {
+        let current = self.lock();
+        !current.ended.is_cancelled() && current.token.is_cancelled()
+    }
+
     /// Cancel the running statement (if any). A statement that has ended is not: what its
     /// plans left behind (a cursor's query, a materialized view's expressions) still
     /// holds its token, and a cancel between statements must not stop them (PostgreSQL:

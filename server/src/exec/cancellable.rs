@@ -10,7 +10,11 @@
 //! cancellation hook of its own (its `CooperativeExec` only yields to the scheduler).
 //!
 //! The statement's token reaches the plan through the session's configuration
-//! ([`StatementCancel`], set per statement), read when the plan is executed.
+//! ([`StatementCancel`], set per statement), read when the plan is executed. The root of
+//! the plan and the inputs of operators that poll them from tasks of their own
+//! (repartitioning, merging partitions) are wrapped too: each wrapper makes its token the
+//! one [`crate::exec::interrupt::check`] reads while it polls, for operators that compute
+//! long inside one poll.
 
 use brook_common::BrookError;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -29,15 +33,35 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
 
-/// The running statement's cancellation token, as a session configuration extension.
+/// The running statement's cancellation token, as a session configuration extension. A
+/// cursor's plan outlives the DECLARE that executed it and computes while each FETCH
+/// reads it: the FETCH puts its own token in ([`StatementCancel::replace`]), so a
+/// cancelled FETCH stops the computation it drives, wherever the plan reads the token.
 #[derive(Debug, Clone)]
-pub struct StatementCancel(pub CancellationToken);
+pub struct StatementCancel(Arc<std::sync::Mutex<CancellationToken>>);
+
+impl StatementCancel {
+    /// The cancellation of a statement with `token`.
+    pub fn new(token: CancellationToken) -> Self {
+        StatementCancel(Arc::new(std::sync::Mutex::new(token)))
+    }
+
+    /// The token in force now.
+    pub fn token(&self) -> CancellationToken {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Put the token of the statement that now drives the plan in.
+    pub fn replace(&self, token: CancellationToken) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = token;
+    }
+}
 
 /// The same token among the configuration options a plan's expressions are given when it
 /// is planned (`ScalarFunctionArgs::config_options`): a function that computes for long
 /// inside one call (a JavaScript function) stops when its statement is cancelled.
 #[derive(Debug, Clone, Default)]
-pub struct StatementInterrupt(pub Option<CancellationToken>);
+pub struct StatementInterrupt(pub Option<StatementCancel>);
 
 impl datafusion::config::ExtensionOptions for StatementInterrupt {
     fn as_any(&self) -> &dyn std::any::Any {
@@ -63,7 +87,8 @@ impl datafusion::config::ConfigExtension for StatementInterrupt {
     const PREFIX: &'static str = "brook_statement";
 }
 
-/// Physical optimizer rule (runs last): wraps every leaf in a [`CancellableExec`].
+/// Physical optimizer rule (runs last): wraps every leaf, the root and the inputs of
+/// operators that poll them from spawned tasks in a [`CancellableExec`].
 #[derive(Debug, Default)]
 pub struct CancellableLeaves;
 
@@ -73,18 +98,27 @@ impl PhysicalOptimizerRule for CancellableLeaves {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_up(|node| {
-            if node.children().is_empty() {
-                Ok(Transformed::new(
-                    Arc::new(CancellableExec::new(node)) as Arc<dyn ExecutionPlan>,
-                    true,
-                    TreeNodeRecursion::Continue,
-                ))
-            } else {
-                Ok(Transformed::no(node))
-            }
-        })
-        .map(|t| t.data)
+        let plan = plan
+            .transform_up(|node| {
+                if node.children().is_empty() {
+                    Ok(Transformed::new(
+                        wrapped(node),
+                        true,
+                        TreeNodeRecursion::Continue,
+                    ))
+                } else if polls_inputs_from_tasks(node.as_ref()) {
+                    let children = node.children().into_iter().cloned().map(wrapped).collect();
+                    Ok(Transformed::yes(
+                        datafusion::physical_plan::execution_plan::replace_children_if_necessary(
+                            node, children,
+                        )?,
+                    ))
+                } else {
+                    Ok(Transformed::no(node))
+                }
+            })?
+            .data;
+        Ok(wrapped(plan))
     }
 
     fn name(&self) -> &str {
@@ -96,7 +130,26 @@ impl PhysicalOptimizerRule for CancellableLeaves {
     }
 }
 
-/// A leaf's stream, ended with 57014 once the statement is cancelled.
+/// `node` in a [`CancellableExec`] (unless it is one).
+fn wrapped(node: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    if node.downcast_ref::<CancellableExec>().is_some() {
+        node
+    } else {
+        Arc::new(CancellableExec::new(node))
+    }
+}
+
+/// DataFusion's operators that poll their inputs from tokio tasks of their own: the
+/// computation below them runs outside the polls of the operators above.
+fn polls_inputs_from_tasks(node: &dyn ExecutionPlan) -> bool {
+    matches!(
+        node.name(),
+        "RepartitionExec" | "CoalescePartitionsExec" | "SortPreservingMergeExec"
+    )
+}
+
+/// A stream ended with 57014 once the statement is cancelled, whose token
+/// [`crate::exec::interrupt::check`] reads while it is polled.
 #[derive(Debug)]
 pub struct CancellableExec {
     input: Arc<dyn ExecutionPlan>,
@@ -158,13 +211,13 @@ impl ExecutionPlan for CancellableExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let token = context
+        let cancel = context
             .session_config()
             .get_extension::<StatementCancel>()
-            .map(|c| c.0.clone());
+            .map(|c| c.as_ref().clone());
         let input = self.input.execute(partition, context)?;
-        Ok(match token {
-            Some(token) => Box::pin(CancellableStream { input, token }),
+        Ok(match cancel {
+            Some(cancel) => Box::pin(CancellableStream { input, cancel }),
             None => input,
         })
     }
@@ -173,18 +226,20 @@ impl ExecutionPlan for CancellableExec {
 /// The stream of a [`CancellableExec`].
 struct CancellableStream {
     input: SendableRecordBatchStream,
-    token: CancellationToken,
+    cancel: StatementCancel,
 }
 
 impl Stream for CancellableStream {
     type Item = Result<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.token.is_cancelled() {
+        let token = self.cancel.token();
+        if token.is_cancelled() {
             return Poll::Ready(Some(Err(DataFusionError::External(Box::new(
                 BrookError::Canceled,
             )))));
         }
+        let _scope = crate::exec::interrupt::enter(&token);
         self.input.as_mut().poll_next(cx)
     }
 }
@@ -208,7 +263,7 @@ mod tests {
         let token = CancellationToken::new();
         let config = SessionConfig::new()
             .with_batch_size(16)
-            .with_extension(Arc::new(StatementCancel(token.clone())));
+            .with_extension(Arc::new(StatementCancel::new(token.clone())));
         let ctx = SessionContext::new_with_config(config);
         let state = ctx.state();
         let plan = state

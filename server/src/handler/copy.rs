@@ -11,7 +11,10 @@ use crate::write::copy_in::BatchWriter;
 use crate::write::copy_in::CopyIn;
 use crate::write::copy_in::CopyWriter;
 use brook_common::{brook_err, Result};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::sql::sqlparser::ast::{self, CopySource, CopyTarget as SqlCopyTarget, Statement};
+use futures::StreamExt;
 use std::sync::Arc;
 
 impl Session {
@@ -32,8 +35,16 @@ impl Session {
                     "COPY TO a file or program (use COPY ... TO STDOUT)"
                 ));
             }
+            let mut names = None;
             let stmt = match source {
-                CopySource::Query(q) => Statement::Query(q),
+                CopySource::Query(q) => {
+                    // Read as a SELECT is (literal types, function aliases, windows), its
+                    // columns (a CSV header's) named as PostgreSQL names them.
+                    let mut stmt = Statement::Query(q);
+                    names = brook_planner::rewrite::output_names(&stmt);
+                    crate::pg::sql::pg_literals(&mut stmt)?;
+                    stmt
+                }
                 CopySource::Table {
                     table_name,
                     columns,
@@ -64,7 +75,13 @@ impl Session {
             };
             let plan = self.plan(stmt).await?;
             let df = self.ctx.execute_logical_plan(plan).await?;
-            let stream = df.execute_stream().await?;
+            let rows = df.execute_stream().await?;
+            let schema = crate::pg::sql::pg_named(rows.schema().as_ref().clone(), names);
+            let named = schema.clone();
+            let rows = rows.map(move |b| {
+                b.and_then(|b| Ok(RecordBatch::try_new(named.clone(), b.columns().to_vec())?))
+            });
+            let stream = Box::pin(RecordBatchStreamAdapter::new(schema, rows));
             return Ok(Outcome::CopyOut { opts, stream });
         }
         if !matches!(target, SqlCopyTarget::Stdin) {

@@ -108,10 +108,11 @@ impl Session {
                 }
             };
             let (hold, in_block) = (d.hold == Some(true), self.block_savepoints());
-            self.cursors.insert(
-                name,
-                Cursor::new(schema, stream, hold, in_block, continuous),
-            );
+            let mut cursor = Cursor::new(schema, stream, hold, in_block, continuous.clone());
+            if continuous.is_none() {
+                cursor.cancel = self.statement_cancel();
+            }
+            self.cursors.insert(name, cursor);
         }
         Ok(Outcome::Command("DECLARE CURSOR".into()))
     }
@@ -130,10 +131,19 @@ impl Session {
             Some(t) => t,
             None => parse_timeout(&self.settings.get(FETCH_TIMEOUT).unwrap_or_default())?,
         };
+        let now = self.statement_cancel();
         let cursor = self
             .cursors
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
+        if cursor.fetched_by.as_ref().is_some_and(|t| t.is_cancelled()) {
+            self.cursors.remove(&key);
+            return Err(BrookError::UndefinedCursor(key));
+        }
+        if let (Some(plan), Some(now)) = (&cursor.cancel, now) {
+            plan.replace(now.token());
+            cursor.fetched_by = Some(now.token());
+        }
         let step = step_of(direction, cursor.position)?;
         if matches!(step, Step::FromEnd(_)) && cursor.continuous.is_some() {
             return Err(no_last_row());

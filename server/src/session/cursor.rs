@@ -1,5 +1,6 @@
 //! An open cursor: a query's result stream, read on demand by FETCH.
 
+use crate::exec::cancellable::StatementCancel;
 use crate::stream::progress::Progress;
 use crate::stream::registry::QueryStats;
 use brook_common::{brook_err, BrookError, Result};
@@ -8,6 +9,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// An open cursor (`DECLARE name CURSOR FOR query`): the query's result stream, read on
 /// demand by FETCH so that only what the client asked for is materialized.
@@ -34,6 +36,12 @@ pub(crate) struct Cursor {
     /// Set for a continuous cursor: its query's statistics. Its stream never ends; FETCH
     /// returns what is ready, waiting up to a timeout for the first rows.
     pub(crate) continuous: Option<Arc<QueryStats>>,
+    /// A snapshot cursor's plan computes while FETCH reads it: each FETCH puts its token
+    /// in (see [`crate::exec::cancellable::StatementCancel`]).
+    pub(crate) cancel: Option<StatementCancel>,
+    /// The token of the last FETCH or MOVE. Cancelled, it stopped the query part way: the
+    /// cursor is gone, as PostgreSQL drops a portal whose execution failed.
+    pub(crate) fetched_by: Option<CancellationToken>,
 }
 
 /// Where a FETCH or MOVE goes: PostgreSQL's directions that move forward (Brook's cursors
@@ -69,6 +77,8 @@ impl Cursor {
             hold,
             in_block,
             continuous,
+            cancel: None,
+            fetched_by: None,
         }
     }
 

@@ -197,13 +197,22 @@ impl Session {
     /// The cancellation token of the statement about to run: plans executed for it stop
     /// when it is cancelled (see [`crate::exec::cancellable`]).
     pub fn set_statement_token(&self, token: tokio_util::sync::CancellationToken) {
+        let cancel = crate::exec::cancellable::StatementCancel::new(token);
         let state = self.ctx.state_ref();
         let mut st = state.write();
         st.config_mut().options_mut().extensions.insert(
-            crate::exec::cancellable::StatementInterrupt(Some(token.clone())),
+            crate::exec::cancellable::StatementInterrupt(Some(cancel.clone())),
         );
-        st.config_mut()
-            .set_extension(Arc::new(crate::exec::cancellable::StatementCancel(token)));
+        st.config_mut().set_extension(Arc::new(cancel));
+    }
+
+    /// The running statement's cancellation (see [`Self::set_statement_token`]).
+    pub(crate) fn statement_cancel(&self) -> Option<crate::exec::cancellable::StatementCancel> {
+        self.ctx
+            .state()
+            .config()
+            .get_extension::<crate::exec::cancellable::StatementCancel>()
+            .map(|c| c.as_ref().clone())
     }
 
     /// Report a server-wide setting the server was started with (e.g. `max_connections`),

@@ -150,7 +150,7 @@ impl TableProvider for MatchRecognizeTable {
         let token = state
             .config()
             .get_extension::<crate::exec::cancellable::StatementCancel>()
-            .map(|c| c.0.clone());
+            .map(|c| c.token());
         let interrupt: Interrupt =
             Arc::new(move || token.as_ref().is_some_and(|t| t.is_cancelled()));
         let node = self.node.clone();

@@ -25,7 +25,13 @@ impl CopyHandler for BrookHandler {
         let s = g
             .as_mut()
             .ok_or_else(|| to_pg(brook_err!(Protocol, "COPY data without a session")))?;
-        let r = s.copy_data(&copy_data.data).await.map_err(to_pg);
+        let r = if self.cancel.cancelled() {
+            // A cancel or the statement timeout: the COPY ends without its rows.
+            s.copy_fail().await;
+            Err(to_pg(self.cancel.error()))
+        } else {
+            s.copy_data(&copy_data.data).await.map_err(to_pg)
+        };
         let limit = s
             .timeout_setting("idle_in_transaction_session_timeout")
             .ok()
@@ -33,6 +39,7 @@ impl CopyHandler for BrookHandler {
         self.idle.idle(limit);
         if r.is_err() {
             self.idle.set_copy(false);
+            self.cancel.end();
         }
         if r.is_err() && matches!(client.state(), PgWireConnectionState::CopyInProgress(false)) {
             client.set_state(PgWireConnectionState::ReadyForQuery);
@@ -52,7 +59,14 @@ impl CopyHandler for BrookHandler {
             let s = g
                 .as_mut()
                 .ok_or_else(|| to_pg(brook_err!(Protocol, "CopyDone without a session")))?;
-            s.copy_done().await.map_err(to_pg)?
+            let done = if self.cancel.cancelled() {
+                s.copy_fail().await;
+                Err(self.cancel.error())
+            } else {
+                s.copy_done().await
+            };
+            self.cancel.end();
+            done.map_err(to_pg)?
         };
         let complete = PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into());
         if matches!(client.state(), PgWireConnectionState::CopyInProgress(true)) {
@@ -79,6 +93,7 @@ impl CopyHandler for BrookHandler {
         if let Some(s) = self.session.lock().await.as_mut() {
             s.copy_fail().await;
         }
+        self.cancel.end();
         // PostgreSQL reports a COPY the client failed as canceled (57014), with its message.
         to_pg(BrookError::Timeout {
             message: format!("COPY from stdin failed: {}", fail.message),

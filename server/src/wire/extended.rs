@@ -534,8 +534,11 @@ impl ExtendedQueryHandler for BrookHandler {
                 other => other,
             };
         // A portal executed with a row limit streams on through later Executes; the
-        // statement timeout covered this one.
-        self.cancel.end();
+        // statement timeout covered this one. A COPY FROM STDIN runs on while its data
+        // arrives (it ends at CopyDone or CopyFail).
+        if !matches!(response, Response::CopyIn(_)) {
+            self.cancel.end();
+        }
         self.activity_idle(client.transaction_status());
         self.note_response(&response);
         self.idle.idle(self.idle_limit().await);

@@ -254,7 +254,8 @@ impl SimpleQueryHandler for BrookHandler {
                     pgwire::api::copy::send_copy_in_response(client, r).await?;
                     client.set_state(PgWireConnectionState::CopyInProgress(false));
                     client.set_transaction_status(status);
-                    self.cancel.end();
+                    // The COPY runs on while its data arrives: a cancel or the statement
+                    // timeout still reaches it (`CopyHandler`), as in PostgreSQL.
                     self.idle.idle(self.idle_limit().await);
                     return Ok(());
                 }

@@ -216,7 +216,7 @@ impl ScalarUDFImpl for JsFunction {
             .config_options
             .extensions
             .get::<StatementInterrupt>()
-            .and_then(|s| s.0.clone())
+            .and_then(|s| s.0.as_ref().map(|c| c.token()))
             .filter(|t| !t.is_cancelled());
         let values = self
             .call_rows(&arrays, rows, cancel.as_ref())

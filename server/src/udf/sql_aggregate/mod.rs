@@ -58,6 +58,9 @@ struct Step {
 impl Step {
     /// The function's value for one row of arguments (each array holds one row).
     fn call(&self, mut columns: Vec<ArrayRef>) -> DfResult<ScalarValue> {
+        // A window over a moving frame folds each frame again inside one poll of its
+        // operator (O(frame) calls per row): a cancel must reach it here.
+        crate::exec::interrupt::check()?;
         for (c, to) in columns.iter_mut().zip(&self.casts) {
             if let Some(t) = to {
                 // Implicit casts widen; one that cannot hold the value is an error, not NULL.
