@@ -432,6 +432,9 @@ fn classify_arrow(e: ArrowError) -> BrookError {
                 } else {
                     BrookError::OutOfRange(m)
                 }
+            } else if let Some(rest) = m.strip_prefix("Invalid input syntax for type interval") {
+                // Arrow's interval parser; PostgreSQL's 22007 and words.
+                BrookError::InvalidDatetime(format!("invalid input syntax for type interval{rest}"))
             } else if is_datetime_message(&m) {
                 // PostgreSQL: well-formed text with a field out of range is 22008, other
                 // text that is no date or time 22007.

@@ -12,6 +12,7 @@
 pub mod columns;
 pub mod error;
 pub mod ident;
+pub mod interval_text;
 pub mod types;
 
 pub use error::{BrookError, Result};

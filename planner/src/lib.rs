@@ -37,6 +37,7 @@
 //! - [`json_ops`]: `->`, `->>`, `?` and PostgreSQL's JSON functions as `datafusion-functions-json`'s.
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
+//! - [`interval_literals`]: interval constants in PostgreSQL's spellings (`'1 day 02:00'`).
 //! - [`table_command`]: `TABLE name` as `SELECT * FROM name`.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
@@ -67,6 +68,7 @@ pub mod function_alias;
 pub mod in_subquery_projection;
 pub mod information_schema;
 pub mod inner_names;
+pub mod interval_literals;
 pub mod interval_scale;
 pub mod json_ops;
 pub mod lateral;

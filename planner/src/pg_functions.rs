@@ -252,6 +252,24 @@ pub fn json_casts(stmt: &mut Statement) {
     });
 }
 
+/// Every `ts AT TIME ZONE zone` of `stmt` as `timezone(zone, ts)`, PostgreSQL's function
+/// of the operator (Brook's `udf::time_zone`). DataFusion's reading, a cast to a
+/// timestamp labelled with the zone, kept a timestamptz's instant and type.
+pub fn at_time_zone_calls(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |expr| {
+        if let Expr::AtTimeZone {
+            timestamp,
+            time_zone,
+        } = expr
+        {
+            *expr = function_call(
+                "timezone",
+                vec![(**time_zone).clone(), (**timestamp).clone()],
+            );
+        }
+    });
+}
+
 /// Name of the function a cast to xml becomes.
 pub const XML_CAST: &str = "brook_xml";
 

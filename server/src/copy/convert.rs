@@ -353,25 +353,8 @@ pub(super) fn normalize_intervals(strings: &ArrayRef) -> ArrayRef {
         s.iter()
             .map(|v| {
                 v.map(|v| {
-                    v.split_whitespace()
-                        .map(|tok| {
-                            let parts: Vec<&str> = tok.split(':').collect();
-                            if parts.len() == 3 {
-                                let neg = tok.starts_with('-');
-                                let h = parts[0].trim_start_matches('-');
-                                let sign = if neg { "-" } else { "" };
-                                format!(
-                                    "{sign}{h} hours {sign}{} minutes {sign}{} seconds",
-                                    parts[1], parts[2]
-                                )
-                            } else {
-                                tok.to_string()
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .replace("mons", "months")
-                        .replace("mon ", "month ")
+                    brook_common::interval_text::canonical_interval_text(v)
+                        .unwrap_or_else(|| v.to_string())
                 })
             })
             .collect::<datafusion::arrow::array::StringArray>(),

@@ -362,6 +362,7 @@ impl Engine {
         crate::udf::checked::register(&ctx);
         // After `checked`: it wraps the checked `to_timestamp`.
         crate::udf::to_timestamp::register(&ctx);
+        crate::udf::time_zone::register(&ctx);
         crate::udf::array_functions::register(&ctx);
         crate::udf::jsonb_edit::register(&ctx);
         // After `array_functions`: jsonb containment wraps its `array_has_all`.

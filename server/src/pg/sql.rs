@@ -28,6 +28,8 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::function_alias::name_function_columns(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);
         brook_planner::pg_functions::time_casts(stmt);
+        brook_planner::pg_functions::at_time_zone_calls(stmt);
+        brook_planner::interval_literals::pg_interval_literals(stmt);
         brook_planner::pg_functions::substring_calls(stmt);
         brook_planner::pg_functions::json_casts(stmt);
         brook_planner::pg_functions::xml_casts(stmt);

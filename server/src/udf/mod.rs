@@ -36,6 +36,7 @@ pub mod sql_function;
 pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
+pub mod time_zone;
 pub mod to_char;
 pub mod to_timestamp;
 pub mod value_text;

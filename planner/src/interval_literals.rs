@@ -1,0 +1,63 @@
+//! Interval constants as PostgreSQL reads them: `INTERVAL '1 day 02:03:04'` and
+//! `'-08:00'::interval` (PostgreSQL's own output, a time of day, ISO 8601, `@ ... ago`)
+//! are given to DataFusion in the units-only spelling its parser reads
+//! (`brook_common::interval_text`); they were 22007 "Invalid input syntax".
+
+use crate::pg_functions::rewrite_expressions;
+use brook_common::interval_text::canonical_interval_text;
+use datafusion::sql::sqlparser::ast::{DataType, Expr, Statement, Value};
+
+/// Every interval constant of `stmt` without fields (`INTERVAL '1' DAY` keeps its own
+/// reading) in the spelling DataFusion reads.
+pub fn pg_interval_literals(stmt: &mut Statement) {
+    rewrite_expressions(stmt, |e| match e {
+        Expr::Interval(iv) if iv.leading_field.is_none() && iv.last_field.is_none() => {
+            canonical(&mut iv.value)
+        }
+        Expr::Cast {
+            expr,
+            data_type: DataType::Interval { fields: None, .. },
+            ..
+        } => canonical(expr),
+        _ => {}
+    });
+}
+
+fn canonical(e: &mut Expr) {
+    if let Expr::Value(v) = e {
+        if let Value::SingleQuotedString(s) = &mut v.value {
+            if let Some(c) = canonical_interval_text(s) {
+                *s = c;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn rewritten(sql: &str) -> String {
+        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .expect("test SQL parses")
+            .remove(0);
+        pg_interval_literals(&mut s);
+        s.to_string()
+    }
+
+    #[test]
+    fn constants_in_postgresql_spellings() {
+        assert_eq!(
+            rewritten("SELECT INTERVAL '1 day 02:00:00', '-08:00'::interval"),
+            "SELECT INTERVAL '0 months 1 days 7200000000000 nanoseconds', \
+             '0 months 0 days -28800000000000 nanoseconds'::INTERVAL"
+        );
+        // Not interval input, or with fields: as written.
+        assert_eq!(
+            rewritten("SELECT INTERVAL '1' DAY, 'x'::interval"),
+            "SELECT INTERVAL '1' DAY, 'x'::INTERVAL"
+        );
+    }
+}
