@@ -10,17 +10,25 @@
 //! DataFusion has no hook for the type of an untyped literal. Text that is no array literal
 //! is 22P02 ("malformed array literal"), a nested one 0A000 (Brook's arrays have one
 //! dimension).
+//!
+//! The same cast of text that is not a constant (`s::int[]` of a text column) is each
+//! row's text read as array input ([`TextToArray`]): Arrow's cast made `'{1,2}'` the
+//! one-element array `{"{1,2}"}`, a wrong answer.
 
 use crate::array_literal::parse_text_array;
 use brook_common::brook_err;
-use datafusion::arrow::array::{ArrayRef, StringArray};
-use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, StringArray};
+use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
+use datafusion::arrow::compute::{cast, cast_with_options, CastOptions};
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::Cast;
-use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::expr::{Cast, ScalarFunction};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
@@ -30,8 +38,8 @@ pub struct ArrayLiteralArguments;
 
 impl AnalyzerRule for ArrayLiteralArguments {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        crate::checked::rewrite_plan_expressions(plan, true, &|e, _schema| {
-            e.transform_up(read_array_literal)
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| read_array_literal(e, schema))
         })
     }
 
@@ -40,8 +48,9 @@ impl AnalyzerRule for ArrayLiteralArguments {
     }
 }
 
-/// `CAST('{...}' AS list)` as the list its text names.
-fn read_array_literal(e: Expr) -> Result<Transformed<Expr>> {
+/// `CAST('{...}' AS list)` as the list its text names; a cast of other text to a list as
+/// [`TextToArray`] of it.
+fn read_array_literal(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     let Expr::Cast(Cast {
         expr,
         field: target,
@@ -49,15 +58,33 @@ fn read_array_literal(e: Expr) -> Result<Transformed<Expr>> {
     else {
         return Ok(Transformed::no(e));
     };
-    let (DataType::List(field), Expr::Literal(ScalarValue::Utf8(Some(text)), _)) =
-        (target.data_type(), expr.as_ref())
-    else {
+    let DataType::List(field) = target.data_type() else {
         return Ok(Transformed::no(e));
     };
     let element = field.data_type();
     if matches!(element, DataType::List(_)) {
         return Ok(Transformed::no(e));
     }
+    let text = match expr.as_ref() {
+        Expr::Literal(ScalarValue::Utf8(Some(text)), _) => text,
+        Expr::Literal(..) => return Ok(Transformed::no(e)),
+        other
+            if !matches!(
+                other.get_type(schema).ok(),
+                Some(DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+            ) =>
+        {
+            return Ok(Transformed::no(e))
+        }
+        other => {
+            return Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(
+                    Arc::new(ScalarUDF::new_from_impl(TextToArray::new(field.clone()))),
+                    vec![other.clone()],
+                ),
+            )))
+        }
+    };
     let nested = text
         .trim_start()
         .strip_prefix('{')
@@ -68,7 +95,22 @@ fn read_array_literal(e: Expr) -> Result<Transformed<Expr>> {
             "multidimensional array literals are not supported: \"{text}\""
         ))));
     }
-    let Some(items) = parse_text_array(text.as_str()) else {
+    let values = array_input(text, element)?;
+    let elements = (0..values.len())
+        .map(|i| ScalarValue::try_from_array(&values, i))
+        .collect::<Result<Vec<_>>>()?;
+    let list = ScalarValue::List(ScalarValue::new_list(
+        &elements,
+        element,
+        field.is_nullable(),
+    ));
+    Ok(Transformed::yes(Expr::Literal(list, None)))
+}
+
+/// The elements of array input `text`, each cast to `element` (22P02 for text that is no
+/// array literal or an element that is no value of the type).
+fn array_input(text: &str, element: &DataType) -> Result<ArrayRef> {
+    let Some(items) = parse_text_array(text) else {
         return Err(DataFusionError::External(Box::new(brook_err!(
             InvalidText,
             "malformed array literal: \"{text}\""
@@ -79,16 +121,81 @@ fn read_array_literal(e: Expr) -> Result<Transformed<Expr>> {
         safe: false,
         ..Default::default()
     };
-    let values = cast_with_options(&texts, element, &strict)?;
-    let elements = (0..values.len())
-        .map(|i| ScalarValue::try_from_array(&values, i))
-        .collect::<Result<Vec<_>>>()?;
-    let list = ScalarValue::List(ScalarValue::new_list(
-        &elements,
-        element,
-        field.is_nullable(),
-    ));
-    Ok(Transformed::yes(Expr::Literal(list, None)))
+    Ok(cast_with_options(&texts, element, &strict)?)
+}
+
+/// Each row's text read as array input of one element type (`s::int[]`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct TextToArray {
+    element: FieldRef,
+    signature: Signature,
+}
+
+impl TextToArray {
+    fn new(element: FieldRef) -> Self {
+        TextToArray {
+            element,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for TextToArray {
+    fn name(&self) -> &str {
+        "brook_text_to_array"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(self.element.clone()))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let texts = cast(&args.args[0].to_array(rows)?, &DataType::Utf8)?;
+        let texts = texts.as_string::<i32>();
+        let element = self.element.data_type();
+        let mut builder = Vec::with_capacity(rows);
+        for i in 0..rows {
+            builder.push(if texts.is_null(i) {
+                None
+            } else {
+                Some(array_input(texts.value(i), element)?)
+            });
+        }
+        let mut offsets = vec![0i32];
+        let mut parts: Vec<ArrayRef> = Vec::new();
+        for v in builder.iter() {
+            let len = v.as_ref().map_or(0, |a| a.len());
+            offsets.push(offsets.last().copied().unwrap_or(0) + len as i32);
+            if let Some(a) = v {
+                parts.push(a.clone());
+            }
+        }
+        let values = if parts.is_empty() {
+            datafusion::arrow::array::new_empty_array(element)
+        } else {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            datafusion::arrow::compute::concat(&refs)?
+        };
+        let nulls = NullBuffer::from(builder.iter().map(|v| v.is_some()).collect::<Vec<_>>());
+        let list = ListArray::try_new(
+            self.element.clone(),
+            OffsetBuffer::new(offsets.into()),
+            values,
+            Some(nulls),
+        )?;
+        let out: ArrayRef = Arc::new(list);
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(out))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -104,7 +211,7 @@ mod tests {
     #[test]
     fn an_untyped_array_literal_is_read_as_the_array() {
         let e = cast(lit("{1,NULL,3}"), list_of(DataType::Int32));
-        let out = read_array_literal(e).unwrap();
+        let out = read_array_literal(e, &DFSchema::empty()).unwrap();
         assert!(out.transformed);
         let Expr::Literal(ScalarValue::List(list), _) = out.data else {
             panic!("not a list literal");
@@ -123,7 +230,11 @@ mod tests {
             cast(lit("{{1},{2}}"), list_of(list_of(DataType::Int32))),
         ];
         for e in untouched {
-            assert!(!read_array_literal(e).unwrap().transformed);
+            assert!(
+                !read_array_literal(e, &DFSchema::empty())
+                    .unwrap()
+                    .transformed
+            );
         }
         let bad = [
             ("{1,x}", DataType::Int32),
@@ -133,7 +244,7 @@ mod tests {
         ];
         for (text, element) in bad {
             assert!(
-                read_array_literal(cast(lit(text), list_of(element))).is_err(),
+                read_array_literal(cast(lit(text), list_of(element)), &DFSchema::empty()).is_err(),
                 "{text}"
             );
         }

@@ -141,6 +141,57 @@ pub(crate) fn plain_catalog_operators(text: &str) -> Result<Option<String>> {
     Ok(Some(out))
 }
 
+/// A window frame's exclusion clause, which sqlparser does not read (a valid statement was
+/// a syntax error): `EXCLUDE NO OTHERS`, the default, is taken off the text; `EXCLUDE
+/// CURRENT ROW`, `EXCLUDE GROUP` and `EXCLUDE TIES` are 0A000 (DataFusion's frames have
+/// no exclusion). None when the text has none (`EXCLUDE` of a table constraint is followed
+/// by neither).
+pub(crate) fn window_exclusion(text: &str) -> Result<Option<String>> {
+    if !mentions(text, "exclude") {
+        return Ok(None);
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .collect();
+    let word = |k: usize, w: &str| matches!(words.get(k).map(|t| &t.token), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut offsets = LineOffsets::new(text);
+    let mut out = String::new();
+    let mut copied = 0;
+    for k in 0..words.len() {
+        if !word(k, "EXCLUDE") {
+            continue;
+        }
+        let excluded = if word(k + 1, "CURRENT") && word(k + 2, "ROW") {
+            "CURRENT ROW"
+        } else if word(k + 1, "GROUP") {
+            "GROUP"
+        } else if word(k + 1, "TIES") {
+            "TIES"
+        } else if word(k + 1, "NO") && word(k + 2, "OTHERS") {
+            let (start, _) = span_bytes(&mut offsets, words[k]);
+            let (_, end) = span_bytes(&mut offsets, words[k + 2]);
+            out.push_str(&text[copied..start]);
+            copied = end;
+            continue;
+        } else {
+            continue;
+        };
+        return Err(brook_err!(
+            Unsupported,
+            "window frame exclusion EXCLUDE {excluded}"
+        ));
+    }
+    if copied == 0 {
+        return Ok(None);
+    }
+    out.push_str(&text[copied..]);
+    Ok(Some(out))
+}
+
 /// The text with each `XMLEXISTS(path PASSING [BY REF | BY VALUE] doc [BY REF | BY VALUE])`
 /// (SQL/XML's predicate, which sqlparser does not read) written as the call
 /// `xpath_exists(path, doc)` — the same test in PostgreSQL. The original text is edited at
@@ -352,6 +403,25 @@ pub(crate) fn mentions(text: &str, word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_frame_exclusions() {
+        let q = "SELECT sum(x) OVER (ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE NO OTHERS) FROM t";
+        assert_eq!(
+            window_exclusion(q).unwrap().as_deref(),
+            Some("SELECT sum(x) OVER (ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING ) FROM t")
+        );
+        for clause in ["CURRENT ROW", "GROUP", "TIES"] {
+            let q =
+                format!("SELECT sum(x) OVER (ROWS UNBOUNDED PRECEDING EXCLUDE {clause}) FROM t");
+            assert_eq!(window_exclusion(&q).unwrap_err().sqlstate(), "0A000");
+        }
+        assert_eq!(window_exclusion("SELECT 'exclude ties'").unwrap(), None);
+        assert_eq!(
+            window_exclusion("CREATE TABLE r (c int, EXCLUDE USING gist (c WITH =))").unwrap(),
+            None
+        );
+    }
 
     #[test]
     fn xmlexists_becomes_xpath_exists() {

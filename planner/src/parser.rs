@@ -27,7 +27,6 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
         Arc::new(crate::array_literal::ArrayLiteralCasts),
-        Arc::new(crate::table_command::TableCommands),
         Arc::new(crate::system_columns::TableOid),
         Arc::new(crate::system_columns::CatalogRegclass),
         Arc::new(crate::information_schema::InformationSchemaColumns),
@@ -385,20 +384,11 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(calls) = crate::lexical::xmlexists_calls(text)? {
         return parse_one(&calls);
     }
-    if let Some(select) = crate::table_command::select_star_text(text) {
-        // A syntax error is placed in the text as sent (the keyword's length changed).
-        return parse_one(&select).map_err(|e| match e {
-            BrookError::Syntax(_) | BrookError::SyntaxAt { .. } => {
-                match Parser::new(&PostgreSqlDialect {})
-                    .try_with_sql(text)
-                    .and_then(|mut p| p.parse_query())
-                {
-                    Err(original) => BrookError::from(original),
-                    Ok(_) => e,
-                }
-            }
-            e => e,
-        });
+    if let Some(framed) = crate::lexical::window_exclusion(text)? {
+        return parse_one(&framed);
+    }
+    if let Some(select) = crate::table_command::select_star_text(text)? {
+        return parse_one(&select);
     }
     if let Some(unnamed) = crate::create_sequence::identity_sequence_name(text)? {
         return parse_one(&unnamed);

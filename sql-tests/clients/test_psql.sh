@@ -16,6 +16,8 @@ check $'1,apple,1.50\n2,pear,\n3,"fig, dried",2.00' "$("${P[@]}" -c "COPY (SELEC
 # COPY (query) reads its query as a SELECT does: a function's alias names its column,
 # decimal constants are numeric, unnamed outputs get PostgreSQL's names (the header)
 check $'g,x,count\n1,0.3,1\n2,0.3,1' "$("${P[@]}" -c "COPY (SELECT g, 0.1 + 0.2 AS x, count(*) FROM generate_series(1, 2) g GROUP BY g ORDER BY g) TO STDOUT WITH (FORMAT csv, HEADER)")" "COPY (query) reads as SELECT"
+# a CSV header is written also when there are no rows
+check "?column?" "$("${P[@]}" -c "COPY (SELECT 1 FROM items WHERE false) TO STDOUT WITH (FORMAT csv, HEADER)")" "COPY header of no rows"
 # TABLE name is SELECT * FROM name
 check $'1|apple|1.50\n2|pear|' "$("${P[@]}" -c "TABLE items ORDER BY id LIMIT 2")" "TABLE items"
 # a bad row aborts the whole COPY: nothing of it is visible

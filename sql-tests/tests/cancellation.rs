@@ -83,9 +83,13 @@ async fn a_cancelled_fetch_stops_its_cursor_query_and_closes_the_cursor() {
     let err = c.query("FETCH 1 FROM c", &[]).await.expect_err("times out");
     assert_eq!(sqlstate(&err), "57014", "{err:?}");
     goes_idle(&server, "a cursor's FETCH").await;
-    // The query stopped part way: the cursor is gone (PostgreSQL drops a failed portal).
-    let err = c.query("FETCH 1 FROM c", &[]).await.expect_err("closed");
-    assert_eq!(sqlstate(&err), "34000", "{err:?}");
+    // The query stopped part way: the cursor has failed (55000, PostgreSQL's "portal
+    // cannot be run") until it is closed.
+    let err = c.query("FETCH 1 FROM c", &[]).await.expect_err("failed");
+    assert_eq!(sqlstate(&err), "55000", "{err:?}");
+    c.batch_execute("CLOSE c")
+        .await
+        .expect("a failed cursor closes");
 }
 
 /// `COPY t FROM STDIN` begun, with `data` sent.
@@ -100,6 +104,54 @@ async fn copy_started(
     );
     sink.send(Cursor::new(data.to_vec())).await.expect("send");
     sink
+}
+
+/// A cursor's query may go on in a task of its plan between FETCHes (the first row of a
+/// UNION ALL came at once, the rest computes): closing the cursor stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_cursor_stops_its_query() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    slow_window_setup(&c).await;
+    c.batch_execute(&format!(
+        "DECLARE c CURSOR WITH HOLD FOR SELECT 0::bigint AS a UNION ALL {SLOW_WINDOW}"
+    ))
+    .await
+    .expect("declare");
+    c.batch_execute("SET statement_timeout = '2s'")
+        .await
+        .expect("set");
+    // The first row, or a timeout: either way the cursor's query is computing.
+    let _ = c.query("FETCH 1 FROM c", &[]).await;
+    c.batch_execute("SET statement_timeout = 0; CLOSE c")
+        .await
+        .expect("close");
+    goes_idle(&server, "a closed cursor").await;
+}
+
+/// A FETCH from a continuous cursor that was cancelled may have taken rows it did not
+/// send: the cursor has failed (55000) rather than go on without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_fetch_fails_a_continuous_cursor() {
+    let server = BrookServer::start();
+    let c = server.connect("brook").await;
+    c.batch_execute(
+        "CREATE STREAM s (x int); DECLARE c CURSOR WITH HOLD FOR SELECT x FROM s;
+         SET brook.fetch_timeout = '5s'; SET statement_timeout = '300ms'",
+    )
+    .await
+    .expect("setup");
+    let err = c
+        .query("FETCH 10 FROM c", &[])
+        .await
+        .expect_err("times out");
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    c.batch_execute("SET statement_timeout = 0; INSERT INTO s VALUES (1)")
+        .await
+        .expect("insert");
+    let err = c.query("FETCH 10 FROM c", &[]).await.expect_err("failed");
+    assert_eq!(sqlstate(&err), "55000", "{err:?}");
+    c.batch_execute("CLOSE c").await.expect("close");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,27 @@ impl CopyOutEncoder {
         })
     }
 
+    /// The HEADER line naming `schema`'s columns, once (sent before the first row, also
+    /// when there is none, as PostgreSQL's); None without HEADER or once sent.
+    pub fn header(&mut self, schema: &datafusion::arrow::datatypes::Schema) -> Option<Vec<u8>> {
+        if !self.opts.header || self.header_done || self.is_binary() {
+            return None;
+        }
+        self.header_done = true;
+        let names: Vec<String> = schema
+            .fields()
+            .iter()
+            .map(|f| self.csv_field(f.name()))
+            .collect();
+        Some(
+            format!(
+                "{}\n",
+                names.join(&(self.opts.delimiter as char).to_string())
+            )
+            .into_bytes(),
+        )
+    }
+
     /// Whether the output is PostgreSQL's binary COPY format.
     pub fn is_binary(&self) -> bool {
         self.opts.format == CopyFormat::Binary
@@ -49,23 +70,8 @@ impl CopyOutEncoder {
             }
             return Ok(rows);
         }
-        let schema = batch.schema();
         let mut out = Vec::with_capacity(batch.num_rows() + 1);
-        if self.opts.header && !self.header_done {
-            let names: Vec<String> = schema
-                .fields()
-                .iter()
-                .map(|f| self.csv_field(f.name()))
-                .collect();
-            out.push(
-                format!(
-                    "{}\n",
-                    names.join(&(self.opts.delimiter as char).to_string())
-                )
-                .into_bytes(),
-            );
-        }
-        self.header_done = true;
+        out.extend(self.header(&batch.schema()));
         let views = ColumnView::of_batch(batch)?;
         let mut cell = String::new();
         for i in 0..batch.num_rows() {

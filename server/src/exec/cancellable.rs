@@ -239,7 +239,7 @@ impl Stream for CancellableStream {
                 BrookError::Canceled,
             )))));
         }
-        let _scope = crate::exec::interrupt::enter(&token);
+        let _scope = crate::exec::interrupt::enter(&self.cancel);
         self.input.as_mut().poll_next(cx)
     }
 }

@@ -11,22 +11,25 @@
 //! one of the statement whose code runs; outside any plan (a continuous operator, a
 //! unit test) there is none and [`check`] always passes.
 
+use crate::exec::cancellable::StatementCancel;
 use brook_common::BrookError;
 use std::cell::RefCell;
-use tokio_util::sync::CancellationToken;
 
 thread_local! {
-    static CURRENT: RefCell<Option<CancellationToken>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<StatementCancel>> = const { RefCell::new(None) };
 }
 
-/// The token of the plan polled on this thread, until dropped (the outer one then again).
+/// The cancellation of the plan polled on this thread, until dropped (the outer one then
+/// again).
 pub(crate) struct Scope {
-    outer: Option<CancellationToken>,
+    outer: Option<StatementCancel>,
 }
 
-/// Make `token` the one [`check`] reads on this thread until the scope is dropped.
-pub(crate) fn enter(token: &CancellationToken) -> Scope {
-    let outer = CURRENT.with(|c| c.replace(Some(token.clone())));
+/// Make `cancel` the one [`check`] reads on this thread until the scope is dropped. Its
+/// token is read at each check: a poll that began under one FETCH of a cursor and goes on
+/// (in a task of the plan) sees the token of the FETCH that drives the cursor now.
+pub(crate) fn enter(cancel: &StatementCancel) -> Scope {
+    let outer = CURRENT.with(|c| c.replace(Some(cancel.clone())));
     Scope { outer }
 }
 
@@ -40,7 +43,11 @@ impl Drop for Scope {
 /// 57014 when the statement whose plan runs on this thread was cancelled (a
 /// CancelRequest, `statement_timeout`).
 pub(crate) fn check() -> Result<(), BrookError> {
-    let cancelled = CURRENT.with(|c| c.borrow().as_ref().is_some_and(|t| t.is_cancelled()));
+    let cancelled = CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|s| s.token().is_cancelled())
+    });
     if cancelled {
         Err(BrookError::Canceled)
     } else {
@@ -52,19 +59,32 @@ pub(crate) fn check() -> Result<(), BrookError> {
 mod tests {
     use super::*;
 
+    use tokio_util::sync::CancellationToken;
+
     #[test]
     fn a_scope_answers_for_its_token_and_restores_the_outer_one() {
         assert!(check().is_ok());
         let outer = CancellationToken::new();
         let inner = CancellationToken::new();
-        let _o = enter(&outer);
+        let _o = enter(&StatementCancel::new(outer.clone()));
         {
-            let _i = enter(&inner);
+            let _i = enter(&StatementCancel::new(inner.clone()));
             inner.cancel();
             assert!(matches!(check(), Err(BrookError::Canceled)));
         }
         assert!(check().is_ok());
         outer.cancel();
+        assert!(check().is_err());
+    }
+
+    #[test]
+    fn a_scope_reads_the_token_in_force_now() {
+        let cancel = StatementCancel::new(CancellationToken::new());
+        let _s = enter(&cancel);
+        let next = CancellationToken::new();
+        cancel.replace(next.clone());
+        assert!(check().is_ok());
+        next.cancel();
         assert!(check().is_err());
     }
 

@@ -136,12 +136,14 @@ impl Session {
             .cursors
             .get_mut(&key)
             .ok_or_else(|| BrookError::UndefinedCursor(key.clone()))?;
-        if cursor.fetched_by.as_ref().is_some_and(|t| t.is_cancelled()) {
-            self.cursors.remove(&key);
-            return Err(BrookError::UndefinedCursor(key));
+        if cursor.failed || cursor.fetched_by.as_ref().is_some_and(|t| t.is_cancelled()) {
+            cursor.failed = true;
+            return Err(brook_err!(ObjectState, "portal \"{key}\" cannot be run"));
         }
-        if let (Some(plan), Some(now)) = (&cursor.cancel, now) {
-            plan.replace(now.token());
+        if let Some(now) = now {
+            if let Some(plan) = &cursor.cancel {
+                plan.replace(now.token());
+            }
             cursor.fetched_by = Some(now.token());
         }
         let step = step_of(direction, cursor.position)?;
@@ -154,11 +156,13 @@ impl Session {
             Ok((batches, _)) if keep => Ok(rows_outcome(schema, batches, "FETCH")),
             Ok((_, moved)) => Ok(Outcome::Command(format!("MOVE {moved}"))),
             // The query behind the cursor failed (a continuous query past the memory limit,
-            // a cycle in a recursive query): the cursor closes, as PostgreSQL drops a
-            // portal whose execution failed, so a later FETCH says it is gone (34000)
-            // instead of answering an empty result as if the query were alive.
+            // a cycle in a recursive query): the cursor fails, as PostgreSQL's portal does,
+            // so a later FETCH says it cannot run (55000) instead of answering an empty
+            // result as if the query were alive; CLOSE still closes it.
             Err(e) => {
-                self.cursors.remove(&key);
+                if let Some(c) = self.cursors.get_mut(&key) {
+                    c.failed = true;
+                }
                 Err(e)
             }
         }

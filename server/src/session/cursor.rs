@@ -39,9 +39,23 @@ pub(crate) struct Cursor {
     /// A snapshot cursor's plan computes while FETCH reads it: each FETCH puts its token
     /// in (see [`crate::exec::cancellable::StatementCancel`]).
     pub(crate) cancel: Option<StatementCancel>,
-    /// The token of the last FETCH or MOVE. Cancelled, it stopped the query part way: the
-    /// cursor is gone, as PostgreSQL drops a portal whose execution failed.
+    /// The token of the last FETCH or MOVE. Cancelled, it stopped the query (or the
+    /// reading of its rows) part way: the cursor has failed.
     pub(crate) fetched_by: Option<CancellationToken>,
+    /// A FETCH failed or was cancelled: the rows it took are gone, so the cursor answers
+    /// no more (55000, as PostgreSQL's failed portal) until it is closed.
+    pub(crate) failed: bool,
+}
+
+impl Drop for Cursor {
+    /// A closed cursor's query stops computing (a task of its plan may be mid-way).
+    fn drop(&mut self) {
+        if let Some(plan) = &self.cancel {
+            let closed = CancellationToken::new();
+            closed.cancel();
+            plan.replace(closed);
+        }
+    }
 }
 
 /// Where a FETCH or MOVE goes: PostgreSQL's directions that move forward (Brook's cursors
@@ -79,6 +93,7 @@ impl Cursor {
             continuous,
             cancel: None,
             fetched_by: None,
+            failed: false,
         }
     }
 

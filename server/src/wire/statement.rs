@@ -214,8 +214,12 @@ impl BrookHandler {
             )),
             Outcome::CopyOut { opts, stream: rows } => {
                 let columns = rows.schema().fields().len();
-                let rows = crate::exec::runtime::offload(rows);
                 let mut enc = CopyOutEncoder::new(opts).map_err(to_pg)?;
+                let header = stream::iter(
+                    enc.header(&rows.schema())
+                        .map(|h| Ok(CopyData::new(h.into()))),
+                );
+                let rows = crate::exec::runtime::offload(rows);
                 let binary = enc.is_binary();
                 let header_sent = enc.binary_header_sent();
                 let data = cancellable(rows, token, cancel).flat_map(move |b| {
@@ -229,6 +233,7 @@ impl BrookHandler {
                         };
                     stream::iter(items)
                 });
+                let data = header.chain(data);
                 if binary {
                     // The header went with the first row; the trailer ends the data (with
                     // the header when there was no row, in one message as PostgreSQL sends
