@@ -129,6 +129,33 @@ async fn closing_a_cursor_stops_its_query() {
     goes_idle(&server, "a closed cursor").await;
 }
 
+/// An Execute that resumes a suspended portal (a row limit, as pgjdbc's `setFetchSize`)
+/// is cancelled by its own statement timeout, and the portal's query stops (it ran on for
+/// minutes, and the Execute answered only then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_portal_times_out() {
+    let server = BrookServer::start();
+    let mut c = server.connect("brook").await;
+    slow_window_setup(&c).await;
+    c.batch_execute("SET statement_timeout = '3s'")
+        .await
+        .expect("set");
+    let tx = c.transaction().await.expect("begin");
+    let query = tx
+        .prepare(&format!("SELECT 0::bigint AS a UNION ALL {SLOW_WINDOW}"))
+        .await
+        .expect("prepare");
+    let portal = tx.bind(&query, &[]).await.expect("bind");
+    let first = tx.query_portal(&portal, 1).await.expect("the first row");
+    assert_eq!(first.len(), 1);
+    let err = tx
+        .query_portal(&portal, 1)
+        .await
+        .expect_err("the resumed Execute times out");
+    assert_eq!(sqlstate(&err), "57014", "{err:?}");
+    goes_idle(&server, "a resumed portal").await;
+}
+
 /// A FETCH from a continuous cursor that was cancelled may have taken rows it did not
 /// send: the cursor has failed (55000) rather than go on without them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

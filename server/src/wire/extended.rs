@@ -347,7 +347,32 @@ impl ExtendedQueryHandler for BrookHandler {
             Some(pgwire::api::store::Entry::Value(p))
                 if p.statement.statement.stmt.as_ref().is_some_and(|s| is_rollback_to_savepoint(s) || is_chain(s))
         );
-        self._on_execute(client, message).await?;
+        // An Execute that resumes a suspended portal is a statement of its own for a cancel
+        // and the statement timeout, as in PostgreSQL: pgwire resumes the portal's rows
+        // without `do_query`, so the rows' own token is cancelled with this Execute's.
+        let resumed = self
+            .suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(portal)
+            .cloned();
+        let link = match resumed {
+            Some(rows) => {
+                let timeout = self.statement_timeout(client).await?;
+                let now = self.cancel.begin_with_timeout(timeout);
+                Some(tokio::spawn(async move {
+                    now.cancelled().await;
+                    rows.cancel();
+                }))
+            }
+            None => None,
+        };
+        let executed = self._on_execute(client, message).await;
+        if let Some(link) = link {
+            link.abort();
+            self.cancel.end();
+        }
+        executed?;
         if revives && client.transaction_status() == TransactionStatus::Error {
             client.set_transaction_status(TransactionStatus::Transaction);
         }
@@ -384,6 +409,10 @@ impl ExtendedQueryHandler for BrookHandler {
             }
         }
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        self.suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(pgwire::api::DEFAULT_NAME);
         client
             .send(PgWireBackendMessage::ReadyForQuery(
                 pgwire::messages::response::ReadyForQuery::new(client.transaction_status()),
@@ -519,6 +548,7 @@ impl ExtendedQueryHandler for BrookHandler {
         // vanished client: without a row limit, send them here, flushing as they come, and
         // leave pgwire the CommandComplete. (With a row limit pgwire flushes at each suspend.)
         let header_lines = copy_header_lines(&outcome);
+        let token_for_rows = token.clone();
         let response =
             match Self::respond(outcome, &|i| fmt.format_for(i), token, self.cancel.clone())? {
                 Response::CopyOut(r) => {
@@ -530,6 +560,13 @@ impl ExtendedQueryHandler for BrookHandler {
                     let tag = q.command_tag().to_string();
                     let rows = send_data_rows(client, &mut q, &|| self.client_gone()).await?;
                     Response::Execution(rows_tag(&tag, rows))
+                }
+                Response::Query(q) => {
+                    self.suspended
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(portal.name.clone(), token_for_rows.clone());
+                    Response::Query(q)
                 }
                 other => other,
             };

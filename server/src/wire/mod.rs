@@ -136,6 +136,7 @@ impl Front {
             idle: Arc::default(),
             reported: std::sync::Mutex::default(),
             copied_before_sync: std::sync::atomic::AtomicBool::new(false),
+            suspended: std::sync::Mutex::default(),
         });
         ConnHandlers {
             handler,
@@ -247,6 +248,11 @@ pub struct BrookHandler {
     /// An extended-protocol COPY FROM STDIN ended well: pgwire then waits for Sync as it
     /// does after an error, and `on_sync` must not take it for one.
     copied_before_sync: std::sync::atomic::AtomicBool,
+    /// Portals executed with a row limit, by name: the token their rows are computed
+    /// under, which each later Execute that resumes them links to its own (a cancel or the
+    /// statement timeout of that Execute stops them).
+    suspended:
+        std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
 }
 
 impl Drop for BrookHandler {
