@@ -28,14 +28,22 @@ impl Sum {
         self.add_days((m - whole) * 30.0);
     }
 
+    /// Whole days, the fraction carried down to the microsecond (`0.9 * 30` days is 27
+    /// days, not 26 days and a float's 24 hours).
     fn add_days(&mut self, d: f64) {
-        let whole = d.trunc();
+        let micros = (d * NANOS_PER_DAY / 1e3).round();
+        let whole = (micros / (NANOS_PER_DAY / 1e3)).trunc();
         self.days += whole;
-        self.nanos += (d - whole) * NANOS_PER_DAY;
+        self.nanos += (micros - whole * (NANOS_PER_DAY / 1e3)) * 1e3;
     }
 
     fn add(&mut self, unit: Unit, amount: f64) {
         match unit {
+            // A fraction of a year (decade, ...) is whole months, rounded, as PostgreSQL's.
+            Unit::Years(m) => {
+                let whole = amount.trunc();
+                self.months += whole * m + ((amount - whole) * m).round();
+            }
             Unit::Months(m) => self.add_months(amount * m),
             Unit::Days(d) => self.add_days(amount * d),
             Unit::Seconds(s) => self.nanos += amount * s * NANOS_PER_SECOND,
@@ -46,7 +54,8 @@ impl Sum {
         let sign = if negate { -1.0 } else { 1.0 };
         let months = sign * self.months;
         let days = sign * self.days;
-        let nanos = (sign * self.nanos).round();
+        // Microseconds, as PostgreSQL keeps them.
+        let nanos = (sign * self.nanos / 1e3).round() * 1e3;
         let fits = |v: f64, max: f64| v.is_finite() && v.abs() <= max;
         if !fits(months, i32::MAX as f64) || !fits(days, i32::MAX as f64) || !fits(nanos, 9.2e18) {
             return None;
@@ -61,6 +70,8 @@ impl Sum {
 
 #[derive(Clone, Copy)]
 enum Unit {
+    /// Months in one, a fraction rounded to whole months.
+    Years(f64),
     Months(f64),
     Days(f64),
     Seconds(f64),
@@ -68,10 +79,10 @@ enum Unit {
 
 fn unit(word: &str) -> Option<Unit> {
     Some(match word {
-        "millennium" | "millennia" | "millenniums" | "mil" | "mils" => Unit::Months(12_000.0),
-        "century" | "centuries" | "cent" | "c" => Unit::Months(1_200.0),
-        "decade" | "decades" | "dec" | "decs" => Unit::Months(120.0),
-        "year" | "years" | "yr" | "yrs" | "y" => Unit::Months(12.0),
+        "millennium" | "millennia" | "millenniums" | "mil" | "mils" => Unit::Years(12_000.0),
+        "century" | "centuries" | "cent" | "c" => Unit::Years(1_200.0),
+        "decade" | "decades" | "dec" | "decs" => Unit::Years(120.0),
+        "year" | "years" | "yr" | "yrs" | "y" => Unit::Years(12.0),
         "month" | "months" | "mon" | "mons" => Unit::Months(1.0),
         "week" | "weeks" | "w" => Unit::Days(7.0),
         "day" | "days" | "d" => Unit::Days(1.0),
@@ -238,7 +249,7 @@ fn designators(s: &str, time: bool, sum: &mut Sum) -> Option<()> {
         let amount: f64 = number.parse().ok()?;
         number.clear();
         let u = match (time, c) {
-            (false, 'y') => Unit::Months(12.0),
+            (false, 'y') => Unit::Years(12.0),
             (false, 'm') => Unit::Months(1.0),
             (false, 'w') => Unit::Days(7.0),
             (false, 'd') => Unit::Days(1.0),
@@ -300,6 +311,14 @@ mod tests {
         assert_eq!(iv("1-2"), (14, 0, 0));
         assert_eq!(iv("2 weeks, 1 millisecond"), (0, 14, 1_000));
         assert_eq!(iv("1 millennium"), (12_000, 0, 0));
+    }
+
+    #[test]
+    fn fractions_as_postgresql_rounds_them() {
+        assert_eq!(iv("0.1 years"), (1, 0, 0));
+        assert_eq!(iv("1.9 mons"), (1, 27, 0));
+        assert_eq!(iv("1.999999999 seconds"), (0, 0, 2_000_000));
+        assert_eq!(iv("-1 days +02:00:00"), (0, -1, 2 * HOUR));
     }
 
     #[test]

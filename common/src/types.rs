@@ -68,28 +68,34 @@ pub fn format_interval(v: datafusion::arrow::datatypes::IntervalMonthDayNano, ou
 
 /// [`format_interval`] of an interval's three fields (as the binary protocol sends them).
 pub fn format_interval_fields(months: i32, days: i32, micros: i64, out: &mut String) {
+    // A positive field after a negative one carries a `+` (`-1 days +02:00:00`), as
+    // PostgreSQL writes it (and reads it back).
     let mut parts: Vec<String> = Vec::new();
+    let mut after_negative = false;
     let years = months / 12;
     let months = months % 12;
-    if years != 0 {
-        parts.push(format!("{years} year{}", if years == 1 { "" } else { "s" }));
-    }
-    if months != 0 {
-        parts.push(format!(
-            "{months} mon{}",
-            if months == 1 { "" } else { "s" }
-        ));
-    }
-    if days != 0 {
-        parts.push(format!("{days} day{}", if days == 1 { "" } else { "s" }));
+    for (value, unit) in [(years, "year"), (months, "mon"), (days, "day")] {
+        if value != 0 {
+            let plus = if after_negative && value > 0 { "+" } else { "" };
+            let plural = if value == 1 { "" } else { "s" };
+            parts.push(format!("{plus}{value} {unit}{plural}"));
+            after_negative = value < 0;
+        }
     }
     if micros != 0 || parts.is_empty() {
         let neg = micros < 0;
         let m = micros.unsigned_abs();
         let secs = m / 1_000_000;
+        let sign = if neg {
+            "-"
+        } else if after_negative {
+            "+"
+        } else {
+            ""
+        };
         let mut t = format!(
             "{}{:02}:{:02}:{:02}",
-            if neg { "-" } else { "" },
+            sign,
             secs / 3600,
             (secs / 60) % 60,
             secs % 60
@@ -105,6 +111,18 @@ mod tests {
     use super::*;
     use datafusion::arrow::datatypes::Field;
     use std::sync::Arc;
+
+    #[test]
+    fn mixed_signs_carry_a_plus() {
+        let text = |months, days, micros| {
+            let mut s = String::new();
+            format_interval_fields(months, days, micros, &mut s);
+            s
+        };
+        assert_eq!(text(0, -1, 7_200_000_000), "-1 days +02:00:00");
+        assert_eq!(text(-1, 2, 0), "-1 mons +2 days");
+        assert_eq!(text(14, -3, -1_000_000), "1 year 2 mons -3 days -00:00:01");
+    }
 
     #[test]
     fn names_as_postgresql_prints_them() {

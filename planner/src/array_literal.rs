@@ -65,6 +65,10 @@ pub fn parse_text_array(text: &str) -> Option<Vec<Option<String>>> {
             }
             let end = item.trim_end().len().max(kept);
             item.truncate(end);
+            if item.is_empty() && !escaped {
+                // `{a,}`, `{,a}`: PostgreSQL's "malformed array literal".
+                return None;
+            }
         }
         if !quoted && !escaped && item.eq_ignore_ascii_case("null") {
             items.push(None);

@@ -13,7 +13,7 @@
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
     FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
-    TableFunctionArgs, VisitMut, VisitorMut,
+    TableFunctionArgs, TimezoneInfo, Value, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -262,10 +262,19 @@ pub fn at_time_zone_calls(stmt: &mut Statement) {
             time_zone,
         } = expr
         {
-            *expr = function_call(
-                "timezone",
-                vec![(**time_zone).clone(), (**timestamp).clone()],
-            );
+            // An untyped literal is a timestamp with time zone, as PostgreSQL resolves it
+            // (read by Brook's timestamp input: `'July 1 2024'`, `'now'`).
+            let value = match timestamp.as_ref() {
+                Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)) => Expr::Cast {
+                    kind: CastKind::DoubleColon,
+                    expr: timestamp.clone(),
+                    data_type: DataType::Timestamp(None, TimezoneInfo::WithTimeZone),
+                    format: None,
+                    array: false,
+                },
+                other => other.clone(),
+            };
+            *expr = function_call("timezone", vec![(**time_zone).clone(), value]);
         }
     });
 }

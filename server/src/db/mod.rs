@@ -363,6 +363,7 @@ impl Engine {
         // After `checked`: it wraps the checked `to_timestamp`.
         crate::udf::to_timestamp::register(&ctx);
         crate::udf::time_zone::register(&ctx);
+        crate::udf::untyped_array_arguments::register(&ctx);
         crate::udf::array_functions::register(&ctx);
         crate::udf::jsonb_edit::register(&ctx);
         // After `array_functions`: jsonb containment wraps its `array_has_all`.

@@ -115,10 +115,19 @@ impl ScalarUDFImpl for TimeZoneFunction {
         let values = args.args[1].to_array(rows)?;
         let wall_clock = is_wall_clock(values.data_type())
             .ok_or_else(|| undefined(zones.data_type(), values.data_type()))?;
-        let micros = cast(&values, &timestamptz_or_naive(wall_clock))?;
+        // Text that is no timestamp is an error, not NULL.
+        let strict = datafusion::arrow::compute::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let micros = datafusion::arrow::compute::cast_with_options(
+            &values,
+            &timestamptz_or_naive(wall_clock),
+            &strict,
+        )?;
         let micros = micros.as_primitive::<TimestampMicrosecondType>();
         let zones = Zones::of(&zones)?;
-        let mut cache: Option<(usize, Zone)> = None;
+        let mut cache: Option<(Option<String>, Zone)> = None;
         let mut out = Vec::with_capacity(rows);
         for i in 0..rows {
             if micros.is_null(i) || zones.is_null(i) {
@@ -127,7 +136,7 @@ impl ScalarUDFImpl for TimeZoneFunction {
             }
             let key = zones.key(i);
             let zone = match &cache {
-                Some((k, z)) if *k == key => z.clone(),
+                Some((Some(k), z)) if key.as_deref() == Some(k.as_str()) => z.clone(),
                 _ => {
                     let z = zones.zone(i)?;
                     cache = Some((key, z.clone()));
@@ -196,18 +205,12 @@ impl Zones {
         }
     }
 
-    /// Rows with the same key have the same zone (a column of one zone is read once).
-    fn key(&self, i: usize) -> usize {
+    /// Rows with the same key have the same zone (a column of one zone is read once): a
+    /// zone's text; None for an interval (read each time).
+    fn key(&self, i: usize) -> Option<String> {
         match self {
-            Zones::Text(a) if a.len() > 1 && i > 0 => {
-                let s = a.as_string::<i32>();
-                if s.value(i) == s.value(i - 1) {
-                    usize::MAX
-                } else {
-                    i
-                }
-            }
-            _ => i,
+            Zones::Text(a) => Some(a.as_string::<i32>().value(i).to_string()),
+            Zones::Interval(_) => None,
         }
     }
 
@@ -224,7 +227,10 @@ impl Zones {
                         "interval time zone \"{text}\" must not include months or days"
                     )));
                 }
-                Ok(Zone::Fixed(v.nanoseconds / 1_000))
+                // Whole seconds, as PostgreSQL takes an interval zone.
+                Ok(Zone::Fixed(
+                    v.nanoseconds / 1_000_000_000 * MICROS_PER_SECOND,
+                ))
             }
         }
     }
