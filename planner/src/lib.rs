@@ -40,6 +40,7 @@
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`interval_literals`]: interval constants in PostgreSQL's spellings (`'1 day 02:00'`).
+//! - [`interval_text_casts`]: text cast to an interval in the plan, read as PostgreSQL reads it.
 //! - [`table_command`]: `TABLE name` as `SELECT * FROM name`.
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
@@ -73,6 +74,7 @@ pub mod information_schema;
 pub mod inner_names;
 pub mod interval_literals;
 pub mod interval_scale;
+pub mod interval_text_casts;
 pub mod json_ops;
 pub mod lateral;
 pub mod lexical;

@@ -813,5 +813,9 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion + 3,
         Arc::new(brook_planner::array_literal_arguments::ArrayLiteralArguments),
     );
+    rules.insert(
+        coercion + 4,
+        Arc::new(brook_planner::interval_text_casts::IntervalTextCasts),
+    );
     rules
 }
