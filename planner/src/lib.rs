@@ -12,8 +12,6 @@
 //! - [`continuous`]: optimized logical plans as continuous operator graphs (or 0A000), a file
 //!   per concern: sources (`scan`), `join`, `aggregate`, window functions (`window`), `top_n`.
 //! - [`array_literal`]: `'{a,b}'::text[]` read as PostgreSQL reads array literals.
-//! - [`array_function_literals`]: `array_append('{1,2}', 3)`: the literal's array type from
-//!   the other argument, as PostgreSQL resolves `anyarray`.
 //! - [`array_subquery`]: `ARRAY(SELECT ...)` as an ordered `array_agg` subquery.
 //! - [`function_alias`]: `FROM generate_series(...) g` names the column `g`.
 //! - [`lateral`]: LATERAL set-returning functions and per-row subqueries as operators on
@@ -47,7 +45,6 @@
 
 pub mod approx;
 pub mod array_comparison;
-pub mod array_function_literals;
 pub mod array_literal;
 pub mod array_literal_arguments;
 pub mod array_operators;

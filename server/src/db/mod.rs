@@ -804,17 +804,13 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion,
         Arc::new(brook_planner::float_beside_numeric::FloatBesideNumeric),
     );
-    rules.insert(
-        coercion,
-        Arc::new(brook_planner::array_function_literals::ArrayFunctionLiterals),
-    );
     // After type coercion, which casts an untyped literal to an array parameter's type.
     rules.insert(
-        coercion + 3,
+        coercion + 2,
         Arc::new(brook_planner::array_literal_arguments::ArrayLiteralArguments),
     );
     rules.insert(
-        coercion + 4,
+        coercion + 3,
         Arc::new(brook_planner::interval_text_casts::IntervalTextCasts),
     );
     rules
