@@ -17,9 +17,9 @@
 
 use crate::array_literal::parse_text_array;
 use brook_common::brook_err;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, ListArray, StringArray};
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
-use datafusion::arrow::compute::{cast, cast_with_options, CastOptions};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -154,19 +154,12 @@ impl ScalarUDFImpl for TextToArray {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = args.number_rows;
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let texts = cast(&args.args[0].to_array(rows)?, &DataType::Utf8)?;
-        let texts = texts.as_string::<i32>();
+        let texts = crate::text_input::text_argument(&args.args)?;
         let element = self.element.data_type();
-        let mut builder = Vec::with_capacity(rows);
-        for i in 0..rows {
-            builder.push(if texts.is_null(i) {
-                None
-            } else {
-                Some(array_input(texts.value(i), element)?)
-            });
-        }
+        let builder = texts
+            .iter()
+            .map(|t| t.map(|t| array_input(t, element)).transpose())
+            .collect::<Result<Vec<_>>>()?;
         let mut offsets = vec![0i32];
         let mut parts: Vec<ArrayRef> = Vec::new();
         for v in builder.iter() {
@@ -189,12 +182,7 @@ impl ScalarUDFImpl for TextToArray {
             values,
             Some(nulls),
         )?;
-        let out: ArrayRef = Arc::new(list);
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(out))
-        }
+        crate::text_input::result_like(&args.args, Arc::new(list))
     }
 }
 

@@ -811,7 +811,7 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
     );
     rules.insert(
         coercion + 3,
-        Arc::new(brook_planner::interval_text_casts::IntervalTextCasts),
+        Arc::new(brook_planner::interval_text_casts::IntervalTextCasts::default()),
     );
     rules
 }

@@ -127,21 +127,24 @@ impl ScalarUDFImpl for TimeZoneFunction {
         )?;
         let micros = micros.as_primitive::<TimestampMicrosecondType>();
         let zones = Zones::of(&zones)?;
-        let mut cache: Option<(Option<String>, Zone)> = None;
+        // The zone of the last text read: a column of one zone is read once.
+        let mut cache: Option<(String, Zone)> = None;
         let mut out = Vec::with_capacity(rows);
         for i in 0..rows {
             if micros.is_null(i) || zones.is_null(i) {
                 out.push(None);
                 continue;
             }
-            let key = zones.key(i);
-            let zone = match &cache {
-                Some((Some(k), z)) if key.as_deref() == Some(k.as_str()) => z.clone(),
-                _ => {
-                    let z = zones.zone(i)?;
-                    cache = Some((key, z.clone()));
-                    z
-                }
+            let zone = match zones.text(i) {
+                Some(text) => match &cache {
+                    Some((read, z)) if read == text => z.clone(),
+                    _ => {
+                        let z = parse_zone(text).map_err(err)?;
+                        cache = Some((text.to_string(), z.clone()));
+                        z
+                    }
+                },
+                None => zones.zone(i)?,
             };
             let v = micros.value(i);
             out.push(Some(if wall_clock {
@@ -156,13 +159,7 @@ impl ScalarUDFImpl for TimeZoneFunction {
         } else {
             Arc::new(array)
         };
-        if scalar {
-            Ok(ColumnarValue::Scalar(
-                datafusion::scalar::ScalarValue::try_from_array(&array, 0)?,
-            ))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        super::result_value(array, scalar)
     }
 }
 
@@ -205,11 +202,10 @@ impl Zones {
         }
     }
 
-    /// Rows with the same key have the same zone (a column of one zone is read once): a
-    /// zone's text; None for an interval (read each time).
-    fn key(&self, i: usize) -> Option<String> {
+    /// A text zone's text (None for an interval).
+    fn text(&self, i: usize) -> Option<&str> {
         match self {
-            Zones::Text(a) => Some(a.as_string::<i32>().value(i).to_string()),
+            Zones::Text(a) => Some(a.as_string::<i32>().value(i)),
             Zones::Interval(_) => None,
         }
     }
