@@ -18,6 +18,7 @@ pub mod pg_settings;
 pub mod pg_views;
 pub mod sequence;
 pub mod sequence_relation;
+pub mod sequence_shared;
 pub mod table;
 
 use crate::pg::types::PgType;
@@ -316,6 +317,8 @@ pub struct Catalog {
     doc: Mutex<CatalogDoc>,
     /// What each sequence handed out since the server started (see [`sequence`]).
     counters: sequence::Counters,
+    /// On a cluster node, where the sequences' counters are (see [`sequence_shared`]).
+    shared_sequences: std::sync::OnceLock<std::sync::Arc<dyn sequence_shared::SharedSequences>>,
 }
 
 impl Catalog {
@@ -350,6 +353,7 @@ impl Catalog {
             dir: dir.to_path_buf(),
             doc: Mutex::new(doc),
             counters: Default::default(),
+            shared_sequences: Default::default(),
         })
     }
 

@@ -50,6 +50,10 @@ pub struct SequenceMeta {
     pub last_value: i64,
     /// Whether `last_value` has been handed out (or reserved).
     pub is_called: bool,
+    /// Raised by each `ALTER SEQUENCE ... RESTART`: on a cluster, a shared state of an
+    /// older epoch is superseded by `last_value` (see `sequence_shared.rs`).
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 /// The options of `CREATE SEQUENCE` or of an identity column, as given.
@@ -132,6 +136,7 @@ impl SequenceMeta {
             owned_by: None,
             last_value: start,
             is_called: false,
+            epoch: 0,
         })
     }
 
@@ -153,6 +158,7 @@ impl SequenceMeta {
             owned_by: self.owned_by.clone(),
             last_value: self.last_value,
             is_called: self.is_called,
+            epoch: self.epoch,
             ..fresh
         })
     }
@@ -164,7 +170,7 @@ impl SequenceMeta {
 
     /// The value after state (`last`, `is_called`), or None when the sequence is at its
     /// limit and does not cycle.
-    fn next_after(&self, last: i64, is_called: bool) -> Option<i64> {
+    pub(super) fn next_after(&self, last: i64, is_called: bool) -> Option<i64> {
         if !is_called {
             return Some(last);
         }
@@ -179,7 +185,7 @@ impl SequenceMeta {
         }
     }
 
-    fn exhausted(&self, name: &str) -> BrookError {
+    pub(super) fn exhausted(&self, name: &str) -> BrookError {
         let (what, limit) = if self.increment > 0 {
             ("maximum", self.max)
         } else {
@@ -194,11 +200,35 @@ impl SequenceMeta {
 /// What a sequence has handed out since the server started, and how far ahead of it the
 /// catalog's record reaches.
 #[derive(Debug, Clone, Copy)]
-struct Counter {
-    last_value: i64,
-    is_called: bool,
-    /// Values after `last_value` the catalog already covers.
-    reserved: u64,
+pub(super) struct Counter {
+    pub(super) last_value: i64,
+    pub(super) is_called: bool,
+    /// Values after `last_value` the catalog (on a cluster node: this node's block of the
+    /// shared counter) already covers.
+    pub(super) reserved: u64,
+}
+
+impl Counter {
+    /// The next `n` values of sequence `meta` (called `name`), taken from the `reserved`
+    /// ones (which cover them).
+    pub(super) fn hand_out(
+        &mut self,
+        meta: &SequenceMeta,
+        name: &str,
+        n: usize,
+    ) -> Result<Vec<i64>> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let v = meta
+                .next_after(self.last_value, self.is_called)
+                .ok_or_else(|| meta.exhausted(name))?;
+            self.last_value = v;
+            self.is_called = true;
+            out.push(v);
+        }
+        self.reserved -= n as u64;
+        Ok(out)
+    }
 }
 
 /// The counters of every sequence used since the server started, by sequence id.
@@ -206,7 +236,7 @@ struct Counter {
 pub struct Counters(Mutex<HashMap<u64, Counter>>);
 
 impl Counters {
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Counter>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<u64, Counter>> {
         match self.0.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -294,6 +324,9 @@ impl Catalog {
     /// The state of sequence `schema.name` of `db`: what has been handed out since the
     /// server started, else the recorded state (42P01 when there is no such sequence).
     pub fn sequence_state(&self, db: &str, schema: &str, name: &str) -> Result<SequenceState> {
+        if let Some(shared) = self.shared_sequences() {
+            return self.sequence_state_shared(shared, db, schema, name);
+        }
         let counters = self.counters.lock();
         let meta = find(&self.read(), db, schema, name)?.clone();
         Ok(match counters.get(&meta.id) {
@@ -312,6 +345,10 @@ impl Catalog {
 
     /// The next `n` values of sequence `schema.name` of `db` (`nextval` for `n` rows).
     pub fn nextval(&self, db: &str, schema: &str, name: &str, n: usize) -> Result<Vec<i64>> {
+        if let Some(shared) = self.shared_sequences() {
+            let meta = find(&self.read(), db, schema, name)?.clone();
+            return self.nextval_shared(shared, &meta, name, n);
+        }
         refuse_in_cluster(self)?;
         let mut counters = self.counters.lock();
         let meta = find(&self.read(), db, schema, name)?.clone();
@@ -340,16 +377,7 @@ impl Catalog {
             self.update(|doc| set_durable(doc, db, schema, name, meta.id, last, called))?;
             c.reserved = steps;
         }
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let v = meta
-                .next_after(c.last_value, c.is_called)
-                .ok_or_else(|| meta.exhausted(name))?;
-            c.last_value = v;
-            c.is_called = true;
-            out.push(v);
-        }
-        c.reserved -= n as u64;
+        let out = c.hand_out(&meta, name, n)?;
         counters.insert(meta.id, c);
         Ok(out)
     }
@@ -364,8 +392,6 @@ impl Catalog {
         value: i64,
         is_called: bool,
     ) -> Result<SequenceMeta> {
-        refuse_in_cluster(self)?;
-        let mut counters = self.counters.lock();
         let meta = find(&self.read(), db, schema, name)?.clone();
         if value < meta.min || value > meta.max {
             return Err(brook_err!(
@@ -375,6 +401,12 @@ impl Catalog {
                 meta.max
             ));
         }
+        if let Some(shared) = self.shared_sequences() {
+            self.setval_shared(shared, &meta, value, is_called)?;
+            return Ok(meta);
+        }
+        refuse_in_cluster(self)?;
+        let mut counters = self.counters.lock();
         self.update(|doc| set_durable(doc, db, schema, name, meta.id, value, is_called))?;
         counters.insert(
             meta.id,
@@ -401,7 +433,12 @@ impl Catalog {
         // The state handed out so far (not the one reserved ahead) is what the altered
         // sequence continues from, as PostgreSQL's does.
         let mut base = find(&self.read(), db, schema, name)?.clone();
-        if let Some(c) = counters.get(&base.id) {
+        // On a cluster node the counter is shared and the catalog's state is the one every
+        // node has (the change runs on each, from the log).
+        if let Some(c) = counters
+            .get(&base.id)
+            .filter(|_| self.shared_sequences().is_none())
+        {
             base.last_value = c.last_value;
             base.is_called = c.is_called;
         }
@@ -420,8 +457,8 @@ impl Catalog {
     }
 }
 
-/// 0A000 on a cluster node: a sequence's counter lives in one node's data directory, so two
-/// nodes would hand out the same values.
+/// 0A000 on a cluster node whose sequences are not shared (a counter in one node's data
+/// directory would hand out the values another node's does).
 fn refuse_in_cluster(catalog: &Catalog) -> Result<()> {
     if catalog.read().cluster.is_some() {
         return Err(brook_err!(

@@ -21,6 +21,7 @@
 //!   directory that belongs to a cluster.
 
 mod apply;
+mod sequences;
 
 use crate::catalog::{CatalogDoc, ClusterMark};
 use crate::db::cluster::{ClusterLink, Progress};
@@ -106,6 +107,7 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     let created = info.created.unix_timestamp_nanos().to_string();
     let end = info.state.last_sequence;
     adopt_data_dir(engine, &stream_name, &created)?;
+    let shared = sequences::open(&js, &opts.name, opts.replicas).await?;
     let position_file = engine.data_dir.join(POSITION_FILE);
     let start = read_position(&position_file);
     let link = Arc::new(ClusterLink::new(
@@ -118,6 +120,10 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     if engine.cluster.set(link.clone()).is_err() {
         bail!("this engine already joined a cluster");
     }
+    engine
+        .catalog
+        .share_sequences(Arc::new(shared))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     tracing::info!(node = %opts.node_id, log = %stream_name, from = start + 1, to = end, "joining the cluster: applying its log");
     let applier = apply::Applier::new(engine.clone(), link.clone(), position_file);
     tokio::spawn(applier.run(stream, start));

@@ -56,30 +56,24 @@ fn has_placeholders(sql: &str) -> bool {
         .is_ok_and(|tokens| tokens.iter().any(|t| matches!(t, Token::Placeholder(_))))
 }
 
-/// Whether a catalog change makes or moves a sequence (CREATE/ALTER SEQUENCE, a SERIAL or
-/// identity column, a `nextval` default). Names and string literals that merely spell
-/// `serial` or `identity` are not.
-fn uses_sequence(stmt: &BrookStatement) -> bool {
-    use datafusion::sql::sqlparser::ast::{AlterColumnOperation, AlterTableOperation};
-    match &stmt.body {
-        StatementBody::AlterSequence(_) => true,
-        StatementBody::CreateStream(cs) => cs.columns.iter().any(column_uses_sequence),
-        StatementBody::Sql(s) => match &**s {
-            Statement::CreateSequence { .. } => true,
-            Statement::CreateTable(ct) => ct.columns.iter().any(column_uses_sequence),
-            Statement::AlterTable(at) => at.operations.iter().any(|op| match op {
-                AlterTableOperation::AddColumn { column_def, .. } => {
-                    column_uses_sequence(column_def)
-                }
-                AlterTableOperation::AlterColumn { op, .. } => match op {
-                    AlterColumnOperation::AddGenerated { .. } => true,
-                    AlterColumnOperation::SetDefault { value } => calls_nextval(value),
-                    _ => false,
-                },
-                _ => false,
-            }),
+/// Whether a catalog change fills existing rows with values each node would compute
+/// apart: `ALTER TABLE ... ADD COLUMN` that is SERIAL or an identity column, or whose
+/// default calls a function (`nextval`, `now()`, `random()`): every node runs the change
+/// from the log, at its own time. Names and string literals that merely spell `serial`
+/// or `identity` are not.
+fn fills_per_node(stmt: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::{AlterTableOperation, ColumnOption};
+    match stmt.as_sql() {
+        Some(Statement::AlterTable(at)) => at.operations.iter().any(|op| match op {
+            AlterTableOperation::AddColumn { column_def, .. } => {
+                column_uses_sequence(column_def)
+                    || column_def.options.iter().any(|o| match &o.option {
+                        ColumnOption::Default(e) => calls_function(e, |_| true),
+                        _ => false,
+                    })
+            }
             _ => false,
-        },
+        }),
         _ => false,
     }
 }
@@ -93,7 +87,7 @@ fn column_uses_sequence(c: &datafusion::sql::sqlparser::ast::ColumnDef) -> bool 
     );
     serial
         || c.options.iter().any(|o| match &o.option {
-            ColumnOption::Default(e) => calls_nextval(e),
+            ColumnOption::Default(e) => calls_function(e, |name| name.ends_with("nextval")),
             ColumnOption::Generated {
                 generation_expr: None,
                 ..
@@ -103,25 +97,26 @@ fn column_uses_sequence(c: &datafusion::sql::sqlparser::ast::ColumnDef) -> bool 
         })
 }
 
-/// Whether an expression calls `nextval`.
-fn calls_nextval(e: &datafusion::sql::sqlparser::ast::Expr) -> bool {
+/// Whether an expression calls a function whose name (lower case) `matches`.
+fn calls_function(
+    e: &datafusion::sql::sqlparser::ast::Expr,
+    matches: impl Fn(&str) -> bool,
+) -> bool {
     use datafusion::sql::sqlparser::ast::{Expr, Visit, Visitor};
     use std::ops::ControlFlow;
-    struct Finder;
-    impl Visitor for Finder {
+    struct Finder<F>(F);
+    impl<F: Fn(&str) -> bool> Visitor for Finder<F> {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             match e {
-                Expr::Function(f)
-                    if f.name.to_string().to_ascii_lowercase().ends_with("nextval") =>
-                {
+                Expr::Function(f) if (self.0)(&f.name.to_string().to_ascii_lowercase()) => {
                     ControlFlow::Break(())
                 }
                 _ => ControlFlow::Continue(()),
             }
         }
     }
-    e.visit(&mut Finder).is_break()
+    e.visit(&mut Finder(matches)).is_break()
 }
 
 impl Session {
@@ -159,10 +154,10 @@ impl Session {
                 "a catalog change with bind parameters in cluster mode: the other nodes run its text, so write the values into it"
             ));
         }
-        if uses_sequence(stmt) {
+        if fills_per_node(stmt) {
             return Err(brook_err!(
                 Unsupported,
-                "sequences (CREATE/ALTER SEQUENCE, SERIAL and identity columns) are not supported in cluster mode yet: each node would hand out the same values"
+                "ADD COLUMN with a SERIAL, identity or function default in cluster mode: each node would fill the existing rows with values of its own (add the column without it, UPDATE the rows, then SET DEFAULT)"
             ));
         }
         if let Some(split) = self.table_as_rows(stmt).await? {

@@ -86,6 +86,7 @@ impl Session {
                     }
                     next.last_value = at;
                     next.is_called = false;
+                    next.epoch += 1;
                 }
                 Ok(next)
             });
