@@ -53,6 +53,9 @@ pub async fn serve(opts: ServerOptions) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
     let addr = listener.local_addr()?;
+    if let Some(link) = engine.cluster.get() {
+        link.set_address(addr.to_string());
+    }
     let tls = match &opts.tls {
         Some((cert, key)) => Some(tls_acceptor(cert, key)?),
         None => None,

@@ -344,6 +344,32 @@ def test_sequences_hand_out_each_value_once_across_nodes(cluster):
         eventually(n, "SELECT count(*) FROM orders WHERE flag = 'new'", [(62,)])
 
 
+def test_cluster_nodes_lists_every_node_and_who_is_alive(cluster):
+    n1, n2, n3 = cluster
+    sql = ("SELECT node_id, address, alive, this_node, applied_position >= 0 "
+           "FROM brook_cluster_nodes ORDER BY node_id")
+    expected = [(n.node_id, f"127.0.0.1:{n.port}", True, n is n2, True) for n in cluster]
+    eventually(n2, sql, expected)
+    with n1.connect() as c:
+        c.execute("CREATE TABLE marker (a int)")
+        c.execute("INSERT INTO marker VALUES (1)")
+        end = c.execute("SELECT max(applied_position) FROM brook_cluster_nodes").fetchone()[0]
+    # Each node reports how far it applied the log: every node reaches the writes above.
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        positions = n3.query("SELECT min(applied_position) FROM brook_cluster_nodes")[0][0]
+        if positions >= end:
+            break
+        time.sleep(0.5)
+    assert positions >= end
+    # A killed node stays listed, as not alive, until it starts again.
+    n3.kill9()
+    eventually(n1, "SELECT node_id, alive FROM brook_cluster_nodes ORDER BY node_id",
+               [("n1", True), ("n2", True), ("n3", False)], timeout=40)
+    n3.start()
+    eventually(n1, "SELECT count(*) FROM brook_cluster_nodes WHERE alive", [(3,)], timeout=40)
+
+
 def test_killed_node_catches_up_with_every_row_once(cluster):
     n1, n2, n3 = cluster
     with n1.connect() as c:

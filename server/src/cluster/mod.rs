@@ -21,6 +21,7 @@
 //!   directory that belongs to a cluster.
 
 mod apply;
+mod nodes;
 mod sequences;
 
 use crate::catalog::{CatalogDoc, ClusterMark};
@@ -108,6 +109,14 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     let end = info.state.last_sequence;
     adopt_data_dir(engine, &stream_name, &created)?;
     let shared = sequences::open(&js, &opts.name, opts.replicas).await?;
+    let directory = nodes::open(&js, &opts.name, opts.replicas).await?;
+    let started = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros(),
+    )
+    .unwrap_or(0);
     let position_file = engine.data_dir.join(POSITION_FILE);
     let start = read_position(&position_file);
     let link = Arc::new(ClusterLink::new(
@@ -140,6 +149,7 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
             .context("the cluster's applier ended")?;
     }
     tracing::info!(node = %opts.node_id, position = end, "caught up with the cluster's log");
+    nodes::spawn_heartbeat(directory, link, started);
     Ok(())
 }
 

@@ -113,6 +113,10 @@ pub struct ClusterLink {
     /// Verdicts for this node's own entries, by transaction id, until their statement
     /// takes them.
     verdicts: Mutex<HashMap<String, Verdict>>,
+    /// Where this node takes connections (set once it listens).
+    address: std::sync::OnceLock<String>,
+    /// The cluster's nodes as the node directory last listed them (`cluster_nodes.rs`).
+    members: Mutex<Vec<super::cluster_nodes::Member>>,
 }
 
 impl std::fmt::Debug for ClusterLink {
@@ -154,7 +158,29 @@ impl ClusterLink {
             max_message,
             progress: tokio::sync::watch::Sender::new(Progress::At(position)),
             verdicts: Mutex::new(HashMap::new()),
+            address: std::sync::OnceLock::new(),
+            members: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Note where this node takes connections (the first address given stays).
+    pub fn set_address(&self, address: String) {
+        let _ = self.address.set(address);
+    }
+
+    /// Where this node takes connections ("" before it listens).
+    pub fn address(&self) -> String {
+        self.address.get().cloned().unwrap_or_default()
+    }
+
+    /// The cluster's nodes as the node directory last listed them.
+    pub fn members(&self) -> Vec<super::cluster_nodes::Member> {
+        lock(&self.members).clone()
+    }
+
+    /// The node directory's latest listing.
+    pub fn set_members(&self, members: Vec<super::cluster_nodes::Member>) {
+        *lock(&self.members) = members;
     }
 
     /// The subject of catalog changes.

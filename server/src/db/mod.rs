@@ -2,6 +2,7 @@
 //! DataFusion context per database.
 
 pub mod cluster;
+pub mod cluster_nodes;
 pub mod functions;
 pub mod lock_waits;
 mod namespaces;
@@ -94,7 +95,7 @@ pub struct Engine {
     /// The relation locks transaction blocks hold and wait for (deadlock detection).
     pub lock_waits: lock_waits::LockWaits,
     /// In cluster mode, the link to the cluster's log (set once, when the node joins).
-    pub cluster: std::sync::OnceLock<Arc<cluster::ClusterLink>>,
+    pub cluster: Arc<std::sync::OnceLock<Arc<cluster::ClusterLink>>>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
     runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
@@ -187,7 +188,7 @@ impl Engine {
             activity: Arc::default(),
             decisions,
             lock_waits: Default::default(),
-            cluster: std::sync::OnceLock::new(),
+            cluster: Arc::default(),
             runtime_env,
             _lock: lock_file,
         }))
@@ -403,6 +404,12 @@ impl Engine {
             "correlated_pairs",
             Arc::new(crate::udf::synopses::CorrelatedPairsFunction {
                 catalog: catalog.clone(),
+            }),
+        );
+        ctx.register_udtf(
+            "brook_cluster_nodes",
+            Arc::new(cluster_nodes::ClusterNodesFunction {
+                cluster: self.cluster.clone(),
             }),
         );
         ctx.register_udtf(
