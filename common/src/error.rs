@@ -560,6 +560,30 @@ fn is_number_text(t: &str) -> bool {
 
 /// DataFusion reports user mistakes (planning errors, unknown tables) and bugs through one
 /// enum; this sorts them into SQLSTATEs by variant and, for planning errors, by message.
+/// The Brook error inside a DataFusion error that cannot be taken apart (it is shared).
+fn shared_brook_error(e: &DataFusionError) -> Option<&BrookError> {
+    match e {
+        DataFusionError::External(inner) => inner.downcast_ref::<BrookError>().or_else(|| {
+            inner
+                .downcast_ref::<DataFusionError>()
+                .and_then(shared_brook_error)
+        }),
+        DataFusionError::ArrowError(a, _) => match a.as_ref() {
+            ArrowError::ExternalError(inner) => inner.downcast_ref::<BrookError>().or_else(|| {
+                inner
+                    .downcast_ref::<DataFusionError>()
+                    .and_then(shared_brook_error)
+            }),
+            _ => None,
+        },
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            shared_brook_error(inner)
+        }
+        DataFusionError::Shared(inner) => shared_brook_error(inner),
+        _ => None,
+    }
+}
+
 fn classify_datafusion(e: DataFusionError) -> BrookError {
     match e {
         DataFusionError::ArrowError(a, _) => classify_arrow(*a),
@@ -571,9 +595,17 @@ fn classify_datafusion(e: DataFusionError) -> BrookError {
             Some(first) => classify_datafusion(first),
             None => BrookError::Internal("an empty collection of errors".into()),
         },
+        // An error several partitions' consumers share (a repartition's): a Brook error in
+        // it keeps its SQLSTATE and message.
         DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
             Ok(e) => classify_datafusion(e),
-            Err(arc) => classify_message(&arc.to_string()),
+            Err(arc) => match shared_brook_error(&arc) {
+                Some(b) => BrookError::Semantic {
+                    message: b.to_string(),
+                    code: b.sqlstate(),
+                },
+                None => classify_message(&arc.to_string()),
+            },
         },
         DataFusionError::External(inner) => match inner.downcast::<BrookError>() {
             Ok(b) => *b,
@@ -806,6 +838,25 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::DatatypeMismatch(format!(
             "a recursive query's column has one declared type in its non-recursive term and another in its recursive term: {m}"
         ))
+    } else if m.contains("Aggregate function calls cannot be nested") {
+        // The inner and outer calls are left out: they may be a rewrite's, not the user's.
+        BrookError::Semantic {
+            message: "aggregate function calls cannot be nested".into(),
+            code: "42803",
+        }
+    } else if m.contains("OVER and WITHIN GROUP clause cannot be used together") {
+        BrookError::Unsupported(
+            "OVER with an ordered-set aggregate (WITHIN GROUP): it is not a window function".into(),
+        )
+    } else if m.contains(
+        "In an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+    ) {
+        BrookError::Semantic {
+            message:
+                "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list"
+                    .into(),
+            code: "42P10",
+        }
     } else if let Some(op) = ["UNION", "INTERSECT", "EXCEPT"]
         .into_iter()
         .find(|op| m.contains(&format!("{op} queries have different number of columns")))
@@ -826,6 +877,19 @@ fn classify_message(m: &str) -> BrookError {
 mod tests {
     use super::*;
 
+    /// A Brook error that several partitions share keeps its SQLSTATE.
+    #[test]
+    fn a_shared_brook_error_keeps_its_code() {
+        let inner = DataFusionError::External(Box::new(BrookError::OutOfRange(
+            "percentile value 2 is not between 0 and 1".into(),
+        )));
+        let shared = std::sync::Arc::new(inner);
+        let _other_consumer = shared.clone();
+        let e = BrookError::from(DataFusionError::Shared(shared));
+        assert_eq!(e.sqlstate(), "22003");
+        assert_eq!(e.to_string(), "percentile value 2 is not between 0 and 1");
+    }
+
     /// Planning messages DataFusion raises, and the SQLSTATE each must reach the client as.
     #[test]
     fn planning_messages_get_postgresql_codes() {
@@ -839,6 +903,21 @@ mod tests {
                 "ambiguous column",
                 "Ambiguous reference to unqualified field a",
                 "42702",
+            ),
+            (
+                "nested aggregates",
+                "Error during planning: Aggregate function calls cannot be nested: 'sum(a)' is nested inside 'sum(sum(a))'",
+                "42803",
+            ),
+            (
+                "an ordered-set aggregate over a window",
+                "OVER and WITHIN GROUP clause cannot be used together. OVER is for window functions, whereas WITHIN GROUP is for ordered set aggregate functions",
+                "0A000",
+            ),
+            (
+                "DISTINCT aggregate ordered by another expression",
+                "In an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                "42P10",
             ),
             (
                 "set operation of different widths",

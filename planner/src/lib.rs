@@ -72,6 +72,7 @@ pub mod inner_names;
 pub mod interval_literals;
 pub mod interval_scale;
 pub mod interval_text_casts;
+pub mod json_aggregates;
 pub mod json_ops;
 pub mod lateral;
 pub mod lexical;

@@ -340,6 +340,10 @@ def test_sequences_hand_out_each_value_once_across_nodes(cluster):
             with pytest.raises(psycopg.errors.FeatureNotSupported):
                 c.execute(f"ALTER TABLE orders ADD COLUMN {add}")
         c.execute("ALTER TABLE orders ADD COLUMN flag text DEFAULT 'new'")
+        # Each node computes a materialized view on its own: a volatile function would
+        # give each other rows.
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            c.execute("CREATE MATERIALIZED VIEW sampled AS SELECT random() AS r, id FROM orders")
     for n in cluster:
         eventually(n, "SELECT count(*) FROM orders WHERE flag = 'new'", [(62,)])
 
@@ -362,6 +366,11 @@ def test_cluster_nodes_lists_every_node_and_who_is_alive(cluster):
             break
         time.sleep(0.5)
     assert positions >= end
+    # A second process with a running node's id is refused.
+    twin = Node(n1.url, "n1")
+    with pytest.raises(AssertionError, match="another node runs as --node-id n1"):
+        twin.start()
+    shutil.rmtree(twin.data, ignore_errors=True)
     # A killed node stays listed, as not alive, until it starts again.
     n3.kill9()
     eventually(n1, "SELECT node_id, alive FROM brook_cluster_nodes ORDER BY node_id",

@@ -65,24 +65,16 @@ pub struct SequenceOptions {
     pub start: Option<i64>,
     pub cache: Option<i64>,
     pub cycle: Option<bool>,
+    /// `NO MINVALUE` / `NO MAXVALUE` in ALTER SEQUENCE: back to the default bound.
+    pub default_min: bool,
+    pub default_max: bool,
 }
 
 impl SequenceMeta {
     /// A new sequence of integer type `ty`, with PostgreSQL's defaults for the options not
     /// given and its checks of the ones given.
     pub fn new(ty: PgType, o: &SequenceOptions) -> Result<SequenceMeta> {
-        let (lo, hi) = match ty {
-            PgType::Int2 => (i16::MIN as i64, i16::MAX as i64),
-            PgType::Int4 => (i32::MIN as i64, i32::MAX as i64),
-            PgType::Int8 => (i64::MIN, i64::MAX),
-            other => {
-                return Err(brook_err!(
-                    InvalidParameter,
-                    "sequence type must be smallint, integer, or bigint, not {}",
-                    other.name()
-                ))
-            }
-        };
+        let (lo, hi) = type_range(&ty)?;
         let increment = o.increment.unwrap_or(1);
         if increment == 0 {
             return Err(brook_err!(InvalidParameter, "INCREMENT must not be zero"));
@@ -144,13 +136,21 @@ impl SequenceMeta {
     /// ones (and are checked together, as at creation), a new type `ty` too; the state and
     /// owner stay. (`NO MINVALUE`/`NO MAXVALUE` keep the current bound.)
     pub fn altered(&self, ty: Option<PgType>, given: &SequenceOptions) -> Result<SequenceMeta> {
+        // A bound that was its type's own follows a new type (`AS integer` of a smallint
+        // sequence widens MAXVALUE 32767), as PostgreSQL's does.
+        let retyped = ty.as_ref().is_some_and(|t| *t != self.ty);
+        let (lo, hi) = type_range(&self.ty)?;
+        let keep_min = !(given.default_min || retyped && self.min == lo);
+        let keep_max = !(given.default_max || retyped && self.max == hi);
         let merged = SequenceOptions {
             increment: given.increment.or(Some(self.increment)),
-            min: given.min.or(Some(self.min)),
-            max: given.max.or(Some(self.max)),
+            min: given.min.or(Some(self.min).filter(|_| keep_min)),
+            max: given.max.or(Some(self.max).filter(|_| keep_max)),
             start: given.start.or(Some(self.start)),
             cache: given.cache.or(Some(self.cache)),
             cycle: given.cycle.or(Some(self.cycle)),
+            default_min: false,
+            default_max: false,
         };
         let fresh = SequenceMeta::new(ty.unwrap_or_else(|| self.ty.clone()), &merged)?;
         Ok(SequenceMeta {
@@ -161,6 +161,24 @@ impl SequenceMeta {
             epoch: self.epoch,
             ..fresh
         })
+    }
+
+    /// 22023 unless the sequence's state (the value `nextval` continues from) is within
+    /// its bounds (after an ALTER SEQUENCE: PostgreSQL names it the RESTART value).
+    pub fn check_state(&self) -> Result<()> {
+        let v = self.last_value;
+        if v < self.min || v > self.max {
+            let (what, bound, limit) = if v < self.min {
+                ("less", "MINVALUE", self.min)
+            } else {
+                ("greater", "MAXVALUE", self.max)
+            };
+            return Err(brook_err!(
+                InvalidParameter,
+                "RESTART value ({v}) cannot be {what} than {bound} ({limit})"
+            ));
+        }
+        Ok(())
     }
 
     /// The sequence's `pg_class` oid.
@@ -194,6 +212,20 @@ impl SequenceMeta {
         BrookError::SequenceLimit(format!(
             "nextval: reached {what} value of sequence \"{name}\" ({limit})"
         ))
+    }
+}
+
+/// The values of a sequence type (22023 for a type that is not one).
+fn type_range(ty: &PgType) -> Result<(i64, i64)> {
+    match ty {
+        PgType::Int2 => Ok((i16::MIN as i64, i16::MAX as i64)),
+        PgType::Int4 => Ok((i32::MIN as i64, i32::MAX as i64)),
+        PgType::Int8 => Ok((i64::MIN, i64::MAX)),
+        other => Err(brook_err!(
+            InvalidParameter,
+            "sequence type must be smallint, integer, or bigint, not {}",
+            other.name()
+        )),
     }
 }
 

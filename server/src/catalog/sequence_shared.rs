@@ -43,6 +43,11 @@ pub trait SharedSequences: Send + Sync + std::fmt::Debug {
 /// How often a node retries a compare-and-set that another node won before giving up.
 const MAX_ATTEMPTS: usize = 1_000;
 
+/// Most values a node takes at a time beyond what a statement needs, whatever `CACHE`
+/// says: a block is counted out value by value (as PostgreSQL's is), and a larger one
+/// would only make a larger gap when the node stops.
+const MAX_BLOCK: u64 = 65_536;
+
 /// The state sequence `meta` continues from: the shared one, unless it is of an older
 /// epoch than the definition (a RESTART since) or there is none.
 fn current(meta: &SequenceMeta, stored: Option<SharedState>) -> SharedState {
@@ -90,7 +95,10 @@ impl Catalog {
     }
 
     /// `nextval` for `n` rows on a cluster node: from this node's block when it holds `n`
-    /// values, else a block of `max(n, CACHE)` values taken from the shared state.
+    /// values, else a block of `max(n, CACHE)` values (at most [`MAX_BLOCK`] more than `n`)
+    /// taken from the shared state. The counters' lock is held only while a block is read
+    /// or stored, never across a request to the shared store: the log's applier takes it
+    /// too (ALTER SEQUENCE), and other sequences' calls.
     pub(super) fn nextval_shared(
         &self,
         shared: &dyn SharedSequences,
@@ -98,39 +106,46 @@ impl Catalog {
         name: &str,
         n: usize,
     ) -> Result<Vec<i64>> {
-        let mut counters = self.counters.lock();
-        let mut c = match counters.get(&meta.id) {
-            Some(c) if c.reserved >= n as u64 => *c,
-            _ => {
-                let block = (n as u64).max(meta.cache.max(1) as u64);
-                let mut taken = 0u64;
-                let (from, _) = compare_and_set(shared, meta, |s| {
-                    let (mut last, mut called) = (s.last_value, s.is_called);
-                    taken = 0;
-                    while taken < block {
-                        match meta.next_after(last, called) {
-                            Some(v) => (last, called, taken) = (v, true, taken + 1),
-                            None => break,
-                        }
-                    }
-                    if taken < n as u64 {
-                        return Err(meta.exhausted(name));
-                    }
-                    Ok(SharedState {
-                        epoch: s.epoch,
-                        last_value: last,
-                        is_called: called,
-                    })
-                })?;
-                super::sequence::Counter {
-                    last_value: from.last_value,
-                    is_called: from.is_called,
-                    reserved: taken,
+        if let Some(c) = self
+            .counters
+            .lock()
+            .get_mut(&meta.id)
+            .filter(|c| c.reserved >= n as u64)
+        {
+            return c.hand_out(meta, name, n);
+        }
+        let block = (n as u64).max((meta.cache.max(1) as u64).min(MAX_BLOCK));
+        let mut taken = 0u64;
+        let (from, _) = compare_and_set(shared, meta, |s| {
+            let (mut last, mut called) = (s.last_value, s.is_called);
+            taken = 0;
+            while taken < block {
+                match meta.next_after(last, called) {
+                    Some(v) => (last, called, taken) = (v, true, taken + 1),
+                    None => break,
                 }
             }
+            if taken < n as u64 {
+                return Err(meta.exhausted(name));
+            }
+            Ok(SharedState {
+                epoch: s.epoch,
+                last_value: last,
+                is_called: called,
+            })
+        })?;
+        let mut c = super::sequence::Counter {
+            last_value: from.last_value,
+            is_called: from.is_called,
+            reserved: taken,
         };
         let out = c.hand_out(meta, name, n)?;
-        counters.insert(meta.id, c);
+        if c.reserved > 0 {
+            // The rest of the block is this node's to hand out next. A block another
+            // statement stored meanwhile is replaced: its values are skipped, as a
+            // PostgreSQL backend's cached values are when it ends.
+            self.counters.lock().insert(meta.id, c);
+        }
         Ok(out)
     }
 
@@ -144,7 +159,6 @@ impl Catalog {
         value: i64,
         is_called: bool,
     ) -> Result<()> {
-        let mut counters = self.counters.lock();
         compare_and_set(shared, meta, |s| {
             Ok(SharedState {
                 epoch: s.epoch,
@@ -152,7 +166,7 @@ impl Catalog {
                 is_called,
             })
         })?;
-        counters.remove(&meta.id);
+        self.counters.lock().remove(&meta.id);
         Ok(())
     }
 
@@ -279,6 +293,20 @@ mod tests {
         assert_eq!(nodes[0].nextval("brook", "public", "s", 1).unwrap(), [1]);
         assert_eq!(nodes[1].nextval("brook", "public", "s", 1).unwrap(), [11]);
         assert_eq!(nodes[0].nextval("brook", "public", "s", 2).unwrap(), [2, 3]);
+    }
+
+    #[test]
+    fn a_huge_cache_takes_a_bounded_block() {
+        let (_d, nodes, store) = two_nodes(i64::MAX);
+        assert_eq!(nodes[0].nextval("brook", "public", "s", 1).unwrap(), [1]);
+        let (stored, _) = store
+            .get(nodes[0].read().database("brook").unwrap().schemas["public"].sequences["s"].id)
+            .unwrap();
+        assert_eq!(stored.unwrap().last_value, MAX_BLOCK as i64);
+        assert_eq!(
+            nodes[1].nextval("brook", "public", "s", 1).unwrap(),
+            [MAX_BLOCK as i64 + 1]
+        );
     }
 
     #[test]

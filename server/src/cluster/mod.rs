@@ -107,9 +107,10 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     }
     let created = info.created.unix_timestamp_nanos().to_string();
     let end = info.state.last_sequence;
-    adopt_data_dir(engine, &stream_name, &created)?;
     let shared = sequences::open(&js, &opts.name, opts.replicas).await?;
     let directory = nodes::open(&js, &opts.name, opts.replicas).await?;
+    nodes::refuse_a_live_namesake(&directory, &opts.node_id).await?;
+    adopt_data_dir(engine, &stream_name, &created)?;
     let started = i64::try_from(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -151,6 +152,27 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     tracing::info!(node = %opts.node_id, position = end, "caught up with the cluster's log");
     nodes::spawn_heartbeat(directory, link, started);
     Ok(())
+}
+
+/// The cluster's key-value bucket `bucket` (one value per key, `replicas` copies), created
+/// when it does not exist yet.
+async fn key_value_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+) -> anyhow::Result<jetstream::kv::Store> {
+    if let Ok(store) = js.get_key_value(bucket).await {
+        return Ok(store);
+    }
+    js.create_key_value(jetstream::kv::Config {
+        bucket: bucket.to_string(),
+        history: 1,
+        num_replicas: replicas,
+        storage: jetstream::stream::StorageType::File,
+        ..Default::default()
+    })
+    .await
+    .with_context(|| format!("cannot create the cluster's key-value bucket {bucket}"))
 }
 
 /// Check that the data directory belongs to log `log` (created at `created`), marking a

@@ -5,7 +5,7 @@
 //! as not alive, until a node of the same id starts again.
 
 use crate::db::cluster::{ClusterLink, Progress};
-use crate::db::cluster_nodes::{Member, NodeRecord, HEARTBEAT};
+use crate::db::cluster_nodes::{Member, NodeRecord, ALIVE_WITHIN, HEARTBEAT};
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 use std::sync::Arc;
@@ -16,20 +16,44 @@ pub async fn open(
     name: &str,
     replicas: usize,
 ) -> anyhow::Result<kv::Store> {
-    use anyhow::Context;
-    let bucket = format!("BROOK_{}_NODES", name.to_uppercase());
-    match js.get_key_value(&bucket).await {
-        Ok(store) => Ok(store),
-        Err(_) => js
-            .create_key_value(kv::Config {
-                bucket: bucket.clone(),
-                history: 1,
-                num_replicas: replicas,
-                storage: async_nats::jetstream::stream::StorageType::File,
-                ..Default::default()
-            })
-            .await
-            .with_context(|| format!("cannot create the cluster's node directory {bucket}")),
+    super::key_value_bucket(
+        js,
+        &format!("BROOK_{}_NODES", name.to_uppercase()),
+        replicas,
+    )
+    .await
+}
+
+/// Refuse to join as `node` while another process runs as it: its record was stored less
+/// than `ALIVE_WITHIN` ago (by NATS's clock, read from a probe record stored now) and is
+/// stored again within two heartbeats. A node restarted at once after it was killed waits
+/// those two heartbeats; one restarted later does not wait.
+pub async fn refuse_a_live_namesake(store: &kv::Store, node: &str) -> anyhow::Result<()> {
+    let Some(record) = store.entry(node).await? else {
+        return Ok(());
+    };
+    // Node ids have no '.', so the probe's key is no node's.
+    let probe = format!("clock.{node}");
+    store.put(&probe, bytes::Bytes::new()).await?;
+    let now = store
+        .entry(probe)
+        .await?
+        .map(|e| e.created.unix_timestamp_nanos());
+    let age = now.map(|now| now - record.created.unix_timestamp_nanos());
+    if age.is_some_and(|nanos| nanos > ALIVE_WITHIN.as_nanos() as i128) {
+        return Ok(());
+    }
+    tokio::time::sleep(HEARTBEAT * 2 + std::time::Duration::from_secs(1)).await;
+    match store.entry(node).await? {
+        Some(again) if again.revision != record.revision => {
+            let address = serde_json::from_slice::<NodeRecord>(&again.value)
+                .map(|r| r.address)
+                .unwrap_or_default();
+            anyhow::bail!(
+                "another node runs as --node-id {node} (at {address}): each node of a cluster needs its own id"
+            )
+        }
+        _ => Ok(()),
     }
 }
 
@@ -79,7 +103,7 @@ async fn beat(store: &kv::Store, record: &NodeRecord) -> anyhow::Result<Vec<Memb
         .collect()
         .await;
     let mut members = Vec::with_capacity(keys.len());
-    for key in keys {
+    for key in keys.into_iter().filter(|k| !k.contains('.')) {
         let Some(entry) = store.entry(key).await? else {
             continue;
         };

@@ -40,21 +40,8 @@ pub async fn open(
     name: &str,
     replicas: usize,
 ) -> anyhow::Result<KvSequences> {
-    use anyhow::Context;
     let bucket = format!("BROOK_{}_SEQUENCES", name.to_uppercase());
-    let store = match js.get_key_value(&bucket).await {
-        Ok(store) => store,
-        Err(_) => js
-            .create_key_value(kv::Config {
-                bucket: bucket.clone(),
-                history: 1,
-                num_replicas: replicas,
-                storage: async_nats::jetstream::stream::StorageType::File,
-                ..Default::default()
-            })
-            .await
-            .with_context(|| format!("cannot create the cluster's sequence bucket {bucket}"))?,
-    };
+    let store = super::key_value_bucket(js, &bucket, replicas).await?;
     Ok(KvSequences {
         store,
         bucket,
@@ -82,7 +69,7 @@ impl KvSequences {
         });
         let answer = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| rx.recv())
+                tokio::task::block_in_place(|| rx.recv_timeout(ANSWER_WAIT + ANSWER_WAIT))
             }
             Ok(_) => {
                 return Err(brook_common::brook_err!(
@@ -90,12 +77,18 @@ impl KvSequences {
                     "a sequence of a cluster was used on a single-threaded runtime"
                 ))
             }
-            Err(_) => rx.recv(),
+            Err(_) => rx.recv_timeout(ANSWER_WAIT + ANSWER_WAIT),
         };
+        // The request's own timeout runs on the NATS client's runtime; waiting here is
+        // bounded as well, should that runtime be too busy to run it.
         match answer {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(_)) => Err(unreachable(&self.bucket, "no answer in 30 s")),
-            Err(_) => Err(unreachable(&self.bucket, "the request was dropped")),
+            Ok(Err(_)) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Err(unreachable(&self.bucket, "no answer in 30 s"))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(unreachable(&self.bucket, "the request was dropped"))
+            }
         }
     }
 }

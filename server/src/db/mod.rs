@@ -373,6 +373,21 @@ impl Engine {
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::udf::mode::udaf());
+        ctx.register_udaf(crate::udf::percentile_disc::udaf());
+        crate::udf::json_aggregates::register(&ctx);
+        // PostgreSQL's other names of DataFusion's aggregates.
+        ctx.register_udaf(
+            datafusion::functions_aggregate::bool_and_or::bool_and_udaf()
+                .as_ref()
+                .clone()
+                .with_aliases(["every"]),
+        );
+        ctx.register_udaf(
+            datafusion::functions_aggregate::variance::var_samp_udaf()
+                .as_ref()
+                .clone()
+                .with_aliases(["variance"]),
+        );
         crate::udf::functions::register_relkind(&ctx, catalog.clone());
         ctx.register_udtf("nexmark", Arc::new(crate::udf::nexmark::NexmarkFunction));
         ctx.register_udtf(

@@ -25,6 +25,21 @@ use datafusion::sql::sqlparser::ast::{self, CopySource, CopyTarget as SqlCopyTar
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+/// Built-in functions whose value changes from call to call (see
+/// [`Session::refuse_values_of_its_own`]).
+const CHANGING_FUNCTIONS: [&str; 10] = [
+    "nextval",
+    "currval",
+    "setval",
+    "lastval",
+    "random",
+    "random_normal",
+    "uuid",
+    "gen_random_uuid",
+    "clock_timestamp",
+    "timeofday",
+];
+
 /// A maintained relation to create: where, its query, and how the catalog records it.
 pub(crate) struct Maintained {
     schema: String,
@@ -153,6 +168,7 @@ impl Session {
             ));
         }
         let (schema, name) = self.resolve(&cv.name)?;
+        self.refuse_values_of_its_own(&cv.query).await?;
         let mut sql = cv.query.to_string();
         if options.emit_on_window_close {
             sql.push_str(" EMIT ON WINDOW CLOSE");
@@ -191,6 +207,60 @@ impl Session {
             (graph, stores, wire),
         )?;
         Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
+    }
+
+    /// Refuse a materialized view whose rows would not be the same each time they are
+    /// computed: sequence functions (they need a session, which the view's maintenance has
+    /// not, so the view failed after a restart), and on a cluster node the built-in
+    /// functions that give another value at each call (`random()`, `gen_random_uuid()`,
+    /// `clock_timestamp()`): each node computes the view's rows on its own, so each would
+    /// hold other rows. User functions are VOLATILE unless declared otherwise, as in
+    /// PostgreSQL, though most compute from their arguments alone: they are not refused.
+    async fn refuse_values_of_its_own(&self, query: &ast::Query) -> Result<()> {
+        use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+        // A query only the continuous planner reads (a window function of Brook's) is
+        // checked by that planner; this plan is for its functions only.
+        let Ok(plan) = self.plan(Statement::Query(Box::new(query.clone()))).await else {
+            return Ok(());
+        };
+        let mut volatile = None;
+        plan.apply_with_subqueries(|node| {
+            for e in node.expressions() {
+                e.apply(|e| {
+                    if let datafusion::logical_expr::Expr::ScalarFunction(f) = e {
+                        if CHANGING_FUNCTIONS.contains(&f.func.name()) {
+                            volatile = Some(f.func.name().to_string());
+                            return Ok(TreeNodeRecursion::Stop);
+                        }
+                    }
+                    Ok(TreeNodeRecursion::Continue)
+                })?;
+            }
+            Ok(if volatile.is_some() {
+                TreeNodeRecursion::Stop
+            } else {
+                TreeNodeRecursion::Continue
+            })
+        })?;
+        let Some(function) = volatile else {
+            return Ok(());
+        };
+        if matches!(
+            function.as_str(),
+            "nextval" | "currval" | "setval" | "lastval"
+        ) {
+            return Err(brook_err!(
+                Unsupported,
+                "{function}() in a materialized view (a sequence function needs a session; take the values in an INSERT instead)"
+            ));
+        }
+        if self.engine.cluster.get().is_some() {
+            return Err(brook_err!(
+                Unsupported,
+                "{function}() in a materialized view in cluster mode: each node computes the view on its own, so each would hold other rows"
+            ));
+        }
+        Ok(())
     }
 
     /// Record a maintained relation (view or synopsis) in the catalog and start the

@@ -35,8 +35,13 @@ impl Session {
         if let Some(owner) = &cs.owned_by {
             meta.owned_by = owner_of(owner, &schema)?;
         }
-        self.engine
-            .create_sequence(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        let created =
+            self.engine
+                .create_sequence(&self.db, &schema, &name, meta, cs.if_not_exists)?;
+        if !created {
+            self.notices
+                .push(format!("relation \"{name}\" already exists, skipping").into());
+        }
         Ok(Outcome::Command("CREATE SEQUENCE".into()))
     }
 
@@ -61,6 +66,11 @@ impl Session {
             Some(None) => Some(None),
             None => None,
         };
+        // On a cluster node the value the sequence continues from is the cluster's counter,
+        // which each node reads at another time: only a RESTART value (in the catalog,
+        // alike on every node) is checked against the bounds there; a counter beyond a new
+        // bound fails its next `nextval` (2200H).
+        let check_current = restart.is_some() || self.engine.cluster.get().is_none();
         let altered = self
             .engine
             .catalog
@@ -70,23 +80,12 @@ impl Session {
                     next.owned_by = o.clone();
                 }
                 if let Some(at) = restart {
-                    let at = at.unwrap_or(next.start);
-                    if at < next.min || at > next.max {
-                        return Err(brook_err!(
-                            InvalidParameter,
-                            "RESTART value ({at}) cannot be {} than {} ({})",
-                            if at < next.min { "less" } else { "greater" },
-                            if at < next.min {
-                                "MINVALUE"
-                            } else {
-                                "MAXVALUE"
-                            },
-                            if at < next.min { next.min } else { next.max }
-                        ));
-                    }
-                    next.last_value = at;
+                    next.last_value = at.unwrap_or(next.start);
                     next.is_called = false;
                     next.epoch += 1;
+                }
+                if check_current {
+                    next.check_state()?;
                 }
                 Ok(next)
             });
@@ -247,8 +246,14 @@ fn sequence_options(options: &[ast::SequenceOptions]) -> Result<SequenceOptions>
     for opt in options {
         match opt {
             ast::SequenceOptions::IncrementBy(e, _) => o.increment = Some(integer(e)?),
-            ast::SequenceOptions::MinValue(e) => o.min = e.as_ref().map(integer).transpose()?,
-            ast::SequenceOptions::MaxValue(e) => o.max = e.as_ref().map(integer).transpose()?,
+            ast::SequenceOptions::MinValue(e) => {
+                o.min = e.as_ref().map(integer).transpose()?;
+                o.default_min = e.is_none();
+            }
+            ast::SequenceOptions::MaxValue(e) => {
+                o.max = e.as_ref().map(integer).transpose()?;
+                o.default_max = e.is_none();
+            }
             ast::SequenceOptions::StartWith(e, _) => o.start = Some(integer(e)?),
             ast::SequenceOptions::Cache(e) => o.cache = Some(integer(e)?),
             ast::SequenceOptions::Cycle(no) => o.cycle = Some(!no),

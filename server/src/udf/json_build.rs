@@ -187,8 +187,21 @@ impl JsonBuild {
     }
 }
 
+/// `to_json(a[row])`: `embedded` when `a` is json or jsonb already (its text is the JSON).
+pub(super) fn value_json(a: &ArrayRef, embedded: bool, row: usize) -> Result<Option<String>> {
+    if is_null(a, row) {
+        return Ok(None);
+    }
+    if embedded {
+        return text_of(a, row).map(Some);
+    }
+    let mut out = String::new();
+    write_value(&mut out, a, row)?;
+    Ok(Some(out))
+}
+
 /// JSON text as jsonb prints it.
-fn as_jsonb(json: &str) -> Result<String> {
+pub(super) fn as_jsonb(json: &str) -> Result<String> {
     let value: serde_json::Value = serde_json::from_str(json)
         .map_err(|e| DataFusionError::from(crate::pg::json::invalid_json(e)))?;
     let mut out = String::new();
@@ -258,15 +271,31 @@ fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
             let trim = crate::pg::encode::trims_by_type(*p, *s);
             out.push_str(&crate::pg::encode::numeric_text(v, *s, trim));
         }
+        // PostgreSQL writes a float as its text (`1e+20`, `0`, `-0`), a non-finite one as
+        // a string.
         DataType::Float16 | DataType::Float32 | DataType::Float64 => {
-            let text = text_of(a, row)?;
-            let finite = text.parse::<f64>().is_ok_and(f64::is_finite);
-            if finite {
+            let text = pg_text(a, row)?;
+            if text.parse::<f64>().is_ok_and(f64::is_finite) {
                 out.push_str(&text);
             } else {
-                write_string(out, &pg_float_name(&text));
+                write_string(out, &text);
             }
         }
+        // Timestamps in ISO 8601 (`2024-01-01T10:00:00+00:00`, as PostgreSQL's JSON has
+        // them); intervals, times and bytea as their text (`1 day 02:00:00`, `\\x0102`).
+        DataType::Timestamp(_, tz) => {
+            let mut text = pg_text(a, row)?.replacen(' ', "T", 1);
+            if tz.is_some() && text.len() >= 3 && text.as_bytes()[text.len() - 3] != b':' {
+                text.push_str(":00");
+            }
+            write_string(out, &text);
+        }
+        DataType::Interval(_)
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView => write_string(out, &pg_text(a, row)?),
         DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _) => {
             let items = match a.data_type() {
                 DataType::List(_) => a.as_list::<i32>().value(row),
@@ -303,14 +332,13 @@ fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
     Ok(())
 }
 
-/// PostgreSQL's spelling of a non-finite float.
-fn pg_float_name(arrow_text: &str) -> String {
-    match arrow_text {
-        "inf" => "Infinity".into(),
-        "-inf" => "-Infinity".into(),
-        other if other.eq_ignore_ascii_case("nan") => "NaN".into(),
-        other => other.into(),
-    }
+/// A value's text as PostgreSQL writes it (the wire's text format).
+fn pg_text(a: &ArrayRef, row: usize) -> Result<String> {
+    let field = datafusion::arrow::datatypes::Field::new("", a.data_type().clone(), true);
+    let view = crate::pg::encode::ColumnView::new(a, &field)?;
+    let mut out = String::new();
+    view.write_text(row, &mut out);
+    Ok(out)
 }
 
 #[cfg(test)]

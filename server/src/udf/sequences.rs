@@ -21,11 +21,13 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// What this session's `nextval` calls returned last: per sequence id, and overall.
+/// This session's sequence values: per sequence id the last `nextval` returned (or
+/// `setval` set as called), and the sequence `nextval` took a value of last (`lastval`
+/// reads that one's, as PostgreSQL's: a `setval` of another sequence does not change it).
 #[derive(Debug, Default)]
 struct Returned {
     by_sequence: HashMap<u64, i64>,
-    last: Option<i64>,
+    last: Option<u64>,
 }
 
 /// Which function an instance is.
@@ -212,24 +214,32 @@ impl SequenceFunction {
             };
             let (s, n) = resolve(&name, search)?;
             let values = self.catalog.nextval(&self.db, &s, &n, rows)?;
-            self.remember(&s, &n, values.last().copied())?;
+            self.remember(&s, &n, values.last().copied(), true)?;
             return Ok(Arc::new(Int64Array::from(values)));
         }
         per_name(&args[0], rows, search, |s, n| {
             let v = self.catalog.nextval(&self.db, s, n, 1)?[0];
-            self.remember(s, n, Some(v))?;
+            self.remember(s, n, Some(v), true)?;
             Ok(v)
         })
     }
 
-    fn remember(&self, schema: &str, name: &str, value: Option<i64>) -> Result<()> {
+    fn remember(
+        &self,
+        schema: &str,
+        name: &str,
+        value: Option<i64>,
+        from_nextval: bool,
+    ) -> Result<()> {
         let Some(v) = value else {
             return Ok(());
         };
         let id = find(&self.catalog.read(), &self.db, schema, name)?.id;
         let mut r = self.returned();
         r.by_sequence.insert(id, v);
-        r.last = Some(v);
+        if from_nextval {
+            r.last = Some(id);
+        }
         Ok(())
     }
 
@@ -247,9 +257,10 @@ impl SequenceFunction {
     }
 
     fn lastval(&self, rows: usize) -> Result<ArrayRef> {
-        let v = self
-            .returned()
+        let returned = self.returned();
+        let v = returned
             .last
+            .and_then(|id| returned.by_sequence.get(&id).copied())
             .ok_or_else(|| brook_err!(ObjectState, "lastval is not yet defined in this session"))?;
         Ok(Arc::new(Int64Array::from(vec![v; rows])))
     }
@@ -280,7 +291,7 @@ impl SequenceFunction {
             self.catalog.setval(&self.db, &s, &n, v, is_called)?;
             // As in PostgreSQL, a value set as called is this session's currval too.
             if is_called {
-                self.remember(&s, &n, Some(v))?;
+                self.remember(&s, &n, Some(v), false)?;
             }
             out.push(Some(v));
         }
