@@ -4,6 +4,7 @@
 use crate::pg::fast_text::RawText;
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
+use brook_planner::timestamp_text::{complete_date, complete_local_timestamp, complete_timestamp};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use std::sync::Arc;
@@ -112,11 +113,11 @@ pub fn text_to_column(
             if let Some(fast) = fast {
                 return Ok(fast);
             }
-            complete_timestamps(strings)
+            completed(strings, complete_local_timestamp)
         }
-        PgType::Timestamptz => complete_timestamps(strings),
+        PgType::Timestamptz => completed(strings, complete_timestamp),
         PgType::Numeric { .. } => numerics_written_out(strings)?,
-        PgType::Date => without_zones(strings, true)?,
+        PgType::Date => completed(&without_zones(strings, true)?, complete_date),
         PgType::Time => without_zones(strings, false)?,
         _ => strings.clone(),
     };
@@ -285,26 +286,27 @@ fn each_text(
     Ok(Arc::new(out.finish()))
 }
 
-/// Timestamps as Arrow's parser reads them: `YYYY-MM-DD HH:MM` completed with seconds
-/// (PostgreSQL reads it; `brook_planner::timestamp_text`).
-fn complete_timestamps(strings: &ArrayRef) -> ArrayRef {
+/// Timestamps and dates as Arrow's parser reads them (`complete` is
+/// `brook_planner::timestamp_text`'s `complete_timestamp` or `complete_date`): `YYYY-MM-DD
+/// HH:MM` completed with seconds, PostgreSQL's special inputs (`now`, `today`, `epoch`)
+/// as the time they name.
+fn completed(strings: &ArrayRef, complete: fn(&str) -> std::borrow::Cow<'_, str>) -> ArrayRef {
     let Some(s) = strings
         .as_any()
         .downcast_ref::<datafusion::arrow::array::StringArray>()
     else {
         return strings.clone();
     };
-    use brook_planner::timestamp_text::complete_timestamp;
     if !s
         .iter()
         .flatten()
-        .any(|v| matches!(complete_timestamp(v), std::borrow::Cow::Owned(_)))
+        .any(|v| matches!(complete(v), std::borrow::Cow::Owned(_)))
     {
         return strings.clone();
     }
     let out: datafusion::arrow::array::StringArray = s
         .iter()
-        .map(|v| v.map(|v| complete_timestamp(v).into_owned()))
+        .map(|v| v.map(|v| complete(v).into_owned()))
         .collect();
     Arc::new(out)
 }

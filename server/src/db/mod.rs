@@ -374,6 +374,7 @@ impl Engine {
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::udf::mode::udaf());
         ctx.register_udaf(crate::udf::percentile_disc::udaf());
+        ctx.register_udaf(crate::udf::percentile_cont::udaf());
         crate::udf::json_aggregates::register(&ctx);
         // PostgreSQL's other names of DataFusion's aggregates.
         ctx.register_udaf(

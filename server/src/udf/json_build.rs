@@ -142,7 +142,7 @@ impl JsonBuild {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    write_string(&mut out, &text_of(&pair[0], row)?);
+                    write_key(&mut out, &pair[0], embedded.get(2 * i) == Some(&true), row)?;
                     out.push_str(" : ");
                     value(&mut out, 2 * i + 1)?;
                 }
@@ -328,6 +328,32 @@ fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
             let text = text_of(a, row)?;
             write_string(out, &text);
         }
+    }
+    Ok(())
+}
+
+/// An object key as PostgreSQL writes it: a scalar's JSON, quoted when it is not a string
+/// already (`1e+20` is `"1e+20"`, a timestamp `"2024-01-01T10:00:00"`); an array, a row or
+/// a json value is 22023.
+fn write_key(out: &mut String, a: &ArrayRef, embedded: bool, row: usize) -> Result<()> {
+    let structured = matches!(
+        a.data_type(),
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(_, _)
+            | DataType::Struct(_)
+    );
+    if embedded || structured {
+        return Err(DataFusionError::from(BrookError::InvalidParameter(
+            "key value must be scalar, not array, composite, or json".into(),
+        )));
+    }
+    let mut json = String::new();
+    write_value(&mut json, a, row)?;
+    if json.starts_with('"') {
+        out.push_str(&json);
+    } else {
+        write_string(out, &json);
     }
     Ok(())
 }

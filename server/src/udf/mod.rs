@@ -25,6 +25,7 @@ pub mod numeric_functions;
 pub mod oid_array;
 pub mod operator_functions;
 pub mod parse_ident;
+pub mod percentile_cont;
 pub mod percentile_disc;
 pub mod pg_admin;
 pub mod pg_encoding;

@@ -63,69 +63,84 @@ impl AggregateUDFImpl for PercentileDisc {
     }
 
     fn accumulator(&self, args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
-        let data_type = args
-            .expr_fields
-            .first()
-            .map(|f| f.data_type().clone())
-            .ok_or_else(|| {
-                DataFusionError::Plan(
-                    "percentile_disc needs WITHIN GROUP (ORDER BY x) and a fraction".into(),
-                )
-            })?;
-        let fraction = args.exprs.get(1).ok_or_else(|| {
-            DataFusionError::Plan("percentile_disc(fraction) takes a fraction".into())
-        })?;
-        let as_list = args
-            .expr_fields
-            .get(1)
-            .is_some_and(|f| is_list(f.data_type()));
-        // A constant is read (and checked) now; a fraction that names the group's columns
-        // (`percentile_disc(v / 10.0) ... GROUP BY v`) from the group's first row.
-        let fractions = match constant(fraction)? {
-            Some(value) => Some(fractions_of(value)?),
-            None => None,
-        };
-        let descending = args.order_bys.first().is_some_and(|o| o.options.descending);
-        Ok(Box::new(PercentileDiscAccumulator {
-            values: Vec::new(),
-            data_type,
-            from_rows: fractions.is_none(),
-            fraction: None,
-            fraction_type: args
-                .expr_fields
-                .get(1)
-                .map(|f| f.data_type().clone())
-                .unwrap_or(DataType::Float64),
-            fractions: fractions.flatten(),
-            as_list,
-            descending,
-        }))
+        sorted_accumulator(args, false)
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
-        let value = args
-            .input_fields
-            .first()
-            .map(|f| f.data_type().clone())
-            .unwrap_or(DataType::Null);
-        let fraction = args
-            .input_fields
+        Ok(sorted_state_fields(args))
+    }
+}
+
+/// The accumulator of `percentile_disc`, or of `percentile_cont` over an array of
+/// fractions (`continuous`: interpolated, over double precision values).
+pub(super) fn sorted_accumulator(
+    args: AccumulatorArgs<'_>,
+    continuous: bool,
+) -> Result<Box<dyn Accumulator>> {
+    let data_type = args
+        .expr_fields
+        .first()
+        .map(|f| f.data_type().clone())
+        .ok_or_else(|| {
+            DataFusionError::Plan(
+                "percentile_disc needs WITHIN GROUP (ORDER BY x) and a fraction".into(),
+            )
+        })?;
+    let fraction = args.exprs.get(1).ok_or_else(|| {
+        DataFusionError::Plan("percentile_disc(fraction) takes a fraction".into())
+    })?;
+    let as_list = args
+        .expr_fields
+        .get(1)
+        .is_some_and(|f| is_list(f.data_type()));
+    // A constant is read (and checked) now; a fraction that names the group's columns
+    // (`percentile_disc(v / 10.0) ... GROUP BY v`) from the group's first row.
+    let fractions = match constant(fraction)? {
+        Some(value) => Some(fractions_of(value)?),
+        None => None,
+    };
+    let descending = args.order_bys.first().is_some_and(|o| o.options.descending);
+    Ok(Box::new(PercentileDiscAccumulator {
+        values: Vec::new(),
+        data_type,
+        continuous,
+        from_rows: fractions.is_none(),
+        fraction: None,
+        fraction_type: args
+            .expr_fields
             .get(1)
             .map(|f| f.data_type().clone())
-            .unwrap_or(DataType::Float64);
-        Ok(vec![
-            Arc::new(Field::new_list(
-                format!("{}[values]", args.name),
-                Field::new_list_field(value, true),
-                true,
-            )),
-            Arc::new(Field::new(
-                format!("{}[fraction]", args.name),
-                fraction,
-                true,
-            )),
-        ])
-    }
+            .unwrap_or(DataType::Float64),
+        fractions: fractions.flatten(),
+        as_list,
+        descending,
+    }))
+}
+
+/// The partial state of [`sorted_accumulator`]'s: the values and the fraction.
+pub(super) fn sorted_state_fields(args: StateFieldsArgs<'_>) -> Vec<FieldRef> {
+    let value = args
+        .input_fields
+        .first()
+        .map(|f| f.data_type().clone())
+        .unwrap_or(DataType::Null);
+    let fraction = args
+        .input_fields
+        .get(1)
+        .map(|f| f.data_type().clone())
+        .unwrap_or(DataType::Float64);
+    vec![
+        Arc::new(Field::new_list(
+            format!("{}[values]", args.name),
+            Field::new_list_field(value, true),
+            true,
+        )),
+        Arc::new(Field::new(
+            format!("{}[fraction]", args.name),
+            fraction,
+            true,
+        )),
+    ]
 }
 
 /// The value of `expr` when it is a constant (None when it reads a column).
@@ -188,6 +203,8 @@ struct PercentileDiscAccumulator {
     /// The group's values so far, as they came (NULLs are dropped when sorting).
     values: Vec<ArrayRef>,
     data_type: DataType,
+    /// `percentile_cont`'s: interpolated between the two values around the fraction.
+    continuous: bool,
     /// None when the fraction is NULL (or not read yet).
     fractions: Option<Vec<Option<f64>>>,
     /// Whether the fraction comes with the rows (it reads the group's columns).
@@ -297,7 +314,24 @@ impl Accumulator for PercentileDiscAccumulator {
         let mut picked = Vec::with_capacity(fractions.len());
         for f in fractions {
             picked.push(match f {
-                Some(f) if n > 0 => {
+                Some(f) if self.continuous => {
+                    // PostgreSQL: between the rows at floor and ceil of fraction * (rows -
+                    // 1), counting from 0, in proportion.
+                    let at = |k: usize| -> Result<f64> {
+                        match ScalarValue::try_from_array(&present, order.value(k) as usize)? {
+                            ScalarValue::Float64(Some(v)) => Ok(v),
+                            other => Err(DataFusionError::Internal(format!(
+                                "percentile_cont over {}",
+                                other.data_type()
+                            ))),
+                        }
+                    };
+                    let position = f * (n - 1) as f64;
+                    let (first, second) = (position.floor() as usize, position.ceil() as usize);
+                    let (a, b) = (at(first)?, at(second.min(n - 1))?);
+                    ScalarValue::Float64(Some(a + (position - first as f64) * (b - a)))
+                }
+                Some(f) => {
                     // PostgreSQL: the row at ceil(fraction * rows), counting from 1 (the
                     // first row for a fraction of 0).
                     let row = ((f * n as f64).ceil() as usize).clamp(1, n);
@@ -340,6 +374,7 @@ mod tests {
         PercentileDiscAccumulator {
             values: Vec::new(),
             data_type: ty,
+            continuous: false,
             fractions,
             from_rows: false,
             fraction: None,
@@ -419,6 +454,36 @@ mod tests {
             .collect();
         merged.merge_batch(&state).unwrap();
         assert_eq!(merged.evaluate().unwrap(), ScalarValue::Int64(Some(3)));
+    }
+
+    #[test]
+    fn continuous_percentiles_interpolate_as_postgresql_does() {
+        use datafusion::arrow::array::Float64Array;
+        let mut a = accumulator(
+            Some(vec![Some(0.25), Some(0.5), Some(1.0)]),
+            true,
+            false,
+            DataType::Float64,
+        );
+        a.continuous = true;
+        a.update_batch(&[Arc::new(Float64Array::from(vec![
+            Some(10.0),
+            None,
+            Some(1.0),
+            Some(2.0),
+            Some(4.0),
+        ]))])
+        .unwrap();
+        let ScalarValue::List(list) = a.evaluate().unwrap() else {
+            panic!()
+        };
+        let got: Vec<Option<f64>> = list
+            .value(0)
+            .as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+            .iter()
+            .collect();
+        // sorted 1, 2, 4, 10: 0.25 * 3 = 0.75 between 1 and 2; 0.5 * 3 = 1.5 between 2 and 4
+        assert_eq!(got, [Some(1.75), Some(3.0), Some(10.0)]);
     }
 
     #[test]

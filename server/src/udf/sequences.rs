@@ -258,8 +258,18 @@ impl SequenceFunction {
 
     fn lastval(&self, rows: usize) -> Result<ArrayRef> {
         let returned = self.returned();
+        // A sequence dropped since has no last value (as in PostgreSQL).
+        let exists = |id: u64| {
+            let doc = self.catalog.read();
+            doc.database(&self.db).is_ok_and(|d| {
+                d.schemas
+                    .values()
+                    .any(|s| s.sequences.values().any(|q| q.id == id))
+            })
+        };
         let v = returned
             .last
+            .filter(|&id| exists(id))
             .and_then(|id| returned.by_sequence.get(&id).copied())
             .ok_or_else(|| brook_err!(ObjectState, "lastval is not yet defined in this session"))?;
         Ok(Arc::new(Int64Array::from(vec![v; rows])))
