@@ -17,6 +17,8 @@ use datafusion::logical_expr::{
 };
 use std::sync::Arc;
 
+use super::percentile_disc::is_list;
+
 /// The aggregate.
 pub fn udaf() -> AggregateUDF {
     AggregateUDF::new_from_impl(PercentileCont {
@@ -44,13 +46,6 @@ impl std::hash::Hash for PercentileCont {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.signature.hash(state)
     }
-}
-
-fn is_list(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _)
-    )
 }
 
 /// Whether a call has an array of fractions (its second argument).

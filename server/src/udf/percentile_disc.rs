@@ -32,7 +32,8 @@ struct PercentileDisc {
     signature: Signature,
 }
 
-fn is_list(t: &DataType) -> bool {
+/// Whether `t` is an array type (an array of fractions).
+pub(super) fn is_list(t: &DataType) -> bool {
     matches!(
         t,
         DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(_, _)
