@@ -502,10 +502,14 @@ fn refuse_in_cluster(catalog: &Catalog) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn with_sequence(o: SequenceOptions, ty: PgType) -> (tempfile::TempDir, Catalog) {
+    /// A catalog in a temporary directory with sequence `public.s` of `ty` and options `o`.
+    pub(in crate::catalog) fn with_sequence(
+        o: SequenceOptions,
+        ty: PgType,
+    ) -> (tempfile::TempDir, Catalog) {
         let dir = tempfile::tempdir().unwrap();
         let cat = Catalog::open(dir.path()).unwrap();
         let mut meta = SequenceMeta::new(ty, &o).unwrap();

@@ -192,7 +192,6 @@ impl Catalog {
 mod tests {
     use super::*;
     use crate::catalog::sequence::SequenceOptions;
-    use crate::catalog::SchemaMeta;
     use crate::pg::types::PgType;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
@@ -247,24 +246,13 @@ mod tests {
         let mut dirs = Vec::new();
         let mut nodes = Vec::new();
         for _ in 0..2 {
-            let dir = tempfile::tempdir().unwrap();
-            let cat = Catalog::open(dir.path()).unwrap();
-            let mut meta = SequenceMeta::new(
-                PgType::Int8,
-                &SequenceOptions {
+            let (dir, cat) = crate::catalog::sequence::tests::with_sequence(
+                SequenceOptions {
                     cache: Some(cache),
                     ..Default::default()
                 },
-            )
-            .unwrap();
-            cat.update(|doc| {
-                meta.id = doc.next_id;
-                doc.next_id += 1;
-                let s: &mut SchemaMeta = doc.schema_mut("brook", "public")?;
-                s.sequences.insert("s".into(), meta.clone());
-                Ok(())
-            })
-            .unwrap();
+                PgType::Int8,
+            );
             cat.share_sequences(store.clone()).unwrap();
             dirs.push(dir);
             nodes.push(cat);
