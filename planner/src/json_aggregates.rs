@@ -19,7 +19,8 @@
 use crate::pg_functions::{function_call, rewrite_expressions};
 use datafusion::sql::sqlparser::ast::{
     DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, OrderByExpr, OrderByOptions, Statement,
+    Value,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 
@@ -92,12 +93,28 @@ fn rewritten(expr: &Expr) -> Option<Expr> {
                     function_call(JSON_ELEMENT, vec![x.clone()]),
                 ],
             );
+            let mut ordered = false;
             for clause in &mut inner_list.clauses {
                 if let FunctionArgumentClause::OrderBy(order) = clause {
+                    ordered = true;
                     for o in order.iter_mut().filter(|o| &o.expr == x) {
                         o.expr = element.clone();
                     }
                 }
+            }
+            // PostgreSQL finds distinct values by sorting them: without an ORDER BY they
+            // come out in ascending order (`json_agg(DISTINCT x)` of 3, 1, 2 is [1, 2, 3]).
+            if !ordered {
+                inner_list
+                    .clauses
+                    .push(FunctionArgumentClause::OrderBy(vec![OrderByExpr {
+                        expr: element.clone(),
+                        options: OrderByOptions {
+                            asc: None,
+                            nulls_first: None,
+                        },
+                        with_fill: None,
+                    }]));
             }
             element
         }
@@ -150,6 +167,10 @@ mod tests {
         assert_eq!(
             rewrite("SELECT jsonb_agg(x) OVER (PARTITION BY g) FROM t"),
             "SELECT jsonb_agg(array_agg(brook_json_element(x)) OVER (PARTITION BY g)) FROM t"
+        );
+        assert_eq!(
+            rewrite("SELECT json_agg(DISTINCT x) FROM t"),
+            "SELECT json_agg(array_agg(DISTINCT named_struct('v', x, 'j', brook_json_element(x)) ORDER BY named_struct('v', x, 'j', brook_json_element(x)))) FROM t"
         );
         assert_eq!(
             rewrite("SELECT json_agg(DISTINCT x ORDER BY x DESC) FROM t"),

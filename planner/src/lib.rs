@@ -106,6 +106,7 @@ pub mod untyped_arithmetic;
 pub mod value_text;
 pub mod values_types;
 pub mod where_in_subquery;
+pub mod whole_row;
 pub mod window_start;
 pub mod windows;
 

@@ -46,6 +46,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::SequenceNameArguments),
         Arc::new(crate::catalog_lookups::CatalogLookups),
         Arc::new(crate::like_escape::LikeEscapeAsBackslash),
+        Arc::new(crate::whole_row::WholeRowReferences),
         Arc::new(crate::json_aggregates::JsonAggregates),
         Arc::new(crate::json_ops::JsonOperators),
         Arc::new(crate::array_operators::ArrayOperators),
@@ -562,6 +563,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             .map(|s| {
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
                 // A user query can land here too (`pg_typeof(...)` names pg_type).
+                let s = crate::whole_row::WholeRowReferences.rewrite(s);
                 let s = crate::json_aggregates::JsonAggregates.rewrite(s);
                 let s = crate::json_ops::JsonOperators.rewrite(s);
                 let s = crate::array_operators::ArrayOperators.rewrite(s);

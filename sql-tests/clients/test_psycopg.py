@@ -399,6 +399,37 @@ def test_transaction_commands_out_of_place_warn_as_postgresql(brook):
     ]
 
 
+def test_if_not_exists_notices_carry_the_sqlstate_of_the_error_they_skip(brook):
+    """CREATE ... IF NOT EXISTS of an existing object is a NOTICE with the SQLSTATE its
+    error would have had (42P07 relation, 42P06 schema, 42701 column), as PostgreSQL sends
+    it; a missing object's IF EXISTS notice is 00000 (were all silent, or 00000)."""
+    seen = []
+    with connect(brook) as conn:
+        conn.execute("CREATE TABLE py_nx (id int)")
+        conn.execute("CREATE SCHEMA py_nx_s")
+        conn.add_notice_handler(lambda d: seen.append((d.sqlstate, d.message_primary)))
+        for sql in [
+            "CREATE TABLE IF NOT EXISTS py_nx (x int)",
+            "CREATE STREAM IF NOT EXISTS py_nx (x int)",
+            "CREATE TABLE IF NOT EXISTS py_nx AS SELECT 1 AS x",
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS py_nx AS SELECT id FROM py_nx",
+            "CREATE SEQUENCE IF NOT EXISTS py_nx",
+            "CREATE INDEX IF NOT EXISTS py_nx ON py_nx (id)",
+            "CREATE SCHEMA IF NOT EXISTS py_nx_s",
+            "ALTER TABLE py_nx ADD COLUMN IF NOT EXISTS id int",
+            "ALTER TABLE IF EXISTS py_nx_missing ADD COLUMN x int",
+        ]:
+            conn.execute(sql)
+        conn.execute("DROP TABLE py_nx")
+        conn.execute("DROP SCHEMA py_nx_s")
+    exists = ("42P07", 'relation "py_nx" already exists, skipping')
+    assert seen == [exists] * 6 + [
+        ("42P06", 'schema "py_nx_s" already exists, skipping'),
+        ("42701", 'column "id" of relation "py_nx" already exists, skipping'),
+        ("00000", 'relation "py_nx_missing" does not exist, skipping'),
+    ]
+
+
 def test_result_columns_are_named_as_postgresql_names_them(brook):
     """SHOW names its column as PostgreSQL names the parameter; set_config's is set_config."""
     with connect(brook) as conn, conn.cursor() as c:

@@ -836,5 +836,7 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion + 3,
         Arc::new(brook_planner::interval_text_casts::IntervalTextCasts::default()),
     );
+    // First of all: the rows it builds take part in the expressions the others rewrite.
+    rules.insert(coercion, Arc::new(brook_planner::whole_row::WholeRows));
     rules
 }

@@ -28,14 +28,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Create a schema in a database.
-    pub fn create_schema(&self, db: &Database, name: &str, if_not_exists: bool) -> Result<()> {
+    /// Create a schema in a database; false when IF NOT EXISTS found it.
+    pub fn create_schema(&self, db: &Database, name: &str, if_not_exists: bool) -> Result<bool> {
         self.create_schema_of(db, name, if_not_exists, false)
     }
 
     /// Create a session's temporary schema (see `session::temp`).
     pub fn create_temp_schema(&self, db: &Database, name: &str) -> Result<()> {
-        self.create_schema_of(db, name, true, true)
+        self.create_schema_of(db, name, true, true).map(|_| ())
     }
 
     fn create_schema_of(
@@ -44,7 +44,7 @@ impl Engine {
         name: &str,
         if_not_exists: bool,
         temporary: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let created = self.catalog.update(|doc| {
             let d = doc.database_mut(&db.name)?;
             if d.schemas.contains_key(name) {
@@ -72,7 +72,7 @@ impl Engine {
             db.catalog
                 .register_schema(name, self.user_schema(provider, &db.name, name))?;
         }
-        Ok(())
+        Ok(created)
     }
 
     /// Drop an empty schema (or with CASCADE, its relations, functions and aggregates too).
@@ -114,12 +114,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Create a database.
-    pub fn create_database(&self, name: &str, if_not_exists: bool) -> Result<()> {
+    /// Create a database; false when IF NOT EXISTS found it.
+    pub fn create_database(&self, name: &str, if_not_exists: bool) -> Result<bool> {
         self.catalog.update(|doc| {
             if doc.databases.contains_key(name) {
                 return if if_not_exists {
-                    Ok(())
+                    Ok(false)
                 } else {
                     Err(BrookError::DuplicateObject {
                         what: "database",
@@ -130,7 +130,7 @@ impl Engine {
             }
             doc.databases
                 .insert(name.to_string(), crate::catalog::DatabaseMeta::new());
-            Ok(())
+            Ok(true)
         })
     }
 

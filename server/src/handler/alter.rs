@@ -5,7 +5,7 @@
 use crate::catalog::RelKind;
 use crate::ident::ident_name;
 use crate::session::Outcome;
-use crate::session::Session;
+use crate::session::{Notice, Session};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
 
@@ -101,7 +101,9 @@ impl Session {
         let (mut meta, store) = match self.writable(&schema, &name) {
             Ok(r) => r,
             Err(BrookError::UndefinedTable(_)) if at.if_exists => {
-                return Ok(Outcome::Command("ALTER TABLE".into()))
+                self.notices
+                    .push(format!("relation \"{name}\" does not exist, skipping").into());
+                return Ok(Outcome::Command("ALTER TABLE".into()));
             }
             Err(e) => return Err(e),
         };
@@ -115,6 +117,10 @@ impl Session {
                     let cname = ident_name(&column_def.name);
                     if meta.columns.iter().any(|c| c.name == cname) {
                         if if_not_exists {
+                            self.notices.push(Notice::skipped(
+                                "42701",
+                                format!("column \"{cname}\" of relation \"{name}\" already exists"),
+                            ));
                             continue;
                         }
                         return Err(BrookError::DuplicateObject {

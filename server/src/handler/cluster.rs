@@ -7,7 +7,7 @@ use crate::catalog::RelationMeta;
 use crate::db::cluster::{definition_digest, DdlEntry, Write, WriteEntry, LOCAL_SETTINGS};
 use crate::ident::quote_if_needed;
 use crate::session::Outcome;
-use crate::session::Session;
+use crate::session::{Notice, Session};
 use crate::storage::WriteTxn;
 use brook_common::{brook_err, Result};
 use brook_planner::{BrookStatement, StatementBody};
@@ -200,8 +200,7 @@ impl Session {
         };
         let (schema, name) = self.resolve(&ct.name)?;
         if ct.if_not_exists && self.relation(&schema, &name).is_ok() {
-            self.notices
-                .push(format!("relation \"{name}\" already exists, skipping").into());
+            self.notices.push(Notice::relation_exists(&name));
             return Ok(Some(Ok("CREATE TABLE AS".into())));
         }
         let mut shape = ct.clone();

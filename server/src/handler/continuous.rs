@@ -9,7 +9,7 @@ use crate::ident::quote_ident;
 use crate::pg::sql::pg_literals;
 use crate::pg::sql::pg_named;
 use crate::session::Outcome;
-use crate::session::Session;
+use crate::session::{Notice, Session};
 use crate::storage::TableStore;
 use crate::stream::plan::continuous_plan;
 use crate::stream::plan::plan_query_continuous;
@@ -292,6 +292,7 @@ impl Session {
             .engine
             .create_relation(&self.db, &m.schema, &m.name, meta, m.if_not_exists)?
         {
+            self.notices.push(Notice::relation_exists(&m.name));
             return Ok(());
         }
         let view = self.engine.view_state(&self.db, &m.schema, &m.name)?;

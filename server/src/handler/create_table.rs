@@ -6,7 +6,7 @@ use crate::handler::sequence::{owned_sequence, serial_type};
 use crate::ident::ident_name;
 use crate::pg::types::PgType;
 use crate::session::Outcome;
-use crate::session::Session;
+use crate::session::{Notice, Session};
 use crate::settings::parse_timeout;
 use crate::write::WriteMode;
 use brook_common::{brook_err, BrookError, Result};
@@ -293,14 +293,16 @@ impl Session {
         };
         self.validate_defaults(&meta).await?;
         // IF NOT EXISTS on an existing table answers with the same tag, as PostgreSQL does.
-        self.engine.create_relation_owning(
+        if !self.engine.create_relation_owning(
             &self.db,
             &schema,
             &name,
             meta,
             defs.sequences,
             ct.if_not_exists,
-        )?;
+        )? {
+            self.notices.push(Notice::relation_exists(&name));
+        }
         Ok(Outcome::Command("CREATE TABLE".into()))
     }
 
@@ -357,6 +359,7 @@ impl Session {
             .engine
             .create_relation(&self.db, &schema, &name, meta, if_not_exists)?
         {
+            self.notices.push(Notice::relation_exists(&name));
             return Ok(Outcome::Command("CREATE TABLE AS".into()));
         }
         let (meta, store) = self.relation(&schema, &name)?;
@@ -427,14 +430,16 @@ impl Session {
             comment: None,
         };
         self.validate_defaults(&meta).await?;
-        self.engine.create_relation_owning(
+        if !self.engine.create_relation_owning(
             &self.db,
             &schema,
             &name,
             meta,
             defs.sequences,
             cs.if_not_exists,
-        )?;
+        )? {
+            self.notices.push(Notice::relation_exists(&name));
+        }
         Ok(Outcome::Command("CREATE STREAM".into()))
     }
 

@@ -4,7 +4,7 @@ use crate::catalog::IndexMeta;
 use crate::ident::ident_name;
 use crate::ident::object_parts;
 use crate::session::Outcome;
-use crate::session::Session;
+use crate::session::{Notice, Session};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{self, Expr};
 
@@ -37,11 +37,11 @@ impl Session {
         };
         let if_not_exists = ci.if_not_exists;
         let db = self.db.name.clone();
-        self.engine.catalog.update(|doc| {
+        let created = self.engine.catalog.update(|doc| {
             let s = doc.schema_mut(&db, &schema)?;
             if s.indexes.contains_key(&name) || s.relations.contains_key(&name) {
                 return if if_not_exists {
-                    Ok(())
+                    Ok(false)
                 } else {
                     Err(BrookError::DuplicateTable(name.clone()))
                 };
@@ -54,8 +54,11 @@ impl Session {
                     unique: false,
                 },
             );
-            Ok(())
+            Ok(true)
         })?;
+        if !created {
+            self.notices.push(Notice::relation_exists(&name));
+        }
         Ok(Outcome::Command("CREATE INDEX".into()))
     }
 }

@@ -1,7 +1,7 @@
 //! CREATE SCHEMA and CREATE DATABASE.
 
 use crate::ident::object_parts;
-use crate::session::{Outcome, Session};
+use crate::session::{Notice, Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{ObjectName, SchemaName};
 
@@ -25,7 +25,12 @@ impl Session {
                 code: "42939",
             });
         }
-        self.engine.create_schema(&self.db, &name, if_not_exists)?;
+        if !self.engine.create_schema(&self.db, &name, if_not_exists)? {
+            self.notices.push(Notice::skipped(
+                "42P06",
+                format!("schema \"{name}\" already exists"),
+            ));
+        }
         Ok(Outcome::Command("CREATE SCHEMA".into()))
     }
 
@@ -35,8 +40,13 @@ impl Session {
         db_name: &ObjectName,
         if_not_exists: bool,
     ) -> Result<Outcome> {
-        self.engine
-            .create_database(&object_parts(db_name)?.join("."), if_not_exists)?;
+        let name = object_parts(db_name)?.join(".");
+        if !self.engine.create_database(&name, if_not_exists)? {
+            self.notices.push(Notice::skipped(
+                "42P04",
+                format!("database \"{name}\" already exists"),
+            ));
+        }
         Ok(Outcome::Command("CREATE DATABASE".into()))
     }
 }

@@ -4,7 +4,7 @@ use crate::catalog::sequence::{SequenceMeta, SequenceOptions};
 use crate::catalog::{ColumnMeta, Identity};
 use crate::ident::object_parts;
 use crate::pg::types::PgType;
-use crate::session::{Outcome, Session};
+use crate::session::{Notice, Outcome, Session};
 use brook_common::{brook_err, BrookError, Result};
 use brook_planner::parser::AlterSequence;
 use datafusion::sql::sqlparser::ast::{
@@ -39,8 +39,7 @@ impl Session {
             self.engine
                 .create_sequence(&self.db, &schema, &name, meta, cs.if_not_exists)?;
         if !created {
-            self.notices
-                .push(format!("relation \"{name}\" already exists, skipping").into());
+            self.notices.push(Notice::relation_exists(&name));
         }
         Ok(Outcome::Command("CREATE SEQUENCE".into()))
     }

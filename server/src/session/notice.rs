@@ -23,6 +23,24 @@ impl Notice {
     }
 }
 
+impl Notice {
+    /// A NOTICE that IF [NOT] EXISTS skipped a statement with: the SQLSTATE of the error it
+    /// avoided, as PostgreSQL sends it (42P07 for `CREATE TABLE IF NOT EXISTS` on an existing
+    /// relation; a missing object's is 00000 there, and here).
+    pub fn skipped(code: &'static str, message: impl Into<String>) -> Self {
+        Notice {
+            warning: false,
+            code,
+            message: format!("{}, skipping", message.into()),
+        }
+    }
+
+    /// `CREATE ... IF NOT EXISTS` of a relation (or index, or sequence) that exists.
+    pub fn relation_exists(name: &str) -> Self {
+        Notice::skipped("42P07", format!("relation \"{name}\" already exists"))
+    }
+}
+
 /// A NOTICE.
 impl From<String> for Notice {
     fn from(message: String) -> Self {

@@ -30,6 +30,7 @@ pub fn register(ctx: &SessionContext) {
         ("jsonb_build_array", Kind::Array),
         ("to_json", Kind::Value),
         ("to_jsonb", Kind::Value),
+        ("row_to_json", Kind::Row),
         ("json_typeof", Kind::TypeOf),
         ("jsonb_typeof", Kind::TypeOf),
     ] {
@@ -40,6 +41,10 @@ pub fn register(ctx: &SessionContext) {
                 Volatility::Stable,
             ),
             Kind::Value => Signature::any(1, Volatility::Stable),
+            Kind::Row => Signature::one_of(
+                vec![TypeSignature::Any(1), TypeSignature::Any(2)],
+                Volatility::Stable,
+            ),
             Kind::TypeOf => Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
         };
         ctx.register_udf(ScalarUDF::new_from_impl(JsonBuild {
@@ -55,6 +60,8 @@ enum Kind {
     Object,
     Array,
     Value,
+    /// `row_to_json(record [, pretty])`.
+    Row,
     TypeOf,
 }
 
@@ -78,7 +85,34 @@ impl ScalarUDFImpl for JsonBuild {
         Ok(DataType::Utf8)
     }
 
-    fn return_field_from_args(&self, _args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        if self.kind == Kind::Row {
+            // NULL: a whole-row reference before the analyzer builds its row.
+            let record = args.arg_fields.first().map(|f| f.data_type());
+            if !matches!(record, Some(DataType::Struct(_) | DataType::Null)) {
+                let types: Vec<String> = args
+                    .arg_fields
+                    .iter()
+                    .map(|f| f.data_type().to_string())
+                    .collect();
+                return Err(DataFusionError::from(BrookError::UndefinedFunction(
+                    format!(
+                    "function row_to_json({}) does not exist (it takes a row: a FROM item's name)",
+                    types.join(", ")
+                ),
+                )));
+            }
+            if args
+                .arg_fields
+                .get(1)
+                .is_some_and(|f| !matches!(f.data_type(), DataType::Boolean | DataType::Null))
+            {
+                return Err(DataFusionError::from(BrookError::UndefinedFunction(
+                    "function row_to_json(record, ...) takes a boolean as its second argument"
+                        .into(),
+                )));
+            }
+        }
         Ok(match self.kind {
             Kind::TypeOf => Arc::new(Field::new(self.name, DataType::Utf8, true)),
             _ if self.is_jsonb() => super::json_get::json_field(self.name, "jsonb"),
@@ -166,6 +200,20 @@ impl JsonBuild {
                     return Ok(None);
                 }
                 value(&mut out, 0)?;
+            }
+            Kind::Row => {
+                let Some(a) = arrays.first() else {
+                    return Ok(None);
+                };
+                if is_null(a, row) {
+                    return Ok(None);
+                }
+                let pretty = arrays
+                    .get(1)
+                    .filter(|p| !is_null(p, row))
+                    .and_then(|p| p.as_boolean_opt().map(|b| b.value(row)))
+                    .unwrap_or(false);
+                write_row(&mut out, a, row, if pretty { ",\n " } else { "," })?;
             }
             Kind::TypeOf => {
                 let Some(a) = arrays.first() else {
@@ -311,24 +359,34 @@ fn write_value(out: &mut String, a: &ArrayRef, row: usize) -> Result<()> {
             }
             out.push(']');
         }
-        DataType::Struct(fields) => {
-            let s = a.as_struct();
-            out.push('{');
-            for (i, field) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, field.name());
-                out.push(':');
-                write_value(out, s.column(i), row)?;
-            }
-            out.push('}');
-        }
+        DataType::Struct(_) => write_row(out, a, row, ",")?,
         _ => {
             let text = text_of(a, row)?;
             write_string(out, &text);
         }
     }
+    Ok(())
+}
+
+/// A row as PostgreSQL's `row_to_json` writes a record: its fields by name, in order, each
+/// after `separator`; a json or jsonb field embedded as it is.
+fn write_row(out: &mut String, a: &ArrayRef, row: usize, separator: &str) -> Result<()> {
+    let s = a.as_struct();
+    out.push('{');
+    for (i, field) in s.fields().iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        write_string(out, field.name());
+        out.push(':');
+        let column = s.column(i);
+        if super::json_get::json_type(field).is_some() && !is_null(column, row) {
+            out.push_str(&text_of(column, row)?);
+        } else {
+            write_value(out, column, row)?;
+        }
+    }
+    out.push('}');
     Ok(())
 }
 

@@ -1,0 +1,523 @@
+//! Whole-row references: a FROM item's name used as a value, as PostgreSQL reads
+//! `row_to_json(t)`, `json_agg(t)`, `to_jsonb(s)` or `json_build_object('row', t.*)` — the
+//! row of that FROM item, its columns in order, as a composite value.
+//!
+//! DataFusion has no composite values of a relation: a bare `t` is a column that does not
+//! exist (42703). Brook builds the row as a struct, which the JSON functions write as
+//! PostgreSQL writes a record. Written here because no library does it; two steps:
+//!
+//! - [`WholeRowReferences`] (a statement rewrite): an argument of one of the JSON
+//!   functions ([`TAKE_ROWS`]) that is a bare identifier naming a FROM item of its SELECT,
+//!   or `name.*`, becomes `brook_whole_row(name.*)` (the FROM item as written: alias, else
+//!   its table name with any schema); a bare identifier also gets its own text as a second
+//!   argument, because PostgreSQL prefers a column of that name when there is one. Innermost
+//!   SELECTs first, and a SELECT's rewrite does not reach into its subqueries.
+//! - [`WholeRows`] (an analyzer rule, before type coercion): `brook_whole_row(name.*)`
+//!   becomes `brook_row('a', name.a, 'b', name.b, ...)` over the columns the node's input
+//!   has from that FROM item — or the column itself when the input has exactly one column of
+//!   the bare identifier's name. `brook_row` is DataFusion's `named_struct` except that each
+//!   field keeps its column's metadata, so a json column of the row stays JSON.
+//!
+//! `SELECT t FROM t` (a record as a result column) is not rewritten: it stays 42703.
+
+use brook_common::BrookError;
+use datafusion::arrow::array::{ArrayRef, StructArray};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{
+    internal_err, plan_err, Column, DFSchema, DataFusionError, Result, ScalarValue, TableReference,
+};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::sql::sqlparser::ast::{
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectName, ObjectNamePart,
+    Query, Select, SetExpr, Statement, TableFactor, TableWithJoins, Value, VisitMut, VisitorMut,
+};
+use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+/// The marker function the statement rewrite writes and the analyzer rule replaces.
+pub const WHOLE_ROW: &str = "brook_whole_row";
+
+/// The function that builds a row from names and values.
+pub const ROW: &str = "brook_row";
+
+/// The functions whose arguments may be whole rows.
+const TAKE_ROWS: [&str; 11] = [
+    "row_to_json",
+    "to_json",
+    "to_jsonb",
+    "json_agg",
+    "jsonb_agg",
+    "json_object_agg",
+    "jsonb_object_agg",
+    "json_build_object",
+    "jsonb_build_object",
+    "json_build_array",
+    "jsonb_build_array",
+];
+
+/// The statement rewrite.
+#[derive(Debug)]
+pub struct WholeRowReferences;
+
+impl SqlStatementRewriteRule for WholeRowReferences {
+    fn rewrite(&self, mut s: Statement) -> Statement {
+        let _ = s.visit(&mut Queries);
+        s
+    }
+}
+
+/// Visits every query after its subqueries (innermost first).
+struct Queries;
+
+impl VisitorMut for Queries {
+    type Break = ();
+
+    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        set_expr(&mut q.body);
+        ControlFlow::Continue(())
+    }
+}
+
+fn set_expr(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => rewrite_select(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            set_expr(left);
+            set_expr(right);
+        }
+        _ => {}
+    }
+}
+
+/// Rewrites the whole-row arguments of `select` naming its own FROM items.
+fn rewrite_select(select: &mut Select) {
+    let mut names = Vec::new();
+    for from in &select.from {
+        from_names(from, &mut names);
+    }
+    if names.is_empty() {
+        return;
+    }
+    // The FROM items are not the SELECT's expressions to rewrite (their subqueries were,
+    // as queries of their own); the rest of the SELECT is, at its own depth only.
+    let from = std::mem::take(&mut select.from);
+    let _ = select.visit(&mut Arguments {
+        names: &names,
+        depth: 0,
+    });
+    select.from = from;
+}
+
+/// A FROM item's name as a whole-row reference reads it, and the name its columns are
+/// qualified with.
+struct FromName {
+    reference: String,
+    qualifier: ObjectName,
+}
+
+fn from_names(from: &TableWithJoins, out: &mut Vec<FromName>) {
+    factor_name(&from.relation, out);
+    for join in &from.joins {
+        factor_name(&join.relation, out);
+    }
+}
+
+fn factor_name(factor: &TableFactor, out: &mut Vec<FromName>) {
+    match factor {
+        TableFactor::Table { name, alias, .. } => match alias {
+            Some(a) => out.push(FromName {
+                reference: a.name.value.clone(),
+                qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
+            }),
+            None => {
+                if let Some(last) = name.0.last().and_then(|p| p.as_ident()) {
+                    out.push(FromName {
+                        reference: last.value.clone(),
+                        qualifier: name.clone(),
+                    });
+                }
+            }
+        },
+        TableFactor::Derived { alias: Some(a), .. } => out.push(FromName {
+            reference: a.name.value.clone(),
+            qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
+        }),
+        TableFactor::NestedJoin {
+            table_with_joins, ..
+        } => from_names(table_with_joins, out),
+        _ => {}
+    }
+}
+
+/// Rewrites the arguments of the functions that take rows, outside subqueries.
+struct Arguments<'a> {
+    names: &'a [FromName],
+    depth: usize,
+}
+
+impl VisitorMut for Arguments<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &mut SqlExpr) -> ControlFlow<()> {
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
+        let SqlExpr::Function(f) = e else {
+            return ControlFlow::Continue(());
+        };
+        let takes_rows = f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|n| TAKE_ROWS.contains(&n.value.to_ascii_lowercase().as_str()));
+        let FunctionArguments::List(list) = &mut f.args else {
+            return ControlFlow::Continue(());
+        };
+        if !takes_rows {
+            return ControlFlow::Continue(());
+        }
+        for arg in &mut list.args {
+            let FunctionArg::Unnamed(a) = arg else {
+                continue;
+            };
+            if let Some(row) = self.whole_row(a) {
+                *a = FunctionArgExpr::Expr(row);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl Arguments<'_> {
+    /// `arg` as a whole-row marker when it names one of the FROM items.
+    fn whole_row(&self, arg: &FunctionArgExpr) -> Option<SqlExpr> {
+        let (from, column) = match arg {
+            FunctionArgExpr::Expr(SqlExpr::Identifier(id)) if id.quote_style.is_none() => {
+                let lower = id.value.to_ascii_lowercase();
+                (self.find(&lower)?, Some(lower))
+            }
+            FunctionArgExpr::Expr(SqlExpr::Identifier(id)) => {
+                (self.find(&id.value)?, Some(id.value.clone()))
+            }
+            FunctionArgExpr::QualifiedWildcard(name) => {
+                let written = name.0.last()?.as_ident()?;
+                let from = self
+                    .find(&written.value)
+                    .or_else(|| self.find(&written.value.to_ascii_lowercase()))?;
+                (from, None)
+            }
+            _ => return None,
+        };
+        let mut args = vec![FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(
+            from.qualifier.clone(),
+        ))];
+        if let Some(column) = column {
+            args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(SqlExpr::value(
+                Value::SingleQuotedString(column),
+            ))));
+        }
+        let mut call = crate::pg_functions::function_call(WHOLE_ROW, vec![]);
+        if let SqlExpr::Function(f) = &mut call {
+            if let FunctionArguments::List(list) = &mut f.args {
+                list.args = args;
+            }
+        }
+        Some(call)
+    }
+
+    /// The FROM item referred to as `name` (case as the identifier resolves).
+    fn find(&self, name: &str) -> Option<&FromName> {
+        self.names
+            .iter()
+            .find(|n| n.reference == name || n.reference.to_ascii_lowercase() == name)
+    }
+}
+
+/// The marker function, typed as the NULL a wildcard is while the statement is planned;
+/// [`WholeRows`] replaces every call before anything runs.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct WholeRowMarker {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for WholeRowMarker {
+    fn name(&self) -> &str {
+        WHOLE_ROW
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Null)
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        plan_err!("{WHOLE_ROW} is replaced by the row it names before a query runs")
+    }
+}
+
+/// The marker function, to register on a context.
+pub fn whole_row_function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(WholeRowMarker {
+        signature: Signature::variadic_any(Volatility::Immutable),
+    })
+}
+
+/// The analyzer rule.
+#[derive(Debug, Default)]
+pub struct WholeRows;
+
+impl AnalyzerRule for WholeRows {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            if matches!(node, LogicalPlan::TableScan(_)) {
+                return Ok(Transformed::no(node));
+            }
+            let mut schema = DFSchema::empty();
+            for input in node.inputs() {
+                schema.merge(input.schema());
+            }
+            let inputs: Vec<LogicalPlan> = node.inputs().into_iter().cloned().collect();
+            let preserver = NamePreserver::new(&node);
+            let node = node.map_expressions(|e| {
+                let saved = preserver.save(&e);
+                let t = e.transform_up(|e| expand(e, &schema, &inputs))?;
+                Ok(t.update_data(|e| saved.restore(e)))
+            })?;
+            if node.transformed {
+                node.map_data(|p| p.recompute_schema())
+            } else {
+                Ok(node)
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "brook_whole_rows"
+    }
+}
+
+/// `e` as the row (or the column) a marker call names; `schema` is the node's inputs', and
+/// `inputs` the plans below it, where the FROM item's whole row is found.
+fn expand(e: Expr, schema: &DFSchema, inputs: &[LogicalPlan]) -> Result<Transformed<Expr>> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
+        return Ok(Transformed::no(e));
+    };
+    if func.name() != WHOLE_ROW {
+        return Ok(Transformed::no(e));
+    }
+    #[expect(deprecated)]
+    let Some(Expr::Wildcard {
+        qualifier: Some(qualifier),
+        ..
+    }) = args.first()
+    else {
+        return plan_err!("{WHOLE_ROW} takes a FROM item's name");
+    };
+    if let Some(Expr::Literal(ScalarValue::Utf8(Some(column)), _)) = args.get(1) {
+        let same_name: Vec<_> = schema.iter().filter(|(_, f)| f.name() == column).collect();
+        if let [(q, f)] = same_name.as_slice() {
+            return Ok(Transformed::yes(Expr::Column(Column::new(
+                q.cloned(),
+                f.name(),
+            ))));
+        }
+    }
+    let mut fields = Vec::new();
+    for (q, f) in schema.iter() {
+        if q == Some(qualifier) {
+            fields.push(Expr::Literal(
+                ScalarValue::Utf8(Some(f.name().clone())),
+                None,
+            ));
+            fields.push(Expr::Column(Column::new(q.cloned(), f.name())));
+        }
+    }
+    if fields.is_empty() {
+        return plan_err!("missing FROM-clause entry for table \"{qualifier}\"");
+    }
+    // Above GROUP BY, the row is only what the grouping kept of it; PostgreSQL refuses the
+    // reference unless every column is grouped (a row of the grouped columns only would be
+    // a wrong answer).
+    let whole = inputs.iter().find_map(|p| source_columns(p, qualifier));
+    if let Some(missing) = whole.into_iter().flatten().find(|c| {
+        schema
+            .iter()
+            .all(|(q, f)| q != Some(qualifier) || f.name() != c)
+    }) {
+        return Err(DataFusionError::External(Box::new(BrookError::grouping(format!(
+            "column \"{qualifier}.{missing}\" must appear in the GROUP BY clause or be used in an aggregate function (the whole row \"{qualifier}\" is read)"
+        )))));
+    }
+    Ok(Transformed::yes(Expr::ScalarFunction(
+        ScalarFunction::new_udf(Arc::new(row_function()), fields),
+    )))
+}
+
+/// The columns of the FROM item `qualifier` where `plan` reads it (its table scan or its
+/// subquery's alias), found below any grouping.
+fn source_columns(plan: &LogicalPlan, qualifier: &TableReference) -> Option<Vec<String>> {
+    let names = |schema: &DFSchema| schema.fields().iter().map(|f| f.name().clone()).collect();
+    match plan {
+        LogicalPlan::TableScan(scan) if &scan.table_name == qualifier => {
+            Some(names(scan.projected_schema.as_ref()))
+        }
+        LogicalPlan::SubqueryAlias(alias) if &alias.alias == qualifier => {
+            Some(names(alias.schema.as_ref()))
+        }
+        other => other
+            .inputs()
+            .into_iter()
+            .find_map(|p| source_columns(p, qualifier)),
+    }
+}
+
+/// `brook_row(name, value, ...)`: a struct of the values, each field named by its constant
+/// name and keeping its value's field metadata (`named_struct` drops it).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Row {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Row {
+    fn name(&self) -> &str {
+        ROW
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        internal_err!("{ROW} has its type from its arguments' fields")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        let mut fields = Vec::new();
+        for (pair, names) in args
+            .arg_fields
+            .chunks(2)
+            .zip(args.scalar_arguments.chunks(2))
+        {
+            let (Some(Some(ScalarValue::Utf8(Some(name)))), Some(value)) =
+                (names.first(), pair.get(1))
+            else {
+                return plan_err!("{ROW} takes pairs of a constant name and a value");
+            };
+            fields.push(
+                value
+                    .as_ref()
+                    .clone()
+                    .with_name(name.clone())
+                    .with_nullable(true),
+            );
+        }
+        Ok(Arc::new(Field::new(
+            ROW,
+            DataType::Struct(Fields::from(fields)),
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let DataType::Struct(fields) = args.return_field.data_type() else {
+            return internal_err!("{ROW} returns a struct");
+        };
+        let values = args
+            .args
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|v| v.to_array(args.number_rows))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let rows = StructArray::try_new(fields.clone(), values, None)?;
+        Ok(ColumnarValue::Array(Arc::new(rows)))
+    }
+}
+
+/// The row function, to register on a context (a view's stored plan may name it).
+pub fn row_function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(Row {
+        signature: Signature::variadic_any(Volatility::Immutable),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    fn marker() -> &'static str {
+        WHOLE_ROW
+    }
+
+    fn rewritten(sql: &str) -> String {
+        let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
+        WholeRowReferences.rewrite(s).to_string()
+    }
+
+    #[test]
+    fn a_from_items_name_becomes_its_row() {
+        let m = marker();
+        assert_eq!(
+            rewritten("SELECT row_to_json(t) FROM t"),
+            format!("SELECT row_to_json({m}(t.*, 't')) FROM t")
+        );
+        assert_eq!(
+            rewritten("SELECT json_agg(s.*) FROM (SELECT 1 AS a) AS s"),
+            format!("SELECT json_agg({m}(s.*)) FROM (SELECT 1 AS a) AS s")
+        );
+        assert_eq!(
+            rewritten("SELECT to_jsonb(t) FROM public.t"),
+            format!("SELECT to_jsonb({m}(public.t.*, 't')) FROM public.t")
+        );
+        assert_eq!(
+            rewritten("SELECT json_build_object('r', x) FROM t AS x JOIN u ON true"),
+            format!("SELECT json_build_object('r', {m}(x.*, 'x')) FROM t AS x JOIN u ON true")
+        );
+    }
+
+    #[test]
+    fn other_names_and_functions_and_scopes_are_left() {
+        for sql in [
+            "SELECT row_to_json(u) FROM t",
+            "SELECT length(t) FROM t",
+            "SELECT t FROM t",
+            "SELECT (SELECT to_json(t) FROM u) FROM t",
+        ] {
+            assert_eq!(rewritten(sql), sql);
+        }
+        // The subquery's own FROM item is its row; the outer one's is not reached.
+        let m = marker();
+        assert_eq!(
+            rewritten("SELECT (SELECT to_json(u) FROM u), to_json(t) FROM t"),
+            format!("SELECT (SELECT to_json({m}(u.*, 'u')) FROM u), to_json({m}(t.*, 't')) FROM t")
+        );
+    }
+}
