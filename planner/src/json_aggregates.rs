@@ -104,7 +104,7 @@ fn rewritten(expr: &Expr) -> Option<Expr> {
             }
             // PostgreSQL finds distinct values by sorting them: without an ORDER BY they
             // come out in ascending order (`json_agg(DISTINCT x)` of 3, 1, 2 is [1, 2, 3]).
-            if !ordered {
+            if !ordered && f.over.is_none() {
                 inner_list
                     .clauses
                     .push(FunctionArgumentClause::OrderBy(vec![OrderByExpr {

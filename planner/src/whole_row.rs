@@ -31,13 +31,14 @@ use datafusion::common::{
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    Case, ColumnarValue, Expr, JoinType, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::sql::sqlparser::ast::{
-    Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectName, ObjectNamePart,
-    Query, Select, SetExpr, Statement, TableFactor, TableWithJoins, Value, VisitMut, VisitorMut,
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments,
+    Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor,
+    TableWithJoins, Value, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -82,14 +83,29 @@ impl VisitorMut for Queries {
     type Break = ();
 
     fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        set_expr(&mut q.body);
+        let names = match q.body.as_mut() {
+            SetExpr::Select(select) => rewrite_select(select),
+            other => {
+                set_expr(other);
+                return ControlFlow::Continue(());
+            }
+        };
+        // The query's ORDER BY reads the same FROM items as its SELECT.
+        if let (Some(order_by), false) = (&mut q.order_by, names.is_empty()) {
+            let _ = order_by.visit(&mut Arguments {
+                names: &names,
+                depth: 0,
+            });
+        }
         ControlFlow::Continue(())
     }
 }
 
 fn set_expr(body: &mut SetExpr) {
     match body {
-        SetExpr::Select(select) => rewrite_select(select),
+        SetExpr::Select(select) => {
+            rewrite_select(select);
+        }
         SetExpr::SetOperation { left, right, .. } => {
             set_expr(left);
             set_expr(right);
@@ -98,14 +114,14 @@ fn set_expr(body: &mut SetExpr) {
     }
 }
 
-/// Rewrites the whole-row arguments of `select` naming its own FROM items.
-fn rewrite_select(select: &mut Select) {
+/// Rewrites the whole-row arguments of `select` naming its own FROM items; returns those.
+fn rewrite_select(select: &mut Select) -> Vec<FromName> {
     let mut names = Vec::new();
     for from in &select.from {
         from_names(from, &mut names);
     }
     if names.is_empty() {
-        return;
+        return names;
     }
     // The FROM items are not the SELECT's expressions to rewrite (their subqueries were,
     // as queries of their own); the rest of the SELECT is, at its own depth only.
@@ -115,10 +131,11 @@ fn rewrite_select(select: &mut Select) {
         depth: 0,
     });
     select.from = from;
+    names
 }
 
-/// A FROM item's name as a whole-row reference reads it, and the name its columns are
-/// qualified with.
+/// A FROM item's name as a whole-row reference reads it (folded to lower case unless
+/// quoted, as identifiers are), and the name its columns are qualified with.
 struct FromName {
     reference: String,
     qualifier: ObjectName,
@@ -133,28 +150,39 @@ fn from_names(from: &TableWithJoins, out: &mut Vec<FromName>) {
 
 fn factor_name(factor: &TableFactor, out: &mut Vec<FromName>) {
     match factor {
+        // A table function's row is its value in PostgreSQL (`to_json(g)` of
+        // `generate_series(1, 2) g(x)` is 1): not a row here.
+        TableFactor::Table { args: Some(_), .. } => {}
         TableFactor::Table { name, alias, .. } => match alias {
             Some(a) => out.push(FromName {
-                reference: a.name.value.clone(),
+                reference: folded(&a.name),
                 qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
             }),
             None => {
                 if let Some(last) = name.0.last().and_then(|p| p.as_ident()) {
                     out.push(FromName {
-                        reference: last.value.clone(),
+                        reference: folded(last),
                         qualifier: name.clone(),
                     });
                 }
             }
         },
         TableFactor::Derived { alias: Some(a), .. } => out.push(FromName {
-            reference: a.name.value.clone(),
+            reference: folded(&a.name),
             qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
         }),
         TableFactor::NestedJoin {
             table_with_joins, ..
         } => from_names(table_with_joins, out),
         _ => {}
+    }
+}
+
+/// An identifier as it names: its text when quoted, else folded to lower case.
+fn folded(id: &Ident) -> String {
+    match id.quote_style {
+        Some(_) => id.value.clone(),
+        None => id.value.to_ascii_lowercase(),
     }
 }
 
@@ -204,6 +232,17 @@ impl VisitorMut for Arguments<'_> {
                 *a = FunctionArgExpr::Expr(row);
             }
         }
+        // `json_agg(DISTINCT t ORDER BY t)`: the ORDER BY names the argument.
+        for clause in &mut list.clauses {
+            if let FunctionArgumentClause::OrderBy(order) = clause {
+                for o in order {
+                    let arg = FunctionArgExpr::Expr(o.expr.clone());
+                    if let Some(row) = self.whole_row(&arg) {
+                        o.expr = row;
+                    }
+                }
+            }
+        }
         ControlFlow::Continue(())
     }
 }
@@ -212,19 +251,15 @@ impl Arguments<'_> {
     /// `arg` as a whole-row marker when it names one of the FROM items.
     fn whole_row(&self, arg: &FunctionArgExpr) -> Option<SqlExpr> {
         let (from, column) = match arg {
-            FunctionArgExpr::Expr(SqlExpr::Identifier(id)) if id.quote_style.is_none() => {
-                let lower = id.value.to_ascii_lowercase();
-                (self.find(&lower)?, Some(lower))
-            }
             FunctionArgExpr::Expr(SqlExpr::Identifier(id)) => {
-                (self.find(&id.value)?, Some(id.value.clone()))
+                let name = folded(id);
+                (self.find(&name)?, Some(name))
             }
             FunctionArgExpr::QualifiedWildcard(name) => {
-                let written = name.0.last()?.as_ident()?;
-                let from = self
-                    .find(&written.value)
-                    .or_else(|| self.find(&written.value.to_ascii_lowercase()))?;
-                (from, None)
+                let [ObjectNamePart::Identifier(written)] = name.0.as_slice() else {
+                    return None;
+                };
+                (self.find(&folded(written))?, None)
             }
             _ => return None,
         };
@@ -245,11 +280,9 @@ impl Arguments<'_> {
         Some(call)
     }
 
-    /// The FROM item referred to as `name` (case as the identifier resolves).
+    /// The FROM item referred to as `name` (as [`folded`] gives it).
     fn find(&self, name: &str) -> Option<&FromName> {
-        self.names
-            .iter()
-            .find(|n| n.reference == name || n.reference.to_ascii_lowercase() == name)
+        self.names.iter().find(|n| n.reference == name)
     }
 }
 
@@ -300,10 +333,11 @@ impl AnalyzerRule for WholeRows {
                 schema.merge(input.schema());
             }
             let inputs: Vec<LogicalPlan> = node.inputs().into_iter().cloned().collect();
+            let sorting = matches!(node, LogicalPlan::Sort(_));
             let preserver = NamePreserver::new(&node);
             let node = node.map_expressions(|e| {
                 let saved = preserver.save(&e);
-                let t = e.transform_up(|e| expand(e, &schema, &inputs))?;
+                let t = e.transform_up(|e| expand(e, &schema, &inputs, sorting))?;
                 Ok(t.update_data(|e| saved.restore(e)))
             })?;
             if node.transformed {
@@ -321,8 +355,14 @@ impl AnalyzerRule for WholeRows {
 }
 
 /// `e` as the row (or the column) a marker call names; `schema` is the node's inputs', and
-/// `inputs` the plans below it, where the FROM item's whole row is found.
-fn expand(e: Expr, schema: &DFSchema, inputs: &[LogicalPlan]) -> Result<Transformed<Expr>> {
+/// `inputs` the plans below it, where the FROM item's whole row is found; `sorting` when the
+/// node is an ORDER BY (whose input is the select list).
+fn expand(
+    e: Expr,
+    schema: &DFSchema,
+    inputs: &[LogicalPlan],
+    sorting: bool,
+) -> Result<Transformed<Expr>> {
     let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
         return Ok(Transformed::no(e));
     };
@@ -346,52 +386,133 @@ fn expand(e: Expr, schema: &DFSchema, inputs: &[LogicalPlan]) -> Result<Transfor
             ))));
         }
     }
-    let mut fields = Vec::new();
-    for (q, f) in schema.iter() {
-        if q == Some(qualifier) {
-            fields.push(Expr::Literal(
-                ScalarValue::Utf8(Some(f.name().clone())),
-                None,
-            ));
-            fields.push(Expr::Column(Column::new(q.cloned(), f.name())));
-        }
-    }
-    if fields.is_empty() {
-        return plan_err!("missing FROM-clause entry for table \"{qualifier}\"");
-    }
-    // Above GROUP BY, the row is only what the grouping kept of it; PostgreSQL refuses the
-    // reference unless every column is grouped (a row of the grouped columns only would be
-    // a wrong answer).
+    let visible: Vec<&str> = schema
+        .iter()
+        .filter(|(q, _)| *q == Some(qualifier))
+        .map(|(_, f)| f.name().as_str())
+        .collect();
+    // The row's columns in the FROM item's order, found where it is read (below any
+    // grouping, which keeps only what it groups by, in its own order).
     let whole = inputs.iter().find_map(|p| source_columns(p, qualifier));
-    if let Some(missing) = whole.into_iter().flatten().find(|c| {
-        schema
+    let columns: Vec<SourceColumn> = match whole {
+        Some(whole) => whole,
+        None if visible.is_empty() => {
+            return Err(DataFusionError::External(Box::new(
+                BrookError::UndefinedTable(qualifier.to_string()),
+            )))
+        }
+        None => visible
             .iter()
-            .all(|(q, f)| q != Some(qualifier) || f.name() != c)
-    }) {
+            .map(|name| SourceColumn {
+                name: name.to_string(),
+                nullable: true,
+            })
+            .collect(),
+    };
+    // Above GROUP BY, PostgreSQL refuses the reference unless the row is grouped (a row of
+    // the grouped columns only would be another answer).
+    if let Some(missing) = columns.iter().find(|c| !visible.contains(&c.name.as_str())) {
+        if sorting {
+            // DataFusion adds the columns an ORDER BY reads to the select list; a whole row
+            // names none of them.
+            return Err(DataFusionError::External(Box::new(BrookError::Unsupported(format!(
+                "a whole-row reference (\"{qualifier}\") in ORDER BY when the select list does not read every column of it (select {qualifier}.* too, or order by its columns)"
+            )))));
+        }
         return Err(DataFusionError::External(Box::new(BrookError::grouping(format!(
-            "column \"{qualifier}.{missing}\" must appear in the GROUP BY clause or be used in an aggregate function (the whole row \"{qualifier}\" is read)"
+            "column \"{qualifier}.{}\" must appear in the GROUP BY clause or be used in an aggregate function (the whole row \"{qualifier}\" is read)",
+            missing.name
         )))));
     }
-    Ok(Transformed::yes(Expr::ScalarFunction(
-        ScalarFunction::new_udf(Arc::new(row_function()), fields),
-    )))
+    let mut fields = Vec::new();
+    for c in &columns {
+        fields.push(Expr::Literal(ScalarValue::Utf8(Some(c.name.clone())), None));
+        fields.push(Expr::Column(Column::new(Some(qualifier.clone()), &c.name)));
+    }
+    let row = Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(row_function()), fields));
+    if !inputs.iter().any(|p| null_extended(p, qualifier)) {
+        return Ok(Transformed::yes(row));
+    }
+    // The row of an outer join's side that found no match is NULL, not a row of NULLs:
+    // known by a column that cannot be NULL in the FROM item, else by every column's NULL.
+    let column_null =
+        |c: &SourceColumn| Expr::Column(Column::new(Some(qualifier.clone()), &c.name)).is_null();
+    let missing_row = match columns.iter().find(|c| !c.nullable) {
+        Some(c) => column_null(c),
+        None => columns
+            .iter()
+            .map(column_null)
+            .reduce(Expr::and)
+            .unwrap_or_else(|| Expr::Literal(ScalarValue::Boolean(Some(false)), None)),
+    };
+    Ok(Transformed::yes(Expr::Case(Case::new(
+        None,
+        vec![(
+            Box::new(missing_row),
+            Box::new(Expr::Literal(ScalarValue::Null, None)),
+        )],
+        Some(Box::new(row)),
+    ))))
+}
+
+/// A column of a FROM item as its source has it.
+struct SourceColumn {
+    name: String,
+    /// False when the source never gives it NULL (a NOT NULL column).
+    nullable: bool,
 }
 
 /// The columns of the FROM item `qualifier` where `plan` reads it (its table scan or its
 /// subquery's alias), found below any grouping.
-fn source_columns(plan: &LogicalPlan, qualifier: &TableReference) -> Option<Vec<String>> {
-    let names = |schema: &DFSchema| schema.fields().iter().map(|f| f.name().clone()).collect();
+fn source_columns(plan: &LogicalPlan, qualifier: &TableReference) -> Option<Vec<SourceColumn>> {
+    let columns = |schema: &DFSchema| {
+        schema
+            .fields()
+            .iter()
+            .map(|f| SourceColumn {
+                name: f.name().clone(),
+                nullable: f.is_nullable(),
+            })
+            .collect()
+    };
     match plan {
         LogicalPlan::TableScan(scan) if &scan.table_name == qualifier => {
-            Some(names(scan.projected_schema.as_ref()))
+            Some(columns(scan.projected_schema.as_ref()))
         }
         LogicalPlan::SubqueryAlias(alias) if &alias.alias == qualifier => {
-            Some(names(alias.schema.as_ref()))
+            Some(columns(alias.schema.as_ref()))
         }
         other => other
             .inputs()
             .into_iter()
             .find_map(|p| source_columns(p, qualifier)),
+    }
+}
+
+/// True when `plan` reads the FROM item `qualifier` on the side of an outer join that is
+/// filled with NULLs where the other side has no match.
+fn null_extended(plan: &LogicalPlan, qualifier: &TableReference) -> bool {
+    match plan {
+        LogicalPlan::TableScan(scan) if &scan.table_name == qualifier => false,
+        LogicalPlan::SubqueryAlias(alias) if &alias.alias == qualifier => false,
+        LogicalPlan::Join(join) => {
+            let (side, padded) = if source_columns(&join.left, qualifier).is_some() {
+                (
+                    &join.left,
+                    matches!(join.join_type, JoinType::Right | JoinType::Full),
+                )
+            } else {
+                (
+                    &join.right,
+                    matches!(join.join_type, JoinType::Left | JoinType::Full),
+                )
+            };
+            padded || null_extended(side, qualifier)
+        }
+        other => other
+            .inputs()
+            .into_iter()
+            .any(|p| null_extended(p, qualifier)),
     }
 }
 

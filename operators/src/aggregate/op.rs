@@ -539,12 +539,19 @@ impl Operator for AggregateOp {
         let mut masks: Vec<Option<ArrayRef>> = Vec::with_capacity(self.node.aggs.len());
         for a in &self.node.aggs {
             // Order-sensitive aggregates (`array_agg(x ORDER BY t)`) also take their ORDER BY
-            // values, as DataFusion's own aggregation passes them.
+            // values, as DataFusion's own aggregation passes them; a DISTINCT one orders by
+            // its argument itself (DataFusion allows no other ORDER BY there), and its
+            // retraction takes the argument alone.
+            let order_bys = if a.expr.is_distinct() {
+                &[][..]
+            } else {
+                a.expr.order_bys()
+            };
             let vals = a
                 .expr
                 .expressions()
                 .iter()
-                .chain(a.expr.order_bys().iter().map(|s| &s.expr))
+                .chain(order_bys.iter().map(|s| &s.expr))
                 .map(|e| Ok(e.evaluate(&batch)?.into_array(n)?))
                 .collect::<Result<Vec<_>>>()?;
             args.push(vals);

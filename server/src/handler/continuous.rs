@@ -168,6 +168,10 @@ impl Session {
             ));
         }
         let (schema, name) = self.resolve(&cv.name)?;
+        if cv.if_not_exists && self.relation(&schema, &name).is_ok() {
+            self.notices.push(Notice::relation_exists(&name));
+            return Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()));
+        }
         self.refuse_values_of_its_own(&cv.query).await?;
         let mut sql = cv.query.to_string();
         if options.emit_on_window_close {

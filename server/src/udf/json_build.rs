@@ -205,7 +205,8 @@ impl JsonBuild {
                 let Some(a) = arrays.first() else {
                     return Ok(None);
                 };
-                if is_null(a, row) {
+                // Strict, as PostgreSQL's: a NULL row or a NULL `pretty` gives NULL.
+                if is_null(a, row) || arrays.get(1).is_some_and(|p| is_null(p, row)) {
                     return Ok(None);
                 }
                 let pretty = arrays
