@@ -4,7 +4,7 @@
 //! spellings rewritten before parsing (`OPERATOR(pg_catalog.=)`, `a<>-1`), and Brook's
 //! trailing clauses (`EMIT ...`, `WITH ERROR ...`) taken off the text.
 
-use crate::statement::{Emit, ErrorBudget};
+use crate::statement::{Emit, ErrorBudget, Overriding};
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
@@ -337,6 +337,49 @@ pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
         if next(1, "ON") && next(2, "WINDOW") && next(3, "CLOSE") {
             return Ok(Some((cut(w, words[i + 3]), Emit::OnWindowClose)));
         }
+    }
+    Ok(None)
+}
+
+/// An INSERT's `OVERRIDING SYSTEM VALUE` or `OVERRIDING USER VALUE` (outside parentheses,
+/// before its VALUES or query): the text without it, and which it was.
+pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
+    let words: Vec<&TokenWithSpan> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .collect();
+    let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if !words.first().is_some_and(|t| is(t, "INSERT")) {
+        return Ok(None);
+    }
+    let mut depth = 0i32;
+    for (i, w) in words.iter().enumerate() {
+        match &w.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if depth != 0 || !is(w, "OVERRIDING") {
+            continue;
+        }
+        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
+        let which = if next(1, "SYSTEM") {
+            Overriding::SystemValue
+        } else if next(1, "USER") {
+            Overriding::UserValue
+        } else {
+            return Ok(None);
+        };
+        if !next(2, "VALUE") {
+            return Ok(None);
+        }
+        let mut offsets = LineOffsets::new(text);
+        let (start, _) = span_bytes(&mut offsets, w);
+        let (_, end) = span_bytes(&mut offsets, words[i + 2]);
+        return Ok(Some((format!("{}{}", &text[..start], &text[end..]), which)));
     }
     Ok(None)
 }

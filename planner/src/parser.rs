@@ -203,7 +203,7 @@ fn describe_brook_kinds(text: &str) -> String {
 pub use crate::lexical::split_statements;
 use crate::lexical::{
     plain_catalog_operators, split_signed_comparisons, split_statements_at, strip_budget,
-    strip_emit, LineOffsets,
+    strip_emit, strip_overriding, LineOffsets,
 };
 
 pub use crate::statement::{
@@ -517,6 +517,16 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
             return Err(brook_err!(Syntax, "syntax error at or near \"EMIT\""));
         }
         stmt.emit = Some(emit);
+        return Ok(stmt);
+    }
+    if let Some((rest, overriding)) = strip_overriding(text)? {
+        let mut stmt = parse_one(&rest)?;
+        let is_insert =
+            matches!(&stmt.body, StatementBody::Sql(s) if matches!(**s, Statement::Insert(_)));
+        if !is_insert || stmt.overriding.is_some() {
+            return Err(brook_err!(Syntax, "syntax error at or near \"OVERRIDING\""));
+        }
+        stmt.overriding = Some(overriding);
         return Ok(stmt);
     }
     if let Some(fetch) = crate::fetch::parse_move(&mut p)? {

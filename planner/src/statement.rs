@@ -20,6 +20,18 @@ pub struct BrookStatement {
     /// The statement's text as the client sent it ([`crate::parse_sql`] keeps it): what a
     /// cluster's log carries to the other nodes for a catalog change.
     pub text: Option<String>,
+    /// `INSERT ... OVERRIDING SYSTEM VALUE` / `OVERRIDING USER VALUE` (sqlparser has no
+    /// such clause; only on an INSERT body).
+    pub overriding: Option<Overriding>,
+}
+
+/// An INSERT's `OVERRIDING` clause: whose value an identity column takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overriding {
+    /// `OVERRIDING SYSTEM VALUE`: the given values, even for `GENERATED ALWAYS` columns.
+    SystemValue,
+    /// `OVERRIDING USER VALUE`: the sequence's values; the given ones are ignored.
+    UserValue,
 }
 
 impl BrookStatement {
@@ -30,6 +42,7 @@ impl BrookStatement {
             emit: None,
             budget: None,
             text: None,
+            overriding: None,
         }
     }
 

@@ -422,11 +422,20 @@ def test_if_not_exists_notices_carry_the_sqlstate_of_the_error_they_skip(brook):
             conn.execute(sql)
         conn.execute("DROP TABLE py_nx")
         conn.execute("DROP SCHEMA py_nx_s")
+    with connect(brook) as conn:
+        conn.add_notice_handler(lambda d: seen.append((d.sqlstate, d.message_primary)))
+        # client_min_messages hides what is below it, as PostgreSQL's does.
+        conn.execute("SET client_min_messages = warning")
+        conn.execute("DROP TABLE IF EXISTS py_nx_missing")
+        conn.execute("COMMIT")
+        conn.execute("SET client_min_messages = error")
+        conn.execute("COMMIT")
     exists = ("42P07", 'relation "py_nx" already exists, skipping')
     assert seen == [exists] * 6 + [
         ("42P06", 'schema "py_nx_s" already exists, skipping'),
         ("42701", 'column "id" of relation "py_nx" already exists, skipping'),
         ("00000", 'relation "py_nx_missing" does not exist, skipping'),
+        ("25P01", "there is no transaction in progress"),
     ]
 
 

@@ -13,6 +13,7 @@ use crate::session::Outcome;
 use crate::session::Session;
 use crate::write::WriteMode;
 use brook_common::{brook_err, BrookError, Result};
+use brook_planner::statement::Overriding;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::Schema;
 use datafusion::execution::SendableRecordBatchStream;
@@ -43,22 +44,102 @@ pub(crate) fn returning_query(
     Ok((q, names))
 }
 
+/// `OVERRIDING USER VALUE`: the values given for identity columns are left out (the
+/// column, and each row's value or the query's column), so the columns take their
+/// sequences' values, as PostgreSQL ignores them.
+fn leave_identity_to_sequences(ins: &mut ast::Insert, meta: &RelationMeta) -> Result<()> {
+    let listed: Vec<String> = if ins.columns.is_empty() {
+        // Without a column list, a VALUES row of n values fills the first n columns.
+        let width = match ins.source.as_ref().map(|q| q.body.as_ref()) {
+            Some(SetExpr::Values(v)) => v.rows.first().map_or(0, |r| r.content.len()),
+            _ => meta.columns.len(),
+        };
+        meta.columns
+            .iter()
+            .take(width)
+            .map(|c| c.name.clone())
+            .collect()
+    } else {
+        ins.columns
+            .iter()
+            .map(|c| Ok(object_parts(c)?.last().cloned().unwrap_or_default()))
+            .collect::<Result<_>>()?
+    };
+    let identity = |name: &String| {
+        meta.columns
+            .iter()
+            .any(|c| &c.name == name && c.identity.is_some())
+    };
+    let keep: Vec<usize> = (0..listed.len())
+        .filter(|&j| !identity(&listed[j]))
+        .collect();
+    if keep.len() == listed.len() {
+        return Ok(());
+    }
+    let Some(source) = ins.source.as_mut() else {
+        return Ok(());
+    };
+    // VALUES: each identity value becomes DEFAULT (the column's sequence).
+    if let SetExpr::Values(values) = source.body.as_mut() {
+        for row in values.rows.iter_mut() {
+            for (j, cell) in row.content.iter_mut().enumerate() {
+                if !keep.contains(&j) {
+                    *cell = Expr::Identifier(ast::Ident::new("DEFAULT"));
+                }
+            }
+        }
+        return Ok(());
+    }
+    if keep.is_empty() {
+        return Err(brook_err!(
+            Unsupported,
+            "OVERRIDING USER VALUE with a query that gives only identity columns (list the other columns, or use VALUES (DEFAULT))"
+        ));
+    }
+    ins.columns = keep
+        .iter()
+        .map(|&j| ast::ObjectName::from(vec![ast::Ident::with_quote('"', &listed[j])]))
+        .collect();
+    // A query: its columns by position, the identity ones left out.
+    let names: Vec<String> = (1..=listed.len()).map(|j| format!("c{j}")).collect();
+    let kept: Vec<&str> = keep.iter().map(|&j| names[j].as_str()).collect();
+    let sql = format!(
+        "SELECT {} FROM ({source}) AS brook_overriding({})",
+        kept.join(", "),
+        names.join(", ")
+    );
+    match brook_planner::parser::parse_one(&sql)?.into_plain_sql() {
+        Some(Statement::Query(q)) => {
+            *source = q;
+            Ok(())
+        }
+        _ => Err(brook_err!(
+            Internal,
+            "OVERRIDING USER VALUE: the query did not parse again"
+        )),
+    }
+}
+
 /// `DEFAULT` in a VALUES list as the column's default expression (NULL when it has none),
 /// and the check that no value is given for a `GENERATED ALWAYS` identity column (428C9)
-/// other than `DEFAULT`. `targets` are the listed columns (empty: the table's, in order).
+/// other than `DEFAULT`, unless `system_value` (`OVERRIDING SYSTEM VALUE`). `targets` are
+/// the listed columns (empty: the table's, in order).
 fn fill_default_keywords(
     ins: &mut ast::Insert,
     meta: &RelationMeta,
     targets: &[usize],
+    system_value: bool,
 ) -> Result<()> {
     let column_at = |j: usize| targets.get(j).copied().or(targets.is_empty().then_some(j));
     let always = |i: usize| {
-        meta.columns
-            .get(i)
-            .is_some_and(|c| c.identity == Some(Identity::Always))
+        !system_value
+            && meta
+                .columns
+                .get(i)
+                .is_some_and(|c| c.identity == Some(Identity::Always))
     };
     let refuse = |i: usize| {
-        Err(BrookError::GeneratedAlways(format!("cannot insert a non-DEFAULT value into column \"{}\": it is an identity column defined as GENERATED ALWAYS (leave it out of the column list)", meta.columns[i].name)))
+        Err(BrookError::GeneratedAlways(format!("cannot insert a non-DEFAULT value into column \"{}\": it is an identity column defined as GENERATED ALWAYS (leave it out of the column list, or use OVERRIDING SYSTEM VALUE to override)", meta.columns[i].name)))
     };
     let Some(source) = ins.source.as_mut() else {
         return Ok(());
@@ -176,11 +257,15 @@ pub(crate) fn default_expr(text: &str) -> Result<Expr> {
 
 impl Session {
     pub(crate) async fn insert(&mut self, mut ins: ast::Insert) -> Result<Outcome> {
+        let overriding = self.overriding.take();
         let TableObject::TableName(tn) = &ins.table else {
             return Err(brook_err!(Unsupported, "INSERT INTO TABLE FUNCTION"));
         };
         let (schema, name) = self.resolve(tn)?;
         let (meta, store) = self.writable(&schema, &name)?;
+        if overriding == Some(Overriding::UserValue) {
+            leave_identity_to_sequences(&mut ins, &meta)?;
+        }
         let mut targets = Vec::new();
         for c in &ins.columns {
             let parts = object_parts(c)?;
@@ -194,7 +279,8 @@ impl Session {
             }
             targets.push(i);
         }
-        fill_default_keywords(&mut ins, &meta, &targets)?;
+        let system_value = overriding == Some(Overriding::SystemValue);
+        fill_default_keywords(&mut ins, &meta, &targets, system_value)?;
         type_array_literals(&mut ins, &meta, &targets);
         let mode = match &ins.on {
             None => WriteMode::Append,

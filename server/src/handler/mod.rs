@@ -98,6 +98,14 @@ impl Session {
         }
         self.notices
             .extend(replaced.iter().map(|r| r.notice().into()));
+        self.overriding = stmt.overriding;
+        let outcome = self.execute_body(stmt).await;
+        self.overriding = None;
+        outcome
+    }
+
+    /// Execute a statement's body, with its clauses.
+    async fn execute_body(&mut self, stmt: BrookStatement) -> Result<Outcome> {
         match stmt.body {
             StatementBody::Sql(s) => match stmt.emit {
                 None => self.execute_sql(*s).await,

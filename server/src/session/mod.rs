@@ -65,6 +65,9 @@ pub struct Session {
     pub(crate) prepared: std::collections::HashMap<String, prepared::Prepared>,
     /// Notices and warnings of the last statement (the wire layer sends and clears them).
     pub(crate) notices: Vec<Notice>,
+    /// The `OVERRIDING` clause of the INSERT being executed (set and cleared around it by
+    /// `execute_statement`: sqlparser's INSERT has no place for it).
+    pub(crate) overriding: Option<brook_planner::statement::Overriding>,
     /// The version of the database's user functions this session registered, and their
     /// names (see [`Session::sync_functions`]).
     functions_version: u64,
@@ -132,6 +135,7 @@ impl Session {
             cursors: Default::default(),
             prepared: Default::default(),
             notices: Vec::new(),
+            overriding: None,
             functions_version,
             function_names: udfs.iter().map(|u| u.name().to_string()).collect(),
             aggregate_names: udafs.iter().map(|a| a.name().to_string()).collect(),
@@ -332,9 +336,19 @@ impl Session {
             .is_some_and(|s| s.sequences.contains_key(name))
     }
 
-    /// Notices and warnings of the statements run since the last call.
+    /// Notices and warnings of the statements run since the last call, those below the
+    /// session's `client_min_messages` left out (`warning` keeps warnings only, `error`
+    /// neither; restore scripts from pg_dump set `warning`).
     pub fn take_notices(&mut self) -> Vec<Notice> {
-        std::mem::take(&mut self.notices)
+        let mut notices = std::mem::take(&mut self.notices);
+        let threshold = self.settings.get("client_min_messages").unwrap_or_default();
+        let least = match threshold.to_ascii_lowercase().as_str() {
+            "warning" => 1,
+            "error" | "fatal" | "panic" => 2,
+            _ => 0,
+        };
+        notices.retain(|n| if n.warning { 1 >= least } else { least == 0 });
+        notices
     }
 
     /// A timeout setting (`statement_timeout`, `lock_timeout`, ...): None when 0 (off).
