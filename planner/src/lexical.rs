@@ -341,8 +341,10 @@ pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
     Ok(None)
 }
 
-/// An INSERT's `OVERRIDING SYSTEM VALUE` or `OVERRIDING USER VALUE` (outside parentheses,
-/// before its VALUES or query): the text without it, and which it was.
+/// An INSERT's `OVERRIDING SYSTEM VALUE` or `OVERRIDING USER VALUE` where PostgreSQL's
+/// grammar has it: outside parentheses, before the VALUES or query (`SELECT`, `WITH`,
+/// `TABLE`) and right before it. The text without it, and which it was; None elsewhere
+/// (a trailing clause stays a syntax error).
 pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize_with_location()
@@ -355,6 +357,11 @@ pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)
     if !words.first().is_some_and(|t| is(t, "INSERT")) {
         return Ok(None);
     }
+    let starts_source = |t: &TokenWithSpan| {
+        ["VALUES", "SELECT", "WITH", "TABLE", "DEFAULT"]
+            .iter()
+            .any(|w| is(t, w))
+    };
     let mut depth = 0i32;
     for (i, w) in words.iter().enumerate() {
         match &w.token {
@@ -362,7 +369,14 @@ pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)
             Token::RParen => depth -= 1,
             _ => {}
         }
-        if depth != 0 || !is(w, "OVERRIDING") {
+        if depth != 0 {
+            continue;
+        }
+        // Past the start of the rows, an OVERRIDING is not the clause.
+        if starts_source(w) {
+            return Ok(None);
+        }
+        if !is(w, "OVERRIDING") {
             continue;
         }
         let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
@@ -373,7 +387,12 @@ pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)
         } else {
             return Ok(None);
         };
-        if !next(2, "VALUE") {
+        let source_follows = words.get(i + 3).is_some_and(|t| {
+            ["VALUES", "SELECT", "WITH", "TABLE"]
+                .iter()
+                .any(|word| is(t, word))
+        });
+        if !next(2, "VALUE") || !source_follows {
             return Ok(None);
         }
         let mut offsets = LineOffsets::new(text);
@@ -446,6 +465,31 @@ pub(crate) fn mentions(text: &str, word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overriding_is_taken_only_where_postgresql_has_it() {
+        let taken = |q: &str| strip_overriding(q).unwrap();
+        assert_eq!(
+            taken("INSERT INTO t (id, v) OVERRIDING SYSTEM VALUE VALUES (1, 'a')"),
+            Some((
+                "INSERT INTO t (id, v)  VALUES (1, 'a')".to_string(),
+                Overriding::SystemValue
+            ))
+        );
+        assert_eq!(
+            taken("insert into t overriding user value select 1").map(|(_, o)| o),
+            Some(Overriding::UserValue)
+        );
+        for q in [
+            "INSERT INTO t (id) VALUES (1) OVERRIDING SYSTEM VALUE",
+            "INSERT INTO t SELECT 1 OVERRIDING SYSTEM VALUE",
+            "INSERT INTO t OVERRIDING SYSTEM VALUE DEFAULT VALUES",
+            "INSERT INTO t VALUES ('OVERRIDING SYSTEM VALUE')",
+            "UPDATE t SET v = 1 OVERRIDING SYSTEM VALUE",
+        ] {
+            assert_eq!(taken(q), None, "{q}");
+        }
+    }
 
     #[test]
     fn window_frame_exclusions() {

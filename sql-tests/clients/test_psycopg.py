@@ -430,6 +430,10 @@ def test_if_not_exists_notices_carry_the_sqlstate_of_the_error_they_skip(brook):
         conn.execute("COMMIT")
         conn.execute("SET client_min_messages = error")
         conn.execute("COMMIT")
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("SET client_min_messages = fatal")
+        conn.execute("SET client_min_messages = 'WARNING'")
+        assert conn.execute("SHOW client_min_messages").fetchone() == ("warning",)
     exists = ("42P07", 'relation "py_nx" already exists, skipping')
     assert seen == [exists] * 6 + [
         ("42P06", 'schema "py_nx_s" already exists, skipping'),

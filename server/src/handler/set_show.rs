@@ -296,6 +296,22 @@ impl Session {
                 }
                 self.settings.set(key, "ISO, MDY");
             }
+            "client_min_messages" => {
+                let v = value.trim().trim_matches('\'').to_ascii_lowercase();
+                let level = match v.as_str() {
+                    "debug" => "debug2",
+                    "default" => "notice",
+                    "debug5" | "debug4" | "debug3" | "debug2" | "debug1" | "log" | "notice"
+                    | "warning" | "error" => v.as_str(),
+                    _ => {
+                        return Err(brook_err!(
+                            InvalidParameter,
+                            "invalid value for parameter \"client_min_messages\": \"{value}\" (available values: debug5, debug4, debug3, debug2, debug1, log, notice, warning, error)"
+                        ))
+                    }
+                };
+                self.settings.set(key, level);
+            }
             "extra_float_digits" => {
                 let v: i32 = value.parse().map_err(|_| {
                     brook_err!(

@@ -342,9 +342,9 @@ impl Session {
     pub fn take_notices(&mut self) -> Vec<Notice> {
         let mut notices = std::mem::take(&mut self.notices);
         let threshold = self.settings.get("client_min_messages").unwrap_or_default();
-        let least = match threshold.to_ascii_lowercase().as_str() {
+        let least = match threshold.as_str() {
             "warning" => 1,
-            "error" | "fatal" | "panic" => 2,
+            "error" => 2,
             _ => 0,
         };
         notices.retain(|n| if n.warning { 1 >= least } else { least == 0 });
