@@ -104,6 +104,7 @@ pub mod timestamp_difference;
 pub mod timestamp_text;
 pub mod untyped_arithmetic;
 pub mod value_text;
+pub mod values_subqueries;
 pub mod values_types;
 pub mod where_in_subquery;
 pub mod whole_row;

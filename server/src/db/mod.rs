@@ -838,5 +838,7 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
     );
     // First of all: the rows it builds take part in the expressions the others rewrite.
     rules.insert(coercion, Arc::new(brook_planner::whole_row::WholeRows));
+    // Last: VALUES rows typed as their columns.
+    rules.push(Arc::new(brook_planner::values_subqueries::ValuesSubqueries));
     rules
 }
