@@ -310,32 +310,45 @@ pub(crate) fn split_signed_comparisons(text: &str) -> Result<Option<String>> {
     Ok(Some(out))
 }
 
-/// which it was.
-pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
+/// The tokens of `text` other than whitespace, with their places.
+fn significant_tokens(text: &str) -> Result<Vec<TokenWithSpan>> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
         .tokenize_with_location()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
-    let words: Vec<&TokenWithSpan> = tokens
-        .iter()
+    Ok(tokens
+        .into_iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .collect();
-    let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let cut = |first: &TokenWithSpan, last: &TokenWithSpan| {
-        let mut offsets = LineOffsets::new(text);
-        let (start, _) = span_bytes(&mut offsets, first);
-        let (_, end) = span_bytes(&mut offsets, last);
-        format!("{}{}", &text[..start], &text[end..])
-    };
+        .collect())
+}
+
+/// True when `t` is the unquoted word `w` (any case).
+fn is_word(t: &TokenWithSpan, w: &str) -> bool {
+    matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
+}
+
+/// `text` without its tokens from `first` to `last`.
+fn cut_out(text: &str, first: &TokenWithSpan, last: &TokenWithSpan) -> String {
+    let mut offsets = LineOffsets::new(text);
+    let (start, _) = span_bytes(&mut offsets, first);
+    let (_, end) = span_bytes(&mut offsets, last);
+    format!("{}{}", &text[..start], &text[end..])
+}
+
+/// A query's `EMIT CHANGES` or `EMIT ON WINDOW CLOSE`: the text without it, and which it
+/// was.
+pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
+    let words = significant_tokens(text)?;
+    let cut = |first: &TokenWithSpan, last: &TokenWithSpan| cut_out(text, first, last);
     for (i, w) in words.iter().enumerate() {
-        if !is(w, "EMIT") {
+        if !is_word(w, "EMIT") {
             continue;
         }
-        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
+        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is_word(t, word));
         if next(1, "CHANGES") {
-            return Ok(Some((cut(w, words[i + 1]), Emit::Changes)));
+            return Ok(Some((cut(w, &words[i + 1]), Emit::Changes)));
         }
         if next(1, "ON") && next(2, "WINDOW") && next(3, "CLOSE") {
-            return Ok(Some((cut(w, words[i + 3]), Emit::OnWindowClose)));
+            return Ok(Some((cut(w, &words[i + 3]), Emit::OnWindowClose)));
         }
     }
     Ok(None)
@@ -346,21 +359,14 @@ pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
 /// `TABLE`) and right before it. The text without it, and which it was; None elsewhere
 /// (a trailing clause stays a syntax error).
 pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)>> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize_with_location()
-        .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))?;
-    let words: Vec<&TokenWithSpan> = tokens
-        .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
-        .collect();
-    let is = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    if !words.first().is_some_and(|t| is(t, "INSERT")) {
+    let words = significant_tokens(text)?;
+    if !words.first().is_some_and(|t| is_word(t, "INSERT")) {
         return Ok(None);
     }
     let starts_source = |t: &TokenWithSpan| {
         ["VALUES", "SELECT", "WITH", "TABLE", "DEFAULT"]
             .iter()
-            .any(|w| is(t, w))
+            .any(|w| is_word(t, w))
     };
     let mut depth = 0i32;
     for (i, w) in words.iter().enumerate() {
@@ -376,10 +382,10 @@ pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)
         if starts_source(w) {
             return Ok(None);
         }
-        if !is(w, "OVERRIDING") {
+        if !is_word(w, "OVERRIDING") {
             continue;
         }
-        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is(t, word));
+        let next = |k: usize, word: &str| words.get(i + k).is_some_and(|t| is_word(t, word));
         let which = if next(1, "SYSTEM") {
             Overriding::SystemValue
         } else if next(1, "USER") {
@@ -390,15 +396,12 @@ pub(crate) fn strip_overriding(text: &str) -> Result<Option<(String, Overriding)
         let source_follows = words.get(i + 3).is_some_and(|t| {
             ["VALUES", "SELECT", "WITH", "TABLE"]
                 .iter()
-                .any(|word| is(t, word))
+                .any(|word| is_word(t, word))
         });
         if !next(2, "VALUE") || !source_follows {
             return Ok(None);
         }
-        let mut offsets = LineOffsets::new(text);
-        let (start, _) = span_bytes(&mut offsets, w);
-        let (_, end) = span_bytes(&mut offsets, words[i + 2]);
-        return Ok(Some((format!("{}{}", &text[..start], &text[end..]), which)));
+        return Ok(Some((cut_out(text, w, &words[i + 2]), which)));
     }
     Ok(None)
 }

@@ -24,7 +24,7 @@ use brook_common::BrookError;
 use datafusion::arrow::array::{ArrayRef, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{
     internal_err, plan_err, Column, DFSchema, DataFusionError, Result, ScalarValue, TableReference,
 };
@@ -325,7 +325,15 @@ pub struct WholeRows;
 impl AnalyzerRule for WholeRows {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         plan.transform_up_with_subqueries(|node| {
-            if matches!(node, LogicalPlan::TableScan(_)) {
+            // Most plans have no whole row: they are left without copying their inputs.
+            let mut marked = false;
+            node.apply_expressions(|e| {
+                marked |= e.exists(|e| {
+                    Ok(matches!(e, Expr::ScalarFunction(f) if f.func.name() == WHOLE_ROW))
+                })?;
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+            if !marked {
                 return Ok(Transformed::no(node));
             }
             let mut schema = DFSchema::empty();
