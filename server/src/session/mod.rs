@@ -347,7 +347,7 @@ impl Session {
             "error" => 2,
             _ => 0,
         };
-        notices.retain(|n| if n.warning { 1 >= least } else { least == 0 });
+        notices.retain(|n| usize::from(n.warning) >= least);
         notices
     }
 

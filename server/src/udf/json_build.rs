@@ -211,7 +211,6 @@ impl JsonBuild {
                 }
                 let pretty = arrays
                     .get(1)
-                    .filter(|p| !is_null(p, row))
                     .and_then(|p| p.as_boolean_opt().map(|b| b.value(row)))
                     .unwrap_or(false);
                 write_row(&mut out, a, row, if pretty { ",\n " } else { "," })?;
