@@ -34,6 +34,9 @@ impl NodeSpec for FilterNode {
     fn updating(&self) -> bool {
         self.updating
     }
+    fn cut_invariant(&self) -> bool {
+        true
+    }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(FilterOp {
             predicate: self.predicate.clone(),

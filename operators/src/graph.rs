@@ -56,6 +56,12 @@ impl GraphPlan {
         }
     }
 
+    /// True when every node's output is independent of how the input is cut into batches
+    /// (see [`NodeSpec::cut_invariant`]).
+    pub fn cut_invariant(&self) -> bool {
+        self.nodes.iter().all(|n| n.spec.cut_invariant())
+    }
+
     /// An indented tree, root first (EXPLAIN).
     pub fn explain(&self) -> String {
         let mut out = String::new();

@@ -117,6 +117,12 @@ pub trait NodeSpec: std::fmt::Display + Send + Sync {
     fn schema(&self) -> SchemaRef;
     /// True when the output can retract rows it emitted (an updating result).
     fn updating(&self) -> bool;
+    /// True when the rows it emits do not depend on how its input is cut into batches (no
+    /// watermark, no intermediate results): a query of only such nodes may read several
+    /// stored batches as one.
+    fn cut_invariant(&self) -> bool {
+        false
+    }
     /// Build fresh runtime state.
     fn instantiate(&self) -> Result<Box<dyn Operator>>;
 }

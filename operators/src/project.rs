@@ -38,6 +38,9 @@ impl NodeSpec for ProjectNode {
     fn updating(&self) -> bool {
         self.updating
     }
+    fn cut_invariant(&self) -> bool {
+        true
+    }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(ProjectOp {
             exprs: self.exprs.clone(),

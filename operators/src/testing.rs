@@ -71,6 +71,13 @@ pub fn from_pretty(text: &str) -> RecordBatch {
 
 /// Render batches as a sorted list of `|`-joined rows (order-insensitive comparisons).
 pub fn to_sorted_rows(batches: &[RecordBatch]) -> Vec<String> {
+    let mut rows = to_rows(batches);
+    rows.sort();
+    rows
+}
+
+/// Render batches as a list of `|`-joined rows, in their order.
+pub fn to_rows(batches: &[RecordBatch]) -> Vec<String> {
     use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
     let opts = FormatOptions::default().with_null("NULL");
     let mut out = Vec::new();
@@ -85,6 +92,5 @@ pub fn to_sorted_rows(batches: &[RecordBatch]) -> Vec<String> {
             out.push(cells.join(" | "));
         }
     }
-    out.sort();
     out
 }

@@ -28,6 +28,9 @@ impl NodeSpec for UnionNode {
     fn updating(&self) -> bool {
         self.updating
     }
+    fn cut_invariant(&self) -> bool {
+        true
+    }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(UnionOp {
             schema: self.schema.clone(),

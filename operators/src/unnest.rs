@@ -47,6 +47,9 @@ impl NodeSpec for UnnestNode {
     fn updating(&self) -> bool {
         self.updating
     }
+    fn cut_invariant(&self) -> bool {
+        true
+    }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(UnnestOp {
             list_columns: self.list_columns.clone(),

@@ -189,6 +189,18 @@ impl NavState {
 }
 
 impl NavState {
+    /// The row whose column a `FIRST`/`LAST` navigation of kind `kind` reads after the
+    /// rows folded (None: there is none, the value is NULL; or another kind).
+    pub(super) fn row(&self, kind: &MeasureKind) -> Option<usize> {
+        match kind {
+            MeasureKind::First { offset, .. } => self.rows.get(*offset).copied(),
+            MeasureKind::Last { offset, .. } => {
+                (self.rows.len() == offset + 1).then(|| self.rows[0])
+            }
+            _ => None,
+        }
+    }
+
     /// The value of a navigation of kind `kind` (of type `ty`) after the rows folded, in a
     /// match numbered `match_number`: one row's [`states_column`], for a condition checked
     /// row by row.
@@ -208,9 +220,8 @@ impl NavState {
             })
         };
         match kind {
-            MeasureKind::First { col, offset, .. } => at(*col, self.rows.get(*offset).copied()),
-            MeasureKind::Last { col, offset, .. } => {
-                at(*col, (self.rows.len() == offset + 1).then(|| self.rows[0]))
+            MeasureKind::First { col, .. } | MeasureKind::Last { col, .. } => {
+                at(*col, self.row(kind))
             }
             MeasureKind::Classifier => {
                 Ok(ScalarValue::Utf8(self.variable.map(|v| variables[v].clone())).cast_to(ty)?)

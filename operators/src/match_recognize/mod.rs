@@ -227,6 +227,10 @@ impl NodeSpec for MatchRecognizeNode {
     fn updating(&self) -> bool {
         false
     }
+    // Rows are matched per partition in their order, whatever batches brought them.
+    fn cut_invariant(&self) -> bool {
+        true
+    }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(MatchRecognizeOp::new(self)?))
     }

@@ -3,8 +3,8 @@
 
 use super::measure::{measure_column, reads_schema, states_column, NavState, OutRow, PathStates};
 use super::pattern::{Outcome, Path};
-use super::row_expr::RowExpr;
-use super::{in_set, AfterMatch, MatchRecognizeNode, Navigation, RowsPerMatch};
+use super::row_expr::{int_at, scalar_int, RowExpr, RowValues};
+use super::{in_set, AfterMatch, MatchRecognizeNode, MeasureKind, Navigation, RowsPerMatch};
 use crate::{change, Operator};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
@@ -15,8 +15,9 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::{HashMap, ScalarValue};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One partition's rows still needed.
 pub(super) struct Partition {
@@ -73,7 +74,19 @@ pub struct MatchRecognizeOp {
     /// Conditions evaluated while matching, in all (a check answered from an attempt's
     /// replay is not counted).
     pub(super) evaluated: AtomicU64,
+    /// Threads a batch's partitions may be matched on (the machine's cores, at most
+    /// [`MAX_THREADS`]).
+    pub(super) threads: usize,
 }
+
+/// Batches of fewer rows are matched on one thread: starting a thread would cost more than
+/// it saves.
+const PARALLEL_MIN_ROWS: usize = 2048;
+/// At most this many threads match one batch's partitions.
+const MAX_THREADS: usize = 4;
+/// Runs of partitions per thread a batch is cut into: a thread that finishes early takes
+/// another, so one slow run does not leave the other cores idle.
+const RUNS_PER_THREAD: usize = 4;
 
 /// Whether the work should stop (see [`MatchRecognizeOp::with_interrupt`]).
 pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
@@ -144,6 +157,9 @@ impl MatchRecognizeOp {
             late: 0,
             interrupt: None,
             evaluated: AtomicU64::new(0),
+            threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_THREADS),
         })
     }
 
@@ -245,7 +261,6 @@ impl MatchRecognizeOp {
         if self.interrupt.as_ref().is_some_and(|stop| stop()) {
             return Err(BrookError::Canceled);
         }
-        self.evaluated.fetch_add(1, Ordering::Relaxed);
         let (Some(Some(cond)), Some(Some(schema))) =
             (self.node.conditions.get(v), self.checked_schemas.get(v))
         else {
@@ -263,9 +278,15 @@ impl MatchRecognizeOp {
             s.add(&r.kind, &p.rows, row, v, &r.data_type)?;
         }
         if let Some(Some(expr)) = self.row_conditions.get(v) {
-            let value = |i: usize| self.row_value(p, row, &cond.reads, navs, i);
+            let values = CheckedRow {
+                op: self,
+                p,
+                row,
+                reads: &cond.reads,
+                navs,
+            };
             return Ok(matches!(
-                expr.eval(&value)?,
+                expr.eval(&values)?,
                 ScalarValue::Boolean(Some(true))
             ));
         }
@@ -307,25 +328,23 @@ impl MatchRecognizeOp {
     /// Column `i` of a checked condition's schema for row `row` of `p`: an input column,
     /// a `PREV` column, or the value of the condition's navigation `reads[k]` from its
     /// state `navs[k]` (the row included).
-    fn row_value(
+    fn row_cell<'a>(
         &self,
-        p: &Partition,
+        p: &'a Partition,
         row: usize,
         reads: &[Navigation],
         navs: &[NavState],
         i: usize,
-    ) -> Result<ScalarValue> {
+    ) -> Result<Cell<'a>> {
         let inputs = p.rows.num_columns();
         if i < inputs {
-            return Ok(ScalarValue::try_from_array(p.rows.column(i), row)?);
+            return Ok(Cell::At(p.rows.column(i).as_ref(), Some(row)));
         }
         let i = i - inputs;
         if let Some(prev) = self.node.prev.get(i) {
-            let column = p.rows.column(prev.col);
-            return Ok(match row.checked_sub(prev.offset) {
-                Some(r) => ScalarValue::try_from_array(column, r)?,
-                None => ScalarValue::try_from(column.data_type())?,
-            });
+            // Before the partition's first row there is none.
+            let column = p.rows.column(prev.col).as_ref();
+            return Ok(Cell::At(column, row.checked_sub(prev.offset)));
         }
         let k = i - self.node.prev.len();
         let (Some(read), Some(state)) = (reads.get(k), navs.get(k)) else {
@@ -334,13 +353,19 @@ impl MatchRecognizeOp {
                 "DEFINE condition reads column {i} it has not"
             ));
         };
-        state.value(
-            &read.kind,
-            &p.rows,
-            &read.data_type,
-            &self.node.variables,
-            p.matches + 1,
-        )
+        match &read.kind {
+            MeasureKind::First { col, .. } | MeasureKind::Last { col, .. } => Ok(Cell::At(
+                p.rows.column(*col).as_ref(),
+                state.row(&read.kind),
+            )),
+            kind => Ok(Cell::Value(state.value(
+                kind,
+                &p.rows,
+                &read.data_type,
+                &self.node.variables,
+                p.matches + 1,
+            )?)),
+        }
     }
 
     /// Under `WITHIN`, the rows from `start` an attempt there may take (those whose order
@@ -368,6 +393,8 @@ impl MatchRecognizeOp {
         };
         // What checks while matching folded, per variable; its buffers serve every attempt.
         let mut states: Vec<PathStates> = Vec::new();
+        // Counted here and added once: threads matching other partitions share the total.
+        let mut checks = 0u64;
         while p.next < p.eligible.len() {
             let start = p.next;
             let first = p.dropped == 0 && start == 0;
@@ -391,6 +418,7 @@ impl MatchRecognizeOp {
                         if let Some(&answer) = replay.get(asked - 1) {
                             return Ok(answer);
                         }
+                        checks += 1;
                         let answer = self.check(part, start, row, v, path, stable, &mut states)?;
                         replay.push(answer);
                         Ok(answer)
@@ -435,6 +463,7 @@ impl MatchRecognizeOp {
                 }
             }
         }
+        self.evaluated.fetch_add(checks, Ordering::Relaxed);
         let batch = if out.is_empty() {
             None
         } else {
@@ -455,6 +484,106 @@ impl MatchRecognizeOp {
             p.dropped += keep_from as u64;
         }
         Ok(batch)
+    }
+
+    /// Add each partition's rows of `data` (with their eligibility `bits`) and decide what
+    /// they decide; the output batches in the order of `work`. The partitions are
+    /// independent, so a batch of enough rows is matched on up to [`MAX_THREADS`] threads:
+    /// cut into runs of partitions of about the same number of rows, which the threads take
+    /// one at a time until none is left.
+    fn match_partitions(
+        &self,
+        data: &RecordBatch,
+        bits: &[u64],
+        work: &mut [(Group, Partition)],
+    ) -> Result<Vec<RecordBatch>> {
+        let threads = self.threads.min(work.len());
+        if threads < 2 || data.num_rows() < PARALLEL_MIN_ROWS {
+            return self.match_run(data, bits, work);
+        }
+        let per_run = data.num_rows().div_ceil(threads * RUNS_PER_THREAD);
+        let mut runs = VecDeque::new();
+        let mut rest = work;
+        while !rest.is_empty() {
+            let mut rows = 0;
+            let mut len = 0;
+            while len < rest.len() && (len == 0 || rows < per_run) {
+                rows += rest[len].0.rows.len();
+                len += 1;
+            }
+            let (run, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            runs.push_back((runs.len(), run));
+            rest = tail;
+        }
+        let queue = Mutex::new(runs);
+        let worker = || {
+            let mut done = Vec::new();
+            while let Some((i, run)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                done.push((i, self.match_run(data, bits, run)));
+            }
+            done
+        };
+        let mut results = std::thread::scope(|scope| {
+            // A thread that cannot be started (the system is out of them) leaves its share
+            // to the others: this one takes runs until none is left.
+            let others: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("brook-match".into())
+                        .spawn_scoped(scope, &worker)
+                        .ok()
+                })
+                .collect();
+            let mut results = worker();
+            // Every thread is joined before any error is returned (a thread not joined that
+            // panicked would panic the scope).
+            let mut panicked = false;
+            for handle in others {
+                match handle.join() {
+                    Ok(done) => results.extend(done),
+                    Err(_) => panicked = true,
+                }
+            }
+            if panicked {
+                return Err(brook_err!(
+                    Internal,
+                    "a MATCH_RECOGNIZE matching thread panicked"
+                ));
+            }
+            Ok(results)
+        })?;
+        if queue.lock().map_or(true, |q| !q.is_empty()) {
+            return Err(brook_err!(
+                Internal,
+                "MATCH_RECOGNIZE left partitions unmatched"
+            ));
+        }
+        results.sort_by_key(|(i, _)| *i);
+        let mut out = Vec::new();
+        for (_, batches) in results {
+            out.extend(batches?);
+        }
+        Ok(out)
+    }
+
+    /// [`Self::match_partitions`] on the current thread.
+    fn match_run(
+        &self,
+        data: &RecordBatch,
+        bits: &[u64],
+        work: &mut [(Group, Partition)],
+    ) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for (group, p) in work.iter_mut() {
+            let new = take_batch(data, &group.rows)?;
+            p.rows = concat_batches(&self.node.input_schema, [&p.rows, &new])?;
+            p.eligible
+                .extend(group.rows.iter().map(|&i| bits[i as usize]));
+            if let Some(b) = self.advance(p, false)? {
+                out.push(b);
+            }
+        }
+        Ok(out)
     }
 
     /// Where the next attempt starts after a match at `start` of `vars`.
@@ -594,30 +723,28 @@ impl Operator for MatchRecognizeOp {
             accepted.push(Group { key, rows, tail });
         }
         let bits = self.eligibility(&data, &accepted)?;
-        let mut out = Vec::new();
+        let mut work: Vec<(Group, Partition)> = Vec::with_capacity(accepted.len());
         for group in accepted {
-            let Some(mut p) = self.partitions.remove(&group.key) else {
-                continue;
-            };
-            let new = take_batch(&data, &group.rows)?;
-            p.rows = concat_batches(&self.node.input_schema, [&p.rows, &new])?;
-            p.eligible
-                .extend(group.rows.iter().map(|&i| bits[i as usize]));
-            if let Some(b) = self.advance(&mut p, false)? {
-                out.push(b);
+            if let Some(p) = self.partitions.remove(&group.key) {
+                work.push((group, p));
             }
+        }
+        let matched = self.match_partitions(&data, &bits, &mut work);
+        for (group, p) in work {
             self.partitions.insert(group.key, p);
         }
-        out.into_iter()
-            .map(|b| {
-                let rows = b.num_rows();
-                change::attach(
-                    &self.node.schema,
-                    b.columns().to_vec(),
-                    change::constant(change::INSERT, rows),
-                )
-            })
-            .collect()
+        // One batch downstream rather than one per partition with output (a few rows each
+        // when many keys share the batch).
+        let matched = matched?;
+        if matched.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = concat_batches(&self.node.schema, &matched)?;
+        Ok(vec![change::attach(
+            &self.node.schema,
+            rows.columns().to_vec(),
+            change::constant(change::INSERT, rows.num_rows()),
+        )?])
     }
 
     fn state_size(&self) -> usize {
@@ -629,6 +756,55 @@ impl Operator for MatchRecognizeOp {
 
     fn late_rows(&self) -> u64 {
         self.late
+    }
+}
+
+/// A value a checked condition reads: a row of a column (None: before the first row or
+/// not in the match, NULL), or a value computed from the match.
+enum Cell<'a> {
+    At(&'a dyn Array, Option<usize>),
+    Value(ScalarValue),
+}
+
+/// The row a checked condition is evaluated on: row `row` of partition `p`, its `PREV`
+/// rows and the values of the navigations `reads` from their states `navs`.
+struct CheckedRow<'a> {
+    op: &'a MatchRecognizeOp,
+    p: &'a Partition,
+    row: usize,
+    reads: &'a [Navigation],
+    navs: &'a [NavState],
+}
+
+impl CheckedRow<'_> {
+    fn cell(&self, i: usize) -> Result<Cell<'_>> {
+        self.op.row_cell(self.p, self.row, self.reads, self.navs, i)
+    }
+}
+
+impl RowValues for CheckedRow<'_> {
+    fn value(&self, i: usize) -> Result<ScalarValue> {
+        match self.cell(i)? {
+            Cell::At(column, Some(r)) => Ok(ScalarValue::try_from_array(column, r)?),
+            Cell::At(column, None) => Ok(ScalarValue::try_from(column.data_type())?),
+            Cell::Value(v) => Ok(v),
+        }
+    }
+
+    fn int(&self, i: usize) -> Result<Option<i64>> {
+        match self.cell(i)? {
+            Cell::At(column, Some(r)) => int_at(column, r),
+            Cell::At(_, None) => Ok(None),
+            Cell::Value(v) => scalar_int(&v),
+        }
+    }
+
+    fn is_null(&self, i: usize) -> Result<bool> {
+        match self.cell(i)? {
+            Cell::At(column, Some(r)) => Ok(column.is_null(r)),
+            Cell::At(_, None) => Ok(true),
+            Cell::Value(v) => Ok(v.is_null()),
+        }
     }
 }
 

@@ -11,11 +11,22 @@
 //! same implementations as the batch path, so the answers are the same; any other shape is
 //! left to the batch path. Hand-written because DataFusion evaluates expressions over
 //! batches only.
+//!
+//! Comparisons of integer-valued operands (integers, dates, times, timestamps: a price
+//! against the last one, a time against a bound) and `IS [NULL]` of a column are the
+//! common case and are evaluated on the raw values (a [`RowValues::int`]), with no
+//! `ScalarValue` made for them.
 
-use brook_common::Result;
+use brook_common::{brook_err, Result};
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::compute::CastOptions;
-use datafusion::arrow::datatypes::{DataType, FieldRef, Schema};
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, Date64Type, FieldRef, Int16Type, Int32Type, Int64Type, Int8Type, Schema,
+    Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt16Type, UInt32Type, UInt8Type,
+};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{ColumnarValue, Operator, ScalarFunctionArgs, ScalarUDF};
@@ -40,6 +51,13 @@ pub(super) enum RowExpr {
         left: Box<RowExpr>,
         right: Box<RowExpr>,
         plain: bool,
+    },
+    /// A comparison as above of two columns or literals of one integer-valued type, on
+    /// their values as `i64`.
+    CompareInt {
+        op: Operator,
+        left: IntOperand,
+        right: IntOperand,
     },
     And(Box<RowExpr>, Box<RowExpr>),
     Or(Box<RowExpr>, Box<RowExpr>),
@@ -66,6 +84,135 @@ pub(super) enum RowExpr {
         return_field: FieldRef,
         config: Arc<ConfigOptions>,
     },
+}
+
+/// An operand of [`RowExpr::CompareInt`].
+#[derive(Debug)]
+pub(super) enum IntOperand {
+    Column(usize),
+    /// The literal's value (None: NULL).
+    Literal(Option<i64>),
+}
+
+impl IntOperand {
+    fn value(&self, row: &dyn RowValues) -> Result<Option<i64>> {
+        match self {
+            IntOperand::Column(i) => row.int(*i),
+            IntOperand::Literal(v) => Ok(*v),
+        }
+    }
+}
+
+/// The values of the row a condition is evaluated on, by column of the schema it was
+/// planned against.
+pub(super) trait RowValues {
+    /// Column `i`'s value.
+    fn value(&self, i: usize) -> Result<ScalarValue>;
+    /// Column `i`'s value, of an integer-valued type (see [`int_valued`]), as an integer;
+    /// None when NULL.
+    fn int(&self, i: usize) -> Result<Option<i64>> {
+        scalar_int(&self.value(i)?)
+    }
+    /// Whether column `i`'s value is NULL.
+    fn is_null(&self, i: usize) -> Result<bool> {
+        Ok(self.value(i)?.is_null())
+    }
+}
+
+/// A row given as a function from column to value.
+impl<F: Fn(usize) -> Result<ScalarValue>> RowValues for F {
+    fn value(&self, i: usize) -> Result<ScalarValue> {
+        self(i)
+    }
+}
+
+/// Types whose values are integers that compare as such (same type on both sides).
+fn int_valued(t: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        t,
+        Int8 | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(_, _)
+    )
+}
+
+/// The integer of a value of an integer-valued type (None: NULL).
+pub(super) fn scalar_int(v: &ScalarValue) -> Result<Option<i64>> {
+    use ScalarValue::*;
+    Ok(match v {
+        Int8(x) => x.map(i64::from),
+        Int16(x) => x.map(i64::from),
+        Int32(x) | Date32(x) | Time32Second(x) | Time32Millisecond(x) => x.map(i64::from),
+        Int64(x)
+        | Date64(x)
+        | Time64Microsecond(x)
+        | Time64Nanosecond(x)
+        | TimestampSecond(x, _)
+        | TimestampMillisecond(x, _)
+        | TimestampMicrosecond(x, _)
+        | TimestampNanosecond(x, _) => *x,
+        UInt8(x) => x.map(i64::from),
+        UInt16(x) => x.map(i64::from),
+        UInt32(x) => x.map(i64::from),
+        other => {
+            return Err(brook_err!(
+                Internal,
+                "{} is not an integer-valued type",
+                other.data_type()
+            ))
+        }
+    })
+}
+
+/// Row `r` of `array`, of an integer-valued type, as an integer (None: NULL).
+pub(super) fn int_at(array: &dyn Array, r: usize) -> Result<Option<i64>> {
+    use DataType::*;
+    if array.is_null(r) {
+        return Ok(None);
+    }
+    Ok(Some(match array.data_type() {
+        Int8 => array.as_primitive::<Int8Type>().value(r).into(),
+        Int16 => array.as_primitive::<Int16Type>().value(r).into(),
+        Int32 => array.as_primitive::<Int32Type>().value(r).into(),
+        Int64 => array.as_primitive::<Int64Type>().value(r),
+        UInt8 => array.as_primitive::<UInt8Type>().value(r).into(),
+        UInt16 => array.as_primitive::<UInt16Type>().value(r).into(),
+        UInt32 => array.as_primitive::<UInt32Type>().value(r).into(),
+        Date32 => array.as_primitive::<Date32Type>().value(r).into(),
+        Date64 => array.as_primitive::<Date64Type>().value(r),
+        Time32(TimeUnit::Second) => array.as_primitive::<Time32SecondType>().value(r).into(),
+        Time32(_) => array
+            .as_primitive::<Time32MillisecondType>()
+            .value(r)
+            .into(),
+        Time64(TimeUnit::Microsecond) => array.as_primitive::<Time64MicrosecondType>().value(r),
+        Time64(_) => array.as_primitive::<Time64NanosecondType>().value(r),
+        Timestamp(TimeUnit::Second, _) => array.as_primitive::<TimestampSecondType>().value(r),
+        Timestamp(TimeUnit::Millisecond, _) => {
+            array.as_primitive::<TimestampMillisecondType>().value(r)
+        }
+        Timestamp(TimeUnit::Microsecond, _) => {
+            array.as_primitive::<TimestampMicrosecondType>().value(r)
+        }
+        Timestamp(TimeUnit::Nanosecond, _) => {
+            array.as_primitive::<TimestampNanosecondType>().value(r)
+        }
+        other => {
+            return Err(brook_err!(
+                Internal,
+                "{other} is not an integer-valued type"
+            ))
+        }
+    }))
 }
 
 impl RowExpr {
@@ -124,9 +271,9 @@ impl RowExpr {
     }
 
     /// The value of the expression on one row: `value(i)` gives column `i`'s.
-    pub(super) fn eval(&self, value: &dyn Fn(usize) -> Result<ScalarValue>) -> Result<ScalarValue> {
+    pub(super) fn eval(&self, value: &dyn RowValues) -> Result<ScalarValue> {
         Ok(match self {
-            RowExpr::Column(i) => value(*i)?,
+            RowExpr::Column(i) => value.value(*i)?,
             RowExpr::Literal(v) => v.clone(),
             RowExpr::Compare {
                 op,
@@ -134,6 +281,9 @@ impl RowExpr {
                 right,
                 plain,
             } => compare(*op, left.eval(value)?, right.eval(value)?, *plain)?,
+            RowExpr::CompareInt { op, left, right } => {
+                ScalarValue::Boolean(compare_int(*op, left.value(value)?, right.value(value)?))
+            }
             RowExpr::And(l, r) => match truth(&l.eval(value)?) {
                 // As the batch path: the right side is not evaluated once the left decides.
                 Some(false) => ScalarValue::Boolean(Some(false)),
@@ -152,8 +302,8 @@ impl RowExpr {
                 }),
             },
             RowExpr::Not(e) => ScalarValue::Boolean(truth(&e.eval(value)?).map(|b| !b)),
-            RowExpr::IsNull(e) => ScalarValue::Boolean(Some(e.eval(value)?.is_null())),
-            RowExpr::IsNotNull(e) => ScalarValue::Boolean(Some(!e.eval(value)?.is_null())),
+            RowExpr::IsNull(e) => ScalarValue::Boolean(Some(e.is_null(value)?)),
+            RowExpr::IsNotNull(e) => ScalarValue::Boolean(Some(!e.is_null(value)?)),
             RowExpr::Arithmetic {
                 op,
                 wrapping,
@@ -201,6 +351,16 @@ impl RowExpr {
     }
 }
 
+impl RowExpr {
+    /// Whether the expression's value is NULL (a column's, without making its value).
+    fn is_null(&self, value: &dyn RowValues) -> Result<bool> {
+        match self {
+            RowExpr::Column(i) => value.is_null(*i),
+            e => Ok(e.eval(value)?.is_null()),
+        }
+    }
+}
+
 fn compile_box(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<Box<RowExpr>> {
     RowExpr::compile(expr, schema).map(Box::new)
 }
@@ -237,6 +397,11 @@ fn compile_binary(b: &BinaryExpr, schema: &Schema) -> Option<RowExpr> {
                 b.left().data_type(schema).ok()?,
                 b.right().data_type(schema).ok()?,
             );
+            if l == r && int_valued(&l) {
+                if let (Some(left), Some(right)) = (int_operand(&left), int_operand(&right)) {
+                    return Some(RowExpr::CompareInt { op, left, right });
+                }
+            }
             Some(RowExpr::Compare {
                 op,
                 left,
@@ -270,6 +435,35 @@ fn compile_binary(b: &BinaryExpr, schema: &Schema) -> Option<RowExpr> {
         }
         _ => None,
     }
+}
+
+/// A column or literal of an integer-valued type as an operand of [`RowExpr::CompareInt`].
+fn int_operand(e: &RowExpr) -> Option<IntOperand> {
+    match e {
+        RowExpr::Column(i) => Some(IntOperand::Column(*i)),
+        RowExpr::Literal(v) => scalar_int(v).ok().map(IntOperand::Literal),
+        _ => None,
+    }
+}
+
+/// A comparison of two integers (None: NULL), as [`compare`] of their values.
+fn compare_int(op: Operator, l: Option<i64>, r: Option<i64>) -> Option<bool> {
+    let (l, r) = match (l, r) {
+        (Some(l), Some(r)) => (l, r),
+        (None, None) if op == Operator::IsNotDistinctFrom => return Some(true),
+        (None, None) if op == Operator::IsDistinctFrom => return Some(false),
+        _ if op == Operator::IsNotDistinctFrom => return Some(false),
+        _ if op == Operator::IsDistinctFrom => return Some(true),
+        _ => return None,
+    };
+    Some(match op {
+        Operator::Eq | Operator::IsNotDistinctFrom => l == r,
+        Operator::NotEq | Operator::IsDistinctFrom => l != r,
+        Operator::Lt => l < r,
+        Operator::LtEq => l <= r,
+        Operator::Gt => l > r,
+        _ => l >= r,
+    })
 }
 
 /// Types whose `ScalarValue` order (floats by their total order, `-0.0` as `0.0`) is the
@@ -379,9 +573,30 @@ mod tests {
         )
     }
 
+    /// A row of a batch read as the operator reads its rows: integers and NULLs from the
+    /// arrays, with no `ScalarValue` made.
+    struct BatchRow<'a>(&'a RecordBatch, usize);
+
+    impl RowValues for BatchRow<'_> {
+        fn value(&self, i: usize) -> Result<ScalarValue> {
+            Ok(ScalarValue::try_from_array(self.0.column(i), self.1)?)
+        }
+        fn int(&self, i: usize) -> Result<Option<i64>> {
+            int_at(self.0.column(i).as_ref(), self.1)
+        }
+        fn is_null(&self, i: usize) -> Result<bool> {
+            Ok(self.0.column(i).is_null(self.1))
+        }
+    }
+
     /// Every row: the row evaluator's answer equals the batch path's over a one-row batch.
     fn same_as_batch(expr: Arc<dyn PhysicalExpr>) {
-        let data = rows();
+        same_as_batch_over(expr, rows())
+    }
+
+    /// As [`same_as_batch`], over the rows of `data`, with the row's values given as
+    /// `ScalarValue`s and read from the arrays.
+    fn same_as_batch_over(expr: Arc<dyn PhysicalExpr>, data: RecordBatch) {
         let schema = data.schema();
         let row = RowExpr::compile(&expr, &schema)
             .unwrap_or_else(|| panic!("{expr} does not compile to a row expression"));
@@ -396,7 +611,50 @@ mod tests {
                 .eval(&|c| Ok(ScalarValue::try_from_array(data.column(c), i)?))
                 .unwrap();
             assert_eq!(got, want, "{expr} on row {i}");
+            let got = row.eval(&BatchRow(&data, i)).unwrap();
+            assert_eq!(got, want, "{expr} on row {i} read from the arrays");
         }
+    }
+
+    #[test]
+    fn integer_valued_comparisons_give_the_batch_paths_answers() {
+        let data = from_pretty(
+            "a:int32 | b:int32 | t:timestamp | u:timestamp | n:int64
+             1       | 2       | 2026-01-01T00:00:00 | 2026-01-01T00:00:01 | 5
+             2       | 2       | 2026-01-01T00:00:01 | 2026-01-01T00:00:01 | NULL
+             NULL    | -3      | NULL | 2025-12-31T23:59:59 | -9223372036854775808
+             NULL    | NULL    | NULL | NULL | 9223372036854775807",
+        );
+        let schema = data.schema();
+        let c = |name: &str| col(name, &schema).unwrap();
+        let bin = |l, op, r| binary(l, op, r, &schema).unwrap();
+        for op in [
+            Operator::Eq,
+            Operator::NotEq,
+            Operator::Lt,
+            Operator::LtEq,
+            Operator::Gt,
+            Operator::GtEq,
+            Operator::IsDistinctFrom,
+            Operator::IsNotDistinctFrom,
+        ] {
+            for expr in [
+                bin(c("a"), op, c("b")),
+                bin(c("t"), op, c("u")),
+                bin(c("n"), op, lit(5i64)),
+                bin(c("n"), op, lit(ScalarValue::Int64(None))),
+                bin(c("a"), op, lit(2i32)),
+            ] {
+                let compiled = RowExpr::compile(&expr, &schema);
+                assert!(
+                    matches!(compiled, Some(RowExpr::CompareInt { .. })),
+                    "{expr} is compared as integers"
+                );
+                same_as_batch_over(expr, data.clone());
+            }
+        }
+        same_as_batch_over(is_null(c("t")).unwrap(), data.clone());
+        same_as_batch_over(is_not_null(c("a")).unwrap(), data.clone());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::pattern::{Pattern, Program};
 use super::*;
-use crate::testing::{from_pretty, to_sorted_rows};
+use crate::testing::{from_pretty, to_rows, to_sorted_rows};
 use crate::{change, Operator};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -399,4 +399,48 @@ fn an_attempt_waiting_for_rows_checks_each_row_once() {
     assert_eq!(all, vec!["A | 0 | 801 | 1 | up | 1"]);
     let evaluated = op.evaluated.load(std::sync::atomic::Ordering::Relaxed);
     assert!(evaluated <= 2 * 201, "{evaluated} conditions evaluated");
+}
+
+#[test]
+fn partitions_matched_on_several_threads_give_the_rows_of_one() {
+    // 4,000 ticks of 40 symbols in one batch (each a random walk), matched with the
+    // partitions split over four threads and on one: the same rows, in the same order,
+    // batch after batch.
+    let mut lines = String::from("sym:utf8 | t:int64 | price:int64\n");
+    let mut seed = 7u64;
+    let mut prices = [100i64; 40];
+    for t in 0..4000 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let k = t % 40;
+        prices[k] += (seed >> 33) as i64 % 7 - 3;
+        lines.push_str(&format!("S{k} | {t} | {}\n", prices[k]));
+    }
+    let data = from_pretty(&lines);
+    let node = bounded_v_shape(RowsPerMatch::All { unmatched: true });
+    let rows_of = |threads: usize| {
+        let mut op = MatchRecognizeOp::new(&node).unwrap();
+        op.threads = threads;
+        let mut out = Vec::new();
+        for cut in [(0, 3000), (3000, 1000)] {
+            let part = data.slice(cut.0, cut.1);
+            let input = change::attach(
+                &node.input_schema,
+                part.columns().to_vec(),
+                change::constant(change::INSERT, part.num_rows()),
+            )
+            .unwrap();
+            out.push(to_rows(&op.on_data(0, input).unwrap()));
+        }
+        out.push(to_rows(&op.finish().unwrap()));
+        out
+    };
+    let one = rows_of(1);
+    assert!(
+        one[0].len() > 1000,
+        "{} rows from the first batch",
+        one[0].len()
+    );
+    assert_eq!(rows_of(4), one);
 }
