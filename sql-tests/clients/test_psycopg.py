@@ -443,6 +443,30 @@ def test_if_not_exists_notices_carry_the_sqlstate_of_the_error_they_skip(brook):
     ]
 
 
+def test_drop_if_exists_of_nothing_says_so(brook):
+    """DROP ... IF EXISTS of a missing index or schema and DROP COLUMN IF EXISTS of a
+    missing column send PostgreSQL's notice (00000), as DROP TABLE IF EXISTS did; they
+    were silent."""
+    seen = []
+    with connect(brook) as conn:
+        conn.execute("CREATE TABLE py_dx (id int)")
+        conn.add_notice_handler(lambda d: seen.append((d.sqlstate, d.message_primary)))
+        for sql in [
+            "DROP INDEX IF EXISTS py_dx_missing",
+            "DROP SCHEMA IF EXISTS py_dx_missing",
+            "ALTER TABLE py_dx DROP COLUMN IF EXISTS nope",
+            "DROP TABLE IF EXISTS py_dx_missing",
+        ]:
+            conn.execute(sql)
+        conn.execute("DROP TABLE py_dx")
+    assert seen == [
+        ("00000", 'index "py_dx_missing" does not exist, skipping'),
+        ("00000", 'schema "py_dx_missing" does not exist, skipping'),
+        ("00000", 'column "nope" of relation "py_dx" does not exist, skipping'),
+        ("00000", 'table "py_dx_missing" does not exist, skipping'),
+    ]
+
+
 def test_result_columns_are_named_as_postgresql_names_them(brook):
     """SHOW names its column as PostgreSQL names the parameter; set_config's is set_config."""
     with connect(brook) as conn, conn.cursor() as c:

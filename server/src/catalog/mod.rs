@@ -204,9 +204,12 @@ pub fn is_temp_schema(schema: &str) -> bool {
 }
 
 impl SchemaMeta {
-    /// Whether a relation or sequence is called `name` (they share one namespace).
+    /// Whether a relation, sequence or index is called `name` (they share one namespace,
+    /// as in PostgreSQL's `pg_class`).
     pub fn name_taken(&self, name: &str) -> bool {
-        self.relations.contains_key(name) || self.sequences.contains_key(name)
+        self.relations.contains_key(name)
+            || self.sequences.contains_key(name)
+            || self.indexes.contains_key(name)
     }
 }
 

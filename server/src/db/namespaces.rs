@@ -75,18 +75,19 @@ impl Engine {
         Ok(created)
     }
 
-    /// Drop an empty schema (or with CASCADE, its relations, functions and aggregates too).
+    /// Drop an empty schema (or with CASCADE, its relations, functions and aggregates too);
+    /// false when IF EXISTS found none.
     pub fn drop_schema(
         &self,
         db: &Database,
         name: &str,
         if_exists: bool,
         cascade: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let (rels, functions): (Vec<(String, RelKind)>, bool) = {
             let doc = self.catalog.read();
             match doc.database(&db.name)?.schemas.get(name) {
-                None if if_exists => return Ok(()),
+                None if if_exists => return Ok(false),
                 None => return Err(BrookError::UndefinedSchema(name.into())),
                 Some(s) => (
                     s.relations
@@ -111,7 +112,7 @@ impl Engine {
         if functions {
             self.refresh_functions(db)?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Create a database; false when IF NOT EXISTS found it.

@@ -188,6 +188,17 @@ impl Session {
                 } => {
                     let cascade = drop_behavior == Some(ast::DropBehavior::Cascade);
                     for column in &column_names {
+                        let cname = ident_name(column);
+                        if if_exists && !meta.columns.iter().any(|c| c.name == cname) {
+                            self.notices.push(
+                                format!(
+                                    "column \"{cname}\" of relation \"{name}\" does not exist, \
+                                     skipping"
+                                )
+                                .into(),
+                            );
+                            continue;
+                        }
                         meta = self
                             .drop_column(
                                 &schema,

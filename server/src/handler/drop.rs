@@ -35,8 +35,13 @@ impl Session {
                         dropped?;
                         continue;
                     }
-                    self.engine
+                    let dropped = self
+                        .engine
                         .drop_schema(&self.db, &name, if_exists, cascade)?;
+                    if !dropped {
+                        self.notices
+                            .push(format!("schema \"{name}\" does not exist, skipping").into());
+                    }
                 }
                 Ok(Outcome::Command("DROP SCHEMA".into()))
             }
@@ -221,16 +226,21 @@ impl Session {
         for n in names {
             let (schema, name) = self.resolve(n)?;
             let db = self.db.name.clone();
-            self.engine.catalog.update(|doc| {
+            let dropped = self.engine.catalog.update(|doc| {
                 let s = doc.schema_mut(&db, &schema)?;
-                if s.indexes.remove(&name).is_none() && !if_exists {
+                let dropped = s.indexes.remove(&name).is_some();
+                if !dropped && !if_exists {
                     return Err(brook_err!(
                         UndefinedObject,
                         "index \"{name}\" does not exist"
                     ));
                 }
-                Ok(())
+                Ok(dropped)
             })?;
+            if !dropped {
+                self.notices
+                    .push(format!("index \"{name}\" does not exist, skipping").into());
+            }
         }
         Ok(Outcome::Command("DROP INDEX".into()))
     }

@@ -31,15 +31,30 @@ impl Session {
                 "CREATE UNIQUE INDEX (use a PRIMARY KEY)"
             ));
         }
-        let name = match &ci.name {
-            Some(n) => object_parts(n)?.pop().unwrap_or_default(),
-            None => format!("{table}_{}_idx", columns.join("_")),
+        let named = match &ci.name {
+            Some(n) => Some(object_parts(n)?.pop().unwrap_or_default()),
+            None => None,
         };
         let if_not_exists = ci.if_not_exists;
         let db = self.db.name.clone();
+        let mut name = String::new();
         let created = self.engine.catalog.update(|doc| {
             let s = doc.schema_mut(&db, &schema)?;
-            if s.indexes.contains_key(&name) || s.relations.contains_key(&name) {
+            // Unnamed, it takes PostgreSQL's name, numbered past the names in use.
+            name = match &named {
+                Some(n) => n.clone(),
+                None => {
+                    let base = format!("{table}_{}_idx", columns.join("_"));
+                    let mut name = base.clone();
+                    let mut n = 0;
+                    while s.name_taken(&name) {
+                        n += 1;
+                        name = format!("{base}{n}");
+                    }
+                    name
+                }
+            };
+            if s.name_taken(&name) {
                 return if if_not_exists {
                     Ok(false)
                 } else {

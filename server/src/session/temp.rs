@@ -64,7 +64,7 @@ impl Session {
         doc.database(&self.db.name)
             .ok()
             .and_then(|d| d.schemas.get(&self.temp_schema_name()))
-            .is_some_and(|s| s.name_taken(name) || s.indexes.contains_key(name))
+            .is_some_and(|s| s.name_taken(name))
     }
 
     /// The schema a qualifier names: `pg_temp` is this session's temporary schema; 0A000
@@ -167,7 +167,8 @@ impl Session {
         self.has_temp_schema = false;
         self.set_temp_slot(None);
         let name = self.temp_schema_name();
-        self.engine.drop_schema(&self.db, &name, true, true)
+        self.engine.drop_schema(&self.db, &name, true, true)?;
+        Ok(())
     }
 }
 
