@@ -530,7 +530,7 @@ impl MatchRecognizeOp {
                 .filter_map(|_| {
                     std::thread::Builder::new()
                         .name("brook-match".into())
-                        .spawn_scoped(scope, &worker)
+                        .spawn_scoped(scope, worker)
                         .ok()
                 })
                 .collect();

@@ -276,6 +276,24 @@ impl Session {
                     drop(txn);
                     meta = next;
                 }
+                AlterTableOperation::AlterColumn {
+                    column_name,
+                    op:
+                        ast::AlterColumnOperation::SetDataType {
+                            data_type, using, ..
+                        },
+                } => {
+                    meta = self
+                        .alter_column_type(
+                            &schema,
+                            &name,
+                            (&meta, &store),
+                            &column_name,
+                            &data_type,
+                            using.as_ref(),
+                        )
+                        .await?;
+                }
                 AlterTableOperation::AlterColumn { column_name, op } => {
                     // Under the write lock (an empty transaction, never committed), so SET
                     // NOT NULL checks every row there will be; writers planned against the

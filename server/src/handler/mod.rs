@@ -7,6 +7,7 @@ pub mod alter_column;
 pub mod block_write;
 pub mod cluster;
 pub mod column_shape;
+pub mod column_type;
 pub mod comment;
 pub mod continuous;
 pub mod copy;

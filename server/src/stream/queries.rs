@@ -659,7 +659,9 @@ mod tests {
 
     #[test]
     fn chunks_are_read_in_runs_of_at_most_the_limit() {
-        let sizes = |v: &[usize]| v.to_vec().into_iter();
+        fn sizes(v: &[usize]) -> impl Iterator<Item = usize> + '_ {
+            v.iter().copied()
+        }
         assert_eq!(runs(sizes(&[8192; 10]), 65_536), vec![0..8, 8..10]);
         assert_eq!(runs(sizes(&[100_000, 10, 10]), 65_536), vec![0..1, 1..3]);
         assert_eq!(runs(sizes(&[3, 3, 3]), 0), vec![0..1, 1..2, 2..3]);
