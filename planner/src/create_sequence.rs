@@ -33,6 +33,14 @@ pub fn parse_create_sequence(p: &mut Parser<'_>, temporary: bool) -> Result<Stat
 pub fn parse_alter_sequence(p: &mut Parser<'_>) -> Result<AlterSequence> {
     let if_exists = p.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
     let name = p.parse_object_name(false)?;
+    for (words, what) in [
+        (&[Keyword::RENAME][..], "RENAME TO"),
+        (&[Keyword::SET, Keyword::SCHEMA][..], "SET SCHEMA"),
+    ] {
+        if p.parse_keywords(words) {
+            return Err(brook_err!(Unsupported, "ALTER SEQUENCE ... {what}"));
+        }
+    }
     let clauses = parse_clauses(p, true)?;
     Ok(AlterSequence {
         name,
@@ -45,10 +53,21 @@ pub fn parse_alter_sequence(p: &mut Parser<'_>) -> Result<AlterSequence> {
 fn parse_clauses(p: &mut Parser<'_>, alter: bool) -> Result<SequenceClauses> {
     let mut c = SequenceClauses::default();
     let mut seen = Vec::new();
-    loop {
-        if matches!(p.peek_token().token, Token::EOF | Token::SemiColon) {
-            break;
-        }
+    while !matches!(p.peek_token().token, Token::EOF | Token::SemiColon) {
+        parse_clause(p, alter, &mut c, &mut seen)?;
+    }
+    Ok(c)
+}
+
+/// One clause into `c` (`seen`: the clauses so far, each allowed once); `RESTART` only
+/// when `alter`.
+pub(crate) fn parse_clause(
+    p: &mut Parser<'_>,
+    alter: bool,
+    c: &mut SequenceClauses,
+    seen: &mut Vec<Keyword>,
+) -> Result<()> {
+    {
         // NO MINVALUE / NO MAXVALUE / NO CYCLE count as the option they negate.
         let negated = p.parse_keyword(Keyword::NO);
         let option = if negated {
@@ -117,7 +136,7 @@ fn parse_clauses(p: &mut Parser<'_>, alter: bool) -> Result<SequenceClauses> {
             other => return Err(brook_err!(Syntax, "syntax error at or near \"{other:?}\"")),
         }
     }
-    Ok(c)
+    Ok(())
 }
 
 /// Where an option starts in sqlparser's order, by its first word (`NO` by the next);

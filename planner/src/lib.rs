@@ -43,6 +43,7 @@
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod alter_identity;
 pub mod approx;
 pub mod array_comparison;
 pub mod array_literal;

@@ -207,8 +207,8 @@ use crate::lexical::{
 };
 
 pub use crate::statement::{
-    AlterSequence, BrookStatement, CreateStream, CreateSynopsis, Emit, ErrorBudget, StatementBody,
-    Watermark,
+    AlterIdentity, AlterSequence, BrookStatement, CreateStream, CreateSynopsis, Emit, ErrorBudget,
+    StatementBody, Watermark,
 };
 
 /// Parse a whole query string (possibly several `;`-separated statements) from a client:
@@ -449,6 +449,11 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     }
     if let Some(owner) = parse_alter_owner(text)? {
         return Ok(owner);
+    }
+    if let Some(a) = crate::alter_identity::parse_alter_identity(text)? {
+        return Ok(BrookStatement::new(StatementBody::AlterIdentity(Box::new(
+            a,
+        ))));
     }
     if p.parse_keywords(&[Keyword::ALTER, Keyword::SEQUENCE]) {
         let a = crate::create_sequence::parse_alter_sequence(&mut p)?;

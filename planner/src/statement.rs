@@ -2,7 +2,7 @@
 //! clauses Brook lifts off it — and the bodies of Brook's own statements.
 
 use datafusion::sql::sqlparser::ast::{
-    ColumnDef, DataType, Expr, ObjectName, SqlOption, Statement, TableConstraint,
+    ColumnDef, DataType, Expr, Ident, ObjectName, SqlOption, Statement, TableConstraint,
 };
 
 /// A parsed statement: what it does, and the clauses Brook lifts off a statement before
@@ -90,6 +90,18 @@ pub struct AlterSequence {
     pub clauses: SequenceClauses,
 }
 
+/// `ALTER TABLE [IF EXISTS] t ALTER [COLUMN] c` with an identity column's options.
+#[derive(Debug, Clone)]
+pub struct AlterIdentity {
+    pub table: ObjectName,
+    pub if_exists: bool,
+    pub column: Ident,
+    /// `SET GENERATED ALWAYS` (true) or `BY DEFAULT` (false).
+    pub generated_always: Option<bool>,
+    /// The options of the sequence the column owns (`SET INCREMENT BY ..`, `RESTART`).
+    pub clauses: SequenceClauses,
+}
+
 /// `CREATE [OR REPLACE] AGGREGATE name (types) (SFUNC = ..., STYPE = ..., ...)`.
 #[derive(Debug, Clone)]
 pub struct CreateAggregate {
@@ -124,6 +136,8 @@ pub enum StatementBody {
     Sql(Box<Statement>),
     /// `ALTER SEQUENCE` (sqlparser has none).
     AlterSequence(Box<AlterSequence>),
+    /// An identity column's options (sqlparser has none).
+    AlterIdentity(Box<AlterIdentity>),
     /// `CREATE STREAM`.
     CreateStream(Box<CreateStream>),
     /// `CREATE SYNOPSIS`.

@@ -34,6 +34,7 @@ pub(crate) fn changes_catalog(stmt: &BrookStatement) -> bool {
         ),
         StatementBody::CreateStream(_)
         | StatementBody::AlterSequence(_)
+        | StatementBody::AlterIdentity(_)
         | StatementBody::AlterOwner { .. }
         | StatementBody::DropStream { .. }
         | StatementBody::CreateSynopsis(_)

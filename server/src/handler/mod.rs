@@ -16,6 +16,7 @@ pub mod cursor;
 pub mod describe;
 pub mod drop;
 pub mod function;
+pub mod identity_options;
 pub mod implicit;
 pub mod index;
 pub mod insert;
@@ -119,6 +120,7 @@ impl Session {
             },
             StatementBody::CreateStream(cs) => self.create_stream(*cs).await,
             StatementBody::AlterSequence(a) => self.alter_sequence(*a),
+            StatementBody::AlterIdentity(a) => self.alter_identity(*a).await,
             StatementBody::AlterOwner {
                 kind,
                 name,
