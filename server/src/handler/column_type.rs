@@ -3,12 +3,17 @@
 //!
 //! As in PostgreSQL, without USING the old type must convert to the new one by assignment
 //! (numbers among themselves, anything to text, dates and times among themselves); any
-//! other change needs `USING`, an expression over the row's columns. A value the new type
-//! cannot hold fails the statement (22003, 22001, 22P02 ...) and nothing changes. A
-//! primary-key column is checked for keys made equal by the conversion (23505).
+//! other change needs `USING`, an expression over the row's columns whose result converts
+//! by assignment. A value the new type cannot hold fails the statement (22003, 22001,
+//! 22P02 ...) and nothing changes, and so does a column default the new type cannot take.
+//! A primary-key column is checked for keys made equal by the conversion (23505).
+//!
+//! A value of another type becomes text as its `::text` cast writes it (PostgreSQL's
+//! output form), then must fit the column's length like any value stored.
 
 use crate::catalog::RelationMeta;
-use crate::ident::ident_name;
+use crate::exec::column_default::ColumnDefault;
+use crate::ident::{ident_name, quote_if_needed};
 use crate::pg::types::PgType;
 use crate::session::Session;
 use crate::storage::TableStore;
@@ -16,7 +21,11 @@ use crate::write::coerce::coerce_column;
 use crate::write::keys::KeyCheck;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, RecordBatch};
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{self, Ident};
 use std::sync::{Arc, Mutex};
@@ -68,15 +77,61 @@ impl Session {
                 ty.name()
             )));
         }
-        let convert = match using {
-            Some(e) => Some(self.using_expression(schema, name, e).await?),
-            None => None,
+        // Another type becomes text as its `::text` cast writes it; time and interval
+        // convert by their casts.
+        let explicit = match (&old.ty, &ty) {
+            (from, to) if is_text(to) && !is_text(from) => Some("text".to_string()),
+            (PgType::Time, PgType::Interval) | (PgType::Interval, PgType::Time) => Some(ty.name()),
+            _ => None,
+        };
+        let convert = match (using, explicit) {
+            (Some(e), _) => {
+                let (expr, result) = self.using_expression(schema, name, &e.to_string()).await?;
+                let literal = matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
+                // json, jsonb, uuid and xml are kept as text: their casts give text too.
+                let stored_as_text = is_text(&ty)
+                    || matches!(
+                        ty,
+                        PgType::Json | PgType::Jsonb | PgType::Uuid | PgType::Xml
+                    );
+                let text_result = matches!(
+                    result,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                );
+                if !literal && !stored_as_text && text_result {
+                    return Err(BrookError::DatatypeMismatch(format!(
+                        "result of USING clause for column \"{cname}\" cannot be cast \
+                         automatically to type {}",
+                        ty.name()
+                    )));
+                }
+                Some(expr)
+            }
+            (None, Some(target)) => {
+                let sql = format!("{}::{target}", quote_if_needed(&cname));
+                Some(self.using_expression(schema, name, &sql).await?.0)
+            }
+            (None, None) => None,
         };
         let mut next = meta.clone();
         next.columns[i].ty = ty.clone();
         let not_null = next.columns[i].not_null;
         let new_schema = next.schema();
         let field = new_schema.field(i).clone();
+        if next.columns[i].default.is_some() && next.columns[i].identity.is_none() {
+            // As PostgreSQL: a default the new type cannot take refuses the change.
+            let refused = || {
+                BrookError::DatatypeMismatch(format!(
+                    "default for column \"{cname}\" cannot be cast automatically to type {}",
+                    ty.name()
+                ))
+            };
+            if let ColumnDefault::Once(value) =
+                self.default_value(&next, i).await.map_err(|_| refused())?
+            {
+                coerce_column(&value, &field, &ty, &cname).map_err(|_| refused())?;
+            }
+        }
         let keys = match meta.primary_key.contains(&i) {
             true => KeyCheck::new(&next, name)?,
             false => None,
@@ -121,24 +176,25 @@ impl Session {
     }
 
     /// A USING expression planned as a query of the relation would plan it, as a physical
-    /// expression over the relation's stored columns.
+    /// expression over the relation's stored columns, and the type of its result.
     async fn using_expression(
         &self,
         schema: &str,
         name: &str,
-        using: &ast::Expr,
-    ) -> Result<Arc<dyn PhysicalExpr>> {
+        using: &str,
+    ) -> Result<(Arc<dyn PhysicalExpr>, DataType)> {
         let sql = format!(
             "SELECT {using} FROM {}.{}",
-            crate::ident::quote_if_needed(schema),
-            crate::ident::quote_if_needed(name)
+            quote_if_needed(schema),
+            quote_if_needed(name)
         );
-        let Some(stmt) = brook_planner::parser::parse_one(&sql)?.into_plain_sql() else {
+        let Some(mut stmt) = brook_planner::parser::parse_one(&sql)?.into_plain_sql() else {
             return Err(brook_err!(
                 Internal,
                 "USING expression {using} is not plain SQL"
             ));
         };
+        crate::pg::sql::pg_literals(&mut stmt)?;
         let plan = self.plan(stmt).await?;
         let state = self.ctx.state();
         let plan = state
@@ -150,11 +206,44 @@ impl Session {
         let ([expr], LogicalPlan::TableScan(_)) = (p.expr.as_slice(), p.input.as_ref()) else {
             return Err(refused_using(using));
         };
-        Ok(state.create_physical_expr(expr.clone(), p.input.schema())?)
+        let expr = expr.clone().unalias();
+        let mut parameter = false;
+        let mut subquery = false;
+        expr.apply(|e| {
+            parameter |= matches!(e, Expr::Placeholder(_));
+            subquery |= matches!(
+                e,
+                Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
+            );
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        })?;
+        if parameter {
+            return Err(BrookError::Parameter(format!(
+                "there is no parameter in USING {using}: ALTER TABLE takes none"
+            )));
+        }
+        if subquery {
+            return Err(brook_err!(
+                Unsupported,
+                "cannot use subquery in transform expression"
+            ));
+        }
+        let input = p.input.schema();
+        let result = expr.get_type(input.as_ref())?;
+        // As a query's expressions are before they run (`coalesce` to CASE, `now()` to
+        // the statement's time).
+        let context = SimplifyContext::builder()
+            .with_schema(input.clone())
+            .with_config_options(state.config_options().clone())
+            .with_current_time()
+            .build();
+        let simplifier = ExprSimplifier::new(context);
+        let expr = simplifier.simplify(expr)?;
+        Ok((state.create_physical_expr(expr, input)?, result))
     }
 }
 
-fn refused_using(using: &ast::Expr) -> BrookError {
+fn refused_using(using: &str) -> BrookError {
     brook_err!(
         Unsupported,
         "USING {using}: a transform expression over the row's own columns only (no \
@@ -162,15 +251,18 @@ fn refused_using(using: &ast::Expr) -> BrookError {
     )
 }
 
+fn is_text(t: &PgType) -> bool {
+    matches!(t, PgType::Text | PgType::Varchar(_) | PgType::Char(_))
+}
+
 /// Whether a column of type `from` converts to `to` by PostgreSQL's assignment casts
 /// (what ALTER COLUMN TYPE takes without USING).
 fn converts_by_assignment(from: &PgType, to: &PgType) -> bool {
     use PgType::*;
     let numeric = |t: &PgType| matches!(t, Int2 | Int4 | Int8 | Float4 | Float8 | Numeric { .. });
-    let text = |t: &PgType| matches!(t, Text | Varchar(_) | Char(_));
     match (from, to) {
         (Array(a), Array(b)) => converts_by_assignment(a, b),
-        (_, t) if text(t) => !matches!(from, Array(_)),
+        (_, t) if is_text(t) => true,
         (f, t) if numeric(f) && numeric(t) => true,
         (Date | Timestamp | Timestamptz, Date | Timestamp | Timestamptz) => true,
         (Timestamp | Timestamptz, Time) => true,
@@ -197,6 +289,8 @@ mod tests {
         assert!(!converts_by_assignment(&Text, &Jsonb));
         assert!(!converts_by_assignment(&Bool, &Int4));
         assert!(!converts_by_assignment(&Int4, &Date));
+        assert!(converts_by_assignment(&Time, &Interval));
+        assert!(converts_by_assignment(&Array(Box::new(Int4)), &Text));
         assert!(converts_by_assignment(
             &Array(Box::new(Int4)),
             &Array(Box::new(Int8))

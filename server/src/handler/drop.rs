@@ -218,30 +218,53 @@ impl Session {
         Ok(Outcome::Command(tag.into()))
     }
 
+    /// DROP INDEX: every name is checked before any index is dropped (a DROP that fails
+    /// drops nothing, as in PostgreSQL).
     pub(crate) fn drop_indexes(
         &mut self,
         names: &[ObjectName],
         if_exists: bool,
     ) -> Result<Outcome> {
+        let mut targets: Vec<(String, String)> = Vec::new();
         for n in names {
-            let (schema, name) = self.resolve(n)?;
-            let db = self.db.name.clone();
-            let dropped = self.engine.catalog.update(|doc| {
-                let s = doc.schema_mut(&db, &schema)?;
-                let dropped = s.indexes.remove(&name).is_some();
-                if !dropped && !if_exists {
-                    return Err(brook_err!(
-                        UndefinedObject,
-                        "index \"{name}\" does not exist"
-                    ));
+            let (schema, name) = match self.resolve(n) {
+                Ok(r) => r,
+                Err(BrookError::UndefinedSchema(schema)) if if_exists => {
+                    self.notices
+                        .push(format!("schema \"{schema}\" does not exist, skipping").into());
+                    continue;
                 }
-                Ok(dropped)
-            })?;
-            if !dropped {
+                Err(e) => return Err(e),
+            };
+            let (index, relation) = {
+                let doc = self.engine.catalog.read();
+                let s = doc.database(&self.db.name)?.schemas.get(&schema);
+                (
+                    s.is_some_and(|s| s.indexes.contains_key(&name)),
+                    s.is_some_and(|s| s.name_taken(&name)),
+                )
+            };
+            if index {
+                targets.push((schema, name));
+            } else if relation {
+                return Err(brook_err!(WrongObjectType, "\"{name}\" is not an index"));
+            } else if if_exists {
                 self.notices
                     .push(format!("index \"{name}\" does not exist, skipping").into());
+            } else {
+                return Err(brook_err!(
+                    UndefinedObject,
+                    "index \"{name}\" does not exist"
+                ));
             }
         }
+        let db = self.db.name.clone();
+        self.engine.catalog.update(|doc| {
+            for (schema, name) in &targets {
+                doc.schema_mut(&db, schema)?.indexes.remove(name);
+            }
+            Ok(())
+        })?;
         Ok(Outcome::Command("DROP INDEX".into()))
     }
 }
