@@ -211,6 +211,18 @@ impl SchemaMeta {
             || self.sequences.contains_key(name)
             || self.indexes.contains_key(name)
     }
+
+    /// `base`, or `base` with the first number appended that makes a name no relation,
+    /// sequence or index has (as PostgreSQL chooses the names it makes up).
+    pub fn free_name(&self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut n = 0;
+        while self.name_taken(&name) {
+            n += 1;
+            name = format!("{base}{n}");
+        }
+        name
+    }
 }
 
 /// A database.

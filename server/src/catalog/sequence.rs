@@ -280,14 +280,7 @@ impl Counters {
 /// `<table>_<column>_seq`, with a number appended when a relation or sequence of schema
 /// `s` already has that name (as PostgreSQL chooses it).
 pub fn owned_name(s: &SchemaMeta, table: &str, column: &str) -> String {
-    let base = format!("{table}_{column}_seq");
-    let mut name = base.clone();
-    let mut n = 0;
-    while s.name_taken(&name) {
-        n += 1;
-        name = format!("{base}{n}");
-    }
-    name
+    s.free_name(&format!("{table}_{column}_seq"))
 }
 
 /// The DEFAULT of a column that takes its values from sequence `schema.name`, as

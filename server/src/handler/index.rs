@@ -43,16 +43,7 @@ impl Session {
             // Unnamed, it takes PostgreSQL's name, numbered past the names in use.
             name = match &named {
                 Some(n) => n.clone(),
-                None => {
-                    let base = format!("{table}_{}_idx", columns.join("_"));
-                    let mut name = base.clone();
-                    let mut n = 0;
-                    while s.name_taken(&name) {
-                        n += 1;
-                        name = format!("{base}{n}");
-                    }
-                    name
-                }
+                None => s.free_name(&format!("{table}_{}_idx", columns.join("_"))),
             };
             if s.name_taken(&name) {
                 return if if_not_exists {
