@@ -48,6 +48,23 @@ impl Session {
                 "identity column \"{cname}\" of relation \"{name}\" owns no sequence"
             ));
         };
+        // The sequence's options first: they are checked there (a bad one changes
+        // nothing), and a change of GENERATED cannot fail after them.
+        let c = &a.clauses;
+        if c.data_type.is_some()
+            || !c.options.is_empty()
+            || c.owned_by.is_some()
+            || c.restart.is_some()
+        {
+            self.alter_sequence(AlterSequence {
+                name: ObjectName(vec![
+                    ObjectNamePart::Identifier(Ident::with_quote('"', schema.clone())),
+                    ObjectNamePart::Identifier(Ident::with_quote('"', sequence)),
+                ]),
+                if_exists: false,
+                clauses: a.clauses,
+            })?;
+        }
         if let Some(always) = a.generated_always {
             // Under the write lock (an empty transaction, never committed): writers planned
             // against the old definition retry (40001).
@@ -61,21 +78,6 @@ impl Session {
             self.engine
                 .update_relation(&self.db, &schema, &name, next)?;
             drop(txn);
-        }
-        let c = &a.clauses;
-        if c.data_type.is_some()
-            || !c.options.is_empty()
-            || c.owned_by.is_some()
-            || c.restart.is_some()
-        {
-            self.alter_sequence(AlterSequence {
-                name: ObjectName(vec![
-                    ObjectNamePart::Identifier(Ident::with_quote('"', schema)),
-                    ObjectNamePart::Identifier(Ident::with_quote('"', sequence)),
-                ]),
-                if_exists: false,
-                clauses: a.clauses,
-            })?;
         }
         Ok(Outcome::Command("ALTER TABLE".into()))
     }
