@@ -3,26 +3,13 @@
 //! takes them (sqlparser reads none of them). The sequence options are those of `ALTER
 //! SEQUENCE`, applied to the sequence the column owns.
 
-use crate::create_sequence::parse_clause;
+use crate::create_sequence::{option_rank, parse_clause};
 use crate::statement::{AlterIdentity, SequenceClauses};
 use brook_common::Result;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
-
-/// Words that start a sequence option after `SET`.
-const OPTION_WORDS: [&str; 9] = [
-    "GENERATED",
-    "INCREMENT",
-    "MINVALUE",
-    "MAXVALUE",
-    "START",
-    "CACHE",
-    "CYCLE",
-    "NO",
-    "OWNED",
-];
 
 /// `text` as an identity column's ALTER, or None when it is another statement.
 pub fn parse_alter_identity(text: &str) -> Result<Option<AlterIdentity>> {
@@ -76,7 +63,13 @@ pub fn parse_alter_identity(text: &str) -> Result<Option<AlterIdentity>> {
 /// Whether `text` is `ALTER TABLE ... ALTER [COLUMN] c` followed by `RESTART` or `SET`
 /// and an identity option (not `SET DEFAULT`, `SET NOT NULL`, `SET DATA TYPE`).
 fn is_alter_identity(text: &str) -> bool {
-    if !(crate::lexical::mentions(text, "RESTART") || crate::lexical::mentions(text, "SET")) {
+    let alter = text
+        .trim_start()
+        .get(..5)
+        .is_some_and(|w| w.eq_ignore_ascii_case("alter"));
+    if !alter
+        || !(crate::lexical::mentions(text, "RESTART") || crate::lexical::mentions(text, "SET"))
+    {
         return false;
     }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize() else {
@@ -117,7 +110,16 @@ fn is_alter_identity(text: &str) -> bool {
         return false;
     }
     k += 1;
-    is(k, "RESTART") || (is(k, "SET") && OPTION_WORDS.iter().any(|w| is(k + 1, w)))
+    // After SET: GENERATED, or a sequence option (`NO CYCLE`, `OWNED BY` among them).
+    let option = |w: &str| {
+        ["GENERATED", "NO", "OWNED"]
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(w))
+            || option_rank(w).is_some()
+    };
+    is(k, "RESTART")
+        || (is(k, "SET")
+            && matches!(words.get(k + 1), Some(Token::Word(x)) if x.quote_style.is_none() && option(&x.value)))
 }
 
 #[cfg(test)]

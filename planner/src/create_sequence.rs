@@ -141,7 +141,7 @@ pub(crate) fn parse_clause(
 
 /// Where an option starts in sqlparser's order, by its first word (`NO` by the next);
 /// None for a word that starts no option.
-fn option_rank(word: &str) -> Option<usize> {
+pub(crate) fn option_rank(word: &str) -> Option<usize> {
     const ORDER: [&str; 6] = [
         "INCREMENT",
         "MINVALUE",

@@ -2,12 +2,14 @@
 //! ALTER COLUMN in `alter_column`),
 //! `ALTER ... OWNER TO` and TRUNCATE.
 
-use crate::catalog::RelKind;
+use crate::catalog::{RelKind, RelationMeta};
 use crate::ident::ident_name;
 use crate::session::Outcome;
 use crate::session::{Notice, Session};
+use crate::storage::TableStore;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation};
+use std::sync::Arc;
 
 impl Session {
     /// `ALTER <kind> name OWNER TO role`: Brook has one role, which owns every object, so
@@ -96,16 +98,29 @@ impl Session {
         Ok(Outcome::Command(format!("ALTER {kind}")))
     }
 
-    pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
-        let (schema, mut name) = self.resolve(&at.name)?;
-        let (mut meta, store) = match self.writable(&schema, &name) {
-            Ok(r) => r,
-            Err(BrookError::UndefinedTable(_)) if at.if_exists => {
+    /// The relation an ALTER TABLE changes; None (with PostgreSQL's notice) when `IF
+    /// EXISTS` finds none.
+    pub(crate) fn altered_relation(
+        &mut self,
+        schema: &str,
+        name: &str,
+        if_exists: bool,
+    ) -> Result<Option<(RelationMeta, Arc<TableStore>)>> {
+        match self.writable(schema, name) {
+            Ok(r) => Ok(Some(r)),
+            Err(BrookError::UndefinedTable(_)) if if_exists => {
                 self.notices
                     .push(format!("relation \"{name}\" does not exist, skipping").into());
-                return Ok(Outcome::Command("ALTER TABLE".into()));
+                Ok(None)
             }
-            Err(e) => return Err(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
+        let (schema, mut name) = self.resolve(&at.name)?;
+        let Some((mut meta, store)) = self.altered_relation(&schema, &name, at.if_exists)? else {
+            return Ok(Outcome::Command("ALTER TABLE".into()));
         };
         for op in at.operations {
             match op {

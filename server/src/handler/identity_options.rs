@@ -13,14 +13,8 @@ use datafusion::sql::sqlparser::ast::{Ident, ObjectName, ObjectNamePart};
 impl Session {
     pub(crate) async fn alter_identity(&mut self, a: AlterIdentity) -> Result<Outcome> {
         let (schema, name) = self.resolve(&a.table)?;
-        let (meta, store) = match self.writable(&schema, &name) {
-            Ok(r) => r,
-            Err(BrookError::UndefinedTable(_)) if a.if_exists => {
-                self.notices
-                    .push(format!("relation \"{name}\" does not exist, skipping").into());
-                return Ok(Outcome::Command("ALTER TABLE".into()));
-            }
-            Err(e) => return Err(e),
+        let Some((meta, store)) = self.altered_relation(&schema, &name, a.if_exists)? else {
+            return Ok(Outcome::Command("ALTER TABLE".into()));
         };
         let cname = ident_name(&a.column);
         let i = meta.column_index(&cname, &name)?;
