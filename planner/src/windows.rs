@@ -47,6 +47,13 @@ impl Visitor for WindowRelations {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> ControlFlow<()> {
+        // A subquery input of MATCH_RECOGNIZE, as parsed.
+        if let Some(q) = crate::match_recognize::derived_input(tf) {
+            let _ = datafusion::sql::sqlparser::ast::visit_relations(q, |r| {
+                self.0.push(r.clone());
+                ControlFlow::<()>::Continue(())
+            });
+        }
         if let TableFactor::Table {
             name,
             args: Some(args),

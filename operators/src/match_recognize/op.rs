@@ -524,7 +524,14 @@ impl MatchRecognizeOp {
         for &c in &rest {
             cols.push(take(rows.column(c).as_ref(), &at, None)?);
         }
-        Ok(RecordBatch::try_new(self.node.schema.clone(), cols)?)
+        // A match without partition columns or measures is a row of no columns.
+        let options = datafusion::arrow::record_batch::RecordBatchOptions::new()
+            .with_row_count(Some(out.len()));
+        Ok(RecordBatch::try_new_with_options(
+            self.node.schema.clone(),
+            cols,
+            &options,
+        )?)
     }
 }
 

@@ -56,7 +56,7 @@ pub struct ViewDefinition {
 }
 
 /// An operator over a relation's rows in arrival order, which a table function scan reads
-/// (count windows, `MATCH_RECOGNIZE`).
+/// (count windows).
 #[derive(Clone)]
 pub struct RowOperatorDefinition {
     /// The relation read.
@@ -67,8 +67,6 @@ pub struct RowOperatorDefinition {
     pub node: Arc<dyn NodeSpec>,
     /// What it is, for refusals ("count windows").
     pub what: &'static str,
-    /// Why it cannot run continuously, when it cannot.
-    pub refusal: Option<String>,
 }
 
 /// The server's catalog, as the planner sees it.
@@ -86,8 +84,7 @@ pub trait SourceResolver {
         Ok(None)
     }
 
-    /// The operator a scan reads (`TUMBLE_ROWS`/`HOP_ROWS`, `MATCH_RECOGNIZE`); `None`
-    /// otherwise.
+    /// The operator a scan reads (`TUMBLE_ROWS`/`HOP_ROWS`); `None` otherwise.
     fn row_operator(
         &self,
         _source: &Arc<dyn TableSource>,
@@ -365,6 +362,14 @@ impl Builder<'_> {
             LogicalPlan::Unnest(u) => self.unnest(u),
             LogicalPlan::Window(w) => self.over(w),
             LogicalPlan::RecursiveQuery(r) => self.recursive(r),
+            LogicalPlan::Extension(e) => match e
+                .node
+                .as_any()
+                .downcast_ref::<crate::match_recognize::plan::MatchRecognizePlan>(
+            ) {
+                Some(mr) => self.match_recognize(mr),
+                None => Err(refuse(&format!("{} node", e.node.name()))),
+            },
             LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {
                 Err(refuse("a constant relation (VALUES or no FROM)"))
             }

@@ -90,16 +90,12 @@ impl Builder<'_> {
         Ok(self.add_with_times(Arc::new(node), vec![at], times))
     }
 
-    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) or `MATCH_RECOGNIZE` over a stream, in
-    /// arrival order.
+    /// Count windows (`TUMBLE_ROWS`/`HOP_ROWS`) over a stream, in arrival order.
     pub(super) fn row_operator_scan(
         &mut self,
         scan: &datafusion::logical_expr::TableScan,
         op: RowOperatorDefinition,
     ) -> Result<Endpoint> {
-        if let Some(why) = op.refusal {
-            return Err(refuse(&why));
-        }
         let source = self.source(&op.relation, &op.source)?;
         if self.sources[source].updating {
             return Err(refuse(&format!(
@@ -109,6 +105,27 @@ impl Builder<'_> {
         }
         let at = self.add(op.node, vec![Endpoint::Source(source)], None);
         self.scan_columns(scan, at)
+    }
+
+    /// `MATCH_RECOGNIZE` after its input's operators: the input's rows in arrival order,
+    /// which only an input whose rows never change has.
+    pub(super) fn match_recognize(
+        &mut self,
+        mr: &crate::match_recognize::plan::MatchRecognizePlan,
+    ) -> Result<Endpoint> {
+        if mr.node.pattern.uses_end() {
+            return Err(refuse(
+                "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)",
+            ));
+        }
+        let input = self.build(&mr.input)?;
+        if self.updating(input) {
+            return Err(refuse(
+                "MATCH_RECOGNIZE over rows that change (a table, or an aggregate or join that \
+                 updates its rows: matches are decided in arrival order)",
+            ));
+        }
+        Ok(self.add(mr.node.clone(), vec![input], None))
     }
 
     /// A materialized view as input: a stream of its changes. Its defining query is planned

@@ -3,14 +3,13 @@
 //! far, with the row as the variable defined (running semantics).
 
 use super::measures::{function_name, last_value, plan_navigation};
-use super::Names;
+use super::{ExprPlanning, Names};
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::{
     reads_schema, Condition as Planned, Navigation, PrevColumn,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::DFSchema;
-use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
 };
@@ -22,7 +21,7 @@ pub(super) fn plan_conditions(
     symbols: &[(String, &Expr)],
     names: &Names,
     input: &SchemaRef,
-    state: &SessionState,
+    exprs: &mut dyn ExprPlanning,
 ) -> Result<(Vec<Option<Planned>>, Vec<PrevColumn>)> {
     let variables = &names.variables;
     let mut prev: Vec<PrevColumn> = Vec::new();
@@ -74,7 +73,7 @@ pub(super) fn plan_conditions(
                 .map(|f| f.as_ref().clone()),
         );
         let schema = DFSchema::try_from(Schema::new(all))?;
-        let logical = state.create_logical_expr(&e.to_string(), &schema)?;
+        let logical = exprs.logical(e, &schema)?;
         // As in a query: integer arithmetic fails on overflow (22003) rather than wraps.
         let logical = crate::checked::CheckedIntegerArithmetic::default()
             .check_expression(logical, &schema)?;
@@ -88,7 +87,7 @@ pub(super) fn plan_conditions(
         }
         super::refuse_unplannable(&logical, "DEFINE")?;
         conditions.push(Some(Planned {
-            expr: state.create_physical_expr(logical, &schema)?,
+            expr: exprs.physical(logical, &schema)?,
             reads,
         }));
     }

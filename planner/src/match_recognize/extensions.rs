@@ -6,7 +6,10 @@
 //! - `SUBSET u = (a, b)` → the first `DEFINE` item `u AS brook_subset(a, b)`;
 //! - Flink's `WITHIN INTERVAL ...` after `PATTERN (...)` → `DEFINE brook_within AS INTERVAL ...`;
 //! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`;
-//! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means).
+//! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means);
+//! - a subquery or parenthesized join as the input (sqlparser reads the clause only after a
+//!   name): `(query) [AS] s MATCH_RECOGNIZE` → `brook_match_recognize_input((query)) [AS] s
+//!   MATCH_RECOGNIZE`, a table function call, whose query the clause reads.
 //!
 //! Each rewritten form is read back by the planner of the clause ([`super::plan_node`]).
 
@@ -38,6 +41,8 @@ pub const SUBSET_FUNCTION: &str = "brook_subset";
 pub const WITHIN_NAME: &str = "brook_within";
 /// Variable that marks an exclusion.
 pub const EXCLUDED_MARK: &str = "brook_excluded";
+/// The table function a subquery input of the clause is written as.
+pub const DERIVED_INPUT_FUNCTION: &str = "brook_match_recognize_input";
 
 fn is_word(t: &Token, word: &str) -> bool {
     matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
@@ -71,6 +76,10 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
         if !matches!(t, Token::Word(w) if w.keyword == Keyword::MATCH_RECOGNIZE) {
             continue;
         }
+        if let Some(keyword) = out.pop() {
+            changed |= wrap_derived_input(&mut out)?;
+            out.push(keyword);
+        }
         let Some(open) = next_solid(&tokens, i - 1).filter(|&j| tokens[j] == Token::LParen) else {
             continue;
         };
@@ -103,6 +112,94 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
         return Ok(None);
     }
     Ok(Some(out.iter().map(|t| t.to_string()).collect()))
+}
+
+/// The index of the last token before `end` that is not whitespace.
+fn solid_before(tokens: &[Token], end: usize) -> Option<usize> {
+    (0..end).rev().find(|&j| !is_space(&tokens[j]))
+}
+
+/// When `out` ends with a derived table — `(query) [[AS] alias]` or a parenthesized join, in
+/// FROM, after `,` or JOIN — make it `brook_match_recognize_input((query)) [[AS] alias]`
+/// (a join becomes `SELECT * FROM` it). True when it did.
+fn wrap_derived_input(out: &mut Vec<Token>) -> Result<bool> {
+    let Some(last) = solid_before(out, out.len()) else {
+        return Ok(false);
+    };
+    // Before an alias (perhaps after AS, perhaps with a column list), its `)`.
+    let before_alias = |alias: usize| -> Option<usize> {
+        let mut at = solid_before(out, alias)?;
+        if matches!(&out[at], Token::Word(w) if w.keyword == Keyword::AS) {
+            at = solid_before(out, at)?;
+        }
+        (out[at] == Token::RParen).then_some(at)
+    };
+    let close = match &out[last] {
+        Token::Word(_) => before_alias(last),
+        Token::RParen => match matching_open(out, last)
+            .and_then(|o| solid_before(out, o))
+            .filter(|&w| matches!(&out[w], Token::Word(_)))
+        {
+            // `alias (columns)` after the derived table's `)`, or a function's arguments.
+            Some(w) => before_alias(w).or(Some(last)),
+            None => Some(last),
+        },
+        _ => None,
+    };
+    let Some(close) = close else { return Ok(false) };
+    let Some(open) = matching_open(out, close) else {
+        return Ok(false);
+    };
+    // A derived table follows FROM, JOIN or a comma; after a name the parentheses are a
+    // table function's arguments, which sqlparser reads already.
+    let in_from = solid_before(out, open).is_some_and(|p| match &out[p] {
+        Token::Comma | Token::LParen => true,
+        Token::Word(w) => matches!(w.keyword, Keyword::FROM | Keyword::JOIN),
+        _ => false,
+    });
+    if !in_from {
+        return Ok(false);
+    }
+    let inner: Vec<Token> = out[open + 1..close].to_vec();
+    let first = inner.iter().find(|t| !is_space(t));
+    let keyword = |k: Keyword| first.is_some_and(|t| matches!(t, Token::Word(w) if w.keyword == k));
+    // What an expression reads as a subquery: SELECT or WITH; VALUES is read from, as a
+    // join is.
+    let (before, after) = if keyword(Keyword::SELECT) || keyword(Keyword::WITH) {
+        ("(", ")")
+    } else if keyword(Keyword::VALUES) {
+        ("(SELECT * FROM (", ") AS brook_values)")
+    } else {
+        ("(SELECT * FROM ", ")")
+    };
+    let mut call = vec![
+        Token::make_word(DERIVED_INPUT_FUNCTION, None),
+        Token::LParen,
+    ];
+    call.extend(tokenize(before)?);
+    call.extend(inner);
+    call.extend(tokenize(after)?);
+    call.push(Token::RParen);
+    out.splice(open..=close, call);
+    Ok(true)
+}
+
+/// The `(` the `)` at `close` closes.
+fn matching_open(tokens: &[Token], close: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for j in (0..=close).rev() {
+        match tokens[j] {
+            Token::RParen => depth += 1,
+            Token::LParen => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// One clause, from its `(` to its `)`.

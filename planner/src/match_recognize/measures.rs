@@ -4,14 +4,13 @@
 //! conditions read the match so far through the same navigations ([`plan_navigation`]).
 
 use super::extensions::SEMANTICS_PREFIX;
-use super::Names;
+use super::{ExprPlanning, Names};
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::{
     reads_schema, Aggregate, Measure, MeasureKind, Navigation, VarSet,
 };
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::DFSchema;
-use datafusion::execution::context::SessionState;
 use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
 };
@@ -22,7 +21,7 @@ pub(super) fn plan_measure(
     e: &Expr,
     names: &Names,
     input: &SchemaRef,
-    state: &SessionState,
+    exprs: &mut dyn ExprPlanning,
 ) -> Result<(Measure, DataType)> {
     let mut rewritten = e.clone();
     let mut reads = Reads {
@@ -47,13 +46,13 @@ pub(super) fn plan_measure(
         ));
     }
     let schema = DFSchema::try_from(reads_schema(&found).as_ref().clone())?;
-    let logical = state.create_logical_expr(&rewritten.to_string(), &schema)?;
+    let logical = exprs.logical(rewritten, &schema)?;
     // As in a query: integer arithmetic fails on overflow (22003) rather than wraps.
     let logical =
         crate::checked::CheckedIntegerArithmetic::default().check_expression(logical, &schema)?;
     let ty = datafusion::logical_expr::ExprSchemable::get_type(&logical, &schema)?;
     super::refuse_unplannable(&logical, "MEASURES")?;
-    let expr = state.create_physical_expr(logical, &schema)?;
+    let expr = exprs.physical(logical, &schema)?;
     Ok((
         Measure {
             reads: found,

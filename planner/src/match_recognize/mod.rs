@@ -1,12 +1,15 @@
 //! `MATCH_RECOGNIZE` (SQL:2016 row pattern recognition) in FROM.
 //!
-//! DataFusion does not plan the clause, so it is rewritten, as `TUMBLE_ROWS` is, into a
-//! table function over the relation it reads: `brook_match_recognize('rel', 'clause')`,
-//! where `clause` is the clause's own SQL. The server's table function plans the clause
-//! against the relation with [`plan_node`] and runs the operator
-//! (`brook_operators::match_recognize`) — ad hoc over the relation's rows in `ORDER BY`
-//! order, continuously as the operator after the stream's source — so a stream and its table
-//! give the same matches.
+//! DataFusion does not plan the clause. Before the other rewrites, each `input
+//! MATCH_RECOGNIZE (...)` becomes `brook_match_recognize('clause', (query))`: the clause as
+//! its own SQL (so those rewrites leave its expressions as written) and its input — a
+//! table, stream, view, `WITH` query, subquery or join — as a query planned as any other.
+//! A relation planner of the SQL planner ([`relation::MatchRecognizeRelations`]) plans that
+//! call: the input's plan, then the clause against the input's columns with [`plan_node`],
+//! as a [`plan::MatchRecognizePlan`] node. The server runs it ad hoc over the input's rows in
+//! `ORDER BY` order; a continuous query puts the same operator
+//! (`brook_operators::match_recognize`) after its input's operators — so a stream and its
+//! table give the same matches.
 //!
 //! PostgreSQL's dialect of sqlparser lacks the clause; statements that contain it are
 //! parsed with the generic dialect, which has it ([`uses_match_recognize`]).
@@ -15,7 +18,9 @@ use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::pattern::{Pattern, Program};
 use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
-use datafusion::execution::context::SessionState;
+use datafusion::common::DFSchema;
+use datafusion::logical_expr::Expr as LogicalExpr;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{
     self, EmptyMatchesMode, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
     MatchRecognizePattern, MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor,
@@ -31,15 +36,30 @@ use std::sync::Arc;
 mod define;
 mod extensions;
 mod measures;
+pub mod plan;
+pub mod relation;
 
 pub use extensions::rewrite_extensions;
+pub use extensions::DERIVED_INPUT_FUNCTION;
 use extensions::{EXCLUDED_MARK, SUBSET_FUNCTION, WITHIN_NAME};
 
 use define::plan_conditions;
 use measures::plan_measure;
 
-/// Name of the table function the clause becomes.
+/// Name of the table function the clause becomes (planned by [`relation`]).
 pub const MATCH_RECOGNIZE_FUNCTION: &str = "brook_match_recognize";
+
+/// The name the clause's text gives its input (the input travels as a query beside it).
+const INPUT_PLACEHOLDER: &str = "brook_match_recognize_input";
+
+/// How the clause's expressions are planned: as the SQL planner plans the query around the
+/// clause (its functions, operators and types), over a schema of the clause's making.
+pub trait ExprPlanning {
+    /// A logical expression over `schema`.
+    fn logical(&mut self, e: Expr, schema: &DFSchema) -> Result<LogicalExpr>;
+    /// The physical expression of `e` (types coerced) over `schema`.
+    fn physical(&self, e: LogicalExpr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>>;
+}
 
 /// Most pattern variables (a row's eligibility is one bit per variable).
 const MAX_VARIABLES: usize = 64;
@@ -78,7 +98,8 @@ pub fn refuse_unparsed_input(e: ParserError) -> BrookError {
     e.into()
 }
 
-/// Replace every `rel MATCH_RECOGNIZE (...)` in FROM by the table function call.
+/// Replace every `input MATCH_RECOGNIZE (...)` in FROM by the table function call
+/// `brook_match_recognize('clause', (query))`.
 pub fn rewrite_match_recognize(stmt: &mut Statement) -> Result<()> {
     match stmt.visit(&mut Rewrite) {
         ControlFlow::Break(e) => Err(e),
@@ -91,34 +112,28 @@ struct Rewrite;
 impl VisitorMut for Rewrite {
     type Break = BrookError;
 
+    // The call's query is visited after this: a MATCH_RECOGNIZE inside it is rewritten too.
     fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<BrookError> {
         let TableFactor::MatchRecognize { table, alias, .. } = tf else {
             return ControlFlow::Continue(());
         };
-        let relation = match table.as_ref() {
-            TableFactor::Table {
-                name, args: None, ..
-            } => name.to_string(),
-            other => {
-                return ControlFlow::Break(brook_err!(
-                    Unsupported,
-                    "MATCH_RECOGNIZE over {other}: it reads a table or stream by name (put \
-                     the query in a view first)"
-                ))
-            }
+        let input = match input_query(table) {
+            Ok(q) => q,
+            Err(e) => return ControlFlow::Break(e),
         };
         let alias = alias.take();
+        **table = placeholder_table();
         let clause = tf.to_string();
-        let text = |s: String| {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
-                Value::SingleQuotedString(s),
-            )))
-        };
         *tf = TableFactor::Table {
             name: ast::ObjectName::from(vec![ast::Ident::new(MATCH_RECOGNIZE_FUNCTION)]),
             alias,
             args: Some(ast::TableFunctionArgs {
-                args: vec![text(relation), text(clause)],
+                args: vec![
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                        Value::SingleQuotedString(clause),
+                    ))),
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(input))),
+                ],
                 settings: None,
             }),
             with_hints: Vec::new(),
@@ -130,6 +145,77 @@ impl VisitorMut for Rewrite {
             index_hints: Vec::new(),
         };
         ControlFlow::Continue(())
+    }
+}
+
+/// The rows the clause reads, as a query: a subquery as written, any other input (a
+/// table, stream, view, `WITH` query, join or table function) as `SELECT * FROM` it.
+fn input_query(table: &TableFactor) -> Result<Box<ast::Query>> {
+    let from = match (derived_input(table), table) {
+        // Its columns renamed by the alias.
+        (
+            Some(q),
+            TableFactor::Table {
+                alias: Some(alias), ..
+            },
+        ) if !alias.columns.is_empty() => TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(q.clone()),
+            alias: Some(alias.clone()),
+            sample: None,
+        },
+        (Some(q), _) => return Ok(Box::new(q.clone())),
+        (None, table) => table.clone(),
+    };
+    let mut q = match Parser::parse_sql(&GenericDialect {}, "SELECT * FROM t")?.pop() {
+        Some(Statement::Query(q)) => q,
+        _ => return Err(brook_err!(Internal, "SELECT * did not parse as a query")),
+    };
+    match q.body.as_mut() {
+        ast::SetExpr::Select(select) if select.from.len() == 1 => {
+            select.from[0].relation = from;
+            Ok(q)
+        }
+        _ => Err(brook_err!(Internal, "SELECT * did not parse as a SELECT")),
+    }
+}
+
+/// The query of `brook_match_recognize_input((query))`, a subquery input as written before
+/// parsing (see [`extensions`]).
+pub fn derived_input(table: &TableFactor) -> Option<&ast::Query> {
+    let TableFactor::Table {
+        name,
+        args: Some(args),
+        ..
+    } = table
+    else {
+        return None;
+    };
+    if !name
+        .to_string()
+        .eq_ignore_ascii_case(DERIVED_INPUT_FUNCTION)
+    {
+        return None;
+    }
+    match args.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(q)))] => Some(q),
+        _ => None,
+    }
+}
+
+/// The input's place in the clause's text.
+fn placeholder_table() -> TableFactor {
+    TableFactor::Table {
+        name: ast::ObjectName::from(vec![ast::Ident::new(INPUT_PLACEHOLDER)]),
+        alias: None,
+        args: None,
+        with_hints: Vec::new(),
+        version: None,
+        with_ordinality: false,
+        partitions: Vec::new(),
+        json_path: None,
+        sample: None,
+        index_hints: Vec::new(),
     }
 }
 
@@ -211,8 +297,12 @@ fn parse_clause(text: &str) -> Result<Clause> {
     }
 }
 
-/// Plan the clause `text` over a relation of schema `input`.
-pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<MatchRecognizeNode> {
+/// Plan the clause `text` over an input of schema `input`.
+pub fn plan_node(
+    text: &str,
+    input: SchemaRef,
+    exprs: &mut dyn ExprPlanning,
+) -> Result<MatchRecognizeNode> {
     let clause = parse_clause(text)?;
     let column = |e: &Expr, what: &str| -> Result<usize> {
         let name = match e {
@@ -290,7 +380,7 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
                 names.subsets.push((name, members));
             }
             e if name == WITHIN_NAME => {
-                within = Some((within_bound(e, &clause, &input, state)?, e.to_string()))
+                within = Some((within_bound(e, &clause, &input, exprs)?, e.to_string()))
             }
             e => defines.push((name, e)),
         }
@@ -302,7 +392,7 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
              its partition)"
         ));
     }
-    let (conditions, prev) = plan_conditions(&defines, &names, &input, state)?;
+    let (conditions, prev) = plan_conditions(&defines, &names, &input, exprs)?;
     let after_match = match &clause.after_match_skip {
         None | Some(ast::AfterMatchSkip::PastLastRow) => AfterMatch::PastLastRow,
         Some(ast::AfterMatchSkip::ToNextRow) => AfterMatch::ToNextRow,
@@ -330,7 +420,7 @@ pub fn plan_node(text: &str, input: SchemaRef, state: &SessionState) -> Result<M
     let mut measures = Vec::new();
     let mut measure_fields = Vec::new();
     for m in &clause.measures {
-        let (mut measure, ty) = plan_measure(&m.expr, &names, &input, state)?;
+        let (mut measure, ty) = plan_measure(&m.expr, &names, &input, exprs)?;
         measure.text = m.to_string();
         measure_fields.push(Field::new(ident::ident_name(&m.alias), ty, true));
         measures.push(measure);
@@ -426,7 +516,12 @@ fn refuse_unplannable(e: &datafusion::logical_expr::Expr, clause: &str) -> Resul
 }
 
 /// `WITHIN interval` as units of the order column (a single timestamp or date column).
-fn within_bound(e: &Expr, clause: &Clause, input: &SchemaRef, state: &SessionState) -> Result<i64> {
+fn within_bound(
+    e: &Expr,
+    clause: &Clause,
+    input: &SchemaRef,
+    exprs: &mut dyn ExprPlanning,
+) -> Result<i64> {
     use datafusion::arrow::datatypes::{DataType, TimeUnit};
     use datafusion::common::ScalarValue;
     let ty = match clause.order_by.as_slice() {
@@ -452,8 +547,7 @@ fn within_bound(e: &Expr, clause: &Clause, input: &SchemaRef, state: &SessionSta
             ))
         }
     };
-    let schema = datafusion::common::DFSchema::empty();
-    let value = state.create_logical_expr(&e.to_string(), &schema)?;
+    let value = exprs.logical(e.clone(), &DFSchema::empty())?;
     let nanos = match value {
         datafusion::logical_expr::Expr::Literal(v, _) => match v {
             ScalarValue::IntervalMonthDayNano(Some(i)) if i.months == 0 => {
@@ -595,15 +689,21 @@ mod tests {
     }
 
     #[test]
-    fn the_clause_becomes_a_table_function_over_its_relation() {
+    fn the_clause_becomes_a_table_function_over_its_input() {
         let s = rewritten(
             "SELECT * FROM ticks MATCH_RECOGNIZE (PARTITION BY sym ORDER BY t \
              MEASURES FIRST(a.t) AS s ONE ROW PER MATCH PATTERN (a b+) \
              DEFINE b AS b.price < PREV(price)) AS m",
         )
         .unwrap();
-        assert!(s.starts_with("SELECT * FROM brook_match_recognize('ticks', 'ticks MATCH_RECOGNIZE(PARTITION BY sym"), "{s}");
-        assert!(s.ends_with(") AS m"), "{s}");
+        assert!(
+            s.starts_with(
+                "SELECT * FROM brook_match_recognize('brook_match_recognize_input \
+                 MATCH_RECOGNIZE(PARTITION BY sym"
+            ),
+            "{s}"
+        );
+        assert!(s.ends_with(", (SELECT * FROM ticks)) AS m"), "{s}");
         assert!(uses_match_recognize(
             "select * from t match_recognize (pattern (a))"
         ));
@@ -611,12 +711,40 @@ mod tests {
     }
 
     #[test]
-    fn a_subquery_input_is_refused_by_name() {
-        let e = crate::parser::parse_sql(
-            "SELECT * FROM (SELECT * FROM t) s MATCH_RECOGNIZE (ORDER BY x PATTERN (a) DEFINE a AS true)",
-        )
-        .unwrap_err();
-        assert_eq!(e.sqlstate(), "0A000", "{e}");
+    fn a_subquery_or_join_input_is_read_as_a_query() {
+        let clause = "MATCH_RECOGNIZE (ORDER BY x PATTERN (a) DEFINE a AS true)";
+        for (from, input) in [
+            (
+                "(SELECT * FROM t WHERE x > 1) AS s",
+                "(SELECT * FROM t WHERE x > 1)",
+            ),
+            ("(SELECT * FROM t) s", "(SELECT * FROM t)"),
+            (
+                "(VALUES (1)) v",
+                "(SELECT * FROM (VALUES (1)) AS brook_values)",
+            ),
+            (
+                "(SELECT 1, 2) AS s (x, y)",
+                "(SELECT * FROM (SELECT 1, 2) AS s (x, y))",
+            ),
+            ("(t JOIN u USING (x))", "(SELECT * FROM t JOIN u USING(x))"),
+            (
+                "generate_series(1, 3) g(x)",
+                "(SELECT * FROM generate_series(1, 3) g (x))",
+            ),
+        ] {
+            let sql = format!("SELECT * FROM {from} {clause}");
+            let mut stmt = crate::parse_sql(&sql).unwrap();
+            let crate::StatementBody::Sql(stmt) = &mut stmt[0].body else {
+                panic!("{sql}")
+            };
+            rewrite_match_recognize(stmt).unwrap();
+            let s = stmt.to_string();
+            assert!(
+                s.ends_with(&format!(", {input})")) || s.contains(&format!(", {input}) AS")),
+                "{sql}: {s}"
+            );
+        }
     }
 
     #[test]

@@ -280,6 +280,10 @@ impl Engine {
             .with_catalog_list(list)
             .with_default_features()
             .with_analyzer_rules(analyzer_rules())
+            .with_query_planner(Arc::new(crate::stream::match_recognize::BrookQueryPlanner))
+            .with_relation_planners(vec![Arc::new(
+                brook_planner::match_recognize::relation::MatchRecognizeRelations,
+            )])
             .build();
         let mut ctx = SessionContext::new_with_state(state);
         // `timestamp - timestamp` is an interval, and intervals scale, as in PostgreSQL.
@@ -401,12 +405,6 @@ impl Engine {
         ctx.register_udtf(
             brook_planner::windows::COUNT_WINDOW_FUNCTION,
             Arc::new(crate::stream::row_windows::CountWindowFunction {
-                catalog: catalog.clone(),
-            }),
-        );
-        ctx.register_udtf(
-            brook_planner::match_recognize::MATCH_RECOGNIZE_FUNCTION,
-            Arc::new(crate::stream::match_recognize::MatchRecognizeFunction {
                 catalog: catalog.clone(),
             }),
         );

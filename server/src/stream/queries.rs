@@ -100,15 +100,11 @@ pub fn reads_stream(plan: &LogicalPlan) -> bool {
     let _ = plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
             let provider = source_as_provider(&scan.source).ok();
-            // Count windows and MATCH_RECOGNIZE read the relation they take.
+            // Count windows read the relation they take.
             let provider = match provider.as_ref() {
-                Some(p) => match (
-                    p.downcast_ref::<crate::stream::row_windows::CountWindowTable>(),
-                    p.downcast_ref::<crate::stream::match_recognize::MatchRecognizeTable>(),
-                ) {
-                    (Some(cw), _) => Some(cw.relation.clone()),
-                    (_, Some(mr)) => Some(mr.relation.clone()),
-                    _ => provider,
+                Some(p) => match p.downcast_ref::<crate::stream::row_windows::CountWindowTable>() {
+                    Some(cw) => Some(cw.relation.clone()),
+                    None => provider,
                 },
                 None => None,
             };
@@ -163,22 +159,6 @@ impl SourceResolver for Resolver<'_> {
                 source: source(&cw.relation),
                 node: cw.node.clone(),
                 what: "count windows",
-                refusal: None,
-            }));
-        }
-        if let Some(mr) =
-            provider.downcast_ref::<crate::stream::match_recognize::MatchRecognizeTable>()
-        {
-            let refusal = mr.node.pattern.uses_end().then(|| {
-                "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)"
-                    .to_string()
-            });
-            return Ok(Some(RowOperatorDefinition {
-                relation: table(&mr.name),
-                source: source(&mr.relation),
-                node: mr.node.clone(),
-                what: "MATCH_RECOGNIZE",
-                refusal,
             }));
         }
         Ok(None)
