@@ -398,7 +398,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
         return parse_one(&reordered);
     }
-    // PostgreSQL's dialect lacks MATCH_RECOGNIZE; the generic one has it (not all of it).
+    // PostgreSQL's dialect of sqlparser lacks MATCH_RECOGNIZE: one that has it.
     let match_recognize = crate::match_recognize::uses_match_recognize(text);
     if match_recognize {
         if let Some(rewritten) = crate::match_recognize::rewrite_extensions(text)? {
@@ -406,7 +406,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
     }
     let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> = if match_recognize {
-        Box::new(datafusion::sql::sqlparser::dialect::GenericDialect {})
+        Box::new(crate::match_recognize::PostgresWithMatchRecognize)
     } else {
         Box::new(PostgreSqlDialect {})
     };

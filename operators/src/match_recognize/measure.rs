@@ -190,15 +190,21 @@ impl NavState {
 
 impl NavState {
     /// The row whose column a `FIRST`/`LAST` navigation of kind `kind` reads after the
-    /// rows folded (None: there is none, the value is NULL; or another kind).
-    pub(super) fn row(&self, kind: &MeasureKind) -> Option<usize> {
-        match kind {
-            MeasureKind::First { offset, .. } => self.rows.get(*offset).copied(),
-            MeasureKind::Last { offset, .. } => {
-                (self.rows.len() == offset + 1).then(|| self.rows[0])
+    /// rows folded, shifted as the navigation says within the partition's `len` rows
+    /// (None: there is none, the value is NULL; or another kind).
+    pub(super) fn row(&self, kind: &MeasureKind, len: usize) -> Option<usize> {
+        let (base, shift) = match kind {
+            MeasureKind::First { offset, shift, .. } => (self.rows.get(*offset).copied(), shift),
+            MeasureKind::Last { offset, shift, .. } => {
+                ((self.rows.len() == offset + 1).then(|| self.rows[0]), shift)
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        // Rows before the partition's first kept row are gone only when no navigation
+        // reads them (the operator keeps `MatchRecognizeNode::history` rows back).
+        base?
+            .checked_add_signed(isize::try_from(*shift).ok()?)
+            .filter(|r| *r < len)
     }
 
     /// The value of a navigation of kind `kind` (of type `ty`) after the rows folded, in a
@@ -221,7 +227,7 @@ impl NavState {
         };
         match kind {
             MeasureKind::First { col, .. } | MeasureKind::Last { col, .. } => {
-                at(*col, self.row(kind))
+                at(*col, self.row(kind, rows.num_rows()))
             }
             MeasureKind::Classifier => {
                 Ok(ScalarValue::Utf8(self.variable.map(|v| variables[v].clone())).cast_to(ty)?)
@@ -245,19 +251,16 @@ pub(super) fn states_column(
     ty: &DataType,
     variables: &[String],
 ) -> Result<ArrayRef> {
-    let row_of = |pick: &dyn Fn(&NavState) -> Option<usize>| -> UInt32Array {
-        states
-            .iter()
-            .map(|s| s.as_ref().and_then(pick).map(|r| r as u32))
-            .collect()
-    };
     match kind {
-        MeasureKind::First { col, offset, .. } => {
-            let at = row_of(&|s| s.rows.get(*offset).copied());
-            Ok(take(rows.column(*col).as_ref(), &at, None)?)
-        }
-        MeasureKind::Last { col, offset, .. } => {
-            let at = row_of(&|s| (s.rows.len() == offset + 1).then(|| s.rows[0]));
+        MeasureKind::First { col, .. } | MeasureKind::Last { col, .. } => {
+            let at: UInt32Array = states
+                .iter()
+                .map(|s| {
+                    s.as_ref()
+                        .and_then(|s| s.row(kind, rows.num_rows()))
+                        .map(|r| r as u32)
+                })
+                .collect();
             Ok(take(rows.column(*col).as_ref(), &at, None)?)
         }
         MeasureKind::Classifier => {

@@ -65,17 +65,23 @@ pub fn in_set(vars: VarSet, v: usize) -> bool {
 /// What a measure reads from the rows of a match (up to the current row when running).
 #[derive(Debug, Clone, PartialEq)]
 pub enum MeasureKind {
-    /// `FIRST(v.col, k)`: column `col` of the (k+1)-th row of `vars`.
+    /// `FIRST(v.col, k)`: column `col` of the (k+1)-th row of `vars`; with a `shift`,
+    /// of the row that many rows of the partition after it (`NEXT(FIRST(v.col, k), s)`)
+    /// or before it (`PREV`, a negative shift).
     First {
         vars: VarSet,
         col: usize,
         offset: usize,
+        shift: i64,
     },
-    /// `LAST(v.col, k)` (or `v.col`): column `col` of the k-th row of `vars` before the last.
+    /// `LAST(v.col, k)` (or `v.col`): column `col` of the k-th row of `vars` before the
+    /// last; with a `shift`, of the row that many rows after (before) it (`PREV(v.col)` is
+    /// `LAST(v.col)` shifted by -1).
     Last {
         vars: VarSet,
         col: usize,
         offset: usize,
+        shift: i64,
     },
     /// `CLASSIFIER()`: the variable of the row.
     Classifier,
@@ -129,11 +135,24 @@ pub struct Condition {
     pub reads: Vec<Navigation>,
 }
 
-/// A `PREV(col, offset)` a condition reads: filled in as an extra input column.
+/// A `PREV(col, offset)` (or, `ahead`, `NEXT(col, offset)`) of the row a condition reads:
+/// filled in as an extra input column.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PrevColumn {
     pub col: usize,
     pub offset: usize,
+    pub ahead: bool,
+}
+
+impl PrevColumn {
+    /// The row it reads for row `row` of a partition's `len` rows (None: outside them).
+    pub fn row(&self, row: usize, len: usize) -> Option<usize> {
+        if self.ahead {
+            row.checked_add(self.offset).filter(|r| *r < len)
+        } else {
+            row.checked_sub(self.offset)
+        }
+    }
 }
 
 /// How rows are ordered for matching: ascending with NULLs last, PostgreSQL's `ORDER BY`
@@ -174,6 +193,37 @@ pub struct MatchRecognizeNode {
 }
 
 impl MatchRecognizeNode {
+    /// The navigations of the conditions and the measures.
+    fn navigations(&self) -> impl Iterator<Item = &Navigation> {
+        self.conditions
+            .iter()
+            .flatten()
+            .flat_map(|c| c.reads.iter())
+            .chain(self.measures.iter().flat_map(|m| m.reads.iter()))
+    }
+
+    /// How many rows before a match's first row a navigation may read (`PREV(col, k)`,
+    /// `PREV(FIRST(v.col), k)`): the rows kept back per partition.
+    pub fn history(&self) -> usize {
+        let prev = self.prev.iter().filter(|p| !p.ahead).map(|p| p.offset);
+        let shifts = self.navigations().filter_map(|n| match n.kind {
+            MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift < 0 => {
+                usize::try_from(shift.unsigned_abs()).ok()
+            }
+            _ => None,
+        });
+        prev.chain(shifts).max().unwrap_or(0)
+    }
+
+    /// True when a condition or a measure reads rows after the row classified or shown
+    /// (`NEXT`): rows a stream may not have delivered yet.
+    pub fn reads_ahead(&self) -> bool {
+        self.prev.iter().any(|p| p.ahead)
+            || self.navigations().any(|n| {
+                matches!(n.kind, MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift > 0)
+            })
+    }
+
     /// Input columns an ALL ROWS output row carries, in output order (before and after the
     /// measures).
     pub fn carried_columns(&self) -> (Vec<usize>, Vec<usize>) {

@@ -68,7 +68,10 @@ pub struct MatchRecognizeOp {
     /// Those conditions compiled for checking on one row's values, where their shape
     /// allows (None: checked over a one-row batch).
     row_conditions: Vec<Option<RowExpr>>,
+    /// Rows a navigation may read before a match's first row.
     history: usize,
+    /// A measure reads rows before its match's first row (`PREV(FIRST(v.col))`).
+    measures_read_back: bool,
     late: u64,
     /// Asked between match attempts and before each check: true stops the operator with
     /// 57014 (the statement was cancelled).
@@ -146,7 +149,10 @@ impl MatchRecognizeOp {
             checked,
             checked_schemas,
             row_conditions,
-            history: node.prev.iter().map(|p| p.offset).max().unwrap_or(0),
+            history: node.history(),
+            measures_read_back: node.measures.iter().flat_map(|m| m.reads.iter()).any(|n| {
+                matches!(n.kind, MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift < 0)
+            }),
             late: 0,
             interrupt: None,
             evaluated: AtomicU64::new(0),
@@ -193,6 +199,16 @@ impl MatchRecognizeOp {
             for p in &self.node.prev {
                 let mut at = vec![(null_source, 0usize); n];
                 for (g, group) in groups.iter().enumerate() {
+                    if p.ahead {
+                        // NEXT: a later row of the batch (only ad hoc, where the batch
+                        // holds every row: a continuous query refuses NEXT).
+                        for (q, &i) in group.rows.iter().enumerate() {
+                            if let Some(&later) = group.rows.get(q + p.offset) {
+                                at[i as usize] = (0, later as usize);
+                            }
+                        }
+                        continue;
+                    }
                     let h = group.tail.num_rows();
                     for (q, &i) in group.rows.iter().enumerate() {
                         let back = h + q;
@@ -291,8 +307,8 @@ impl MatchRecognizeOp {
         for prev in &self.node.prev {
             // Rows before the attempt's start are kept back as far as PREV reads; before the
             // partition's first row there is none.
-            let before = UInt32Array::from(vec![row.checked_sub(prev.offset).map(|r| r as u32)]);
-            cols.push(take(p.rows.column(prev.col).as_ref(), &before, None)?);
+            let at = UInt32Array::from(vec![prev.row(row, p.rows.num_rows()).map(|r| r as u32)]);
+            cols.push(take(p.rows.column(prev.col).as_ref(), &at, None)?);
         }
         let here = OutRow {
             row,
@@ -335,9 +351,9 @@ impl MatchRecognizeOp {
         }
         let i = i - inputs;
         if let Some(prev) = self.node.prev.get(i) {
-            // Before the partition's first row there is none.
+            // Before the partition's first row (or past its last) there is none.
             let column = p.rows.column(prev.col).as_ref();
-            return Ok(Cell::At(column, row.checked_sub(prev.offset)));
+            return Ok(Cell::At(column, prev.row(row, p.rows.num_rows())));
         }
         let k = i - self.node.prev.len();
         let (Some(read), Some(state)) = (reads.get(k), navs.get(k)) else {
@@ -349,7 +365,7 @@ impl MatchRecognizeOp {
         match &read.kind {
             MeasureKind::First { col, .. } | MeasureKind::Last { col, .. } => Ok(Cell::At(
                 p.rows.column(*col).as_ref(),
-                state.row(&read.kind),
+                state.row(&read.kind, p.rows.num_rows()),
             )),
             kind => Ok(Cell::Value(state.value(
                 kind,
@@ -463,9 +479,13 @@ impl MatchRecognizeOp {
             Some(self.output(&p.rows, &out)?)
         };
         // Keep rows from the next attempt on, and the rows PREV reads before the newest
-        // (and before the attempt's start, when a condition checked while matching reads
-        // PREV of the attempt's first rows).
-        let back = if self.checked != 0 { self.history } else { 0 };
+        // (and before the attempt's start, when a condition checked while matching or a
+        // measure reads rows before the attempt's first rows).
+        let back = if self.checked != 0 || self.measures_read_back {
+            self.history
+        } else {
+            0
+        };
         let keep_from = p
             .next
             .saturating_sub(back)

@@ -59,6 +59,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
                 vars: Some(1 << 0),
                 col: 1,
                 offset: 0,
+                shift: 0,
             },
             DataType::Int64,
             "FIRST(strt.t)",
@@ -68,6 +69,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
                 vars: Some(1 << 1),
                 col: 2,
                 offset: 0,
+                shift: 0,
             },
             DataType::Int64,
             "LAST(down.price)",
@@ -113,7 +115,11 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
                 reads: Vec::new(),
             }),
         ],
-        prev: vec![PrevColumn { col: 2, offset: 1 }],
+        prev: vec![PrevColumn {
+            col: 2,
+            offset: 1,
+            ahead: false,
+        }],
         program: Program::compile(&pattern).unwrap(),
         pattern,
         rows_per_match,
@@ -315,6 +321,7 @@ fn bounded_v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
                 vars: Some(1 << 0),
                 col: 2,
                 offset: 0,
+                shift: 0,
             },
             running: true,
             data_type: DataType::Int64,
@@ -339,6 +346,63 @@ fn conditions_over_the_match_so_far_do_not_depend_on_batch_boundaries() {
     let whole = run(&all, &ticks(), 100);
     for cut in 1..ticks().num_rows() {
         assert_eq!(run(&all, &ticks(), cut), whole, "cut {cut}");
+    }
+}
+
+/// PREV of rows the match names (`up AS price > PREV(price) AND price <=
+/// PREV(FIRST(down.price))`: the rise stays at or below the row before the fall) and a
+/// measure that reads the row before the match (`PREV(FIRST(strt.t))`): the rows they read
+/// are kept back, whatever the batch cuts.
+#[test]
+fn navigation_before_the_match_does_not_depend_on_batch_boundaries() {
+    let data = from_pretty(
+        "sym:utf8 | t:int64 | price:int64
+         A        | 0       | 12
+         B        | 0       | 50
+         A        | 1       | 12
+         B        | 1       | 50
+         A        | 2       | 11
+         A        | 3       | 10
+         B        | 2       | 40
+         A        | 4       | 11
+         B        | 3       | 45
+         A        | 5       | 13
+         B        | 4       | 46",
+    );
+    let mut node = v_shape(RowsPerMatch::One);
+    let ext = with_prev_and_first_price(&node);
+    let price = col("price", &ext).unwrap();
+    let rises = binary(price.clone(), Op::Gt, col("__prev_0", &ext).unwrap(), &ext).unwrap();
+    let capped = binary(price, Op::LtEq, col("__nav_0", &ext).unwrap(), &ext).unwrap();
+    node.conditions[2] = Some(Condition {
+        expr: binary(rises, Op::And, capped, &ext).unwrap(),
+        reads: vec![Navigation {
+            kind: MeasureKind::First {
+                vars: Some(1 << 1),
+                col: 2,
+                offset: 0,
+                shift: -1,
+            },
+            running: true,
+            data_type: DataType::Int64,
+        }],
+    });
+    node.measures[0].reads[0].kind = MeasureKind::First {
+        vars: Some(1 << 0),
+        col: 1,
+        offset: 0,
+        shift: -1,
+    };
+    assert_eq!(node.history(), 1);
+    assert!(!node.reads_ahead());
+    let whole = run(&node, &data, 100);
+    // A: 12 | 12 11 10 11 (13 passes the 12 before the fall); B: 50 | 50 40 45 46.
+    assert_eq!(
+        whole.1,
+        vec!["A | 0 | 10 | 1 | up | 1", "B | 0 | 40 | 2 | up | 1"]
+    );
+    for cut in 1..data.num_rows() {
+        assert_eq!(run(&node, &data, cut), whole, "cut {cut}");
     }
 }
 

@@ -2,7 +2,9 @@
 //! for a condition that reads other variables, `FIRST`/`LAST` or aggregates — the match so
 //! far, with the row as the variable defined (running semantics).
 
-use super::measures::{function_name, last_value, plan_navigation};
+use super::measures::{
+    function_name, last_value, physical_args, physical_navigation, plan_navigation,
+};
 use super::{ExprPlanning, Names};
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::{
@@ -10,9 +12,7 @@ use brook_operators::match_recognize::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::DFSchema;
-use datafusion::sql::sqlparser::ast::{
-    self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
-};
+use datafusion::sql::sqlparser::ast::{self, Expr, VisitMut, VisitorMut};
 use std::ops::ControlFlow;
 
 /// The condition of each variable (None: not defined, any row) and the `PREV` columns the
@@ -127,53 +127,14 @@ impl Condition<'_> {
         Expr::Identifier(ast::Ident::new(format!("__nav_{}", self.reads.len() - 1)))
     }
 
-    fn prev_call(&mut self, f: &ast::Function) -> Result<Expr> {
-        let args = match &f.args {
-            FunctionArguments::List(l) => l.args.clone(),
-            _ => Vec::new(),
+    /// `PREV`/`NEXT` of the row's own column: a column filled in per row; of the match
+    /// (another variable's rows, `FIRST`/`LAST`): a navigation checked while matching.
+    fn physical_call(&mut self, f: &ast::Function, name: &str) -> Result<Expr> {
+        let (arg, offset) = physical_args(f, name)?;
+        let Some(col) = self.own_column(arg)? else {
+            let n = physical_navigation(f, self.names, self.input, true)?;
+            return Ok(self.read(n));
         };
-        let exprs: Vec<&Expr> = args
-            .iter()
-            .filter_map(|a| match a {
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
-                _ => None,
-            })
-            .collect();
-        let offset = match exprs.get(1) {
-            None => 1,
-            Some(Expr::Value(v)) => match &v.value {
-                Value::Number(n, _) => n.parse::<usize>().map_err(|_| {
-                    brook_err!(
-                        Syntax,
-                        "PREV offset must be a non-negative integer constant"
-                    )
-                })?,
-                _ => {
-                    return Err(brook_err!(
-                        Syntax,
-                        "PREV offset must be a non-negative integer constant"
-                    ))
-                }
-            },
-            Some(_) => {
-                return Err(brook_err!(
-                    Syntax,
-                    "PREV offset must be a non-negative integer constant"
-                ))
-            }
-        };
-        let col = exprs
-            .first()
-            .filter(|_| exprs.len() == args.len() && args.len() <= 2)
-            .map(|e| self.own_column(e))
-            .transpose()?
-            .flatten()
-            .ok_or_else(|| {
-                brook_err!(
-                    Unsupported,
-                    "PREV of {f}: in DEFINE, PREV takes a column of the row (and an offset)"
-                )
-            })?;
         let col = self
             .input
             .index_of(&col)
@@ -184,7 +145,11 @@ impl Condition<'_> {
                 self.input.field(col).name(),
             )));
         }
-        let p = PrevColumn { col, offset };
+        let p = PrevColumn {
+            col,
+            offset,
+            ahead: name == "next",
+        };
         let at = match self.prev.iter().position(|x| *x == p) {
             Some(at) => at,
             None => {
@@ -199,15 +164,8 @@ impl Condition<'_> {
         match e {
             Expr::Function(f) => {
                 let name = function_name(f).1;
-                if name == "prev" {
-                    return self.prev_call(f).map(Some);
-                }
-                if name == "next" {
-                    return Err(brook_err!(
-                        Unsupported,
-                        "NEXT() in DEFINE (a condition reads the row, PREV rows and the match \
-                         so far)"
-                    ));
+                if name == "prev" || name == "next" {
+                    return self.physical_call(f, &name).map(Some);
                 }
                 Ok(plan_navigation(f, self.names, self.input, true)?.map(|n| self.read(n)))
             }

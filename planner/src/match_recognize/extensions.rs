@@ -13,8 +13,8 @@
 //!
 //! Each rewritten form is read back by the planner of the clause ([`super::plan_node`]).
 
+use super::dialect::PostgresWithMatchRecognize;
 use brook_common::{brook_err, Result};
-use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
@@ -58,7 +58,7 @@ fn next_solid(tokens: &[Token], i: usize) -> Option<usize> {
 }
 
 fn tokenize(sql: &str) -> Result<Vec<Token>> {
-    Tokenizer::new(&GenericDialect {}, sql)
+    Tokenizer::new(&PostgresWithMatchRecognize, sql)
         .tokenize()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))
 }
@@ -111,7 +111,27 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
     if !changed {
         return Ok(None);
     }
-    Ok(Some(out.iter().map(|t| t.to_string()).collect()))
+    Ok(Some(out.iter().map(token_sql).collect()))
+}
+
+/// A token as SQL that reads back as the same token. sqlparser prints a string's or a
+/// quoted name's value between quotes as it is, so a quote inside it would end it early
+/// (`'it''s'` would come back as `'it's'`).
+fn token_sql(t: &Token) -> String {
+    let quoted = |open: &str, s: &str, close: char| {
+        let doubled = format!("{close}{close}");
+        format!("{open}{}{close}", s.replace(close, &doubled))
+    };
+    match t {
+        Token::SingleQuotedString(s) | Token::UnicodeStringLiteral(s) => quoted("'", s, '\''),
+        Token::NationalStringLiteral(s) => quoted("N'", s, '\''),
+        Token::EscapedStringLiteral(s) => {
+            format!("E'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+        }
+        Token::DoubleQuotedString(s) => quoted("\"", s, '"'),
+        Token::Word(w) if w.quote_style == Some('"') => quoted("\"", &w.value, '"'),
+        other => other.to_string(),
+    }
 }
 
 /// The index of the last token before `end` that is not whitespace.

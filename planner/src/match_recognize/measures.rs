@@ -79,13 +79,10 @@ impl VisitorMut for Reads<'_> {
             Expr::Function(f) => {
                 let name = function_name(f).1;
                 if name == "prev" || name == "next" {
-                    return ControlFlow::Break(brook_err!(
-                        Unsupported,
-                        "{}() in MEASURES (read rows with FIRST/LAST(var.col, n))",
-                        name.to_uppercase()
-                    ));
+                    physical_navigation(f, self.names, self.input, false).map(Some)
+                } else {
+                    plan_navigation(f, self.names, self.input, false)
                 }
-                plan_navigation(f, self.names, self.input, false)
             }
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
                 last_value(e, self.names, self.input).map(Some)
@@ -113,6 +110,7 @@ pub(super) fn last_value(e: &Expr, names: &Names, input: &SchemaRef) -> Result<N
             vars,
             col,
             offset: 0,
+            shift: 0,
         },
         running: true,
         data_type: input.field(col).data_type().clone(),
@@ -227,9 +225,19 @@ pub(super) fn plan_navigation(
                 Some(_) => return Err(unsupported()),
             };
             let kind = if name == "first" {
-                MeasureKind::First { vars, col, offset }
+                MeasureKind::First {
+                    vars,
+                    col,
+                    offset,
+                    shift: 0,
+                }
             } else {
-                MeasureKind::Last { vars, col, offset }
+                MeasureKind::Last {
+                    vars,
+                    col,
+                    offset,
+                    shift: 0,
+                }
             };
             nav(kind, ty)
         }
@@ -259,6 +267,95 @@ pub(super) fn plan_navigation(
         }
         _ => Err(unsupported()),
     }
+}
+
+/// The argument and the offset (1 when not given) of `PREV(x [, k])` / `NEXT(x [, k])`.
+pub(super) fn physical_args<'f>(f: &'f ast::Function, name: &str) -> Result<(&'f Expr, usize)> {
+    let bad_offset = || {
+        brook_err!(
+            Syntax,
+            "{} offset must be a non-negative integer constant",
+            name.to_uppercase()
+        )
+    };
+    let args: Vec<&Expr> = match &f.args {
+        FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => l
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+                _ => None,
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    match args.as_slice() {
+        [x] => Ok((x, 1)),
+        [x, Expr::Value(v)] => match &v.value {
+            Value::Number(n, _) => Ok((x, n.parse::<usize>().map_err(|_| bad_offset())?)),
+            _ => Err(bad_offset()),
+        },
+        [_, _] => Err(bad_offset()),
+        _ => Err(brook_err!(
+            Syntax,
+            "{} takes a value of the match and an offset: {}(price), {}(LAST(b.price), 2)",
+            name.to_uppercase(),
+            name.to_uppercase(),
+            name.to_uppercase()
+        )),
+    }
+}
+
+/// `PREV(x [, k])` / `NEXT(x [, k])` as a value of the match: the row k rows before
+/// (after) the row `x` names — `col` or `v.col` (the last row so far, of `v`), or
+/// `FIRST`/`LAST(v.col [, n])` — in the partition, as Trino and Oracle navigate.
+pub(super) fn physical_navigation(
+    f: &ast::Function,
+    names: &Names,
+    input: &SchemaRef,
+    in_define: bool,
+) -> Result<Navigation> {
+    let (qualifier, name) = function_name(f);
+    let (arg, k) = physical_args(f, &name)?;
+    let mut nav = match arg {
+        Expr::Function(inner) if matches!(function_name(inner).1.as_str(), "first" | "last") => {
+            plan_navigation(inner, names, input, in_define)?
+                .ok_or_else(|| brook_err!(Internal, "{inner} is not a navigation"))?
+        }
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => last_value(arg, names, input)?,
+        other => {
+            return Err(brook_err!(
+                Unsupported,
+                "{}({other}): PREV and NEXT take a column, var.col, FIRST(...) or LAST(...)",
+                name.to_uppercase()
+            ))
+        }
+    };
+    match qualifier.as_deref() {
+        Some("final") if in_define => {
+            return Err(brook_err!(
+                Syntax,
+                "FINAL in DEFINE: a condition sees only the match so far"
+            ))
+        }
+        Some("final") => nav.running = false,
+        _ => {}
+    }
+    let k = i64::try_from(k).map_err(|_| {
+        brook_err!(
+            Syntax,
+            "{} offset must be a non-negative integer constant",
+            name.to_uppercase()
+        )
+    })?;
+    match &mut nav.kind {
+        MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } => {
+            *shift = if name == "prev" { -k } else { k };
+        }
+        _ => return Err(brook_err!(Internal, "{f} navigates from no row")),
+    }
+    Ok(nav)
 }
 
 /// (variables, column) of `var.col` or `col`; `var.*` and `*` have no column.

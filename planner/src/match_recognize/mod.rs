@@ -26,14 +26,15 @@ use datafusion::sql::sqlparser::ast::{
     MatchRecognizePattern, MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor,
     Value, VisitMut, VisitorMut,
 };
-use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+pub use dialect::PostgresWithMatchRecognize;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 mod define;
+pub mod dialect;
 mod extensions;
 mod measures;
 pub mod plan;
@@ -75,7 +76,7 @@ pub fn uses_match_recognize(sql: &str) -> bool {
     {
         return false;
     }
-    Tokenizer::new(&GenericDialect {}, sql)
+    Tokenizer::new(&PostgresWithMatchRecognize, sql)
         .tokenize()
         .map(|tokens| {
             tokens
@@ -91,8 +92,9 @@ pub fn refuse_unparsed_input(e: ParserError) -> BrookError {
     if e.to_string().contains("found: MATCH_RECOGNIZE") {
         return brook_err!(
             Unsupported,
-            "MATCH_RECOGNIZE over a subquery, join or function: it reads a table or stream \
-             by name"
+            "MATCH_RECOGNIZE over this input (a LATERAL subquery, a function WITH \
+             ORDINALITY, or another MATCH_RECOGNIZE without parentheses): put it in a WITH \
+             query or a plain subquery"
         );
     }
     e.into()
@@ -167,7 +169,7 @@ fn input_query(table: &TableFactor) -> Result<Box<ast::Query>> {
         (Some(q), _) => return Ok(Box::new(q.clone())),
         (None, table) => table.clone(),
     };
-    let mut q = match Parser::parse_sql(&GenericDialect {}, "SELECT * FROM t")?.pop() {
+    let mut q = match Parser::parse_sql(&PostgresWithMatchRecognize, "SELECT * FROM t")?.pop() {
         Some(Statement::Query(q)) => q,
         _ => return Err(brook_err!(Internal, "SELECT * did not parse as a query")),
     };
@@ -258,7 +260,7 @@ struct Clause {
 
 fn parse_clause(text: &str) -> Result<Clause> {
     let sql = format!("SELECT * FROM {text}");
-    let mut stmts = Parser::parse_sql(&GenericDialect {}, &sql)?;
+    let mut stmts = Parser::parse_sql(&PostgresWithMatchRecognize, &sql)?;
     let Some(Statement::Query(q)) = stmts.pop() else {
         return Err(brook_err!(
             Internal,
@@ -683,7 +685,7 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str) -> Result<String> {
-        let mut stmts = Parser::parse_sql(&GenericDialect {}, sql)?;
+        let mut stmts = Parser::parse_sql(&PostgresWithMatchRecognize, sql)?;
         rewrite_match_recognize(&mut stmts[0])?;
         Ok(stmts[0].to_string())
     }

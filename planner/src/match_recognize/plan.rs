@@ -2,8 +2,12 @@
 //! its input's plan.
 
 use brook_operators::match_recognize::MatchRecognizeNode;
-use datafusion::common::{DFSchemaRef, Result as DfResult};
-use datafusion::logical_expr::{Expr, LogicalPlan, UserDefinedLogicalNodeCore};
+use datafusion::arrow::datatypes::Schema;
+use datafusion::common::{Column, DFSchemaRef, Result as DfResult};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{
+    cast, Expr, LogicalPlan, LogicalPlanBuilder, UserDefinedLogicalNodeCore,
+};
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -46,6 +50,39 @@ impl PartialOrd for MatchRecognizePlan {
     }
 }
 
+/// `input` with the columns' types the node was planned for: the node reads its input's
+/// columns by position and type, and the analyzer may coerce the input's types after the
+/// node is planned (the rows of a `VALUES` or the branches of a `UNION` to one type).
+fn with_types_of(input: LogicalPlan, planned: &Schema) -> DfResult<LogicalPlan> {
+    let fields = input.schema().fields();
+    if fields.len() != planned.fields().len() {
+        return Err(DataFusionError::Internal(
+            "MATCH_RECOGNIZE input columns changed while optimizing".to_string(),
+        ));
+    }
+    if fields
+        .iter()
+        .zip(planned.fields())
+        .all(|(f, p)| f.data_type() == p.data_type())
+    {
+        return Ok(input);
+    }
+    let exprs: Vec<Expr> = input
+        .schema()
+        .iter()
+        .zip(planned.fields())
+        .map(|((qualifier, field), p)| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if field.data_type() == p.data_type() {
+                column
+            } else {
+                cast(column, p.data_type().clone()).alias(field.name())
+            }
+        })
+        .collect();
+    LogicalPlanBuilder::from(input).project(exprs)?.build()
+}
+
 impl UserDefinedLogicalNodeCore for MatchRecognizePlan {
     fn name(&self) -> &str {
         "MatchRecognize"
@@ -72,25 +109,10 @@ impl UserDefinedLogicalNodeCore for MatchRecognizePlan {
 
     fn with_exprs_and_inputs(&self, _exprs: Vec<Expr>, inputs: Vec<LogicalPlan>) -> DfResult<Self> {
         let [input]: [LogicalPlan; 1] = inputs.try_into().map_err(|_| {
-            datafusion::error::DataFusionError::Internal(
-                "MATCH_RECOGNIZE takes one input".to_string(),
-            )
+            DataFusionError::Internal("MATCH_RECOGNIZE takes one input".to_string())
         })?;
-        // The node reads the input's columns by position: a rewritten input keeps them.
-        let types = |p: &LogicalPlan| -> Vec<datafusion::arrow::datatypes::DataType> {
-            p.schema()
-                .fields()
-                .iter()
-                .map(|f| f.data_type().clone())
-                .collect()
-        };
-        if types(&input) != types(&self.input) {
-            return Err(datafusion::error::DataFusionError::Internal(
-                "MATCH_RECOGNIZE input columns changed while optimizing".to_string(),
-            ));
-        }
         Ok(MatchRecognizePlan {
-            input,
+            input: with_types_of(input, &self.node.input_schema)?,
             ..self.clone()
         })
     }

@@ -14,7 +14,9 @@ use datafusion::logical_expr::planner::{
 };
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::{Expr as LogicalExpr, Extension, LogicalPlan};
+use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::{create_physical_expr, PhysicalExpr};
 use datafusion::sql::sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, TableFactor, Value, ValueWithSpan,
@@ -80,6 +82,9 @@ fn plan(
     input: LogicalPlan,
     context: &mut dyn RelationPlannerContext,
 ) -> Result<LogicalPlan> {
+    // The input's types as the analyzer settles them (a VALUES list's rows, a UNION's
+    // branches), which the clause is planned against.
+    let input = TypeCoercion::new().analyze(input, context.context_provider().options())?;
     let schema = Arc::new(input.schema().as_arrow().clone());
     // The clause names input columns without a qualifier: each name must say one column.
     for (i, f) in schema.fields().iter().enumerate() {
