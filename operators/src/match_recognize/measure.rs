@@ -2,7 +2,7 @@
 //! `DEFINE` condition reads while the match is being decided — computed per batch of
 //! output rows.
 
-use super::{in_set, Aggregate, Measure, MeasureKind, Navigation};
+use super::{in_set, Aggregate, Measure, MeasureKind, Navigation, VarSet};
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, Int64Array, StringArray, UInt32Array,
@@ -11,6 +11,10 @@ use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
+use datafusion::logical_expr::function::AccumulatorArgs;
+use datafusion::logical_expr::{Accumulator, AggregateUDF};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -107,8 +111,75 @@ fn navigation_column(
     ty: &DataType,
     variables: &[String],
 ) -> Result<ArrayRef> {
+    if let MeasureKind::Function {
+        func,
+        vars,
+        col,
+        arg,
+    } = kind
+    {
+        return function_column(rows, out, func, *vars, *col, arg, ty);
+    }
     let states = fold_spans(out, |s: &mut NavState, r, v| s.add(kind, rows, r, v, ty))?;
     states_column(rows, out, &states, kind, ty, variables)
+}
+
+/// An aggregate function's value over each output row's span: one accumulator per match,
+/// fed the rows of `vars` as the spans of consecutive output rows of the match grow
+/// (running values under ALL ROWS PER MATCH cost the match's rows once).
+fn function_column(
+    rows: &RecordBatch,
+    out: &[OutRow],
+    func: &AggregateUDF,
+    vars: VarSet,
+    col: usize,
+    arg: &DataType,
+    ty: &DataType,
+) -> Result<ArrayRef> {
+    let column = cast(rows.column(col), arg)?;
+    let arg_field = Arc::new(Field::new("arg", arg.clone(), true));
+    let schema = Schema::new(vec![arg_field.as_ref().clone()]);
+    let exprs: Vec<Arc<dyn PhysicalExpr>> = vec![Arc::new(Column::new("arg", 0))];
+    let new_accumulator = || {
+        func.accumulator(AccumulatorArgs {
+            return_field: Arc::new(Field::new(func.name(), ty.clone(), true)),
+            schema: &schema,
+            ignore_nulls: false,
+            order_bys: &[],
+            is_reversed: false,
+            name: func.name(),
+            is_distinct: false,
+            exprs: &exprs,
+            expr_fields: std::slice::from_ref(&arg_field),
+        })
+    };
+    let mut values = Vec::with_capacity(out.len());
+    // The match, the last row the accumulator has taken, the accumulator.
+    type Open<'a> = (&'a Arc<Vec<usize>>, usize, Box<dyn Accumulator>);
+    let mut open: Option<Open<'_>> = None;
+    for o in out {
+        let Some((start, path, _)) = &o.matched else {
+            values.push(ScalarValue::try_from(ty)?);
+            continue;
+        };
+        let (mut acc, from) = match open.take() {
+            Some((p, upto, acc)) if Arc::ptr_eq(p, path) && upto <= o.upto => (acc, upto + 1),
+            _ => (new_accumulator()?, *start),
+        };
+        let taken: UInt32Array = (from..=o.upto)
+            .filter(|r| in_set(vars, path[r - start]))
+            .map(|r| r as u32)
+            .collect();
+        if !taken.is_empty() {
+            acc.update_batch(&[take(column.as_ref(), &taken, None)?])?;
+        }
+        values.push(acc.evaluate()?);
+        open = Some((path, o.upto, acc));
+    }
+    if values.is_empty() {
+        return Ok(new_null_array(ty, 0));
+    }
+    Ok(ScalarValue::iter_to_array(values)?)
 }
 
 /// One navigation over the rows of a match so far: what each kind of navigation needs
@@ -183,6 +254,7 @@ impl NavState {
                     self.running.add(*func, value)?;
                 }
             }
+            MeasureKind::Function { .. } => return Err(measures_only(kind)),
         }
         Ok(())
     }
@@ -237,8 +309,18 @@ impl NavState {
             MeasureKind::Aggregate { func, .. } => {
                 self.running.value(*func, &ScalarValue::try_from(ty)?)
             }
+            MeasureKind::Function { .. } => Err(measures_only(kind)),
         }
     }
+}
+
+/// An aggregate function is read by a measure ([`function_column`]), never folded into a
+/// state (the planner keeps such aggregates out of DEFINE).
+fn measures_only(kind: &MeasureKind) -> brook_common::BrookError {
+    brook_err!(
+        Internal,
+        "{kind:?} folded as a navigation state (aggregate functions are measures only)"
+    )
 }
 
 /// The column of a navigation of kind `kind` from its state after each output row's span
@@ -299,6 +381,7 @@ pub(super) fn states_column(
             }
             Ok(ScalarValue::iter_to_array(values)?)
         }
+        MeasureKind::Function { .. } => Err(measures_only(kind)),
     }
 }
 

@@ -18,6 +18,7 @@ use crate::{NodeSpec, Operator};
 use brook_common::Result;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::logical_expr::AggregateUDF;
 use datafusion::physical_expr::PhysicalExpr;
 use pattern::{Pattern, Program};
 use std::fmt;
@@ -95,6 +96,14 @@ pub enum MeasureKind {
         vars: VarSet,
         col: usize,
     },
+    /// Any other aggregate function of `v.col` (`array_agg`, `stddev`, `bool_and`, a user's
+    /// aggregate), its values cast to `arg` — in MEASURES only.
+    Function {
+        func: Arc<AggregateUDF>,
+        vars: VarSet,
+        col: usize,
+        arg: DataType,
+    },
 }
 
 /// Aggregates a measure may take over a variable's rows.
@@ -155,8 +164,9 @@ impl PrevColumn {
     }
 }
 
-/// How rows are ordered for matching: ascending with NULLs last, PostgreSQL's `ORDER BY`
-/// default (over a stream, a row whose order value is NULL is behind no later row).
+/// Ascending with NULLs last, PostgreSQL's `ORDER BY` default: how partition keys are
+/// sorted, and order columns unless `ORDER BY` says otherwise (over a stream, a row whose
+/// order value is NULL is behind no later row).
 pub const ORDER: SortOptions = SortOptions {
     descending: false,
     nulls_first: false,
@@ -169,8 +179,10 @@ pub struct MatchRecognizeNode {
     pub input_schema: SchemaRef,
     /// Partition columns of the input.
     pub partition: Vec<usize>,
-    /// Order columns of the input (ascending, NULLs last: see [`ORDER`]).
+    /// Order columns of the input, and how each sorts (`DESC`, `NULLS FIRST`; a stream's
+    /// rows are matched in ascending order only).
     pub order: Vec<usize>,
+    pub order_options: Vec<SortOptions>,
     /// Pattern variables; a variable's index is its bit in a row's eligibility.
     pub variables: Vec<String>,
     /// The condition of each variable (None: any row).
@@ -215,6 +227,12 @@ impl MatchRecognizeNode {
         prev.chain(shifts).max().unwrap_or(0)
     }
 
+    /// True when rows are matched in ascending order of the order columns (as a stream's
+    /// rows arrive).
+    pub fn ascending(&self) -> bool {
+        self.order_options.iter().all(|o| !o.descending)
+    }
+
     /// True when a condition or a measure reads rows after the row classified or shown
     /// (`NEXT`): rows a stream may not have delivered yet.
     pub fn reads_ahead(&self) -> bool {
@@ -248,13 +266,23 @@ impl fmt::Display for MatchRecognizeNode {
                 .map(|c| self.input_schema.field(*c).name().clone())
                 .collect()
         };
+        let order: Vec<String> = names(&self.order)
+            .into_iter()
+            .zip(&self.order_options)
+            .map(|(name, o)| match (o.descending, o.nulls_first) {
+                (false, false) => name,
+                (false, true) => format!("{name} NULLS FIRST"),
+                (true, true) => format!("{name} DESC"),
+                (true, false) => format!("{name} DESC NULLS LAST"),
+            })
+            .collect();
         let measures: Vec<&str> = self.measures.iter().map(|m| m.text.as_str()).collect();
         write!(
             f,
             "MatchRecognize: partition=[{}] order=[{}] variables=[{}] measures=[{}] rows={}{} \
              state=rows of matches being decided",
             names(&self.partition).join(", "),
-            names(&self.order).join(", "),
+            order.join(", "),
             self.variables.join(", "),
             measures.join(", "),
             match self.rows_per_match {

@@ -10,7 +10,7 @@ use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, UInt32Array,
 };
-use datafusion::arrow::compute::{cast, concat_batches, interleave, take};
+use datafusion::arrow::compute::{cast, concat_batches, interleave, take, SortOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -90,13 +90,11 @@ pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
 impl MatchRecognizeOp {
     /// Fresh state for `node`.
     pub fn new(node: &MatchRecognizeNode) -> Result<Self> {
-        let sort_fields = |cols: &[usize]| -> Vec<SortField> {
+        let sort_fields = |cols: &[usize], options: &[SortOptions]| -> Vec<SortField> {
             cols.iter()
-                .map(|&c| {
-                    SortField::new_with_options(
-                        node.input_schema.field(c).data_type().clone(),
-                        super::ORDER,
-                    )
+                .zip(options)
+                .map(|(&c, o)| {
+                    SortField::new_with_options(node.input_schema.field(c).data_type().clone(), *o)
                 })
                 .collect()
         };
@@ -141,9 +139,14 @@ impl MatchRecognizeOp {
         Ok(MatchRecognizeOp {
             node: node.clone(),
             keys: (!node.partition.is_empty())
-                .then(|| RowConverter::new(sort_fields(&node.partition)))
+                .then(|| {
+                    RowConverter::new(sort_fields(
+                        &node.partition,
+                        &vec![super::ORDER; node.partition.len()],
+                    ))
+                })
                 .transpose()?,
-            order_rows: RowConverter::new(sort_fields(&node.order))?,
+            order_rows: RowConverter::new(sort_fields(&node.order, &node.order_options))?,
             partitions: HashMap::new(),
             extended: Arc::new(Schema::new(fields)),
             checked,

@@ -103,6 +103,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         input_schema: input,
         partition: vec![0],
         order: vec![1],
+        order_options: vec![ORDER],
         variables: vec!["strt".into(), "down".into(), "up".into()],
         conditions: vec![
             None,

@@ -118,6 +118,12 @@ impl Builder<'_> {
                 "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)",
             ));
         }
+        if !mr.node.ascending() {
+            return Err(refuse(
+                "MATCH_RECOGNIZE ORDER BY ... DESC (a stream's rows are matched as they \
+                 arrive, in ascending order)",
+            ));
+        }
         if mr.node.reads_ahead() {
             return Err(refuse(
                 "MATCH_RECOGNIZE with NEXT (it reads rows after the one classified or shown, \

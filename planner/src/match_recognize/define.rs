@@ -131,6 +131,12 @@ impl Condition<'_> {
     /// (another variable's rows, `FIRST`/`LAST`): a navigation checked while matching.
     fn physical_call(&mut self, f: &ast::Function, name: &str) -> Result<Expr> {
         let (arg, offset) = physical_args(f, name)?;
+        if function_name(f).0.as_deref() == Some("final") {
+            return Err(brook_err!(
+                Syntax,
+                "FINAL in DEFINE: a condition sees only the match so far"
+            ));
+        }
         let Some(col) = self.own_column(arg)? else {
             let n = physical_navigation(f, self.names, self.input, true)?;
             return Ok(self.read(n));

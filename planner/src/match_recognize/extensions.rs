@@ -21,20 +21,9 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 /// `RUNNING f(` / `FINAL f(` become `brook_running_f(` / `brook_final_f(` (one name: the
 /// compatibility rules strip a function's qualifier).
 pub const SEMANTICS_PREFIX: &str = "brook_";
-/// What `RUNNING` and `FINAL` may qualify (a variable may be named `running`).
-const NAVIGATIONS: &[&str] = &[
-    "first",
-    "last",
-    "prev",
-    "next",
-    "classifier",
-    "match_number",
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-];
+/// Words of the clause a `(` may follow: after them `RUNNING` and `FINAL` are variables
+/// (`AFTER MATCH SKIP TO LAST running PATTERN (...)`), not qualifiers of a function.
+const CLAUSE_WORDS: &[&str] = &["pattern", "define", "subset", "measures", "permute"];
 /// Function a `SUBSET` item becomes.
 pub const SUBSET_FUNCTION: &str = "brook_subset";
 /// `DEFINE` name `WITHIN` becomes.
@@ -263,7 +252,8 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
                 ));
             }
             if let Some(f) = next_solid(clause, i) {
-                if NAVIGATIONS.iter().any(|n| is_word(&clause[f], n))
+                if matches!(&clause[f], Token::Word(_))
+                    && !CLAUSE_WORDS.iter().any(|w| is_word(&clause[f], w))
                     && next_solid(clause, f).is_some_and(|p| clause[p] == Token::LParen)
                 {
                     let (Token::Word(q), Token::Word(name)) = (t, &clause[f]) else {

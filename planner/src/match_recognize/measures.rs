@@ -15,6 +15,7 @@ use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
 };
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 /// One measure and its type.
 pub(super) fn plan_measure(
@@ -27,6 +28,7 @@ pub(super) fn plan_measure(
     let mut reads = Reads {
         names,
         input,
+        exprs: &*exprs,
         found: Vec::new(),
     };
     if let ControlFlow::Break(err) = rewritten.visit(&mut reads) {
@@ -68,6 +70,8 @@ pub(super) fn plan_measure(
 struct Reads<'a> {
     names: &'a Names,
     input: &'a SchemaRef,
+    /// Where aggregate functions are looked up.
+    exprs: &'a dyn ExprPlanning,
     found: Vec<Navigation>,
 }
 
@@ -81,7 +85,10 @@ impl VisitorMut for Reads<'_> {
                 if name == "prev" || name == "next" {
                     physical_navigation(f, self.names, self.input, false).map(Some)
                 } else {
-                    plan_navigation(f, self.names, self.input, false)
+                    match function_navigation(f, self.names, self.input, self.exprs) {
+                        Ok(None) => plan_navigation(f, self.names, self.input, false),
+                        planned => planned,
+                    }
                 }
             }
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
@@ -137,10 +144,7 @@ pub(super) fn plan_navigation(
     in_define: bool,
 ) -> Result<Option<Navigation>> {
     let (qualifier, name) = function_name(f);
-    if !matches!(
-        name.as_str(),
-        "first" | "last" | "classifier" | "match_number" | "count" | "sum" | "avg" | "min" | "max"
-    ) {
+    if !is_match_navigation(&name) {
         if qualifier.is_some() {
             return Err(brook_err!(
                 Syntax,
@@ -269,6 +273,71 @@ pub(super) fn plan_navigation(
     }
 }
 
+/// True for the navigations and aggregates a match keeps as it grows (DEFINE reads them).
+fn is_match_navigation(name: &str) -> bool {
+    matches!(
+        name,
+        "first" | "last" | "classifier" | "match_number" | "count" | "sum" | "avg" | "min" | "max"
+    )
+}
+
+/// An aggregate function other than a match's own (`array_agg(b.price)`, `stddev(price)`,
+/// a user's aggregate) over the rows of a variable: None for a scalar function.
+fn function_navigation(
+    f: &ast::Function,
+    names: &Names,
+    input: &SchemaRef,
+    exprs: &dyn ExprPlanning,
+) -> Result<Option<Navigation>> {
+    let name = function_name(f).1;
+    if is_match_navigation(&name) {
+        return Ok(None);
+    }
+    let Some(func) = exprs.aggregate(&name) else {
+        return Ok(None);
+    };
+    let unsupported = || {
+        brook_err!(
+            Unsupported,
+            "{f} in MATCH_RECOGNIZE MEASURES (an aggregate takes one var.col or col, without \
+             DISTINCT, ORDER BY or FILTER)"
+        )
+    };
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(unsupported());
+    }
+    let arg = match &f.args {
+        FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => {
+            match l.args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => x,
+                _ => return Err(unsupported()),
+            }
+        }
+        _ => return Err(unsupported()),
+    };
+    let (vars, col) = reference(arg, names, input)?;
+    let col = col.ok_or_else(unsupported)?;
+    let field = Arc::new(input.field(col).as_ref().clone());
+    let coerced = datafusion::logical_expr::type_coercion::functions::fields_with_udf(
+        std::slice::from_ref(&field),
+        func.as_ref(),
+    )?;
+    let arg_type = coerced
+        .first()
+        .map_or_else(|| field.data_type().clone(), |f| f.data_type().clone());
+    let data_type = func.return_field(&coerced)?.data_type().clone();
+    Ok(Some(Navigation {
+        kind: MeasureKind::Function {
+            func,
+            vars,
+            col,
+            arg: arg_type,
+        },
+        running: function_name(f).0.as_deref() != Some("final"),
+        data_type,
+    }))
+}
+
 /// The argument and the offset (1 when not given) of `PREV(x [, k])` / `NEXT(x [, k])`.
 pub(super) fn physical_args<'f>(f: &'f ast::Function, name: &str) -> Result<(&'f Expr, usize)> {
     let bad_offset = || {
@@ -278,6 +347,14 @@ pub(super) fn physical_args<'f>(f: &'f ast::Function, name: &str) -> Result<(&'f
             name.to_uppercase()
         )
     };
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return Err(brook_err!(
+            Unsupported,
+            "{f} in MATCH_RECOGNIZE ({} navigates rows of the partition: no OVER, FILTER or \
+             WITHIN GROUP)",
+            name.to_uppercase()
+        ));
+    }
     let args: Vec<&Expr> = match &f.args {
         FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => l
             .args

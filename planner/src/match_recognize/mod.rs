@@ -17,6 +17,7 @@
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::pattern::{Pattern, Program};
 use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::common::DFSchema;
 use datafusion::logical_expr::Expr as LogicalExpr;
@@ -60,6 +61,8 @@ pub trait ExprPlanning {
     fn logical(&mut self, e: Expr, schema: &DFSchema) -> Result<LogicalExpr>;
     /// The physical expression of `e` (types coerced) over `schema`.
     fn physical(&self, e: LogicalExpr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>>;
+    /// The aggregate function `name` (lower case), if there is one.
+    fn aggregate(&self, name: &str) -> Option<Arc<datafusion::logical_expr::AggregateUDF>>;
 }
 
 /// Most pattern variables (a row's eligibility is one bit per variable).
@@ -261,6 +264,16 @@ struct Clause {
 fn parse_clause(text: &str) -> Result<Clause> {
     let sql = format!("SELECT * FROM {text}");
     let mut stmts = Parser::parse_sql(&PostgresWithMatchRecognize, &sql)?;
+    // The clause left the statement before its PostgreSQL rewrites: those of typed
+    // values (`'{"a": 1}'::jsonb`, `'...'::uuid`, `time '...'`, `'{1,2}'::int[]`) apply
+    // to its expressions too.
+    for stmt in &mut stmts {
+        crate::pg_functions::uuid_casts(stmt);
+        crate::pg_functions::time_casts(stmt);
+        crate::pg_functions::json_casts(stmt);
+        crate::pg_functions::xml_casts(stmt);
+        crate::array_literal::array_literal_casts(stmt);
+    }
     let Some(Statement::Query(q)) = stmts.pop() else {
         return Err(brook_err!(
             Internal,
@@ -332,22 +345,15 @@ pub fn plan_node(
         ));
     }
     let mut order = Vec::new();
+    let mut order_options = Vec::new();
     for o in &clause.order_by {
-        if o.options.asc == Some(false) {
-            return Err(brook_err!(
-                Unsupported,
-                "MATCH_RECOGNIZE ORDER BY ... DESC (rows are matched as they arrive, in \
-                 ascending order)"
-            ));
-        }
-        if o.options.nulls_first == Some(true) {
-            return Err(brook_err!(
-                Unsupported,
-                "MATCH_RECOGNIZE ORDER BY ... NULLS FIRST (rows are matched in ascending \
-                 order, NULLs last, as PostgreSQL sorts by default)"
-            ));
-        }
         order.push(column(&o.expr, "ORDER BY")?);
+        // PostgreSQL's defaults: NULLs sort as larger than any value.
+        let descending = o.options.asc == Some(false);
+        order_options.push(SortOptions {
+            descending,
+            nulls_first: o.options.nulls_first.unwrap_or(descending),
+        });
     }
     let mut variables: Vec<String> = Vec::new();
     let pattern = convert_pattern(&clause.pattern, &mut variables)?;
@@ -386,6 +392,12 @@ pub fn plan_node(
             }
             e => defines.push((name, e)),
         }
+    }
+    if within.is_some() && order_options.iter().any(|o| o.descending || o.nulls_first) {
+        return Err(brook_err!(
+            Unsupported,
+            "WITHIN with ORDER BY ... DESC or NULLS FIRST (a match is bounded forward in time)"
+        ));
     }
     if within.is_some() && pattern.uses_end() {
         return Err(brook_err!(
@@ -432,6 +444,7 @@ pub fn plan_node(
         input_schema: input.clone(),
         partition,
         order,
+        order_options,
         variables,
         conditions,
         prev,

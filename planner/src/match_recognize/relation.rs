@@ -139,4 +139,8 @@ impl ExprPlanning for ContextExprs<'_> {
             &PhysicalPlanningContext::default(),
         )?)
     }
+
+    fn aggregate(&self, name: &str) -> Option<Arc<datafusion::logical_expr::AggregateUDF>> {
+        self.context.context_provider().get_aggregate_meta(name)
+    }
 }

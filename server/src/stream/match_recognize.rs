@@ -102,7 +102,10 @@ impl MatchRecognizeExec {
 
 impl DisplayAs for MatchRecognizeExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "MatchRecognizeExec: {}", self.node)
+        // The node's own text names it `MatchRecognize: ...`.
+        let text = self.node.to_string();
+        let details = text.strip_prefix("MatchRecognize").unwrap_or(&text);
+        write!(f, "MatchRecognizeExec{details}")
     }
 }
 
@@ -189,13 +192,20 @@ fn ordered(
 ) -> brook_common::Result<RecordBatch> {
     let all = concat_batches(&node.input_schema, batches)?;
     let position: ArrayRef = Arc::new(UInt64Array::from_iter_values(0..all.num_rows() as u64));
-    let mut keys: Vec<SortColumn> = node
+    let partition = node
         .partition
         .iter()
-        .chain(&node.order)
-        .map(|&c| SortColumn {
+        .map(|&c| (c, brook_operators::match_recognize::ORDER));
+    let order = node
+        .order
+        .iter()
+        .copied()
+        .zip(node.order_options.iter().copied());
+    let mut keys: Vec<SortColumn> = partition
+        .chain(order)
+        .map(|(c, options)| SortColumn {
             values: all.column(c).clone(),
-            options: Some(brook_operators::match_recognize::ORDER),
+            options: Some(options),
         })
         .collect();
     keys.push(SortColumn {
