@@ -8,6 +8,7 @@
 //! PostgreSQL's `rint` does (`2.5::float8::int` is 2). `avg` of integers, double precision
 //! here and numeric in PostgreSQL, rounds as a double (docs/limits.md).
 
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -39,7 +40,9 @@ impl Default for CastsRound {
 }
 
 /// A double (or real) rounded to the nearest integral value, halves to even (C's `rint`,
-/// which PostgreSQL's float-to-integer casts use). DataFusion has no such function.
+/// which PostgreSQL's float-to-integer casts use), and the elements of an array of doubles
+/// or numerics rounded as each casts (`ARRAY[1.7, 2.5]::int[]` is `{2,3}`). DataFusion has
+/// no such function.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Rint {
     signature: Signature,
@@ -59,24 +62,9 @@ impl ScalarUDFImpl for Rint {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        use datafusion::arrow::array::{Array, AsArray};
-        use datafusion::arrow::datatypes::{Float32Type, Float64Type};
         let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let a = &arrays[0];
-        let out: datafusion::arrow::array::ArrayRef = match a.data_type() {
-            DataType::Float32 => Arc::new(
-                a.as_primitive::<Float32Type>()
-                    .unary::<_, Float32Type>(f32::round_ties_even),
-            ),
-            _ => {
-                let f = datafusion::arrow::compute::cast(a, &DataType::Float64)?;
-                Arc::new(
-                    f.as_primitive::<Float64Type>()
-                        .unary::<_, Float64Type>(f64::round_ties_even),
-                )
-            }
-        };
+        let out = rint(&arrays[0])?;
         if scalar && out.len() == 1 {
             Ok(ColumnarValue::Scalar(
                 datafusion::common::ScalarValue::try_from_array(&out, 0)?,
@@ -85,6 +73,59 @@ impl ScalarUDFImpl for Rint {
             Ok(ColumnarValue::Array(out))
         }
     }
+}
+
+/// `a` rounded as PostgreSQL's casts to an integer round: doubles and reals halves to even,
+/// numerics halves away from zero, arrays element by element.
+fn rint(a: &ArrayRef) -> Result<ArrayRef> {
+    use datafusion::arrow::array::{Array, AsArray, ListArray};
+    use datafusion::arrow::datatypes::{Decimal128Type, Float32Type, Float64Type};
+    Ok(match a.data_type() {
+        DataType::Float32 => Arc::new(
+            a.as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(f32::round_ties_even),
+        ),
+        DataType::Decimal128(p, s) if *s > 0 => {
+            let unit = 10i128.pow(u32::from(s.unsigned_abs()));
+            let rounded = a
+                .as_primitive::<Decimal128Type>()
+                .unary::<_, Decimal128Type>(|v| {
+                    let rest = v % unit;
+                    let down = v - rest;
+                    if rest.abs() * 2 >= unit {
+                        down + unit * v.signum()
+                    } else {
+                        down
+                    }
+                });
+            Arc::new(rounded.with_precision_and_scale(*p, *s)?)
+        }
+        DataType::List(field) => {
+            let list = a.as_list::<i32>();
+            Arc::new(ListArray::try_new(
+                field.clone(),
+                list.offsets().clone(),
+                rint(list.values())?,
+                list.nulls().cloned(),
+            )?)
+        }
+        _ => {
+            let f = datafusion::arrow::compute::cast(a, &DataType::Float64)?;
+            Arc::new(
+                f.as_primitive::<Float64Type>()
+                    .unary::<_, Float64Type>(f64::round_ties_even),
+            )
+        }
+    })
+}
+
+/// An array of doubles, reals or numerics with a fraction (which `rint` rounds).
+fn is_list_of_fractions(t: &DataType) -> bool {
+    matches!(t, DataType::List(f) if match f.data_type() {
+        DataType::Float32 | DataType::Float64 => true,
+        DataType::Decimal128(_, s) => *s > 0,
+        _ => false,
+    })
 }
 
 impl AnalyzerRule for CastsRound {
@@ -102,6 +143,17 @@ impl AnalyzerRule for CastsRound {
 impl CastsRound {
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         Ok(match e {
+            Expr::Cast(Cast { expr, field }) if is_list_of_integers(field.data_type()) => {
+                if is_list_of_fractions(&expr.get_type(schema)?) {
+                    let rounded = Expr::ScalarFunction(ScalarFunction::new_udf(
+                        self.rint.clone(),
+                        vec![*expr],
+                    ));
+                    Transformed::yes(Expr::Cast(Cast::new_from_field(Box::new(rounded), field)))
+                } else {
+                    Transformed::no(Expr::Cast(Cast::new_from_field(expr, field)))
+                }
+            }
             Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() => self
                 .rounded(*expr, schema)?
                 .update_data(|e| Expr::Cast(Cast::new_from_field(Box::new(e), field))),
@@ -123,6 +175,11 @@ impl CastsRound {
             ScalarFunction::new_udf(round.clone(), vec![e]),
         )))
     }
+}
+
+/// An array of integers.
+fn is_list_of_integers(t: &DataType) -> bool {
+    matches!(t, DataType::List(f) if f.data_type().is_integer())
 }
 
 #[cfg(test)]

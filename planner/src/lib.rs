@@ -49,6 +49,7 @@ pub mod array_comparison;
 pub mod array_literal;
 pub mod array_literal_arguments;
 pub mod array_operators;
+pub mod array_slice;
 pub mod array_subquery;
 pub mod bytea;
 pub mod cast_metadata;
