@@ -1,6 +1,6 @@
-//! `FROM generate_series(1, 3) g`: a function returning one column, aliased without a
-//! column list, names its column after the alias, as PostgreSQL does (`SELECT g FROM
-//! generate_series(1, 3) g`). DataFusion keeps the function's own column name (`value`),
+//! `FROM generate_series(1, 3) g`: a function returning one column (`generate_series`,
+//! `range`, `unnest` of one array), aliased without a column list, names its column after
+//! the alias, as PostgreSQL does (`SELECT g FROM generate_series(1, 3) g`). DataFusion keeps the function's own column name (`value`),
 //! so `g` was 42703. The alias gets its column list: `AS g(g)`.
 //!
 //! `FROM string_to_array(current_setting('search_path'), ',') s`: a scalar function in
@@ -49,28 +49,46 @@ impl VisitorMut for Functions {
         match t {
             TableFactor::Table {
                 name,
-                args: Some(_),
+                args: Some(args),
                 alias: Some(alias),
                 ..
-            }
-            | TableFactor::Function {
+            } => name_the_column(name, args.args.len(), alias),
+            TableFactor::Function {
                 name,
+                args,
                 alias: Some(alias),
                 ..
-            } => name_the_column(name, alias),
+            } => name_the_column(name, args.len(), alias),
+            // `unnest(a) u`: sqlparser's own table factor.
+            TableFactor::UNNEST {
+                alias: Some(alias),
+                array_exprs,
+                with_offset: false,
+                with_ordinality: false,
+                ..
+            } if array_exprs.len() == 1 && alias.columns.is_empty() => {
+                alias.columns = vec![TableAliasColumnDef {
+                    name: alias.name.clone(),
+                    data_type: None,
+                }];
+            }
             _ => {}
         }
         ControlFlow::Continue(())
     }
 }
 
-/// `AS a` of a one-column function as `AS a(a)`.
-fn name_the_column(function: &ObjectName, alias: &mut TableAlias) {
+/// `AS a` of a one-column function (of `arguments` arguments) as `AS a(a)`.
+fn name_the_column(function: &ObjectName, arguments: usize, alias: &mut TableAlias) {
     let one_column = function
         .0
         .last()
         .and_then(|p| p.as_ident())
-        .is_some_and(|i| ONE_COLUMN.iter().any(|f| i.value.eq_ignore_ascii_case(f)));
+        .is_some_and(|i| {
+            ONE_COLUMN.iter().any(|f| i.value.eq_ignore_ascii_case(f))
+            // `LATERAL unnest(a)` returns one column; `unnest(a, b)` one per array.
+            || (i.value.eq_ignore_ascii_case("unnest") && arguments == 1)
+        });
     if one_column && alias.columns.is_empty() {
         alias.columns = vec![TableAliasColumnDef {
             name: alias.name.clone(),
@@ -157,6 +175,14 @@ mod tests {
             "SELECT x FROM generate_series(1, 3) AS t (x)"
         );
         assert_eq!(rewritten("SELECT * FROM t AS g"), "SELECT * FROM t AS g");
+        assert_eq!(
+            rewritten("SELECT u FROM unnest(ARRAY[3, 1]) u"),
+            "SELECT u FROM UNNEST(ARRAY[3, 1]) u (u)"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM unnest(ARRAY[1], ARRAY[2]) u"),
+            "SELECT * FROM UNNEST(ARRAY[1], ARRAY[2]) u"
+        );
     }
 
     #[test]

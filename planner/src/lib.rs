@@ -95,6 +95,7 @@ pub mod rewrite;
 pub mod select_list_subqueries;
 pub mod session_window;
 pub mod set_returning;
+pub mod similar_to;
 pub mod single_row_subquery;
 pub mod statement;
 pub mod string_casts;

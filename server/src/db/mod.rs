@@ -329,6 +329,7 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_metadata::CastsTakeTheirType));
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_rounding::CastsRound::default()));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::similar_to::SimilarTo::default()));
         // After `cast_metadata`: `j::text = '..'` compares text.
         ctx.add_analyzer_rule(Arc::new(
             crate::udf::jsonb_literals::JsonbLiterals::default(),
