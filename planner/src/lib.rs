@@ -63,6 +63,7 @@ mod create_aggregate;
 pub mod create_sequence;
 pub mod date_interval;
 pub mod decorrelate;
+pub mod distinct_aggregates;
 pub mod domain_base;
 pub mod empty_catalogs;
 mod fetch;

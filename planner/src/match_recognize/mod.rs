@@ -127,28 +127,18 @@ impl VisitorMut for Rewrite {
             Err(e) => return ControlFlow::Break(e),
         };
         let alias = alias.take();
-        **table = placeholder_table();
+        **table = named_table(INPUT_PLACEHOLDER, None, None);
         let clause = tf.to_string();
-        *tf = TableFactor::Table {
-            name: ast::ObjectName::from(vec![ast::Ident::new(MATCH_RECOGNIZE_FUNCTION)]),
-            alias,
-            args: Some(ast::TableFunctionArgs {
-                args: vec![
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
-                        Value::SingleQuotedString(clause),
-                    ))),
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(input))),
-                ],
-                settings: None,
-            }),
-            with_hints: Vec::new(),
-            version: None,
-            with_ordinality: false,
-            partitions: Vec::new(),
-            json_path: None,
-            sample: None,
-            index_hints: Vec::new(),
+        let args = ast::TableFunctionArgs {
+            args: vec![
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(
+                    Value::SingleQuotedString(clause),
+                ))),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Subquery(input))),
+            ],
+            settings: None,
         };
+        *tf = named_table(MATCH_RECOGNIZE_FUNCTION, Some(args), alias);
         ControlFlow::Continue(())
     }
 }
@@ -208,12 +198,16 @@ pub fn derived_input(table: &TableFactor) -> Option<&ast::Query> {
     }
 }
 
-/// The input's place in the clause's text.
-fn placeholder_table() -> TableFactor {
+/// The FROM item `name`, a relation or (with `args`) a table function's call.
+fn named_table(
+    name: &str,
+    args: Option<ast::TableFunctionArgs>,
+    alias: Option<ast::TableAlias>,
+) -> TableFactor {
     TableFactor::Table {
-        name: ast::ObjectName::from(vec![ast::Ident::new(INPUT_PLACEHOLDER)]),
-        alias: None,
-        args: None,
+        name: ast::ObjectName::from(vec![ast::Ident::new(name)]),
+        alias,
+        args,
         with_hints: Vec::new(),
         version: None,
         with_ordinality: false,

@@ -36,6 +36,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::values_types::json_values(stmt);
         brook_planner::array_literal::array_literal_casts(stmt);
         brook_planner::array_slice::array_slices(stmt);
+        brook_planner::distinct_aggregates::ordered_distinct_aggregates(stmt);
         brook_planner::decorrelate::decorrelate_scalar_subqueries(stmt);
         brook_planner::rewrite::alias_outputs(stmt);
     }
