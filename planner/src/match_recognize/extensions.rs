@@ -21,9 +21,13 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 /// `RUNNING f(` / `FINAL f(` become `brook_running_f(` / `brook_final_f(` (one name: the
 /// compatibility rules strip a function's qualifier).
 pub const SEMANTICS_PREFIX: &str = "brook_";
-/// Words of the clause a `(` may follow: after them `RUNNING` and `FINAL` are variables
-/// (`AFTER MATCH SKIP TO LAST running PATTERN (...)`), not qualifiers of a function.
-const CLAUSE_WORDS: &[&str] = &["pattern", "define", "subset", "measures", "permute"];
+/// Words a `(` may follow that are no function: after them `RUNNING` and `FINAL` are
+/// variables or columns (`AFTER MATCH SKIP TO LAST running PATTERN (...)`, `DEFINE final
+/// AS (...)`), not qualifiers of a function.
+const CLAUSE_WORDS: &[&str] = &[
+    "pattern", "define", "subset", "measures", "permute", "as", "and", "or", "not", "in", "is",
+    "like", "between",
+];
 /// Function a `SUBSET` item becomes.
 pub const SUBSET_FUNCTION: &str = "brook_subset";
 /// `DEFINE` name `WITHIN` becomes.
