@@ -70,15 +70,9 @@ fn at_least(bound: Option<Expr>, floor: i64) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        array_slices(&mut s);
-        s.to_string()
+        crate::pg_functions::rewritten_by(sql, array_slices)
     }
 
     #[test]

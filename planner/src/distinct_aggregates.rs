@@ -47,15 +47,9 @@ pub fn ordered_distinct_aggregates(stmt: &mut Statement) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
 
     fn rewritten(sql: &str) -> String {
-        let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        ordered_distinct_aggregates(&mut s);
-        s.to_string()
+        crate::pg_functions::rewritten_by(sql, ordered_distinct_aggregates)
     }
 
     #[test]

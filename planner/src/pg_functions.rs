@@ -136,6 +136,20 @@ pub fn rewrite_expressions(s: &mut Statement, f: impl Fn(&mut Expr)) {
     });
 }
 
+/// `sql` (one PostgreSQL statement) after `rewrite`, as text: what the rewrites' tests
+/// compare.
+#[cfg(test)]
+pub(crate) fn rewritten_by(sql: &str, rewrite: impl Fn(&mut Statement)) -> String {
+    let mut s = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        sql,
+    )
+    .unwrap()
+    .remove(0);
+    rewrite(&mut s);
+    s.to_string()
+}
+
 /// Every `CAST(x AS uuid)` / `x::uuid` of `stmt` as `brook_uuid(x)`.
 pub fn uuid_casts(stmt: &mut Statement) {
     rewrite_expressions(stmt, |expr| {

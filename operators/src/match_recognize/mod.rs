@@ -124,6 +124,17 @@ pub struct Navigation {
     pub data_type: DataType,
 }
 
+impl Navigation {
+    /// How many rows of the partition a `FIRST`/`LAST` navigation moves from the row it
+    /// names (`PREV`: negative, `NEXT`: positive); 0 for other kinds.
+    pub fn shift(&self) -> i64 {
+        match self.kind {
+            MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } => shift,
+            _ => 0,
+        }
+    }
+}
+
 /// One `MEASURES` item: the values it reads from the match and, when it is more than one
 /// of them, the expression over them (its columns `__nav_0`, `__nav_1`, ...).
 #[derive(Debug, Clone)]
@@ -218,12 +229,10 @@ impl MatchRecognizeNode {
     /// `PREV(FIRST(v.col), k)`): the rows kept back per partition.
     pub fn history(&self) -> usize {
         let prev = self.prev.iter().filter(|p| !p.ahead).map(|p| p.offset);
-        let shifts = self.navigations().filter_map(|n| match n.kind {
-            MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift < 0 => {
-                usize::try_from(shift.unsigned_abs()).ok()
-            }
-            _ => None,
-        });
+        let shifts = self
+            .navigations()
+            .filter(|n| n.shift() < 0)
+            .filter_map(|n| usize::try_from(n.shift().unsigned_abs()).ok());
         prev.chain(shifts).max().unwrap_or(0)
     }
 
@@ -236,10 +245,7 @@ impl MatchRecognizeNode {
     /// True when a condition or a measure reads rows after the row classified or shown
     /// (`NEXT`): rows a stream may not have delivered yet.
     pub fn reads_ahead(&self) -> bool {
-        self.prev.iter().any(|p| p.ahead)
-            || self.navigations().any(|n| {
-                matches!(n.kind, MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift > 0)
-            })
+        self.prev.iter().any(|p| p.ahead) || self.navigations().any(|n| n.shift() > 0)
     }
 
     /// Input columns an ALL ROWS output row carries, in output order (before and after the

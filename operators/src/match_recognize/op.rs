@@ -153,9 +153,11 @@ impl MatchRecognizeOp {
             checked_schemas,
             row_conditions,
             history: node.history(),
-            measures_read_back: node.measures.iter().flat_map(|m| m.reads.iter()).any(|n| {
-                matches!(n.kind, MeasureKind::First { shift, .. } | MeasureKind::Last { shift, .. } if shift < 0)
-            }),
+            measures_read_back: node
+                .measures
+                .iter()
+                .flat_map(|m| m.reads.iter())
+                .any(|n| n.shift() < 0),
             late: 0,
             interrupt: None,
             evaluated: AtomicU64::new(0),

@@ -96,7 +96,8 @@ fn plan(
             )));
         }
     }
-    // `now()` in the clause is the time it is planned at.
+    // `now()` in the clause is the time it is planned at; the session's options are copied
+    // once, for every expression of the clause.
     let mut props = ExecutionProps::new();
     props.mark_start_execution(Arc::new(context.context_provider().options().clone()));
     let node = plan_node(clause, schema, &mut ContextExprs { context, props })?;
@@ -123,10 +124,11 @@ impl ExprPlanning for ContextExprs<'_> {
     }
 
     fn physical(&self, e: LogicalExpr, schema: &DFSchema) -> Result<Arc<dyn PhysicalExpr>> {
-        let options = Arc::new(self.context.context_provider().options().clone());
-        let simplify = SimplifyContext::builder()
-            .with_schema(Arc::new(schema.clone()))
-            .with_config_options(options)
+        let mut simplify = SimplifyContext::builder().with_schema(Arc::new(schema.clone()));
+        if let Some(options) = self.props.config_options() {
+            simplify = simplify.with_config_options(options.clone());
+        }
+        let simplify = simplify
             .with_query_execution_start_time(self.props.query_execution_start_time)
             .build();
         let e = ExprSimplifier::new(simplify)
