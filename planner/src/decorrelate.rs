@@ -110,6 +110,7 @@ fn rewrite_select(s: &mut Select, counter: &mut usize) {
         outers,
         counter,
         joins: Vec::new(),
+        depth: 0,
     };
     for item in s.projection.iter_mut() {
         let _ = item.visit(&mut finder);
@@ -133,6 +134,30 @@ struct Finder<'a> {
     counter: &'a mut usize,
     /// The joins made, each with the FROM item it extends (the one holding its table).
     joins: Vec<(usize, datafusion::sql::sqlparser::ast::Join)>,
+    /// Subqueries entered: only those of the outer block itself (depth 1) read its tables
+    /// as their outer row; a join made for one nested deeper would not be in its scope.
+    depth: usize,
+}
+
+/// Whether an expression holds a query of its own.
+fn is_query(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+    )
+}
+
+/// Whether a condition holds a subquery (left to per-row evaluation: its correlation may
+/// reach past the subquery being rewritten).
+fn has_subquery(e: &Expr) -> bool {
+    datafusion::sql::sqlparser::ast::visit_expressions(e, |x| {
+        if is_query(x) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
 }
 
 /// The aggregate of a decorrelatable subquery, its FROM (SQL) and WHERE.
@@ -177,7 +202,11 @@ fn shape(q: &Query) -> Option<(&Expr, String, &Expr, bool)> {
         .map(|t| t.to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    Some((agg, from, s.selection.as_ref()?, fname == "count"))
+    let pred = s.selection.as_ref()?;
+    if has_subquery(pred) || has_subquery(agg) {
+        return None;
+    }
+    Some((agg, from, pred, fname == "count"))
 }
 
 /// Qualified references `outer.col` in an expression.
@@ -235,10 +264,24 @@ pub(crate) fn parse_expr(sql: &str) -> Option<Expr> {
 impl VisitorMut for Finder<'_> {
     type Break = ();
 
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if is_query(e) {
+            self.depth += 1;
+        }
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if !is_query(e) {
+            return ControlFlow::Continue(());
+        }
+        self.depth -= 1;
         let Expr::Subquery(q) = e else {
             return ControlFlow::Continue(());
         };
+        if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
         let inner = inner_names(q);
         let Some((agg, from, pred, is_count)) = shape(q) else {
             return ControlFlow::Continue(());

@@ -29,6 +29,8 @@
 //! - [`decorrelate`]: correlated scalar aggregate subqueries as grouped left joins.
 //! - [`select_list_subqueries`]: which select-list subqueries of catalog queries are kept.
 //! - [`single_row_subquery`]: correlated scalar subqueries that select one row (21000 for more).
+//! - [`lateral_apply`]: LATERAL, scalar and EXISTS subqueries no rule decorrelates, run per
+//!   left row (and DataFusion's decorrelations kept from the shapes they get wrong).
 //! - [`windows`]: `TUMBLE`/`HOP`/`SESSION` window table functions as plain SQL (window
 //!   starts, session window functions).
 //! - [`window_start`]: `brook_window_start`, a row's fixed-size window start (`date_bin`'s
@@ -78,6 +80,7 @@ pub mod interval_text_casts;
 pub mod json_aggregates;
 pub mod json_ops;
 pub mod lateral;
+pub mod lateral_apply;
 pub mod lexical;
 pub mod like_escape;
 pub mod match_recognize;

@@ -22,7 +22,9 @@
 //! outer row without match gets a NULL struct, hence NULL.
 //!
 //! Scope: the subquery's plan is a one-column projection over an input that is not itself
-//! an aggregate, a limit, a sort, a distinct or a window (those keep DataFusion's handling).
+//! an aggregate, a limit, a sort, a distinct or a window. Those that do not aggregate (and
+//! may give more than one row) are counted whole and run per outer row (`counted_whole`);
+//! aggregated ones keep DataFusion's handling.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
@@ -85,6 +87,10 @@ impl AnalyzerRule for SingleRowSubqueries {
     }
 }
 
+/// A counted subquery, the outer-row conditions it needs (`CASE WHEN`), and the value
+/// computed in the outer row from its inner columns (see [`as_counted`]).
+type Counted = (Subquery, Option<Expr>, Option<Expr>);
+
 /// The subquery with its projection replaced by `brook_subquery_rows(e)`, and the
 /// conditions of its WHERE clause that read only the outer row (taken out: they decide
 /// whether the subquery has rows at all, so they become `CASE WHEN conditions THEN ...`,
@@ -95,16 +101,15 @@ impl AnalyzerRule for SingleRowSubqueries {
 /// which DataFusion cannot decorrelate inside an aggregate) is computed in the outer query:
 /// the subquery gives the inner columns it reads, as a struct, and the value expression is
 /// returned to be evaluated over them (the third element).
-#[allow(clippy::type_complexity)]
-fn as_counted(sq: &Subquery) -> Result<Option<(Subquery, Option<Expr>, Option<Expr>)>> {
+fn as_counted(sq: &Subquery) -> Result<Option<Counted>> {
     let LogicalPlan::Projection(p) = sq.subquery.as_ref() else {
-        return Ok(None);
+        return counted_whole(sq);
     };
     let [expr] = p.expr.as_slice() else {
         return Ok(None);
     };
     if !reads_rows(&p.input) {
-        return Ok(None);
+        return counted_whole(sq);
     }
     let (input, guard) = outer_conditions_apart(&p.input)?;
     let (name, value) = match expr {
@@ -147,6 +152,58 @@ fn as_counted(sq: &Subquery) -> Result<Option<(Subquery, Option<Expr>, Option<Ex
         guard,
         outer_value,
     )))
+}
+
+/// A subquery of another shape that DataFusion's check refuses ("must be aggregated"): one
+/// that may give several rows without aggregating, under a LIMIT, ORDER BY, DISTINCT or
+/// window (`(SELECT name ... ORDER BY salary DESC LIMIT 2)`). Its rows are counted whole,
+/// over the subquery as it is; DataFusion does not decorrelate that, so it runs per outer
+/// row (`lateral_apply`), and the count decides 21000 as above.
+fn counted_whole(sq: &Subquery) -> Result<Option<Counted>> {
+    let plan = sq.subquery.as_ref();
+    if plan.max_rows().is_some_and(|m| m <= 1) || aggregates(plan) {
+        return Ok(None);
+    }
+    let [field] = plan.schema().fields().iter().collect::<Vec<_>>()[..] else {
+        return Ok(None);
+    };
+    let name = field.name().clone();
+    let column = Expr::Column(plan.schema().qualified_field(0).into());
+    let counted = Expr::AggregateFunction(AggregateFunction::new_udf(
+        Arc::new(rows_udaf()),
+        vec![column],
+        false,
+        None,
+        vec![],
+        None,
+    ))
+    .alias(name.clone());
+    let aggregate = Aggregate::try_new(sq.subquery.clone(), vec![], vec![counted])?;
+    let agg_plan = LogicalPlan::Aggregate(aggregate);
+    let column = Expr::Column(agg_plan.schema().qualified_field(0).into());
+    let projection = Projection::try_new(vec![column.alias(name)], Arc::new(agg_plan))?;
+    let plan = LogicalPlan::Projection(projection);
+    Ok(Some((
+        Subquery {
+            outer_ref_columns: plan.all_out_ref_exprs(),
+            subquery: Arc::new(plan),
+            spans: sq.spans.clone(),
+        },
+        None,
+        None,
+    )))
+}
+
+/// Whether a subquery's plan aggregates (under its projections and aliases; HAVING too):
+/// DataFusion's check takes those.
+fn aggregates(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Projection(p) => aggregates(&p.input),
+        LogicalPlan::SubqueryAlias(a) => aggregates(&a.input),
+        LogicalPlan::Aggregate(_) => true,
+        LogicalPlan::Filter(f) => matches!(f.input.as_ref(), LogicalPlan::Aggregate(_)),
+        _ => false,
+    }
 }
 
 /// The subquery's columns `e` reads, in a fixed order (the counted struct's fields).

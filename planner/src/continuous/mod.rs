@@ -368,6 +368,10 @@ impl Builder<'_> {
                 .downcast_ref::<crate::match_recognize::plan::MatchRecognizePlan>(
             ) {
                 Some(mr) => self.match_recognize(mr),
+                None if e.node.name() == "LateralApply" => Err(refuse(
+                    "a LATERAL subquery run per left row (one with ORDER BY, LIMIT, \
+                     DISTINCT, UNION or HAVING, or reading the left row in its select list)",
+                )),
                 None => Err(refuse(&format!("{} node", e.node.name()))),
             },
             LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => {

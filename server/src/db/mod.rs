@@ -280,6 +280,7 @@ impl Engine {
             .with_catalog_list(list)
             .with_default_features()
             .with_analyzer_rules(analyzer_rules())
+            .with_optimizer_rules(brook_planner::lateral_apply::optimizer_rules())
             .with_query_planner(Arc::new(crate::stream::match_recognize::BrookQueryPlanner))
             .with_relation_planners(vec![Arc::new(
                 brook_planner::match_recognize::relation::MatchRecognizeRelations,

@@ -7,4 +7,5 @@ pub mod cancel;
 pub mod cancellable;
 pub mod column_default;
 pub mod interrupt;
+pub mod lateral_apply;
 pub mod runtime;

@@ -40,9 +40,12 @@ impl QueryPlanner for BrookQueryPlanner {
         plan: &LogicalPlan,
         state: &dyn Session,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        DefaultPhysicalPlanner::with_extension_planners(vec![Arc::new(MatchRecognizeExtension)])
-            .create_physical_plan(plan, state)
-            .await
+        DefaultPhysicalPlanner::with_extension_planners(vec![
+            Arc::new(MatchRecognizeExtension),
+            Arc::new(crate::exec::lateral_apply::LateralApplyExtension),
+        ])
+        .create_physical_plan(plan, state)
+        .await
     }
 }
 
