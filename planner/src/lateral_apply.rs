@@ -23,13 +23,13 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, DFSchemaRef, Result as DfResult, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::logical_plan::SkipType;
 use datafusion::logical_expr::{
     Expr, Extension, JoinType, LogicalPlan, LogicalPlanBuilder, UserDefinedLogicalNodeCore,
 };
-use datafusion::optimizer::decorrelate_lateral_join::DecorrelateLateralJoin;
 use datafusion::optimizer::optimizer::{ApplyOrder, Optimizer};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -61,12 +61,36 @@ pub struct LateralApply {
     pub kind: ApplyKind,
     /// The ON condition over the left and right columns (the join's key pairs included).
     pub filter: Option<Expr>,
+    /// The subquery calls a volatile function (`random()`): it runs for every left row,
+    /// not once per distinct values.
+    pub per_row: bool,
     /// Left columns then right columns, as the join's (the value's one column for a scalar
     /// or EXISTS subquery).
     pub schema: DFSchemaRef,
 }
 
 impl LateralApply {
+    /// The node over `left`, its schema given.
+    fn new(
+        left: LogicalPlan,
+        subquery: LogicalPlan,
+        outer: BTreeSet<Column>,
+        kind: ApplyKind,
+        filter: Option<Expr>,
+        schema: DFSchemaRef,
+    ) -> DfResult<Self> {
+        let per_row = calls_volatile(&subquery)?;
+        Ok(LateralApply {
+            left,
+            subquery,
+            outer: outer.into_iter().collect(),
+            kind,
+            filter,
+            per_row,
+            schema,
+        })
+    }
+
     /// The subquery with each outer reference in [`LateralApply::outer`] replaced by its
     /// value (in that order), names kept, ready to be optimized and planned as any query.
     pub fn bind(&self, values: &[ScalarValue]) -> DfResult<LogicalPlan> {
@@ -117,6 +141,19 @@ impl UserDefinedLogicalNodeCore for LateralApply {
 
     fn expressions(&self) -> Vec<Expr> {
         self.filter.iter().cloned().collect()
+    }
+
+    /// A condition on the left columns alone is the left side's (PostgreSQL filters the
+    /// rows before running the subquery for them: `WHERE z.id <> 0` keeps `10 / z.id` from
+    /// running for 0). A left column named as a right one stays above too.
+    fn prevent_predicate_push_down_columns(&self) -> HashSet<String> {
+        let left = self.left.schema().fields().len();
+        self.schema
+            .fields()
+            .iter()
+            .skip(left)
+            .map(|f| f.name().clone())
+            .collect()
     }
 
     fn fmt_for_explain(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,14 +220,14 @@ impl OptimizerRule for LateralApplyRule {
         }
         let keys = join.on.iter().map(|(l, r)| l.clone().eq(r.clone()));
         let filter = keys.chain(join.filter.clone()).reduce(|a, b| a.and(b));
-        let node = LateralApply {
-            left: join.left.as_ref().clone(),
+        let node = LateralApply::new(
+            join.left.as_ref().clone(),
             subquery,
-            outer: outer.into_iter().collect(),
-            kind: ApplyKind::Join(join.join_type),
+            outer,
+            ApplyKind::Join(join.join_type),
             filter,
-            schema: join.schema.clone(),
-        };
+            join.schema.clone(),
+        )?;
         Ok(Transformed::yes(LogicalPlan::Extension(Extension {
             node: Arc::new(node),
         })))
@@ -237,14 +274,14 @@ fn subqueries_of(plan: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
                 };
                 let value = DFSchema::from_unqualified_fields(vec![field].into(), HashMap::new())?;
                 applied = LogicalPlan::Extension(Extension {
-                    node: Arc::new(LateralApply {
-                        schema: Arc::new(schema.join(&value)?),
-                        left: applied.clone(),
+                    node: Arc::new(LateralApply::new(
+                        applied.clone(),
                         subquery,
-                        outer: outer.into_iter().collect(),
+                        outer,
                         kind,
-                        filter: None,
-                    }),
+                        None,
+                        Arc::new(schema.join(&value)?),
+                    )?),
                 });
                 let column = Expr::Column(Column::from_name(name));
                 Ok(Transformed::yes(if negated { !column } else { column }))
@@ -286,69 +323,18 @@ fn subqueries_of(plan: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     Ok(Transformed::yes(rebuilt))
 }
 
-/// DataFusion's `decorrelate_lateral_join`, but for the subqueries it decorrelates wrongly,
-/// left correlated for [`LateralApplyRule`] to run per row:
-/// - a HAVING clause: `d, LATERAL (SELECT sum(x) ... WHERE e.k = d.k HAVING count(*) > 2)`
-///   became a left join, so a row whose group HAVING refused was kept with NULLs where
-///   PostgreSQL drops it (DataFusion issue 21198);
-/// - a window function: the correlated condition was pulled above it, so `rank() OVER
-///   (ORDER BY x)` ranked the rows of every left row together.
-#[derive(Debug, Default)]
-pub struct LateralDecorrelation(DecorrelateLateralJoin);
-
-impl OptimizerRule for LateralDecorrelation {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn apply_order(&self) -> Option<ApplyOrder> {
-        self.0.apply_order()
-    }
-
-    fn rewrite(
-        &self,
-        plan: LogicalPlan,
-        config: &dyn OptimizerConfig,
-    ) -> DfResult<Transformed<LogicalPlan>> {
-        if let LogicalPlan::Join(join) = &plan {
-            if let Some(subquery) = correlated_right(&join.right) {
-                if decorrelates_wrongly(&subquery)? {
-                    return Ok(Transformed::no(plan));
-                }
-            }
-        }
-        self.0.rewrite(plan, config)
-    }
-}
-
-/// Whether a plan filters an aggregate's groups (a HAVING clause) or has a window
-/// function, its subqueries included.
-fn decorrelates_wrongly(plan: &LogicalPlan) -> DfResult<bool> {
-    let mut found = false;
-    plan.apply_with_subqueries(|p| {
-        found = match p {
-            LogicalPlan::Filter(f) => matches!(f.input.as_ref(), LogicalPlan::Aggregate(_)),
-            LogicalPlan::Window(_) => true,
-            _ => false,
-        };
-        Ok(if found {
-            TreeNodeRecursion::Stop
-        } else {
-            TreeNodeRecursion::Continue
-        })
-    })?;
-    Ok(found)
-}
-
-/// A decorrelation rule of DataFusion's that leaves the plan as it was where it fails:
-/// `scalar_subquery_to_join` failed on a correlated condition under a derived table's
-/// DISTINCT or window (`(SELECT count(*) FROM (SELECT DISTINCT x FROM e WHERE e.k = d.k)
-/// s)`: "No field named s.k"), and so did the statement. A subquery left correlated runs
-/// per row ([`LateralApplyRule`]).
+/// A subquery decorrelation rule of DataFusion's, kept from what it gets wrong; a subquery
+/// left correlated runs per row ([`LateralApplyRule`]):
+/// - where the rule fails, the plan is left as it was: `scalar_subquery_to_join` failed on
+///   a correlated condition under a derived table's DISTINCT or window (`(SELECT count(*)
+///   FROM (SELECT DISTINCT x FROM e WHERE e.k = d.k) s)`: "No field named s.k"), and so did
+///   the statement;
+/// - a node whose correlated subquery has a shape the rules decorrelate into wrong answers
+///   ([`decorrelated_wrongly`]) is left as it is.
 #[derive(Debug)]
-pub struct KeptWhereFailing(Arc<dyn OptimizerRule + Send + Sync>);
+pub struct Guarded(Arc<dyn OptimizerRule + Send + Sync>);
 
-impl OptimizerRule for KeptWhereFailing {
+impl OptimizerRule for Guarded {
     fn name(&self) -> &str {
         self.0.name()
     }
@@ -362,6 +348,9 @@ impl OptimizerRule for KeptWhereFailing {
         plan: LogicalPlan,
         config: &dyn OptimizerConfig,
     ) -> DfResult<Transformed<LogicalPlan>> {
+        if holds_wrongly_decorrelated(&plan)? {
+            return Ok(Transformed::no(plan));
+        }
         let kept = plan.clone();
         match self.0.rewrite(plan, config) {
             Ok(t) => Ok(t),
@@ -370,22 +359,104 @@ impl OptimizerRule for KeptWhereFailing {
     }
 }
 
-/// DataFusion's optimizer rules with its subquery decorrelations kept where they fail,
-/// [`LateralDecorrelation`] in place of `decorrelate_lateral_join` and [`LateralApplyRule`]
-/// right after it (before `optimize_projections`, which drops the left columns only outer
-/// references read).
+/// Whether a node's correlated subqueries (a LATERAL join's right side, or the scalar,
+/// EXISTS and IN subqueries of its expressions) include one DataFusion decorrelates
+/// wrongly.
+fn holds_wrongly_decorrelated(plan: &LogicalPlan) -> DfResult<bool> {
+    if let LogicalPlan::Join(join) = plan {
+        return match correlated_right(&join.right) {
+            Some(subquery) => decorrelated_wrongly(&subquery, false),
+            None => Ok(false),
+        };
+    }
+    let mut wrong = false;
+    for e in plan.expressions() {
+        e.apply(|e| {
+            let (subquery, membership) = match e {
+                Expr::ScalarSubquery(sq) => (sq, false),
+                Expr::Exists(ex) => (&ex.subquery, true),
+                Expr::InSubquery(i) => (&i.subquery, true),
+                _ => return Ok(TreeNodeRecursion::Continue),
+            };
+            if !subquery.outer_ref_columns.is_empty()
+                && decorrelated_wrongly(&subquery.subquery, membership)?
+            {
+                wrong = true;
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+    }
+    Ok(wrong)
+}
+
+/// The correlated subquery shapes DataFusion's rules decorrelate into wrong answers:
+/// - a HAVING clause: `d, LATERAL (SELECT sum(x) ... WHERE e.k = d.k HAVING count(*) > 2)`
+///   kept the left rows HAVING refused, with NULLs (DataFusion issue 21198); a scalar
+///   subquery with HAVING gave the group's value where PostgreSQL's is NULL;
+/// - a window function: the correlated condition was pulled above it, so `rank() OVER
+///   (ORDER BY x)` ranked the rows of every left row together;
+/// - an OFFSET: `EXISTS (... OFFSET 3)` became a semi join without it;
+/// - for EXISTS and IN (`membership`), an aggregate without GROUP BY: it gives one row
+///   whatever it reads, but became a semi join on the groups there are.
+fn decorrelated_wrongly(plan: &LogicalPlan, membership: bool) -> DfResult<bool> {
+    let mut found = false;
+    plan.apply_with_subqueries(|p| {
+        found = match p {
+            LogicalPlan::Filter(f) => matches!(f.input.as_ref(), LogicalPlan::Aggregate(_)),
+            LogicalPlan::Window(_) => true,
+            LogicalPlan::Limit(l) => !matches!(l.get_skip_type()?, SkipType::Literal(0)),
+            _ => false,
+        };
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })?;
+    Ok(found || (membership && aggregates_ungrouped(plan)))
+}
+
+/// Whether a plan's rows are an aggregate's without GROUP BY (under projections, aliases,
+/// limits and sorts).
+fn aggregates_ungrouped(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Projection(_)
+        | LogicalPlan::SubqueryAlias(_)
+        | LogicalPlan::Limit(_)
+        | LogicalPlan::Sort(_) => aggregates_ungrouped(plan.inputs()[0]),
+        LogicalPlan::Aggregate(a) => a.group_expr.is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a plan (its subqueries included) calls a volatile function.
+fn calls_volatile(plan: &LogicalPlan) -> DfResult<bool> {
+    let mut volatile = false;
+    plan.apply_with_subqueries(|p| {
+        volatile = p.expressions().iter().any(|e| e.is_volatile());
+        Ok(if volatile {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })?;
+    Ok(volatile)
+}
+
+/// DataFusion's optimizer rules with its subquery decorrelations [`Guarded`] and
+/// [`LateralApplyRule`] right after `decorrelate_lateral_join` (before
+/// `optimize_projections`, which drops the left columns only outer references read).
 pub fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Vec::new();
     for rule in Optimizer::new().rules {
         match rule.name() {
             "decorrelate_lateral_join" => {
-                rules.push(Arc::new(KeptWhereFailing(Arc::new(
-                    LateralDecorrelation::default(),
-                ))));
+                rules.push(Arc::new(Guarded(rule)));
                 rules.push(Arc::new(LateralApplyRule));
             }
             "scalar_subquery_to_join" | "decorrelate_predicate_subquery" => {
-                rules.push(Arc::new(KeptWhereFailing(rule)));
+                rules.push(Arc::new(Guarded(rule)));
             }
             _ => rules.push(rule),
         }

@@ -129,6 +129,11 @@ fn as_counted(sq: &Subquery) -> Result<Option<Counted>> {
     } else {
         (value, None)
     };
+    Ok(Some((counted(input, value, name, sq)?, guard, outer_value)))
+}
+
+/// `SELECT brook_subquery_rows(value) AS name FROM input`, as the subquery `sq` was.
+fn counted(input: Arc<LogicalPlan>, value: Expr, name: String, sq: &Subquery) -> Result<Subquery> {
     let counted = Expr::AggregateFunction(AggregateFunction::new_udf(
         Arc::new(rows_udaf()),
         vec![value],
@@ -143,15 +148,11 @@ fn as_counted(sq: &Subquery) -> Result<Option<Counted>> {
     let column = Expr::Column(agg_plan.schema().qualified_field(0).into());
     let projection = Projection::try_new(vec![column.alias(name)], Arc::new(agg_plan))?;
     let plan = LogicalPlan::Projection(projection);
-    Ok(Some((
-        Subquery {
-            outer_ref_columns: plan.all_out_ref_exprs(),
-            subquery: Arc::new(plan),
-            spans: sq.spans.clone(),
-        },
-        guard,
-        outer_value,
-    )))
+    Ok(Subquery {
+        outer_ref_columns: plan.all_out_ref_exprs(),
+        subquery: Arc::new(plan),
+        spans: sq.spans.clone(),
+    })
 }
 
 /// A subquery of another shape that DataFusion's check refuses ("must be aggregated"): one
@@ -169,26 +170,8 @@ fn counted_whole(sq: &Subquery) -> Result<Option<Counted>> {
     };
     let name = field.name().clone();
     let column = Expr::Column(plan.schema().qualified_field(0).into());
-    let counted = Expr::AggregateFunction(AggregateFunction::new_udf(
-        Arc::new(rows_udaf()),
-        vec![column],
-        false,
-        None,
-        vec![],
-        None,
-    ))
-    .alias(name.clone());
-    let aggregate = Aggregate::try_new(sq.subquery.clone(), vec![], vec![counted])?;
-    let agg_plan = LogicalPlan::Aggregate(aggregate);
-    let column = Expr::Column(agg_plan.schema().qualified_field(0).into());
-    let projection = Projection::try_new(vec![column.alias(name)], Arc::new(agg_plan))?;
-    let plan = LogicalPlan::Projection(projection);
     Ok(Some((
-        Subquery {
-            outer_ref_columns: plan.all_out_ref_exprs(),
-            subquery: Arc::new(plan),
-            spans: sq.spans.clone(),
-        },
+        counted(sq.subquery.clone(), column, name, sq)?,
         None,
         None,
     )))

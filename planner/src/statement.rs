@@ -174,6 +174,15 @@ pub enum StatementBody {
         /// `IF EXISTS`: a missing object is skipped with a notice.
         if_exists: bool,
     },
+    /// `ALTER {VIEW | MATERIALIZED VIEW | INDEX | SEQUENCE} [IF EXISTS] name RENAME TO new`
+    /// (sqlparser reads none of them).
+    Rename {
+        kind: RenameKind,
+        name: ObjectName,
+        to: Ident,
+        /// `IF EXISTS`: a missing object is skipped with a notice.
+        if_exists: bool,
+    },
     /// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]` (sqlparser has
     /// none): Brook keeps a materialized view up to date as its inputs change, so this
     /// waits until the view has applied every commit made before it.
@@ -269,4 +278,25 @@ pub struct Watermark {
     pub column: String,
     /// The watermark expression, as SQL text (e.g. `ts - INTERVAL '5 seconds'`).
     pub expr: String,
+}
+
+/// What `ALTER ... RENAME TO` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameKind {
+    View,
+    MaterializedView,
+    Index,
+    Sequence,
+}
+
+impl RenameKind {
+    /// As written after ALTER (the command tag's words).
+    pub fn sql(self) -> &'static str {
+        match self {
+            RenameKind::View => "VIEW",
+            RenameKind::MaterializedView => "MATERIALIZED VIEW",
+            RenameKind::Index => "INDEX",
+            RenameKind::Sequence => "SEQUENCE",
+        }
+    }
 }

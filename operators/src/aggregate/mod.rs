@@ -105,7 +105,16 @@ impl AggregateNode {
                  follow arrival order, which retractions do not undo)"
             ));
         }
-        let invertible = !order_only.contains(&name.as_str());
+        // A floating-point state has an inverse on paper only: adding 1 to 1e16 rounds
+        // the 1 away, so retracting the 1e16 leaves 0, and a retracted Infinity leaves NaN
+        // (a view's sum drifting from the query's, and from its own value after a restart
+        // rebuilt it). Those aggregates re-aggregate the group's kept values instead.
+        let float_state = a
+            .expr
+            .state_fields()?
+            .iter()
+            .any(|f| f.data_type().is_floating());
+        let invertible = !order_only.contains(&name.as_str()) && !float_state;
         match a.expr.create_sliding_accumulator() {
             Ok(acc) if invertible && acc.supports_retract_batch() => Ok(acc),
             // No inverse: the group keeps its values and re-aggregates (min/max from the

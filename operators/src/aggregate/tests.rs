@@ -214,6 +214,30 @@ fn min_and_max_over_a_retracting_input_keep_their_values() {
     );
 }
 
+#[test]
+fn a_float_sum_over_a_retracting_input_is_the_sum_of_what_is_left() {
+    let b = from_pretty(
+        "k:text | v:float64 | _brook_op:int8
+         a      | 1e16      | 1
+         a      | 1         | 1",
+    );
+    let mut n = node(&b, true);
+    n.schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("sum", DataType::Float64, true),
+        Field::new("count", DataType::Int64, false),
+    ]));
+    let mut op = n.instantiate().unwrap();
+    round(&mut op, vec![b]);
+    // 1e16 + 1 rounds the 1 away: subtracting 1e16 again would leave 0.
+    let gone = from_pretty(
+        "k:text | v:float64 | _brook_op:int8
+         a      | 1e16      | -1",
+    );
+    let out = round(&mut op, vec![gone]);
+    assert_eq!(out, vec!["a | 1.0 | 1 | 1", "a | 1e16 | 2 | -1"]);
+}
+
 fn window_node(input: &RecordBatch, updating: bool) -> AggregateNode {
     let schema = input.schema();
     AggregateNode {

@@ -369,8 +369,9 @@ impl Builder<'_> {
             ) {
                 Some(mr) => self.match_recognize(mr),
                 None if e.node.name() == "LateralApply" => Err(refuse(
-                    "a LATERAL subquery run per left row (one with ORDER BY, LIMIT, \
-                     DISTINCT, UNION or HAVING, or reading the left row in its select list)",
+                    "a subquery run per row of the query reading it (a LATERAL subquery \
+                     with ORDER BY, LIMIT, DISTINCT, UNION or HAVING, or reading the left \
+                     row in its select list; a scalar or EXISTS subquery of such a shape)",
                 )),
                 None => Err(refuse(&format!("{} node", e.node.name()))),
             },

@@ -205,11 +205,20 @@ pub fn is_temp_schema(schema: &str) -> bool {
 
 impl SchemaMeta {
     /// Whether a relation, sequence or index is called `name` (they share one namespace,
-    /// as in PostgreSQL's `pg_class`).
+    /// as in PostgreSQL's `pg_class`; a primary key's index `<table>_pkey` too).
     pub fn name_taken(&self, name: &str) -> bool {
         self.relations.contains_key(name)
             || self.sequences.contains_key(name)
             || self.indexes.contains_key(name)
+            || self.is_primary_key_index(name)
+    }
+
+    /// Whether `name` is the index of a relation's primary key (`<table>_pkey`, which the
+    /// relation holds rather than the schema's indexes).
+    pub fn is_primary_key_index(&self, name: &str) -> bool {
+        name.strip_suffix("_pkey")
+            .and_then(|table| self.relations.get(table))
+            .is_some_and(|r| !r.primary_key.is_empty())
     }
 
     /// `base`, or `base` with the first number appended that makes a name no relation,

@@ -285,8 +285,13 @@ impl Run {
                 .iter()
                 .map(|i| ScalarValue::try_from_array(left.column(*i), row))
                 .collect::<Result<Vec<_>>>()?;
-            let group = match runs.get(&key) {
-                Some(g) => *g,
+            let shared = if self.apply.per_row {
+                None
+            } else {
+                runs.get(&key).copied()
+            };
+            let group = match shared {
+                Some(g) => g,
                 None => {
                     let rows = self.subquery(&key).await?;
                     reservation.try_grow(rows.get_array_memory_size())?;
@@ -303,6 +308,11 @@ impl Run {
             return self.values(left, &results, &group_of_row);
         }
         let right = concat_batches(&self.right_schema(), &results)?;
+        // The pairings and the output they make are reserved before they are built (a
+        // subquery of many rows for each of many left rows multiplies them).
+        let pairings: usize = group_of_row.iter().map(|g| results[*g].num_rows()).sum();
+        let row_bytes = |b: &RecordBatch| b.get_array_memory_size() / b.num_rows().max(1);
+        reservation.try_grow(pairings * (row_bytes(left) + row_bytes(&right) + 16))?;
         let mut offsets = Vec::with_capacity(results.len());
         let mut at = 0u32;
         for r in &results {

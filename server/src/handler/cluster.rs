@@ -36,6 +36,7 @@ pub(crate) fn changes_catalog(stmt: &BrookStatement) -> bool {
         | StatementBody::AlterSequence(_)
         | StatementBody::AlterIdentity(_)
         | StatementBody::AlterOwner { .. }
+        | StatementBody::Rename { .. }
         | StatementBody::DropStream { .. }
         | StatementBody::CreateSynopsis(_)
         | StatementBody::DropSynopsis { .. }

@@ -22,6 +22,7 @@ pub mod index;
 pub mod insert;
 pub mod prepare;
 pub mod query;
+pub mod rename;
 pub mod schema;
 pub mod sequence;
 pub mod set_config;
@@ -127,6 +128,12 @@ impl Session {
                 role,
                 if_exists,
             } => self.alter_owner(&kind, &name, &role, if_exists),
+            StatementBody::Rename {
+                kind,
+                name,
+                to,
+                if_exists,
+            } => self.rename_object(kind, &name, &to, if_exists),
             StatementBody::DropStream {
                 names,
                 if_exists,

@@ -1,7 +1,7 @@
 //! Continuous queries: planning ([`plan`]), the task each runs as ([`queries`], the only
 //! place a query task is spawned), the registry of running queries ([`registry`]) and their progress ([`progress`]),
-//! materialized views ([`view`]) and the `TUMBLE_ROWS`/`HOP_ROWS` table function
-//! ([`row_windows`]).
+//! materialized views ([`view`]), the `TUMBLE_ROWS`/`HOP_ROWS` table function
+//! ([`row_windows`]) and what a table's replacement changed ([`table_changes`]).
 
 pub mod match_recognize;
 pub mod plan;
@@ -9,4 +9,5 @@ pub mod progress;
 pub mod queries;
 pub mod registry;
 pub mod row_windows;
+pub mod table_changes;
 pub mod view;

@@ -4,7 +4,7 @@
 //! Sources are read from the durable logs, from the first committed row on (so a continuous
 //! query over a stream ends in the same state as the query over a table with the same rows),
 //! then as commits happen. A table's UPDATE/DELETE replaces its contents: the task retracts
-//! the old rows and inserts the new ones.
+//! the old rows it no longer has and inserts the new ones it did not (`table_changes`).
 //!
 //! Backpressure: the result channel holds a few batches; when the reader is slow the task
 //! waits before reading more of the log, so a slow cursor never makes the server buffer
@@ -14,6 +14,7 @@ use crate::catalog::table::BrookTable;
 use crate::catalog::RelKind;
 use crate::storage::{adapt_batch, Snapshot, TableStore};
 use crate::stream::registry::QueryStats;
+use crate::stream::table_changes::changed_rows;
 use crate::stream::view::ViewState;
 use brook_common::{brook_err, Result};
 use brook_operators::change;
@@ -426,18 +427,29 @@ async fn run(
             if !insert.is_empty() {
                 idle.active(i);
             }
-            for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
-                for run in coalesced(&chunks, catch_up_rows) {
-                    let raw = read_run(store, run, &table_schemas[i])?;
-                    let out = graph.push(i, &raw, kind)?;
-                    stats.hold_state(graph.state_bytes())?;
-                    stats
-                        .rows_in
-                        .fetch_add(raw.num_rows() as u64, Ordering::Relaxed);
-                    let produced: usize = out.iter().map(|b| b.num_rows()).sum();
-                    stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
-                    if !sink.push(out).await? {
+            let replaced = if retract.is_empty() {
+                None
+            } else {
+                let old = read_run(store, &retract, &table_schemas[i])?;
+                let new = read_run(store, &insert, &table_schemas[i])?;
+                changed_rows(&old, &new)?
+            };
+            if let Some((gone, added)) = replaced {
+                // A replacement (UPDATE, DELETE): only the rows it changed.
+                for (raw, kind) in [(gone, change::DELETE), (added, change::INSERT)] {
+                    if raw.num_rows() > 0
+                        && !feed(&mut graph, i, &raw, kind, &stats, &mut sink).await?
+                    {
                         return Ok(());
+                    }
+                }
+            } else {
+                for (chunks, kind) in [(retract, change::DELETE), (insert, change::INSERT)] {
+                    for run in coalesced(&chunks, catch_up_rows) {
+                        let raw = read_run(store, run, &table_schemas[i])?;
+                        if !feed(&mut graph, i, &raw, kind, &stats, &mut sink).await? {
+                            return Ok(());
+                        }
                     }
                 }
             }
@@ -552,9 +564,30 @@ impl IdleSources {
     }
 }
 
+/// Push a source's rows through the graph and its output to the sink; false once the sink
+/// is gone.
+async fn feed(
+    graph: &mut Graph,
+    source: usize,
+    raw: &RecordBatch,
+    kind: i8,
+    stats: &QueryStats,
+    sink: &mut Sink,
+) -> Result<bool> {
+    let out = graph.push(source, raw, kind)?;
+    stats.hold_state(graph.state_bytes())?;
+    stats
+        .rows_in
+        .fetch_add(raw.num_rows() as u64, Ordering::Relaxed);
+    let produced: usize = out.iter().map(|b| b.num_rows()).sum();
+    stats.rows_out.fetch_add(produced as u64, Ordering::Relaxed);
+    sink.push(out).await
+}
+
 /// What changed between two snapshots of a relation: chunks to retract, chunks to insert.
 /// Appends share the old chunks as a prefix; anything else was a replacement (UPDATE,
-/// DELETE, TRUNCATE) and retracts everything seen before.
+/// DELETE, TRUNCATE): every chunk seen before and every chunk now, whose rows
+/// [`changed_rows`] compares.
 /// A query behind its input whose plan's output does not depend on how its input is cut
 /// (a pattern, filters, projections) reads up to this many committed rows as one batch:
 /// per-batch costs (a partitioned operator's per-partition work, above all) are paid once

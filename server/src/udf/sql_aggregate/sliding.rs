@@ -48,6 +48,25 @@ impl Sliding {
     }
 }
 
+impl Sliding {
+    /// Where the oldest kept row with these argument values is.
+    fn position_of(&self, wanted: &[ScalarValue]) -> Result<Option<usize>> {
+        for (at, row) in self.rows.iter().enumerate() {
+            let mut same = true;
+            for (v, w) in row.iter().zip(wanted) {
+                if &ScalarValue::try_from_array(v, 0)? != w {
+                    same = false;
+                    break;
+                }
+            }
+            if same {
+                return Ok(Some(at));
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl Accumulator for Sliding {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let values = &values[..self.planned.args.min(values.len())];
@@ -61,22 +80,38 @@ impl Accumulator for Sliding {
     }
 
     fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        // A window frame's rows leave it oldest first.
-        let leaving = values.first().map_or(0, |v| v.len()).min(self.rows.len());
-        // The folded rows come first; pending ones that leave were never folded in.
-        let folded = (self.rows.len() - self.pending).min(leaving);
-        self.pending -= leaving - folded;
-        let left: Vec<Vec<ArrayRef>> = self.rows.drain(..leaving).take(folded).collect();
-        match &self.moving {
-            Some(m) if !self.refold => {
-                for row in &left {
-                    if !self.fold.retract_row(&m.inverse, row)? {
+        // The rows leaving are found by value: a window frame's are its oldest (found at
+        // once), a continuous query's changelog retracts any row (a view over a table
+        // whose UPDATE changed one row).
+        let values = &values[..self.planned.args.min(values.len())];
+        let leaving = values.first().map_or(0, |v| v.len());
+        for i in 0..leaving {
+            let wanted = values
+                .iter()
+                .map(|v| ScalarValue::try_from_array(v, i))
+                .collect::<Result<Vec<_>>>()?;
+            let at = self.position_of(&wanted)?.ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(
+                    "a user aggregate retracted a row it never had".to_string(),
+                )
+            })?;
+            let folded = at < self.rows.len() - self.pending;
+            let Some(row) = self.rows.remove(at) else {
+                continue;
+            };
+            if !folded {
+                // A pending row was never folded in.
+                self.pending -= 1;
+                continue;
+            }
+            match &self.moving {
+                Some(m) if !self.refold => {
+                    if !self.fold.retract_row(&m.inverse, &row)? {
                         self.refold = true;
-                        break;
                     }
                 }
+                _ => self.refold = true,
             }
-            _ => self.refold |= !left.is_empty(),
         }
         Ok(())
     }
