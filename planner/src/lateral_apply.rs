@@ -95,7 +95,12 @@ impl LateralApply {
     /// value (in that order), names kept, ready to be optimized and planned as any query.
     pub fn bind(&self, values: &[ScalarValue]) -> DfResult<LogicalPlan> {
         let outer = &self.outer;
-        let value_of = |c: &Column| outer.iter().position(|o| o == c).map(|i| &values[i]);
+        let value_of = |c: &Column| {
+            outer
+                .iter()
+                .position(|o| o == c)
+                .and_then(|i| values.get(i))
+        };
         self.subquery
             .clone()
             .transform_down_with_subqueries(|plan| {
