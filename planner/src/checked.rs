@@ -4,7 +4,8 @@
 //! `2147483647 + 1` silently becomes `-2147483648`; PostgreSQL raises 22003 (`integer out of
 //! range`). This analyzer rule rewrites integer `+ - *` into functions that call Arrow's
 //! checked kernels; float `+ - *` whose finite operands give an infinity raise 22003 too
-//! (`value out of range: overflow`), as PostgreSQL's do. Written here because DataFusion has no option for it (its ANSI mode
+//! (`value out of range: overflow`), as PostgreSQL's do, and a float divided by zero raises
+//! 22012 (`division by zero`) where IEEE arithmetic answers `Infinity` or `NaN`. Written here because DataFusion has no option for it (its ANSI mode
 //! covers only its Spark functions).
 
 use datafusion::arrow::compute::kernels::numeric;
@@ -22,7 +23,8 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
-/// `checked_add` / `checked_sub` / `checked_mul` on two integers of the same type.
+/// `checked_add` / `checked_sub` / `checked_mul` on two integers of the same type, and
+/// `checked_div` on two floats.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct CheckedArith {
     op: Operator,
@@ -35,6 +37,7 @@ impl CheckedArith {
         let name = match op {
             Operator::Plus => "brook_checked_add",
             Operator::Minus => "brook_checked_sub",
+            Operator::Divide => "brook_checked_div",
             _ => "brook_checked_mul",
         };
         ScalarUDF::new_from_impl(CheckedArith {
@@ -68,6 +71,10 @@ impl ScalarUDFImpl for CheckedArith {
         let out = match self.op {
             Operator::Plus => numeric::add(l, r)?,
             Operator::Minus => numeric::sub(l, r)?,
+            Operator::Divide => {
+                check_float_division_by_zero(l, r)?;
+                numeric::div(l, r)?
+            }
             _ => numeric::mul(l, r)?,
         };
         check_float_overflow(l, r, &out)?;
@@ -79,7 +86,29 @@ impl ScalarUDFImpl for CheckedArith {
     }
 }
 
-/// Floating-point `+ - *` of finite operands that gives an infinity overflowed: PostgreSQL
+/// A float divided by zero (a row where both operands are set and the divisor is 0 or -0):
+/// 22012, as PostgreSQL's `float8div` raises.
+fn check_float_division_by_zero(
+    l: &datafusion::arrow::array::ArrayRef,
+    r: &datafusion::arrow::array::ArrayRef,
+) -> Result<()> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+    let zero_at = |i: usize| match r.data_type() {
+        DataType::Float64 => r.as_primitive::<Float64Type>().value(i) == 0.0,
+        DataType::Float32 => r.as_primitive::<Float32Type>().value(i) == 0.0,
+        _ => false,
+    };
+    if (0..r.len()).any(|i| r.is_valid(i) && l.is_valid(i) && zero_at(i)) {
+        return Err(datafusion::error::DataFusionError::ArrowError(
+            Box::new(datafusion::arrow::error::ArrowError::DivideByZero),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// Floating-point `+ - * /` of finite operands that gives an infinity overflowed: PostgreSQL
 /// raises 22003 where IEEE arithmetic (and DataFusion) answers `inf`.
 fn check_float_overflow(
     l: &datafusion::arrow::array::ArrayRef,
@@ -147,6 +176,7 @@ pub struct CheckedIntegerArithmetic {
     add: Arc<ScalarUDF>,
     sub: Arc<ScalarUDF>,
     mul: Arc<ScalarUDF>,
+    div: Arc<ScalarUDF>,
     power: Arc<ScalarUDF>,
 }
 
@@ -156,6 +186,7 @@ impl Default for CheckedIntegerArithmetic {
             add: Arc::new(CheckedArith::udf(Operator::Plus)),
             sub: Arc::new(CheckedArith::udf(Operator::Minus)),
             mul: Arc::new(CheckedArith::udf(Operator::Multiply)),
+            div: Arc::new(CheckedArith::udf(Operator::Divide)),
             power: Arc::new(crate::checked_power::checked_power_function()),
         }
     }
@@ -176,6 +207,7 @@ impl CheckedIntegerArithmetic {
             Operator::Plus => Some(&self.add),
             Operator::Minus => Some(&self.sub),
             Operator::Multiply => Some(&self.mul),
+            Operator::Divide => Some(&self.div),
             _ => None,
         }
     }
@@ -249,11 +281,16 @@ impl CheckedIntegerArithmetic {
         let (l, lt, lc) = self.rewrite_arith(*left, schema)?;
         let (r, rt, rc) = self.rewrite_arith(*right, schema)?;
         match (lt, rt) {
-            (Some(lt), Some(rt)) if is_int(&lt) && lt == rt => Ok((
-                Expr::ScalarFunction(ScalarFunction::new_udf(udf, vec![l, r])),
-                Some(lt),
-                true,
-            )),
+            // Integer division is DataFusion's (it raises 22012 and 22003 already).
+            (Some(lt), Some(rt))
+                if is_int(&lt) && lt == rt && (op != Operator::Divide || lt.is_floating()) =>
+            {
+                Ok((
+                    Expr::ScalarFunction(ScalarFunction::new_udf(udf, vec![l, r])),
+                    Some(lt),
+                    true,
+                ))
+            }
             (lt, rt) => {
                 let ty = match (&lt, &rt) {
                     (Some(lt), Some(rt)) => {

@@ -1,9 +1,10 @@
 //! `sqrt`, `ln`, `log` / `log10`, `log(b, x)` and `exp` on floating point as PostgreSQL
 //! computes them: the square root of a negative number is 2201F, the logarithm of zero or
 //! of a negative number 2201E (`log(1, x)` 22012), and an `exp` that overflows or
-//! underflows 22003. DataFusion's functions
+//! underflows 22003; `round(x)` rounds a half to the even neighbour (`round(2.5)` is 2,
+//! C's `rint`, which PostgreSQL's float `round` calls). DataFusion's functions
 //! answer `NaN`, `-Infinity`, `inf` or `0` for them (and an internal error for a constant
-//! negative square root); the checked-arithmetic analyzer rule ([`crate::checked`]) puts
+//! negative square root), and round halves away from zero (3: a wrong answer); the checked-arithmetic analyzer rule ([`crate::checked`]) puts
 //! these functions in their place when the result is `float8`.
 
 use brook_common::{brook_err, BrookError};
@@ -22,6 +23,7 @@ enum Checked {
     Log10,
     LogBase,
     Exp,
+    Round,
 }
 
 impl Checked {
@@ -33,6 +35,7 @@ impl Checked {
             ("log10" | "log", 1) => Some(Checked::Log10),
             ("log", 2) => Some(Checked::LogBase),
             ("exp", 1) => Some(Checked::Exp),
+            ("round", 1) => Some(Checked::Round),
             _ => None,
         }
     }
@@ -52,6 +55,7 @@ impl Checked {
             Checked::Log10 => "brook_checked_log10",
             Checked::LogBase => "brook_checked_log",
             Checked::Exp => "brook_checked_exp",
+            Checked::Round => "brook_round_half_even",
         }
     }
 
@@ -63,6 +67,7 @@ impl Checked {
             Checked::Log10 => log10(x),
             Checked::LogBase => log_base(x, y),
             Checked::Exp => exp(x),
+            Checked::Round => Ok(x.round_ties_even()),
         }
     }
 }
@@ -202,5 +207,8 @@ mod tests {
         assert_eq!(log_base(0.0, 8.0).unwrap_err().sqlstate(), "2201E");
         assert_eq!(log_base(-2.0, 8.0).unwrap_err().sqlstate(), "2201E");
         assert_eq!(log_base(2.0, 0.0).unwrap_err().sqlstate(), "2201E");
+        for (x, rounded) in [(2.5, 2.0), (3.5, 4.0), (-2.5, -2.0), (0.5, 0.0), (2.6, 3.0)] {
+            assert_eq!(Checked::Round.apply(x, 0.0).unwrap(), rounded, "round({x})");
+        }
     }
 }

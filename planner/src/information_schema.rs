@@ -1,10 +1,11 @@
-//! `information_schema.columns` as PostgreSQL fills it. DataFusion's own table names Arrow
-//! types (`Int32`, `Utf8`, `Timestamp(µs)`), counts positions from 0 and knows no
-//! defaults, so Grafana does not recognise a time column and pgjdbc/dbt read wrong types.
-//! The server keeps a view with PostgreSQL's answers (`pg_catalog.
-//! brook_information_schema_columns`, built on DataFusion's table and pg_catalog); a query
-//! that reads `information_schema.columns` reads that view instead, under the same name
-//! for its column references.
+//! `information_schema.columns` and `information_schema.views` as PostgreSQL fills them.
+//! DataFusion's own `columns` names Arrow types (`Int32`, `Utf8`, `Timestamp(µs)`), counts
+//! positions from 0 and knows no defaults, so Grafana does not recognise a time column and
+//! pgjdbc/dbt read wrong types; its `views` lists every table, with a `definition` column
+//! where the standard has `view_definition`. The server keeps views with PostgreSQL's
+//! answers (`pg_catalog.brook_information_schema_columns`, `..._views`, built on DataFusion's
+//! tables and pg_catalog); a query that reads the standard name reads that view instead,
+//! under the same name for its column references.
 
 use datafusion::sql::sqlparser::ast::{
     Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor, VisitMut, VisitorMut,
@@ -16,8 +17,11 @@ use std::ops::ControlFlow;
 #[derive(Debug)]
 pub struct InformationSchemaColumns;
 
-/// The server's view.
-const VIEW: &str = "brook_information_schema_columns";
+/// The standard tables the server replaces, and its view for each.
+const VIEWS: [(&str, &str); 2] = [
+    ("columns", "brook_information_schema_columns"),
+    ("views", "brook_information_schema_views"),
+];
 
 impl SqlStatementRewriteRule for InformationSchemaColumns {
     fn rewrite(&self, mut s: Statement) -> Statement {
@@ -39,17 +43,23 @@ impl SqlStatementRewriteRule for InformationSchemaColumns {
                     .iter()
                     .filter_map(|p| p.as_ident().map(|i| i.value.to_ascii_lowercase()))
                     .collect();
-                if parts.len() != 2 || parts[0] != "information_schema" || parts[1] != "columns" {
+                let [schema, table] = parts.as_slice() else {
                     return ControlFlow::Continue(());
-                }
+                };
+                let Some((standard, view)) = VIEWS
+                    .iter()
+                    .find(|(standard, _)| schema == "information_schema" && table == standard)
+                else {
+                    return ControlFlow::Continue(());
+                };
                 *name = ObjectName(vec![
                     ObjectNamePart::Identifier(Ident::new("pg_catalog")),
-                    ObjectNamePart::Identifier(Ident::new(VIEW)),
+                    ObjectNamePart::Identifier(Ident::new(*view)),
                 ]);
                 if alias.is_none() {
                     *alias = Some(TableAlias {
                         explicit: true,
-                        name: Ident::new("columns"),
+                        name: Ident::new(*standard),
                         columns: vec![],
                         at: None,
                     });
@@ -81,6 +91,13 @@ mod tests {
                 "SELECT c.data_type FROM INFORMATION_SCHEMA.COLUMNS c"
             ),
             "SELECT c.data_type FROM pg_catalog.brook_information_schema_columns c"
+        );
+        assert_eq!(
+            crate::rewritten_by(
+                &InformationSchemaColumns,
+                "SELECT view_definition FROM information_schema.views"
+            ),
+            "SELECT view_definition FROM pg_catalog.brook_information_schema_views AS views"
         );
     }
 }

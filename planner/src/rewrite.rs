@@ -177,6 +177,16 @@ pub fn output_names(stmt: &Statement) -> Option<Vec<OutputName>> {
                     }
                 },
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => OutputName::Wildcard,
+                // `SELECT 1 AS a, 2 AS a`: the second was shown as `__brook_col_1`.
+                SelectItem::ExprWithAlias { alias, .. }
+                    if repeats_earlier_alias(&select.projection, item) =>
+                {
+                    OutputName::Name(if alias.quote_style.is_some() {
+                        alias.value.clone()
+                    } else {
+                        alias.value.to_lowercase()
+                    })
+                }
                 _ => OutputName::Keep,
             })
             .collect(),
@@ -713,23 +723,36 @@ fn repeats_earlier_column(projection: &[SelectItem], item: &SelectItem) -> bool 
         .any(|other| column(other).as_deref() == Some(name.as_str()))
 }
 
+/// True when `item` has an alias an earlier aliased output of `projection` already has
+/// (`SELECT 1 AS a, 2 AS a`).
+fn repeats_earlier_alias(projection: &[SelectItem], item: &SelectItem) -> bool {
+    let SelectItem::ExprWithAlias { alias, .. } = item else {
+        return false;
+    };
+    projection
+        .iter()
+        .take_while(|other| !std::ptr::eq(*other, item))
+        .any(|other| {
+            matches!(other, SelectItem::ExprWithAlias { alias: a, .. }
+                if a.value.eq_ignore_ascii_case(&alias.value))
+        })
+}
+
 fn alias_set_expr(body: &mut SetExpr) {
     match body {
         SetExpr::Select(s) => {
             // `SELECT 1 AS a, 2 AS a`: an alias an earlier output already has.
-            for i in 0..s.projection.len() {
-                let (before, rest) = s.projection.split_at_mut(i);
-                if let Some(SelectItem::ExprWithAlias { alias, .. }) = rest.first_mut() {
-                    let taken = before.iter().any(|b| {
-                        matches!(b, SelectItem::ExprWithAlias { alias: a, .. }
-                            if a.value.eq_ignore_ascii_case(&alias.value))
-                    });
-                    if taken {
-                        *alias = datafusion::sql::sqlparser::ast::Ident::with_quote(
-                            '"',
-                            format!("__brook_col_{i}"),
-                        );
-                    }
+            let repeated: Vec<bool> = s
+                .projection
+                .iter()
+                .map(|item| repeats_earlier_alias(&s.projection, item))
+                .collect();
+            for (i, item) in s.projection.iter_mut().enumerate() {
+                if let (true, SelectItem::ExprWithAlias { alias, .. }) = (repeated[i], item) {
+                    *alias = datafusion::sql::sqlparser::ast::Ident::with_quote(
+                        '"',
+                        format!("__brook_col_{i}"),
+                    );
                 }
             }
             let repeated: Vec<bool> = s

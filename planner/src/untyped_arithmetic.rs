@@ -1,6 +1,6 @@
 //! Arithmetic of a number and a quoted literal: `2 * '4'`, `price + '0.5'`, `x - $1` with a
 //! parameter bound as text; of a timestamp and one (`now() + '1 day'`); and a numeric
-//! compared with one (`price < '100'`).
+//! or an interval compared with one (`price < '100'`, `iv = '24 hours'`).
 //!
 //! PostgreSQL reads an untyped literal beside a number as that number's type (`2.5 * '4'`
 //! is `10.0`, `2 * '4.5'` is 22P02). DataFusion finds no arithmetic for a number and text
@@ -40,6 +40,11 @@ impl ExprPlanner for UntypedArithmetic {
             if let Some(t) = literal_numeric(&expr.right, &expr.left, schema) {
                 expr.right = expr.right.cast_to(&t, schema)?;
             } else if let Some(t) = literal_numeric(&expr.left, &expr.right, schema) {
+                expr.left = expr.left.cast_to(&t, schema)?;
+            } else if let Some(t) = literal_interval(&expr.right, &expr.left, schema) {
+                // DataFusion has no comparison of an interval and text (42804).
+                expr.right = expr.right.cast_to(&t, schema)?;
+            } else if let Some(t) = literal_interval(&expr.left, &expr.right, schema) {
                 expr.left = expr.left.cast_to(&t, schema)?;
             }
             return Ok(PlannerResult::Original(expr));
@@ -91,6 +96,17 @@ fn literal_numeric(literal: &Expr, other: &Expr, schema: &DFSchema) -> Option<Da
     };
     match other.get_type(schema).ok()? {
         DataType::Decimal128(..) | DataType::Decimal256(..) => numeric_type(text),
+        _ => None,
+    }
+}
+
+/// The interval type of a quoted literal compared with an interval.
+fn literal_interval(literal: &Expr, other: &Expr, schema: &DFSchema) -> Option<DataType> {
+    if !matches!(literal, Expr::Literal(ScalarValue::Utf8(Some(_)), _)) {
+        return None;
+    }
+    match other.get_type(schema).ok()? {
+        t @ DataType::Interval(_) => Some(t),
         _ => None,
     }
 }

@@ -488,6 +488,20 @@ def test_result_columns_are_named_as_postgresql_names_them(brook):
         ]:
             c.execute(sql)
             assert c.description[0].name == name, sql
+        # two outputs of one alias are both named so (the second was `__brook_col_1`)
+        c.execute("SELECT 1 AS a, 2 AS a, 3 AS \"A\"")
+        assert [d.name for d in c.description] == ["a", "a", "A"]
+
+
+def test_multi_row_values_type_literals_by_their_column(brook):
+    """A quoted literal in a multi-row INSERT VALUES takes its column's type, as in
+    PostgreSQL: 'Infinity' beside 1 in a float column was 22P02 (the VALUES column was
+    typed integer from the other row)."""
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_inf (id int, x float8, d interval)")
+        c.execute("INSERT INTO py_inf VALUES (1, 'Infinity', '1 day'), (2, 1, '2 hours'), (3, '-Infinity', NULL)")
+        rows = c.execute("SELECT id, x FROM py_inf ORDER BY id").fetchall()
+        assert rows == [(1, float("inf")), (2, 1.0), (3, float("-inf"))]
 
 
 def test_json_parameters_are_json(brook):

@@ -47,6 +47,8 @@
 //! - `brook_index_defs`: what `pg_get_indexdef(index, column)` looks up (rewritten so);
 //! - `pg_settings`: the scanning session's settings (`pg_settings.rs`), and
 //!   `pg_parameter_acl`: no rows (no privileges granted on settings; psql's `\dconfig+`);
+//! - `pg_views`, `pg_matviews`: the views and materialized views with their definitions,
+//!   and `information_schema.views` (`brook_information_schema_views`) the plain views;
 //! - `pg_indexes`: each index with its `CREATE INDEX`; `pg_sequences`: each sequence with
 //!   its options and the last value handed out (`sequence_relation`);
 //! - `brook_relation_sizes`, `brook_storage`: the bytes of each relation's files, what
@@ -140,8 +142,13 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(|args: &[ColumnarValue]| Ok(args[0].clone())),
     ));
     let catalog_oids = catalog_oids_view();
+    let standard_views = information_schema_views(database);
     let views = std::iter::once(("brook_catalog_oids", catalog_oids.as_str()))
-        .chain(VIEWS.iter().map(|(n, q)| (*n, *q)));
+        .chain(VIEWS.iter().map(|(n, q)| (*n, *q)))
+        .chain(std::iter::once((
+            "brook_information_schema_views",
+            standard_views.as_str(),
+        )));
     for (name, sql) in views {
         let plan = futures::executor::block_on(ctx.state().create_logical_plan(sql))?;
         overlay.add(name, Arc::new(ViewTable::new(plan, Some(sql.to_string()))));
@@ -171,9 +178,26 @@ fn catalog_oids_view() -> String {
     )
 }
 
+/// `information_schema.views` as PostgreSQL fills it (`brook_planner::information_schema`
+/// reads it for the standard name): a row per plain view of `database`, none per table or
+/// materialized view, the definition under `view_definition`. Brook's views take no
+/// writes, so every `is_*` column is `NO`.
+fn information_schema_views(database: &str) -> String {
+    format!(
+        "SELECT '{}' AS table_catalog, v.nspname AS table_schema, v.relname AS table_name,
+                v.definition AS view_definition, 'NONE' AS check_option,
+                'NO' AS is_updatable, 'NO' AS is_insertable_into,
+                'NO' AS is_trigger_updatable, 'NO' AS is_trigger_deletable,
+                'NO' AS is_trigger_insertable_into
+           FROM pg_catalog.brook_views v
+          WHERE v.relkind = 'v'",
+        database.replace('\'', "''")
+    )
+}
+
 /// The views, in planning order; each reads the crate's tables as `brook_base_*`. The first
 /// two give Brook's indexes and columns the oids of their relations (and an index its own).
-const VIEWS: [(&str, &str); 33] = [
+const VIEWS: [(&str, &str); 35] = [
     (
         "brook_index_rows",
         "SELECT CAST(1000000000 + (CAST(c.oid AS BIGINT) - 16384) * 64 + i.ordinal AS INT) AS indexrelid,
@@ -651,6 +675,27 @@ const VIEWS: [(&str, &str); 33] = [
            LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = k.oid AND a.attname = c.column_name
            LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
            LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = k.oid AND d.adnum = a.attnum",
+    ),
+    // What `CREATE VIEW` and `CREATE MATERIALIZED VIEW` made (the crate's tables are empty),
+    // owned by the one role, with the definition `pg_get_viewdef` gives.
+    (
+        "pg_views",
+        "SELECT v.nspname AS schemaname, v.relname AS viewname, r.rolname AS viewowner,
+                v.definition AS definition
+           FROM pg_catalog.brook_views v
+           JOIN pg_catalog.pg_roles r ON r.oid = 10
+          WHERE v.relkind = 'v'",
+    ),
+    (
+        "pg_matviews",
+        "SELECT v.nspname AS schemaname, v.relname AS matviewname, r.rolname AS matviewowner,
+                CAST(NULL AS VARCHAR) AS tablespace, COALESCE(c.relhasindex, false) AS hasindexes,
+                true AS ispopulated, v.definition AS definition
+           FROM pg_catalog.brook_views v
+           JOIN pg_catalog.pg_roles r ON r.oid = 10
+           LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = v.nspname
+           LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = v.relname
+          WHERE v.relkind = 'm'",
     ),
     (
         "pg_indexes",

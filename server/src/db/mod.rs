@@ -836,6 +836,14 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion + 3,
         Arc::new(brook_planner::interval_text_casts::IntervalTextCasts::default()),
     );
+    // Before type coercion, which types the copy numbers and join keys it adds.
+    rules.insert(coercion, Arc::new(brook_planner::set_all::SetOperationsAll));
+    // Before type coercion, which refuses a RANGE frame ordered by an interval (the rule
+    // orders by the interval's length, a number).
+    rules.insert(
+        coercion,
+        Arc::new(brook_planner::interval_order::IntervalOrder::default()),
+    );
     // First of all: the rows it builds take part in the expressions the others rewrite.
     rules.insert(coercion, Arc::new(brook_planner::whole_row::WholeRows));
     // Last: VALUES rows typed as their columns.

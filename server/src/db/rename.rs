@@ -1,5 +1,7 @@
 //! ALTER TABLE ... RENAME TO: one catalog update moves the relation (its id, and so its
-//! data directory, stay), its indexes and the sequences it owns to the new name.
+//! data directory, stay), its indexes and the sequences it owns to the new name. A
+//! materialized view or synopsis keeps its maintained state and its maintenance, which
+//! read their inputs, not the view's name.
 
 use super::{Database, Engine};
 use brook_common::{BrookError, Result};
@@ -33,9 +35,26 @@ impl Engine {
             s.relations.insert(new.to_string(), meta.clone());
             Ok(meta)
         })?;
+        if meta.kind.is_maintained() {
+            return self.move_maintained(db, schema, name, new);
+        }
         if let Some(p) = db.schema_provider(schema) {
             p.deregister_table(name)?;
         }
         self.register(db, schema, new, meta)
+    }
+
+    /// The provider of maintained relation `schema.name`, with its state, under `new`.
+    fn move_maintained(&self, db: &Database, schema: &str, name: &str, new: &str) -> Result<()> {
+        let state = self.view_state(db, schema, name)?;
+        let provider = db
+            .schema_provider(schema)
+            .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
+        let table = provider
+            .deregister_table(name)?
+            .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
+        provider.register_table(new.to_string(), table)?;
+        state.renamed(new);
+        Ok(())
     }
 }

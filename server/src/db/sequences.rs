@@ -1,5 +1,5 @@
-//! Sequences as catalog objects: CREATE SEQUENCE and DROP SEQUENCE (the values they hand
-//! out are `catalog::sequence`'s).
+//! Sequences as catalog objects: CREATE, DROP and ALTER SEQUENCE ... RENAME (the values
+//! they hand out are `catalog::sequence`'s).
 
 use super::{Database, Engine};
 use crate::catalog::sequence::{nextval_default, SequenceMeta};
@@ -134,6 +134,82 @@ impl Engine {
         }
         Ok(true)
     }
+}
+
+impl Engine {
+    /// `ALTER SEQUENCE schema.name RENAME TO new`. The sequence keeps its id, and so its
+    /// counter (a cluster's key is the id too); the column defaults that call its `nextval`
+    /// are rewritten to name it anew in the same catalog update (PostgreSQL's defaults hold
+    /// the sequence's oid, so they follow a rename: Brook's hold its name).
+    pub fn rename_sequence(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+        new: &str,
+    ) -> Result<()> {
+        let changed = self.catalog.update(|doc| {
+            let users = users_of(doc, &db.name, schema, name);
+            let s = doc.schema_mut(&db.name, schema)?;
+            if s.name_taken(new) {
+                return Err(BrookError::DuplicateTable(new.into()));
+            }
+            let seq = s
+                .sequences
+                .remove(name)
+                .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
+            s.sequences.insert(new.to_string(), seq);
+            let mut changed = Vec::new();
+            for (sname, table, column) in users {
+                let Some(rel) = doc.schema_mut(&db.name, &sname)?.relations.get_mut(&table) else {
+                    continue;
+                };
+                for c in rel.columns.iter_mut().filter(|c| c.name == column) {
+                    c.default = c
+                        .default
+                        .as_deref()
+                        .map(|d| renamed_default(d, schema, &sname, name, new));
+                }
+                changed.push((sname, table, rel.clone()));
+            }
+            Ok(changed)
+        })?;
+        for (sname, table, meta) in changed {
+            self.register(db, &sname, &table, meta)?;
+        }
+        Ok(())
+    }
+}
+
+/// A DEFAULT that calls the `nextval` of sequence `schema.old` (as [`users_of`] recognises
+/// it, on a column of schema `column_schema`), calling that of `schema.new` instead.
+fn renamed_default(
+    default: &str,
+    schema: &str,
+    column_schema: &str,
+    old: &str,
+    new: &str,
+) -> String {
+    if default == nextval_default(schema, old) {
+        return nextval_default(schema, new);
+    }
+    let quoted = |s: &str| crate::ident::quote_if_needed(s).replace('\'', "''");
+    let spelled = [
+        (
+            format!("nextval('{schema}.{old}'"),
+            format!("nextval('{}.{}'", quoted(schema), quoted(new)),
+        ),
+        (
+            format!("nextval('{old}'"),
+            format!("nextval('{}'", quoted(new)),
+        ),
+    ];
+    for (i, (before, after)) in spelled.iter().enumerate() {
+        if (i == 0 || schema == column_schema) && default.starts_with(before.as_str()) {
+            return format!("{after}{}", &default[before.len()..]);
+        }
+    }
+    default.to_string()
 }
 
 /// The columns (schema, table, column) of database `db` whose DEFAULT is the `nextval` of

@@ -184,12 +184,12 @@ fn fill_default_keywords(
     Ok(())
 }
 
-/// A quoted literal in a VALUES list of several rows, for an array column, as a cast to
-/// the column's array type: PostgreSQL types an untyped literal by its column, while
-/// DataFusion unifies each VALUES column across rows and cannot unify `'{1,2}'` with
-/// `ARRAY[3]` (XX000 before). One row needs no unifying and keeps the assignment's own
-/// messages.
-fn type_array_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[usize]) {
+/// A quoted literal in a VALUES list of several rows as a cast to its column's type:
+/// PostgreSQL types an untyped literal by its column, while DataFusion unifies each VALUES
+/// column across rows and could not unify `'{1,2}'` with `ARRAY[3]` (XX000) or read
+/// `'Infinity'` beside `1` in a float column (it typed the column integer: 22P02). One row
+/// needs no unifying and keeps the assignment's own messages.
+fn type_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[usize]) {
     let Some(SetExpr::Values(values)) = ins.source.as_mut().map(|q| q.body.as_mut()) else {
         return;
     };
@@ -199,9 +199,9 @@ fn type_array_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[us
     for row in values.rows.iter_mut() {
         for (j, cell) in row.iter_mut().enumerate() {
             let column = targets.get(j).copied().or(targets.is_empty().then_some(j));
-            let typed = column
-                .and_then(|i| meta.columns.get(i))
-                .and_then(|c| typed_array_literal(cell, &c.ty));
+            let typed = column.and_then(|i| meta.columns.get(i)).and_then(|c| {
+                typed_array_literal(cell, &c.ty).or_else(|| typed_literal(cell, &c.ty))
+            });
             if let Some(typed) = typed {
                 *cell = typed;
             }
@@ -232,6 +232,50 @@ pub(crate) fn typed_array_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Op
     Some(Expr::Cast {
         kind: ast::CastKind::Cast,
         expr: Box::new(brook_planner::array_literal::literal_as_array(text, elem)),
+        data_type,
+        array: false,
+        format: None,
+    })
+}
+
+/// A quoted literal assigned to a column of a type other than an array, as `CAST(literal AS
+/// type)`: PostgreSQL reads an untyped literal as the type it is assigned to. (UPDATE's
+/// `CASE WHEN ... THEN '1 day' ELSE iv END` found no common type of text and interval:
+/// 42804.) `None` for anything else.
+pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<Expr> {
+    let Expr::Value(ast::ValueWithSpan {
+        value: ast::Value::SingleQuotedString(_) | ast::Value::DollarQuotedString(_),
+        ..
+    }) = e
+    else {
+        return None;
+    };
+    // The types DataFusion reads a cast of text into; text, json, uuid, bytea and xml
+    // literals are read as their columns' values already.
+    use crate::pg::types::PgType;
+    let cast = matches!(
+        ty,
+        PgType::Bool
+            | PgType::Int2
+            | PgType::Int4
+            | PgType::Int8
+            | PgType::Float4
+            | PgType::Float8
+            | PgType::Numeric { .. }
+            | PgType::Date
+            | PgType::Time
+            | PgType::Timestamp
+            | PgType::Timestamptz
+            | PgType::Interval
+    );
+    if !cast {
+        return None;
+    }
+    let data_type =
+        crate::pg::types::cast_name(&ty.wire()).and_then(crate::pg::types::sql_data_type)?;
+    Some(Expr::Cast {
+        kind: ast::CastKind::Cast,
+        expr: Box::new(e.clone()),
         data_type,
         array: false,
         format: None,
@@ -281,7 +325,7 @@ impl Session {
         }
         let system_value = overriding == Some(Overriding::SystemValue);
         fill_default_keywords(&mut ins, &meta, &targets, system_value)?;
-        type_array_literals(&mut ins, &meta, &targets);
+        type_literals(&mut ins, &meta, &targets);
         let mode = match &ins.on {
             None => WriteMode::Append,
             Some(OnInsert::OnConflict(oc)) => match &oc.action {

@@ -1,5 +1,6 @@
 //! `ALTER {VIEW | MATERIALIZED VIEW | INDEX | SEQUENCE} [IF EXISTS] name RENAME TO new`
-//! (`ALTER TABLE ... RENAME` is `alter.rs`'s).
+//! (`ALTER TABLE ... RENAME` is `alter.rs`'s). As in PostgreSQL, `ALTER INDEX` renames
+//! any relation (and a sequence); the others rename their own kind only.
 
 use crate::catalog::RelKind;
 use crate::ident::ident_name;
@@ -38,27 +39,18 @@ impl Session {
         let new = ident_name(to);
         match (kind, named) {
             (RenameKind::Index, Named::Index) => self.rename_index(&schema, &old, &new)?,
-            (RenameKind::View, Named::Relation(RelKind::View)) => {
-                self.rename_view(&schema, &old, &new)?
+            (RenameKind::View, Named::Relation(RelKind::View))
+            | (RenameKind::MaterializedView, Named::Relation(RelKind::MaterializedView))
+            | (RenameKind::Index, Named::Relation(_)) => {
+                self.rename_relation(&schema, &old, &new)?
+            }
+            (RenameKind::Sequence | RenameKind::Index, Named::Sequence) => {
+                self.engine.rename_sequence(&self.db, &schema, &old, &new)?
             }
             (RenameKind::Index, Named::PrimaryKeyIndex) => {
                 return Err(brook_err!(
                     Unsupported,
                     "renaming the index of a primary key (it is named after its table)"
-                ))
-            }
-            (RenameKind::MaterializedView, Named::Relation(RelKind::MaterializedView)) => {
-                return Err(brook_err!(
-                    Unsupported,
-                    "renaming a materialized view (its maintenance runs under its name: drop \
-                     it and create it under the new name)"
-                ))
-            }
-            (RenameKind::Sequence, Named::Sequence) => {
-                return Err(brook_err!(
-                    Unsupported,
-                    "ALTER SEQUENCE ... RENAME TO (the column defaults that call nextval name \
-                     it: create a sequence under the new name and set the defaults to it)"
                 ))
             }
             (kind, _) => {
@@ -112,8 +104,9 @@ impl Session {
         })
     }
 
-    /// A plain view's new name; refused while another view reads it (as a table's).
-    fn rename_view(&mut self, schema: &str, old: &str, new: &str) -> Result<()> {
+    /// A view's (or other relation's) new name; refused while a view reads it (as a
+    /// table's).
+    fn rename_relation(&mut self, schema: &str, old: &str, new: &str) -> Result<()> {
         if let Some((vschema, vname, kind)) = self.dependents(schema, old)?.into_iter().next() {
             return Err(brook_err!(
                 Unsupported,

@@ -34,8 +34,10 @@ pub(crate) fn assignments(
         };
         let cname = object_parts(c)?.pop().unwrap_or_default();
         let i = meta.column_index(&cname, name)?;
-        // `SET tags = '{a,b}'`: the literal is read as the array column's type.
-        let value = crate::handler::insert::typed_array_literal(&a.value, &meta.columns[i].ty);
+        // `SET tags = '{a,b}'`, `SET iv = '1 day'`: the literal is read as the column's type.
+        let ty = &meta.columns[i].ty;
+        let value = crate::handler::insert::typed_array_literal(&a.value, ty)
+            .or_else(|| crate::handler::insert::typed_literal(&a.value, ty));
         if sets
             .insert(i, render(value.as_ref().unwrap_or(&a.value)))
             .is_some()

@@ -19,8 +19,8 @@ pub struct QueryStats {
     pub database: String,
     /// `cursor`, `push` (SELECT/COPY ... EMIT) or `materialized view`.
     pub kind: &'static str,
-    /// Cursor or view name (empty for push queries).
-    pub name: String,
+    /// Cursor or view name (empty for push queries); a view's follows ALTER ... RENAME.
+    name: Mutex<String>,
     /// Start time, microseconds since the epoch.
     pub started: i64,
     /// Input rows processed.
@@ -38,6 +38,18 @@ pub struct QueryStats {
 }
 
 impl QueryStats {
+    /// The cursor's or view's name (empty for push queries).
+    pub fn name(&self) -> String {
+        self.name.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+
+    /// The view was renamed.
+    pub fn rename(&self, new: &str) {
+        if let Ok(mut n) = self.name.lock() {
+            *n = new.to_string();
+        }
+    }
+
     /// Hold `bytes` of operator state in the memory pool every query shares; 53200 when the
     /// pool cannot grant it (the server's `--memory-limit`), which stops the query instead
     /// of letting a join of unbounded streams take the machine's memory.
@@ -61,8 +73,8 @@ impl QueryStats {
                      streams in time, or aggregate a side first",
                     self.id,
                     self.kind,
-                    if self.name.is_empty() { "" } else { " " },
-                    self.name
+                    if self.name().is_empty() { "" } else { " " },
+                    self.name()
                 ),
                 code: "53200",
             })
@@ -76,7 +88,7 @@ impl Drop for QueryStats {
             id = self.id,
             database = %self.database,
             kind = self.kind,
-            name = %self.name,
+            name = %self.name(),
             rows_in = self.rows_in.load(Ordering::Relaxed),
             rows_out = self.rows_out.load(Ordering::Relaxed),
             "continuous query stopped"
@@ -116,7 +128,7 @@ impl QueryRegistry {
             id,
             database: database.to_string(),
             kind,
-            name: name.to_string(),
+            name: Mutex::new(name.to_string()),
             started,
             rows_in: AtomicU64::new(0),
             rows_out: AtomicU64::new(0),
@@ -188,11 +200,7 @@ impl datafusion::catalog::TableFunctionImpl for QueriesFunction {
         let columns: Vec<datafusion::arrow::array::ArrayRef> = vec![
             i64s(&|i| live[i].id as i64),
             Arc::new(live.iter().map(|q| Some(q.kind)).collect::<StringArray>()),
-            Arc::new(
-                live.iter()
-                    .map(|q| Some(q.name.as_str()))
-                    .collect::<StringArray>(),
-            ),
+            Arc::new(live.iter().map(|q| Some(q.name())).collect::<StringArray>()),
             Arc::new(
                 live.iter()
                     .map(|q| Some(q.started))

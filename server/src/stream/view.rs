@@ -45,6 +45,8 @@ pub struct ViewState {
     failed: Mutex<Option<String>>,
     /// Stops the maintenance task when the view goes away.
     stop: CancellationToken,
+    /// The maintenance task's statistics, renamed with the view.
+    stats: Mutex<std::sync::Weak<crate::stream::registry::QueryStats>>,
 }
 
 /// Distinct rows (row-format bytes) with their multiplicity, and the batches of an
@@ -115,6 +117,7 @@ impl ViewState {
             progress: Progress::default(),
             failed: Mutex::new(None),
             stop: CancellationToken::new(),
+            stats: Mutex::new(std::sync::Weak::new()),
         }))
     }
 
@@ -131,7 +134,17 @@ impl ViewState {
         if let Ok(mut rows) = self.rows.lock() {
             rows.append_only = !plan.updating();
         }
+        if let Ok(mut kept) = self.stats.lock() {
+            *kept = Arc::downgrade(&stats);
+        }
         crate::stream::queries::start_view(plan, stores, self, stats);
+    }
+
+    /// The view was renamed: its maintenance is listed under the new name.
+    pub fn renamed(&self, new: &str) {
+        if let Some(stats) = self.stats.lock().ok().and_then(|s| s.upgrade()) {
+            stats.rename(new);
+        }
     }
 
     /// Cancelled when the view is dropped.

@@ -73,7 +73,7 @@ impl TableFunctionImpl for SynopsesFunction {
                 let stats = live.iter().find(|q| {
                     q.database == self.database
                         && q.kind == RelKind::Synopsis.noun()
-                        && q.name == name
+                        && q.name() == name
                 });
                 let (rows_seen, memory_bytes) = match stats {
                     Some(q) => (
