@@ -6,11 +6,57 @@
 //! an upper bound past the end is the end) and an omitted one is the array's end. The
 //! rewrite clamps each given bound and fills in an omitted one before DataFusion plans the
 //! slice.
+//!
+//! An element subscript `a[i]` below 1 is NULL in PostgreSQL; DataFusion's `array_element`
+//! counts a negative one from the end (`(ARRAY[1,2,3])[-1]` was 3). [`ArraySubscripts`], an
+//! analyzer rule, gives it a NULL subscript then.
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
     AccessExpr, BinaryOperator, CaseWhen, Expr, Statement, Subscript, Value,
 };
+
+/// The analyzer rule (after type coercion): `array_element(a, i)` of an integer `i` as
+/// `array_element(a, CASE WHEN i >= 1 THEN i END)`.
+#[derive(Debug)]
+pub struct ArraySubscripts;
+
+impl datafusion::optimizer::AnalyzerRule for ArraySubscripts {
+    fn analyze(
+        &self,
+        plan: datafusion::logical_expr::LogicalPlan,
+        _config: &datafusion::common::config::ConfigOptions,
+    ) -> datafusion::common::Result<datafusion::logical_expr::LogicalPlan> {
+        use datafusion::common::tree_node::{Transformed, TreeNode};
+        use datafusion::logical_expr::{lit, when, Expr as LExpr, ExprSchemable};
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| {
+                let LExpr::ScalarFunction(mut f) = e else {
+                    return Ok(Transformed::no(e));
+                };
+                let integer_index = f.name() == "array_element"
+                    && f.args.len() == 2
+                    && f.args[1].get_type(schema).is_ok_and(|t| t.is_integer());
+                let literal_from_one = matches!(
+                    &f.args.get(1),
+                    Some(LExpr::Literal(v, _)) if v.clone().cast_to(&datafusion::arrow::datatypes::DataType::Int64)
+                        .is_ok_and(|v| matches!(v, datafusion::common::ScalarValue::Int64(Some(n)) if n >= 1))
+                );
+                if !integer_index || literal_from_one {
+                    return Ok(Transformed::no(LExpr::ScalarFunction(f)));
+                }
+                let index = f.args[1].clone();
+                let t = index.get_type(schema)?;
+                f.args[1] = when(index.clone().gt_eq(lit(1).cast_to(&t, schema)?), index).end()?;
+                Ok(Transformed::yes(LExpr::ScalarFunction(f)))
+            })
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_array_subscripts"
+    }
+}
 
 /// Every slice of `stmt` with PostgreSQL's bounds.
 pub fn array_slices(stmt: &mut Statement) {

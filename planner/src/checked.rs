@@ -86,20 +86,30 @@ impl ScalarUDFImpl for CheckedArith {
     }
 }
 
-/// A float divided by zero (a row where both operands are set and the divisor is 0 or -0):
-/// 22012, as PostgreSQL's `float8div` raises.
+/// A float divided by zero (a row where both operands are set, the divisor is 0 or -0 and
+/// the dividend is not NaN, whose quotient is NaN): 22012, as PostgreSQL's `float8div`
+/// raises.
 fn check_float_division_by_zero(
     l: &datafusion::arrow::array::ArrayRef,
     r: &datafusion::arrow::array::ArrayRef,
 ) -> Result<()> {
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::{Float32Type, Float64Type};
-    let zero_at = |i: usize| match r.data_type() {
-        DataType::Float64 => r.as_primitive::<Float64Type>().value(i) == 0.0,
-        DataType::Float32 => r.as_primitive::<Float32Type>().value(i) == 0.0,
+    // A constant operand may be one value beside the other's rows.
+    let at = |a: &datafusion::arrow::array::ArrayRef, i: usize| if a.len() == 1 { 0 } else { i };
+    let zero_at = |i: usize| match (l.data_type(), r.data_type()) {
+        (DataType::Float64, DataType::Float64) => {
+            r.as_primitive::<Float64Type>().value(at(r, i)) == 0.0
+                && !l.as_primitive::<Float64Type>().value(at(l, i)).is_nan()
+        }
+        (DataType::Float32, DataType::Float32) => {
+            r.as_primitive::<Float32Type>().value(at(r, i)) == 0.0
+                && !l.as_primitive::<Float32Type>().value(at(l, i)).is_nan()
+        }
         _ => false,
     };
-    if (0..r.len()).any(|i| r.is_valid(i) && l.is_valid(i) && zero_at(i)) {
+    let rows = l.len().max(r.len());
+    if (0..rows).any(|i| r.is_valid(at(r, i)) && l.is_valid(at(l, i)) && zero_at(i)) {
         return Err(datafusion::error::DataFusionError::ArrowError(
             Box::new(datafusion::arrow::error::ArrowError::DivideByZero),
             None,

@@ -8,14 +8,16 @@
 //! (XX000 "Cannot run range queries on datatype"). This analyzer rule (before type
 //! coercion, which types what it adds) puts the interval's length, [`interval_key`] (nanoseconds as a
 //! `numeric(38, 0)`), in the place of each interval operand of a comparison, `BETWEEN` and
-//! `IN` list, of each interval sort key (ORDER BY, a window's or an aggregate's ORDER BY),
-//! and replaces `min`/`max` of an interval by aggregates that keep the value of the least
-//! or greatest length. The values themselves keep their fields: `'24 hours'` prints as
+//! `IN` list, simple `CASE x WHEN ...` and `NULLIF`, of each interval sort key (ORDER BY, a
+//! window's or an aggregate's ORDER BY), and replaces `min`/`max` of an interval (as an
+//! aggregate and over a window) by aggregates that keep the value of the least or greatest
+//! length, of equal lengths the last seen, as PostgreSQL's `interval_larger` does. The values themselves keep their fields: `'24 hours'` prints as
 //! PostgreSQL prints it.
 //!
-//! Not covered: grouping, DISTINCT, joins and set operations still tell `'1 day'` from
-//! `'24 hours'` (PostgreSQL's hash of an interval is of its length too), and
-//! `greatest`/`least` of intervals compare field by field. Written here because Arrow has
+//! Not covered: grouping, DISTINCT, joins, set operations and `IN (subquery)` still tell
+//! `'1 day'` from `'24 hours'` (PostgreSQL's hash of an interval is of its length too),
+//! as do `= ANY (array)` and `greatest`/`least` of intervals; a RANGE frame with an
+//! interval offset over an interval ORDER BY is refused. Written here because Arrow has
 //! no interval ordering by length.
 
 use datafusion::arrow::array::{ArrayRef, AsArray, Decimal128Array};
@@ -25,7 +27,9 @@ use datafusion::arrow::datatypes::{
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result, ScalarValue};
-use datafusion::logical_expr::expr::{AggregateFunction, InList, ScalarFunction, Sort};
+use datafusion::logical_expr::expr::{
+    AggregateFunction, Case, InList, ScalarFunction, Sort, WindowFunctionDefinition,
+};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Between, BinaryExpr, ColumnarValue, Expr,
@@ -178,12 +182,70 @@ impl IntervalOrder {
                 }
             }
             Expr::WindowFunction(mut w) => {
-                let changed = self.sort_keys(&mut w.params.order_by, schema);
+                let mut changed = self.sort_keys(&mut w.params.order_by, schema);
+                let interval_arg =
+                    w.params.args.len() == 1 && Self::is_interval(&w.params.args[0], schema);
+                if let (WindowFunctionDefinition::AggregateUDF(f), true) = (&w.fun, interval_arg) {
+                    let extreme = match f.name() {
+                        "min" => Some(&self.min),
+                        "max" => Some(&self.max),
+                        _ => None,
+                    };
+                    if let Some(udaf) = extreme {
+                        w.fun = WindowFunctionDefinition::AggregateUDF(udaf.clone());
+                        changed = true;
+                    }
+                }
                 Transformed::new(
                     Expr::WindowFunction(w),
                     changed,
                     TreeNodeRecursion::Continue,
                 )
+            }
+            // `CASE d WHEN x THEN ...` compares `d = x` for each branch.
+            Expr::Case(Case {
+                expr: Some(operand),
+                when_then_expr,
+                else_expr,
+            }) if Self::is_interval(&operand, schema) => {
+                let when_then_expr = when_then_expr
+                    .into_iter()
+                    .map(|(when, then)| {
+                        let equal = Expr::BinaryExpr(BinaryExpr::new(
+                            Box::new(self.key(operand.as_ref().clone())),
+                            Operator::Eq,
+                            Box::new(self.key(*when)),
+                        ));
+                        (Box::new(equal), then)
+                    })
+                    .collect();
+                Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr,
+                    else_expr,
+                }))
+            }
+            // `nullif(a, b)`: NULL when `a = b`, else `a`.
+            Expr::ScalarFunction(f)
+                if f.name() == "nullif"
+                    && f.args.len() == 2
+                    && Self::is_interval(&f.args[0], schema)
+                    && Self::is_interval(&f.args[1], schema) =>
+            {
+                let (a, b) = (f.args[0].clone(), f.args[1].clone());
+                let equal = Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(self.key(a.clone())),
+                    Operator::Eq,
+                    Box::new(self.key(b)),
+                ));
+                Transformed::yes(Expr::Case(Case {
+                    expr: None,
+                    when_then_expr: vec![(
+                        Box::new(equal),
+                        Box::new(Expr::Literal(ScalarValue::IntervalMonthDayNano(None), None)),
+                    )],
+                    else_expr: Some(Box::new(a)),
+                }))
             }
             e => Transformed::no(e),
         })
@@ -284,6 +346,87 @@ impl AggregateUDFImpl for IntervalExtreme {
             best: None,
         }))
     }
+
+    /// For window frames whose start moves and for updating inputs: the values kept, in
+    /// order of length, so any of them can leave.
+    fn create_sliding_accumulator(
+        &self,
+        _args: AccumulatorArgs<'_>,
+    ) -> Result<Box<dyn Accumulator>> {
+        Ok(Box::new(SlidingExtreme {
+            greatest: self.greatest,
+            values: std::collections::BTreeMap::new(),
+        }))
+    }
+}
+
+/// The values of a sliding frame (or of a group whose rows can be retracted), each with
+/// its count, ordered by length and then by fields.
+#[derive(Debug)]
+struct SlidingExtreme {
+    greatest: bool,
+    values: std::collections::BTreeMap<(i128, i32, i32, i64), usize>,
+}
+
+impl SlidingExtreme {
+    fn apply(&mut self, values: &[ArrayRef], add: bool) -> Result<()> {
+        let Some(values) = values.first() else {
+            return Ok(());
+        };
+        for v in values
+            .as_primitive::<IntervalMonthDayNanoType>()
+            .iter()
+            .flatten()
+        {
+            let key = (interval_key(v), v.months, v.days, v.nanoseconds);
+            if add {
+                *self.values.entry(key).or_insert(0) += 1;
+            } else if let Some(n) = self.values.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.values.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for SlidingExtreme {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.apply(values, true)
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.apply(values, false)
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        true
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let end = if self.greatest {
+            self.values.keys().next_back()
+        } else {
+            self.values.keys().next()
+        };
+        Ok(ScalarValue::IntervalMonthDayNano(end.map(
+            |&(_, months, days, nanoseconds)| IntervalMonthDayNano::new(months, days, nanoseconds),
+        )))
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.values.len() * 48
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        Ok(vec![self.evaluate()?])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        self.update_batch(states)
+    }
 }
 
 #[derive(Debug)]
@@ -304,8 +447,9 @@ impl Accumulator for ExtremeAccumulator {
         {
             let better = match self.best {
                 None => true,
-                Some(b) if self.greatest => interval_key(v) > interval_key(b),
-                Some(b) => interval_key(v) < interval_key(b),
+                // Of equal lengths the later value, as PostgreSQL's interval_larger.
+                Some(b) if self.greatest => interval_key(v) >= interval_key(b),
+                Some(b) => interval_key(v) <= interval_key(b),
             };
             if better {
                 self.best = Some(v);

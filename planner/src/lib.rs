@@ -68,6 +68,7 @@ pub mod decorrelate;
 pub mod distinct_aggregates;
 pub mod domain_base;
 pub mod empty_catalogs;
+pub mod extract_fields;
 mod fetch;
 pub mod float_beside_numeric;
 pub mod function_alias;

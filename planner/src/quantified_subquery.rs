@@ -1,14 +1,23 @@
-//! `x = ANY (subquery)` and `x <> ALL (subquery)`: the quantified comparisons that are `IN`
-//! and `NOT IN`.
+//! Quantified comparisons of a subquery: `x op ANY (q)`, `x op ALL (q)`.
 //!
 //! DataFusion plans `= ANY (...)` as a test of membership in an array, so over a subquery it
-//! fails ("array_has does not support type Int32"); the other quantified comparisons of a
-//! subquery plan. SQL defines `x = ANY (q)` as `x IN (q)` and `x <> ALL (q)` as
-//! `x NOT IN (q)`, NULLs included, so the statement is rewritten to those forms.
+//! fails ("array_has does not support type Int32"). SQL defines `x = ANY (q)` as `x IN (q)`
+//! and `x <> ALL (q)` as `x NOT IN (q)`, NULLs included, so the statement is rewritten to
+//! those forms. DataFusion's plan of the other operators compared the subquery's column
+//! with itself when the subquery reads the outer query's table (`id >= ALL (SELECT id FROM
+//! t)` over `t` was true for every row: a wrong answer); they are rewritten to what SQL
+//! defines them as, three-valued: `x op ALL (q)` is false when some row's comparison is
+//! false, else NULL when some row's is NULL, else true; `x op ANY (q)` is true when some
+//! row's is true, else NULL when some row's is NULL, else false — a CASE over the counts
+//! of such rows of `q`, named as a derived table of one column, so `x` can only read the
+//! outer query.
+//! A subquery whose column count is not visible (`SELECT *`) is left to DataFusion.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Statement, Value, VisitMut, VisitorMut,
+    BinaryOperator, Expr, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
 
@@ -30,6 +39,10 @@ impl VisitorMut for Quantified {
     type Break = ();
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if let Some(defined) = quantified_comparison(e) {
+            *e = defined;
+            return ControlFlow::Continue(());
+        }
         let (left, right, negated) = match e {
             Expr::AnyOp {
                 left,
@@ -58,6 +71,75 @@ impl VisitorMut for Quantified {
     }
 }
 
+/// `x op ALL (q)` / `x op ANY (q)` for an operator other than those `IN` covers, as SQL
+/// defines it (see the module's comment); `None` for anything else.
+fn quantified_comparison(e: &Expr) -> Option<Expr> {
+    let (left, op, right, all) = match e {
+        Expr::AllOp {
+            left,
+            compare_op,
+            right,
+        } if *compare_op != BinaryOperator::NotEq => (left, compare_op, right, true),
+        Expr::AnyOp {
+            left,
+            compare_op,
+            right,
+            ..
+        } if *compare_op != BinaryOperator::Eq => (left, compare_op, right, false),
+        _ => return None,
+    };
+    if !matches!(
+        op,
+        BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+            | BinaryOperator::Eq
+            | BinaryOperator::NotEq
+    ) {
+        return None;
+    }
+    let Expr::Subquery(q) = right.as_ref() else {
+        return None;
+    };
+    if !one_column(q) {
+        return None;
+    }
+    let compared = format!("({left}) {op} __brook_v");
+    let (decided, decision, otherwise) = if all {
+        (format!("NOT ({compared})"), "false", "true")
+    } else {
+        (compared.clone(), "true", "false")
+    };
+    // One row whatever `q` gives (an aggregate without GROUP BY): a scalar subquery, which
+    // runs where an EXISTS in a select list without FROM does not.
+    let text = format!(
+        "(SELECT CASE WHEN count(*) FILTER (WHERE {decided}) > 0 THEN {decision} \
+         WHEN count(*) FILTER (WHERE ({compared}) IS NULL) > 0 THEN NULL ELSE {otherwise} END \
+         FROM ({q}) AS __brook_quantified (__brook_v))"
+    );
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut p| p.parse_expr())
+        .ok()
+}
+
+/// Whether query `q` visibly gives one column (its first SELECT lists one expression).
+fn one_column(q: &Query) -> bool {
+    fn first_select(body: &SetExpr) -> Option<&[SelectItem]> {
+        match body {
+            SetExpr::Select(s) => Some(&s.projection),
+            SetExpr::SetOperation { left, .. } => first_select(left),
+            SetExpr::Query(q) => first_select(&q.body),
+            _ => None,
+        }
+    }
+    matches!(
+        first_select(&q.body),
+        Some([SelectItem::UnnamedExpr(_) | SelectItem::ExprWithAlias { .. }])
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,10 +160,19 @@ mod tests {
                 "SELECT k <> ALL (SELECT a FROM u) FROM t",
                 "SELECT k NOT IN (SELECT a FROM u) FROM t",
             ),
-            // arrays and the other operators are left as they are
+            // arrays are left as they are, and subqueries of unseen width
             (
-                "SELECT * FROM t WHERE k = ANY (ARRAY[1, 2]) AND k > ALL (SELECT a FROM u)",
-                "SELECT * FROM t WHERE k = ANY(ARRAY[1, 2]) AND k > ALL(SELECT a FROM u)",
+                "SELECT * FROM t WHERE k = ANY (ARRAY[1, 2]) AND k > ALL (SELECT * FROM u)",
+                "SELECT * FROM t WHERE k = ANY(ARRAY[1, 2]) AND k > ALL(SELECT * FROM u)",
+            ),
+            // the other operators: SQL's definition, reading the subquery as one column
+            (
+                "SELECT * FROM t WHERE k >= ALL (SELECT k FROM t)",
+                "SELECT * FROM t WHERE (SELECT CASE WHEN count(*) FILTER (WHERE NOT ((k) >= __brook_v)) > 0 THEN false WHEN count(*) FILTER (WHERE ((k) >= __brook_v) IS NULL) > 0 THEN NULL ELSE true END FROM (SELECT k FROM t) AS __brook_quantified (__brook_v))",
+            ),
+            (
+                "SELECT k < ANY (SELECT a FROM u) FROM t",
+                "SELECT (SELECT CASE WHEN count(*) FILTER (WHERE (k) < __brook_v) > 0 THEN true WHEN count(*) FILTER (WHERE ((k) < __brook_v) IS NULL) > 0 THEN NULL ELSE false END FROM (SELECT a FROM u) AS __brook_quantified (__brook_v)) FROM t",
             ),
         ];
         for (sql, want) in cases {

@@ -283,6 +283,9 @@ pub struct Watermark {
 /// What `ALTER ... RENAME TO` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenameKind {
+    /// `ALTER TABLE` of an object that is not a table (PostgreSQL renames any relation,
+    /// index or sequence so; tables are `alter.rs`'s).
+    Table,
     View,
     MaterializedView,
     Index,
@@ -293,6 +296,7 @@ impl RenameKind {
     /// As written after ALTER (the command tag's words).
     pub fn sql(self) -> &'static str {
         match self {
+            RenameKind::Table => "TABLE",
             RenameKind::View => "VIEW",
             RenameKind::MaterializedView => "MATERIALIZED VIEW",
             RenameKind::Index => "INDEX",

@@ -331,6 +331,10 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_metadata::CastsTakeTheirType));
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_rounding::CastsRound::default()));
         ctx.add_analyzer_rule(Arc::new(brook_planner::similar_to::SimilarTo::default()));
+        ctx.add_analyzer_rule(Arc::new(
+            brook_planner::extract_fields::ExtractFields::default(),
+        ));
+        ctx.add_analyzer_rule(Arc::new(brook_planner::array_slice::ArraySubscripts));
         // After `cast_metadata`: `j::text = '..'` compares text.
         ctx.add_analyzer_rule(Arc::new(
             crate::udf::jsonb_literals::JsonbLiterals::default(),

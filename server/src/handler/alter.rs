@@ -119,6 +119,23 @@ impl Session {
 
     pub(crate) async fn alter_table(&mut self, at: ast::AlterTable) -> Result<Outcome> {
         let (schema, mut name) = self.resolve(&at.name)?;
+        // `ALTER TABLE v RENAME TO w` of a view, index or sequence renames it, as in
+        // PostgreSQL (a table's rename below holds its write lock).
+        if let [AlterTableOperation::RenameTable {
+            table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to),
+        }] = at.operations.as_slice()
+        {
+            if let ([part], Err(_)) = (to.0.as_slice(), self.writable(&schema, &name)) {
+                if let Some(to) = part.as_ident() {
+                    return self.rename_object(
+                        brook_planner::statement::RenameKind::Table,
+                        &at.name,
+                        to,
+                        at.if_exists,
+                    );
+                }
+            }
+        }
         let Some((mut meta, store)) = self.altered_relation(&schema, &name, at.if_exists)? else {
             return Ok(Outcome::Command("ALTER TABLE".into()));
         };

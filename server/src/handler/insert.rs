@@ -250,24 +250,24 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
     else {
         return None;
     };
-    // The types DataFusion reads a cast of text into; text, json, uuid, bytea and xml
-    // literals are read as their columns' values already.
+    // The types whose cast reads text as the column's assignment does. Others are left to
+    // the assignment: text, json, uuid, bytea and xml literals are read as their columns'
+    // values already; a numeric cast does not read `1e-5` and a float cast reads `1e39` as
+    // Infinity (the assignment checks the range: 22003), so a float literal is cast only
+    // when it is one of the special values; a time cast is of another precision.
     use crate::pg::types::PgType;
-    let cast = matches!(
-        ty,
+    let cast = match ty {
         PgType::Bool
-            | PgType::Int2
-            | PgType::Int4
-            | PgType::Int8
-            | PgType::Float4
-            | PgType::Float8
-            | PgType::Numeric { .. }
-            | PgType::Date
-            | PgType::Time
-            | PgType::Timestamp
-            | PgType::Timestamptz
-            | PgType::Interval
-    );
+        | PgType::Int2
+        | PgType::Int4
+        | PgType::Int8
+        | PgType::Date
+        | PgType::Timestamp
+        | PgType::Timestamptz
+        | PgType::Interval => true,
+        PgType::Float4 | PgType::Float8 => literal_text(e).is_some_and(is_special_float),
+        _ => false,
+    };
     if !cast {
         return None;
     }
@@ -280,6 +280,27 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
         array: false,
         format: None,
     })
+}
+
+/// The text of a quoted literal.
+fn literal_text(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Value(ast::ValueWithSpan {
+            value:
+                ast::Value::SingleQuotedString(text)
+                | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: text, .. }),
+            ..
+        }) => Some(text),
+        _ => None,
+    }
+}
+
+/// Whether `text` is one of the special float inputs PostgreSQL reads (`Infinity`,
+/// `-inf`, `NaN`, in any case, with blanks around).
+fn is_special_float(text: &str) -> bool {
+    let word = text.trim().to_ascii_lowercase();
+    let unsigned = word.trim_start_matches(['+', '-']);
+    word.len() - unsigned.len() <= 1 && matches!(unsigned, "infinity" | "inf" | "nan")
 }
 
 /// A column's DEFAULT text as an expression.

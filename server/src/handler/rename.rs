@@ -1,6 +1,7 @@
 //! `ALTER {VIEW | MATERIALIZED VIEW | INDEX | SEQUENCE} [IF EXISTS] name RENAME TO new`
-//! (`ALTER TABLE ... RENAME` is `alter.rs`'s). As in PostgreSQL, `ALTER INDEX` renames
-//! any relation (and a sequence); the others rename their own kind only.
+//! (`ALTER TABLE ... RENAME` of a table is `alter.rs`'s). As in PostgreSQL, `ALTER INDEX`
+//! and `ALTER TABLE` rename any relation, index or sequence; the others their own kind
+//! only.
 
 use crate::catalog::RelKind;
 use crate::ident::ident_name;
@@ -38,16 +39,18 @@ impl Session {
         };
         let new = ident_name(to);
         match (kind, named) {
-            (RenameKind::Index, Named::Index) => self.rename_index(&schema, &old, &new)?,
+            (RenameKind::Index | RenameKind::Table, Named::Index) => {
+                self.rename_index(&schema, &old, &new)?
+            }
             (RenameKind::View, Named::Relation(RelKind::View))
             | (RenameKind::MaterializedView, Named::Relation(RelKind::MaterializedView))
-            | (RenameKind::Index, Named::Relation(_)) => {
+            | (RenameKind::Index | RenameKind::Table, Named::Relation(_)) => {
                 self.rename_relation(&schema, &old, &new)?
             }
-            (RenameKind::Sequence | RenameKind::Index, Named::Sequence) => {
+            (RenameKind::Sequence | RenameKind::Index | RenameKind::Table, Named::Sequence) => {
                 self.engine.rename_sequence(&self.db, &schema, &old, &new)?
             }
-            (RenameKind::Index, Named::PrimaryKeyIndex) => {
+            (RenameKind::Index | RenameKind::Table, Named::PrimaryKeyIndex) => {
                 return Err(brook_err!(
                     Unsupported,
                     "renaming the index of a primary key (it is named after its table)"
@@ -55,6 +58,7 @@ impl Session {
             }
             (kind, _) => {
                 let noun = match kind {
+                    RenameKind::Table => "a table",
                     RenameKind::View => "a view",
                     RenameKind::MaterializedView => "a materialized view",
                     RenameKind::Index => "an index",

@@ -1,0 +1,253 @@
+//! `extract` / `date_part` fields DataFusion computes otherwise than PostgreSQL:
+//!
+//! - `second` keeps its fraction (`extract(second FROM '13:45:12.5')` is `12.500000`, a
+//!   numeric with six decimals, of a timestamp, a time or an interval); DataFusion's is
+//!   an integer (12: a wrong answer).
+//! - `epoch` of an interval counts a year as 365.25 days and the remaining months as 30
+//!   days (`interval '1 year'` is 31557600 seconds); DataFusion's counts every month as 30
+//!   days (31104000).
+//!
+//! This analyzer rule (after type coercion) puts Brook's functions in the place of those
+//! calls. Written here because DataFusion's `date_part` has no option for either.
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Float64Array};
+use datafusion::arrow::datatypes::{
+    DataType, IntervalMonthDayNanoType, IntervalUnit, Time32MillisecondType, Time32SecondType,
+    Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{exec_err, Result, ScalarValue};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+use std::sync::Arc;
+
+const MICROS_PER_MINUTE: i64 = 60_000_000;
+const SECONDS_PER_DAY: f64 = 86_400.0;
+
+/// The analyzer rule.
+#[derive(Debug)]
+pub struct ExtractFields {
+    seconds: Arc<ScalarUDF>,
+    interval_epoch: Arc<ScalarUDF>,
+}
+
+impl Default for ExtractFields {
+    fn default() -> Self {
+        ExtractFields {
+            seconds: Arc::new(ScalarUDF::new_from_impl(Field {
+                kind: Kind::Seconds,
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
+            interval_epoch: Arc::new(ScalarUDF::new_from_impl(Field {
+                kind: Kind::IntervalEpoch,
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
+        }
+    }
+}
+
+impl AnalyzerRule for ExtractFields {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| {
+                let Expr::ScalarFunction(f) = &e else {
+                    return Ok(Transformed::no(e));
+                };
+                let [Expr::Literal(ScalarValue::Utf8(Some(part)), _), source] = f.args.as_slice()
+                else {
+                    return Ok(Transformed::no(e));
+                };
+                if f.name() != "date_part" {
+                    return Ok(Transformed::no(e));
+                }
+                let source_type = source.get_type(schema)?;
+                let udf = match part.to_ascii_lowercase().as_str() {
+                    "second" | "seconds" if Kind::Seconds.takes(&source_type) => &self.seconds,
+                    "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
+                    _ => return Ok(Transformed::no(e)),
+                };
+                Ok(Transformed::yes(Expr::ScalarFunction(
+                    ScalarFunction::new_udf(udf.clone(), vec![source.clone()]),
+                )))
+            })
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_extract_fields"
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    /// The seconds of the minute with their fraction, `numeric(8, 6)`.
+    Seconds,
+    /// An interval's length in seconds, a year 365.25 days.
+    IntervalEpoch,
+}
+
+impl Kind {
+    fn takes(self, t: &DataType) -> bool {
+        match self {
+            Kind::Seconds => matches!(
+                t,
+                DataType::Timestamp(..)
+                    | DataType::Time32(_)
+                    | DataType::Time64(_)
+                    | DataType::Interval(IntervalUnit::MonthDayNano)
+            ),
+            Kind::IntervalEpoch => matches!(t, DataType::Interval(IntervalUnit::MonthDayNano)),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Field {
+    kind: Kind,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Field {
+    fn name(&self) -> &str {
+        match self.kind {
+            Kind::Seconds => "brook_extract_seconds",
+            Kind::IntervalEpoch => "brook_interval_epoch",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(match self.kind {
+            Kind::Seconds => DataType::Decimal128(8, 6),
+            Kind::IntervalEpoch => DataType::Float64,
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let out = match self.kind {
+            Kind::Seconds => seconds(&arrays[0])?,
+            Kind::IntervalEpoch => interval_epoch(&arrays[0])?,
+        };
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+        } else {
+            ColumnarValue::Array(out)
+        })
+    }
+}
+
+/// The microseconds into the minute of each value, as `numeric(8, 6)` seconds.
+fn seconds(values: &ArrayRef) -> Result<ArrayRef> {
+    // Micros since the start of the minute: of a time or timestamp counted from midnight
+    // or the epoch (whole minutes apart, so the remainder is the seconds); of an interval
+    // its time part's, negative with it (PostgreSQL's `time % 60 s`).
+    let of_point = |micros: i64| Some(i128::from(micros.rem_euclid(MICROS_PER_MINUTE)));
+    let micros: Decimal128Array = match values.data_type() {
+        DataType::Timestamp(TimeUnit::Second, _) => values
+            .as_primitive::<TimestampSecondType>()
+            .unary_opt(|v| of_point(v.wrapping_mul(1_000_000))),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => values
+            .as_primitive::<TimestampMillisecondType>()
+            .unary_opt(|v| of_point(v.wrapping_mul(1_000))),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => values
+            .as_primitive::<TimestampMicrosecondType>()
+            .unary_opt(of_point),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => values
+            .as_primitive::<TimestampNanosecondType>()
+            .unary_opt(|v| of_point(v.div_euclid(1_000))),
+        DataType::Time32(TimeUnit::Second) => values
+            .as_primitive::<Time32SecondType>()
+            .unary_opt(|v| of_point(i64::from(v) * 1_000_000)),
+        DataType::Time32(_) => values
+            .as_primitive::<Time32MillisecondType>()
+            .unary_opt(|v| of_point(i64::from(v) * 1_000)),
+        DataType::Time64(TimeUnit::Nanosecond) => values
+            .as_primitive::<Time64NanosecondType>()
+            .unary_opt(|v| of_point(v.div_euclid(1_000))),
+        DataType::Time64(_) => values
+            .as_primitive::<Time64MicrosecondType>()
+            .unary_opt(of_point),
+        DataType::Interval(IntervalUnit::MonthDayNano) => values
+            .as_primitive::<IntervalMonthDayNanoType>()
+            .unary_opt(|v| Some(i128::from((v.nanoseconds / 1_000) % MICROS_PER_MINUTE))),
+        other => return exec_err!("extract(second) of {other}"),
+    };
+    Ok(Arc::new(micros.with_precision_and_scale(8, 6)?))
+}
+
+/// Each interval's length in seconds as PostgreSQL's `extract(epoch ...)` counts it: whole
+/// years of 365.25 days, the other months of 30 days, days of 24 hours.
+fn interval_epoch(values: &ArrayRef) -> Result<ArrayRef> {
+    let DataType::Interval(IntervalUnit::MonthDayNano) = values.data_type() else {
+        return exec_err!("extract(epoch) of {}", values.data_type());
+    };
+    let epochs: Float64Array = values
+        .as_primitive::<IntervalMonthDayNanoType>()
+        .unary(|v| {
+            let years = f64::from(v.months / 12);
+            let months = f64::from(v.months % 12);
+            years * 365.25 * SECONDS_PER_DAY
+                + months * 30.0 * SECONDS_PER_DAY
+                + f64::from(v.days) * SECONDS_PER_DAY
+                + v.nanoseconds as f64 / 1e9
+        });
+    Ok(Arc::new(epochs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{IntervalMonthDayNanoArray, TimestampMicrosecondArray};
+    use datafusion::arrow::datatypes::IntervalMonthDayNano;
+
+    #[test]
+    fn seconds_keep_their_fraction() {
+        // 2024-02-29 13:45:12.5 and 1969-12-31 23:59:59.25 (before the epoch)
+        let ts: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![
+            Some(1_709_214_312_500_000),
+            Some(-750_000),
+            None,
+        ]));
+        let s = seconds(&ts).unwrap();
+        let s = s.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+        assert_eq!(s.value_as_string(0), "12.500000");
+        assert_eq!(s.value_as_string(1), "59.250000");
+        assert!(s.is_null(2));
+        let iv: ArrayRef = Arc::new(IntervalMonthDayNanoArray::from(vec![
+            IntervalMonthDayNano::new(0, 0, 72_750_000_000),
+            IntervalMonthDayNano::new(0, 0, -12_500_000_000),
+        ]));
+        let s = seconds(&iv).unwrap();
+        let s = s.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+        assert_eq!(s.value_as_string(0), "12.750000");
+        assert_eq!(s.value_as_string(1), "-12.500000");
+    }
+
+    #[test]
+    fn a_year_of_an_interval_is_365_and_a_quarter_days() {
+        let iv: ArrayRef = Arc::new(IntervalMonthDayNanoArray::from(vec![
+            IntervalMonthDayNano::new(12, 0, 0),
+            IntervalMonthDayNano::new(14, 1, 1_500_000_000),
+            IntervalMonthDayNano::new(-1, 0, 0),
+        ]));
+        let e = interval_epoch(&iv).unwrap();
+        let e = e.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+        assert_eq!(e.value(0), 31_557_600.0);
+        assert_eq!(
+            e.value(1),
+            31_557_600.0 + 2.0 * 2_592_000.0 + 86_400.0 + 1.5
+        );
+        assert_eq!(e.value(2), -2_592_000.0);
+    }
+}
