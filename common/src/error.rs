@@ -756,9 +756,34 @@ fn classify_message(m: &str) -> BrookError {
     if lower.starts_with("select * with no tables specified") {
         return BrookError::Syntax(m);
     }
+    // `split_part(s, d, 0)`: PostgreSQL's message and 22023.
+    if lower.contains("field position must not be zero") {
+        return BrookError::InvalidParameter("field position must not be zero".into());
+    }
+    // `make_date(2023, 2, 29)`: PostgreSQL's 22008, its fields in its message.
+    if let Some(fields) = m.strip_prefix("Unable to parse date from ") {
+        let parts: Vec<&str> = fields.split(", ").collect();
+        let shown = match parts.as_slice() {
+            [y, mo, d] => format!("{y}-{mo:0>2}-{d:0>2}"),
+            _ => fields.to_string(),
+        };
+        return BrookError::DatetimeOverflow(format!("date field value out of range: {shown}"));
+    }
+    // `string_agg(x, ',') WITHIN GROUP (ORDER BY x)`: PostgreSQL's 42809.
+    if m.contains("WITHIN GROUP is only supported for ordered-set aggregate functions") {
+        return BrookError::Semantic {
+            message: "WITHIN GROUP is only for ordered-set aggregates (percentile_cont, \
+                      percentile_disc, mode); write ORDER BY inside the call"
+                .into(),
+            code: "42809",
+        };
+    }
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         BrookError::DivisionByZero
-    } else if lower.contains("regular expression did not compile") {
+    } else if lower.contains("regular expression did not compile")
+        || lower.contains("regex parse error")
+    {
+        // The second is the `regex` crate's own (a pattern, or a flag it does not know).
         BrookError::InvalidRegex(m)
     } else if is_zero_series_step(&m) {
         BrookError::InvalidParameter("step size cannot equal zero".into())
@@ -894,6 +919,13 @@ mod tests {
     #[test]
     fn planning_messages_get_postgresql_codes() {
         let cases = [
+            ("split_part", "field position must not be zero", "22023"),
+            ("make_date", "Unable to parse date from 2023, 2, 29", "22008"),
+            (
+                "within group",
+                "WITHIN GROUP is only supported for ordered-set aggregate functions",
+                "42809",
+            ),
             (
                 "grouping",
                 "Projection references non-aggregate values: Expression t.b could not be resolved from available columns: t.a",

@@ -6,6 +6,11 @@
 //! binary values sent by drivers depend on it. This analyzer rule puts `brook_bytea_in` under
 //! each text-to-binary cast ([`crate::text_input`]); it decodes PostgreSQL's formats and
 //! rejects malformed text with 22P02.
+//!
+//! `length(bytea)` and `octet_length(bytea)` count bytes, as PostgreSQL's do; DataFusion
+//! measured the value's text (`length('\x0102'::bytea)` was 6, not 2) or refused it
+//! (XX000). [`ByteaLength`], an analyzer rule before type coercion, calls Arrow's length
+//! kernel for `length`; [`octet_length`] replaces DataFusion's function.
 
 use crate::text_input::{result_like, text_argument, under_text_casts};
 use brook_common::brook_err;
@@ -126,6 +131,95 @@ impl AnalyzerRule for ByteaInput {
 
     fn name(&self) -> &str {
         "brook_bytea_input"
+    }
+}
+
+/// The rule for `length`/`octet_length` of a `bytea`.
+#[derive(Debug)]
+pub struct ByteaLength {
+    udf: Arc<ScalarUDF>,
+}
+
+impl Default for ByteaLength {
+    fn default() -> Self {
+        ByteaLength {
+            udf: Arc::new(ScalarUDF::new_from_impl(OctetLength {
+                name: "brook_octet_length",
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
+        }
+    }
+}
+
+impl AnalyzerRule for ByteaLength {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        use datafusion::common::tree_node::{Transformed, TreeNode};
+        use datafusion::logical_expr::{Expr, ExprSchemable};
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+            e.transform_up(|e| match e {
+                Expr::ScalarFunction(f)
+                    if matches!(f.name(), "length" | "character_length")
+                        && f.args.len() == 1
+                        && f.args[0].get_type(schema).is_ok_and(|t| is_binary(&t)) =>
+                {
+                    Ok(Transformed::yes(Expr::ScalarFunction(
+                        datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                            self.udf.clone(),
+                            f.args,
+                        ),
+                    )))
+                }
+                e => Ok(Transformed::no(e)),
+            })
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_bytea_length"
+    }
+}
+
+/// `octet_length(text | bytea)` as PostgreSQL's: the bytes of each value (an `integer`).
+/// DataFusion's takes text only (XX000 for a bytea).
+pub fn octet_length() -> ScalarUDF {
+    ScalarUDF::new_from_impl(OctetLength {
+        name: "octet_length",
+        signature: Signature::any(1, Volatility::Immutable),
+    })
+}
+
+/// The bytes of each value (an `integer`), under `name`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct OctetLength {
+    name: &'static str,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for OctetLength {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args.first(), Some(ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let lengths = datafusion::arrow::compute::kernels::length::length(&arrays[0])?;
+        let lengths = datafusion::arrow::compute::cast(&lengths, &DataType::Int32)?;
+        Ok(if scalar {
+            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(
+                &lengths, 0,
+            )?)
+        } else {
+            ColumnarValue::Array(lengths)
+        })
     }
 }
 

@@ -7,8 +7,8 @@
 //!   days (`interval '1 year'` is 31557600 seconds); DataFusion's counts every month as 30
 //!   days (31104000).
 //!
-//! This analyzer rule (after type coercion) puts Brook's functions in the place of those
-//! calls. Written here because DataFusion's `date_part` has no option for either.
+//! This analyzer rule (before type coercion, so that what reads the field is typed for a
+//! numeric) puts Brook's functions in the place of those calls. Written here because DataFusion's `date_part` has no option for either.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Float64Array};
 use datafusion::arrow::datatypes::{

@@ -30,6 +30,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::system_columns::TableOid),
         Arc::new(crate::system_columns::CatalogRegclass),
         Arc::new(crate::information_schema::InformationSchemaColumns),
+        Arc::new(crate::using_joins::UsingJoins),
         Arc::new(crate::regproc_columns::RegprocColumns),
         Arc::new(crate::empty_catalogs::EmptyCatalogs),
         Arc::new(crate::reloptions::OptionsToTable),

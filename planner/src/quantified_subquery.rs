@@ -11,10 +11,12 @@
 //! row's is true, else NULL when some row's is NULL, else false — a CASE over the counts
 //! of such rows of `q`, named as a derived table of one column, so `x` can only read the
 //! outer query.
-//! A subquery whose column count is not visible (`SELECT *`) is left to DataFusion.
+//! A subquery whose column count is not visible (`SELECT *`), a left side that calls a
+//! function (an aggregate, a window, `nextval`), and comparisons in JOIN ... ON, ORDER BY
+//! and FILTER are left to DataFusion.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    BinaryOperator, Expr, Ident, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -28,21 +30,96 @@ pub struct QuantifiedSubqueries;
 
 impl SqlStatementRewriteRule for QuantifiedSubqueries {
     fn rewrite(&self, mut s: Statement) -> Statement {
+        let _ = s.visit(&mut Defined);
         let _ = s.visit(&mut Quantified);
         s
     }
 }
 
+/// The other operators, where a scalar subquery can run: the select lists, WHERE and
+/// HAVING of every query (not JOIN ... ON, ORDER BY or a FILTER, which DataFusion plans
+/// itself for an uncorrelated subquery).
+struct Defined;
+
+impl VisitorMut for Defined {
+    type Break = ();
+
+    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        define_in_body(&mut q.body);
+        ControlFlow::Continue(())
+    }
+}
+
+fn define_in_body(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(s) => {
+            for item in s.projection.iter_mut() {
+                match item {
+                    // Named as PostgreSQL names the comparison, not as the subquery's CASE.
+                    SelectItem::UnnamedExpr(e) => {
+                        if let Some(defined) = quantified_comparison(e) {
+                            *item = SelectItem::ExprWithAlias {
+                                expr: defined,
+                                alias: Ident::with_quote('"', "?column?"),
+                            };
+                        } else {
+                            define_in(e);
+                        }
+                    }
+                    SelectItem::ExprWithAlias { expr, .. } => define_in(expr),
+                    _ => {}
+                }
+            }
+            for e in [s.selection.as_mut(), s.having.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                define_in(e);
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            define_in_body(left);
+            define_in_body(right);
+        }
+        _ => {}
+    }
+}
+
+/// The quantified comparisons of `e`, outside its subqueries (each query is visited on its
+/// own), as SQL defines them.
+fn define_in(e: &mut Expr) {
+    struct Outside {
+        depth: usize,
+    }
+    impl VisitorMut for Outside {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                if let Some(defined) = quantified_comparison(e) {
+                    *e = defined;
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = e.visit(&mut Outside { depth: 0 });
+}
+
+/// `= ANY` and `<> ALL` of a subquery as `IN` / `NOT IN`, anywhere.
 struct Quantified;
 
 impl VisitorMut for Quantified {
     type Break = ();
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        if let Some(defined) = quantified_comparison(e) {
-            *e = defined;
-            return ControlFlow::Continue(());
-        }
         let (left, right, negated) = match e {
             Expr::AnyOp {
                 left,
@@ -102,7 +179,7 @@ fn quantified_comparison(e: &Expr) -> Option<Expr> {
     let Expr::Subquery(q) = right.as_ref() else {
         return None;
     };
-    if !one_column(q) {
+    if !one_column(q) || !plain(left) {
         return None;
     }
     let compared = format!("({left}) {op} __brook_v");
@@ -122,6 +199,23 @@ fn quantified_comparison(e: &Expr) -> Option<Expr> {
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_expr())
         .ok()
+}
+
+/// Whether `e` reads columns and constants only (no function call, aggregate, window or
+/// subquery): it is written into the subquery's aggregates, where an aggregate would nest
+/// and a volatile call would run per row.
+fn plain(e: &Expr) -> bool {
+    let mut calls = false;
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x| {
+        if matches!(
+            x,
+            Expr::Function(_) | Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+        ) {
+            calls = true;
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    !calls
 }
 
 /// Whether query `q` visibly gives one column (its first SELECT lists one expression).
@@ -172,7 +266,12 @@ mod tests {
             ),
             (
                 "SELECT k < ANY (SELECT a FROM u) FROM t",
-                "SELECT (SELECT CASE WHEN count(*) FILTER (WHERE (k) < __brook_v) > 0 THEN true WHEN count(*) FILTER (WHERE ((k) < __brook_v) IS NULL) > 0 THEN NULL ELSE false END FROM (SELECT a FROM u) AS __brook_quantified (__brook_v)) FROM t",
+                "SELECT (SELECT CASE WHEN count(*) FILTER (WHERE (k) < __brook_v) > 0 THEN true WHEN count(*) FILTER (WHERE ((k) < __brook_v) IS NULL) > 0 THEN NULL ELSE false END FROM (SELECT a FROM u) AS __brook_quantified (__brook_v)) AS \"?column?\" FROM t",
+            ),
+            // a left side that calls a function, and JOIN ... ON, stay DataFusion's
+            (
+                "SELECT max(x) > ALL (SELECT a FROM u) FROM t JOIN v ON t.k > ALL (SELECT a FROM u)",
+                "SELECT max(x) > ALL(SELECT a FROM u) FROM t JOIN v ON t.k > ALL(SELECT a FROM u)",
             ),
         ];
         for (sql, want) in cases {

@@ -331,10 +331,10 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_metadata::CastsTakeTheirType));
         ctx.add_analyzer_rule(Arc::new(brook_planner::cast_rounding::CastsRound::default()));
         ctx.add_analyzer_rule(Arc::new(brook_planner::similar_to::SimilarTo::default()));
-        ctx.add_analyzer_rule(Arc::new(
-            brook_planner::extract_fields::ExtractFields::default(),
-        ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::array_slice::ArraySubscripts));
+        ctx.add_analyzer_rule(Arc::new(
+            brook_planner::regexp_replacement::RegexpReplacement::default(),
+        ));
         // After `cast_metadata`: `j::text = '..'` compares text.
         ctx.add_analyzer_rule(Arc::new(
             crate::udf::jsonb_literals::JsonbLiterals::default(),
@@ -363,6 +363,7 @@ impl Engine {
         crate::udf::regclass_check::register(&ctx);
         crate::udf::oid_array::register(&ctx);
         crate::udf::format::register(&ctx);
+        ctx.register_udf(brook_planner::bytea::octet_length());
         crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
@@ -840,6 +841,18 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion + 3,
         Arc::new(brook_planner::interval_text_casts::IntervalTextCasts::default()),
     );
+    // Before type coercion, which types what reads `extract(second ...)` as a numeric.
+    rules.insert(
+        coercion,
+        Arc::new(brook_planner::extract_fields::ExtractFields::default()),
+    );
+    // Before type coercion, which would cast a bytea to text for `length`.
+    rules.insert(
+        coercion,
+        Arc::new(brook_planner::bytea::ByteaLength::default()),
+    );
+    // Before type coercion, which would cast concat's booleans to `true`/`false`.
+    rules.insert(coercion, Arc::new(brook_planner::concat_text::ConcatText));
     // Before type coercion, which types the copy numbers and join keys it adds.
     rules.insert(coercion, Arc::new(brook_planner::set_all::SetOperationsAll));
     // Before type coercion, which refuses a RANGE frame ordered by an interval (the rule

@@ -18,6 +18,25 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Format {
         signature: Signature::variadic_any(Volatility::Stable),
     }));
+    // `quote_ident(text)`: quoted unless lower case letters, digits and `_` and no keyword
+    // (the catalog crate's left `Foo` unquoted, which reads back as `foo`).
+    ctx.register_udf(datafusion::logical_expr::create_udf(
+        "quote_ident",
+        vec![DataType::Utf8],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(datafusion::functions::utils::make_scalar_function(
+            |args: &[ArrayRef]| {
+                let out: datafusion::arrow::array::StringArray = args[0]
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(crate::ident::quote_if_needed))
+                    .collect();
+                Ok(Arc::new(out) as ArrayRef)
+            },
+            vec![],
+        )),
+    ));
     // `quote_literal(text)` (NULL for NULL) and `quote_nullable(text)` (`NULL` for NULL),
     // the quoting of `%L`.
     for (name, null) in [("quote_literal", None), ("quote_nullable", Some("NULL"))] {
