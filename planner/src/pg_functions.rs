@@ -12,8 +12,8 @@
 
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, TableAlias, TableFactor,
-    TableFunctionArgs, TimezoneInfo, Value, VisitMut, VisitorMut,
+    FunctionArguments, Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement,
+    TableAlias, TableFactor, TableFunctionArgs, TimezoneInfo, Value, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -134,6 +134,57 @@ pub fn rewrite_expressions(s: &mut Statement, f: impl Fn(&mut Expr)) {
         f(e);
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// Apply `f` to every SELECT of `s` (of subqueries too, each after the queries inside it,
+/// and of both sides of a set operation).
+pub fn rewrite_selects(s: &mut Statement, f: impl FnMut(&mut Select)) {
+    struct Selects<F>(F);
+    impl<F: FnMut(&mut Select)> VisitorMut for Selects<F> {
+        type Break = ();
+        fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            each_select(&mut q.body, &mut self.0);
+            ControlFlow::Continue(())
+        }
+    }
+    fn each_select(body: &mut SetExpr, f: &mut dyn FnMut(&mut Select)) {
+        match body {
+            SetExpr::Select(s) => f(s),
+            SetExpr::SetOperation { left, right, .. } => {
+                each_select(left, f);
+                each_select(right, f);
+            }
+            _ => {}
+        }
+    }
+    let _ = s.visit(&mut Selects(f));
+}
+
+/// Apply `f` to every expression of `e` outside its subqueries (which are queries of their
+/// own scope), the operands of an expression before it.
+pub fn rewrite_outside_subqueries(e: &mut Expr, f: impl FnMut(&mut Expr)) {
+    struct Outside<F> {
+        f: F,
+        depth: usize,
+    }
+    impl<F: FnMut(&mut Expr)> VisitorMut for Outside<F> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0 {
+                (self.f)(e);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = e.visit(&mut Outside { f, depth: 0 });
 }
 
 /// `sql` (one PostgreSQL statement) after `rewrite`, as text: what the rewrites' tests

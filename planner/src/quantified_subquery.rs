@@ -16,7 +16,8 @@
 //! and FILTER are left to DataFusion.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, Ident, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    BinaryOperator, Expr, Ident, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut,
+    VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -30,87 +31,49 @@ pub struct QuantifiedSubqueries;
 
 impl SqlStatementRewriteRule for QuantifiedSubqueries {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        let _ = s.visit(&mut Defined);
+        crate::pg_functions::rewrite_selects(&mut s, define_in_select);
         let _ = s.visit(&mut Quantified);
         s
     }
 }
 
-/// The other operators, where a scalar subquery can run: the select lists, WHERE and
-/// HAVING of every query (not JOIN ... ON, ORDER BY or a FILTER, which DataFusion plans
-/// itself for an uncorrelated subquery).
-struct Defined;
-
-impl VisitorMut for Defined {
-    type Break = ();
-
-    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        define_in_body(&mut q.body);
-        ControlFlow::Continue(())
-    }
-}
-
-fn define_in_body(body: &mut SetExpr) {
-    match body {
-        SetExpr::Select(s) => {
-            for item in s.projection.iter_mut() {
-                match item {
-                    // Named as PostgreSQL names the comparison, not as the subquery's CASE.
-                    SelectItem::UnnamedExpr(e) => {
-                        if let Some(defined) = quantified_comparison(e) {
-                            *item = SelectItem::ExprWithAlias {
-                                expr: defined,
-                                alias: Ident::with_quote('"', "?column?"),
-                            };
-                        } else {
-                            define_in(e);
-                        }
-                    }
-                    SelectItem::ExprWithAlias { expr, .. } => define_in(expr),
-                    _ => {}
+/// The other operators in `s`, where a scalar subquery can run: its select list, WHERE and
+/// HAVING (not JOIN ... ON, ORDER BY or a FILTER, which DataFusion plans itself for an
+/// uncorrelated subquery).
+fn define_in_select(s: &mut Select) {
+    for item in s.projection.iter_mut() {
+        match item {
+            // Named as PostgreSQL names the comparison, not as the subquery's CASE.
+            SelectItem::UnnamedExpr(e) => {
+                if let Some(defined) = quantified_comparison(e) {
+                    *item = SelectItem::ExprWithAlias {
+                        expr: defined,
+                        alias: Ident::with_quote('"', "?column?"),
+                    };
+                } else {
+                    define_in(e);
                 }
             }
-            for e in [s.selection.as_mut(), s.having.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                define_in(e);
-            }
+            SelectItem::ExprWithAlias { expr, .. } => define_in(expr),
+            _ => {}
         }
-        SetExpr::SetOperation { left, right, .. } => {
-            define_in_body(left);
-            define_in_body(right);
-        }
-        _ => {}
+    }
+    for e in [s.selection.as_mut(), s.having.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        define_in(e);
     }
 }
 
 /// The quantified comparisons of `e`, outside its subqueries (each query is visited on its
 /// own), as SQL defines them.
 fn define_in(e: &mut Expr) {
-    struct Outside {
-        depth: usize,
-    }
-    impl VisitorMut for Outside {
-        type Break = ();
-        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
+    crate::pg_functions::rewrite_outside_subqueries(e, |e| {
+        if let Some(defined) = quantified_comparison(e) {
+            *e = defined;
         }
-        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-            if self.depth == 0 {
-                if let Some(defined) = quantified_comparison(e) {
-                    *e = defined;
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let _ = e.visit(&mut Outside { depth: 0 });
+    });
 }
 
 /// `= ANY` and `<> ALL` of a subquery as `IN` / `NOT IN`, anywhere.

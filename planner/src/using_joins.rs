@@ -15,11 +15,10 @@
 //! ambiguous), NATURAL joins, and joins of more than two items or of an unnamed one.
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, Select, SelectItem,
-    SetExpr, Statement, TableFactor, VisitMut, VisitorMut,
+    Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName, Select, SelectItem,
+    Statement, TableFactor,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
-use std::ops::ControlFlow;
 
 /// The rewrite rule.
 #[derive(Debug)]
@@ -27,31 +26,8 @@ pub struct UsingJoins;
 
 impl SqlStatementRewriteRule for UsingJoins {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        let _ = s.visit(&mut Selects);
+        crate::pg_functions::rewrite_selects(&mut s, rewrite_select);
         s
-    }
-}
-
-/// Visits every query (subqueries too) and rewrites its SELECTs.
-struct Selects;
-
-impl VisitorMut for Selects {
-    type Break = ();
-
-    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-        rewrite_body(&mut q.body);
-        ControlFlow::Continue(())
-    }
-}
-
-fn rewrite_body(body: &mut SetExpr) {
-    match body {
-        SetExpr::Select(s) => rewrite_select(s),
-        SetExpr::SetOperation { left, right, .. } => {
-            rewrite_body(left);
-            rewrite_body(right);
-        }
-        _ => {}
     }
 }
 
@@ -175,32 +151,13 @@ fn rewrite_select(s: &mut Select) {
 
 /// Unqualified references to a USING column in `e`, outside subqueries, as the merged value.
 fn replace_references(e: &mut Expr, merged: &Merged) {
-    struct References<'a> {
-        merged: &'a Merged,
-        depth: usize,
-    }
-    impl VisitorMut for References<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-            if self.depth == 0 {
-                if let Expr::Identifier(i) = e {
-                    if let Some(c) = self.merged.column(i) {
-                        *e = self.merged.value(c);
-                    }
-                }
+    crate::pg_functions::rewrite_outside_subqueries(e, |e| {
+        if let Expr::Identifier(i) = e {
+            if let Some(c) = merged.column(i) {
+                *e = merged.value(c);
             }
-            ControlFlow::Continue(())
         }
-    }
-    let _ = e.visit(&mut References { merged, depth: 0 });
+    });
 }
 
 #[cfg(test)]
