@@ -8,12 +8,15 @@
 //! ```sql
 //! SELECT (SELECT count(*) FROM t AS x WHERE x.b < t.b) FROM t
 //! -- becomes
-//! SELECT COALESCE(__brook_sq0.v, 0) FROM t
-//!   LEFT JOIN (SELECT t.b AS k0, count(*) AS v
+//! SELECT COALESCE(__brook_sq0.__brook_v, 0) FROM t
+//!   LEFT JOIN (SELECT t.b AS __brook_k0, count(*) AS __brook_v
 //!                FROM (SELECT DISTINCT b FROM t) AS t JOIN t AS x ON x.b < t.b
 //!               GROUP BY t.b) AS __brook_sq0
-//!     ON __brook_sq0.k0 IS NOT DISTINCT FROM t.b
+//!     ON __brook_sq0.__brook_k0 IS NOT DISTINCT FROM t.b
 //! ```
+//!
+//! The grouped side's columns have names of Brook's own: a user's column `v` or `k0`
+//! beside them made an unqualified reference to it ambiguous (42702).
 //!
 //! Invariant: the result equals the subquery evaluated per outer row, because the subquery's
 //! value is a function of the outer columns it references only, the grouped side has exactly
@@ -301,12 +304,12 @@ impl VisitorMut for Finder<'_> {
         let keys: Vec<String> = cols
             .iter()
             .enumerate()
-            .map(|(k, c)| format!("{q_outer}.\"{c}\" AS k{k}"))
+            .map(|(k, c)| format!("{q_outer}.\"{c}\" AS __brook_k{k}"))
             .collect();
         let group: Vec<String> = cols.iter().map(|c| format!("{q_outer}.\"{c}\"")).collect();
         let distinct: Vec<String> = cols.iter().map(|c| format!("\"{c}\"")).collect();
         let derived = format!(
-            "SELECT {}, {agg} AS v FROM (SELECT DISTINCT {} FROM {}) AS {q_outer} JOIN {from} ON {pred} GROUP BY {}",
+            "SELECT {}, {agg} AS __brook_v FROM (SELECT DISTINCT {} FROM {}) AS {q_outer} JOIN {from} ON {pred} GROUP BY {}",
             keys.join(", "),
             distinct.join(", "),
             table_sql,
@@ -315,16 +318,16 @@ impl VisitorMut for Finder<'_> {
         let on: Vec<String> = cols
             .iter()
             .enumerate()
-            .map(|(k, c)| format!("({sq}.k{k} IS NOT DISTINCT FROM {q_outer}.\"{c}\")"))
+            .map(|(k, c)| format!("({sq}.__brook_k{k} IS NOT DISTINCT FROM {q_outer}.\"{c}\")"))
             .collect();
         let join_sql = format!(
             "SELECT 1 FROM {q_outer} LEFT JOIN ({derived}) AS {sq} ON {}",
             on.join(" AND ")
         );
         let value = if is_count {
-            format!("COALESCE({sq}.v, 0)")
+            format!("COALESCE({sq}.__brook_v, 0)")
         } else {
-            format!("{sq}.v")
+            format!("{sq}.__brook_v")
         };
         let Some(replacement) = parse_expr(&value) else {
             return ControlFlow::Continue(());
@@ -366,8 +369,8 @@ mod tests {
     #[test]
     fn count_with_inequality_becomes_a_grouped_left_join() {
         let out = rewrite("SELECT a, (SELECT count(*) FROM t1 AS x WHERE x.b < t1.b) FROM t1 WHERE a > 1 ORDER BY 1");
-        assert!(out.contains("COALESCE(__brook_sq0.v, 0)"), "{out}");
-        assert!(out.contains("LEFT JOIN (SELECT \"t1\".\"b\" AS k0, count(*) AS v FROM (SELECT DISTINCT \"b\" FROM t1) AS \"t1\" JOIN t1 AS x ON x.b < t1.b GROUP BY \"t1\".\"b\") AS __brook_sq0"), "{out}");
+        assert!(out.contains("COALESCE(__brook_sq0.__brook_v, 0)"), "{out}");
+        assert!(out.contains("LEFT JOIN (SELECT \"t1\".\"b\" AS __brook_k0, count(*) AS __brook_v FROM (SELECT DISTINCT \"b\" FROM t1) AS \"t1\" JOIN t1 AS x ON x.b < t1.b GROUP BY \"t1\".\"b\") AS __brook_sq0"), "{out}");
         assert!(out.contains("WHERE a > 1 ORDER BY 1"), "{out}");
     }
 
