@@ -315,6 +315,22 @@ impl CheckedIntegerArithmetic {
     }
 }
 
+/// Whether `op` compares its operands (`=`, `<>`, `<`, `<=`, `>`, `>=`, `IS [NOT] DISTINCT
+/// FROM`): the operators whose operands the analyzer rules type alike.
+pub fn is_comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
+}
+
 /// Rewrite the expressions of every node of `plan` (subqueries included, bottom up) with
 /// `rewrite`, which sees the merged schema of the node's inputs; result names are kept and
 /// schemas recomputed where something changed. Table scans are left alone, and `VALUES`

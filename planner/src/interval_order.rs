@@ -76,13 +76,7 @@ impl AnalyzerRule for IntervalOrder {
         plan.transform_up_with_subqueries(|p| match p {
             LogicalPlan::Sort(mut s) => {
                 let schema = s.input.schema().clone();
-                let mut changed = false;
-                for sort in s.expr.iter_mut() {
-                    if let Some(key) = self.sort_key(&sort.expr, &schema) {
-                        sort.expr = key;
-                        changed = true;
-                    }
-                }
+                let changed = self.sort_keys(&mut s.expr, &schema);
                 Ok(Transformed::new(
                     LogicalPlan::Sort(s),
                     changed,
@@ -128,7 +122,7 @@ impl IntervalOrder {
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         Ok(match e {
             Expr::BinaryExpr(BinaryExpr { left, op, right })
-                if is_comparison(op)
+                if crate::checked::is_comparison(op)
                     && Self::is_interval(&left, schema)
                     && Self::is_interval(&right, schema) =>
             {
@@ -250,20 +244,6 @@ impl IntervalOrder {
             e => Transformed::no(e),
         })
     }
-}
-
-fn is_comparison(op: Operator) -> bool {
-    matches!(
-        op,
-        Operator::Eq
-            | Operator::NotEq
-            | Operator::Lt
-            | Operator::LtEq
-            | Operator::Gt
-            | Operator::GtEq
-            | Operator::IsDistinctFrom
-            | Operator::IsNotDistinctFrom
-    )
 }
 
 /// `brook_interval_length(interval)`: [`interval_key`] as `numeric(38, 0)`.

@@ -212,15 +212,7 @@ fn type_literals(ins: &mut ast::Insert, meta: &RelationMeta, targets: &[usize]) 
 /// A quoted literal assigned to an array column, as `CAST(ARRAY[...] AS type[])` of its
 /// elements: what the literal means there in PostgreSQL. `None` for anything else.
 pub(crate) fn typed_array_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<Expr> {
-    let Expr::Value(ast::ValueWithSpan {
-        value:
-            ast::Value::SingleQuotedString(text)
-            | ast::Value::DollarQuotedString(ast::DollarQuotedString { value: text, .. }),
-        ..
-    }) = e
-    else {
-        return None;
-    };
+    let text = literal_text(e)?;
     if !matches!(ty, crate::pg::types::PgType::Array(_)) {
         return None;
     }
@@ -243,13 +235,7 @@ pub(crate) fn typed_array_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Op
 /// `CASE WHEN ... THEN '1 day' ELSE iv END` found no common type of text and interval:
 /// 42804.) `None` for anything else.
 pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<Expr> {
-    let Expr::Value(ast::ValueWithSpan {
-        value: ast::Value::SingleQuotedString(_) | ast::Value::DollarQuotedString(_),
-        ..
-    }) = e
-    else {
-        return None;
-    };
+    let text = literal_text(e)?;
     // The types whose cast reads text as the column's assignment does. Others are left to
     // the assignment: text, json, uuid, bytea and xml literals are read as their columns'
     // values already; a numeric cast does not read `1e-5` and a float cast reads `1e39` as
@@ -265,7 +251,7 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
         | PgType::Timestamp
         | PgType::Timestamptz
         | PgType::Interval => true,
-        PgType::Float4 | PgType::Float8 => literal_text(e).is_some_and(is_special_float),
+        PgType::Float4 | PgType::Float8 => is_special_float(text),
         _ => false,
     };
     if !cast {

@@ -46,7 +46,9 @@ impl JsonbLiterals {
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let jsonb = |e: &Expr| super::jsonb_operators::is_jsonb(e, schema);
         Ok(match e {
-            Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_comparison(op) => {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if brook_planner::checked::is_comparison(op) =>
+            {
                 if is_text_literal(&right) && jsonb(&left) {
                     Transformed::yes(binary(*left, op, self.cast(*right)))
                 } else if is_text_literal(&left) && jsonb(&right) {
@@ -109,20 +111,6 @@ impl JsonbLiterals {
 
 fn binary(left: Expr, op: Operator, right: Expr) -> Expr {
     Expr::BinaryExpr(BinaryExpr::new(Box::new(left), op, Box::new(right)))
-}
-
-fn is_comparison(op: Operator) -> bool {
-    matches!(
-        op,
-        Operator::Eq
-            | Operator::NotEq
-            | Operator::Lt
-            | Operator::LtEq
-            | Operator::Gt
-            | Operator::GtEq
-            | Operator::IsDistinctFrom
-            | Operator::IsNotDistinctFrom
-    )
 }
 
 /// A text literal (an untyped `'...'` in the SQL).
