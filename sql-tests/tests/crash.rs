@@ -410,6 +410,60 @@ async fn views_survive_kill9() {
     assert_eq!(n, 3);
 }
 
+/// A view showing partial matches (`SHOW PARTIAL MATCHES`) is rebuilt after kill -9 with
+/// the rows of the attempts still open, and goes on from them: a later row that fails an
+/// attempt retracts the rows shown before the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_matches_survive_kill9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    let lifecycle = "SELECT item, seq, state FROM lifecycle ORDER BY item, seq";
+    let rows = |rs: Vec<tokio_postgres::Row>| -> Vec<(i32, i32, String)> {
+        rs.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+    };
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute(
+            "CREATE STREAM auction (item int, seq int, kind text);
+             CREATE MATERIALIZED VIEW lifecycle AS SELECT item, seq, state FROM auction \
+             MATCH_RECOGNIZE (PARTITION BY item ORDER BY seq MEASURES CLASSIFIER() AS state \
+             ALL ROWS PER MATCH SHOW PARTIAL MATCHES PATTERN (opened bid* closed) \
+             DEFINE opened AS kind = 'open', bid AS kind = 'bid', closed AS kind = 'close');
+             INSERT INTO auction VALUES (1, 1, 'open'), (2, 1, 'open');
+             INSERT INTO auction VALUES (1, 2, 'bid'), (2, 2, 'bid');
+             INSERT INTO auction VALUES (1, 3, 'close');",
+        )
+        .await
+        .expect("lifecycle");
+    }
+    server.kill9();
+    let server = BrookServer::start_on(dir.path(), &[]).expect("restart");
+    let c = server.connect("brook").await;
+    let open = vec![
+        (1, 1, "opened".to_string()),
+        (1, 2, "bid".to_string()),
+        (1, 3, "closed".to_string()),
+        (2, 1, "opened".to_string()),
+        (2, 2, "bid".to_string()),
+    ];
+    assert_eq!(rows(c.query(lifecycle, &[]).await.expect("read")), open);
+    // Item 2 opens again without closing: its rows shown before the restart are retracted.
+    c.batch_execute("INSERT INTO auction VALUES (2, 3, 'open')")
+        .await
+        .expect("insert after restart");
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = rows(c.query(lifecycle, &[]).await.expect("read"));
+        if got.len() == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut want = open[..3].to_vec();
+    want.push((2, 3, "opened".to_string()));
+    assert_eq!(got, want);
+}
+
 /// SQL functions and aggregates survive a restart: functions that call others are planned
 /// again in an order that works, aggregates over them after, and a materialized view over a
 /// stream that calls them goes on.

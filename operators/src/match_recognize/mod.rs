@@ -34,6 +34,20 @@ pub enum RowsPerMatch {
     /// Every row of each match with the measures so far (running); with `unmatched`, rows
     /// in no match too (measures NULL).
     All { unmatched: bool },
+    /// `ALL ROWS PER MATCH SHOW PARTIAL MATCHES` (Brook's): as `All`, and the rows of the
+    /// attempt still undecided at the end of each partition, as the preferred way they may
+    /// still match — classified and measured so far. Over a stream they are shown as they
+    /// arrive and retracted or changed when the rows that follow decide otherwise (the
+    /// output updates); over a table the rows at its end are shown the same way, so both
+    /// give the same answer.
+    AllWithPartial,
+}
+
+impl RowsPerMatch {
+    /// Every row of each match is shown (not one row per match).
+    pub fn all_rows(self) -> bool {
+        self != RowsPerMatch::One
+    }
 }
 
 /// Where the next match attempt starts after a match.
@@ -253,7 +267,7 @@ impl MatchRecognizeNode {
     pub fn carried_columns(&self) -> (Vec<usize>, Vec<usize>) {
         match self.rows_per_match {
             RowsPerMatch::One => (self.partition.clone(), Vec::new()),
-            RowsPerMatch::All { .. } => {
+            RowsPerMatch::All { .. } | RowsPerMatch::AllWithPartial => {
                 let mut lead = self.partition.clone();
                 lead.extend(self.order.iter().filter(|c| !self.partition.contains(c)));
                 let rest = (0..self.input_schema.fields().len())
@@ -286,7 +300,7 @@ impl fmt::Display for MatchRecognizeNode {
         write!(
             f,
             "MatchRecognize: partition=[{}] order=[{}] variables=[{}] measures=[{}] rows={}{} \
-             state=rows of matches being decided",
+             state=rows of matches being decided{}",
             names(&self.partition).join(", "),
             order.join(", "),
             self.variables.join(", "),
@@ -295,10 +309,16 @@ impl fmt::Display for MatchRecognizeNode {
                 RowsPerMatch::One => "one per match",
                 RowsPerMatch::All { unmatched: false } => "all per match",
                 RowsPerMatch::All { unmatched: true } => "all, with unmatched",
+                RowsPerMatch::AllWithPartial => "all, with partial matches",
             },
             match &self.within {
                 Some((_, text)) => format!(" within={text}"),
                 None => String::new(),
+            },
+            if self.rows_per_match == RowsPerMatch::AllWithPartial {
+                " and the rows of the partial match shown"
+            } else {
+                ""
             }
         )
     }
@@ -308,8 +328,9 @@ impl NodeSpec for MatchRecognizeNode {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
+    // Partial matches shown are retracted or changed as rows decide them.
     fn updating(&self) -> bool {
-        false
+        self.rows_per_match == RowsPerMatch::AllWithPartial
     }
     // Rows are matched per partition in their order, whatever batches brought them.
     fn cut_invariant(&self) -> bool {

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod parallel;
+mod partial;
 use parallel::MAX_THREADS;
 
 /// One partition's rows still needed.
@@ -42,6 +43,8 @@ pub(super) struct Partition {
     /// answered from here and each row is checked once, not once per batch the attempt
     /// spans (a match growing one row per commit costs O(n) checks, not O(n²)).
     replay: Vec<bool>,
+    /// Under `SHOW PARTIAL MATCHES`: the rows shown for the attempt still undecided.
+    shown: Option<partial::Shown>,
 }
 
 /// One partition's share of a batch.
@@ -72,6 +75,9 @@ pub struct MatchRecognizeOp {
     history: usize,
     /// A measure reads rows before its match's first row (`PREV(FIRST(v.col))`).
     measures_read_back: bool,
+    /// A measure reads the whole match (`FINAL`): a row shown for a partial match may
+    /// change with any later row of it.
+    measures_read_final: bool,
     late: u64,
     /// Asked between match attempts and before each check: true stops the operator with
     /// 57014 (the statement was cancelled).
@@ -158,6 +164,11 @@ impl MatchRecognizeOp {
                 .iter()
                 .flat_map(|m| m.reads.iter())
                 .any(|n| n.shift() < 0),
+            measures_read_final: node
+                .measures
+                .iter()
+                .flat_map(|m| m.reads.iter())
+                .any(|n| !n.running),
             late: 0,
             interrupt: None,
             evaluated: AtomicU64::new(0),
@@ -174,15 +185,20 @@ impl MatchRecognizeOp {
         self
     }
 
-    /// No rows follow: decide every match still open (the ad-hoc form over a table).
+    /// No rows follow: decide every match still open (the ad-hoc form over a table), as
+    /// batches without the change-kind column. Under `SHOW PARTIAL MATCHES` the attempts
+    /// still open are shown as over a stream (they were, as the rows arrived), not decided.
     pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
+        if self.node.rows_per_match == RowsPerMatch::AllWithPartial {
+            return Ok(out);
+        }
         let mut keys: Vec<Vec<u8>> = self.partitions.keys().cloned().collect();
         keys.sort();
         for k in keys {
             if let Some(mut p) = self.partitions.remove(&k) {
                 if let Some(b) = self.advance(&mut p, true)? {
-                    out.push(b);
+                    out.push(change::strip(&b)?);
                 }
             }
         }
@@ -396,11 +412,16 @@ impl MatchRecognizeOp {
         (end, end < len)
     }
 
-    /// Decide what the rows seen decide; the output rows, as one batch.
+    /// Decide what the rows seen decide; the output rows (with their change kinds), as one
+    /// batch.
     fn advance(&self, p: &mut Partition, finished: bool) -> Result<Option<RecordBatch>> {
         let mut out: Vec<OutRow> = Vec::new();
-        let all = matches!(self.node.rows_per_match, RowsPerMatch::All { .. });
+        let all = self.node.rows_per_match.all_rows();
         let unmatched = self.node.rows_per_match == RowsPerMatch::All { unmatched: true };
+        let partial = self.node.rows_per_match == RowsPerMatch::AllWithPartial;
+        // Under SHOW PARTIAL MATCHES: the matches decided, and the attempt left undecided.
+        let mut decided: Vec<partial::Decided> = Vec::new();
+        let mut undecided: Option<(usize, Path)> = None;
         let order = match self.node.within {
             Some(_) => Some(order_values(&p.rows, self.node.order[0])?),
             None => None,
@@ -440,8 +461,11 @@ impl MatchRecognizeOp {
                 )?
             };
             match outcome {
-                Outcome::NeedMore => {
+                Outcome::NeedMore(path) => {
                     p.replay = replay;
+                    if partial {
+                        undecided = Some((start, path));
+                    }
                     break;
                 }
                 Outcome::NoMatch => {
@@ -458,6 +482,14 @@ impl MatchRecognizeOp {
                     p.matches += 1;
                     let len = vars.len();
                     let vars = Arc::new(vars);
+                    if partial {
+                        decided.push(partial::Decided {
+                            start,
+                            number: p.matches,
+                            vars: vars.clone(),
+                            hidden: hidden.clone(),
+                        });
+                    }
                     if all {
                         for j in (0..len).filter(|j| !hidden[*j]) {
                             out.push(OutRow {
@@ -478,10 +510,18 @@ impl MatchRecognizeOp {
             }
         }
         self.evaluated.fetch_add(checks, Ordering::Relaxed);
-        let batch = if out.is_empty() {
+        let batch = if partial {
+            self.partial_output(p, out, &decided, undecided)?
+        } else if out.is_empty() {
             None
         } else {
-            Some(self.output(&p.rows, &out)?)
+            let rows = self.output(&p.rows, &out)?;
+            let kinds = change::constant(change::INSERT, rows.num_rows());
+            Some(change::attach(
+                &self.node.schema,
+                rows.columns().to_vec(),
+                kinds,
+            )?)
         };
         // Keep rows from the next attempt on, and the rows PREV reads before the newest
         // (and before the attempt's start, when a condition checked while matching or a
@@ -616,6 +656,7 @@ impl Operator for MatchRecognizeOp {
                     matches: 0,
                     last_order: None,
                     replay: Vec::new(),
+                    shown: None,
                 });
             let mut rows: Vec<u32> = Vec::with_capacity(idx.len());
             // The last row taken whose order value has no NULL. A row whose order value is
@@ -661,21 +702,20 @@ impl Operator for MatchRecognizeOp {
         // One batch downstream rather than one per partition with output (a few rows each
         // when many keys share the batch).
         let matched = matched?;
-        if matched.is_empty() {
-            return Ok(Vec::new());
+        match matched.first() {
+            None => Ok(Vec::new()),
+            Some(first) => Ok(vec![concat_batches(&first.schema(), &matched)?]),
         }
-        let rows = concat_batches(&self.node.schema, &matched)?;
-        Ok(vec![change::attach(
-            &self.node.schema,
-            rows.columns().to_vec(),
-            change::constant(change::INSERT, rows.num_rows()),
-        )?])
     }
 
     fn state_size(&self) -> usize {
         self.partitions
             .values()
-            .map(|p| p.rows.get_array_memory_size() + p.eligible.len() * 8)
+            .map(|p| {
+                p.rows.get_array_memory_size()
+                    + p.eligible.len() * 8
+                    + p.shown.as_ref().map_or(0, partial::Shown::size)
+            })
             .sum()
     }
 

@@ -160,8 +160,10 @@ pub enum Outcome {
     Match(Path),
     /// No match starts at the row.
     NoMatch,
-    /// Rows still to come decide it.
-    NeedMore,
+    /// Rows still to come decide it. The path is the preferred way the rows seen so far
+    /// may still become a match (what `SHOW PARTIAL MATCHES` shows): every way the
+    /// pattern prefers to it failed on them.
+    NeedMore(Path),
 }
 
 impl Program {
@@ -324,7 +326,7 @@ impl Program {
                             if finished {
                                 break;
                             }
-                            return Ok(Outcome::NeedMore);
+                            return Ok(Outcome::NeedMore(path));
                         }
                         if eligible[row] & (1 << var) == 0 {
                             break;
@@ -357,7 +359,7 @@ impl Program {
                             break;
                         }
                         if !finished {
-                            return Ok(Outcome::NeedMore);
+                            return Ok(Outcome::NeedMore(path));
                         }
                         pc += 1;
                     }
@@ -473,11 +475,28 @@ mod tests {
     #[test]
     fn an_undecided_match_waits_for_more_rows() {
         let p = Program::compile(&plus(Pattern::Var(A))).unwrap();
+        // The rows so far, as the preferred way they may still match (a longer run).
         assert_eq!(
             go(&p, &rows("aa"), 0, true, false).unwrap(),
-            Outcome::NeedMore
+            Outcome::NeedMore(Path {
+                vars: vec![A, A],
+                hidden: vec![false, false],
+            })
         );
         assert_eq!(go(&p, &rows("aa."), 0, true, false).unwrap(), m(vec![A, A]));
+        // The preferred alternative the rows rule out is not the path shown.
+        let alt = Program::compile(&Pattern::Alt(vec![
+            Pattern::Concat(vec![Pattern::Var(A), Pattern::Var(A), Pattern::Var(A)]),
+            Pattern::Concat(vec![Pattern::Var(A), Pattern::Var(B), Pattern::Var(B)]),
+        ]))
+        .unwrap();
+        assert_eq!(
+            go(&alt, &rows("ab"), 0, true, false).unwrap(),
+            Outcome::NeedMore(Path {
+                vars: vec![A, B],
+                hidden: vec![false, false],
+            })
+        );
         assert_eq!(
             go(&p, &rows(".a"), 0, true, false).unwrap(),
             Outcome::NoMatch

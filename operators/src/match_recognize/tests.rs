@@ -86,7 +86,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         one(MeasureKind::MatchNumber, DataType::Int64, "MATCH_NUMBER()"),
     ];
     let mut fields = vec![Field::new("sym", DataType::Utf8, true)];
-    if matches!(rows_per_match, RowsPerMatch::All { .. }) {
+    if rows_per_match.all_rows() {
         fields.push(Field::new("t", DataType::Int64, true));
     }
     fields.extend([
@@ -96,7 +96,7 @@ fn v_shape(rows_per_match: RowsPerMatch) -> MatchRecognizeNode {
         Field::new("cls", DataType::Utf8, true),
         Field::new("n", DataType::Int64, true),
     ]);
-    if matches!(rows_per_match, RowsPerMatch::All { .. }) {
+    if rows_per_match.all_rows() {
         fields.push(Field::new("price", DataType::Int64, true));
     }
     MatchRecognizeNode {
@@ -137,6 +137,25 @@ fn run(node: &MatchRecognizeNode, data: &RecordBatch, cut: usize) -> (Vec<String
     feed(&mut op, node, data, cut)
 }
 
+/// `data` cut into batches of `cut` rows.
+fn cuts(data: &RecordBatch, cut: usize) -> Vec<RecordBatch> {
+    (0..data.num_rows())
+        .step_by(cut)
+        .map(|at| data.slice(at, cut.min(data.num_rows() - at)))
+        .collect()
+}
+
+/// Push the rows of `part` to `op` as inserts; what it emits (with the change kinds).
+fn push(
+    op: &mut MatchRecognizeOp,
+    node: &MatchRecognizeNode,
+    part: &RecordBatch,
+) -> Vec<RecordBatch> {
+    let kinds = change::constant(change::INSERT, part.num_rows());
+    let input = change::attach(&node.input_schema, part.columns().to_vec(), kinds).unwrap();
+    op.on_data(0, input).unwrap()
+}
+
 /// Feed `data` to `op` in batches of `cut` rows, then finish: the rows streamed and all
 /// rows, sorted.
 fn feed(
@@ -146,20 +165,10 @@ fn feed(
     cut: usize,
 ) -> (Vec<String>, Vec<String>) {
     let mut streamed = Vec::new();
-    let mut at = 0;
-    while at < data.num_rows() {
-        let n = cut.min(data.num_rows() - at);
-        let part = data.slice(at, n);
-        let input = change::attach(
-            &node.input_schema,
-            part.columns().to_vec(),
-            change::constant(change::INSERT, n),
-        )
-        .unwrap();
-        for b in op.on_data(0, input).unwrap() {
+    for part in cuts(data, cut) {
+        for b in push(op, node, &part) {
             streamed.push(change::strip(&b).unwrap());
         }
-        at += n;
     }
     let mut all = streamed.clone();
     all.extend(op.finish().unwrap());
@@ -213,6 +222,80 @@ fn results_do_not_depend_on_batch_boundaries() {
         for cut in 1..ticks().num_rows() {
             assert_eq!(run(&node, &ticks(), cut), whole, "{rows:?} cut {cut}");
         }
+    }
+}
+
+/// The rows shown after feeding `data` to a fresh operator in batches of `cut` rows: the
+/// inserts less the retractions, sorted; after each batch (the first `k` rows), and with
+/// whether any row was retracted.
+fn partial_rows_shown(
+    node: &MatchRecognizeNode,
+    data: &RecordBatch,
+    cut: usize,
+) -> (Vec<Vec<String>>, bool) {
+    let mut op = MatchRecognizeOp::new(node).unwrap();
+    let mut shown: Vec<String> = Vec::new();
+    let mut after_each = Vec::new();
+    let mut retracted = false;
+    for part in cuts(data, cut) {
+        for b in push(&mut op, node, &part) {
+            let kinds = change::kinds(&b).unwrap().clone();
+            let rows = to_rows(&[change::strip(&b).unwrap()]);
+            for (row, kind) in rows.into_iter().zip(kinds.values().iter()) {
+                if *kind == change::DELETE {
+                    let i = shown.iter().position(|r| *r == row);
+                    assert!(i.is_some(), "retracted a row not shown: {row}");
+                    shown.swap_remove(i.unwrap());
+                    retracted = true;
+                } else {
+                    shown.push(row);
+                }
+            }
+        }
+        let mut sorted = shown.clone();
+        sorted.sort();
+        after_each.push(sorted);
+    }
+    assert!(
+        op.finish().unwrap().is_empty(),
+        "the end decides nothing more"
+    );
+    (after_each, retracted)
+}
+
+#[test]
+fn partial_matches_shown_do_not_depend_on_batch_boundaries() {
+    let node = v_shape(RowsPerMatch::AllWithPartial);
+    let data = ticks();
+    // Over all the rows at once: A's match, then its attempt from t 7 (the one from t 6
+    // failed: 14 is no fall after 12), and B's rise, still open.
+    let (whole, _) = partial_rows_shown(&node, &data, 100);
+    assert_eq!(
+        whole[0],
+        vec![
+            "A | 1 | 1 | NULL | 0 | strt | 1 | 12",
+            "A | 2 | 1 | 11 | 0 | down | 1 | 11",
+            "A | 3 | 1 | 10 | 0 | down | 1 | 10",
+            "A | 4 | 1 | 10 | 1 | up | 1 | 11",
+            "A | 5 | 1 | 10 | 2 | up | 1 | 13",
+            "A | 7 | 7 | NULL | 0 | strt | 2 | 14",
+            "B | 1 | 1 | NULL | 0 | strt | 1 | 50",
+            "B | 2 | 1 | 40 | 0 | down | 1 | 40",
+            "B | 3 | 1 | 40 | 1 | up | 1 | 45",
+            "B | 4 | 1 | 40 | 2 | up | 1 | 46",
+        ]
+    );
+    // Row by row, what is shown after each row is what the rows so far show at once; A's
+    // attempt from t 6 fails at t 7, so its row is retracted on the way.
+    let (each, retracted) = partial_rows_shown(&node, &data, 1);
+    assert!(retracted);
+    for (k, shown) in each.iter().enumerate() {
+        let (prefix, _) = partial_rows_shown(&node, &data.slice(0, k + 1), 100);
+        assert_eq!(*shown, prefix[0], "after {} rows", k + 1);
+    }
+    for cut in 2..data.num_rows() {
+        let (each, _) = partial_rows_shown(&node, &data, cut);
+        assert_eq!(each.last(), whole.last(), "cut {cut}");
     }
 }
 

@@ -7,6 +7,8 @@
 //! - Flink's `WITHIN INTERVAL ...` after `PATTERN (...)` → `DEFINE brook_within AS INTERVAL ...`;
 //! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`;
 //! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means);
+//! - Brook's `ALL ROWS PER MATCH SHOW PARTIAL MATCHES` → `ALL ROWS PER MATCH` and the first
+//!   `DEFINE` item `brook_partial AS true`;
 //! - a subquery or parenthesized join as the input (sqlparser reads the clause only after a
 //!   name): `(query) [AS] s MATCH_RECOGNIZE` → `brook_match_recognize_input((query)) [AS] s
 //!   MATCH_RECOGNIZE`, a table function call, whose query the clause reads.
@@ -34,6 +36,8 @@ pub const SUBSET_FUNCTION: &str = "brook_subset";
 pub const WITHIN_NAME: &str = "brook_within";
 /// Variable that marks an exclusion.
 pub const EXCLUDED_MARK: &str = "brook_excluded";
+/// `DEFINE` name `SHOW PARTIAL MATCHES` becomes.
+pub const PARTIAL_NAME: &str = "brook_partial";
 /// The table function a subquery input of the clause is written as.
 pub const DERIVED_INPUT_FUNCTION: &str = "brook_match_recognize_input";
 
@@ -273,6 +277,19 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
                 }
             }
         }
+        if depth == 1 && !in_pattern && is_show_partial(clause, i) {
+            for t in tokenize(&format!("{PARTIAL_NAME} AS true, "))? {
+                defines.push(t);
+            }
+            i = next_solid(clause, i)
+                .and_then(|j| next_solid(clause, j))
+                .map_or(clause.len(), |j| j + 1);
+            while i < clause.len() && is_space(&clause[i]) {
+                i += 1;
+            }
+            changed = true;
+            continue;
+        }
         let subset = is_subset(clause, i);
         if depth == 1 && between_pattern_and_define && (subset || is_within(clause, i)) {
             let end = (i + 1..clause.len())
@@ -361,7 +378,7 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
     if !defines.is_empty() {
         return Err(brook_err!(
             Syntax,
-            "MATCH_RECOGNIZE SUBSET and WITHIN need a DEFINE after them"
+            "MATCH_RECOGNIZE SUBSET, WITHIN and SHOW PARTIAL MATCHES need a DEFINE after them"
         ));
     }
     Ok(changed.then_some(out))
@@ -375,6 +392,15 @@ fn is_subset(clause: &[Token], i: usize) -> bool {
     is_word(&clause[i], "SUBSET")
         && matches!(clause[name], Token::Word(_))
         && next_solid(clause, name).is_some_and(|eq| clause[eq] == Token::Eq)
+}
+
+/// `SHOW PARTIAL MATCHES` starts at `i`.
+fn is_show_partial(clause: &[Token], i: usize) -> bool {
+    let partial = next_solid(clause, i);
+    let matches = partial.and_then(|j| next_solid(clause, j));
+    is_word(&clause[i], "SHOW")
+        && partial.is_some_and(|j| is_word(&clause[j], "PARTIAL"))
+        && matches.is_some_and(|j| is_word(&clause[j], "MATCHES"))
 }
 
 /// `WITHIN INTERVAL` starts at `i`.
@@ -443,6 +469,10 @@ mod tests {
                 .replace("HOUR a", "HOUR , a")
         );
         assert!(rewrite_extensions("SELECT final FROM t").unwrap().is_none());
+        assert_eq!(
+            rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH SHOW PARTIAL MATCHES PATTERN (a) DEFINE a AS true)"),
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH PATTERN (a) DEFINE brook_partial AS true, a AS true)"
+        );
         assert_eq!(
             rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO b PATTERN (a b) DEFINE a AS true)"),
             "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO LAST b PATTERN (a b) DEFINE a AS true)"

@@ -43,7 +43,7 @@ pub mod relation;
 
 pub use extensions::rewrite_extensions;
 pub use extensions::DERIVED_INPUT_FUNCTION;
-use extensions::{EXCLUDED_MARK, SUBSET_FUNCTION, WITHIN_NAME};
+use extensions::{EXCLUDED_MARK, PARTIAL_NAME, SUBSET_FUNCTION, WITHIN_NAME};
 
 use define::plan_conditions;
 use measures::plan_measure;
@@ -366,6 +366,7 @@ pub fn plan_node(
         subsets: Vec::new(),
     };
     let mut within = None;
+    let mut partial = false;
     let mut defines: Vec<(String, &Expr)> = Vec::new();
     for s in &clause.symbols {
         let name = ident::ident_name(&s.symbol);
@@ -381,6 +382,7 @@ pub fn plan_node(
                 }
                 names.subsets.push((name, members));
             }
+            _ if name == PARTIAL_NAME => partial = true,
             e if name == WITHIN_NAME => {
                 within = Some((within_bound(e, &clause, &input, exprs)?, e.to_string()))
             }
@@ -413,12 +415,27 @@ pub fn plan_node(
             name: ident::ident_name(v),
         },
     };
-    let rows_per_match = match &clause.rows_per_match {
-        None | Some(ast::RowsPerMatch::OneRow) => RowsPerMatch::One,
-        Some(ast::RowsPerMatch::AllRows(mode)) => RowsPerMatch::All {
+    let rows_per_match = match (&clause.rows_per_match, partial) {
+        (Some(ast::RowsPerMatch::AllRows(None)), true) => RowsPerMatch::AllWithPartial,
+        (_, true) => {
+            return Err(brook_err!(
+                Syntax,
+                "SHOW PARTIAL MATCHES is an option of ALL ROWS PER MATCH, in place of SHOW \
+                 EMPTY MATCHES, OMIT EMPTY MATCHES or WITH UNMATCHED ROWS"
+            ))
+        }
+        (None | Some(ast::RowsPerMatch::OneRow), false) => RowsPerMatch::One,
+        (Some(ast::RowsPerMatch::AllRows(mode)), false) => RowsPerMatch::All {
             unmatched: matches!(mode, Some(EmptyMatchesMode::WithUnmatched)),
         },
     };
+    if partial && pattern.uses_end() {
+        return Err(brook_err!(
+            Unsupported,
+            "SHOW PARTIAL MATCHES with $ in PATTERN (a partial match is one the partition's \
+             later rows may still complete: it has no end)"
+        ));
+    }
     if rows_per_match == (RowsPerMatch::All { unmatched: true }) && pattern.excludes() {
         return Err(brook_err!(
             Syntax,
