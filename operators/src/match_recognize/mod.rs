@@ -256,12 +256,6 @@ impl MatchRecognizeNode {
         self.order_options.iter().all(|o| !o.descending)
     }
 
-    /// True when a condition or a measure reads rows after the row classified or shown
-    /// (`NEXT`): rows a stream may not have delivered yet.
-    pub fn reads_ahead(&self) -> bool {
-        self.prev.iter().any(|p| p.ahead) || self.navigations().any(|n| n.shift() > 0)
-    }
-
     /// Input columns an ALL ROWS output row carries, in output order (before and after the
     /// measures).
     pub fn carried_columns(&self) -> (Vec<usize>, Vec<usize>) {

@@ -15,6 +15,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::{HashMap, ScalarValue};
+use datafusion::physical_expr::utils::collect_columns;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -45,6 +46,9 @@ pub(super) struct Partition {
     replay: Vec<bool>,
     /// Under `SHOW PARTIAL MATCHES`: the rows shown for the attempt still undecided.
     shown: Option<partial::Shown>,
+    /// Output rows of matches decided whose measures read rows after them (`NEXT`) that
+    /// have not arrived yet, in order.
+    held: Vec<OutRow>,
 }
 
 /// One partition's share of a batch.
@@ -64,10 +68,18 @@ pub struct MatchRecognizeOp {
     pub(super) partitions: HashMap<Vec<u8>, Partition>,
     /// Extended schema the conditions read: the input's columns, then the `PREV` columns.
     extended: SchemaRef,
-    /// Variables whose condition reads the match so far (bit v), checked while matching,
-    /// and the schema each such condition reads (extended, then its navigations).
+    /// Variables whose condition reads the match so far or rows after the row (`NEXT`),
+    /// checked while matching (bit v), and the schema each such condition reads (extended,
+    /// then its navigations). `path_dependent`: those whose condition reads the match.
     checked: u64,
+    path_dependent: u64,
     checked_schemas: Vec<Option<SchemaRef>>,
+    /// Rows after a row its condition may read (`NEXT(col, k)`): a row is matched once that
+    /// many rows of its partition followed it (or none will: the end of a table).
+    define_ahead: usize,
+    /// Rows after a match's last row its measures may read: a match is shown once that many
+    /// rows of its partition followed it.
+    measures_ahead: usize,
     /// Those conditions compiled for checking on one row's values, where their shape
     /// allows (None: checked over a one-row batch).
     row_conditions: Vec<Option<RowExpr>>,
@@ -119,12 +131,29 @@ impl MatchRecognizeOp {
             ));
         }
         let mut checked = 0u64;
+        let mut path_dependent = 0u64;
         let mut checked_schemas = Vec::new();
         let mut row_conditions = Vec::new();
+        // The extended columns that read rows after the row (NEXT).
+        let inputs = node.input_schema.fields().len();
+        let ahead_columns: Vec<usize> = (node.prev.iter().enumerate())
+            .filter(|(_, p)| p.ahead)
+            .map(|(i, _)| inputs + i)
+            .collect();
         for (v, c) in node.conditions.iter().enumerate() {
+            // A condition that reads NEXT rows is checked while matching, when they have
+            // arrived, not once per batch (whose last rows have not got them yet).
+            let reads_next = c.as_ref().is_some_and(|c| {
+                collect_columns(&c.expr)
+                    .iter()
+                    .any(|col| ahead_columns.contains(&col.index()))
+            });
             match c {
-                Some(c) if !c.reads.is_empty() => {
+                Some(c) if !c.reads.is_empty() || reads_next => {
                     checked |= 1 << v;
+                    if !c.reads.is_empty() {
+                        path_dependent |= 1 << v;
+                    }
                     let mut f = fields.clone();
                     f.extend(
                         reads_schema(&c.reads)
@@ -142,6 +171,26 @@ impl MatchRecognizeOp {
                 }
             }
         }
+        let ahead = |navs: &mut dyn Iterator<Item = &Navigation>| {
+            navs.filter_map(|n| usize::try_from(n.shift()).ok())
+                .max()
+                .unwrap_or(0)
+        };
+        let define_ahead = node
+            .prev
+            .iter()
+            .filter(|p| p.ahead)
+            .map(|p| p.offset)
+            .max()
+            .unwrap_or(0)
+            .max(ahead(
+                &mut node
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .flat_map(|c| c.reads.iter()),
+            ));
+        let measures_ahead = ahead(&mut node.measures.iter().flat_map(|m| m.reads.iter()));
         Ok(MatchRecognizeOp {
             node: node.clone(),
             keys: (!node.partition.is_empty())
@@ -156,7 +205,10 @@ impl MatchRecognizeOp {
             partitions: HashMap::new(),
             extended: Arc::new(Schema::new(fields)),
             checked,
+            path_dependent,
             checked_schemas,
+            define_ahead,
+            measures_ahead,
             row_conditions,
             history: node.history(),
             measures_read_back: node
@@ -254,7 +306,7 @@ impl MatchRecognizeOp {
         let ext = RecordBatch::try_new(self.extended.clone(), cols)?;
         let mut bits = vec![0u64; n];
         for (v, cond) in self.node.conditions.iter().enumerate() {
-            let Some(cond) = cond.as_ref().filter(|c| c.reads.is_empty()) else {
+            let Some(cond) = cond.as_ref().filter(|_| self.checked & (1 << v) == 0) else {
                 bits.iter_mut().for_each(|b| *b |= 1 << v);
                 continue;
             };
@@ -430,10 +482,16 @@ impl MatchRecognizeOp {
         let mut states: Vec<PathStates> = Vec::new();
         // Counted here and added once: threads matching other partitions share the total.
         let mut checks = 0u64;
-        while p.next < p.eligible.len() {
+        // Rows the matcher may take: those whose NEXT rows have arrived, until the end.
+        let visible = if finished {
+            p.eligible.len()
+        } else {
+            p.eligible.len().saturating_sub(self.define_ahead)
+        };
+        while p.next < visible {
             let start = p.next;
             let first = p.dropped == 0 && start == 0;
-            let (end, bounded) = self.within_limit(order.as_deref(), start, p.eligible.len());
+            let (end, bounded) = self.within_limit(order.as_deref(), start, visible);
             if self.interrupt.as_ref().is_some_and(|stop| stop()) {
                 return Err(BrookError::Canceled);
             }
@@ -448,6 +506,7 @@ impl MatchRecognizeOp {
                     first,
                     finished || bounded,
                     self.checked,
+                    self.path_dependent,
                     &mut |row, v, path, stable| {
                         asked += 1;
                         if let Some(&answer) = replay.get(asked - 1) {
@@ -512,27 +571,35 @@ impl MatchRecognizeOp {
         self.evaluated.fetch_add(checks, Ordering::Relaxed);
         let batch = if partial {
             self.partial_output(p, out, &decided, undecided)?
-        } else if out.is_empty() {
-            None
         } else {
-            let rows = self.output(&p.rows, &out)?;
-            let kinds = change::constant(change::INSERT, rows.num_rows());
-            Some(change::attach(
-                &self.node.schema,
-                rows.columns().to_vec(),
-                kinds,
-            )?)
+            let out = self.release(p, out, finished);
+            if out.is_empty() {
+                None
+            } else {
+                let rows = self.output(&p.rows, &out)?;
+                let kinds = change::constant(change::INSERT, rows.num_rows());
+                Some(change::attach(
+                    &self.node.schema,
+                    rows.columns().to_vec(),
+                    kinds,
+                )?)
+            }
         };
         // Keep rows from the next attempt on, and the rows PREV reads before the newest
         // (and before the attempt's start, when a condition checked while matching or a
-        // measure reads rows before the attempt's first rows).
+        // measure reads rows before the attempt's first rows); and the rows of matches held.
         let back = if self.checked != 0 || self.measures_read_back {
             self.history
         } else {
             0
         };
+        let held_from = p.held.first().map_or(p.next, |o| match &o.matched {
+            Some((start, _, _)) => *start,
+            None => o.row,
+        });
         let keep_from = p
             .next
+            .min(held_from)
             .saturating_sub(back)
             .min(p.rows.num_rows().saturating_sub(self.history));
         if keep_from > 0 {
@@ -540,8 +607,38 @@ impl MatchRecognizeOp {
             p.eligible.drain(..keep_from);
             p.next -= keep_from;
             p.dropped += keep_from as u64;
+            for o in &mut p.held {
+                o.row -= keep_from;
+                o.upto -= keep_from;
+                if let Some((start, _, _)) = &mut o.matched {
+                    *start -= keep_from;
+                }
+            }
         }
         Ok(batch)
+    }
+
+    /// The output rows `out` decided, and the rows held before, that can be shown: when
+    /// measures read rows after a match (`NEXT(x, k)`), a match's rows wait until k rows
+    /// followed its last one (or no rows follow: `finished`), in the order decided.
+    fn release(&self, p: &mut Partition, out: Vec<OutRow>, finished: bool) -> Vec<OutRow> {
+        if self.measures_ahead == 0 {
+            return out;
+        }
+        p.held.extend(out);
+        let len = p.rows.num_rows();
+        let ready = match finished {
+            true => p.held.len(),
+            false => p
+                .held
+                .iter()
+                .position(|o| match &o.matched {
+                    Some((start, vars, _)) => start + vars.len() - 1 + self.measures_ahead >= len,
+                    None => false,
+                })
+                .unwrap_or(p.held.len()),
+        };
+        p.held.drain(..ready).collect()
     }
 
     /// Where the next attempt starts after a match at `start` of `vars`.
@@ -657,6 +754,7 @@ impl Operator for MatchRecognizeOp {
                     last_order: None,
                     replay: Vec::new(),
                     shown: None,
+                    held: Vec::new(),
                 });
             let mut rows: Vec<u32> = Vec::with_capacity(idx.len());
             // The last row taken whose order value has no NULL. A row whose order value is

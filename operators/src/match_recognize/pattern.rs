@@ -280,9 +280,11 @@ impl Program {
     /// Match starting at row `start` of `eligible` (bit v of a row: the row can be variable
     /// v). `at_partition_start`: `start` is the partition's first row; `finished`: no rows
     /// follow the last of `eligible`. A variable of `checked` (bit v) whose bit is set is
-    /// confirmed by `check(row, v, path so far)`: its condition reads the match so far, so a
-    /// state that failed once may pass on another path — such patterns are not memoized
-    /// and are bounded by [`MAX_STEPS`] instead.
+    /// confirmed by `check(row, v, path so far)`. When the condition of one of them reads
+    /// the match so far (`path_dependent`), a state that failed once may pass on another
+    /// path — such patterns are not memoized and are bounded by [`MAX_STEPS`] instead; a
+    /// checked condition that reads only rows (`NEXT`) answers the same on every path.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         eligible: &[u64],
@@ -290,9 +292,10 @@ impl Program {
         at_partition_start: bool,
         finished: bool,
         checked: u64,
+        path_dependent: u64,
         check: &mut CheckFn<'_>,
     ) -> Result<Outcome> {
-        let memoize = checked == 0;
+        let memoize = checked & path_dependent == 0;
         let mut failed: HashSet<(usize, usize)> = HashSet::default();
         let mut steps = 0usize;
         // Backtrack points: (instruction, row, length of the path then).
@@ -379,7 +382,7 @@ mod tests {
     const B: usize = 1;
 
     fn go(p: &Program, e: &[u64], start: usize, first: bool, fin: bool) -> Result<Outcome> {
-        p.run(e, start, first, fin, 0, &mut |_, _, _, _| Ok(true))
+        p.run(e, start, first, fin, 0, 0, &mut |_, _, _, _| Ok(true))
     }
 
     fn m(vars: Vec<usize>) -> Outcome {
@@ -572,7 +575,7 @@ mod tests {
             Ok(v != B || path.iter().filter(|x| **x == B).count() < 2)
         };
         assert_eq!(
-            p.run(&rows("abbbb"), 0, true, true, 1 << B, &mut check)
+            p.run(&rows("abbbb"), 0, true, true, 1 << B, 1 << B, &mut check)
                 .unwrap(),
             m(vec![A, B, B])
         );
@@ -588,6 +591,7 @@ mod tests {
                 0,
                 true,
                 true,
+                1 << A,
                 1 << A,
                 &mut |_, _, _, _| Ok(true),
             )
@@ -622,7 +626,7 @@ mod tests {
             .into_iter()
             .chain([0b100])
             .collect::<Vec<_>>();
-        let _ = p.run(&eligible, 0, true, true, 0b111, &mut check);
+        let _ = p.run(&eligible, 0, true, true, 0b111, 0b111, &mut check);
         assert!(calls > 100, "{calls}");
     }
 

@@ -478,7 +478,6 @@ fn navigation_before_the_match_does_not_depend_on_batch_boundaries() {
         shift: -1,
     };
     assert_eq!(node.history(), 1);
-    assert!(!node.reads_ahead());
     let whole = run(&node, &data, 100);
     // A: 12 | 12 11 10 11 (13 passes the 12 before the fall); B: 50 | 50 40 45 46.
     assert_eq!(
@@ -487,6 +486,54 @@ fn navigation_before_the_match_does_not_depend_on_batch_boundaries() {
     );
     for cut in 1..data.num_rows() {
         assert_eq!(run(&node, &data, cut), whole, "cut {cut}");
+    }
+}
+
+/// `NEXT` over rows that arrive in batches: a row whose condition reads the next row is
+/// classified once it has arrived, and a match whose measure reads the row after it is shown
+/// then; at the end of the input the next row is NULL.
+#[test]
+fn next_waits_for_the_rows_it_reads() {
+    let mut node = v_shape(RowsPerMatch::One);
+    node.prev.push(PrevColumn {
+        col: 2,
+        offset: 1,
+        ahead: true,
+    });
+    let mut ext: Vec<Field> = (node.input_schema.fields().iter())
+        .map(|f| f.as_ref().clone())
+        .collect();
+    ext.push(Field::new("__prev_0", DataType::Int64, true));
+    ext.push(Field::new("__prev_1", DataType::Int64, true));
+    let ext = Arc::new(Schema::new(ext));
+    // up AS price > PREV(price) AND NEXT(price) > 0: the last row has no next one.
+    let price = col("price", &ext).unwrap();
+    let rises = binary(price, Op::Gt, col("__prev_0", &ext).unwrap(), &ext).unwrap();
+    let zero = Arc::new(datafusion::physical_expr::expressions::Literal::new(
+        datafusion::common::ScalarValue::Int64(Some(0)),
+    ));
+    let followed = binary(col("__prev_1", &ext).unwrap(), Op::Gt, zero, &ext).unwrap();
+    node.conditions[2] = Some(Condition {
+        expr: binary(rises, Op::And, followed, &ext).unwrap(),
+        reads: Vec::new(),
+    });
+    // The first measure: NEXT(LAST(up.price)), the price after the last rise.
+    node.measures[0].reads[0].kind = MeasureKind::Last {
+        vars: Some(1 << 2),
+        col: 2,
+        offset: 0,
+        shift: 1,
+    };
+    let whole = run(&node, &ticks(), 100);
+    // A: 12 | 11 10 | 11 13, then 12; B: 50 | 40 | 45, as 46 is last (no next: not up).
+    assert_eq!(
+        whole.1,
+        vec!["A | 12 | 10 | 2 | up | 1", "B | 46 | 40 | 1 | up | 1"]
+    );
+    // Before the end, B's 46 may yet be followed by a row that makes it a rise.
+    assert_eq!(whole.0, vec!["A | 12 | 10 | 2 | up | 1"]);
+    for cut in 1..ticks().num_rows() {
+        assert_eq!(run(&node, &ticks(), cut), whole, "cut {cut}");
     }
 }
 

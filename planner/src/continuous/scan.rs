@@ -124,12 +124,6 @@ impl Builder<'_> {
                  arrive, in ascending order)",
             ));
         }
-        if mr.node.reads_ahead() {
-            return Err(refuse(
-                "MATCH_RECOGNIZE with NEXT (it reads rows after the one classified or shown, \
-                 which a stream has not delivered when the row arrives)",
-            ));
-        }
         let input = self.build(&mr.input)?;
         if self.updating(input) {
             return Err(refuse(

@@ -450,6 +450,18 @@ pub fn plan_node(
         measure_fields.push(Field::new(ident::ident_name(&m.alias), ty, true));
         measures.push(measure);
     }
+    if rows_per_match == RowsPerMatch::AllWithPartial
+        && measures
+            .iter()
+            .flat_map(|m| m.reads.iter())
+            .any(|n| n.shift() > 0)
+    {
+        return Err(brook_err!(
+            Unsupported,
+            "NEXT in MEASURES with SHOW PARTIAL MATCHES (a partial match's rows are shown \
+             before the rows NEXT reads arrive)"
+        ));
+    }
     let variables = names.variables;
     let mut node = MatchRecognizeNode {
         input_schema: input.clone(),
