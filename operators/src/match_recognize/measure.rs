@@ -2,19 +2,20 @@
 //! `DEFINE` condition reads while the match is being decided — computed per batch of
 //! output rows.
 
-use super::{in_set, Aggregate, Measure, MeasureKind, Navigation, VarSet};
+use super::{in_set, Aggregate, AggregateCall, Measure, MeasureKind, Navigation, VarSet};
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
-    new_null_array, Array, ArrayRef, Int64Array, StringArray, UInt32Array,
+    new_null_array, Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array,
 };
-use datafusion::arrow::compute::{cast, take};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::compute::{cast, take, take_record_batch};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::function::AccumulatorArgs;
-use datafusion::logical_expr::{Accumulator, AggregateUDF};
-use datafusion::physical_expr::expressions::Column;
+use datafusion::logical_expr::Accumulator;
+use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::PhysicalSortExpr;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -111,14 +112,8 @@ fn navigation_column(
     ty: &DataType,
     variables: &[String],
 ) -> Result<ArrayRef> {
-    if let MeasureKind::Function {
-        func,
-        vars,
-        col,
-        arg,
-    } = kind
-    {
-        return function_column(rows, out, func, *vars, *col, arg, ty);
+    if let MeasureKind::Function { vars, call } = kind {
+        return function_column(rows, out, call, *vars, ty);
     }
     let states = fold_spans(out, |s: &mut NavState, r, v| s.add(kind, rows, r, v, ty))?;
     states_column(rows, out, &states, kind, ty, variables)
@@ -130,28 +125,81 @@ fn navigation_column(
 fn function_column(
     rows: &RecordBatch,
     out: &[OutRow],
-    func: &AggregateUDF,
+    call: &AggregateCall,
     vars: VarSet,
-    col: usize,
-    arg: &DataType,
     ty: &DataType,
 ) -> Result<ArrayRef> {
-    let column = cast(rows.column(col), arg)?;
-    let arg_field = Arc::new(Field::new("arg", arg.clone(), true));
-    let schema = Schema::new(vec![arg_field.as_ref().clone()]);
-    let exprs: Vec<Arc<dyn PhysicalExpr>> = vec![Arc::new(Column::new("arg", 0))];
+    let func = &call.func;
+    // Its inputs as an aggregate takes them: the argument, the constants, then the ORDER BY
+    // columns.
+    let mut fields = vec![Field::new("arg", call.arg_type.clone(), true)];
+    let mut exprs: Vec<Arc<dyn PhysicalExpr>> = vec![Arc::new(Column::new("arg", 0))];
+    for (i, c) in call.constants.iter().enumerate() {
+        fields.push(Field::new(format!("const_{i}"), c.data_type(), true));
+        exprs.push(Arc::new(Literal::new(c.clone())));
+    }
+    let mut order_bys = Vec::with_capacity(call.order.len());
+    for (i, (col, options)) in call.order.iter().enumerate() {
+        let name = format!("order_{i}");
+        order_bys.push(PhysicalSortExpr {
+            expr: Arc::new(Column::new(&name, fields.len())),
+            options: *options,
+        });
+        fields.push(Field::new(
+            name,
+            rows.schema().field(*col).data_type().clone(),
+            true,
+        ));
+    }
+    let schema = Schema::new(fields);
+    let expr_fields: Vec<FieldRef> = schema.fields()[..exprs.len()].to_vec();
     let new_accumulator = || {
         func.accumulator(AccumulatorArgs {
             return_field: Arc::new(Field::new(func.name(), ty.clone(), true)),
             schema: &schema,
             ignore_nulls: false,
-            order_bys: &[],
+            order_bys: &order_bys,
             is_reversed: false,
             name: func.name(),
-            is_distinct: false,
+            is_distinct: call.distinct,
             exprs: &exprs,
-            expr_fields: std::slice::from_ref(&arg_field),
+            expr_fields: &expr_fields,
         })
+    };
+    // The accumulator's inputs for the rows `taken` (those the FILTER passes), evaluated over
+    // those rows only (an argument that fails on a row outside them is not asked).
+    let inputs = |taken: &UInt32Array| -> Result<Option<Vec<ArrayRef>>> {
+        let mut taken = taken.clone();
+        if let Some(filter) = &call.filter {
+            let batch = take_record_batch(rows, &taken)?;
+            let mask = filter.evaluate(&batch)?.into_array(batch.num_rows())?;
+            let mask = mask
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| brook_err!(Internal, "FILTER condition is not boolean"))?;
+            taken = (0..taken.len())
+                .filter(|&i| mask.is_valid(i) && mask.value(i))
+                .map(|i| taken.value(i))
+                .collect();
+        }
+        if taken.is_empty() {
+            return Ok(None);
+        }
+        let arg = match call.arg.as_ref().downcast_ref::<Column>() {
+            Some(c) => take(rows.column(c.index()).as_ref(), &taken, None)?,
+            None => {
+                let batch = take_record_batch(rows, &taken)?;
+                call.arg.evaluate(&batch)?.into_array(taken.len())?
+            }
+        };
+        let mut values = vec![cast(&arg, &call.arg_type)?];
+        for c in &call.constants {
+            values.push(c.to_array_of_size(taken.len())?);
+        }
+        for (col, _) in &call.order {
+            values.push(take(rows.column(*col).as_ref(), &taken, None)?);
+        }
+        Ok(Some(values))
     };
     let mut values = Vec::with_capacity(out.len());
     // The match, the last row the accumulator has taken, the accumulator.
@@ -170,8 +218,8 @@ fn function_column(
             .filter(|r| in_set(vars, path[r - start]))
             .map(|r| r as u32)
             .collect();
-        if !taken.is_empty() {
-            acc.update_batch(&[take(column.as_ref(), &taken, None)?])?;
+        if let Some(values) = inputs(&taken)? {
+            acc.update_batch(&values)?;
         }
         values.push(acc.evaluate()?);
         open = Some((path, o.upto, acc));

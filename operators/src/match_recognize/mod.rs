@@ -18,6 +18,7 @@ use crate::{NodeSpec, Operator};
 use brook_common::Result;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::AggregateUDF;
 use datafusion::physical_expr::PhysicalExpr;
 use pattern::{Pattern, Program};
@@ -111,13 +112,43 @@ pub enum MeasureKind {
         col: usize,
     },
     /// Any other aggregate function of `v.col` (`array_agg`, `stddev`, `bool_and`, a user's
-    /// aggregate), its values cast to `arg` — in MEASURES only.
-    Function {
-        func: Arc<AggregateUDF>,
-        vars: VarSet,
-        col: usize,
-        arg: DataType,
-    },
+    /// aggregate), or one with `DISTINCT` or `ORDER BY` — in MEASURES only.
+    Function { vars: VarSet, call: AggregateCall },
+}
+
+/// An aggregate function called over the rows of a variable.
+#[derive(Debug, Clone)]
+pub struct AggregateCall {
+    pub func: Arc<AggregateUDF>,
+    /// Its first argument, an expression over the input's columns (`b.price * b.qty`), its
+    /// values cast to `arg_type`.
+    pub arg: Arc<dyn PhysicalExpr>,
+    pub arg_type: DataType,
+    /// `FILTER (WHERE ...)`: a condition over the input's columns a row must pass.
+    pub filter: Option<Arc<dyn PhysicalExpr>>,
+    /// Its other arguments: constants of the types the function takes (`string_agg(v.name,
+    /// ', ')`).
+    pub constants: Vec<ScalarValue>,
+    /// `DISTINCT`.
+    pub distinct: bool,
+    /// Its `ORDER BY`: columns of the rows, and how each sorts.
+    pub order: Vec<(usize, SortOptions)>,
+}
+
+impl PartialEq for AggregateCall {
+    fn eq(&self, other: &Self) -> bool {
+        let same_filter = match (&self.filter, &other.filter) {
+            (Some(a), Some(b)) => a.as_ref() == b.as_ref(),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.func == other.func
+            && self.arg.as_ref() == other.arg.as_ref()
+            && self.arg_type == other.arg_type
+            && same_filter
+            && self.constants == other.constants
+            && self.distinct == other.distinct
+            && self.order == other.order
+    }
 }
 
 /// Aggregates a measure may take over a variable's rows.

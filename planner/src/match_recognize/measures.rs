@@ -3,6 +3,7 @@
 //! the row shown) or `FINAL` (the whole match) — and expressions over them. `DEFINE`
 //! conditions read the match so far through the same navigations ([`plan_navigation`]).
 
+use super::aggregate_call::aggregate_call;
 use super::extensions::SEMANTICS_PREFIX;
 use super::{ExprPlanning, Names};
 use brook_common::{brook_err, ident, BrookError, Result};
@@ -15,7 +16,6 @@ use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Value, VisitMut, VisitorMut,
 };
 use std::ops::ControlFlow;
-use std::sync::Arc;
 
 /// One measure and its type.
 pub(super) fn plan_measure(
@@ -28,7 +28,7 @@ pub(super) fn plan_measure(
     let mut reads = Reads {
         names,
         input,
-        exprs: &*exprs,
+        exprs: &mut *exprs,
         found: Vec::new(),
     };
     if let ControlFlow::Break(err) = rewritten.visit(&mut reads) {
@@ -71,7 +71,7 @@ struct Reads<'a> {
     names: &'a Names,
     input: &'a SchemaRef,
     /// Where aggregate functions are looked up.
-    exprs: &'a dyn ExprPlanning,
+    exprs: &'a mut dyn ExprPlanning,
     found: Vec<Navigation>,
 }
 
@@ -85,7 +85,7 @@ impl VisitorMut for Reads<'_> {
                 if name == "prev" || name == "next" {
                     physical_navigation(f, self.names, self.input, false).map(Some)
                 } else {
-                    match function_navigation(f, self.names, self.input, self.exprs) {
+                    match aggregate_call(f, self.names, self.input, self.exprs) {
                         Ok(None) => plan_navigation(f, self.names, self.input, false),
                         planned => planned,
                     }
@@ -274,68 +274,11 @@ pub(super) fn plan_navigation(
 }
 
 /// True for the navigations and aggregates a match keeps as it grows (DEFINE reads them).
-fn is_match_navigation(name: &str) -> bool {
+pub(super) fn is_match_navigation(name: &str) -> bool {
     matches!(
         name,
         "first" | "last" | "classifier" | "match_number" | "count" | "sum" | "avg" | "min" | "max"
     )
-}
-
-/// An aggregate function other than a match's own (`array_agg(b.price)`, `stddev(price)`,
-/// a user's aggregate) over the rows of a variable: None for a scalar function.
-fn function_navigation(
-    f: &ast::Function,
-    names: &Names,
-    input: &SchemaRef,
-    exprs: &dyn ExprPlanning,
-) -> Result<Option<Navigation>> {
-    let name = function_name(f).1;
-    if is_match_navigation(&name) {
-        return Ok(None);
-    }
-    let Some(func) = exprs.aggregate(&name) else {
-        return Ok(None);
-    };
-    let unsupported = || {
-        brook_err!(
-            Unsupported,
-            "{f} in MATCH_RECOGNIZE MEASURES (an aggregate takes one var.col or col, without \
-             DISTINCT, ORDER BY or FILTER)"
-        )
-    };
-    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
-        return Err(unsupported());
-    }
-    let arg = match &f.args {
-        FunctionArguments::List(l) if l.duplicate_treatment.is_none() && l.clauses.is_empty() => {
-            match l.args.as_slice() {
-                [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] => x,
-                _ => return Err(unsupported()),
-            }
-        }
-        _ => return Err(unsupported()),
-    };
-    let (vars, col) = reference(arg, names, input)?;
-    let col = col.ok_or_else(unsupported)?;
-    let field = Arc::new(input.field(col).as_ref().clone());
-    let coerced = datafusion::logical_expr::type_coercion::functions::fields_with_udf(
-        std::slice::from_ref(&field),
-        func.as_ref(),
-    )?;
-    let arg_type = coerced
-        .first()
-        .map_or_else(|| field.data_type().clone(), |f| f.data_type().clone());
-    let data_type = func.return_field(&coerced)?.data_type().clone();
-    Ok(Some(Navigation {
-        kind: MeasureKind::Function {
-            func,
-            vars,
-            col,
-            arg: arg_type,
-        },
-        running: function_name(f).0.as_deref() != Some("final"),
-        data_type,
-    }))
 }
 
 /// The argument and the offset (1 when not given) of `PREV(x [, k])` / `NEXT(x [, k])`.
@@ -436,7 +379,11 @@ pub(super) fn physical_navigation(
 }
 
 /// (variables, column) of `var.col` or `col`; `var.*` and `*` have no column.
-fn reference(e: &Expr, names: &Names, input: &SchemaRef) -> Result<(VarSet, Option<usize>)> {
+pub(super) fn reference(
+    e: &Expr,
+    names: &Names,
+    input: &SchemaRef,
+) -> Result<(VarSet, Option<usize>)> {
     let find_col = |i: &ast::Ident| -> Result<usize> {
         let name = ident::ident_name(i);
         input

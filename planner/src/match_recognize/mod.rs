@@ -34,6 +34,7 @@ pub use dialect::PostgresWithMatchRecognize;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
+mod aggregate_call;
 mod define;
 pub mod dialect;
 mod extensions;
