@@ -58,8 +58,11 @@ impl VisitorMut for LateralCalls {
         &mut self,
         t: &mut TableFactor,
     ) -> ControlFlow<brook_common::BrookError> {
+        if let Some(lateral) = as_lateral_subquery(t) {
+            *t = lateral;
+        }
         // DataFusion's table functions leave the ordinality column out (a silent wrong
-        // answer: one column where PostgreSQL gives two).
+        // answer: one column where PostgreSQL gives two); those rewritten above have it.
         if matches!(
             t,
             TableFactor::Table {
@@ -68,14 +71,16 @@ impl VisitorMut for LateralCalls {
             } | TableFactor::UNNEST {
                 with_ordinality: true,
                 ..
+            } | TableFactor::Function {
+                with_ordinality: true,
+                ..
             }
         ) {
             return ControlFlow::Break(brook_common::BrookError::Unsupported(
-                "WITH ORDINALITY (number the rows with row_number() OVER () instead)".into(),
+                "WITH ORDINALITY of this function, or with an alias of more columns than it \
+                 returns and the ordinality"
+                    .into(),
             ));
-        }
-        if let Some(lateral) = as_lateral_subquery(t) {
-            *t = lateral;
         }
         if let TableFactor::Derived {
             lateral: true,
@@ -167,31 +172,56 @@ fn name_outputs(items: &mut [SelectItem]) {
     }
 }
 
-/// The function a FROM item calls (`unnest`, `generate_series`), its arguments as SQL and
-/// its alias, when it is a set-returning function Brook rewrites (not `WITH ORDINALITY`).
-fn call_of(t: &TableFactor) -> Option<(String, Vec<String>, Option<&TableAlias>)> {
+/// A set-returning function Brook rewrites, as a FROM item calls it.
+struct Call<'a> {
+    /// `unnest`, `generate_series`, ...
+    function: String,
+    /// Its arguments, as SQL.
+    args: Vec<String>,
+    alias: Option<&'a TableAlias>,
+    /// `WITH ORDINALITY`: a last column numbering its rows from 1.
+    ordinality: bool,
+}
+
+/// The set-returning function a FROM item calls, when Brook rewrites it.
+fn call_of(t: &TableFactor) -> Option<Call<'_>> {
     match t {
         TableFactor::Table {
             name,
             args: Some(args),
             alias,
-            with_ordinality: false,
+            with_ordinality,
             ..
-        } => Some((function_name(name)?, args_sql(&args.args)?, alias.as_ref())),
+        } => Some(Call {
+            function: function_name(name)?,
+            args: args_sql(&args.args)?,
+            alias: alias.as_ref(),
+            ordinality: *with_ordinality,
+        }),
         TableFactor::Function {
-            name, args, alias, ..
-        } => Some((function_name(name)?, args_sql(args)?, alias.as_ref())),
+            name,
+            args,
+            alias,
+            with_ordinality,
+            ..
+        } => Some(Call {
+            function: function_name(name)?,
+            args: args_sql(args)?,
+            alias: alias.as_ref(),
+            ordinality: *with_ordinality,
+        }),
         TableFactor::UNNEST {
             alias,
             array_exprs,
             with_offset: false,
-            with_ordinality: false,
+            with_ordinality,
             ..
-        } if array_exprs.len() == 1 => Some((
-            "unnest".to_string(),
-            vec![array_exprs[0].to_string()],
-            alias.as_ref(),
-        )),
+        } if array_exprs.len() == 1 => Some(Call {
+            function: "unnest".to_string(),
+            args: vec![array_exprs[0].to_string()],
+            alias: alias.as_ref(),
+            ordinality: *with_ordinality,
+        }),
         _ => None,
     }
 }
@@ -217,18 +247,49 @@ fn args_sql(args: &[FunctionArg]) -> Option<Vec<String>> {
 }
 
 /// `f(args) [AS] a[(c)]` reading a column as `LATERAL (SELECT unnest(f(args)) AS c) AS a`.
+/// `WITH ORDINALITY` adds `unnest(generate_series(1, array_length(f(args), 1))) AS ordinality`,
+/// unnested in step with the rows (a function over constants is rewritten so too).
 fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
-    let (function, args, alias) = call_of(t)?;
+    let Call {
+        function,
+        args,
+        alias,
+        ordinality,
+    } = call_of(t)?;
     // Over constants, `unnest` and `generate_series` are DataFusion's table functions; the
     // others have none.
-    if !reads_columns(t) && ["unnest", "generate_series"].contains(&function.as_str()) {
+    if !ordinality
+        && !reads_columns(t)
+        && ["unnest", "generate_series"].contains(&function.as_str())
+    {
         return None;
     }
     if function == "unnest" && args.len() != 1 {
         return None;
     }
+    let given = alias.map_or(0, |a| a.columns.len());
+    // The ordinality column's name: the alias's column after the function's, or PostgreSQL's.
+    let numbered = |columns: usize, array: &str| -> Option<String> {
+        if !ordinality {
+            return (given <= columns).then(String::new);
+        }
+        if given > columns + 1 {
+            return None;
+        }
+        let name = alias
+            .and_then(|a| a.columns.get(columns))
+            .map_or_else(|| Ident::new("ordinality"), |c| c.name.clone());
+        Some(format!(
+            ", unnest(generate_series(1, array_length({array}, 1))) AS {name}"
+        ))
+    };
     if let Some(record) = record_returning_function(&function) {
-        return record_subquery(record, &args, alias);
+        let first = record.columns.first()?.1;
+        let extra = numbered(
+            record.columns.len(),
+            &format!("{first}({})", args.join(", ")),
+        )?;
+        return record_subquery(record, &args, alias, &extra);
     }
     // PostgreSQL names a one-column function's column after the alias's column list, else
     // its OUT parameter (`value` of `jsonb_array_elements`), else the alias, else the
@@ -236,8 +297,12 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
     let srf = set_returning_function(&function);
     let out = srf.and_then(|f| f.column).map(Ident::new);
     let table = alias.map_or_else(|| Ident::new(&function), |a| a.name.clone());
+    let array = match srf {
+        Some(f) => format!("{}({})", f.array_function, args.join(", ")),
+        None => args[0].clone(),
+    };
+    let extra = numbered(1, &array)?;
     let column = match alias {
-        Some(a) if a.columns.len() > 1 => return None,
         Some(a) => a
             .columns
             .first()
@@ -246,11 +311,9 @@ fn as_lateral_subquery(t: &TableFactor) -> Option<TableFactor> {
             .unwrap_or_else(|| a.name.clone()),
         None => out.unwrap_or_else(|| Ident::new(&function)),
     };
-    let call = match srf {
-        Some(f) => format!("unnest({}({}))", f.array_function, args.join(", ")),
-        None => format!("unnest({})", args[0]),
-    };
-    crate::function_alias::from_item(&format!("LATERAL (SELECT {call} AS {column}) AS {table}"))
+    crate::function_alias::from_item(&format!(
+        "LATERAL (SELECT unnest({array}) AS {column}{extra}) AS {table}"
+    ))
 }
 
 /// `f(args) [AS] a[(k, v)]` of a function of several columns as `LATERAL (SELECT
@@ -261,11 +324,9 @@ fn record_subquery(
     record: &crate::set_returning::RecordReturning,
     args: &[String],
     alias: Option<&TableAlias>,
+    ordinality: &str,
 ) -> Option<TableFactor> {
     let given = alias.map_or(&[][..], |a| a.columns.as_slice());
-    if given.len() > record.columns.len() {
-        return None;
-    }
     let items: Vec<String> = record
         .columns
         .iter()
@@ -278,7 +339,10 @@ fn record_subquery(
         })
         .collect();
     let table = alias.map_or_else(|| Ident::new(record.name), |a| a.name.clone());
-    crate::function_alias::from_item(&format!("LATERAL (SELECT {}) AS {table}", items.join(", ")))
+    crate::function_alias::from_item(&format!(
+        "LATERAL (SELECT {}{ordinality}) AS {table}",
+        items.join(", ")
+    ))
 }
 
 /// Whether a FROM item's call arguments name a column (of an earlier FROM item).
@@ -530,7 +594,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wildcard_over_an_earlier_item_and_ordinality_are_0a000() {
+    fn a_wildcard_over_an_earlier_item_is_0a000() {
         let mut s = Parser::parse_sql(
             &PostgreSqlDialect {},
             "SELECT * FROM g, LATERAL (SELECT g.*) q",
@@ -540,20 +604,34 @@ mod tests {
         let e = lateral_functions(&mut s).unwrap_err();
         assert_eq!(e.sqlstate(), "0A000", "{e}");
         assert!(e.to_string().contains("g.*"), "{e}");
-        for sql in [
-            "SELECT * FROM generate_series(1, 3) WITH ORDINALITY",
-            "SELECT * FROM g, generate_series(1, g.x) WITH ORDINALITY s",
-        ] {
-            let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-                .unwrap()
-                .remove(0);
-            let e = lateral_functions(&mut s).unwrap_err();
-            assert!(e.to_string().contains("WITH ORDINALITY"), "{sql}: {e}");
-        }
         assert_eq!(
             rewritten("SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"),
             "SELECT * FROM g, LATERAL (SELECT h.* FROM h) q"
         );
+    }
+
+    #[test]
+    fn ordinality_is_a_series_unnested_in_step() {
+        assert_eq!(
+            rewritten("SELECT * FROM g, generate_series(1, g.x) WITH ORDINALITY s"),
+            "SELECT * FROM g, LATERAL (SELECT unnest(generate_series(1, g.x)) AS s, \
+             unnest(generate_series(1, array_length(generate_series(1, g.x), 1))) \
+             AS ordinality) AS s"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM unnest(ARRAY['a', 'b']) WITH ORDINALITY AS t (x, n)"),
+            "SELECT * FROM LATERAL (SELECT unnest(ARRAY['a', 'b']) AS x, \
+             unnest(generate_series(1, array_length(ARRAY['a', 'b'], 1))) AS n) AS t"
+        );
+        // More columns than the function's and the ordinality: left to refuse.
+        let mut s = Parser::parse_sql(
+            &PostgreSqlDialect {},
+            "SELECT * FROM unnest(ARRAY[1]) WITH ORDINALITY AS t (a, b, c)",
+        )
+        .unwrap()
+        .remove(0);
+        let e = lateral_functions(&mut s).unwrap_err();
+        assert!(e.to_string().contains("WITH ORDINALITY"), "{e}");
     }
 
     #[test]

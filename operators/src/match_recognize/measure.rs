@@ -7,11 +7,13 @@ use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{
     new_null_array, Array, ArrayRef, BooleanArray, Int64Array, StringArray, UInt32Array,
 };
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::compute::{cast, take, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::function::AccumulatorArgs;
+use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::Accumulator;
 use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::PhysicalExpr;
@@ -138,8 +140,22 @@ fn function_column(
         fields.push(Field::new(format!("const_{i}"), c.data_type(), true));
         exprs.push(Arc::new(Literal::new(c.clone())));
     }
-    let mut order_bys = Vec::with_capacity(call.order.len());
-    for (i, (col, options)) in call.order.iter().enumerate() {
+    // An aggregate whose result no order changes (`sum`, `count`) takes none; with
+    // DISTINCT the ORDER BY is the argument's own (the planner checked it), which the
+    // accumulator sorts on without another input.
+    let order: &[(usize, SortOptions)] = match func.order_sensitivity() {
+        AggregateOrderSensitivity::Insensitive => &[],
+        _ => &call.order,
+    };
+    let mut order_bys = Vec::with_capacity(order.len());
+    for (i, (col, options)) in order.iter().enumerate() {
+        if call.distinct {
+            order_bys.push(PhysicalSortExpr {
+                expr: Arc::new(Column::new("arg", 0)),
+                options: *options,
+            });
+            continue;
+        }
         let name = format!("order_{i}");
         order_bys.push(PhysicalSortExpr {
             expr: Arc::new(Column::new(&name, fields.len())),
@@ -196,7 +212,7 @@ fn function_column(
         for c in &call.constants {
             values.push(c.to_array_of_size(taken.len())?);
         }
-        for (col, _) in &call.order {
+        for (col, _) in order.iter().filter(|_| !call.distinct) {
             values.push(take(rows.column(*col).as_ref(), &taken, None)?);
         }
         Ok(Some(values))

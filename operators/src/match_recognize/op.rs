@@ -459,8 +459,9 @@ impl MatchRecognizeOp {
         };
         // As Flink does: a row at the start plus the bound or later is past it (the
         // interval is open at its end).
+        // Only the first `len` rows are the matcher's (those whose NEXT rows arrived).
         let past = order[start].saturating_add(*bound);
-        let end = start + order[start..].partition_point(|t| *t < past);
+        let end = start + order[start..len].partition_point(|t| *t < past);
         (end, end < len)
     }
 

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::ExprSchemable;
-use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{
     self, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
@@ -136,6 +136,17 @@ pub(super) fn aggregate_call(
             ));
         }
     }
+    // PostgreSQL's rule: with DISTINCT, ORDER BY sorts the argument itself.
+    let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
+    let arg_column = arg.as_ref().downcast_ref::<Column>().map(Column::index);
+    if distinct && order.iter().any(|(by, _)| Some(*by) != arg_column) {
+        return Err(BrookError::Semantic {
+            message: "in an aggregate with DISTINCT, ORDER BY expressions must appear in \
+                      argument list"
+                .into(),
+            code: "42P10",
+        });
+    }
     // The argument types the function takes, as DataFusion coerces them.
     let mut fields = vec![Arc::new(arg_field)];
     for (i, c) in constants.iter().enumerate() {
@@ -157,7 +168,7 @@ pub(super) fn aggregate_call(
                 arg_type: coerced[0].data_type().clone(),
                 filter,
                 constants,
-                distinct: list.duplicate_treatment == Some(DuplicateTreatment::Distinct),
+                distinct,
                 order,
             },
         },

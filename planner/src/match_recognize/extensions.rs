@@ -394,13 +394,18 @@ fn is_subset(clause: &[Token], i: usize) -> bool {
         && next_solid(clause, name).is_some_and(|eq| clause[eq] == Token::Eq)
 }
 
-/// `SHOW PARTIAL MATCHES` starts at `i`.
+/// `SHOW PARTIAL MATCHES` starts at `i`, right after `... ROW(S) PER MATCH` (elsewhere the
+/// words are left to sqlparser, which refuses them).
 fn is_show_partial(clause: &[Token], i: usize) -> bool {
     let partial = next_solid(clause, i);
     let matches = partial.and_then(|j| next_solid(clause, j));
+    let matched = solid_before(clause, i);
+    let per = matched.and_then(|j| solid_before(clause, j));
     is_word(&clause[i], "SHOW")
         && partial.is_some_and(|j| is_word(&clause[j], "PARTIAL"))
         && matches.is_some_and(|j| is_word(&clause[j], "MATCHES"))
+        && matched.is_some_and(|j| is_word(&clause[j], "MATCH"))
+        && per.is_some_and(|j| is_word(&clause[j], "PER"))
 }
 
 /// `WITHIN INTERVAL` starts at `i`.
@@ -472,6 +477,18 @@ mod tests {
         assert_eq!(
             rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH SHOW PARTIAL MATCHES PATTERN (a) DEFINE a AS true)"),
             "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH PATTERN (a) DEFINE brook_partial AS true, a AS true)"
+        );
+        // Only right after ROWS PER MATCH, once.
+        for elsewhere in [
+            "SELECT * FROM t MATCH_RECOGNIZE (SHOW PARTIAL MATCHES ORDER BY x ALL ROWS PER MATCH PATTERN (a) DEFINE a AS true)",
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH PATTERN (a) SHOW PARTIAL MATCHES DEFINE a AS true)",
+        ] {
+            assert!(rewrite_extensions(elsewhere).unwrap().is_none(), "{elsewhere}");
+        }
+        let twice = rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x ALL ROWS PER MATCH SHOW PARTIAL MATCHES SHOW PARTIAL MATCHES PATTERN (a) DEFINE a AS true)");
+        assert!(
+            twice.contains("PER MATCH SHOW PARTIAL MATCHES PATTERN"),
+            "{twice}"
         );
         assert_eq!(
             rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x AFTER MATCH SKIP TO b PATTERN (a b) DEFINE a AS true)"),

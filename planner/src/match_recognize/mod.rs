@@ -307,6 +307,15 @@ fn parse_clause(text: &str) -> Result<Clause> {
     }
 }
 
+/// A name Brook's rewrites of the clause give its own `DEFINE` items, used otherwise.
+fn reserved(name: &str) -> BrookError {
+    brook_err!(
+        Syntax,
+        "\"{name}\" is a name Brook's MATCH_RECOGNIZE reserves (for SHOW PARTIAL MATCHES and \
+         WITHIN): name the pattern variable otherwise"
+    )
+}
+
 /// Plan the clause `text` over an input of schema `input`.
 pub fn plan_node(
     text: &str,
@@ -352,6 +361,12 @@ pub fn plan_node(
     }
     let mut variables: Vec<String> = Vec::new();
     let pattern = convert_pattern(&clause.pattern, &mut variables)?;
+    if let Some(v) = variables
+        .iter()
+        .find(|v| [PARTIAL_NAME, WITHIN_NAME].contains(&v.as_str()))
+    {
+        return Err(reserved(v));
+    }
     pattern.validate()?;
     if pattern.can_be_empty() {
         return Err(brook_err!(
@@ -383,7 +398,17 @@ pub fn plan_node(
                 }
                 names.subsets.push((name, members));
             }
-            _ if name == PARTIAL_NAME => partial = true,
+            e if name == PARTIAL_NAME => {
+                // Written by SHOW PARTIAL MATCHES (see `extensions`); a condition of the
+                // user's under the name would otherwise switch it on.
+                if !matches!(e, Expr::Value(v) if v.value == ast::Value::Boolean(true)) {
+                    return Err(reserved(PARTIAL_NAME));
+                }
+                if partial {
+                    return Err(brook_err!(Syntax, "SHOW PARTIAL MATCHES given twice"));
+                }
+                partial = true
+            }
             e if name == WITHIN_NAME => {
                 within = Some((within_bound(e, &clause, &input, exprs)?, e.to_string()))
             }

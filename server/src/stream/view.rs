@@ -240,8 +240,12 @@ impl ViewState {
             if target.as_deref().is_some_and(|t| covers(&done, t)) {
                 return Ok(());
             }
-            if rx.changed().await.is_err() {
-                return Err(brook_err!(Internal, "view maintenance ended"));
+            // Woken by each step of maintenance and by its failure; asked again after a
+            // while anyway, so a wake that raced the subscription cannot leave the reader
+            // waiting for good (a REFRESH was once seen waiting on a view that had failed).
+            match tokio::time::timeout(std::time::Duration::from_millis(250), rx.changed()).await {
+                Ok(Err(_)) => return Err(brook_err!(Internal, "view maintenance ended")),
+                Ok(Ok(())) | Err(_) => {}
             }
         }
     }

@@ -80,10 +80,13 @@ impl UntypedArrays {
     /// PostgreSQL resolves for it.
     fn resolved(&self, types: &[DataType]) -> Vec<DataType> {
         let mut types = types.to_vec();
+        // A NULL in an array position is a NULL of the array type (`array_cat(ARRAY[1],
+        // NULL)` is `{1}`; DataFusion typed it as the element and refused it).
+        let untyped = |t: &DataType| is_text(t) || matches!(t, DataType::Null);
         if !self
             .arrays
             .iter()
-            .any(|&i| types.get(i).is_some_and(is_text))
+            .any(|&i| types.get(i).is_some_and(untyped))
         {
             return types;
         }
@@ -99,7 +102,7 @@ impl UntypedArrays {
         let element = from_array.or(from_element).unwrap_or(DataType::Utf8);
         let list = DataType::List(Arc::new(Field::new_list_field(element, true)));
         for &i in self.arrays {
-            if types.get(i).is_some_and(is_text) {
+            if types.get(i).is_some_and(untyped) {
                 types[i] = list.clone();
             }
         }
