@@ -15,7 +15,7 @@
 //! parsed with the generic dialect, which has it ([`uses_match_recognize`]).
 
 use brook_common::{brook_err, ident, BrookError, Result};
-use brook_operators::match_recognize::pattern::{Pattern, Program};
+use brook_operators::match_recognize::pattern::Program;
 use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
@@ -24,8 +24,7 @@ use datafusion::logical_expr::Expr as LogicalExpr;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{
     self, EmptyMatchesMode, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    MatchRecognizePattern, MatchRecognizeSymbol, RepetitionQuantifier, Statement, TableFactor,
-    Value, VisitMut, VisitorMut,
+    MatchRecognizePattern, Statement, TableFactor, Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
@@ -39,12 +38,14 @@ mod define;
 pub mod dialect;
 mod extensions;
 mod measures;
+mod pattern;
 pub mod plan;
 pub mod relation;
 
 pub use extensions::rewrite_extensions;
 pub use extensions::DERIVED_INPUT_FUNCTION;
-use extensions::{EXCLUDED_MARK, PARTIAL_NAME, SUBSET_FUNCTION, WITHIN_NAME};
+use extensions::{PARTIAL_NAME, SUBSET_FUNCTION, WITHIN_NAME};
+use pattern::convert_pattern;
 
 use define::plan_conditions;
 use measures::plan_measure;
@@ -67,7 +68,7 @@ pub trait ExprPlanning {
 }
 
 /// Most pattern variables (a row's eligibility is one bit per variable).
-const MAX_VARIABLES: usize = 64;
+pub(super) const MAX_VARIABLES: usize = 64;
 
 /// True when `sql` holds the MATCH_RECOGNIZE keyword (outside strings and comments).
 pub fn uses_match_recognize(sql: &str) -> bool {
@@ -635,113 +636,6 @@ fn within_bound(
     Ok(i64::try_from(nanos / i128::from(per_unit)).unwrap_or(i64::MAX))
 }
 
-/// The pattern tree, with variables numbered in order of first appearance.
-fn convert_pattern(p: &MatchRecognizePattern, vars: &mut Vec<String>) -> Result<Pattern> {
-    let mut var = |s: &MatchRecognizeSymbol| -> Result<Pattern> {
-        Ok(match s {
-            MatchRecognizeSymbol::Start => Pattern::Start,
-            MatchRecognizeSymbol::End => Pattern::End,
-            MatchRecognizeSymbol::Named(i) => {
-                let name = ident::ident_name(i);
-                let at = match vars.iter().position(|v| *v == name) {
-                    Some(at) => at,
-                    None => {
-                        if vars.len() == MAX_VARIABLES {
-                            return Err(brook_err!(
-                                Unsupported,
-                                "more than {MAX_VARIABLES} pattern variables"
-                            ));
-                        }
-                        vars.push(name);
-                        vars.len() - 1
-                    }
-                };
-                Pattern::Var(at)
-            }
-        })
-    };
-    Ok(match p {
-        MatchRecognizePattern::Symbol(s) => var(s)?,
-        MatchRecognizePattern::Exclude(s) => Pattern::Exclude(Box::new(var(s)?)),
-        MatchRecognizePattern::Permute(symbols) => {
-            if symbols.len() > 5 {
-                return Err(brook_err!(
-                    Unsupported,
-                    "PERMUTE of more than 5 variables ({} alternatives)",
-                    (1..=symbols.len()).product::<usize>()
-                ));
-            }
-            let parts = symbols.iter().map(&mut var).collect::<Result<Vec<_>>>()?;
-            Pattern::Alt(
-                permutations(parts.len())
-                    .into_iter()
-                    .map(|order| Pattern::Concat(order.iter().map(|&i| parts[i].clone()).collect()))
-                    .collect(),
-            )
-        }
-        // `({- brook_excluded -} (p))`: the exclusion `{- p -}` (see `extensions`).
-        MatchRecognizePattern::Concat(ps)
-            if matches!(ps.first(), Some(MatchRecognizePattern::Exclude(
-                MatchRecognizeSymbol::Named(m))) if m.value == EXCLUDED_MARK)
-                && ps.len() == 2 =>
-        {
-            Pattern::Exclude(Box::new(convert_pattern(&ps[1], vars)?))
-        }
-        MatchRecognizePattern::Concat(ps) => Pattern::Concat(
-            ps.iter()
-                .map(|q| convert_pattern(q, vars))
-                .collect::<Result<_>>()?,
-        ),
-        MatchRecognizePattern::Group(q) => convert_pattern(q, vars)?,
-        MatchRecognizePattern::Alternation(ps) => Pattern::Alt(
-            ps.iter()
-                .map(|q| convert_pattern(q, vars))
-                .collect::<Result<_>>()?,
-        ),
-        MatchRecognizePattern::Repetition(q, quantifier) => {
-            // sqlparser reads the reluctant `a+?` as `(a+)?` (a quantifier directly on a
-            // quantified part; a written `(a+)?` has a group between them).
-            let (q, quantifier, greedy) = match (quantifier, q.as_ref()) {
-                (RepetitionQuantifier::AtMostOne, MatchRecognizePattern::Repetition(x, inner)) => {
-                    (x, inner, false)
-                }
-                _ => (q, quantifier, true),
-            };
-            let (min, max) = match quantifier {
-                RepetitionQuantifier::ZeroOrMore => (0, None),
-                RepetitionQuantifier::OneOrMore => (1, None),
-                RepetitionQuantifier::AtMostOne => (0, Some(1)),
-                RepetitionQuantifier::Exactly(n) => (*n, Some(*n)),
-                RepetitionQuantifier::AtLeast(n) => (*n, None),
-                RepetitionQuantifier::AtMost(n) => (0, Some(*n)),
-                RepetitionQuantifier::Range(n, m) => (*n, Some(*m)),
-            };
-            Pattern::Repeat {
-                inner: Box::new(convert_pattern(q, vars)?),
-                min,
-                max,
-                greedy,
-            }
-        }
-    })
-}
-
-/// Every order of `n` items, in lexicographic order (PERMUTE prefers them so).
-fn permutations(n: usize) -> Vec<Vec<usize>> {
-    if n == 0 {
-        return vec![Vec::new()];
-    }
-    let mut out = Vec::new();
-    for first in 0..n {
-        for rest in permutations(n - 1) {
-            let mut order = vec![first];
-            order.extend(rest.into_iter().map(|i| if i >= first { i + 1 } else { i }));
-            out.push(order);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,20 +703,5 @@ mod tests {
                 "{sql}: {s}"
             );
         }
-    }
-
-    #[test]
-    fn permutations_are_in_preference_order() {
-        assert_eq!(
-            permutations(3),
-            vec![
-                vec![0, 1, 2],
-                vec![0, 2, 1],
-                vec![1, 0, 2],
-                vec![1, 2, 0],
-                vec![2, 0, 1],
-                vec![2, 1, 0]
-            ]
-        );
     }
 }

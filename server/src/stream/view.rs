@@ -243,9 +243,9 @@ impl ViewState {
             // Woken by each step of maintenance and by its failure; asked again after a
             // while anyway, so a wake that raced the subscription cannot leave the reader
             // waiting for good (a REFRESH was once seen waiting on a view that had failed).
-            match tokio::time::timeout(std::time::Duration::from_millis(250), rx.changed()).await {
-                Ok(Err(_)) => return Err(brook_err!(Internal, "view maintenance ended")),
-                Ok(Ok(())) | Err(_) => {}
+            let wait = std::time::Duration::from_millis(250);
+            if let Ok(Err(_)) = tokio::time::timeout(wait, rx.changed()).await {
+                return Err(brook_err!(Internal, "view maintenance ended"));
             }
         }
     }
