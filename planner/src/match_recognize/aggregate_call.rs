@@ -13,12 +13,12 @@ use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
-use datafusion::logical_expr::ExprSchemable;
+use datafusion::logical_expr::{Expr as LogicalExpr, ExprSchemable};
 use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::sql::sqlparser::ast::{
     self, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
-    FunctionArguments, UnaryOperator, Value, VisitMut, VisitorMut,
+    FunctionArguments, VisitMut, VisitorMut,
 };
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -96,7 +96,7 @@ pub(super) fn aggregate_call(
     };
     let constants = (list.args.iter().skip(1))
         .map(|a| match a {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => constant(x),
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => constant(x, exprs),
             _ => None,
         })
         .map(|c| c.ok_or_else(|| unsupported("an argument after the first is no constant")))
@@ -255,69 +255,11 @@ impl VisitorMut for RowScope<'_> {
     }
 }
 
-/// A literal argument's value: a string, a number (an integer if it is one), a boolean or
-/// NULL.
-fn constant(e: &Expr) -> Option<ScalarValue> {
-    match e {
-        Expr::Value(v) => match &v.value {
-            Value::SingleQuotedString(s) => Some(ScalarValue::Utf8(Some(s.clone()))),
-            Value::Number(n, _) => number(n),
-            Value::Boolean(b) => Some(ScalarValue::Boolean(Some(*b))),
-            Value::Null => Some(ScalarValue::Null),
-            _ => None,
-        },
-        Expr::UnaryOp {
-            op: UnaryOperator::Minus,
-            expr,
-        } => match expr.as_ref() {
-            Expr::Value(v) => match &v.value {
-                Value::Number(n, _) => number(&format!("-{n}")),
-                _ => None,
-            },
-            _ => None,
-        },
-        Expr::Nested(inner) => constant(inner),
+/// A constant argument's value, planned as the clause's other expressions are (a string, a
+/// number, a boolean, NULL); None for anything else.
+fn constant(e: &Expr, exprs: &mut dyn ExprPlanning) -> Option<ScalarValue> {
+    match exprs.logical(e.clone(), &DFSchema::empty()) {
+        Ok(LogicalExpr::Literal(value, _)) => Some(value),
         _ => None,
-    }
-}
-
-fn number(n: &str) -> Option<ScalarValue> {
-    match n.parse::<i64>() {
-        Ok(i) => Some(ScalarValue::Int64(Some(i))),
-        Err(_) => n.parse::<f64>().ok().map(|x| ScalarValue::Float64(Some(x))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
-
-    fn expr(sql: &str) -> Expr {
-        Parser::new(&PostgreSqlDialect {})
-            .try_with_sql(sql)
-            .unwrap()
-            .parse_expr()
-            .unwrap()
-    }
-
-    #[test]
-    fn constant_arguments_are_literals() {
-        assert_eq!(
-            constant(&expr("', '")),
-            Some(ScalarValue::Utf8(Some(", ".into())))
-        );
-        assert_eq!(constant(&expr("-3")), Some(ScalarValue::Int64(Some(-3))));
-        assert_eq!(
-            constant(&expr("(0.5)")),
-            Some(ScalarValue::Float64(Some(0.5)))
-        );
-        assert_eq!(
-            constant(&expr("true")),
-            Some(ScalarValue::Boolean(Some(true)))
-        );
-        assert_eq!(constant(&expr("kind")), None);
-        assert_eq!(constant(&expr("1 + 1")), None);
     }
 }
