@@ -147,17 +147,19 @@ pub fn rewrite_selects(s: &mut Statement, f: impl FnMut(&mut Select)) {
             ControlFlow::Continue(())
         }
     }
-    fn each_select(body: &mut SetExpr, f: &mut dyn FnMut(&mut Select)) {
-        match body {
-            SetExpr::Select(s) => f(s),
-            SetExpr::SetOperation { left, right, .. } => {
-                each_select(left, f);
-                each_select(right, f);
-            }
-            _ => {}
-        }
-    }
     let _ = s.visit(&mut Selects(f));
+}
+
+/// Apply `f` to each SELECT of a query body (both sides of a set operation).
+pub fn each_select(body: &mut SetExpr, f: &mut dyn FnMut(&mut Select)) {
+    match body {
+        SetExpr::Select(s) => f(s),
+        SetExpr::SetOperation { left, right, .. } => {
+            each_select(left, f);
+            each_select(right, f);
+        }
+        _ => {}
+    }
 }
 
 /// Apply `f` to every expression of `e` outside its subqueries (which are queries of their

@@ -3,8 +3,8 @@
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{
     visit_expressions, visit_expressions_mut, AccessExpr, CastKind, DataType, Expr, GroupByExpr,
-    LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut,
-    VisitorMut,
+    Ident, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, Value,
+    VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -650,6 +650,12 @@ mod naming_tests {
     }
 }
 
+/// The prefix of an internal alias the wire layer shows without it: an output named as a
+/// qualified column beside it (`SELECT x + 1 AS k, a.k`: DataFusion refuses an unqualified
+/// `k` beside `a.k` as ambiguous, PostgreSQL shows both as `k`). It is the prefix
+/// datafusion-pg-catalog's `AliasDuplicatedProjectionRewrite` gives a column beside a `*`.
+pub const INTERNAL_ALIAS: &str = "__alias_";
+
 /// Apply [`output_names`] to a planned result schema (fields matched by position; a single
 /// `*` absorbs the columns the named items do not account for).
 pub fn rename_output(
@@ -658,29 +664,39 @@ pub fn rename_output(
 ) -> datafusion::arrow::datatypes::SchemaRef {
     use datafusion::arrow::datatypes::Schema;
     use std::sync::Arc;
-    let wildcards = names.iter().filter(|n| **n == OutputName::Wildcard).count();
-    let fixed = names.len() - wildcards;
     let n = schema.fields().len();
-    if wildcards > 1 || fixed > n || (wildcards == 0 && fixed != n) {
-        return Arc::new(schema.clone());
+    let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+    // The names before the first `*` apply from the front, those after the last from the
+    // back; between two `*` only kept names can stand (`SELECT a.*, b.*`).
+    let first = names.iter().position(|n| *n == OutputName::Wildcard);
+    let last = names.iter().rposition(|n| *n == OutputName::Wildcard);
+    let (front, back) = match (first, last) {
+        (Some(f), Some(l)) => (&names[..f], &names[l + 1..]),
+        _ => (names, &names[names.len()..]),
+    };
+    let between_kept = match (first, last) {
+        (Some(f), Some(l)) => names[f..=l]
+            .iter()
+            .all(|n| matches!(n, OutputName::Wildcard | OutputName::Keep)),
+        _ => true,
+    };
+    let fits = if first.is_none() {
+        names.len() == n
+    } else {
+        front.len() + back.len() <= n
+    };
+    if fits && between_kept {
+        let positions = (0..front.len()).chain(n - back.len()..n);
+        for (i, name) in positions.zip(front.iter().chain(back)) {
+            if let OutputName::Name(s) = name {
+                fields[i] = Arc::new(fields[i].as_ref().clone().with_name(s));
+            }
+        }
     }
-    let expansion = n - fixed;
-    let mut fields = Vec::with_capacity(n);
-    let mut i = 0;
-    for name in names {
-        match name {
-            OutputName::Wildcard => {
-                fields.extend(schema.fields()[i..i + expansion].iter().cloned());
-                i += expansion;
-            }
-            OutputName::Keep => {
-                fields.push(schema.fields()[i].clone());
-                i += 1;
-            }
-            OutputName::Name(s) => {
-                fields.push(Arc::new(schema.field(i).as_ref().clone().with_name(s)));
-                i += 1;
-            }
+    // An output beside a qualified column of its name (see `INTERNAL_ALIAS`).
+    for f in fields.iter_mut() {
+        if let Some(name) = f.name().strip_prefix(INTERNAL_ALIAS) {
+            *f = Arc::new(f.as_ref().clone().with_name(name));
         }
     }
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
@@ -693,7 +709,25 @@ pub fn rename_output(
 /// [`output_names`] and [`rename_output`]), so the internal aliases are never seen.
 pub fn alias_outputs(stmt: &mut Statement) {
     match stmt {
-        Statement::Query(q) => alias_set_expr(&mut q.body),
+        Statement::Query(q) => {
+            if let SetExpr::Select(s) = q.body.as_mut() {
+                let renamed = alias_beside_qualified(s);
+                if let Some(OrderByKind::Expressions(exprs)) =
+                    q.order_by.as_mut().map(|o| &mut o.kind)
+                {
+                    for o in exprs {
+                        if let Expr::Identifier(i) = &o.expr {
+                            if let Some((_, to)) =
+                                renamed.iter().find(|(from, _)| same_name(from, i))
+                            {
+                                o.expr = Expr::Identifier(to.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            alias_set_expr(&mut q.body)
+        }
         // `INSERT INTO t SELECT i, i ...`: the rows go to the columns by position.
         Statement::Insert(insert) => {
             if let Some(source) = &mut insert.source {
@@ -702,6 +736,52 @@ pub fn alias_outputs(stmt: &mut Statement) {
         }
         _ => {}
     }
+}
+
+/// Two names alike as PostgreSQL folds them (quoted ones as written).
+fn same_name(a: &Ident, b: &Ident) -> bool {
+    let folded = |x: &Ident| {
+        if x.quote_style.is_some() {
+            x.value.clone()
+        } else {
+            x.value.to_lowercase()
+        }
+    };
+    folded(a) == folded(b)
+}
+
+/// The aliases of a query's outer select list that a qualified column of the same list
+/// also has (`SELECT x + 1 AS k, a.k`) renamed to internal ones (see [`INTERNAL_ALIAS`]);
+/// returns the renames, for an ORDER BY that names the output.
+fn alias_beside_qualified(s: &mut Select) -> Vec<(Ident, Ident)> {
+    let qualified: Vec<Ident> = s
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) if parts.len() > 1 => {
+                parts.last().cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    let mut renamed = Vec::new();
+    for item in s.projection.iter_mut() {
+        if let SelectItem::ExprWithAlias { alias, .. } = item {
+            if qualified.iter().any(|q| same_name(q, alias))
+                && !alias.value.starts_with(INTERNAL_ALIAS)
+            {
+                let name = if alias.quote_style.is_some() {
+                    alias.value.clone()
+                } else {
+                    alias.value.to_lowercase()
+                };
+                let to = Ident::with_quote('"', format!("{INTERNAL_ALIAS}{name}"));
+                renamed.push((alias.clone(), to.clone()));
+                *alias = to;
+            }
+        }
+    }
+    renamed
 }
 
 /// True when `item` is a plain column whose name an earlier plain column of `projection`

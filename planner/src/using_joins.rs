@@ -1,24 +1,38 @@
-//! The merged columns of `RIGHT JOIN ... USING` and `FULL JOIN ... USING`.
+//! The merged columns of joins with USING.
 //!
 //! In PostgreSQL a column named in USING is one column of the join: the left side's value
 //! in an inner or left join, the right side's in a right join, `COALESCE(left, right)` in a
-//! full join. DataFusion always reads the left side's, so a right or full join's rows from
-//! the right side alone had NULL there (`SELECT id FROM a FULL JOIN b USING (id)` lost the
-//! ids only `b` has: a wrong answer, and the usual way to align two series by time). This
-//! rewrite writes the merged column out for such a join of two named FROM items: an
-//! unqualified reference to it in the select list, WHERE, GROUP BY and HAVING becomes the
-//! right side's column or the COALESCE (named as the column in the select list).
-//! Subqueries keep their own scopes. Left as they were: `SELECT *` (DataFusion's
-//! expansion takes the left side's column; the select list would have to name every
-//! column, which the statement does not show), a select list that also names the column
-//! qualified (`SELECT id, a.id`: DataFusion refuses an output `id` beside `a.id` as
-//! ambiguous), NATURAL joins, and joins of more than two items or of an unnamed one.
+//! full join; `SELECT *` shows the USING columns first, then the left side's other columns,
+//! then the right side's. DataFusion always reads the left side's value and keeps the
+//! sides' column order, so a right or full join's rows from the right side alone had NULL
+//! there (`SELECT id FROM a FULL JOIN b USING (id)` lost the ids only `b` has: a wrong
+//! answer, and the usual way to align two series by time), and `SELECT *` put the column
+//! where the left side has it.
+//!
+//! Two rewrites, for a join of two named FROM items:
+//! - [`UsingJoins`] (a rule of the parser, so a view's stored text has it): an unqualified
+//!   reference to the merged column of a right or full join in the select list, WHERE,
+//!   GROUP BY, HAVING and ORDER BY becomes the right side's column or the COALESCE (named
+//!   as the column in the select list). Subqueries keep their own scopes.
+//! - [`expand_using_wildcards`] (after the output names are taken, since it writes
+//!   DataFusion's `EXCLUDE`, which is not PostgreSQL's syntax and so never stored): `*`
+//!   becomes the merged columns, then `left.* EXCLUDE (...)` and `right.* EXCLUDE (...)`;
+//!   a select list naming the column qualified too (`SELECT id, a.id`) gets the merged
+//!   column under an internal alias, which the wire layer shows as the column's name
+//!   ([`crate::rewrite::rename_output`]).
+//!
+//! Left as DataFusion plans them: NATURAL joins and joins of more than two items or of an
+//! unnamed one (which side has a column is known only from the catalog there).
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName, Select, SelectItem,
-    Statement, TableFactor,
+    ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName,
+    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    VisitMut, VisitorMut, WildcardAdditionalOptions,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+use std::ops::ControlFlow;
+
+use crate::rewrite::INTERNAL_ALIAS;
 
 /// The rewrite rule.
 #[derive(Debug)]
@@ -26,17 +40,51 @@ pub struct UsingJoins;
 
 impl SqlStatementRewriteRule for UsingJoins {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        crate::pg_functions::rewrite_selects(&mut s, rewrite_select);
+        struct Queries;
+        impl VisitorMut for Queries {
+            type Break = ();
+            fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+                crate::pg_functions::each_select(&mut q.body, &mut rewrite_select);
+                if let SetExpr::Select(s) = q.body.as_mut() {
+                    rewrite_order_by(q_order_by(&mut q.order_by), s);
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = s.visit(&mut Queries);
         s
     }
 }
 
-/// How a USING column of the join reads: the right side's, or both coalesced.
+/// `*` of a USING join as PostgreSQL expands it (see the module's comment). Applied to the
+/// statement a query is planned from, after its output names were taken.
+pub fn expand_using_wildcards(s: &mut Statement) {
+    crate::pg_functions::rewrite_selects(s, expand_select);
+}
+
+fn q_order_by(
+    o: &mut Option<datafusion::sql::sqlparser::ast::OrderBy>,
+) -> Option<&mut Vec<datafusion::sql::sqlparser::ast::OrderByExpr>> {
+    match o.as_mut().map(|o| &mut o.kind) {
+        Some(OrderByKind::Expressions(exprs)) => Some(exprs),
+        _ => None,
+    }
+}
+
+/// Which value a USING column of the join reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Left,
+    Right,
+    Both,
+}
+
+/// A join of two named FROM items with USING.
 struct Merged {
     columns: Vec<Ident>,
     left: Ident,
     right: Ident,
-    full: bool,
+    side: Side,
 }
 
 impl Merged {
@@ -47,9 +95,13 @@ impl Merged {
         let [join] = from.joins.as_slice() else {
             return None;
         };
-        let (full, constraint) = match &join.join_operator {
-            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (false, c),
-            JoinOperator::FullOuter(c) => (true, c),
+        let (side, constraint) = match &join.join_operator {
+            JoinOperator::Join(c)
+            | JoinOperator::Inner(c)
+            | JoinOperator::Left(c)
+            | JoinOperator::LeftOuter(c) => (Side::Left, c),
+            JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (Side::Right, c),
+            JoinOperator::FullOuter(c) => (Side::Both, c),
             _ => return None,
         };
         let JoinConstraint::Using(names) = constraint else {
@@ -66,29 +118,46 @@ impl Merged {
             columns,
             left: factor_name(&from.relation)?,
             right: factor_name(&join.relation)?,
-            full,
+            side,
         })
     }
 
     /// The merged value of USING column `c`.
     fn value(&self, c: &Ident) -> Expr {
         let of = |side: &Ident| Expr::CompoundIdentifier(vec![side.clone(), c.clone()]);
-        if !self.full {
-            return of(&self.right);
+        match self.side {
+            Side::Left => of(&self.left),
+            Side::Right => of(&self.right),
+            Side::Both => crate::pg_functions::function_call(
+                "coalesce",
+                vec![of(&self.left), of(&self.right)],
+            ),
         }
-        crate::pg_functions::function_call("coalesce", vec![of(&self.left), of(&self.right)])
     }
 
     /// The USING column an unqualified identifier names, if any.
     fn column(&self, i: &Ident) -> Option<&Ident> {
-        let folded = |x: &Ident| {
-            if x.quote_style.is_some() {
-                x.value.clone()
-            } else {
-                x.value.to_lowercase()
-            }
-        };
         self.columns.iter().find(|c| folded(c) == folded(i))
+    }
+
+    /// True when `item` names a USING column qualified (`a.id`, or `a.*` which has it).
+    fn qualified(&self, item: &SelectItem) -> bool {
+        match item {
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                parts.last().is_some_and(|c| self.column(c).is_some())
+            }
+            SelectItem::QualifiedWildcard(..) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A name as PostgreSQL folds it: lower case unless quoted.
+fn folded(x: &Ident) -> String {
+    if x.quote_style.is_some() {
+        x.value.clone()
+    } else {
+        x.value.to_lowercase()
     }
 }
 
@@ -108,22 +177,15 @@ fn factor_name(t: &TableFactor) -> Option<Ident> {
 }
 
 fn rewrite_select(s: &mut Select) {
-    let Some(merged) = Merged::of(s) else {
+    let Some(merged) = Merged::of(s).filter(|m| m.side != Side::Left) else {
         return;
     };
-    let qualified_too = s.projection.iter().any(|item| match item {
-        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
-            parts.last().is_some_and(|c| merged.column(c).is_some())
-        }
-        _ => false,
-    });
-    if qualified_too {
-        return;
-    }
+    // Beside `a.id`, the merged `id` needs an internal alias: `expand_select` gives it.
+    let qualified_too = s.projection.iter().any(|item| merged.qualified(item));
     for item in s.projection.iter_mut() {
         match item {
             SelectItem::UnnamedExpr(Expr::Identifier(i)) => {
-                if let Some(c) = merged.column(i) {
+                if let (Some(c), false) = (merged.column(i), qualified_too) {
                     *item = SelectItem::ExprWithAlias {
                         expr: merged.value(c),
                         alias: i.clone(),
@@ -149,6 +211,42 @@ fn rewrite_select(s: &mut Select) {
     }
 }
 
+/// ORDER BY of a query over the join: a USING column reads the merged value too, unless
+/// the select list gives its name to another expression (`SELECT x AS id ... ORDER BY id`
+/// sorts by that output column).
+fn rewrite_order_by(
+    order_by: Option<&mut Vec<datafusion::sql::sqlparser::ast::OrderByExpr>>,
+    s: &Select,
+) {
+    let (Some(order_by), Some(merged)) = (order_by, Merged::of(s)) else {
+        return;
+    };
+    if merged.side == Side::Left {
+        return;
+    }
+    // An output named as the column: another expression, or the merged value itself (from
+    // `*` or `SELECT id`), which ORDER BY then names as it is (as SELECT DISTINCT needs).
+    let named_output = |c: &Ident| {
+        s.projection.iter().any(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => folded(alias) == folded(c),
+            SelectItem::Wildcard(_) => true,
+            _ => false,
+        })
+    };
+    let qualified_too = s.projection.iter().any(|item| merged.qualified(item));
+    for o in order_by {
+        if let Expr::Identifier(i) = &o.expr {
+            if let Some(c) = merged.column(i) {
+                if qualified_too || !named_output(c) {
+                    o.expr = merged.value(c);
+                }
+                continue;
+            }
+        }
+        replace_references(&mut o.expr, &merged);
+    }
+}
+
 /// Unqualified references to a USING column in `e`, outside subqueries, as the merged value.
 fn replace_references(e: &mut Expr, merged: &Merged) {
     crate::pg_functions::rewrite_outside_subqueries(e, |e| {
@@ -160,10 +258,73 @@ fn replace_references(e: &mut Expr, merged: &Merged) {
     });
 }
 
+fn expand_select(s: &mut Select) {
+    let Some(merged) = Merged::of(s) else {
+        return;
+    };
+    let plain_star = |item: &SelectItem| {
+        matches!(item, SelectItem::Wildcard(o) if *o == WildcardAdditionalOptions {
+            wildcard_token: o.wildcard_token.clone(),
+            ..Default::default()
+        })
+    };
+    let qualified_too = s.projection.iter().any(|item| merged.qualified(item));
+    let has_star = s.projection.iter().any(plain_star);
+    if !has_star && !(qualified_too && merged.side != Side::Left) {
+        return;
+    }
+    let merged_item = |c: &Ident| SelectItem::ExprWithAlias {
+        expr: merged.value(c),
+        alias: if qualified_too {
+            Ident::with_quote('"', format!("{INTERNAL_ALIAS}{}", folded(c)))
+        } else {
+            Ident::with_quote('"', folded(c))
+        },
+    };
+    let except_using = |side: &Ident| {
+        let names = merged
+            .columns
+            .iter()
+            .map(|c| ObjectName(vec![ObjectNamePart::Identifier(c.clone())]))
+            .collect();
+        SelectItem::QualifiedWildcard(
+            datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(
+                ObjectName(vec![ObjectNamePart::Identifier(side.clone())]),
+            ),
+            WildcardAdditionalOptions {
+                opt_exclude: Some(ExcludeSelectItem::Multiple(names)),
+                ..Default::default()
+            },
+        )
+    };
+    let mut projection = Vec::with_capacity(s.projection.len() + merged.columns.len() + 2);
+    for item in std::mem::take(&mut s.projection) {
+        match item {
+            ref star if plain_star(star) => {
+                projection.extend(merged.columns.iter().map(merged_item));
+                projection.push(except_using(&merged.left));
+                projection.push(except_using(&merged.right));
+            }
+            // Left by `UsingJoins` for this case (see `rewrite_select`).
+            SelectItem::UnnamedExpr(Expr::Identifier(ref i))
+                if merged.side != Side::Left && merged.column(i).is_some() =>
+            {
+                if let Some(c) = merged.column(i) {
+                    projection.push(merged_item(c));
+                }
+            }
+            other => projection.push(other),
+        }
+    }
+    s.projection = projection;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_support::rewritten;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
 
     #[test]
     fn right_and_full_joins_read_the_merged_column() {
@@ -197,6 +358,70 @@ mod tests {
         ];
         for (sql, want) in cases {
             assert_eq!(rewritten(&UsingJoins, sql), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn order_by_reads_the_merged_column_unless_an_output_has_its_name() {
+        let cases = [
+            (
+                "SELECT g FROM a FULL JOIN b USING (id) ORDER BY id DESC",
+                "SELECT g FROM a FULL JOIN b USING(id) ORDER BY coalesce(a.id, b.id) DESC",
+            ),
+            (
+                "SELECT g AS id FROM a RIGHT JOIN b USING (id) ORDER BY id",
+                "SELECT g AS id FROM a RIGHT JOIN b USING(id) ORDER BY id",
+            ),
+            (
+                "SELECT g FROM a JOIN b USING (id) ORDER BY id",
+                "SELECT g FROM a JOIN b USING(id) ORDER BY id",
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(rewritten(&UsingJoins, sql), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn star_shows_the_using_columns_first_with_their_merged_values() {
+        let expanded = |sql: &str| {
+            let mut s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+                .expect("test SQL parses")
+                .remove(0);
+            s = UsingJoins.rewrite(s);
+            expand_using_wildcards(&mut s);
+            s.to_string()
+        };
+        let cases = [
+            (
+                "SELECT * FROM a JOIN b USING (id, d)",
+                r#"SELECT a.id AS "id", a.d AS "d", a.* EXCLUDE (id, d), b.* EXCLUDE (id, d) FROM a JOIN b USING(id, d)"#,
+            ),
+            (
+                "SELECT * FROM a x FULL JOIN b y USING (id) ORDER BY id",
+                r#"SELECT coalesce(x.id, y.id) AS "id", x.* EXCLUDE (id), y.* EXCLUDE (id) FROM a x FULL JOIN b y USING(id) ORDER BY id"#,
+            ),
+            // beside a qualified `id`, the merged one under an internal alias
+            (
+                "SELECT id, a.id, b.id FROM a FULL JOIN b USING (id)",
+                r#"SELECT coalesce(a.id, b.id) AS "__alias_id", a.id, b.id FROM a FULL JOIN b USING(id)"#,
+            ),
+            (
+                "SELECT *, b.id FROM a RIGHT JOIN b USING (id)",
+                r#"SELECT b.id AS "__alias_id", a.* EXCLUDE (id), b.* EXCLUDE (id), b.id FROM a RIGHT JOIN b USING(id)"#,
+            ),
+            // NATURAL joins, three items and a `*` with options stay
+            (
+                "SELECT * FROM a NATURAL JOIN b",
+                "SELECT * FROM a NATURAL JOIN b",
+            ),
+            (
+                "SELECT * FROM a JOIN b USING (id) JOIN c USING (id)",
+                "SELECT * FROM a JOIN b USING(id) JOIN c USING(id)",
+            ),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(expanded(sql), want, "{sql}");
         }
     }
 }

@@ -491,6 +491,24 @@ def test_result_columns_are_named_as_postgresql_names_them(brook):
         # two outputs of one alias are both named so (the second was `__brook_col_1`)
         c.execute("SELECT 1 AS a, 2 AS a, 3 AS \"A\"")
         assert [d.name for d in c.description] == ["a", "a", "A"]
+        # an alias beside a qualified column of its name (was 42702-like "ambiguous"),
+        # a column beside `*` (was `__alias_x`), and `*` of a USING join (its column first)
+        c.execute("CREATE TABLE names_a (x int, k int)")
+        c.execute("CREATE TABLE names_b (k int, y int)")
+        try:
+            c.execute("INSERT INTO names_a VALUES (1, 1), (2, 2)")
+            c.execute("INSERT INTO names_b VALUES (2, 20), (3, 30)")
+            c.execute("SELECT x + 1 AS k, names_a.k FROM names_a ORDER BY k DESC")
+            assert [d.name for d in c.description] == ["k", "k"]
+            assert c.fetchall() == [(3, 2), (2, 1)]
+            c.execute("SELECT *, x FROM names_a ORDER BY 1")
+            assert [d.name for d in c.description] == ["x", "k", "x"]
+            c.execute("SELECT *, names_b.k FROM names_a FULL JOIN names_b USING (k) ORDER BY 1")
+            assert [d.name for d in c.description] == ["k", "x", "y", "k"]
+            assert c.fetchall() == [(1, 1, None, None), (2, 2, 20, 2), (3, None, 30, 3)]
+        finally:
+            c.execute("DROP TABLE names_a")
+            c.execute("DROP TABLE names_b")
 
 
 def test_multi_row_values_type_literals_by_their_column(brook):

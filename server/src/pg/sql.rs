@@ -20,6 +20,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::inner_names::name_inner_outputs(stmt);
         brook_planner::match_recognize::rewrite_match_recognize(stmt)?;
         brook_planner::windows::rewrite_windows(stmt)?;
+        brook_planner::using_joins::expand_using_wildcards(stmt);
         brook_planner::rewrite::refuse_recursive_order(stmt)?;
         brook_planner::rewrite::fetch_as_limit(stmt)?;
         brook_planner::rewrite::int4_literals(stmt);
