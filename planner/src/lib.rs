@@ -101,6 +101,7 @@ pub mod regproc_columns;
 pub mod reloptions;
 pub mod rewrite;
 pub mod select_list_subqueries;
+pub mod session_time_zone;
 pub mod session_window;
 pub mod set_all;
 pub mod set_returning;

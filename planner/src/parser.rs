@@ -134,15 +134,25 @@ static REGCAST: LazyLock<RewriteRegCastToSubquery> = LazyLock::new(RewriteRegCas
 /// True for queries against the system catalogs (what drivers and psql send).
 fn is_catalog_query(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
-    lower.contains("pg_catalog")
-        || lower.contains("pg_class")
-        || lower.contains("pg_type")
-        || lower.contains("pg_namespace")
-        || lower.contains("pg_attribute")
-        || lower.contains("pg_proc")
-        || lower.contains("pg_database")
-        || lower.contains("pg_settings")
-        || lower.contains("information_schema")
+    // A whole name: `pg_typeof(x)` is not a read of `pg_type`.
+    let names = |name: &str| {
+        lower.match_indices(name).any(|(at, _)| {
+            !lower[at + name.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    [
+        "pg_catalog",
+        "pg_class",
+        "pg_type",
+        "pg_namespace",
+        "pg_attribute",
+        "pg_proc",
+        "pg_database",
+        "pg_settings",
+        "information_schema",
+    ]
+    .into_iter()
+    .any(names)
 }
 
 /// Brook's rewrites that must see a catalog query before the compatibility crate's rules
@@ -847,6 +857,13 @@ fn parse_create_synopsis(p: &mut Parser<'_>) -> Result<CreateSynopsis> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catalog_queries_name_a_catalog_as_a_whole_word() {
+        assert!(is_catalog_query("SELECT typname FROM pg_type"));
+        assert!(is_catalog_query("select * from pg_catalog.pg_class c"));
+        assert!(!is_catalog_query("SELECT k, pg_typeof(k) FROM t"));
+    }
 
     #[test]
     fn alter_rename_of_views_indexes_and_sequences() {

@@ -54,9 +54,19 @@ impl ScalarUDFImpl for TimestampDifference {
 /// The interval between each pair of timestamps, to the microsecond (PostgreSQL's
 /// resolution).
 fn difference(args: &[ArrayRef]) -> Result<ArrayRef> {
-    // Sessions run in UTC, so a timestamptz's instant and its UTC wall-clock time agree.
+    // Two instants differ by their UTC times; an instant and a wall-clock time by the
+    // instant's local time in the zone it is labelled with (the session's).
     let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
-    let duration = numeric::sub(&cast(&args[0], &micros)?, &cast(&args[1], &micros)?)?;
+    let instant = |a: &ArrayRef| matches!(a.data_type(), DataType::Timestamp(_, Some(_)));
+    let mixed = instant(&args[0]) != instant(&args[1]);
+    let wall = |a: &ArrayRef| -> Result<ArrayRef> {
+        if mixed {
+            crate::session_time_zone::wall_clock(a)
+        } else {
+            Ok(cast(a, &micros)?)
+        }
+    };
+    let duration = numeric::sub(&wall(&args[0])?, &wall(&args[1])?)?;
     let micros = cast(&duration, &DataType::Duration(TimeUnit::Microsecond))?;
     let micros = micros.as_primitive::<DurationMicrosecondType>();
     let out: IntervalMonthDayNanoArray =

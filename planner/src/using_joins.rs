@@ -25,9 +25,10 @@
 //! unnamed one (which side has a column is known only from the catalog there).
 
 use datafusion::sql::sqlparser::ast::{
-    ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, ObjectName,
-    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    VisitMut, VisitorMut, WildcardAdditionalOptions,
+    ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, NamedWindowExpr,
+    ObjectName, ObjectNamePart, OrderByExpr, OrderByKind, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, VisitMut, VisitorMut,
+    WildcardAdditionalOptions,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
@@ -40,18 +41,15 @@ pub struct UsingJoins;
 
 impl SqlStatementRewriteRule for UsingJoins {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        struct Queries;
-        impl VisitorMut for Queries {
-            type Break = ();
-            fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
-                crate::pg_functions::each_select(&mut q.body, &mut rewrite_select);
-                if let SetExpr::Select(s) = q.body.as_mut() {
-                    rewrite_order_by(q_order_by(&mut q.order_by), s);
-                }
-                ControlFlow::Continue(())
+        each_query(&mut s, &mut |q| {
+            let order_qualified = order_by_names_qualified(q);
+            crate::pg_functions::each_select(&mut q.body, &mut |s| {
+                rewrite_select(s, order_qualified)
+            });
+            if let SetExpr::Select(s) = q.body.as_mut() {
+                rewrite_order_by(order_by(&mut q.order_by), s);
             }
-        }
-        let _ = s.visit(&mut Queries);
+        });
         s
     }
 }
@@ -59,16 +57,54 @@ impl SqlStatementRewriteRule for UsingJoins {
 /// `*` of a USING join as PostgreSQL expands it (see the module's comment). Applied to the
 /// statement a query is planned from, after its output names were taken.
 pub fn expand_using_wildcards(s: &mut Statement) {
-    crate::pg_functions::rewrite_selects(s, expand_select);
+    each_query(s, &mut |q| {
+        let order_qualified = order_by_names_qualified(q);
+        crate::pg_functions::each_select(&mut q.body, &mut |s| expand_select(s, order_qualified));
+    });
 }
 
-fn q_order_by(
+/// Apply `f` to every query of `s`, each after the queries inside it.
+fn each_query(s: &mut Statement, f: &mut dyn FnMut(&mut Query)) {
+    struct Queries<'a>(&'a mut dyn FnMut(&mut Query));
+    impl VisitorMut for Queries<'_> {
+        type Break = ();
+        fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            (self.0)(q);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = s.visit(&mut Queries(f));
+}
+
+fn order_by(
     o: &mut Option<datafusion::sql::sqlparser::ast::OrderBy>,
-) -> Option<&mut Vec<datafusion::sql::sqlparser::ast::OrderByExpr>> {
+) -> Option<&mut Vec<OrderByExpr>> {
     match o.as_mut().map(|o| &mut o.kind) {
         Some(OrderByKind::Expressions(exprs)) => Some(exprs),
         _ => None,
     }
+}
+
+/// True when the ORDER BY of query `q` over a USING join names a USING column qualified
+/// (`ORDER BY b.id`): DataFusion adds it beside the outputs, where an unqualified `id`
+/// would be ambiguous.
+fn order_by_names_qualified(q: &Query) -> bool {
+    let (SetExpr::Select(s), Some(o)) = (q.body.as_ref(), q.order_by.as_ref()) else {
+        return false;
+    };
+    let (Some(merged), OrderByKind::Expressions(exprs)) = (Merged::of(s), &o.kind) else {
+        return false;
+    };
+    exprs.iter().any(|o| {
+        let mut found = false;
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(&o.expr, |e| {
+            if let Expr::CompoundIdentifier(parts) = e {
+                found |= parts.last().is_some_and(|c| merged.column(c).is_some());
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        found
+    })
 }
 
 /// Which value a USING column of the join reads.
@@ -82,8 +118,9 @@ enum Side {
 /// A join of two named FROM items with USING.
 struct Merged {
     columns: Vec<Ident>,
-    left: Ident,
-    right: Ident,
+    /// The names the two sides' columns are qualified by.
+    left: Vec<Ident>,
+    right: Vec<Ident>,
     side: Side,
 }
 
@@ -110,7 +147,7 @@ impl Merged {
         let columns = names
             .iter()
             .map(|n| match n.0.as_slice() {
-                [part] => part.as_ident().cloned(),
+                [part] => part.as_ident().map(|i| Ident::with_quote('"', folded(i))),
                 _ => None,
             })
             .collect::<Option<Vec<Ident>>>()?;
@@ -124,7 +161,11 @@ impl Merged {
 
     /// The merged value of USING column `c`.
     fn value(&self, c: &Ident) -> Expr {
-        let of = |side: &Ident| Expr::CompoundIdentifier(vec![side.clone(), c.clone()]);
+        let of = |side: &[Ident]| {
+            let mut parts = side.to_vec();
+            parts.push(c.clone());
+            Expr::CompoundIdentifier(parts)
+        };
         match self.side {
             Side::Left => of(&self.left),
             Side::Right => of(&self.right),
@@ -137,7 +178,7 @@ impl Merged {
 
     /// The USING column an unqualified identifier names, if any.
     fn column(&self, i: &Ident) -> Option<&Ident> {
-        self.columns.iter().find(|c| folded(c) == folded(i))
+        self.columns.iter().find(|c| c.value == folded(i))
     }
 
     /// True when `item` names a USING column qualified (`a.id`, or `a.*` which has it).
@@ -147,6 +188,16 @@ impl Merged {
                 parts.last().is_some_and(|c| self.column(c).is_some())
             }
             SelectItem::QualifiedWildcard(..) => true,
+            _ => false,
+        }
+    }
+
+    /// True when `item` is an output named as USING column `c` other than its merged
+    /// value (`SELECT *, id`, `SELECT 1 AS id, *`).
+    fn names(&self, item: &SelectItem, c: &Ident) -> bool {
+        match item {
+            SelectItem::UnnamedExpr(Expr::Identifier(i)) => folded(i) == c.value,
+            SelectItem::ExprWithAlias { alias, .. } => folded(alias) == c.value,
             _ => false,
         }
     }
@@ -161,27 +212,29 @@ fn folded(x: &Ident) -> String {
     }
 }
 
-/// The name a FROM item's columns are qualified by: its alias, else its table's name.
-fn factor_name(t: &TableFactor) -> Option<Ident> {
+/// The name a FROM item's columns are qualified by: its alias, else its table's name (as
+/// written, `schema.table` too).
+fn factor_name(t: &TableFactor) -> Option<Vec<Ident>> {
     match t {
         TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => {
-            Some(a.name.clone())
+            Some(vec![a.name.clone()])
         }
         TableFactor::Table {
             name: ObjectName(parts),
             alias: None,
             ..
-        } => parts.last()?.as_ident().cloned(),
+        } => parts.iter().map(|p| p.as_ident().cloned()).collect(),
         _ => None,
     }
 }
 
-fn rewrite_select(s: &mut Select) {
-    let Some(merged) = Merged::of(s).filter(|m| m.side != Side::Left) else {
+/// `order_qualified`: the query's ORDER BY names a USING column qualified.
+fn rewrite_select(s: &mut Select, order_qualified: bool) {
+    let Some(merged) = Merged::of(s) else {
         return;
     };
     // Beside `a.id`, the merged `id` needs an internal alias: `expand_select` gives it.
-    let qualified_too = s.projection.iter().any(|item| merged.qualified(item));
+    let qualified_too = order_qualified || s.projection.iter().any(|item| merged.qualified(item));
     for item in s.projection.iter_mut() {
         match item {
             SelectItem::UnnamedExpr(Expr::Identifier(i)) => {
@@ -192,9 +245,24 @@ fn rewrite_select(s: &mut Select) {
                     };
                 }
             }
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                replace_references(e, &merged)
+            SelectItem::UnnamedExpr(e) => {
+                // Named as PostgreSQL names it before the rewrite (`(id)`, `id::text`: id).
+                let name = crate::rewrite::figure_colname(e);
+                replace_references(e, &merged);
+                if let Some(name) =
+                    name.filter(|n| crate::rewrite::figure_colname(e).as_ref() != Some(n))
+                {
+                    let expr = std::mem::replace(
+                        e,
+                        Expr::value(datafusion::sql::sqlparser::ast::Value::Null),
+                    );
+                    *item = SelectItem::ExprWithAlias {
+                        expr,
+                        alias: Ident::with_quote('"', name),
+                    };
+                }
             }
+            SelectItem::ExprWithAlias { expr: e, .. } => replace_references(e, &merged),
             _ => {}
         }
     }
@@ -209,26 +277,30 @@ fn rewrite_select(s: &mut Select) {
             replace_references(e, &merged);
         }
     }
+    for window in s.named_window.iter_mut() {
+        if let NamedWindowExpr::WindowSpec(spec) = &mut window.1 {
+            for e in spec.partition_by.iter_mut() {
+                replace_references(e, &merged);
+            }
+            for o in spec.order_by.iter_mut() {
+                replace_references(&mut o.expr, &merged);
+            }
+        }
+    }
 }
 
 /// ORDER BY of a query over the join: a USING column reads the merged value too, unless
 /// the select list gives its name to another expression (`SELECT x AS id ... ORDER BY id`
 /// sorts by that output column).
-fn rewrite_order_by(
-    order_by: Option<&mut Vec<datafusion::sql::sqlparser::ast::OrderByExpr>>,
-    s: &Select,
-) {
+fn rewrite_order_by(order_by: Option<&mut Vec<OrderByExpr>>, s: &Select) {
     let (Some(order_by), Some(merged)) = (order_by, Merged::of(s)) else {
         return;
     };
-    if merged.side == Side::Left {
-        return;
-    }
     // An output named as the column: another expression, or the merged value itself (from
     // `*` or `SELECT id`), which ORDER BY then names as it is (as SELECT DISTINCT needs).
     let named_output = |c: &Ident| {
         s.projection.iter().any(|item| match item {
-            SelectItem::ExprWithAlias { alias, .. } => folded(alias) == folded(c),
+            SelectItem::ExprWithAlias { alias, .. } => folded(alias) == c.value,
             SelectItem::Wildcard(_) => true,
             _ => false,
         })
@@ -258,7 +330,8 @@ fn replace_references(e: &mut Expr, merged: &Merged) {
     });
 }
 
-fn expand_select(s: &mut Select) {
+/// `order_qualified`: the query's ORDER BY names a USING column qualified.
+fn expand_select(s: &mut Select, order_qualified: bool) {
     let Some(merged) = Merged::of(s) else {
         return;
     };
@@ -268,29 +341,40 @@ fn expand_select(s: &mut Select) {
             ..Default::default()
         })
     };
-    let qualified_too = s.projection.iter().any(|item| merged.qualified(item));
+    let qualified_too = order_qualified || s.projection.iter().any(|item| merged.qualified(item));
     let has_star = s.projection.iter().any(plain_star);
-    if !has_star && !(qualified_too && merged.side != Side::Left) {
+    if !has_star && !qualified_too {
         return;
     }
+    // The merged column under an internal alias when another output has its name or a
+    // qualified one is beside it (`SELECT *, id`, `SELECT *, a.id`).
+    let internal = |c: &Ident| {
+        qualified_too
+            || s.projection
+                .iter()
+                .any(|item| !plain_star(item) && merged.names(item, c))
+    };
     let merged_item = |c: &Ident| SelectItem::ExprWithAlias {
         expr: merged.value(c),
-        alias: if qualified_too {
-            Ident::with_quote('"', format!("{INTERNAL_ALIAS}{}", folded(c)))
+        alias: if internal(c) {
+            Ident::with_quote('"', format!("{INTERNAL_ALIAS}{}", c.value))
         } else {
-            Ident::with_quote('"', folded(c))
+            c.clone()
         },
     };
-    let except_using = |side: &Ident| {
+    let except_using = |side: &[Ident]| {
         let names = merged
             .columns
             .iter()
             .map(|c| ObjectName(vec![ObjectNamePart::Identifier(c.clone())]))
             .collect();
         SelectItem::QualifiedWildcard(
-            datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(
-                ObjectName(vec![ObjectNamePart::Identifier(side.clone())]),
-            ),
+            SelectItemQualifiedWildcardKind::ObjectName(ObjectName(
+                side.iter()
+                    .cloned()
+                    .map(ObjectNamePart::Identifier)
+                    .collect(),
+            )),
             WildcardAdditionalOptions {
                 opt_exclude: Some(ExcludeSelectItem::Multiple(names)),
                 ..Default::default()
@@ -298,22 +382,20 @@ fn expand_select(s: &mut Select) {
         )
     };
     let mut projection = Vec::with_capacity(s.projection.len() + merged.columns.len() + 2);
-    for item in std::mem::take(&mut s.projection) {
+    for item in &s.projection {
         match item {
-            ref star if plain_star(star) => {
+            star if plain_star(star) => {
                 projection.extend(merged.columns.iter().map(merged_item));
                 projection.push(except_using(&merged.left));
                 projection.push(except_using(&merged.right));
             }
             // Left by `UsingJoins` for this case (see `rewrite_select`).
-            SelectItem::UnnamedExpr(Expr::Identifier(ref i))
-                if merged.side != Side::Left && merged.column(i).is_some() =>
-            {
+            SelectItem::UnnamedExpr(Expr::Identifier(i)) if merged.column(i).is_some() => {
                 if let Some(c) = merged.column(i) {
                     projection.push(merged_item(c));
                 }
             }
-            other => projection.push(other),
+            other => projection.push(other.clone()),
         }
     }
     s.projection = projection;
@@ -331,11 +413,11 @@ mod tests {
         let cases = [
             (
                 "SELECT id, g FROM a FULL JOIN b USING (id) WHERE id > 1",
-                "SELECT coalesce(a.id, b.id) AS id, g FROM a FULL JOIN b USING(id) WHERE coalesce(a.id, b.id) > 1",
+                r#"SELECT coalesce(a."id", b."id") AS id, g FROM a FULL JOIN b USING(id) WHERE coalesce(a."id", b."id") > 1"#,
             ),
             (
                 "SELECT id + 1 FROM a x RIGHT JOIN b y USING (id) GROUP BY id",
-                "SELECT y.id + 1 FROM a x RIGHT JOIN b y USING(id) GROUP BY y.id",
+                r#"SELECT y."id" + 1 FROM a x RIGHT JOIN b y USING(id) GROUP BY y."id""#,
             ),
             // `*`, and a select list naming the column qualified too, stay
             (
@@ -351,9 +433,10 @@ mod tests {
                 "SELECT a.id, (SELECT max(id) FROM c) FROM a RIGHT JOIN b USING (id)",
                 "SELECT a.id, (SELECT max(id) FROM c) FROM a RIGHT JOIN b USING(id)",
             ),
+            // an inner or left join reads the left side's
             (
-                "SELECT id FROM a LEFT JOIN b USING (id)",
-                "SELECT id FROM a LEFT JOIN b USING(id)",
+                "SELECT id FROM a LEFT JOIN b USING (id) WHERE id > 1",
+                r#"SELECT a."id" AS id FROM a LEFT JOIN b USING(id) WHERE a."id" > 1"#,
             ),
         ];
         for (sql, want) in cases {
@@ -366,7 +449,7 @@ mod tests {
         let cases = [
             (
                 "SELECT g FROM a FULL JOIN b USING (id) ORDER BY id DESC",
-                "SELECT g FROM a FULL JOIN b USING(id) ORDER BY coalesce(a.id, b.id) DESC",
+                r#"SELECT g FROM a FULL JOIN b USING(id) ORDER BY coalesce(a."id", b."id") DESC"#,
             ),
             (
                 "SELECT g AS id FROM a RIGHT JOIN b USING (id) ORDER BY id",
@@ -374,7 +457,7 @@ mod tests {
             ),
             (
                 "SELECT g FROM a JOIN b USING (id) ORDER BY id",
-                "SELECT g FROM a JOIN b USING(id) ORDER BY id",
+                r#"SELECT g FROM a JOIN b USING(id) ORDER BY a."id""#,
             ),
         ];
         for (sql, want) in cases {
@@ -395,20 +478,20 @@ mod tests {
         let cases = [
             (
                 "SELECT * FROM a JOIN b USING (id, d)",
-                r#"SELECT a.id AS "id", a.d AS "d", a.* EXCLUDE (id, d), b.* EXCLUDE (id, d) FROM a JOIN b USING(id, d)"#,
+                r#"SELECT a."id" AS "id", a."d" AS "d", a.* EXCLUDE ("id", "d"), b.* EXCLUDE ("id", "d") FROM a JOIN b USING(id, d)"#,
             ),
             (
                 "SELECT * FROM a x FULL JOIN b y USING (id) ORDER BY id",
-                r#"SELECT coalesce(x.id, y.id) AS "id", x.* EXCLUDE (id), y.* EXCLUDE (id) FROM a x FULL JOIN b y USING(id) ORDER BY id"#,
+                r#"SELECT coalesce(x."id", y."id") AS "id", x.* EXCLUDE ("id"), y.* EXCLUDE ("id") FROM a x FULL JOIN b y USING(id) ORDER BY id"#,
             ),
             // beside a qualified `id`, the merged one under an internal alias
             (
                 "SELECT id, a.id, b.id FROM a FULL JOIN b USING (id)",
-                r#"SELECT coalesce(a.id, b.id) AS "__alias_id", a.id, b.id FROM a FULL JOIN b USING(id)"#,
+                r#"SELECT coalesce(a."id", b."id") AS "__alias_id", a.id, b.id FROM a FULL JOIN b USING(id)"#,
             ),
             (
                 "SELECT *, b.id FROM a RIGHT JOIN b USING (id)",
-                r#"SELECT b.id AS "__alias_id", a.* EXCLUDE (id), b.* EXCLUDE (id), b.id FROM a RIGHT JOIN b USING(id)"#,
+                r#"SELECT b."id" AS "__alias_id", a.* EXCLUDE ("id"), b.* EXCLUDE ("id"), b.id FROM a RIGHT JOIN b USING(id)"#,
             ),
             // NATURAL joins, three items and a `*` with options stay
             (

@@ -232,6 +232,7 @@ fn target(binary: bool, retype: &[(usize, PgType)], not_null: bool) -> Arc<CopyT
         defaults: vec![None; n],
         table: "fuzz".into(),
         not_null: vec![not_null; n],
+        zone: None,
         binary,
     })
 }

@@ -608,3 +608,40 @@ async fn temporary_tables_are_per_session_and_gone_after_kill9() {
     assert_eq!(selected, 30);
     assert_eq!(relations().expect("relations dir"), with_temp - 1);
 }
+
+/// A materialized view created in a session of another time zone than UTC keeps computing
+/// in that zone after kill -9 (its days are the zone's days), whoever reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn materialized_view_keeps_its_time_zone_after_kill9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    // The days as text in UTC: local midnights of Asia/Kolkata (+05:30).
+    let days = "SELECT day::text, total FROM daily ORDER BY day";
+    let rows = |rs: Vec<tokio_postgres::Row>| -> Vec<(String, i64)> {
+        rs.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    let want = vec![
+        ("2026-12-05 18:30:00+00".to_string(), 110),
+        ("2026-12-06 18:30:00+00".to_string(), 1),
+    ];
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute(
+            "CREATE STREAM ev (ts timestamptz, v bigint);
+             SET TimeZone = 'Asia/Kolkata';
+             CREATE MATERIALIZED VIEW daily AS SELECT date_trunc('day', ts) AS day, sum(v)::bigint AS total FROM ev GROUP BY 1;
+             INSERT INTO ev VALUES ('2026-12-06 20:00+00', 1), ('2026-12-06 17:00+00', 10), ('2026-12-06 23:00', 100);
+             RESET TimeZone;",
+        )
+        .await
+        .expect("setup");
+        assert_eq!(rows(c.query(days, &[]).await.expect("read")), want);
+    }
+    server.kill9();
+    let server = BrookServer::start_on(dir.path(), &[]).expect("restart");
+    let c = server.connect("brook").await;
+    assert_eq!(
+        rows(c.query(days, &[]).await.expect("read after restart")),
+        want
+    );
+}

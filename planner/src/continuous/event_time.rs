@@ -5,12 +5,27 @@
 //! over a table does) and its answer equals the same query over a table.
 
 use crate::window_start::WINDOW_START;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+use datafusion::physical_expr::expressions::{BinaryExpr, CastExpr, Column, Literal};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use std::sync::Arc;
+
+/// `e` as the column it is, also under a cast that only relabels its instants' zone (a
+/// query's result in a session of another zone than UTC, `crate::session_time_zone`; in
+/// such a session a timestamp without zone becomes an instant through `timezone`, not a
+/// cast, so such a cast changes no value).
+fn column_of(e: &Arc<dyn PhysicalExpr>) -> Option<&Column> {
+    if let Some(c) = e.downcast_ref::<Column>() {
+        return Some(c);
+    }
+    let cast = e.downcast_ref::<CastExpr>()?;
+    match cast.cast_type() {
+        DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => cast.expr().downcast_ref::<Column>(),
+        _ => None,
+    }
+}
 
 /// The watermark's columns of one node's output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,7 +81,7 @@ impl EventTimes {
     pub fn projected(&self, exprs: &[Arc<dyn PhysicalExpr>]) -> Self {
         let mut out = Self::default();
         for (i, e) in exprs.iter().enumerate() {
-            if let Some(c) = e.downcast_ref::<Column>() {
+            if let Some(c) = column_of(e) {
                 if out.event.is_none() && self.event == Some(c.index()) {
                     out.event = Some(i);
                 }

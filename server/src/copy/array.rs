@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub(super) fn text_arrays(
     strings: &ArrayRef,
     elem: &PgType,
+    zone: Option<&str>,
     line_of: &dyn Fn(usize) -> u64,
     table: &str,
     column: &str,
@@ -46,6 +47,7 @@ pub(super) fn text_arrays(
     let values = text_to_column(
         &items,
         elem,
+        zone,
         &|j| line_of(item_rows.get(j).copied().unwrap_or(0)),
         table,
         column,
@@ -137,6 +139,7 @@ mod tests {
         let out = text_arrays(
             &texts(&[Some("{1,2,NULL}"), None, Some("{}")]),
             &PgType::Int4,
+            None,
             &|r| r as u64 + 1,
             "t",
             "v",
@@ -160,6 +163,7 @@ mod tests {
             text_arrays(
                 &texts(&[Some("{1}"), Some(v)]),
                 &PgType::Int4,
+                None,
                 &|r| r as u64 + 1,
                 "t",
                 "v",

@@ -27,6 +27,8 @@ pub struct CopyTarget {
     pub table: String,
     /// NOT NULL flags of the table's columns.
     pub not_null: Vec<bool>,
+    /// The session's time zone, when not UTC (a timestamptz without an offset is local).
+    pub zone: Option<String>,
     /// Whether data is in binary format.
     pub binary: bool,
 }
@@ -252,6 +254,7 @@ pub(super) fn convert(t: &CopyTarget, lines: &[u64], col: ColBuf, ci: usize) -> 
     text_to_column(
         &strings,
         ty,
+        t.zone.as_deref(),
         &|r| lines.get(r).copied().unwrap_or(0),
         &t.table,
         &name,

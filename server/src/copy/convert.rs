@@ -7,6 +7,7 @@ use brook_common::{brook_err, BrookError, Result};
 use brook_planner::timestamp_text::{complete_date, complete_local_timestamp, complete_timestamp};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use std::sync::Arc;
 
 /// Cast a column of text to a column type, reporting the first bad value as PostgreSQL does
@@ -17,14 +18,21 @@ use std::sync::Arc;
 pub fn text_to_column(
     strings: &ArrayRef,
     ty: &PgType,
+    zone: Option<&str>,
     line_of: &dyn Fn(usize) -> u64,
     table: &str,
     column: &str,
 ) -> Result<ArrayRef> {
     if let PgType::Array(elem) = ty {
-        return super::array::text_arrays(strings, elem, line_of, table, column);
+        return super::array::text_arrays(strings, elem, zone, line_of, table, column);
     }
-    let target = ty.arrow();
+    // A timestamptz without an offset is a local time of the session's zone: read in it,
+    // then labelled as stored (the same instants).
+    let local = matches!(ty, PgType::Timestamptz).then_some(zone).flatten();
+    let target = match local {
+        Some(z) => DataType::Timestamp(TimeUnit::Microsecond, Some(z.into())),
+        None => ty.arrow(),
+    };
     if *ty == PgType::Bytea {
         // PostgreSQL's hex or escape format, not the text's own bytes.
         let text = cast_with_options(
@@ -193,6 +201,13 @@ pub fn text_to_column(
                 ty.name()
             ));
         }
+    }
+    if local.is_some() {
+        return Ok(cast_with_options(
+            &out,
+            &ty.arrow(),
+            &CastOptions::default(),
+        )?);
     }
     Ok(out)
 }
@@ -372,9 +387,11 @@ pub(super) fn texts_to_column(
     column: &str,
 ) -> Result<ArrayRef> {
     let strings: ArrayRef = Arc::new(texts.finish());
+    // Binary fields of types without a binary form of their own (no timestamptz).
     text_to_column(
         &strings,
         ty,
+        None,
         &|r| lines.get(r).copied().unwrap_or(0),
         "",
         column,

@@ -304,6 +304,7 @@ mod tests {
             defaults: vec![None],
             table: "words".into(),
             not_null: vec![false],
+            zone: None,
             binary: false,
         });
         let mut builder = BatchBuilder::new(target);

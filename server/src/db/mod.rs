@@ -342,6 +342,10 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(brook_planner::value_text::ValueTextCasts::new(
             crate::udf::value_text::udf(),
         )));
+        // Last: every instant of the plan labelled with the session's zone.
+        ctx.add_analyzer_rule(Arc::new(
+            brook_planner::session_time_zone::SessionTimeZone::new(crate::udf::time_zone::udf()),
+        ));
 
         datafusion_pg_catalog::setup_pg_catalog(&ctx, name, crate::catalog::pg_views::Roles)
             .map_err(|e| BrookError::from(*e))?;
@@ -609,10 +613,11 @@ impl Engine {
             ));
         };
         let kind = meta.kind;
+        let ctx = maintenance_context(db, &meta);
         self.register(db, schema, name, meta)?;
         let state = self.view_state(db, schema, name)?;
         let stats = self.queries.register(&db.name, kind.noun(), name);
-        state.clone().replay(db.ctx.clone(), sql, stats);
+        state.clone().replay(ctx, sql, stats);
         Ok(state)
     }
 
@@ -628,7 +633,7 @@ impl Engine {
                 };
                 let state = self.view_state(db, sname, rname)?;
                 let stats = self.queries.register(&db.name, rel.kind.noun(), rname);
-                state.replay(db.ctx.clone(), sql, stats);
+                state.replay(maintenance_context(db, rel), sql, stats);
             }
         }
         Ok(())
@@ -822,6 +827,16 @@ fn report_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
 }
 
 /// DataFusion's analyzer rules with Brook's that must run before its type coercion.
+/// The context a materialized view or synopsis is maintained with: the database's, in the
+/// time zone it was created in.
+fn maintenance_context(db: &Database, meta: &RelationMeta) -> datafusion::prelude::SessionContext {
+    let zone = meta.options.get(crate::stream::plan::TIME_ZONE_OPTION);
+    match zone {
+        Some(z) => crate::stream::plan::in_time_zone(&db.ctx, Some(z)),
+        None => db.ctx.clone(),
+    }
+}
+
 fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + Sync>> {
     let mut rules = datafusion::optimizer::Analyzer::new().rules;
     let coercion = rules

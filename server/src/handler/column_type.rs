@@ -118,6 +118,7 @@ impl Session {
         let not_null = next.columns[i].not_null;
         let new_schema = next.schema();
         let field = new_schema.field(i).clone();
+        let zone = self.time_zone();
         if next.columns[i].default.is_some() && next.columns[i].identity.is_none() {
             // As PostgreSQL: a default the new type cannot take refuses the change.
             let refused = || {
@@ -129,7 +130,8 @@ impl Session {
             if let ColumnDefault::Once(value) =
                 self.default_value(&next, i).await.map_err(|_| refused())?
             {
-                coerce_column(&value, &field, &ty, &cname).map_err(|_| refused())?;
+                coerce_column(&value, &field, &ty, &cname, zone.as_deref())
+                    .map_err(|_| refused())?;
             }
         }
         let keys = match meta.primary_key.contains(&i) {
@@ -150,7 +152,7 @@ impl Session {
                     Some(e) => e.evaluate(b)?.into_array(b.num_rows())?,
                     None => b.column(i).clone(),
                 };
-                let converted = coerce_column(&value, &field, &ty, &cname)?;
+                let converted = coerce_column(&value, &field, &ty, &cname, zone.as_deref())?;
                 if not_null && converted.null_count() > 0 {
                     return Err(brook_err!(
                         NotNullViolation,

@@ -204,7 +204,7 @@ impl Session {
                 name,
                 sql,
                 kind: RelKind::MaterializedView,
-                options: BTreeMap::new(),
+                options: self.time_zone_option(),
                 depends_on,
                 if_not_exists: cv.if_not_exists,
             },
@@ -342,7 +342,8 @@ impl Session {
             ));
         }
         let planned = plan_view_sql(&self.ctx, &plan.sql).await?;
-        let options = BTreeMap::from([
+        let mut options = self.time_zone_option();
+        options.extend([
             ("synopsis.kind".to_string(), plan.kind.clone()),
             ("synopsis.column".to_string(), plan.column.clone()),
             ("synopsis.parameters".to_string(), plan.parameters.clone()),

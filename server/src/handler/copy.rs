@@ -138,6 +138,7 @@ impl Session {
             defaults,
             table: name.clone(),
             not_null: meta.columns.iter().map(|c| c.not_null).collect(),
+            zone: self.time_zone(),
             binary: opts.format == CopyFormat::Binary,
         });
         let columns = target.field_columns.len();

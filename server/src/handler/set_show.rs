@@ -218,6 +218,30 @@ impl Session {
         }
     }
 
+    /// The session's time zone as Arrow labels instants with (`Europe/Berlin`, `-07:00`);
+    /// None under UTC.
+    pub(crate) fn time_zone(&self) -> Option<String> {
+        let zone = self
+            .ctx
+            .state_ref()
+            .read()
+            .config()
+            .options()
+            .execution
+            .time_zone
+            .clone();
+        zone.filter(|z| !brook_planner::session_time_zone::is_utc(z))
+    }
+
+    /// The catalog options recording the session's time zone for a materialized view or
+    /// synopsis it creates (`stream::plan::TIME_ZONE_OPTION`); empty under UTC.
+    pub(crate) fn time_zone_option(&self) -> std::collections::BTreeMap<String, String> {
+        self.time_zone()
+            .map(|z| (crate::stream::plan::TIME_ZONE_OPTION.to_string(), z))
+            .into_iter()
+            .collect()
+    }
+
     /// Set a session setting (SET name = value), validating the values Brook acts on.
     pub fn set_var(&mut self, name: &str, value: &str) -> Result<()> {
         let key = name.to_ascii_lowercase();
@@ -230,25 +254,19 @@ impl Session {
         match key.as_str() {
             "timezone" | "time zone" => {
                 let v = value.trim_matches('\'');
-                if !matches!(
-                    v.to_ascii_lowercase().as_str(),
-                    "utc"
-                        | "gmt"
-                        | "etc/utc"
-                        | "z"
-                        | "zulu"
-                        | "+00:00"
-                        | "0"
-                        | "+0"
-                        | "default"
-                        | "local"
-                ) {
-                    return Err(brook_err!(
-                        Unsupported,
-                        "time zone \"{v}\" (sessions run in UTC)"
-                    ));
+                // `SET TIME ZONE LOCAL` / `DEFAULT`: the server's zone, UTC.
+                let zone = if v.eq_ignore_ascii_case("local") {
+                    None
+                } else {
+                    crate::udf::time_zone::session_zone(v)?
+                };
+                let (shown, arrow) = zone.unwrap_or_else(|| ("UTC".into(), "+00:00".into()));
+                {
+                    let state = self.ctx.state_ref();
+                    let mut st = state.write();
+                    st.config_mut().options_mut().execution.time_zone = Some(arrow);
                 }
-                self.settings.set("timezone", "UTC");
+                self.settings.set("timezone", shown);
             }
             "search_path" => {
                 let first = value

@@ -203,6 +203,7 @@ impl Session {
         let mut keys = KeyCheck::new(meta, name)?;
         let mut hits = 0usize;
         let mut affected = Vec::new();
+        let zone = self.time_zone();
         while let Some(b) = stream.next().await {
             let b = b?;
             let n = b.num_columns();
@@ -213,7 +214,7 @@ impl Session {
                 .ok_or_else(|| brook_err!(Internal, "hit flag is not boolean"))?
                 .clone();
             hits += hit.true_count();
-            let rows = to_relation_batch(meta, name, &b)?;
+            let rows = to_relation_batch(meta, name, &b, zone.as_deref())?;
             if returning.is_some() {
                 affected.push(filter_record_batch(&rows, &hit)?);
             }

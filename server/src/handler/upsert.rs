@@ -262,6 +262,7 @@ impl Session {
             ));
         };
         let mut updated = 0usize;
+        let zone = self.time_zone();
         for b in rows.iter().chain(std::iter::once(&fresh)) {
             // rewritten rows carry the hit flag after the relation's columns; fresh rows do not
             if let Some(hit) = b
@@ -271,7 +272,7 @@ impl Session {
             {
                 updated += hit.true_count();
             }
-            let out = to_relation_batch(meta, name, b)?;
+            let out = to_relation_batch(meta, name, b, zone.as_deref())?;
             if let Some(row) = keys.conflicts(&out, true)?.iter().position(|&c| c) {
                 return Err(keys.violation(&out, row));
             }

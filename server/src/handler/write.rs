@@ -131,6 +131,7 @@ impl Session {
             &f,
             &col.ty,
             &col.name,
+            self.time_zone().as_deref(),
         )?))
     }
 
@@ -147,6 +148,8 @@ impl Session {
         let schema = meta.schema();
         let src_schema = batch.schema();
         let width = batch.num_columns();
+        let zone = self.time_zone();
+        let zone = zone.as_deref();
         let targets: Vec<usize> = match targets {
             Some(t) => {
                 if width > t.len() {
@@ -181,6 +184,7 @@ impl Session {
                 src_schema.field(src),
                 &c.ty,
                 &c.name,
+                zone,
             )?);
         }
         let rows = batch.num_rows();

@@ -17,6 +17,8 @@ use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use postgres_types::Type;
 use std::fmt::Write as _;
 
+use datafusion::arrow::array::timezone::Tz as ArrowTz;
+
 const PG_EPOCH_DAYS: i32 = 10_957; // 2000-01-01 - 1970-01-01
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
@@ -37,7 +39,7 @@ pub enum ColumnView<'a> {
     Str(&'a dyn Array, StrKind),
     Bin(&'a dyn Array),
     Date(&'a Date32Array),
-    Ts(&'a dyn Array, TimeUnit, bool),
+    Ts(&'a dyn Array, TimeUnit, Shown),
     Time(&'a dyn Array, TimeUnit),
     IntervalMdn(&'a IntervalMonthDayNanoArray),
     /// `timestamp - timestamp`: shown as the interval PostgreSQL gives.
@@ -104,7 +106,7 @@ impl<'a> ColumnView<'a> {
             | DataType::BinaryView
             | DataType::FixedSizeBinary(_) => ColumnView::Bin(a),
             DataType::Date32 => ColumnView::Date(a.as_primitive()),
-            DataType::Timestamp(u, tz) => ColumnView::Ts(a, *u, tz.is_some()),
+            DataType::Timestamp(u, tz) => ColumnView::Ts(a, *u, Shown::of(tz.as_deref())),
             DataType::Time32(u) | DataType::Time64(u) => ColumnView::Time(a, *u),
             DataType::Interval(IntervalUnit::MonthDayNano) => {
                 ColumnView::IntervalMdn(a.as_primitive())
@@ -183,7 +185,14 @@ impl<'a> ColumnView<'a> {
                 }
             }
             ColumnView::Date(a) => format_date(a.value(i), out),
-            ColumnView::Ts(a, u, tz) => format_timestamp(to_micros(*a, *u, i), *tz, out),
+            ColumnView::Ts(a, u, shown) => {
+                let micros = to_micros(*a, *u, i);
+                match shown {
+                    Shown::Naive => format_timestamp(micros, false, out),
+                    Shown::Utc => format_timestamp(micros, true, out),
+                    Shown::Zone(tz) => format_timestamp_in(micros, tz, out),
+                }
+            }
             ColumnView::Time(a, u) => format_time(time_micros(*a, *u, i), out),
             ColumnView::IntervalMdn(a) => format_interval(a.value(i), out),
             ColumnView::Duration(a, u) => {
@@ -454,7 +463,50 @@ fn time_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (+00 for timestamptz; sessions run in UTC).
+/// How a timestamp column is shown: a wall-clock time, or an instant in UTC or in the
+/// zone its values are labelled with (the session's, `brook_planner::session_time_zone`).
+#[derive(Clone, Copy)]
+pub enum Shown {
+    Naive,
+    Utc,
+    Zone(ArrowTz),
+}
+
+impl Shown {
+    fn of(label: Option<&str>) -> Shown {
+        match label {
+            None => Shown::Naive,
+            Some(z) if brook_planner::session_time_zone::is_utc(z) => Shown::Utc,
+            // A label Arrow's kernels made the column with, so one it reads.
+            Some(z) => z.parse().map_or(Shown::Utc, Shown::Zone),
+        }
+    }
+}
+
+/// An instant as PostgreSQL shows it in a session of zone `tz`: the local time, then the
+/// offset east of UTC (`+01`, `-03:30`).
+pub fn format_timestamp_in(micros: i64, tz: &ArrowTz, out: &mut String) {
+    use chrono::{Offset, TimeZone};
+    let Some(utc) = DateTime::from_timestamp_micros(micros) else {
+        return push_int(out, micros);
+    };
+    let offset = tz
+        .offset_from_utc_datetime(&utc.naive_utc())
+        .fix()
+        .local_minus_utc();
+    format_timestamp(micros + i64::from(offset) * 1_000_000, false, out);
+    out.push(if offset < 0 { '-' } else { '+' });
+    let a = offset.abs();
+    let _ = write!(out, "{:02}", a / 3600);
+    if a % 3600 != 0 {
+        let _ = write!(out, ":{:02}", (a / 60) % 60);
+        if a % 60 != 0 {
+            let _ = write!(out, ":{:02}", a % 60);
+        }
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (+00 for an instant shown in UTC).
 pub fn format_timestamp(micros: i64, tz: bool, out: &mut String) {
     match DateTime::from_timestamp_micros(micros) {
         Some(dt) => {
@@ -656,6 +708,16 @@ mod tests {
         s.clear();
         format_timestamp(1_767_225_600_250_000, true, &mut s);
         assert_eq!(s, "2026-01-01 00:00:00.25+00");
+        for (zone, want) in [
+            ("Europe/Berlin", "2026-01-01 01:00:00.25+01"),
+            ("America/St_Johns", "2025-12-31 20:30:00.25-03:30"),
+            ("+05:45", "2026-01-01 05:45:00.25+05:45"),
+        ] {
+            s.clear();
+            let tz: ArrowTz = zone.parse().expect("a zone");
+            format_timestamp_in(1_767_225_600_250_000, &tz, &mut s);
+            assert_eq!(s, want, "{zone}");
+        }
     }
 
     #[test]

@@ -57,14 +57,36 @@ pub(crate) fn parse_view_sql(sql: &str) -> Result<(Statement, ContinuousOptions)
     Ok((stmt, options))
 }
 
-/// A view's defining SQL as an optimized logical plan, and the options it runs with.
+/// The catalog option of a materialized view or synopsis created in a session whose time
+/// zone is not UTC: the zone (as Arrow labels instants). Its maintenance, a restart's
+/// rebuild and the continuous queries that read it plan it in that zone, so its rows
+/// (`date_trunc('day', ts)`: the zone's days) do not depend on who reads it.
+pub const TIME_ZONE_OPTION: &str = "time_zone";
+
+/// `ctx` planning in time zone `zone` (UTC when None): a maintained query's context.
+pub fn in_time_zone(ctx: &SessionContext, zone: Option<&str>) -> SessionContext {
+    SessionContext::new_with_state(zoned_state(ctx.state(), zone))
+}
+
+fn zoned_state(
+    mut state: datafusion::execution::SessionState,
+    zone: Option<&str>,
+) -> datafusion::execution::SessionState {
+    state.config_mut().options_mut().execution.time_zone =
+        Some(zone.unwrap_or("+00:00").to_string());
+    state
+}
+
+/// A view's defining SQL, planned in time zone `zone` (see [`TIME_ZONE_OPTION`]), as an
+/// optimized logical plan, and the options it runs with.
 pub async fn view_logical_plan(
     ctx: &SessionContext,
     sql: &str,
+    zone: Option<&str>,
 ) -> Result<(datafusion::logical_expr::LogicalPlan, ContinuousOptions)> {
     let (mut stmt, options) = parse_view_sql(sql)?;
     pg_literals(&mut stmt)?;
-    let state = brook_planner::continuous::optimizing_state(ctx.state());
+    let state = brook_planner::continuous::optimizing_state(zoned_state(ctx.state(), zone));
     let plan = state
         .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
         .await?;

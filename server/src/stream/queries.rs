@@ -76,19 +76,24 @@ pub async fn plan_views(
         if let LogicalPlan::TableScan(scan) = node {
             if let Some(p) = view_table(&scan.source) {
                 if let Some(v) = p.downcast_ref::<crate::stream::view::ViewTable>() {
-                    found.push((scan.table_name.to_string(), v.definition.clone()));
+                    let zone = v
+                        .options
+                        .get(crate::stream::plan::TIME_ZONE_OPTION)
+                        .cloned();
+                    found.push((scan.table_name.to_string(), v.definition.clone(), zone));
                 }
             }
         }
         Ok(TreeNodeRecursion::Continue)
     });
-    for (name, definition) in found {
+    for (name, definition, zone) in found {
         if out.contains_key(&name) {
             continue;
         }
         let sql =
             definition.ok_or_else(|| brook_err!(Internal, "view {name} has no definition"))?;
-        let (plan, options) = crate::stream::plan::view_logical_plan(ctx, &sql).await?;
+        let (plan, options) =
+            crate::stream::plan::view_logical_plan(ctx, &sql, zone.as_deref()).await?;
         Box::pin(plan_views(ctx, &plan, out)).await?;
         out.insert(name, ViewDefinition { plan, options });
     }

@@ -13,9 +13,8 @@
 use brook_common::BrookError;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
-use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
-    DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit,
     TimestampMicrosecondType,
 };
 use datafusion::error::Result;
@@ -97,9 +96,11 @@ impl ScalarUDFImpl for Age {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, rows) = super::argument_arrays(&args)?;
-        let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
         let (a, b) = match arrays.as_slice() {
-            [a, b] => (cast(a, &micros)?, cast(b, &micros)?),
+            [a, b] => (
+                brook_planner::session_time_zone::wall_clock(a)?,
+                brook_planner::session_time_zone::wall_clock(b)?,
+            ),
             // Not simplified (no statement start time): today's midnight, UTC.
             [b] => {
                 let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0);
@@ -107,7 +108,7 @@ impl ScalarUDFImpl for Age {
                 let a: ArrayRef = Arc::new(
                     datafusion::arrow::array::TimestampMicrosecondArray::from(vec![today; rows]),
                 );
-                (a, cast(b, &micros)?)
+                (a, brook_planner::session_time_zone::wall_clock(b)?)
             }
             _ => return datafusion::common::internal_err!("age takes one or two arguments"),
         };

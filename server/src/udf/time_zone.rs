@@ -32,9 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 pub fn register(ctx: &SessionContext) {
-    ctx.register_udf(ScalarUDF::new_from_impl(TimeZoneFunction {
-        signature: Signature::any(2, Volatility::Immutable),
-    }));
+    ctx.register_udf(udf().as_ref().clone());
 }
 
 /// The type of a timestamp with time zone (Brook's `timestamptz`).
@@ -364,6 +362,87 @@ fn parse_zone(text: &str) -> Result<Zone, BrookError> {
         .ok_or_else(|| brook_err!(InvalidParameter, "time zone \"{name}\" not recognized"))
 }
 
+/// The zone of a session (`SET TimeZone`), as PostgreSQL takes one: an IANA name in any
+/// case (`Europe/Berlin`; abbreviations are not zones here, as in PostgreSQL, unless the
+/// IANA database has the name: `CET`, `EST`), a number of hours east of UTC (`SET TIME
+/// ZONE -7`), or a POSIX offset (`UTC+3`, `'+05:30'`: west of Greenwich). Returns the name
+/// SHOW gives and the zone Arrow labels instants with (`Europe/Berlin`, `-07:00`); None
+/// for UTC. 22023 for anything else.
+pub(crate) fn session_zone(text: &str) -> Result<Option<(String, String)>, BrookError> {
+    let name = text.trim();
+    let lower = name.to_ascii_lowercase();
+    if brook_planner::session_time_zone::is_utc(&lower) || lower == "default" {
+        return Ok(None);
+    }
+    if let Some(tz) = NAMES.get(&lower) {
+        return Ok(Some((tz.name().to_string(), tz.name().to_string())));
+    }
+    let number = !lower.is_empty()
+        && lower
+            .trim_start_matches(['+', '-'])
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.');
+    // `<-07>+07`, the name PostgreSQL (and SHOW) gives a numeric zone: a POSIX offset
+    // with a quoted abbreviation.
+    let posix = match (lower.strip_prefix('<'), lower.find('>')) {
+        (Some(_), Some(end)) => &lower[end + 1..],
+        _ => lower.as_str(),
+    };
+    let east_seconds = if number {
+        let hours: f64 = lower.parse().map_err(|_| not_a_zone(name))?;
+        (hours * 3600.0).round() as i64
+    } else {
+        match posix_offset(posix) {
+            Some(Zone::Fixed(us)) => us / MICROS_PER_SECOND,
+            _ => return Err(not_a_zone(name)),
+        }
+    };
+    if east_seconds.abs() > 15 * 3600 + 59 * 60 {
+        return Err(not_a_zone(name));
+    }
+    if east_seconds == 0 {
+        return Ok(None);
+    }
+    // Arrow labels a fixed zone by hours and minutes east.
+    let minutes = east_seconds / 60;
+    let sign = if minutes < 0 { '-' } else { '+' };
+    let (h, m) = (minutes.abs() / 60, minutes.abs() % 60);
+    let arrow = format!("{sign}{h:02}:{m:02}");
+    let shown = if number {
+        // PostgreSQL's name of a numeric zone: `<-07>+07`.
+        let iso = if m == 0 {
+            format!("{sign}{h:02}")
+        } else {
+            format!("{sign}{h:02}:{m:02}")
+        };
+        let posix_sign = if sign == '-' { '+' } else { '-' };
+        let posix = if m == 0 {
+            format!("{posix_sign}{h:02}")
+        } else {
+            format!("{posix_sign}{h:02}:{m:02}")
+        };
+        format!("<{iso}>{posix}")
+    } else {
+        name.to_string()
+    };
+    Ok(Some((shown, arrow)))
+}
+
+fn not_a_zone(name: &str) -> BrookError {
+    brook_err!(
+        InvalidParameter,
+        "invalid value for parameter \"TimeZone\": \"{name}\""
+    )
+}
+
+/// `ScalarUDF` of `timezone(zone, ts)`, for the session zone's conversions
+/// (`brook_planner::session_time_zone`).
+pub fn udf() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(TimeZoneFunction {
+        signature: Signature::any(2, Volatility::Immutable),
+    }))
+}
+
 /// `[name]±hh[:mm[:ss]]` (the name, if any, three or more letters): microseconds east of
 /// UTC, POSIX's sign reversed.
 fn posix_offset(text: &str) -> Option<Zone> {
@@ -410,6 +489,28 @@ mod tests {
         match parse_zone(text).expect("zone") {
             Zone::Fixed(us) => us as f64 / 3.6e9,
             Zone::Named(tz) => panic!("{text} read as {tz}"),
+        }
+    }
+
+    #[test]
+    fn session_zones_are_names_hours_east_or_posix_offsets() {
+        let zone = |t: &str| session_zone(t).expect("a zone");
+        assert_eq!(
+            zone("europe/berlin"),
+            Some(("Europe/Berlin".into(), "Europe/Berlin".into()))
+        );
+        assert_eq!(zone("-7"), Some(("<-07>+07".into(), "-07:00".into())));
+        assert_eq!(
+            zone("5.5"),
+            Some(("<+05:30>-05:30".into(), "+05:30".into()))
+        );
+        assert_eq!(zone("UTC+3"), Some(("UTC+3".into(), "-03:00".into())));
+        // what SHOW gives reads back (a catalog change carries it to other nodes)
+        assert_eq!(zone("<-07>+07"), Some(("<-07>+07".into(), "-07:00".into())));
+        assert_eq!(zone("Etc/UTC"), None);
+        assert_eq!(zone("0"), None);
+        for bad in ["PST", "Mars/Olympus", "+99", ""] {
+            assert_eq!(session_zone(bad).unwrap_err().sqlstate(), "22023", "{bad}");
         }
     }
 

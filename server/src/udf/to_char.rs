@@ -81,7 +81,19 @@ impl ScalarUDFImpl for ToChar {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, scalar, _) = super::argument_arrays(&args)?;
-        let with_zone = matches!(arrays[0].data_type(), DataType::Timestamp(_, Some(_)));
+        // An instant is formatted in the zone it is labelled with (the session's).
+        let label: Option<Option<datafusion::arrow::array::timezone::Tz>> =
+            match arrays[0].data_type() {
+                DataType::Timestamp(_, Some(z)) if !brook_planner::session_time_zone::is_utc(z) => {
+                    Some(z.parse().ok())
+                }
+                DataType::Timestamp(_, Some(_)) => Some(None),
+                _ => None,
+            };
+        let label_name: Option<chrono_tz::Tz> = match arrays[0].data_type() {
+            DataType::Timestamp(_, Some(z)) => z.parse().ok(),
+            _ => None,
+        };
         let micros = cast(
             &arrays[0],
             &DataType::Timestamp(TimeUnit::Microsecond, None),
@@ -112,7 +124,33 @@ impl ScalarUDFImpl for ToChar {
                     }))
                 })?
                 .naive_utc();
-            out.append_value(format(&at, tokens, with_zone));
+            let (at, zone) = match &label {
+                Some(Some(tz)) => {
+                    use chrono::{Offset, TimeZone};
+                    let offset = tz.offset_from_utc_datetime(&at);
+                    let seconds = offset.fix().local_minus_utc();
+                    // A named zone's abbreviation (`CET`), else the offset as Arrow shows it.
+                    let name = label_name
+                        .and_then(|z| {
+                            use chrono_tz::OffsetName;
+                            z.offset_from_utc_datetime(&at)
+                                .abbreviation()
+                                .map(str::to_string)
+                        })
+                        .unwrap_or_else(|| offset.to_string());
+                    let local = at + chrono::Duration::seconds(i64::from(seconds));
+                    (local, Some(Zone { name, seconds }))
+                }
+                Some(None) => (
+                    at,
+                    Some(Zone {
+                        name: "UTC".into(),
+                        seconds: 0,
+                    }),
+                ),
+                None => (at, None),
+            };
+            out.append_value(format(&at, tokens, zone.as_ref()));
         }
         let out: ArrayRef = Arc::new(out.finish());
         super::result_value(out, scalar)
@@ -416,7 +454,25 @@ const ROMAN: [&str; 12] = [
 ];
 
 /// `at` printed by the template's tokens.
-fn format(at: &NaiveDateTime, tokens: &[Token], with_zone: bool) -> String {
+/// The zone an instant is formatted in: its abbreviation (`CET`) and offset east of UTC.
+struct Zone {
+    name: String,
+    seconds: i32,
+}
+
+impl Zone {
+    /// `+01`, `-03:30`: the offset as PostgreSQL's `OF` shows it.
+    fn offset(&self) -> String {
+        let (sign, a) = (if self.seconds < 0 { '-' } else { '+' }, self.seconds.abs());
+        if a % 3600 == 0 {
+            format!("{sign}{:02}", a / 3600)
+        } else {
+            format!("{sign}{:02}:{:02}", a / 3600, (a / 60) % 60)
+        }
+    }
+}
+
+fn format(at: &NaiveDateTime, tokens: &[Token], zone: Option<&Zone>) -> String {
     let mut out = String::new();
     for t in tokens {
         match t {
@@ -426,7 +482,7 @@ fn format(at: &NaiveDateTime, tokens: &[Token], with_zone: bool) -> String {
                 fill,
                 ordinal,
             } => {
-                let (text, number) = field(at, *pattern, *fill, with_zone);
+                let (text, number) = field(at, *pattern, *fill, zone);
                 out.push_str(&text);
                 if let (Some(upper), Some(n)) = (ordinal, number) {
                     out.push_str(&suffix(n, *upper));
@@ -463,7 +519,7 @@ fn named(name: &str, case: Case, width: usize, fill: bool) -> String {
 }
 
 /// A field's text, and its number (for an ordinal suffix) when it is numeric.
-fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String, Option<i64>) {
+fn field(at: &NaiveDateTime, p: Pattern, fill: bool, zone: Option<&Zone>) -> (String, Option<i64>) {
     let year = i64::from(at.year());
     // PostgreSQL prints years BC as positive numbers with BC.
     let year_abs = if year <= 0 { 1 - year } else { year };
@@ -552,18 +608,28 @@ fn field(at: &NaiveDateTime, p: Pattern, fill: bool, with_zone: bool) -> (String
             (if fill { r } else { format!("{r:<4}") }, None)
         }
         Pattern::Zone { upper } => {
-            let zone = if with_zone { "UTC" } else { "" };
+            let name = zone.map_or("", |z| z.name.as_str());
             (
                 if upper {
-                    zone.to_string()
+                    name.to_string()
                 } else {
-                    zone.to_lowercase()
+                    name.to_lowercase()
                 },
                 None,
             )
         }
-        Pattern::Offset | Pattern::ZoneHours => ("+00".to_string(), None),
-        Pattern::ZoneMinutes => ("00".to_string(), None),
+        Pattern::Offset => (zone.map_or("+00".into(), Zone::offset), None),
+        Pattern::ZoneHours => {
+            let s = zone.map_or(0, |z| z.seconds);
+            (
+                format!("{}{:02}", if s < 0 { '-' } else { '+' }, s.abs() / 3600),
+                None,
+            )
+        }
+        Pattern::ZoneMinutes => {
+            let s = zone.map_or(0, |z| z.seconds);
+            (format!("{:02}", (s.abs() / 60) % 60), None)
+        }
     }
 }
 
@@ -603,7 +669,7 @@ mod tests {
     }
 
     fn to_char(ts: &str, template: &str) -> String {
-        format(&at(ts), &parse(template), false)
+        format(&at(ts), &parse(template), None)
     }
 
     /// PostgreSQL 15's answers.
@@ -635,7 +701,19 @@ mod tests {
         assert_eq!(to_char(ts, "yyyy yYyY Hh24 Ddd"), "2026 6666 Hh24 604");
         // Any text around the patterns, multibyte too.
         assert_eq!(to_char(ts, "YYYY\"年\"MM\"月\"é"), "2026年12月é");
-        assert_eq!(format(&at(ts), &parse("TZ OF"), true), "UTC +00");
+        let utc = Zone {
+            name: "UTC".into(),
+            seconds: 0,
+        };
+        assert_eq!(format(&at(ts), &parse("TZ OF"), Some(&utc)), "UTC +00");
+        let newfoundland = Zone {
+            name: "NST".into(),
+            seconds: -(3 * 3600 + 1800),
+        };
+        assert_eq!(
+            format(&at(ts), &parse("TZ OF TZH:TZM"), Some(&newfoundland)),
+            "NST -03:30 -03:30"
+        );
         assert_eq!(to_char(ts, "Y,YYY YY Y RM"), "2,026 26 6 XII ");
         assert_eq!(to_char("2026-01-01 00:00:00", "HH12 am FMHH24"), "12 am 0");
     }

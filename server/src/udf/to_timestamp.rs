@@ -9,7 +9,8 @@
 //! input, a number ends at its width or at the first non-digit (`YYYY` reads on while
 //! digits follow when a separator comes next), month and day names match in any case,
 //! `MS`/`US` are the digits after the decimal point, `YY` is the year nearest 2020, and
-//! input left after the template is ignored. Sessions run in UTC, so the text is UTC.
+//! input left after the template is ignored. The text is a local time of the session's
+//! time zone.
 //! 22007 for text that does not fit the template, 22008 for a field out of range.
 
 use super::to_char::{parse, Pattern, Token, DAYS, MONTHS};
@@ -90,6 +91,23 @@ impl ScalarUDFImpl for Templated {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let out: ArrayRef = Arc::new(TimestampMicrosecondArray::from(micros));
+        // The fields read are the local time of the session's zone (UTC by default).
+        let zone = args
+            .config_options
+            .execution
+            .time_zone
+            .clone()
+            .filter(|z| !brook_planner::session_time_zone::is_utc(z));
+        let out = match (zone, args.return_field.data_type()) {
+            (Some(z), DataType::Timestamp(_, Some(_))) => cast(
+                &out,
+                &DataType::Timestamp(
+                    datafusion::arrow::datatypes::TimeUnit::Microsecond,
+                    Some(z.into()),
+                ),
+            )?,
+            _ => out,
+        };
         // A value the result type cannot hold (nanoseconds: years 1677 to 2262) is 22008,
         // not a NULL.
         let options = datafusion::arrow::compute::CastOptions {

@@ -198,10 +198,13 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
         Type::TIMESTAMP => chrono::NaiveDateTime::from_sql(ty, b)
             .map_err(bad)?
             .to_string(),
-        Type::TIMESTAMPTZ => chrono::DateTime::<chrono::Utc>::from_sql(ty, b)
-            .map_err(bad)?
-            .naive_utc()
-            .to_string(),
+        // An instant: with its offset, so that a session's zone does not move it.
+        Type::TIMESTAMPTZ => format!(
+            "{}+00",
+            chrono::DateTime::<chrono::Utc>::from_sql(ty, b)
+                .map_err(bad)?
+                .naive_utc()
+        ),
         Type::BYTEA => {
             let mut s = String::from("\\x");
             for x in b {
@@ -655,6 +658,13 @@ mod binary_param_tests {
         assert_eq!(
             binary_param_text(&time.to_be_bytes(), &Type::TIME).unwrap(),
             "10:30:00"
+        );
+        // an instant keeps its offset (a session in another zone reads text without one
+        // as local time)
+        let noon_2000 = (12 * 3600i64 * 1_000_000).to_be_bytes();
+        assert_eq!(
+            binary_param_text(&noon_2000, &Type::TIMESTAMPTZ).unwrap(),
+            "2000-01-01 12:00:00+00"
         );
         assert_eq!(binary_param_text(b"\x01{}", &Type::JSONB).unwrap(), "{}");
         assert_eq!(

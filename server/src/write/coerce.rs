@@ -5,15 +5,21 @@ use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::{DataType, Field, TimeUnit};
 use std::sync::Arc;
 
 /// Convert a value column to a table column's type with PostgreSQL's assignment rules:
 /// text is parsed as input of the type; numbers convert when they fit (22003 otherwise).
-pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> Result<ArrayRef> {
+pub fn coerce_column(
+    col: &ArrayRef,
+    field: &Field,
+    ty: &PgType,
+    name: &str,
+    zone: Option<&str>,
+) -> Result<ArrayRef> {
     if let PgType::Array(elem) = ty {
         if let Some(list) = as_list(col)? {
-            return coerce_elements(&list, elem, name);
+            return coerce_elements(&list, elem, name, zone);
         }
     }
     let target = ty.arrow();
@@ -36,20 +42,22 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
     match col.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
             let s = cast_with_options(col, &DataType::Utf8, &CastOptions::default())?;
-            crate::copy::text_to_column(&s, ty, &|r| r as u64 + 1, "", name).map_err(|e| match e {
-                BrookError::InvalidText(m) => {
-                    BrookError::InvalidText(m.split(" (COPY").next().unwrap_or(&m).to_string())
+            crate::copy::text_to_column(&s, ty, zone, &|r| r as u64 + 1, "", name).map_err(|e| {
+                match e {
+                    BrookError::InvalidText(m) => {
+                        BrookError::InvalidText(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                    }
+                    BrookError::OutOfRange(m) => {
+                        BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
+                    }
+                    BrookError::InvalidXmlContent(m) => BrookError::InvalidXmlContent(
+                        m.split(" (COPY").next().unwrap_or(&m).to_string(),
+                    ),
+                    BrookError::StringTooLong(_) => {
+                        brook_err!(StringTooLong, "value too long for type {}", ty.name())
+                    }
+                    other => other,
                 }
-                BrookError::OutOfRange(m) => {
-                    BrookError::OutOfRange(m.split(" (COPY").next().unwrap_or(&m).to_string())
-                }
-                BrookError::InvalidXmlContent(m) => BrookError::InvalidXmlContent(
-                    m.split(" (COPY").next().unwrap_or(&m).to_string(),
-                ),
-                BrookError::StringTooLong(_) => {
-                    brook_err!(StringTooLong, "value too long for type {}", ty.name())
-                }
-                other => other,
             })
         }
         DataType::Null => Ok(datafusion::arrow::array::new_null_array(&target, col.len())),
@@ -65,6 +73,11 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
             if matches!(ty, PgType::Float4 | PgType::Float8) {
                 if let DataType::Decimal128(p, s) = src {
                     return decimals_as_floats(col, *p, *s, &target);
+                }
+            }
+            if let (PgType::Timestamptz, Some(z)) = (ty, zone) {
+                if let Some(local) = wall_clock_as_instant(col, z)? {
+                    return Ok(local);
                 }
             }
             let rounded = round_floats_for_int(col, ty)?;
@@ -87,6 +100,27 @@ pub fn coerce_column(col: &ArrayRef, field: &Field, ty: &PgType, name: &str) -> 
     }
 }
 
+/// A timestamp without time zone or a date assigned to a timestamptz column in a session of
+/// zone `zone` (not UTC): the instant its wall-clock time names there (Arrow's cast from a
+/// timestamp without zone reads it so), labelled as stored. None for other columns.
+fn wall_clock_as_instant(col: &ArrayRef, zone: &str) -> Result<Option<ArrayRef>> {
+    let naive = DataType::Timestamp(TimeUnit::Microsecond, None);
+    let col = match col.data_type() {
+        DataType::Timestamp(_, None) => col.clone(),
+        DataType::Date32 | DataType::Date64 => {
+            cast_with_options(col, &naive, &CastOptions::default())?
+        }
+        _ => return Ok(None),
+    };
+    let local = DataType::Timestamp(TimeUnit::Microsecond, Some(zone.into()));
+    let instants = cast_with_options(&col, &local, &CastOptions::default())?;
+    Ok(Some(cast_with_options(
+        &instants,
+        &PgType::Timestamptz.arrow(),
+        &CastOptions::default(),
+    )?))
+}
+
 /// A list column of any Arrow list layout as `List`, or `None` for other columns.
 fn as_list(col: &ArrayRef) -> Result<Option<ListArray>> {
     let item = match col.data_type() {
@@ -105,9 +139,14 @@ fn as_list(col: &ArrayRef) -> Result<Option<ListArray>> {
 /// A list's elements assigned to an array column's element type, each as a value of that
 /// type is (`ARRAY[1.5]` into `integer[]` rounds, `ARRAY['abc']` into `varchar(2)[]` is
 /// 22001).
-fn coerce_elements(list: &ListArray, elem: &PgType, name: &str) -> Result<ArrayRef> {
+fn coerce_elements(
+    list: &ListArray,
+    elem: &PgType,
+    name: &str,
+    zone: Option<&str>,
+) -> Result<ArrayRef> {
     let field = Field::new_list_field(list.values().data_type().clone(), true);
-    let values = coerce_column(list.values(), &field, elem, name)?;
+    let values = coerce_column(list.values(), &field, elem, name, zone)?;
     Ok(Arc::new(ListArray::try_new(
         Arc::new(Field::new_list_field(elem.arrow(), true)),
         list.offsets().clone(),
@@ -240,11 +279,12 @@ pub(crate) fn to_relation_batch(
     meta: &RelationMeta,
     name: &str,
     b: &RecordBatch,
+    zone: Option<&str>,
 ) -> Result<RecordBatch> {
     let bs = b.schema();
     let mut cols = Vec::with_capacity(meta.columns.len());
     for (i, c) in meta.columns.iter().enumerate() {
-        let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name)?;
+        let a = coerce_column(b.column(i), bs.field(i), &c.ty, &c.name, zone)?;
         if c.not_null && a.null_count() > 0 {
             return Err(brook_err!(
                 NotNullViolation,
