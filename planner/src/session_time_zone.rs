@@ -13,8 +13,8 @@
 //! and labels its result back as it was, so the plan's types, and what the continuous
 //! planner knows of a stream's event time, do not change. The two conversions Arrow does
 //! not do locally (to and from a timestamp without time zone) go through `timezone(zone,
-//! ts)`, the function `AT TIME ZONE` is. The query's result columns are labelled with the
-//! zone last, so they are shown in it. The zone is DataFusion's
+//! ts)`, the function `AT TIME ZONE` is. A query's result is labelled with the zone for its
+//! client ([`shown_in_zone`]), so it is shown in it. The zone is DataFusion's
 //! `datafusion.execution.time_zone` setting, which the session sets; under UTC the rule
 //! changes nothing.
 
@@ -61,10 +61,9 @@ impl AnalyzerRule for SessionTimeZone {
             return Ok(plan);
         };
         let zone: Arc<str> = zone.into();
-        let plan = crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
+        crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
             e.transform_up(|e| self.relabel_expr(e, schema, &zone))
-        })?;
-        shown_in_zone(plan, &zone)
+        })
     }
 
     fn name(&self) -> &str {
@@ -72,9 +71,15 @@ impl AnalyzerRule for SessionTimeZone {
     }
 }
 
-/// A query's result with its instants labelled with the zone (shown in it); statements
-/// other than queries as they are.
-fn shown_in_zone(plan: LogicalPlan, zone: &Arc<str>) -> Result<LogicalPlan> {
+/// A query's result shown to a client of a session in zone `zone` (its setting; nothing
+/// to do under UTC): its instants labelled with the zone, so that they are shown in it —
+/// also inside arrays. Not for a materialized view's definition, whose stored rows keep
+/// their labels. Statements other than queries are returned as they are.
+pub fn shown_in_zone(plan: LogicalPlan, zone: Option<&str>) -> Result<LogicalPlan> {
+    let Some(zone) = zone.filter(|z| !is_utc(z)) else {
+        return Ok(plan);
+    };
+    let zone: Arc<str> = zone.into();
     let relation = !matches!(
         plan,
         LogicalPlan::Dml(_)
@@ -89,7 +94,7 @@ fn shown_in_zone(plan: LogicalPlan, zone: &Arc<str>) -> Result<LogicalPlan> {
         .schema()
         .fields()
         .iter()
-        .any(|f| other_zone(f.data_type(), zone));
+        .any(|f| relabelled(f.data_type(), &zone).is_some());
     if !relation || !relabel {
         return Ok(plan);
     }
@@ -98,11 +103,9 @@ fn shown_in_zone(plan: LogicalPlan, zone: &Arc<str>) -> Result<LogicalPlan> {
         .iter()
         .map(|(q, f)| {
             let c = Expr::Column(datafusion::common::Column::from((q, f)));
-            match f.data_type() {
-                DataType::Timestamp(u, Some(z)) if z.as_ref() != zone.as_ref() => {
-                    cast(c, in_zone(*u, zone)).alias_qualified(q.cloned(), f.name())
-                }
-                _ => c,
+            match relabelled(f.data_type(), &zone) {
+                Some(t) => cast(c, t).alias_qualified(q.cloned(), f.name()),
+                None => c,
             }
         })
         .collect();
@@ -110,6 +113,21 @@ fn shown_in_zone(plan: LogicalPlan, zone: &Arc<str>) -> Result<LogicalPlan> {
         exprs,
         Arc::new(plan),
     )?))
+}
+
+/// `t` with its instants labelled with `zone` (an array's elements too); None when it has
+/// none labelled otherwise.
+fn relabelled(t: &DataType, zone: &Arc<str>) -> Option<DataType> {
+    match t {
+        DataType::Timestamp(u, Some(z)) if z.as_ref() != zone.as_ref() => Some(in_zone(*u, zone)),
+        DataType::List(f) => {
+            let inner = relabelled(f.data_type(), zone)?;
+            Some(DataType::List(Arc::new(
+                f.as_ref().clone().with_data_type(inner),
+            )))
+        }
+        _ => None,
+    }
 }
 
 /// `a` as wall-clock times (microseconds, no zone): an instant labelled with a zone other
@@ -162,11 +180,9 @@ fn in_zone(unit: TimeUnit, zone: &Arc<str>) -> DataType {
 
 /// `e`, an instant labelled otherwise, labelled with the zone.
 fn relabel(e: Expr, t: &DataType, zone: &Arc<str>) -> Expr {
-    match t {
-        DataType::Timestamp(u, Some(z)) if z.as_ref() != zone.as_ref() => {
-            cast(e, in_zone(*u, zone))
-        }
-        _ => e,
+    match relabelled(t, zone) {
+        Some(t) => cast(e, t),
+        None => e,
     }
 }
 
@@ -199,9 +215,10 @@ impl SessionTimeZone {
             // in the zone; its result is labelled back.
             Expr::ScalarFunction(ScalarFunction { func, args })
                 if !ZONE_FREE.contains(&func.name())
-                    && args
-                        .iter()
-                        .any(|a| a.get_type(schema).is_ok_and(|t| other_zone(&t, zone))) =>
+                    && args.iter().any(|a| {
+                        a.get_type(schema)
+                            .is_ok_and(|t| relabelled(&t, zone).is_some())
+                    }) =>
             {
                 let before = Expr::ScalarFunction(ScalarFunction {
                     func: func.clone(),
@@ -236,7 +253,15 @@ impl SessionTimeZone {
                 let Expr::BinaryExpr(BinaryExpr { left, op, right }) = before else {
                     return Ok(Transformed::no(before));
                 };
-                if let Some(local) = self.local_calendar(&left, op, &right, &lt, zone) {
+                // (`interval + ts` as `ts + interval`.)
+                let local = self
+                    .local_calendar(&left, op, &right, &lt, zone)
+                    .or_else(|| {
+                        (op == Operator::Plus)
+                            .then(|| self.local_calendar(&right, op, &left, &rt, zone))
+                            .flatten()
+                    });
+                if let Some(local) = local {
                     return Ok(Transformed::yes(labelled_as(local, &result, schema)?));
                 }
                 if !(other_zone(&lt, zone) || other_zone(&rt, zone)) {

@@ -54,19 +54,37 @@ impl ScalarUDFImpl for TimestampDifference {
 /// The interval between each pair of timestamps, to the microsecond (PostgreSQL's
 /// resolution).
 fn difference(args: &[ArrayRef]) -> Result<ArrayRef> {
-    // Two instants differ by their UTC times; an instant and a wall-clock time by the
-    // instant's local time in the zone it is labelled with (the session's).
+    // Two instants differ by their UTC times, two wall-clock times by their clocks; a
+    // wall-clock time beside an instant is the instant it names in the zone the instant
+    // is labelled with (the session's), as PostgreSQL casts it.
     let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
-    let instant = |a: &ArrayRef| matches!(a.data_type(), DataType::Timestamp(_, Some(_)));
-    let mixed = instant(&args[0]) != instant(&args[1]);
-    let wall = |a: &ArrayRef| -> Result<ArrayRef> {
-        if mixed {
-            crate::session_time_zone::wall_clock(a)
-        } else {
-            Ok(cast(a, &micros)?)
+    let label = |a: &ArrayRef| match a.data_type() {
+        DataType::Timestamp(_, Some(z)) => Some(z.clone()),
+        _ => None,
+    };
+    let zone = label(&args[0]).or_else(|| label(&args[1]));
+    let as_utc = |a: &ArrayRef| -> Result<ArrayRef> {
+        match (a.data_type(), &zone) {
+            (DataType::Timestamp(_, None) | DataType::Date32 | DataType::Date64, Some(z)) => {
+                let a = &cast(a, &micros)?;
+                let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.clone()));
+                let options = datafusion::arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                let instants = datafusion::arrow::compute::cast_with_options(a, &local, &options)?;
+                Ok(cast(
+                    &cast(
+                        &instants,
+                        &DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+                    )?,
+                    &micros,
+                )?)
+            }
+            _ => Ok(cast(a, &micros)?),
         }
     };
-    let duration = numeric::sub(&wall(&args[0])?, &wall(&args[1])?)?;
+    let duration = numeric::sub(&as_utc(&args[0])?, &as_utc(&args[1])?)?;
     let micros = cast(&duration, &DataType::Duration(TimeUnit::Microsecond))?;
     let micros = micros.as_primitive::<DurationMicrosecondType>();
     let out: IntervalMonthDayNanoArray =

@@ -395,6 +395,19 @@ fn expand_select(s: &mut Select, order_qualified: bool) {
                     projection.push(merged_item(c));
                 }
             }
+            // Beside a qualified `*` it was given an internal alias (datafusion-pg-catalog's
+            // `AliasDuplicatedProjectionRewrite`).
+            SelectItem::ExprWithAlias {
+                expr: Expr::Identifier(i),
+                alias,
+            } if alias.value.starts_with(INTERNAL_ALIAS) && merged.column(i).is_some() => {
+                if let Some(c) = merged.column(i) {
+                    projection.push(SelectItem::ExprWithAlias {
+                        expr: merged.value(c),
+                        alias: alias.clone(),
+                    });
+                }
+            }
             other => projection.push(other.clone()),
         }
     }

@@ -116,7 +116,7 @@ impl Session {
                 _ => Err(emit_misplaced()),
             },
             q @ Statement::Query(_) => {
-                let p = plan_query_continuous(&self.ctx, q, options).await?;
+                let p = plan_query_continuous(&self.ctx, q, options, true).await?;
                 let (schema, stream, _) =
                     self.start_continuous((p.graph, p.stores), p.names, None)?;
                 Ok(Outcome::Rows {
@@ -140,7 +140,8 @@ impl Session {
                     ));
                 }
                 let opts = CopyOptions::from_sql(&copy_options, &legacy_options)?;
-                let p = plan_query_continuous(&self.ctx, Statement::Query(q), options).await?;
+                let p =
+                    plan_query_continuous(&self.ctx, Statement::Query(q), options, true).await?;
                 let (_, stream, _) = self.start_continuous((p.graph, p.stores), p.names, None)?;
                 Ok(Outcome::CopyOut { opts, stream })
             }

@@ -40,7 +40,8 @@ impl Session {
                     let options = ContinuousOptions {
                         emit_on_window_close: emit.on_window_close(),
                     };
-                    let p = plan_query_continuous(&self.ctx, s.as_ref().clone(), options).await?;
+                    let p =
+                        plan_query_continuous(&self.ctx, s.as_ref().clone(), options, true).await?;
                     Ok(Some(wire_schema(&p.graph, p.names)))
                 }
                 _ => Ok(Some(Arc::new(Schema::empty()))),

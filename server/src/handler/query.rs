@@ -91,9 +91,15 @@ impl Session {
         // Also for statements that did not come through `execute` (Describe, a cursor's).
         self.qualify_temp_relations(&mut stmt)?;
         let state = self.ctx.state();
-        Ok(state
+        let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
-            .await?)
+            .await?;
+        // Shown in the session's time zone.
+        let zone = self.time_zone();
+        Ok(brook_planner::session_time_zone::shown_in_zone(
+            plan,
+            zone.as_deref(),
+        )?)
     }
 
     /// The row shape of `plan` as it runs: after the analyzer's rules, which may retype a

@@ -100,7 +100,7 @@ pub async fn plan_view_sql(
     sql: &str,
 ) -> Result<(GraphPlan, Vec<Arc<TableStore>>, SchemaRef)> {
     let (stmt, options) = parse_view_sql(sql)?;
-    let planned = plan_query_continuous(ctx, stmt, options).await?;
+    let planned = plan_query_continuous(ctx, stmt, options, false).await?;
     let schema = pg_named(planned.graph.schema().as_ref().clone(), planned.names);
     Ok((planned.graph, planned.stores, schema))
 }
@@ -117,10 +117,13 @@ pub struct PlannedContinuous {
 
 /// Plan a query statement to run continuously, over streams and tables alike (what `EMIT`
 /// and materialized views ask for).
+/// `shown`: its rows go to a client (a cursor, EMIT), shown in the session's time zone —
+/// not a materialized view's, whose stored rows keep their labels.
 pub async fn plan_query_continuous(
     ctx: &SessionContext,
     mut q: Statement,
     options: ContinuousOptions,
+    shown: bool,
 ) -> Result<PlannedContinuous> {
     let names = brook_planner::rewrite::output_names(&q);
     pg_literals(&mut q)?;
@@ -128,6 +131,11 @@ pub async fn plan_query_continuous(
         .state()
         .statement_to_plan(DFStatement::Statement(Box::new(q)))
         .await?;
+    let zone = ctx.state().config_options().execution.time_zone.clone();
+    let plan = match shown {
+        true => brook_planner::session_time_zone::shown_in_zone(plan, zone.as_deref())?,
+        false => plan,
+    };
     let (graph, stores) = continuous_plan(ctx, &plan, options, true)
         .await?
         .ok_or_else(|| brook_err!(Internal, "forced continuous plan missing"))?;

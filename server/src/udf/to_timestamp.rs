@@ -99,13 +99,9 @@ impl ScalarUDFImpl for Templated {
             .clone()
             .filter(|z| !brook_planner::session_time_zone::is_utc(z));
         let out = match (zone, args.return_field.data_type()) {
-            (Some(z), DataType::Timestamp(_, Some(_))) => cast(
-                &out,
-                &DataType::Timestamp(
-                    datafusion::arrow::datatypes::TimeUnit::Microsecond,
-                    Some(z.into()),
-                ),
-            )?,
+            (Some(z), DataType::Timestamp(_, Some(_))) => {
+                super::time_zone::local_instants(&out, &z)?
+            }
             _ => out,
         };
         // A value the result type cannot hold (nanoseconds: years 1677 to 2262) is 22008,

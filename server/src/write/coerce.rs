@@ -80,6 +80,13 @@ pub fn coerce_column(
                     return Ok(local);
                 }
             }
+            // An instant assigned to a timestamp (without time zone) column: its local
+            // wall-clock time in the session's zone.
+            if let (PgType::Timestamp, Some(z), DataType::Timestamp(_, Some(_))) = (ty, zone, src) {
+                let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.into()));
+                let labelled = cast_with_options(col, &local, &CastOptions::default())?;
+                return Ok(brook_planner::session_time_zone::wall_clock(&labelled)?);
+            }
             let rounded = round_floats_for_int(col, ty)?;
             let out = cast_with_options(
                 &rounded,
@@ -112,8 +119,7 @@ fn wall_clock_as_instant(col: &ArrayRef, zone: &str) -> Result<Option<ArrayRef>>
         }
         _ => return Ok(None),
     };
-    let local = DataType::Timestamp(TimeUnit::Microsecond, Some(zone.into()));
-    let instants = cast_with_options(&col, &local, &CastOptions::default())?;
+    let instants = crate::udf::time_zone::local_instants(&col, zone)?;
     Ok(Some(cast_with_options(
         &instants,
         &PgType::Timestamptz.arrow(),
