@@ -159,6 +159,35 @@ pub fn wall_clock(a: &ArrayRef) -> Result<ArrayRef> {
     Ok(Arc::new(local))
 }
 
+/// Wall-clock times (a timestamp without time zone) as the instants they name in the zone
+/// Arrow labels with `label` (`Europe/Berlin`, `+05:30`: east), labelled `+00:00`, as
+/// PostgreSQL reads a local time: one the zone has twice is the later instant (standard
+/// time), one it skips takes the offset before the change (Arrow's cast refuses both).
+pub fn local_instants(wall: &ArrayRef, label: &str) -> Result<ArrayRef> {
+    use chrono::{LocalResult, Offset, TimeZone};
+    let tz: datafusion::arrow::array::timezone::Tz = label.parse()?;
+    let wall = arrow_cast(wall, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+    let out: TimestampMicrosecondArray = wall
+        .as_primitive::<TimestampMicrosecondType>()
+        .try_unary(|v| {
+            let local = chrono::DateTime::from_timestamp_micros(v)
+                .ok_or_else(|| DataFusionError::Execution("timestamp out of range".into()))?
+                .naive_utc();
+            let east = match tz.offset_from_local_datetime(&local) {
+                LocalResult::Single(o) => o.fix().local_minus_utc(),
+                LocalResult::Ambiguous(a, b) => {
+                    a.fix().local_minus_utc().min(b.fix().local_minus_utc())
+                }
+                LocalResult::None => tz
+                    .offset_from_utc_datetime(&(local - chrono::Duration::days(1)))
+                    .fix()
+                    .local_minus_utc(),
+            };
+            Ok::<_, DataFusionError>(v - i64::from(east) * 1_000_000)
+        })?;
+    Ok(Arc::new(out.with_timezone("+00:00")))
+}
+
 /// Functions whose answer does not depend on the zone instants are labelled with, left
 /// as planned: the windows' bounds (aligned to the epoch, and what the continuous planner
 /// recognizes as computed from the event time) and `AT TIME ZONE`, which names its zone.
@@ -350,11 +379,21 @@ impl SessionTimeZone {
                 | DataType::Utf8View
                 | DataType::LargeUtf8,
             ) if other_zone(from, zone) => Some(relabel(expr, from, zone)),
-            // Text without an offset as local time.
+            // Text without an offset as local time; one the zone skips or has twice (which
+            // Arrow's parser refuses) as PostgreSQL reads it, through `timezone`.
             (
                 DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8,
-                DataType::Timestamp(u, Some(z)),
-            ) if z.as_ref() != zone.as_ref() => Some(cast(expr, in_zone(*u, zone))),
+                DataType::Timestamp(u, Some(_)),
+            ) => {
+                let parsed = Expr::TryCast(TryCast::new(Box::new(expr.clone()), in_zone(*u, zone)));
+                let naive = cast(expr, DataType::Timestamp(TimeUnit::Microsecond, None));
+                let local = cast(self.timezone_call(naive, zone), in_zone(*u, zone));
+                Some(
+                    datafusion::logical_expr::when(parsed.clone().is_not_null(), parsed)
+                        .otherwise(local)
+                        .ok()?,
+                )
+            }
             _ => None,
         }
     }

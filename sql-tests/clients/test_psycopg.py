@@ -562,3 +562,36 @@ def test_numbers_in_exponent_notation_and_beyond_a_real(brook):
         assert c.execute("SELECT count(*) FROM py_sci").fetchone()[0] == 2
         third = c.execute("SELECT 1.0 / 3, %s * 2", (decimal.Decimal("0.1"),)).fetchone()
         assert third == (decimal.Decimal("0.33333333333333333333"), decimal.Decimal("0.2"))
+
+
+def test_session_time_zone_reads_and_shows_local_times(brook):
+    """In a session of another zone than UTC, COPY text and parameters are read as
+    PostgreSQL reads them (local times; a time the zone has twice is standard time; an
+    aware datetime keeps its instant) and instants come back in the zone."""
+    import datetime
+    import zoneinfo
+
+    with connect(brook) as conn, conn.cursor() as c:
+        c.execute("SET TimeZone = 'America/New_York'")
+        c.execute("CREATE TABLE tz_copy (id int, t timestamptz)")
+        try:
+            with c.copy("COPY tz_copy FROM STDIN") as cp:
+                cp.write("1\t2026-07-01 12:00\n2\t2026-11-01 01:30\n3\t2026-07-01 12:00+00\n")
+            utc = datetime.timezone.utc
+            c.execute(
+                "INSERT INTO tz_copy VALUES (4, %s)",
+                [datetime.datetime(2026, 7, 1, 16, 0, tzinfo=utc)],
+            )
+            c.execute("SELECT id, t::text FROM tz_copy ORDER BY id")
+            assert c.fetchall() == [
+                (1, "2026-07-01 12:00:00-04"),
+                (2, "2026-11-01 01:30:00-05"),
+                (3, "2026-07-01 08:00:00-04"),
+                (4, "2026-07-01 12:00:00-04"),
+            ]
+            c.execute("SELECT t FROM tz_copy WHERE id = 1")
+            (t,) = c.fetchone()
+            assert t == datetime.datetime(2026, 7, 1, 16, 0, tzinfo=utc)
+            assert t.tzinfo == zoneinfo.ZoneInfo("America/New_York")
+        finally:
+            c.execute("DROP TABLE tz_copy")

@@ -15,6 +15,26 @@ use std::sync::Arc;
 ///
 /// Long because it is one flat dispatch on the column type (each arm a few lines), kept in
 /// one place so the order of the checks is visible.
+/// `out` (text read as instants in zone `zone`) with the rows Arrow's parser refused read
+/// as local times without an offset, as PostgreSQL reads one the zone skips or has twice
+/// (`brook_planner::session_time_zone::local_instants`); rows neither reads stay NULL.
+fn local_times_read(text: &ArrayRef, out: ArrayRef, zone: &str) -> Result<ArrayRef> {
+    let naive = cast_with_options(
+        text,
+        &DataType::Timestamp(TimeUnit::Microsecond, None),
+        &CastOptions {
+            safe: true,
+            ..Default::default()
+        },
+    )?;
+    let local = brook_planner::session_time_zone::local_instants(&naive, zone)?;
+    let local = cast_with_options(&local, out.data_type(), &CastOptions::default())?;
+    let missing = datafusion::arrow::compute::is_null(&out)?;
+    Ok(datafusion::arrow::compute::kernels::zip::zip(
+        &missing, &local, &out,
+    )?)
+}
+
 pub fn text_to_column(
     strings: &ArrayRef,
     ty: &PgType,
@@ -137,6 +157,10 @@ pub fn text_to_column(
             ..Default::default()
         },
     )?;
+    let out = match local {
+        Some(z) if out.null_count() != strings.null_count() => local_times_read(&prepared, out, z)?,
+        _ => out,
+    };
     if out.null_count() != strings.null_count() {
         let s = strings
             .as_any()

@@ -462,6 +462,9 @@ impl Session {
             .state()
             .statement_to_plan(DFStatement::Statement(Box::new(q)))
             .await?;
+        // Shown in the session's time zone.
+        let zone = self.time_zone();
+        let plan = brook_planner::session_time_zone::shown_in_zone(plan, zone.as_deref())?;
         let df = rctx.execute_logical_plan(plan).await?;
         let schema = pg_named(df.schema().as_arrow().clone(), names);
         let out = df.collect().await?;

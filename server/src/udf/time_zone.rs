@@ -435,27 +435,6 @@ fn not_a_zone(name: &str) -> BrookError {
     )
 }
 
-/// Wall-clock times (a timestamp without time zone, microseconds) as the instants they
-/// name in the zone Arrow labels with `label` (`Europe/Berlin`, `+05:30`: east), as
-/// PostgreSQL reads a local time: one the zone has twice is the later (standard time),
-/// one it skips takes the offset before the change.
-pub(crate) fn local_instants(wall: &ArrayRef, label: &str) -> Result<ArrayRef> {
-    let zone = match label.as_bytes().first() {
-        Some(b'+' | b'-') => {
-            let (sign, rest) = label.split_at(1);
-            let (h, m) = rest.split_once(':').unwrap_or((rest, "0"));
-            let east = h.parse::<i64>().unwrap_or(0) * 3600 + m.parse::<i64>().unwrap_or(0) * 60;
-            Zone::Fixed(if sign == "-" { -east } else { east } * MICROS_PER_SECOND)
-        }
-        _ => parse_zone(label).map_err(err)?,
-    };
-    let wall = cast(wall, &timestamp())?;
-    let out: TimestampMicrosecondArray = wall
-        .as_primitive::<TimestampMicrosecondType>()
-        .try_unary(|v| zone.instant_of(v))?;
-    Ok(Arc::new(out.with_timezone("+00:00")))
-}
-
 /// `ScalarUDF` of `timezone(zone, ts)`, for the session zone's conversions
 /// (`brook_planner::session_time_zone`).
 pub fn udf() -> Arc<ScalarUDF> {

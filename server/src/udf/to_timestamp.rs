@@ -100,7 +100,7 @@ impl ScalarUDFImpl for Templated {
             .filter(|z| !brook_planner::session_time_zone::is_utc(z));
         let out = match (zone, args.return_field.data_type()) {
             (Some(z), DataType::Timestamp(_, Some(_))) => {
-                super::time_zone::local_instants(&out, &z)?
+                brook_planner::session_time_zone::local_instants(&out, &z)?
             }
             _ => out,
         };

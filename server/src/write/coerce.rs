@@ -80,6 +80,16 @@ pub fn coerce_column(
                     return Ok(local);
                 }
             }
+            // An instant assigned to a date column: its local date in the session's zone.
+            if let (PgType::Date, Some(z), DataType::Timestamp(_, Some(_))) = (ty, zone, src) {
+                let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.into()));
+                let labelled = cast_with_options(col, &local, &CastOptions::default())?;
+                return Ok(cast_with_options(
+                    &labelled,
+                    &target,
+                    &CastOptions::default(),
+                )?);
+            }
             // An instant assigned to a timestamp (without time zone) column: its local
             // wall-clock time in the session's zone.
             if let (PgType::Timestamp, Some(z), DataType::Timestamp(_, Some(_))) = (ty, zone, src) {
@@ -119,7 +129,7 @@ fn wall_clock_as_instant(col: &ArrayRef, zone: &str) -> Result<Option<ArrayRef>>
         }
         _ => return Ok(None),
     };
-    let instants = crate::udf::time_zone::local_instants(&col, zone)?;
+    let instants = brook_planner::session_time_zone::local_instants(&col, zone)?;
     Ok(Some(cast_with_options(
         &instants,
         &PgType::Timestamptz.arrow(),
