@@ -91,6 +91,7 @@ pub mod named_windows;
 pub mod niladic;
 pub mod numeric_literals;
 pub mod oid_arrays;
+pub mod output_names;
 pub mod parameter_types;
 pub mod parser;
 pub mod pg_functions;
@@ -148,6 +149,15 @@ pub(crate) mod test_support {
     use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
     use datafusion::sql::sqlparser::parser::Parser;
     use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+
+    /// `sql` parsed as Brook parses a statement (with its rewrite rules).
+    pub fn statement(sql: &str) -> datafusion::sql::sqlparser::ast::Statement {
+        let parsed = crate::parser::parse_one(sql).expect("test SQL parses");
+        match parsed.clone().into_plain_sql() {
+            Some(s) => s,
+            None => panic!("unexpected {parsed:?}"),
+        }
+    }
 
     /// `sql` parsed and rewritten by `rule` alone, as SQL text.
     pub fn rewritten(rule: &dyn SqlStatementRewriteRule, sql: &str) -> String {
