@@ -7,6 +7,7 @@
 //! error. The copy follows PostgreSQL's rules and its errors (42P20 for overriding what
 //! the named window sets, 42704 for a name no WINDOW clause defines).
 
+use crate::output_names::folded as name;
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, Expr, Ident, NamedWindowDefinition, NamedWindowExpr, OrderBy,
@@ -44,14 +45,6 @@ fn resolve_body(body: &mut SetExpr, order_by: Option<&mut OrderBy>) -> Result<()
             resolve_body(right, None)
         }
         _ => Ok(()),
-    }
-}
-
-fn name(i: &Ident) -> String {
-    if i.quote_style.is_some() {
-        i.value.clone()
-    } else {
-        i.value.to_lowercase()
     }
 }
 

@@ -45,11 +45,7 @@ pub fn output_names(stmt: &Statement) -> Option<Vec<OutputName>> {
                 SelectItem::ExprWithAlias { alias, .. }
                     if repeats_earlier_alias(&select.projection, item) =>
                 {
-                    OutputName::Name(if alias.quote_style.is_some() {
-                        alias.value.clone()
-                    } else {
-                        alias.value.to_lowercase()
-                    })
+                    OutputName::Name(folded(alias))
                 }
                 _ => OutputName::Keep,
             })
@@ -302,14 +298,16 @@ pub fn alias_outputs(stmt: &mut Statement) {
 
 /// Two names alike as PostgreSQL folds them (quoted ones as written).
 fn same_name(a: &Ident, b: &Ident) -> bool {
-    let folded = |x: &Ident| {
-        if x.quote_style.is_some() {
-            x.value.clone()
-        } else {
-            x.value.to_lowercase()
-        }
-    };
     folded(a) == folded(b)
+}
+
+/// A name as PostgreSQL folds it: lower case unless quoted.
+pub(crate) fn folded(x: &Ident) -> String {
+    if x.quote_style.is_some() {
+        x.value.clone()
+    } else {
+        x.value.to_lowercase()
+    }
 }
 
 /// The aliases of a query's outer select list that a qualified column of the same list
@@ -332,12 +330,7 @@ fn alias_beside_qualified(s: &mut Select) -> Vec<(Ident, Ident)> {
             if qualified.iter().any(|q| same_name(q, alias))
                 && !alias.value.starts_with(INTERNAL_ALIAS)
             {
-                let name = if alias.quote_style.is_some() {
-                    alias.value.clone()
-                } else {
-                    alias.value.to_lowercase()
-                };
-                let to = Ident::with_quote('"', format!("{INTERNAL_ALIAS}{name}"));
+                let to = Ident::with_quote('"', format!("{INTERNAL_ALIAS}{}", folded(alias)));
                 renamed.push((alias.clone(), to.clone()));
                 *alias = to;
             }

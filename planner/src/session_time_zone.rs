@@ -164,7 +164,6 @@ pub fn wall_clock(a: &ArrayRef) -> Result<ArrayRef> {
 /// PostgreSQL reads a local time: one the zone has twice is the later instant (standard
 /// time), one it skips takes the offset before the change (Arrow's cast refuses both).
 pub fn local_instants(wall: &ArrayRef, label: &str) -> Result<ArrayRef> {
-    use chrono::{LocalResult, Offset, TimeZone};
     let tz: datafusion::arrow::array::timezone::Tz = label.parse()?;
     let wall = arrow_cast(wall, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
     let out: TimestampMicrosecondArray = wall
@@ -173,19 +172,24 @@ pub fn local_instants(wall: &ArrayRef, label: &str) -> Result<ArrayRef> {
             let local = chrono::DateTime::from_timestamp_micros(v)
                 .ok_or_else(|| DataFusionError::Execution("timestamp out of range".into()))?
                 .naive_utc();
-            let east = match tz.offset_from_local_datetime(&local) {
-                LocalResult::Single(o) => o.fix().local_minus_utc(),
-                LocalResult::Ambiguous(a, b) => {
-                    a.fix().local_minus_utc().min(b.fix().local_minus_utc())
-                }
-                LocalResult::None => tz
-                    .offset_from_utc_datetime(&(local - chrono::Duration::days(1)))
-                    .fix()
-                    .local_minus_utc(),
-            };
-            Ok::<_, DataFusionError>(v - i64::from(east) * 1_000_000)
+            Ok::<_, DataFusionError>(v - i64::from(local_offset(&tz, &local)) * 1_000_000)
         })?;
     Ok(Arc::new(out.with_timezone("+00:00")))
+}
+
+/// Seconds east of UTC of local time `local` in `tz`, as PostgreSQL reads a local time: one
+/// the zone has twice is the later instant (standard time, the smaller offset), one it
+/// skips takes the offset before the change.
+pub fn local_offset<T: chrono::TimeZone>(tz: &T, local: &chrono::NaiveDateTime) -> i32 {
+    use chrono::{LocalResult, Offset};
+    match tz.offset_from_local_datetime(local) {
+        LocalResult::Single(o) => o.fix().local_minus_utc(),
+        LocalResult::Ambiguous(a, b) => a.fix().local_minus_utc().min(b.fix().local_minus_utc()),
+        LocalResult::None => tz
+            .offset_from_utc_datetime(&(*local - chrono::Duration::days(1)))
+            .fix()
+            .local_minus_utc(),
+    }
 }
 
 /// Functions whose answer does not depend on the zone instants are labelled with, left

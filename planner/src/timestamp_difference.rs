@@ -67,19 +67,9 @@ fn difference(args: &[ArrayRef]) -> Result<ArrayRef> {
         match (a.data_type(), &zone) {
             (DataType::Timestamp(_, None) | DataType::Date32 | DataType::Date64, Some(z)) => {
                 let a = &cast(a, &micros)?;
-                let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.clone()));
-                let options = datafusion::arrow::compute::CastOptions {
-                    safe: false,
-                    ..Default::default()
-                };
-                let instants = datafusion::arrow::compute::cast_with_options(a, &local, &options)?;
-                Ok(cast(
-                    &cast(
-                        &instants,
-                        &DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
-                    )?,
-                    &micros,
-                )?)
+                // (A cast from an instant to a wall-clock time keeps its UTC value.)
+                let instants = crate::session_time_zone::local_instants(a, z)?;
+                Ok(cast(&instants, &micros)?)
             }
             _ => Ok(cast(a, &micros)?),
         }

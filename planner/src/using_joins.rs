@@ -33,6 +33,7 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
 use std::ops::ControlFlow;
 
+use crate::output_names::folded;
 use crate::rewrite::INTERNAL_ALIAS;
 
 /// The rewrite rule.
@@ -200,15 +201,6 @@ impl Merged {
             SelectItem::ExprWithAlias { alias, .. } => folded(alias) == c.value,
             _ => false,
         }
-    }
-}
-
-/// A name as PostgreSQL folds it: lower case unless quoted.
-fn folded(x: &Ident) -> String {
-    if x.quote_style.is_some() {
-        x.value.clone()
-    } else {
-        x.value.to_lowercase()
     }
 }
 

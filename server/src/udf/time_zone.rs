@@ -265,22 +265,8 @@ impl Zone {
                 let local: NaiveDateTime = DateTime::from_timestamp_micros(wall)
                     .ok_or_else(out_of_range)?
                     .naive_utc();
-                let off = match tz.offset_from_local_datetime(&local) {
-                    chrono::LocalResult::Single(o) => o.fix(),
-                    // Twice on the clock (fall back): the later instant, standard time.
-                    chrono::LocalResult::Ambiguous(a, b) => {
-                        if a.fix().local_minus_utc() < b.fix().local_minus_utc() {
-                            a.fix()
-                        } else {
-                            b.fix()
-                        }
-                    }
-                    // Skipped (spring forward): the offset before the change.
-                    chrono::LocalResult::None => tz
-                        .offset_from_utc_datetime(&(local - chrono::Duration::days(1)))
-                        .fix(),
-                };
-                Ok(wall - off.local_minus_utc() as i64 * MICROS_PER_SECOND)
+                let off = brook_planner::session_time_zone::local_offset(tz, &local);
+                Ok(wall - i64::from(off) * MICROS_PER_SECOND)
             }
         }
     }
