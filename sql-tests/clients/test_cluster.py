@@ -7,17 +7,20 @@ different nodes are never lost or doubled (one of two conflicting statements get
 a node killed with SIGKILL comes back with exactly the rows of the cluster, and bad starts
 are refused with a clear message and nothing changed.
 """
+import asyncio
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+import nats as nats_client
 import psycopg
 import pytest
 
@@ -441,6 +444,80 @@ def test_killed_node_catches_up_with_every_row_once(cluster):
     n2.start()
     for n in cluster:
         eventually(n, "SELECT count(*), count(DISTINCT seq) FROM ev", [(after, after)])
+
+
+def fnv_partition(key, partitions):
+    """The partition of an integer key, computed as docs/cluster.md specifies it (64-bit
+    FNV-1a over the byte 1 and the key as a little-endian i64), apart from Brook's code."""
+    h = 0xCBF29CE484222325
+    for b in b"\x01" + struct.pack("<q", key):
+        h = ((h ^ b) * 0x100000001B3) % 2**64
+    return h % partitions
+
+
+def partition_messages(url, cluster_name="brook"):
+    """{partition: messages} of the log's partition subjects (one partitioned stream)."""
+
+    async def read():
+        nc = await nats_client.connect(url)
+        try:
+            info = await nc.jetstream().stream_info(
+                f"BROOK_{cluster_name.upper()}", subjects_filter=f"brook.{cluster_name}.data.*.*"
+            )
+            return info.state.subjects or {}
+        finally:
+            await nc.close()
+
+    subjects = asyncio.run(read())
+    return {int(subject.rsplit(".", 1)[1]): n for subject, n in subjects.items()}
+
+
+def test_partitioned_stream_routes_rows_by_key(cluster, nats):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute(
+            "CREATE STREAM readings (sensor int, v double precision) "
+            "WITH (partitions = 12, partition_key = 'sensor')"
+        )
+        c.execute(
+            "CREATE MATERIALIZED VIEW per_sensor AS "
+            "SELECT sensor, count(*) AS n, sum(v) AS total FROM readings GROUP BY sensor"
+        )
+        # A key that is not a column is refused on the node that sent it, as on a server.
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            c.execute("CREATE STREAM bad (a int) WITH (partitions = 4, partition_key = 'b')")
+    with n2.connect() as c:
+        with c.cursor().copy("COPY readings FROM STDIN") as cp:
+            for i in range(3000):
+                cp.write_row((i % 100, float(i)))
+    # Each row went to its key's partition's subject, all in the COPY's one atomic batch.
+    first = partition_messages(nats)
+    assert set(first) == {fnv_partition(k, 12) for k in range(100)}
+    with n3.connect() as c:
+        c.execute("INSERT INTO readings VALUES (7, 0.5), (7, 1.5), (NULL, 2)")
+    after = partition_messages(nats)
+    changed = {p for p in after if after[p] != first.get(p)}
+    # A NULL key hashes as the byte 0 alone.
+    null_partition = ((0xCBF29CE484222325 ^ 0) * 0x100000001B3) % 2**64 % 12
+    assert changed == {fnv_partition(7, 12), null_partition}
+    rows = [(i % 100, float(i)) for i in range(3000)] + [(7, 0.5), (7, 1.5), (None, 2.0)]
+    expected = {}
+    for k, v in rows:
+        n, total = expected.get(k, (0, 0.0))
+        expected[k] = (n + 1, total + v)
+    want = sorted(((k, n, total) for k, (n, total) in expected.items()), key=lambda r: (r[0] is None, r[0] or 0))
+    # Every node holds every partition's rows (ownership of partitions is not built yet)
+    # and answers as one server would; a node killed and one that joins later too.
+    n3.kill9()
+    n3.start()
+    n4 = Node(nats, "n4").start()
+    try:
+        for n in cluster + [n4]:
+            eventually(n, "SELECT count(*), sum(v) FROM readings", [(3003, sum(v for _, v in rows))])
+            eventually(n, "SELECT sensor, n, total FROM per_sensor ORDER BY sensor", want)
+    finally:
+        n4.stop()
+        shutil.rmtree(n4.data, ignore_errors=True)
 
 
 @pytest.fixture()

@@ -12,6 +12,7 @@
 pub mod aggregate;
 pub mod function;
 pub mod numbered;
+pub mod partitioning;
 pub mod pg_proc_rows;
 pub mod pg_rows;
 pub mod pg_settings;

@@ -11,9 +11,10 @@
 //! let the node's copy diverge; restarted, the node resumes where it stopped.
 
 use super::write_position;
+use crate::catalog::partitioning::restore_statement;
 use crate::db::cluster::{
     definition_digest, unframe, ClusterLink, DdlEntry, Verdict, WriteEntry, COMMIT_HEADER,
-    FORMAT_HEADER, LOG_FORMAT, NODE_HEADER, TXN_HEADER,
+    FIRST_LOG_FORMAT, FORMAT_HEADER, LOG_FORMAT, NODE_HEADER, TXN_HEADER,
 };
 use crate::db::Engine;
 use crate::session::{Outcome, Session};
@@ -160,10 +161,10 @@ impl Applier {
         let format: u32 = header(FORMAT_HEADER)
             .and_then(|f| f.parse().ok())
             .unwrap_or(0);
-        if format != LOG_FORMAT {
+        if !(FIRST_LOG_FORMAT..=LOG_FORMAT).contains(&format) {
             return Err(brook_err!(
                 Unsupported,
-                "the cluster log's entry at position {position} has format {format}, and this Brook reads format {LOG_FORMAT}: run the same Brook version on every node"
+                "the cluster log's entry at position {position} has format {format}, and this Brook reads formats {FIRST_LOG_FORMAT} to {LOG_FORMAT}: run the same Brook version on every node"
             ));
         }
         let relation = match self.link.parse_subject(m.subject.as_str()) {
@@ -303,10 +304,13 @@ impl Applier {
                 entry.relation
             )));
         }
-        let batches = unframe(framed)?
+        let mut batches = unframe(framed)?
             .into_iter()
             .map(decode_payload)
             .collect::<Result<Vec<_>>>()?;
+        if !entry.batch_rows.is_empty() {
+            batches = restore_statement(&batches, &entry.batch_rows)?;
+        }
         let mut txn = store.begin(entry.replace).await?;
         if !entry.replace {
             // Keys inserted by a statement ordered first are checked for here, alike on

@@ -4,7 +4,8 @@
 //! one order, every catalog change (`brook.<name>.ddl`: the statement's text, run on each
 //! node at its position) and every committed write (`brook.<name>.data.<relation id>`: the
 //! batch records and an entry describing the write, published as one JetStream atomic
-//! batch, so a statement's rows are in the log whole or not at all). Each node applies the
+//! batch, so a statement's rows are in the log whole or not at all; a partitioned stream's
+//! records are on `brook.<name>.data.<relation id>.<partition>`, in the same batch). Each node applies the
 //! log in order to its own data directory (`apply.rs`), so at every position all nodes have
 //! the same catalog and the same rows, and each node's continuous queries and views compute
 //! the same answers. Why a log of statements rather than a catalog document, and what is not

@@ -15,8 +15,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-/// The version of the log's entries this build writes and reads.
-pub const LOG_FORMAT: u32 = 1;
+/// The newest version of the log's entries this build writes and reads: 2 for the writes
+/// of a partitioned stream (records on the partitions' subjects); every other entry is
+/// still written as version 1, so a node of an earlier build follows a log without them.
+pub const LOG_FORMAT: u32 = 2;
+/// The version of the entries that existed before partitioned streams.
+pub const FIRST_LOG_FORMAT: u32 = 1;
 /// Header naming the node that published an entry.
 pub const NODE_HEADER: &str = "Brook-Node";
 /// Header naming the statement (transaction) an entry belongs to.
@@ -78,13 +82,26 @@ pub struct WriteEntry {
     /// (`INSERT ... ON CONFLICT DO NOTHING` left out the keys it found).
     #[serde(default)]
     pub validate: bool,
+    /// The partitions of a partitioned stream the write has rows in: their records are
+    /// on the partitions' subjects, before the entry (empty for any other relation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<u32>,
+    /// For a partitioned stream's write, the rows of each batch of the statement: its
+    /// records carry each row's position, and are stored in the statement's order and
+    /// batches (`catalog::partitioning::restore_statement`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch_rows: Vec<u64>,
 }
 
-/// A write to publish: its entry and its batch records (storage payloads).
+/// A write to publish: its entry and its batch records (storage payloads), by the
+/// partition their rows belong to (`None` for a relation that is not partitioned).
 pub struct Write {
     pub entry: WriteEntry,
-    pub payloads: Vec<Vec<u8>>,
+    pub payloads: PartitionedPayloads,
 }
+
+/// Batch records (storage payloads) by partition (`None`: not partitioned).
+pub type PartitionedPayloads = BTreeMap<Option<u32>, Vec<Vec<u8>>>;
 
 /// What the applier decided for an entry: a DDL statement's command tag, or an error.
 pub type Verdict = Result<String>;
@@ -193,13 +210,27 @@ impl ClusterLink {
         format!("{}.data.{id}", self.prefix)
     }
 
-    /// Whether `subject` is the catalog's, or the id of the relation whose writes it holds.
+    /// The subject of partition `partition` of stream `id`'s writes.
+    pub fn partition_subject(&self, id: u64, partition: u32) -> String {
+        format!("{}.data.{id}.{partition}", self.prefix)
+    }
+
+    /// Whether `subject` is the catalog's, or the id of the relation whose writes (or one
+    /// of whose partitions' writes) it holds.
     pub fn parse_subject(&self, subject: &str) -> Option<Option<u64>> {
         let rest = subject.strip_prefix(&self.prefix)?.strip_prefix('.')?;
         if rest == "ddl" {
             return Some(None);
         }
-        rest.strip_prefix("data.")?.parse().ok().map(Some)
+        let rest = rest.strip_prefix("data.")?;
+        let id = match rest.split_once('.') {
+            Some((id, partition)) => {
+                partition.parse::<u32>().ok()?;
+                id
+            }
+            None => rest,
+        };
+        id.parse().ok().map(Some)
     }
 
     /// The applier's position.
@@ -229,11 +260,11 @@ impl ClusterLink {
         }
     }
 
-    fn headers(&self, txn: &str) -> async_nats::HeaderMap {
+    fn headers(&self, txn: &str, format: u32) -> async_nats::HeaderMap {
         let mut h = async_nats::HeaderMap::new();
         h.insert(NODE_HEADER, self.node.as_str());
         h.insert(TXN_HEADER, txn);
-        h.insert(FORMAT_HEADER, LOG_FORMAT.to_string().as_str());
+        h.insert(FORMAT_HEADER, format.to_string().as_str());
         h
     }
 
@@ -244,7 +275,11 @@ impl ClusterLink {
             .map_err(|e| BrookError::Internal(format!("DDL entry: {e}")))?;
         let ack = self
             .js
-            .publish_with_headers(self.ddl_subject(), self.headers(&txn), payload.into())
+            .publish_with_headers(
+                self.ddl_subject(),
+                self.headers(&txn, FIRST_LOG_FORMAT),
+                payload.into(),
+            )
             .await
             .map_err(|e| unreachable("send a catalog change to", e))?
             .await
@@ -254,22 +289,42 @@ impl ClusterLink {
 
     /// Publish a write as one atomic batch of messages and wait until this node applied
     /// it. The records are framed (length, then bytes; see [`unframe`]) into one byte
-    /// string cut into messages as large as the NATS server takes, so many small records
-    /// share a message and a large one spans several; the entry is the last message.
+    /// string per subject (a partitioned stream's partition, or the relation) cut into
+    /// messages as large as the NATS server takes, so many small records share a message
+    /// and a large one spans several; the entry is the last message, on the relation's
+    /// subject. The framed strings follow each other whole, so their concatenation is the
+    /// write's records.
     pub async fn write(&self, w: Write) -> Result<()> {
         use jetstream_extra::batch_publish::BatchPublishExt;
         let txn = nuid::next().to_string();
-        let subject = self.data_subject(w.entry.id);
+        let id = w.entry.id;
+        let subject = self.data_subject(id);
+        let format = if w.entry.partitions.is_empty() {
+            FIRST_LOG_FORMAT
+        } else {
+            LOG_FORMAT
+        };
         // Room for the headers in each message.
         let piece = self.max_message.saturating_sub(1024).max(1024);
-        let mut framed = Vec::with_capacity(w.payloads.iter().map(|p| p.len() + 8).sum());
-        for p in &w.payloads {
-            framed.extend_from_slice(&(p.len() as u64).to_le_bytes());
-            framed.extend_from_slice(p);
-        }
-        drop(w.payloads);
-        let bytes = framed.len();
-        if bytes.div_ceil(piece) + 1 > MAX_BATCH_MESSAGES {
+        let framed: Vec<(String, Vec<u8>)> = w
+            .payloads
+            .into_iter()
+            .map(|(partition, payloads)| {
+                let mut framed = Vec::with_capacity(payloads.iter().map(|p| p.len() + 8).sum());
+                for p in &payloads {
+                    framed.extend_from_slice(&(p.len() as u64).to_le_bytes());
+                    framed.extend_from_slice(p);
+                }
+                let subject = match partition {
+                    Some(p) => self.partition_subject(id, p),
+                    None => self.data_subject(id),
+                };
+                (subject, framed)
+            })
+            .collect();
+        let bytes: usize = framed.iter().map(|(_, f)| f.len()).sum();
+        let messages: usize = framed.iter().map(|(_, f)| f.len().div_ceil(piece)).sum();
+        if messages + 1 > MAX_BATCH_MESSAGES {
             return Err(BrookError::Limit {
                 message: format!(
                     "a statement may write at most {} MB in cluster mode (this one writes {} MB): split it (e.g. COPY in parts)",
@@ -280,17 +335,20 @@ impl ClusterLink {
             });
         }
         let mut batch = self.js.batch_publish().build();
-        for p in framed.chunks(piece) {
-            batch
-                .add_message(async_nats::jetstream::message::OutboundMessage::new(
-                    subject.clone().into(),
-                    Bytes::copy_from_slice(p),
-                    Some(self.headers(&txn)),
-                ))
-                .await
-                .map_err(|e| unreachable("send a write to", e))?;
+        for (on, framed) in &framed {
+            for p in framed.chunks(piece) {
+                batch
+                    .add_message(async_nats::jetstream::message::OutboundMessage::new(
+                        on.clone().into(),
+                        Bytes::copy_from_slice(p),
+                        Some(self.headers(&txn, format)),
+                    ))
+                    .await
+                    .map_err(|e| unreachable("send a write to", e))?;
+            }
         }
-        let mut h = self.headers(&txn);
+        drop(framed);
+        let mut h = self.headers(&txn, format);
         h.insert(COMMIT_HEADER, "1");
         let entry = serde_json::to_vec(&w.entry)
             .map_err(|e| BrookError::Internal(format!("write entry: {e}")))?;

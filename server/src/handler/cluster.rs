@@ -3,15 +3,19 @@
 //! applier (`cluster/apply.rs`) runs the same code with [`Session::applying`] set, which
 //! executes and commits locally at the entry's log position.
 
+use crate::catalog::partitioning::Partitioning;
 use crate::catalog::RelationMeta;
-use crate::db::cluster::{definition_digest, DdlEntry, Write, WriteEntry, LOCAL_SETTINGS};
+use crate::db::cluster::{
+    definition_digest, DdlEntry, PartitionedPayloads, Write, WriteEntry, LOCAL_SETTINGS,
+};
 use crate::ident::quote_if_needed;
 use crate::session::Outcome;
 use crate::session::{Notice, Session};
-use crate::storage::WriteTxn;
+use crate::storage::{adapt_batch, decode_payload, encode_payload, WriteTxn};
 use brook_common::{brook_err, Result};
 use brook_planner::{BrookStatement, StatementBody};
 use datafusion::sql::sqlparser::ast::Statement;
+use std::collections::BTreeMap;
 
 /// Whether a statement changes the catalog (and so runs through a cluster's log). Writes of
 /// rows are not: they are published at their commit ([`Session::commit_write`]).
@@ -267,6 +271,7 @@ impl Session {
         if payloads.is_empty() && !replace {
             return Ok(());
         }
+        let (payloads, batch_rows) = by_partition(meta, payloads)?;
         let entry = WriteEntry {
             db: self.db.name.clone(),
             relation: name.to_string(),
@@ -275,6 +280,8 @@ impl Session {
             replace,
             based_on,
             validate: depends_on_rows,
+            partitions: payloads.keys().flatten().copied().collect(),
+            batch_rows,
         };
         link.write(Write { entry, payloads }).await
     }
@@ -286,4 +293,33 @@ impl Session {
             txn.at_log_position(position);
         }
     }
+}
+
+/// A write's batch records by the partition their rows belong to, and the rows of each of
+/// its batches: a partitioned stream's batches are cut by partition, their rows numbered
+/// (`Partitioning::cut_statement`); any other relation's records are one group, `None`.
+fn by_partition(
+    meta: &RelationMeta,
+    payloads: Vec<Vec<u8>>,
+) -> Result<(PartitionedPayloads, Vec<u64>)> {
+    let Some(partitioning) = Partitioning::of(meta)? else {
+        return Ok((BTreeMap::from([(None, payloads)]), Vec::new()));
+    };
+    // One schema for all (the relation's), which the node applying them concatenates.
+    let schema = meta.schema();
+    let batches = payloads
+        .iter()
+        .map(|p| adapt_batch(decode_payload(p)?, &schema))
+        .collect::<Result<Vec<_>>>()?;
+    drop(payloads);
+    let cut = partitioning.cut_statement(&batches)?;
+    let mut groups = BTreeMap::new();
+    for (p, parts) in cut.parts {
+        let encoded = parts
+            .iter()
+            .map(encode_payload)
+            .collect::<Result<Vec<_>>>()?;
+        groups.insert(Some(p), encoded);
+    }
+    Ok((groups, cut.batch_rows))
 }

@@ -90,6 +90,11 @@ impl Session {
                 "cannot drop column {cname} of stream {name} because its watermark is declared on it"
             )));
         }
+        if crate::catalog::partitioning::key_includes(meta, &cname) {
+            return Err(BrookError::DependentObjects(format!(
+                "cannot drop column {cname} of stream {name} because its rows are partitioned by it"
+            )));
+        }
         let mut next = meta.clone();
         next.columns.remove(i);
         next.primary_key = if meta.primary_key.contains(&i) {
@@ -151,6 +156,7 @@ impl Session {
         if let Some(w) = next.watermark.as_mut().filter(|w| w.column == old) {
             w.column = new.clone();
         }
+        crate::catalog::partitioning::rename_key_column(&mut next.options, &old, &new);
         let table = name.to_string();
         self.reshape_rows(
             schema,

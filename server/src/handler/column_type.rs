@@ -62,6 +62,12 @@ impl Session {
                  is declared on it"
             )));
         }
+        if crate::catalog::partitioning::key_includes(meta, &cname) {
+            return Err(BrookError::DependentObjects(format!(
+                "cannot alter type of column {cname} of stream {name} because its rows are \
+                 partitioned by it (a new type would move rows to other partitions)"
+            )));
+        }
         let old = &meta.columns[i];
         if old.identity.is_some() && !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
             return Err(brook_err!(

@@ -1,5 +1,6 @@
 //! CREATE TABLE, CREATE TABLE AS and CREATE STREAM: column definitions to catalog entries.
 
+use crate::catalog::partitioning::{self, Partitioning};
 use crate::catalog::sequence::SequenceMeta;
 use crate::catalog::{ColumnMeta, RelKind, RelationMeta, WatermarkMeta};
 use crate::handler::sequence::{owned_sequence, serial_type};
@@ -279,6 +280,7 @@ impl Session {
                 .create_table_as(schema, name, ct.if_not_exists, *q)
                 .await;
         }
+        refuse_stream_options(&ct.table_options)?;
         let defs = self.columns_from_defs(&ct.columns, &ct.constraints, RelKind::Table)?;
         let meta = RelationMeta {
             id: 0,
@@ -409,6 +411,22 @@ impl Session {
                 other => Err(brook_err!(Unsupported, "stream option {other}")),
             })
             .collect::<Result<BTreeMap<_, _>>>()?;
+        if let Some(unknown) = options
+            .keys()
+            .find(|k| !STREAM_OPTIONS.contains(&k.as_str()))
+        {
+            return Err(brook_err!(
+                InvalidParameter,
+                "unrecognized parameter \"{unknown}\" (a stream takes {})",
+                STREAM_OPTIONS.join(", ")
+            ));
+        }
+        let mut options = options;
+        if let Some(p) = Partitioning::from_options(&options, &columns)? {
+            // Kept as one spelling, which ALTER ... RENAME COLUMN rewrites.
+            options.insert(partitioning::PARTITIONS.into(), p.partitions.to_string());
+            options.insert(partitioning::PARTITION_KEY.into(), p.key_names(&columns));
+        }
         if let Some(text) = options.get(crate::stream::queries::IDLE_TIMEOUT) {
             parse_timeout(text)?;
             if watermark.is_none() {
@@ -452,4 +470,32 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The options `CREATE STREAM ... WITH (...)` takes.
+const STREAM_OPTIONS: [&str; 3] = [
+    crate::stream::queries::IDLE_TIMEOUT,
+    partitioning::PARTITIONS,
+    partitioning::PARTITION_KEY,
+];
+
+/// Refuse a table's `WITH` option that only a stream takes (a table given `partitions`
+/// would otherwise be silently unpartitioned). PostgreSQL's storage parameters
+/// (`fillfactor`, ...) are accepted and have no effect.
+fn refuse_stream_options(options: &ast::CreateTableOptions) -> Result<()> {
+    let ast::CreateTableOptions::With(options) = options else {
+        return Ok(());
+    };
+    for o in options {
+        if let ast::SqlOption::KeyValue { key, .. } = o {
+            let key = ident_name(key);
+            if STREAM_OPTIONS.contains(&key.as_str()) {
+                return Err(brook_err!(
+                    Unsupported,
+                    "option \"{key}\" of a table: it applies to streams (CREATE STREAM ... WITH ({key} = ...))"
+                ));
+            }
+        }
+    }
+    Ok(())
 }

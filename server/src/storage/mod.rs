@@ -448,6 +448,11 @@ fn commit_log_position(payload: &[u8]) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// The payload of a batch record holding `batch` (what [`decode_payload`] reads).
+pub fn encode_payload(batch: &RecordBatch) -> Result<Vec<u8>> {
+    encode_batch(batch)
+}
+
 /// The batch a batch record's payload holds (what [`WriteTxn::into_payloads`] hands out).
 pub fn decode_payload(payload: &[u8]) -> Result<RecordBatch> {
     decode_batch(payload)
