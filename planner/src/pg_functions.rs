@@ -27,12 +27,13 @@ pub const STAT_PROGRESS_COPY: &str = "brook_stat_progress_copy";
 /// Catalog views Brook answers with table functions, as (view, function): the server's
 /// connections (which the catalog tables of `datafusion-pg-catalog` do not know), and
 /// Brook's own running queries and synopses.
-const FUNCTION_VIEWS: [(&str, &str); 5] = [
+const FUNCTION_VIEWS: [(&str, &str); 6] = [
     ("pg_stat_activity", STAT_ACTIVITY),
     ("pg_stat_progress_copy", STAT_PROGRESS_COPY),
     ("brook_continuous_queries", "brook_continuous_queries"),
     ("brook_synopses", "brook_synopses"),
     ("brook_cluster_nodes", "brook_cluster_nodes"),
+    ("brook_partitions", "brook_partitions"),
 ];
 
 /// `FROM pg_stat_activity` (or `pg_catalog.pg_stat_activity`) as `FROM brook_stat_activity()

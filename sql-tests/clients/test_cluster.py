@@ -520,6 +520,82 @@ def test_partitioned_stream_routes_rows_by_key(cluster, nats):
         shutil.rmtree(n4.data, ignore_errors=True)
 
 
+def rendezvous(nodes, stream, partition):
+    """The node that should own a partition, computed as docs/cluster.md specifies it
+    (highest 64-bit FNV-1a of node id, a zero byte, stream id and partition), apart from
+    Brook's code."""
+
+    def score(node):
+        h = 0xCBF29CE484222325
+        for b in node.encode() + b"\x00" + struct.pack("<QI", stream, partition):
+            h = ((h ^ b) * 0x100000001B3) % 2**64
+        return (h, node)
+
+    return max(nodes, key=score)
+
+
+def stream_id(url, cluster_name="brook"):
+    """The id of the one partitioned stream written so far, from its log subjects."""
+
+    async def read():
+        nc = await nats_client.connect(url)
+        try:
+            info = await nc.jetstream().stream_info(
+                f"BROOK_{cluster_name.upper()}", subjects_filter=f"brook.{cluster_name}.data.*.*"
+            )
+            return info.state.subjects or {}
+        finally:
+            await nc.close()
+
+    ids = {int(subject.split(".")[3]) for subject in asyncio.run(read())}
+    assert len(ids) == 1, ids
+    return ids.pop()
+
+
+def test_partitions_are_owned_by_live_nodes_and_move_when_one_dies(cluster, nats):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute(
+            "CREATE STREAM readings (sensor int, v double precision) "
+            "WITH (partitions = 12, partition_key = 'sensor')"
+        )
+        c.execute("INSERT INTO readings SELECT g, g FROM generate_series(1, 50) AS t(g)")
+    sid = stream_id(nats)
+    ownership = "SELECT partition, owner, owner_alive FROM brook_partitions ORDER BY partition"
+
+    def owned_by(nodes):
+        return [(p, rendezvous(nodes, sid, p), True) for p in range(12)]
+
+    # Each partition has one owner, the same on every node, chosen among the live nodes.
+    three = owned_by(["n1", "n2", "n3"])
+    assert {owner for _, owner, _ in three} == {"n1", "n2", "n3"}
+    for n in cluster:
+        eventually(n, ownership, three)
+    mine = sum(1 for _, owner, _ in three if owner == "n2")
+    assert n2.query("SELECT count(*) FROM brook_partitions WHERE this_node") == [(mine,)]
+    # A node killed: its partitions move to the survivors (the others stay where they
+    # are) once the node directory sees it dead.
+    killed = time.time()
+    n3.kill9()
+    two = owned_by(["n1", "n2"])
+    assert all(after == before for (_, before, _), (_, after, _) in zip(three, two) if before != "n3")
+    for n in (n1, n2):
+        eventually(n, ownership, two, timeout=60)
+    print(f"partitions moved {time.time() - killed:.1f} s after the kill")
+    # Back: it owns its partitions again.
+    n3.start()
+    for n in cluster:
+        eventually(n, ownership, three, timeout=60)
+    # Every row is still there once, on every node.
+    for n in cluster:
+        eventually(n, "SELECT count(*), sum(v) FROM readings", [(50, 1275.0)])
+    # A dropped stream has no partitions left.
+    with n2.connect() as c:
+        c.execute("DROP STREAM readings")
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM brook_partitions", [(0,)])
+
+
 @pytest.fixture()
 def nats3():
     """Three NATS servers in one JetStream cluster (routes on loopback ports)."""

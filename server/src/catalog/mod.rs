@@ -251,8 +251,13 @@ pub struct ClusterMark {
     /// When that stream was created (RFC 3339): a log deleted and created again under the
     /// same name is another cluster, whose positions mean nothing here.
     pub log_created: String,
-    /// The position of the last catalog change (DDL) applied here.
+    /// The position of the last catalog change (DDL) or partition ownership change
+    /// applied here.
     pub ddl_position: u64,
+    /// The owner of each partition of each partitioned stream (by stream id), as the
+    /// log's ownership changes decided (`cluster/partitions.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub partition_owners: BTreeMap<u64, BTreeMap<u32, String>>,
 }
 
 /// The whole catalog document.

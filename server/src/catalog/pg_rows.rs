@@ -366,6 +366,11 @@ fn reloption_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resu
             }
         }
     }
+    text_batch(cols, schema)
+}
+
+/// A batch of `schema` whose columns are the texts of `cols`.
+fn text_batch<const N: usize>(cols: [Vec<String>; N], schema: &SchemaRef) -> Result<RecordBatch> {
     let arrays: Vec<ArrayRef> = cols
         .into_iter()
         .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
@@ -384,11 +389,7 @@ fn view_dep_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             }
         }
     }
-    let arrays: Vec<ArrayRef> = cols
-        .into_iter()
-        .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
-        .collect();
-    Ok(RecordBatch::try_new(schema.clone(), arrays)?)
+    text_batch(cols, schema)
 }
 
 fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {

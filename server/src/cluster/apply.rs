@@ -13,8 +13,8 @@
 use super::write_position;
 use crate::catalog::partitioning::restore_statement;
 use crate::db::cluster::{
-    definition_digest, unframe, ClusterLink, DdlEntry, Verdict, WriteEntry, COMMIT_HEADER,
-    FIRST_LOG_FORMAT, FORMAT_HEADER, LOG_FORMAT, NODE_HEADER, TXN_HEADER,
+    definition_digest, unframe, ClusterLink, DdlEntry, OwnEntry, Subject, Verdict, WriteEntry,
+    COMMIT_HEADER, FIRST_LOG_FORMAT, FORMAT_HEADER, LOG_FORMAT, NODE_HEADER, TXN_HEADER,
 };
 use crate::db::Engine;
 use crate::session::{Outcome, Session};
@@ -52,8 +52,8 @@ struct Message {
     txn: String,
     payload: bytes::Bytes,
     commit: bool,
-    /// `None`: a catalog change; `Some(id)`: a write of relation `id`.
-    relation: Option<u64>,
+    /// What the message is: a catalog change, an ownership change, a write.
+    subject: Subject,
 }
 
 impl Applier {
@@ -167,7 +167,7 @@ impl Applier {
                 "the cluster log's entry at position {position} has format {format}, and this Brook reads formats {FIRST_LOG_FORMAT} to {LOG_FORMAT}: run the same Brook version on every node"
             ));
         }
-        let relation = match self.link.parse_subject(m.subject.as_str()) {
+        let subject = match self.link.parse_subject(m.subject.as_str()) {
             Some(r) => r,
             None => {
                 return Err(brook_err!(
@@ -183,16 +183,23 @@ impl Applier {
             txn: header(TXN_HEADER).unwrap_or_default(),
             payload: m.payload.clone(),
             commit: header(COMMIT_HEADER).is_some(),
-            relation,
+            subject,
         })
     }
 
     async fn apply(&mut self, m: Message) -> Result<()> {
-        let Some(id) = m.relation else {
-            let verdict = self.apply_ddl(&m).await?;
-            self.link.decided(&m.node, &m.txn, verdict);
-            // Noted now: a catalog change is rare, and its position is worth keeping.
-            return self.note(m.position);
+        let id = match m.subject {
+            Subject::Ddl => {
+                let verdict = self.apply_ddl(&m).await?;
+                self.link.decided(&m.node, &m.txn, verdict);
+                // Noted now: a catalog change is rare, and its position is worth keeping.
+                return self.note(m.position);
+            }
+            Subject::Ownership => {
+                self.apply_ownership(&m)?;
+                return self.note(m.position);
+            }
+            Subject::Data(id) => id,
         };
         if !m.commit {
             self.pending
@@ -252,6 +259,24 @@ impl Applier {
             Ok(())
         })?;
         Ok(verdict)
+    }
+
+    /// Apply partition ownership changes at `m.position`, unless the catalog has them
+    /// already (their position is kept with the catalog changes').
+    fn apply_ownership(&self, m: &Message) -> Result<()> {
+        let entry: OwnEntry = serde_json::from_slice(&m.payload).map_err(|e| {
+            brook_err!(Internal, "ownership change at position {}: {e}", m.position)
+        })?;
+        self.engine.catalog.update(|doc| {
+            let applied = doc.cluster.as_ref().map_or(0, |c| c.ddl_position);
+            if m.position > applied {
+                super::partitions::apply(doc, &entry);
+                if let Some(c) = doc.cluster.as_mut() {
+                    c.ddl_position = m.position;
+                }
+            }
+            Ok(())
+        })
     }
 
     async fn run_ddl(&self, position: u64, entry: &DdlEntry) -> Verdict {

@@ -23,6 +23,7 @@
 
 mod apply;
 mod nodes;
+mod partitions;
 mod sequences;
 
 use crate::catalog::{CatalogDoc, ClusterMark};
@@ -151,7 +152,7 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
             .context("the cluster's applier ended")?;
     }
     tracing::info!(node = %opts.node_id, position = end, "caught up with the cluster's log");
-    nodes::spawn_heartbeat(directory, link, started);
+    nodes::spawn_heartbeat(directory, link, engine.clone(), started);
     Ok(())
 }
 
@@ -209,6 +210,7 @@ fn adopt_data_dir(engine: &Engine, log: &str, created: &str) -> anyhow::Result<(
                 log: log.to_string(),
                 log_created: created.to_string(),
                 ddl_position: 0,
+                partition_owners: Default::default(),
             });
             Ok(())
         })

@@ -6,6 +6,7 @@
 
 use crate::db::cluster::{ClusterLink, Progress};
 use crate::db::cluster_nodes::{Member, NodeRecord, ALIVE_WITHIN, HEARTBEAT};
+use crate::db::Engine;
 use async_nats::jetstream::kv;
 use futures::StreamExt;
 use std::sync::Arc;
@@ -58,8 +59,14 @@ pub async fn refuse_a_live_namesake(store: &kv::Store, node: &str) -> anyhow::Re
 }
 
 /// Write this node's record and read the directory every `HEARTBEAT`, for as long as the
-/// process runs. A failure (NATS away) is logged once and retried at the next beat.
-pub fn spawn_heartbeat(store: kv::Store, link: Arc<ClusterLink>, started: i64) {
+/// process runs, then send the partition ownership changes the directory calls for
+/// (`partitions.rs`). A failure (NATS away) is logged once and retried at the next beat.
+pub fn spawn_heartbeat(
+    store: kv::Store,
+    link: Arc<ClusterLink>,
+    engine: Arc<Engine>,
+    started: i64,
+) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(HEARTBEAT);
         let mut applied = 0;
@@ -80,6 +87,7 @@ pub fn spawn_heartbeat(store: kv::Store, link: Arc<ClusterLink>, started: i64) {
                 Ok(members) => {
                     link.set_members(members);
                     failing = false;
+                    super::partitions::rebalance(&engine, &link).await;
                 }
                 Err(e) if !failing => {
                     tracing::warn!(error = %e, "could not update the cluster's node directory (retrying)");

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 /// The newest version of the log's entries this build writes and reads: 2 for the writes
-/// of a partitioned stream (records on the partitions' subjects); every other entry is
-/// still written as version 1, so a node of an earlier build follows a log without them.
+/// of a partitioned stream (records on the partitions' subjects) and partition ownership
+/// changes; every other entry is still written as version 1, so a node of an earlier build follows a log without them.
 pub const LOG_FORMAT: u32 = 2;
 /// The version of the entries that existed before partitioned streams.
 pub const FIRST_LOG_FORMAT: u32 = 1;
@@ -91,6 +91,33 @@ pub struct WriteEntry {
     /// batches (`catalog::partitioning::restore_statement`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batch_rows: Vec<u64>,
+}
+
+/// Partition ownership changes as the log carries them (`cluster/partitions.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnEntry {
+    pub changes: Vec<OwnChange>,
+}
+
+/// Partition `partition` of stream `stream` moves from `from` (no owner: `None`) to `to`,
+/// if `from` still owns it when the log applies the change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnChange {
+    pub stream: u64,
+    pub partition: u32,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+/// What a subject of the log holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// Catalog changes ([`DdlEntry`]).
+    Ddl,
+    /// Partition ownership changes ([`OwnEntry`]).
+    Ownership,
+    /// Writes of relation `id` (or of one of its partitions).
+    Data(u64),
 }
 
 /// A write to publish: its entry and its batch records (storage payloads), by the
@@ -215,12 +242,18 @@ impl ClusterLink {
         format!("{}.data.{id}.{partition}", self.prefix)
     }
 
-    /// Whether `subject` is the catalog's, or the id of the relation whose writes (or one
-    /// of whose partitions' writes) it holds.
-    pub fn parse_subject(&self, subject: &str) -> Option<Option<u64>> {
+    /// The subject of partition ownership changes.
+    pub fn ownership_subject(&self) -> String {
+        format!("{}.own", self.prefix)
+    }
+
+    /// What `subject` holds (`None`: not a subject Brook writes).
+    pub fn parse_subject(&self, subject: &str) -> Option<Subject> {
         let rest = subject.strip_prefix(&self.prefix)?.strip_prefix('.')?;
-        if rest == "ddl" {
-            return Some(None);
+        match rest {
+            "ddl" => return Some(Subject::Ddl),
+            "own" => return Some(Subject::Ownership),
+            _ => {}
         }
         let rest = rest.strip_prefix("data.")?;
         let id = match rest.split_once('.') {
@@ -230,7 +263,7 @@ impl ClusterLink {
             }
             None => rest,
         };
-        id.parse().ok().map(Some)
+        id.parse().ok().map(Subject::Data)
     }
 
     /// The applier's position.
@@ -285,6 +318,25 @@ impl ClusterLink {
             .await
             .map_err(|e| unknown_outcome("catalog change", e))?;
         self.wait(ack.sequence, &txn).await
+    }
+
+    /// Send partition ownership changes to the log, without waiting for them to be
+    /// applied (the node looks again at its next heartbeat).
+    pub async fn own(&self, entry: &OwnEntry) -> Result<()> {
+        let payload = serde_json::to_vec(entry)
+            .map_err(|e| BrookError::Internal(format!("ownership entry: {e}")))?;
+        let txn = nuid::next().to_string();
+        self.js
+            .publish_with_headers(
+                self.ownership_subject(),
+                self.headers(&txn, LOG_FORMAT),
+                payload.into(),
+            )
+            .await
+            .map_err(|e| unreachable("send partition ownership to", e))?
+            .await
+            .map_err(|e| unknown_outcome("ownership change", e))?;
+        Ok(())
     }
 
     /// Publish a write as one atomic batch of messages and wait until this node applied

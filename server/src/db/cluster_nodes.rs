@@ -45,6 +45,18 @@ pub struct Member {
     pub seen: i64,
 }
 
+/// The ids of the nodes of `members` that are alive: whose last record is at most
+/// [`ALIVE_WITHIN`] older than the newest.
+pub fn alive_nodes(members: &[Member]) -> Vec<&str> {
+    let newest = members.iter().map(|m| m.seen).max().unwrap_or(0);
+    let within = i64::try_from(ALIVE_WITHIN.as_micros()).unwrap_or(i64::MAX);
+    members
+        .iter()
+        .filter(|m| newest - m.seen <= within)
+        .map(|m| m.record.node.as_str())
+        .collect()
+}
+
 /// The function behind the view `brook_cluster_nodes`.
 #[derive(Debug)]
 pub struct ClusterNodesFunction {
@@ -72,8 +84,7 @@ impl TableFunctionImpl for ClusterNodesFunction {
             Some(link) => (link.members(), link.node.clone()),
             None => (Vec::new(), String::new()),
         };
-        let newest = members.iter().map(|m| m.seen).max().unwrap_or(0);
-        let within = ALIVE_WITHIN.as_micros() as i64;
+        let alive = alive_nodes(&members);
         let texts = |f: &dyn Fn(&Member) -> &str| -> ArrayRef {
             Arc::new(StringArray::from_iter_values(members.iter().map(f)))
         };
@@ -97,7 +108,7 @@ impl TableFunctionImpl for ClusterNodesFunction {
                     .map(|m| i64::try_from(m.record.applied).unwrap_or(i64::MAX)),
             )) as ArrayRef,
             times(&|m| m.seen),
-            flags(&|m| newest - m.seen <= within),
+            flags(&|m| alive.contains(&m.record.node.as_str())),
             flags(&|m| m.record.node == me),
         ];
         let batch = RecordBatch::try_new(schema.clone(), columns)?;

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod cluster_nodes;
+pub mod cluster_partitions;
 pub mod functions;
 pub mod lock_waits;
 mod namespaces;
@@ -434,6 +435,14 @@ impl Engine {
         ctx.register_udtf(
             "brook_cluster_nodes",
             Arc::new(cluster_nodes::ClusterNodesFunction {
+                cluster: self.cluster.clone(),
+            }),
+        );
+        ctx.register_udtf(
+            "brook_partitions",
+            Arc::new(cluster_partitions::PartitionsFunction {
+                catalog: self.catalog.clone(),
+                database: name.to_string(),
                 cluster: self.cluster.clone(),
             }),
         );
