@@ -21,8 +21,10 @@
 //!   column under an internal alias, which the wire layer shows as the column's name
 //!   ([`crate::rewrite::rename_output`]).
 //!
-//! Left as DataFusion plans them: NATURAL joins and joins of more than two items or of an
-//! unnamed one (which side has a column is known only from the catalog there).
+//! Left as DataFusion plans them: joins of more than two items or of an unnamed one (which
+//! side has a column is known only from the catalog there). NATURAL joins of two named
+//! relations are written as USING joins by the server, which knows their columns
+//! (`session/natural_joins.rs`), and this rule is run again on the result.
 
 use datafusion::sql::sqlparser::ast::{
     ExcludeSelectItem, Expr, GroupByExpr, Ident, JoinConstraint, JoinOperator, NamedWindowExpr,

@@ -2,6 +2,7 @@
 //! notices of its last statement. What statements do is in `crate::handler`.
 
 pub mod cursor;
+mod natural_joins;
 pub mod notice;
 pub mod prepared;
 pub mod temp;
