@@ -596,6 +596,79 @@ def test_partitions_are_owned_by_live_nodes_and_move_when_one_dies(cluster, nats
         eventually(n, "SELECT count(*) FROM brook_partitions", [(0,)])
 
 
+def same_rows(view, query):
+    """A query counting the rows `view` and `query` do not share (0: the same multiset)."""
+    return (
+        f"SELECT count(*) FROM ((SELECT * FROM {view} EXCEPT ALL {query}) "
+        f"UNION ALL ({query} EXCEPT ALL SELECT * FROM {view})) AS d"
+    )
+
+
+def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners(cluster):
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute(
+            "CREATE STREAM readings (sensor int, v double precision, ts timestamp, "
+            "WATERMARK FOR ts AS ts - INTERVAL '1 second') "
+            "WITH (partitions = 12, partition_key = 'sensor')"
+        )
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM brook_partitions WHERE owner_alive", [(12,)])
+    with n1.connect() as c:
+        # Partition-local: maintained per partition by the owners, read from them.
+        c.execute(
+            "CREATE MATERIALIZED VIEW per_sensor AS "
+            "SELECT sensor, count(*) AS n, sum(v) AS total, max(v) AS top FROM readings GROUP BY sensor"
+        )
+        c.execute(
+            "CREATE MATERIALIZED VIEW per_minute AS SELECT window_start, sensor, count(*) AS n "
+            "FROM TUMBLE(readings, ts, INTERVAL '1 minute') GROUP BY window_start, window_end, sensor"
+        )
+        c.execute("CREATE MATERIALIZED VIEW hot AS SELECT sensor, v FROM readings WHERE v > 5900")
+        # Not partition-local: maintained whole on every node, as before.
+        c.execute("CREATE MATERIALIZED VIEW overall AS SELECT count(*) AS n, sum(v) AS total FROM readings")
+    with n2.connect() as c:
+        with c.cursor().copy("COPY readings FROM STDIN") as cp:
+            for i in range(6000):
+                cp.write_row((i % 50, float(i), f"2026-12-01 00:{i // 600:02d}:{i % 60:02d}"))
+    with n3.connect() as c:
+        c.execute("INSERT INTO readings VALUES (7, 0.5, '2026-12-01 00:10:00'), (NULL, 1, '2026-12-01 00:10:01')")
+    views = [
+        ("per_sensor", "SELECT sensor, count(*), sum(v), max(v) FROM readings GROUP BY sensor"),
+        (
+            "per_minute",
+            "SELECT window_start, sensor, count(*) FROM TUMBLE(readings, ts, INTERVAL '1 minute') "
+            "GROUP BY window_start, window_end, sensor",
+        ),
+        ("hot", "SELECT sensor, v FROM readings WHERE v > 5900"),
+        ("overall", "SELECT count(*), sum(v) FROM readings"),
+    ]
+    # Read on any node, each view is the same query over the stream's rows.
+    for n in cluster:
+        for view, query in views:
+            eventually(n, same_rows(view, query), [(0,)])
+        eventually(n, "SELECT count(*) FROM per_sensor", [(51,)])
+    # Each node maintained per_sensor over its own partitions: none computed all of it.
+    out = "SELECT rows_out FROM brook_continuous_queries WHERE name = 'per_sensor'"
+    produced = [n.query(out)[0][0] for n in cluster]
+    assert all(p < sum(produced) for p in produced), produced
+    # An owner killed: once its partitions moved, reads give the whole answer again, with
+    # rows written meanwhile.
+    n3.kill9()
+    with n1.connect() as c:
+        c.execute("INSERT INTO readings SELECT g % 50, 10000 + g, '2026-12-01 00:11:00' FROM generate_series(1, 200) AS t(g)")
+    started = time.time()
+    for n in (n1, n2):
+        for view, query in views:
+            eventually(n, same_rows(view, query), [(0,)], timeout=120)
+    print(f"views answered whole {time.time() - started:.1f} s after the owner's death")
+    n3.start()
+    for n in cluster:
+        eventually(n, "SELECT count(DISTINCT owner) FROM brook_partitions WHERE owner_alive", [(3,)], timeout=60)
+        for view, query in views:
+            eventually(n, same_rows(view, query), [(0,)], timeout=60)
+
+
 @pytest.fixture()
 def nats3():
     """Three NATS servers in one JetStream cluster (routes on loopback ports)."""

@@ -26,7 +26,8 @@ CREATE AGGREGATE price_total(double precision) (SFUNC = add_price, STYPE = doubl
 CREATE AGGREGATE longest(text) (SFUNC = text_larger, STYPE = text, COMBINEFUNC = text_larger);
 CREATE VIEW cheap AS SELECT name FROM items WHERE price < 3;
 CREATE VIEW taxed AS SELECT name, with_tax(price) AS gross FROM items;
-CREATE STREAM readings (ts timestamp, sensor int, v double precision);
+-- With options: pg_dump must not see them as a table's storage parameters.
+CREATE STREAM readings (ts timestamp, sensor int, v double precision) WITH (partitions = 4, partition_key = 'sensor');
 INSERT INTO readings VALUES ('2026-01-01 00:00:00', 1, 0.5);
 CREATE SCHEMA "Sch X";
 CREATE TABLE "Sch X"."Weird T" ("Id" serial PRIMARY KEY, "select" text NOT NULL, u uuid, iv interval, n numeric(12,4));

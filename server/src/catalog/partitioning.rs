@@ -13,9 +13,9 @@
 
 use crate::catalog::{ColumnMeta, RelationMeta};
 use crate::pg::types::PgType;
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, UInt32Array, UInt64Array,
+    Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray, RecordBatch, UInt32Array,
 };
 use datafusion::arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
 use datafusion::arrow::datatypes::{
@@ -30,8 +30,10 @@ use std::sync::Arc;
 pub const PARTITIONS: &str = "partitions";
 /// The option naming the columns a row's partition is computed from.
 pub const PARTITION_KEY: &str = "partition_key";
-/// The most partitions a stream may have (each is a subject of the cluster's log).
-pub const MAX_PARTITIONS: u32 = 4096;
+/// The most partitions a stream may have. Each is a subject of the cluster's log, and a
+/// statement's records of each partition it writes take a message of the statement's
+/// atomic batch, which holds at most 1,000: 256 leaves room for the rows of a large one.
+pub const MAX_PARTITIONS: u32 = 256;
 
 /// How a stream's rows are partitioned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +103,7 @@ impl Partitioning {
             if !partitionable(ty) {
                 return Err(brook_err!(
                     Unsupported,
-                    "a stream partitioned by a column of type {} is not supported (partition key column \"{name}\"): use a column of type integer, text, uuid, boolean, bytea, date, time or timestamp",
+                    "a stream partitioned by a column of type {} is not supported (partition key column \"{name}\"): use a column of type integer, text, varchar, uuid, boolean, bytea, date, time or timestamp",
                     ty.name()
                 ));
             }
@@ -151,23 +153,38 @@ impl Partitioning {
     /// queries read them, in the order and batches a statement gave them: a watermark
     /// makes rows late by that order, so each node must store what a single server would.)
     pub fn cut_statement(&self, batches: &[RecordBatch]) -> Result<StatementParts> {
-        let mut parts: BTreeMap<u32, Vec<RecordBatch>> = BTreeMap::new();
+        let mut pieces: BTreeMap<u32, Vec<RecordBatch>> = BTreeMap::new();
         let mut sizes = Vec::with_capacity(batches.len());
-        let mut offset = 0u64;
+        let mut offset = 0u32;
         for batch in batches {
-            let rows = batch.num_rows() as u64;
+            let rows = u32::try_from(batch.num_rows())
+                .ok()
+                .filter(|r| offset.checked_add(*r).is_some())
+                .ok_or_else(|| BrookError::Limit {
+                    message: "a statement may write at most 4294967295 rows to a partitioned stream in cluster mode".into(),
+                    code: "54000",
+                })?;
             let positions: ArrayRef =
-                Arc::new(UInt64Array::from_iter_values(offset..offset + rows));
+                Arc::new(UInt32Array::from_iter_values(offset..offset + rows));
             let mut fields = batch.schema().fields().to_vec();
-            fields.push(Arc::new(Field::new(ROW_POSITION, DataType::UInt64, false)));
+            fields.push(Arc::new(Field::new(ROW_POSITION, DataType::UInt32, false)));
             let mut columns = batch.columns().to_vec();
             columns.push(positions);
             let numbered = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
             for (p, part) in self.split(&numbered)? {
-                parts.entry(p).or_default().push(part);
+                pieces.entry(p).or_default().push(part);
             }
-            sizes.push(rows);
+            sizes.push(u64::from(rows));
             offset += rows;
+        }
+        // One batch per partition: a record for each piece would repeat the schema in the
+        // log for every few rows of a partition.
+        let mut parts = BTreeMap::new();
+        for (p, pieces) in pieces {
+            let Some(first) = pieces.first() else {
+                continue;
+            };
+            parts.insert(p, vec![concat_batches(&first.schema(), &pieces)?]);
         }
         Ok(StatementParts {
             parts,
@@ -266,7 +283,8 @@ pub fn rename_key_column(options: &mut BTreeMap<String, String>, old: &str, new:
 }
 
 /// Whether rows can be partitioned by a column of type `ty`: types whose stored value is
-/// the value (a float's `0` and `-0`, a numeric's scale, a json's spacing are not).
+/// the value (a float's `0` and `-0`, a numeric's scale, a json's spacing, a `char(n)`'s
+/// trailing spaces are not).
 fn partitionable(ty: &PgType) -> bool {
     matches!(
         ty,
@@ -276,7 +294,6 @@ fn partitionable(ty: &PgType) -> bool {
             | PgType::Int8
             | PgType::Text
             | PgType::Varchar(_)
-            | PgType::Char(_)
             | PgType::Uuid
             | PgType::Bytea
             | PgType::Date
@@ -519,7 +536,7 @@ mod tests {
             (
                 vec![("partitions", "0"), ("partition_key", "sensor")],
                 "22023",
-                "an integer from 1 to 4096",
+                "an integer from 1 to 256",
             ),
             (
                 vec![("partitions", "twelve"), ("partition_key", "sensor")],

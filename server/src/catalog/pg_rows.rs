@@ -1,8 +1,7 @@
 //! The tables pg_catalog's views are built on, computed from Brook's catalog at each scan:
 //! `brook_columns` (a row per column), `brook_indexes` (per primary key and index),
 //! `brook_sequences` (per sequence), `brook_views` (per view), `brook_comments` (per
-//! comment), `brook_reloptions` (per option of a stream) and `brook_storage` (the bytes of
-//! each relation).
+//! comment) and `brook_storage` (the bytes of each relation).
 
 use crate::catalog::{Catalog, CatalogDoc, Identity, RelKind};
 use async_trait::async_trait;
@@ -130,20 +129,6 @@ impl Computed {
             ])),
             source,
             rows: comment_rows,
-        }
-    }
-
-    /// `brook_reloptions`: a row per `WITH` option of a stream (`partitions=12`), which
-    /// `pg_class.reloptions` lists as PostgreSQL lists a table's storage parameters.
-    pub(super) fn reloptions(source: Source) -> Computed {
-        Computed {
-            schema: Arc::new(Schema::new(vec![
-                Field::new("nspname", DataType::Utf8, false),
-                Field::new("relname", DataType::Utf8, false),
-                Field::new("option", DataType::Utf8, false),
-            ])),
-            source,
-            rows: reloption_rows,
         }
     }
 
@@ -345,28 +330,6 @@ fn view_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<Re
             Arc::new(StringArray::from(kind)),
         ],
     )?)
-}
-
-fn reloption_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
-    let mut cols: [Vec<String>; 3] = Default::default();
-    for (sname, s) in &doc.database(&source.database)?.schemas {
-        // A materialized view's options are Brook's own bookkeeping (its time zone, ...).
-        let streams = s
-            .relations
-            .iter()
-            .filter(|(_, r)| r.kind == RelKind::Stream);
-        for (rname, r) in streams {
-            for (key, value) in &r.options {
-                for (col, v) in cols
-                    .iter_mut()
-                    .zip([sname, rname, &format!("{key}={value}")])
-                {
-                    col.push(v.clone());
-                }
-            }
-        }
-    }
-    text_batch(cols, schema)
 }
 
 /// A batch of `schema` whose columns are the texts of `cols`.

@@ -116,10 +116,6 @@ pub fn install(ctx: &SessionContext, database: &str, catalog: Arc<Catalog>) -> R
         Arc::new(Computed::databases(source.clone())),
     );
     overlay.add(
-        "brook_reloptions",
-        Arc::new(Computed::reloptions(source.clone())),
-    );
-    overlay.add(
         "brook_view_deps",
         Arc::new(Computed::view_deps(source.clone())),
     );
@@ -265,14 +261,9 @@ const VIEWS: [(&str, &str); 35] = [
                 c.relispartition AS relispartition, brook_plain(c.relrewrite) AS relrewrite,
                 c.relfrozenxid AS relfrozenxid, c.relminmxid AS relminmxid,
                 c.relpartbound AS relpartbound,
-                CAST(o.reloptions AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
+                CAST(NULL AS VARCHAR[]) AS reloptions, CAST(NULL AS VARCHAR[]) AS relacl
            FROM pg_catalog.brook_base_pg_class c
            LEFT JOIN pg_catalog.brook_base_pg_namespace tn ON tn.oid = c.relnamespace
-           LEFT JOIN (SELECT ro.nspname AS nspname, ro.relname AS relname,
-                             array_agg(ro.option ORDER BY ro.option) AS reloptions
-                        FROM pg_catalog.brook_reloptions ro
-                       GROUP BY ro.nspname, ro.relname) o
-             ON o.nspname = tn.nspname AND o.relname = c.relname
            LEFT JOIN pg_catalog.brook_catalog_oids ko ON ko.crate_oid = c.oid
            LEFT JOIN (SELECT DISTINCT indrelid FROM pg_catalog.brook_index_rows) h
              ON h.indrelid = c.oid

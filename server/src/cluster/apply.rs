@@ -267,16 +267,26 @@ impl Applier {
         let entry: OwnEntry = serde_json::from_slice(&m.payload).map_err(|e| {
             brook_err!(Internal, "ownership change at position {}: {e}", m.position)
         })?;
+        let me = self.link.node.clone();
+        let mut moved = Vec::new();
         self.engine.catalog.update(|doc| {
             let applied = doc.cluster.as_ref().map_or(0, |c| c.ddl_position);
             if m.position > applied {
+                let before = super::partitions::owned_by(doc, &me);
                 super::partitions::apply(doc, &entry);
+                let after = super::partitions::owned_by(doc, &me);
+                moved = super::partitions::changed(&before, &after);
                 if let Some(c) = doc.cluster.as_mut() {
                     c.ddl_position = m.position;
                 }
             }
             Ok(())
-        })
+        })?;
+        // The views maintained per partition over those streams hold other partitions now.
+        for stream in moved {
+            self.engine.rebuild_partitioned_views(stream);
+        }
+        Ok(())
     }
 
     async fn run_ddl(&self, position: u64, entry: &DdlEntry) -> Verdict {

@@ -25,6 +25,7 @@ mod apply;
 mod nodes;
 mod partitions;
 mod sequences;
+mod views;
 
 use crate::catalog::{CatalogDoc, ClusterMark};
 use crate::db::cluster::{ClusterLink, Progress};
@@ -136,6 +137,15 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
         .catalog
         .share_sequences(Arc::new(shared))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let gather = views::ClusterGather {
+        engine: Arc::downgrade(engine),
+        link: link.clone(),
+        client: link.client(),
+    };
+    if engine.gather.set(Arc::new(gather)).is_err() {
+        bail!("this engine already joined a cluster");
+    }
+    views::spawn_responder(engine.clone(), link.clone(), link.client()).await?;
     tracing::info!(node = %opts.node_id, log = %stream_name, from = start + 1, to = end, "joining the cluster: applying its log");
     let applier = apply::Applier::new(engine.clone(), link.clone(), position_file);
     tokio::spawn(applier.run(stream, start));

@@ -20,6 +20,7 @@ use crate::catalog::CatalogDoc;
 use crate::db::cluster::{ClusterLink, OwnChange, OwnEntry};
 use crate::db::cluster_nodes::alive_nodes;
 use crate::db::Engine;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 
 /// The node of `nodes` that should own partition `partition` of stream `stream`: the one
@@ -135,6 +136,38 @@ pub fn apply(doc: &mut CatalogDoc, entry: &OwnEntry) {
     }
     // A dropped stream's partitions have no owners.
     cluster.partition_owners.retain(|id, _| live.contains(id));
+}
+
+/// The partitions node `node` owns, by stream.
+pub fn owned_by(doc: &CatalogDoc, node: &str) -> BTreeMap<u64, BTreeSet<u32>> {
+    let Some(cluster) = doc.cluster.as_ref() else {
+        return BTreeMap::new();
+    };
+    cluster
+        .partition_owners
+        .iter()
+        .map(|(stream, owners)| {
+            let mine = owners
+                .iter()
+                .filter(|(_, owner)| owner.as_str() == node)
+                .map(|(p, _)| *p)
+                .collect();
+            (*stream, mine)
+        })
+        .collect()
+}
+
+/// The streams whose partitions owned differ between `before` and `after`.
+pub fn changed(
+    before: &BTreeMap<u64, BTreeSet<u32>>,
+    after: &BTreeMap<u64, BTreeSet<u32>>,
+) -> Vec<u64> {
+    let empty = BTreeSet::new();
+    let streams: BTreeSet<u64> = before.keys().chain(after.keys()).copied().collect();
+    streams
+        .into_iter()
+        .filter(|s| before.get(s).unwrap_or(&empty) != after.get(s).unwrap_or(&empty))
+        .collect()
 }
 
 #[cfg(test)]

@@ -227,6 +227,21 @@ impl ClusterLink {
         *lock(&self.members) = members;
     }
 
+    /// The log's subject prefix (`brook.<cluster name>`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The largest message the NATS server takes.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    /// The NATS connection.
+    pub fn client(&self) -> async_nats::Client {
+        self.js.client()
+    }
+
     /// The subject of catalog changes.
     pub fn ddl_subject(&self) -> String {
         format!("{}.ddl", self.prefix)
@@ -379,9 +394,16 @@ impl ClusterLink {
         if messages + 1 > MAX_BATCH_MESSAGES {
             return Err(BrookError::Limit {
                 message: format!(
-                    "a statement may write at most {} MB in cluster mode (this one writes {} MB): split it (e.g. COPY in parts)",
+                    "a statement may write at most {} MB in cluster mode (this one writes {} MB{}): split it (e.g. COPY in parts)",
                     (MAX_BATCH_MESSAGES - 1) * piece / 1_000_000,
-                    bytes / 1_000_000
+                    bytes / 1_000_000,
+                    match framed.len() {
+                        1 => String::new(),
+                        n => format!(
+                            ", to {n} partitions, each in messages of its own: {messages} messages of the {} a statement may have",
+                            MAX_BATCH_MESSAGES - 1
+                        ),
+                    }
                 ),
                 code: "54000",
             });
@@ -460,7 +482,7 @@ impl ClusterLink {
     }
 
     /// Wait until the applier passed `position`; the reason when it stopped instead.
-    async fn reach(&self, position: u64) -> std::result::Result<(), String> {
+    pub async fn reach(&self, position: u64) -> std::result::Result<(), String> {
         let mut rx = self.progress.subscribe();
         loop {
             match &*rx.borrow_and_update() {

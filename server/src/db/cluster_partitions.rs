@@ -1,5 +1,5 @@
-//! `brook_partitions`: a row per partition of each partitioned stream of the database, with
-//! the node that owns it in the cluster as this node's copy of the log last recorded
+//! `brook_partitions`: a row per partition of each partitioned stream of the database (with
+//! the stream's key, its columns separated by commas), with the node that owns it in the cluster as this node's copy of the log last recorded
 //! (`cluster/partitions.rs`), and whether that node is alive in the node directory. On a
 //! single server the partitions are listed without owners.
 
@@ -27,6 +27,7 @@ pub struct PartitionsFunction {
 struct Row {
     schema: String,
     stream: String,
+    key: String,
     partition: u32,
     owner: Option<String>,
 }
@@ -48,6 +49,7 @@ impl PartitionsFunction {
                     rows.push(Row {
                         schema: schema.clone(),
                         stream: name.clone(),
+                        key: p.key_names(&meta.columns),
                         partition,
                         owner: owners
                             .and_then(|o| o.get(&meta.id))
@@ -69,6 +71,7 @@ impl TableFunctionImpl for PartitionsFunction {
         let schema = Arc::new(Schema::new(vec![
             Field::new("schema_name", DataType::Utf8, false),
             Field::new("stream_name", DataType::Utf8, false),
+            Field::new("partition_key", DataType::Utf8, false),
             Field::new("partition", DataType::Int32, false),
             Field::new("owner", DataType::Utf8, true),
             Field::new("owner_alive", DataType::Boolean, true),
@@ -91,6 +94,7 @@ impl TableFunctionImpl for PartitionsFunction {
             Arc::new(StringArray::from_iter_values(
                 rows.iter().map(|r| &r.stream),
             )),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.key))),
             Arc::new(Int32Array::from_iter_values(
                 rows.iter()
                     .map(|r| i32::try_from(r.partition).unwrap_or(i32::MAX)),

@@ -7,6 +7,7 @@ pub mod cluster_partitions;
 pub mod functions;
 pub mod lock_waits;
 mod namespaces;
+mod partitioned_views;
 mod rename;
 mod sequences;
 mod views;
@@ -97,6 +98,9 @@ pub struct Engine {
     pub lock_waits: lock_waits::LockWaits,
     /// In cluster mode, the link to the cluster's log (set once, when the node joins).
     pub cluster: Arc<std::sync::OnceLock<Arc<cluster::ClusterLink>>>,
+    /// In cluster mode, how views maintained per partition are read from the nodes that
+    /// own their partitions (set once, when the node joins).
+    pub gather: std::sync::OnceLock<Arc<dyn crate::stream::partitioned_view::Gather>>,
     /// DataFusion's runtime of every database: one memory pool for all queries.
     runtime_env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     _lock: File,
@@ -190,6 +194,7 @@ impl Engine {
             decisions,
             lock_waits: Default::default(),
             cluster: Arc::default(),
+            gather: std::sync::OnceLock::new(),
             runtime_env,
             _lock: lock_file,
         }))
@@ -246,7 +251,10 @@ impl Engine {
                 .iter()
                 .filter(|(_, r)| r.kind != RelKind::View)
             {
-                provider.register_table(rname.clone(), self.provider(sname, rel.clone())?)?;
+                provider.register_table(
+                    rname.clone(),
+                    self.provider(name, sname, rname, rel.clone())?,
+                )?;
             }
             catalog.register_schema(sname, self.user_schema(provider, name, sname))?;
         }
@@ -369,6 +377,11 @@ impl Engine {
         crate::udf::oid_array::register(&ctx);
         crate::udf::format::register(&ctx);
         ctx.register_udf(brook_planner::bytea::octet_length());
+        ctx.register_udf(
+            crate::stream::partitioned_view::partition_udf()
+                .as_ref()
+                .clone(),
+        );
         crate::udf::substring::register(&ctx);
         crate::udf::json_build::register(&ctx);
         crate::udf::json_path::register(&ctx);
@@ -542,7 +555,7 @@ impl Engine {
             .ok_or_else(|| brook_err!(Internal, "schema {schema} missing from context"))?;
         let table = match meta.kind {
             RelKind::View => self.view_provider(db, &meta)?,
-            _ => self.provider(schema, meta)?,
+            _ => self.provider(&db.name, schema, name, meta)?,
         };
         provider.deregister_table(name)?;
         provider.register_table(name.to_string(), table)?;
@@ -553,7 +566,9 @@ impl Engine {
     /// log, a materialized view from its maintained state (fresh, not yet maintained).
     fn provider(
         &self,
+        database: &str,
         schema: &str,
+        name: &str,
         meta: RelationMeta,
     ) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
         Ok(match meta.kind {
@@ -563,6 +578,12 @@ impl Engine {
                     kind: meta.kind,
                     options: meta.options.clone(),
                     definition: meta.query.clone(),
+                    identity: crate::stream::partitioned_view::ViewIdentity {
+                        database: database.to_string(),
+                        schema: schema.to_string(),
+                        name: name.to_string(),
+                    },
+                    gather: self.gather.get().cloned(),
                 })
             }
             _ => Arc::new(
@@ -570,82 +591,6 @@ impl Engine {
                     .temporary(crate::catalog::is_temp_schema(schema)),
             ),
         })
-    }
-
-    /// The state of materialized view `schema.name` in `db`.
-    pub fn view_state(
-        &self,
-        db: &Database,
-        schema: &str,
-        name: &str,
-    ) -> Result<Arc<crate::stream::view::ViewState>> {
-        let provider = db
-            .schema_provider(schema)
-            .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
-        let table = crate::catalog::table::table_in(provider.as_ref(), name)?
-            .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
-        table
-            .downcast_ref::<crate::stream::view::ViewTable>()
-            .map(|v| v.state.clone())
-            .ok_or_else(|| {
-                brook_err!(
-                    WrongObjectType,
-                    "\"{name}\" is not a materialized view or synopsis"
-                )
-            })
-    }
-
-    /// Rebuild materialized view (or synopsis) `schema.name` of `db` from the start of its
-    /// inputs, in fresh state: what REFRESH does for a view whose maintenance failed (a
-    /// row of its inputs made its query fail; once that row is deleted, the rebuilt view
-    /// holds the answer over the rows now there). Readers that began before see the old,
-    /// failed state.
-    pub fn rebuild_view(
-        &self,
-        db: &Arc<Database>,
-        schema: &str,
-        name: &str,
-    ) -> Result<Arc<crate::stream::view::ViewState>> {
-        let meta = {
-            let doc = self.catalog.read();
-            let dbm = doc.database(&db.name)?;
-            dbm.schemas
-                .get(schema)
-                .and_then(|s| s.relations.get(name))
-                .cloned()
-                .ok_or_else(|| BrookError::UndefinedTable(name.into()))?
-        };
-        let (true, Some(sql)) = (meta.kind.is_maintained(), meta.query.clone()) else {
-            return Err(brook_err!(
-                WrongObjectType,
-                "\"{name}\" is not a materialized view or synopsis"
-            ));
-        };
-        let kind = meta.kind;
-        let ctx = maintenance_context(db, &meta);
-        self.register(db, schema, name, meta)?;
-        let state = self.view_state(db, schema, name)?;
-        let stats = self.queries.register(&db.name, kind.noun(), name);
-        state.clone().replay(ctx, sql, stats);
-        Ok(state)
-    }
-
-    /// Start maintaining every materialized view of a freshly opened database: each replays
-    /// its inputs from the start (the durability choice of `view`).
-    fn start_views(&self, db: &Arc<Database>) -> Result<()> {
-        let doc = self.catalog.read().clone();
-        let meta = doc.database(&db.name)?;
-        for (sname, schema) in &meta.schemas {
-            for (rname, rel) in &schema.relations {
-                let (true, Some(sql)) = (rel.kind.is_maintained(), rel.query.clone()) else {
-                    continue;
-                };
-                let state = self.view_state(db, sname, rname)?;
-                let stats = self.queries.register(&db.name, rel.kind.noun(), rname);
-                state.replay(maintenance_context(db, rel), sql, stats);
-            }
-        }
-        Ok(())
     }
 
     /// Start a write to relation `meta` planned against that definition: waits for the

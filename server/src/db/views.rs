@@ -1,9 +1,11 @@
 //! Views (`CREATE VIEW`) as DataFusion views: the recorded query planned against the
-//! database, which DataFusion's planner puts in place of each scan of the view.
+//! database, which DataFusion's planner puts in place of each scan of the view; and the
+//! maintained state of materialized views and synopses, started when a database opens and
+//! rebuilt on REFRESH.
 
-use super::{Database, Engine};
+use super::{maintenance_context, Database, Engine};
 use crate::catalog::{RelKind, RelationMeta};
-use brook_common::{brook_err, Result};
+use brook_common::{brook_err, BrookError, Result};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlanBuilder};
@@ -63,6 +65,84 @@ impl Engine {
         for (_, schema, name, meta) in views {
             if let Err(e) = self.register(db, &schema, &name, meta) {
                 tracing::error!(database = %db.name, view = %format!("{schema}.{name}"), error = %e, "view does not plan; it is not readable until its inputs are restored");
+            }
+        }
+        Ok(())
+    }
+
+    /// The state of materialized view `schema.name` in `db`.
+    pub fn view_state(
+        &self,
+        db: &Database,
+        schema: &str,
+        name: &str,
+    ) -> Result<Arc<crate::stream::view::ViewState>> {
+        let provider = db
+            .schema_provider(schema)
+            .ok_or_else(|| BrookError::UndefinedSchema(schema.into()))?;
+        let table = crate::catalog::table::table_in(provider.as_ref(), name)?
+            .ok_or_else(|| BrookError::UndefinedTable(name.into()))?;
+        table
+            .downcast_ref::<crate::stream::view::ViewTable>()
+            .map(|v| v.state.clone())
+            .ok_or_else(|| {
+                brook_err!(
+                    WrongObjectType,
+                    "\"{name}\" is not a materialized view or synopsis"
+                )
+            })
+    }
+
+    /// Rebuild materialized view (or synopsis) `schema.name` of `db` from the start of its
+    /// inputs, in fresh state: what REFRESH does for a view whose maintenance failed (a
+    /// row of its inputs made its query fail; once that row is deleted, the rebuilt view
+    /// holds the answer over the rows now there). Readers that began before see the old,
+    /// failed state.
+    pub fn rebuild_view(
+        &self,
+        db: &Arc<Database>,
+        schema: &str,
+        name: &str,
+    ) -> Result<Arc<crate::stream::view::ViewState>> {
+        let meta = {
+            let doc = self.catalog.read();
+            let dbm = doc.database(&db.name)?;
+            dbm.schemas
+                .get(schema)
+                .and_then(|s| s.relations.get(name))
+                .cloned()
+                .ok_or_else(|| BrookError::UndefinedTable(name.into()))?
+        };
+        let (true, Some(sql)) = (meta.kind.is_maintained(), meta.query.clone()) else {
+            return Err(brook_err!(
+                WrongObjectType,
+                "\"{name}\" is not a materialized view or synopsis"
+            ));
+        };
+        let kind = meta.kind;
+        let ctx = maintenance_context(db, &meta);
+        let distribution = self.distribution_of(&db.name, &meta);
+        self.register(db, schema, name, meta)?;
+        let state = self.view_state(db, schema, name)?;
+        let stats = self.queries.register(&db.name, kind.noun(), name);
+        state.clone().replay(ctx, sql, stats, distribution);
+        Ok(state)
+    }
+
+    /// Start maintaining every materialized view of a freshly opened database: each replays
+    /// its inputs from the start (the durability choice of `view`).
+    pub(super) fn start_views(&self, db: &Arc<Database>) -> Result<()> {
+        let doc = self.catalog.read().clone();
+        let meta = doc.database(&db.name)?;
+        for (sname, schema) in &meta.schemas {
+            for (rname, rel) in &schema.relations {
+                let (true, Some(sql)) = (rel.kind.is_maintained(), rel.query.clone()) else {
+                    continue;
+                };
+                let state = self.view_state(db, sname, rname)?;
+                let stats = self.queries.register(&db.name, rel.kind.noun(), rname);
+                let distribution = self.distribution_of(&db.name, rel);
+                state.replay(maintenance_context(db, rel), sql, stats, distribution);
             }
         }
         Ok(())

@@ -156,6 +156,14 @@ impl Session {
         if let Some(w) = next.watermark.as_mut().filter(|w| w.column == old) {
             w.column = new.clone();
         }
+        if crate::catalog::partitioning::key_includes(meta, &old)
+            && (new.contains(',') || new.trim() != new)
+        {
+            return Err(brook_err!(
+                Unsupported,
+                "a partition key column cannot be named \"{new}\" (a name with a comma, or spaces around it)"
+            ));
+        }
         crate::catalog::partitioning::rename_key_column(&mut next.options, &old, &new);
         let table = name.to_string();
         self.reshape_rows(

@@ -293,11 +293,17 @@ impl Session {
             depends_on: m.depends_on,
             comment: None,
         };
+        let distributed = self.engine.distribution_of(&self.db.name, &meta).is_some();
         if !self
             .engine
             .create_relation(&self.db, &m.schema, &m.name, meta, m.if_not_exists)?
         {
             self.notices.push(Notice::relation_exists(&m.name));
+            return Ok(());
+        }
+        if distributed {
+            // Planned again over the partitions this node owns (`stream::partitioned_view`).
+            self.engine.rebuild_view(&self.db, &m.schema, &m.name)?;
             return Ok(());
         }
         let view = self.engine.view_state(&self.db, &m.schema, &m.name)?;

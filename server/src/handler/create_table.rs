@@ -400,17 +400,19 @@ impl Session {
             }
             None => None,
         };
-        let options = cs
-            .options
-            .iter()
-            .map(|o| match o {
-                ast::SqlOption::KeyValue { key, value } => Ok((
-                    ident_name(key),
-                    value.to_string().trim_matches('\'').to_string(),
-                )),
-                other => Err(brook_err!(Unsupported, "stream option {other}")),
-            })
-            .collect::<Result<BTreeMap<_, _>>>()?;
+        let mut options = BTreeMap::new();
+        for o in &cs.options {
+            let ast::SqlOption::KeyValue { key, value } = o else {
+                return Err(brook_err!(Unsupported, "stream option {o}"));
+            };
+            let key = ident_name(key);
+            if options.insert(key.clone(), option_value(value)).is_some() {
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "parameter \"{key}\" specified more than once"
+                ));
+            }
+        }
         if let Some(unknown) = options
             .keys()
             .find(|k| !STREAM_OPTIONS.contains(&k.as_str()))
@@ -421,7 +423,6 @@ impl Session {
                 STREAM_OPTIONS.join(", ")
             ));
         }
-        let mut options = options;
         if let Some(p) = Partitioning::from_options(&options, &columns)? {
             // Kept as one spelling, which ALTER ... RENAME COLUMN rewrites.
             options.insert(partitioning::PARTITIONS.into(), p.partitions.to_string());
@@ -469,6 +470,16 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+/// A `WITH` option's value as PostgreSQL reads it: a string's text, an identifier folded
+/// as a name (lower case unless quoted), anything else as written.
+fn option_value(value: &Expr) -> String {
+    match value {
+        Expr::Identifier(name) => ident_name(name),
+        Expr::Value(v) => v.clone().into_string().unwrap_or_else(|| v.to_string()),
+        other => other.to_string(),
     }
 }
 

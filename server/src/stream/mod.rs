@@ -4,6 +4,7 @@
 //! ([`row_windows`]) and what a table's replacement changed ([`table_changes`]).
 
 pub mod match_recognize;
+pub mod partitioned_view;
 pub mod plan;
 pub mod progress;
 pub mod queries;

@@ -26,18 +26,56 @@ pub async fn continuous_plan(
     brook_planner::continuous::check_scalar_subqueries(plan)?;
     let state = brook_planner::continuous::optimizing_state(ctx.state());
     let optimized = state.optimize(plan)?;
+    continuous_plan_of_optimized(ctx, &state, &optimized, options, force).await
+}
+
+/// [`continuous_plan`] of a plan `state` optimized.
+async fn continuous_plan_of_optimized(
+    ctx: &SessionContext,
+    state: &datafusion::execution::SessionState,
+    optimized: &datafusion::logical_expr::LogicalPlan,
+    options: ContinuousOptions,
+    force: bool,
+) -> Result<Option<(GraphPlan, Vec<Arc<TableStore>>)>> {
     let mut views = crate::stream::queries::ViewPlans::new();
-    crate::stream::queries::plan_views(ctx, &optimized, &mut views).await?;
-    let streams = crate::stream::queries::reads_stream(&optimized)
+    crate::stream::queries::plan_views(ctx, optimized, &mut views).await?;
+    let streams = crate::stream::queries::reads_stream(optimized)
         || views
             .values()
             .any(|v| crate::stream::queries::reads_stream(&v.plan));
     if !force && !streams {
         return Ok(None);
     }
-    let resolver = crate::stream::queries::Resolver::new(&state, views);
-    let graph = plan_continuous(&optimized, &state, &resolver, options)?;
+    let resolver = crate::stream::queries::Resolver::new(state, views);
+    let graph = plan_continuous(optimized, state, &resolver, options)?;
     Ok(Some((graph, resolver.stores.into_inner())))
+}
+
+/// Plan a materialized view's SQL as [`plan_view_sql`] does, over the rows of the
+/// partitions `d` names of its stream only when its query is partition-local
+/// (`partitioned_view`); whether it was.
+pub async fn plan_view_sql_in_partitions(
+    ctx: &SessionContext,
+    sql: &str,
+    d: &crate::stream::partitioned_view::Distribution,
+) -> Result<(GraphPlan, Vec<Arc<TableStore>>, bool)> {
+    let (mut stmt, options) = parse_view_sql(sql)?;
+    pg_literals(&mut stmt)?;
+    let plan = ctx
+        .state()
+        .statement_to_plan(DFStatement::Statement(Box::new(stmt)))
+        .await?;
+    brook_planner::continuous::check_scalar_subqueries(&plan)?;
+    let state = brook_planner::continuous::optimizing_state(ctx.state());
+    let optimized = state.optimize(&plan)?;
+    let (optimized, restricted) = match crate::stream::partitioned_view::restrict(&optimized, d)? {
+        Some(r) => (r, true),
+        None => (optimized, false),
+    };
+    let (graph, stores) = continuous_plan_of_optimized(ctx, &state, &optimized, options, true)
+        .await?
+        .ok_or_else(|| brook_err!(Internal, "forced continuous plan missing"))?;
+    Ok((graph, stores, restricted))
 }
 
 /// A view's defining SQL (a query, possibly ending in an EMIT clause) as a query and the

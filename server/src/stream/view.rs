@@ -14,6 +14,7 @@
 //! sees its effect (read-your-writes through views).
 
 use crate::storage::TableStore;
+use crate::stream::partitioned_view::{Distribution, Gather, ViewIdentity};
 use crate::stream::progress::{covers, Progress};
 use async_trait::async_trait;
 use brook_common::{brook_err, BrookError, Result};
@@ -47,6 +48,9 @@ pub struct ViewState {
     stop: CancellationToken,
     /// The maintenance task's statistics, renamed with the view.
     stats: Mutex<std::sync::Weak<crate::stream::registry::QueryStats>>,
+    /// Set before maintenance starts: whether (and over which partitions) the view is
+    /// maintained per partition on this node (`partitioned_view`).
+    distribution: std::sync::OnceLock<Option<Distribution>>,
 }
 
 /// Distinct rows (row-format bytes) with their multiplicity, and the batches of an
@@ -79,23 +83,42 @@ impl Drop for ViewState {
 impl ViewState {
     /// Plan the view's defining `sql` with `ctx` and start maintaining it from the start of
     /// its inputs (a server restart rebuilds every view this way); a plan that fails marks
-    /// the view failed.
+    /// the view failed. With a `distribution`, a partition-local view is maintained over
+    /// the partitions it names only (`partitioned_view`).
     pub fn replay(
         self: Arc<Self>,
         ctx: datafusion::prelude::SessionContext,
         sql: String,
         stats: Arc<crate::stream::registry::QueryStats>,
+        distribution: Option<Distribution>,
     ) {
         tokio::spawn(async move {
             // Plan with the database's context, then let it go: the maintenance task must
             // not keep the database alive.
-            let planned = crate::stream::plan::plan_view_sql(&ctx, &sql).await;
+            let planned = match &distribution {
+                Some(d) => crate::stream::plan::plan_view_sql_in_partitions(&ctx, &sql, d).await,
+                None => crate::stream::plan::plan_view_sql(&ctx, &sql)
+                    .await
+                    .map(|(graph, stores, _)| (graph, stores, false)),
+            };
             drop(ctx);
             match planned {
-                Ok((graph, stores, _)) => self.start(Arc::new(graph), stores, stats),
-                Err(e) => self.fail(&e),
+                Ok((graph, stores, restricted)) => {
+                    let _ = self.distribution.set(distribution.filter(|_| restricted));
+                    self.start(Arc::new(graph), stores, stats)
+                }
+                Err(e) => {
+                    let _ = self.distribution.set(None);
+                    self.fail(&e)
+                }
             }
         });
+    }
+
+    /// How the view is maintained per partition on this node (`None`: whole, as on a
+    /// single server; also before its maintenance started).
+    pub fn distribution(&self) -> Option<&Distribution> {
+        self.distribution.get().and_then(Option::as_ref)
     }
 
     /// Empty state for rows of `schema`; maintenance begins with [`ViewState::start`].
@@ -118,6 +141,7 @@ impl ViewState {
             failed: Mutex::new(None),
             stop: CancellationToken::new(),
             stats: Mutex::new(std::sync::Weak::new()),
+            distribution: std::sync::OnceLock::new(),
         }))
     }
 
@@ -342,6 +366,10 @@ pub struct ViewTable {
     /// The defining query (SQL, possibly ending in an EMIT clause): what a continuous
     /// query reading the view plans in its place.
     pub definition: Option<String>,
+    /// Where the view is (what other nodes are asked for when it is read).
+    pub identity: ViewIdentity,
+    /// In cluster mode, how a view maintained per partition is read from its owners.
+    pub gather: Option<Arc<dyn Gather>>,
 }
 
 #[async_trait]
@@ -370,7 +398,22 @@ impl TableProvider for ViewTable {
             // Not waiting, but not answering from a state that stopped either.
             self.state.check_failed().map_err(ext)?;
         }
-        let batches = self.state.batches().map_err(ext)?;
+        let batches = match (self.state.distribution(), &self.gather) {
+            (Some(d), Some(gather)) => gather
+                .gather(&self.identity, d.partitioning.partitions, d.id)
+                .await
+                .map_err(ext)?
+                .into_iter()
+                .map(|b| RecordBatch::try_new(self.state.schema.clone(), b.columns().to_vec()))
+                .collect::<std::result::Result<Vec<_>, _>>()?,
+            (Some(_), None) => {
+                return Err(ext(brook_err!(
+                    Internal,
+                    "a view maintained per partition without a way to read the other nodes"
+                )))
+            }
+            (None, _) => self.state.batches().map_err(ext)?,
+        };
         let exec = MemorySourceConfig::try_new_exec(
             &[batches],
             self.state.schema.clone(),
