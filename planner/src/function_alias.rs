@@ -1,7 +1,9 @@
 //! `FROM generate_series(1, 3) g`: a function returning one column (`generate_series`,
 //! `range`, `unnest` of one array), aliased without a column list, names its column after
-//! the alias, as PostgreSQL does (`SELECT g FROM generate_series(1, 3) g`). DataFusion keeps the function's own column name (`value`),
-//! so `g` was 42703. The alias gets its column list: `AS g(g)`.
+//! the alias, as PostgreSQL does (`SELECT g FROM generate_series(1, 3) g`). DataFusion
+//! keeps the function's own column name (`value`), so `g` was 42703. The alias gets its
+//! column list: `AS g(g)`; an unaliased call is named after the function, `AS
+//! generate_series(generate_series)`, as PostgreSQL names it.
 //!
 //! `FROM string_to_array(current_setting('search_path'), ',') s`: a scalar function in
 //! FROM is, in PostgreSQL, a one-row relation whose column is named after the alias
@@ -45,6 +47,29 @@ impl VisitorMut for Functions {
             *t = derived;
             return ControlFlow::Continue(());
         }
+        // `f(args)` unaliased: named after the function, as `f(args) AS f`.
+        match t {
+            TableFactor::Table {
+                name,
+                args: Some(args),
+                alias: alias @ None,
+                ..
+            } => *alias = function_alias(name, args.args.len()),
+            TableFactor::Function {
+                name,
+                args,
+                alias: alias @ None,
+                ..
+            } => *alias = function_alias(name, args.len()),
+            TableFactor::UNNEST {
+                alias: alias @ None,
+                array_exprs,
+                with_offset: false,
+                with_ordinality: false,
+                ..
+            } if array_exprs.len() == 1 => *alias = Some(named("unnest")),
+            _ => {}
+        }
         // `f(args) a` and `LATERAL f(args) a`.
         match t {
             TableFactor::Table {
@@ -78,17 +103,36 @@ impl VisitorMut for Functions {
     }
 }
 
+/// The name of a one-column function (of `arguments` arguments), lower case.
+fn one_column_function(function: &ObjectName, arguments: usize) -> Option<String> {
+    let name = function.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    // `LATERAL unnest(a)` returns one column; `unnest(a, b)` one per array.
+    (ONE_COLUMN.contains(&name.as_str()) || (name == "unnest" && arguments == 1)).then_some(name)
+}
+
+/// The alias PostgreSQL gives an unaliased call of a one-column function: its name, for
+/// the relation and its column (`SELECT * FROM generate_series(1, 3)` shows a column
+/// `generate_series`; DataFusion's was `value`).
+fn function_alias(function: &ObjectName, arguments: usize) -> Option<TableAlias> {
+    one_column_function(function, arguments).map(|name| named(&name))
+}
+
+/// `AS name(name)`.
+fn named(name: &str) -> TableAlias {
+    TableAlias {
+        explicit: true,
+        name: Ident::new(name),
+        columns: vec![TableAliasColumnDef {
+            name: Ident::new(name),
+            data_type: None,
+        }],
+        at: None,
+    }
+}
+
 /// `AS a` of a one-column function (of `arguments` arguments) as `AS a(a)`.
 fn name_the_column(function: &ObjectName, arguments: usize, alias: &mut TableAlias) {
-    let one_column = function
-        .0
-        .last()
-        .and_then(|p| p.as_ident())
-        .is_some_and(|i| {
-            ONE_COLUMN.iter().any(|f| i.value.eq_ignore_ascii_case(f))
-            // `LATERAL unnest(a)` returns one column; `unnest(a, b)` one per array.
-            || (i.value.eq_ignore_ascii_case("unnest") && arguments == 1)
-        });
+    let one_column = one_column_function(function, arguments).is_some();
     if one_column && alias.columns.is_empty() {
         alias.columns = vec![TableAliasColumnDef {
             name: alias.name.clone(),
@@ -183,6 +227,28 @@ mod tests {
             rewritten("SELECT * FROM unnest(ARRAY[1], ARRAY[2]) u"),
             "SELECT * FROM UNNEST(ARRAY[1], ARRAY[2]) u"
         );
+    }
+
+    #[test]
+    fn an_unaliased_series_is_named_after_its_function() {
+        assert_eq!(
+            rewritten("SELECT * FROM generate_series(1, 3)"),
+            "SELECT * FROM generate_series(1, 3) AS generate_series (generate_series)"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM pg_catalog.generate_series(1, 3)"),
+            "SELECT * FROM pg_catalog.generate_series(1, 3) AS generate_series (generate_series)"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM unnest(ARRAY[3, 1])"),
+            "SELECT * FROM UNNEST(ARRAY[3, 1]) AS unnest (unnest)"
+        );
+        // Several columns, or WITH ORDINALITY: left as they are.
+        assert_eq!(
+            rewritten("SELECT * FROM unnest(ARRAY[1], ARRAY[2])"),
+            "SELECT * FROM UNNEST(ARRAY[1], ARRAY[2])"
+        );
+        assert_eq!(rewritten("SELECT * FROM t"), "SELECT * FROM t");
     }
 
     #[test]
