@@ -617,16 +617,25 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
     with n1.connect() as c:
         # Partition-local: maintained per partition by the owners, read from them.
         c.execute(
-            "CREATE MATERIALIZED VIEW per_sensor AS "
+            "CREATE MATERIALIZED VIEW per_sensor WITH (distributed = true) AS "
             "SELECT sensor, count(*) AS n, sum(v) AS total, max(v) AS top FROM readings GROUP BY sensor"
         )
         c.execute(
-            "CREATE MATERIALIZED VIEW per_minute AS SELECT window_start, sensor, count(*) AS n "
+            "CREATE MATERIALIZED VIEW per_minute WITH (distributed = true) AS "
+            "SELECT window_start, sensor, count(*) AS n "
             "FROM TUMBLE(readings, ts, INTERVAL '1 minute') GROUP BY window_start, window_end, sensor"
         )
-        c.execute("CREATE MATERIALIZED VIEW hot AS SELECT sensor, v FROM readings WHERE v > 5900")
-        # Not partition-local: maintained whole on every node, as before.
-        c.execute("CREATE MATERIALIZED VIEW overall AS SELECT count(*) AS n, sum(v) AS total FROM readings")
+        c.execute(
+            "CREATE MATERIALIZED VIEW hot WITH (distributed = true) AS "
+            "SELECT sensor, v FROM readings WHERE v > 5900"
+        )
+        # Not partition-local (so maintained whole on every node, as before), and one
+        # that did not ask.
+        c.execute(
+            "CREATE MATERIALIZED VIEW overall WITH (distributed = true) AS "
+            "SELECT count(*) AS n, sum(v) AS total FROM readings"
+        )
+        c.execute("CREATE MATERIALIZED VIEW per_sensor_whole AS SELECT sensor, count(*) AS n FROM readings GROUP BY sensor")
     with n2.connect() as c:
         with c.cursor().copy("COPY readings FROM STDIN") as cp:
             for i in range(6000):
@@ -642,6 +651,7 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
         ),
         ("hot", "SELECT sensor, v FROM readings WHERE v > 5900"),
         ("overall", "SELECT count(*), sum(v) FROM readings"),
+        ("per_sensor_whole", "SELECT sensor, count(*) FROM readings GROUP BY sensor"),
     ]
     # Read on any node, each view is the same query over the stream's rows.
     for n in cluster:
@@ -652,6 +662,14 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
     out = "SELECT rows_out FROM brook_continuous_queries WHERE name = 'per_sensor'"
     produced = [n.query(out)[0][0] for n in cluster]
     assert all(p < sum(produced) for p in produced), produced
+    whole = "SELECT rows_out FROM brook_continuous_queries WHERE name = 'per_sensor_whole'"
+    assert len({n.query(whole)[0][0] for n in cluster}) == 1
+    # Renamed, it is read under its new name; dropped, a read says so at once.
+    with n2.connect() as c:
+        c.execute("ALTER MATERIALIZED VIEW hot RENAME TO hottest")
+    for n in cluster:
+        eventually(n, same_rows("hottest", "SELECT sensor, v FROM readings WHERE v > 5900"), [(0,)])
+    views[2] = ("hottest", views[2][1])
     # An owner killed: once its partitions moved, reads give the whole answer again, with
     # rows written meanwhile.
     n3.kill9()
@@ -667,6 +685,11 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
         eventually(n, "SELECT count(DISTINCT owner) FROM brook_partitions WHERE owner_alive", [(3,)], timeout=60)
         for view, query in views:
             eventually(n, same_rows(view, query), [(0,)], timeout=60)
+    with n1.connect() as c:
+        c.execute("DROP MATERIALIZED VIEW per_minute")
+    for n in cluster:
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            n.query("SELECT * FROM per_minute")
 
 
 @pytest.fixture()

@@ -31,6 +31,8 @@ use std::time::Duration;
 const PART_HEADER: &str = "Brook-Part";
 /// Header of a refusal: why.
 const REFUSED_HEADER: &str = "Brook-Refused";
+/// Header of a refusal that asking again cannot change: the error's SQLSTATE.
+const CODE_HEADER: &str = "Brook-Code";
 /// How long a node waits for another's answer, and to be fresh itself.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a read of a view waits for every partition's owner to answer (a node that
@@ -41,11 +43,37 @@ const GATHER_WAIT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Ask {
     database: String,
-    schema: String,
-    view: String,
+    /// The view's relation id, and its name for messages.
+    view: u64,
+    name: String,
     partitions: BTreeSet<u32>,
     /// The log position the reader had applied: the answer covers at least that.
     position: u64,
+}
+
+/// Why a node does not answer: for a while (`code` None: behind the log, rebuilding, its
+/// ownership moved), or for good (the view was dropped, its maintenance failed), with the
+/// error's SQLSTATE.
+#[derive(Debug)]
+struct Refusal {
+    message: String,
+    code: Option<String>,
+}
+
+impl Refusal {
+    fn for_now(message: String) -> Refusal {
+        Refusal {
+            message,
+            code: None,
+        }
+    }
+
+    fn for_good(e: &BrookError) -> Refusal {
+        Refusal {
+            message: e.to_string(),
+            code: Some(e.sqlstate().to_string()),
+        }
+    }
 }
 
 /// The subject node `node` takes asks on: outside the log's subjects (`brook.<name>.>`),
@@ -72,7 +100,9 @@ pub(super) async fn spawn_responder(
                 };
                 let answer = match serde_json::from_slice::<Ask>(&m.payload) {
                     Ok(ask) => rows_for(&engine, &link, &ask).await,
-                    Err(e) => Err(format!("an ask this node cannot read: {e}")),
+                    Err(e) => Err(Refusal::for_now(format!(
+                        "an ask this node cannot read: {e}"
+                    ))),
                 };
                 if let Err(e) = send(&client, &link, reply, answer).await {
                     tracing::warn!(error = %e, "could not answer a read of a materialized view maintained per partition");
@@ -89,26 +119,51 @@ async fn rows_for(
     engine: &Engine,
     link: &ClusterLink,
     ask: &Ask,
-) -> std::result::Result<Vec<RecordBatch>, String> {
+) -> std::result::Result<Vec<RecordBatch>, Refusal> {
     tokio::time::timeout(ASK_TIMEOUT, link.reach(ask.position))
         .await
-        .map_err(|_| format!("node {} is behind the log", link.node))??;
-    let db = engine.database(&ask.database).map_err(|e| e.to_string())?;
+        .map_err(|_| Refusal::for_now(format!("node {} is behind the log", link.node)))?
+        .map_err(Refusal::for_now)?;
+    let db = engine
+        .database(&ask.database)
+        .map_err(|e| Refusal::for_good(&e))?;
+    // By id: the view the reader planned, renamed or not; not one created since under
+    // its name.
+    let found = engine
+        .catalog
+        .read()
+        .database(&ask.database)
+        .ok()
+        .and_then(|d| {
+            d.schemas.iter().find_map(|(schema, s)| {
+                s.relations
+                    .iter()
+                    .find(|(_, r)| r.id == ask.view)
+                    .map(|(name, _)| (schema.clone(), name.clone()))
+            })
+        });
+    let (schema, name) =
+        found.ok_or_else(|| Refusal::for_good(&BrookError::UndefinedTable(ask.name.clone())))?;
     let state = engine
-        .view_state(&db, &ask.schema, &ask.view)
-        .map_err(|e| e.to_string())?;
+        .view_state(&db, &schema, &name)
+        .map_err(|e| Refusal::for_good(&e))?;
     tokio::time::timeout(ASK_TIMEOUT, state.wait_fresh())
         .await
-        .map_err(|_| format!("node {} is still bringing the view up to date", link.node))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| {
+            Refusal::for_now(format!(
+                "node {} is still bringing the view up to date",
+                link.node
+            ))
+        })?
+        .map_err(|e| Refusal::for_good(&e))?;
     owned_rows(&state, &ask.partitions)
         .ok_or_else(|| {
-            format!(
+            Refusal::for_now(format!(
                 "node {} holds other partitions of the view (its ownership moved)",
                 link.node
-            )
+            ))
         })?
-        .map_err(|e| e.to_string())
+        .map_err(|e| Refusal::for_good(&e))
 }
 
 /// Send `answer` to `reply`: the rows as an Arrow IPC stream cut in messages the NATS
@@ -117,13 +172,16 @@ async fn send(
     client: &async_nats::Client,
     link: &ClusterLink,
     reply: async_nats::Subject,
-    answer: std::result::Result<Vec<RecordBatch>, String>,
+    answer: std::result::Result<Vec<RecordBatch>, Refusal>,
 ) -> anyhow::Result<()> {
     let batches = match answer {
         Ok(b) => b,
         Err(why) => {
             let mut h = async_nats::HeaderMap::new();
-            h.insert(REFUSED_HEADER, why.as_str());
+            h.insert(REFUSED_HEADER, why.message.as_str());
+            if let Some(code) = &why.code {
+                h.insert(CODE_HEADER, code.as_str());
+            }
             client.publish_with_headers(reply, h, Bytes::new()).await?;
             return Ok(client.flush().await?);
         }
@@ -176,8 +234,9 @@ async fn ask_node(
     link: &ClusterLink,
     node: &str,
     ask: &Ask,
-) -> std::result::Result<Vec<RecordBatch>, String> {
-    let unreachable = |e: &dyn std::fmt::Display| format!("could not ask node {node}: {e}");
+) -> std::result::Result<Vec<RecordBatch>, Refusal> {
+    let unreachable =
+        |e: &dyn std::fmt::Display| Refusal::for_now(format!("could not ask node {node}: {e}"));
     let inbox = client.new_inbox();
     let mut replies = client
         .subscribe(inbox.clone())
@@ -193,20 +252,23 @@ async fn ask_node(
         let m = tokio::time::timeout(ASK_TIMEOUT, replies.next())
             .await
             .map_err(|_| {
-                format!(
+                Refusal::for_now(format!(
                     "node {node} did not answer within {} s",
                     ASK_TIMEOUT.as_secs()
-                )
+                ))
             })?
-            .ok_or_else(|| format!("node {node}'s answer was cut"))?;
+            .ok_or_else(|| Refusal::for_now(format!("node {node}'s answer was cut")))?;
         let header = |name: &str| {
             m.headers
                 .as_ref()
                 .and_then(|h| h.get(name))
                 .map(|v| v.as_str().to_string())
         };
-        if let Some(why) = header(REFUSED_HEADER) {
-            return Err(why);
+        if let Some(message) = header(REFUSED_HEADER) {
+            return Err(Refusal {
+                message,
+                code: header(CODE_HEADER),
+            });
         }
         let (i, n) = header(PART_HEADER)
             .and_then(|p| {
@@ -214,7 +276,9 @@ async fn ask_node(
                 Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?))
             })
             .filter(|(i, n)| i < n)
-            .ok_or_else(|| format!("node {node} answered what Brook does not send"))?;
+            .ok_or_else(|| {
+                Refusal::for_now(format!("node {node} answered what Brook does not send"))
+            })?;
         if parts.is_empty() {
             parts = vec![None; n];
         }
@@ -226,7 +290,7 @@ async fn ask_node(
         }
     }
     let bytes: Vec<u8> = parts.into_iter().flatten().flatten().collect();
-    decode(&bytes)
+    decode(&bytes).map_err(Refusal::for_now)
 }
 
 /// The owners of a stream's partitions, as this node's copy of the log records them:
@@ -287,8 +351,8 @@ impl Gather for ClusterGather {
                     let asks = by_node.into_iter().map(|(node, partitions)| {
                         let ask = Ask {
                             database: view.database.clone(),
-                            schema: view.schema.clone(),
-                            view: view.name.clone(),
+                            view: view.id,
+                            name: view.name.clone(),
                             partitions,
                             position,
                         };
@@ -307,7 +371,11 @@ impl Gather for ClusterGather {
                         .collect::<std::result::Result<Vec<_>, _>>()
                     {
                         Ok(rows) => return Ok(rows.into_iter().flatten().collect()),
-                        Err(why) => why,
+                        Err(Refusal {
+                            message,
+                            code: Some(code),
+                        }) => return Err(permanent(&code, message)),
+                        Err(why) => why.message,
                     }
                 }
                 Err(why) => why,
@@ -315,8 +383,7 @@ impl Gather for ClusterGather {
             if tokio::time::Instant::now() >= deadline {
                 return Err(BrookError::Cluster {
                     message: format!(
-                        "could not read materialized view {}.{} from the nodes that own its partitions within {} s: {why}",
-                        view.schema,
+                        "could not read materialized view {} from the nodes that own its partitions within {} s: {why}",
                         view.name,
                         GATHER_WAIT.as_secs()
                     ),
@@ -326,4 +393,17 @@ impl Gather for ClusterGather {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// The error an owner refused a read with for good, as this node reports it.
+fn permanent(code: &str, message: String) -> BrookError {
+    // The view was dropped (or its database), or its maintenance failed (a row of its
+    // stream made its query fail).
+    let code = match code {
+        "42P01" => "42P01",
+        "3D000" => "3D000",
+        "55000" => "55000",
+        _ => return BrookError::Internal(message),
+    };
+    BrookError::Cluster { message, code }
 }

@@ -368,6 +368,7 @@ impl Engine {
         crate::udf::regexp_matches::register(&ctx);
         crate::udf::numeric_functions::register(&ctx);
         crate::udf::interval_functions::register(&ctx);
+        crate::udf::make_datetime::register(&ctx);
         crate::udf::to_char::register(&ctx);
         crate::udf::pg_admin::register(&ctx);
         crate::udf::pg_encoding::register(&ctx);
@@ -580,8 +581,8 @@ impl Engine {
                     definition: meta.query.clone(),
                     identity: crate::stream::partitioned_view::ViewIdentity {
                         database: database.to_string(),
-                        schema: schema.to_string(),
-                        name: name.to_string(),
+                        id: meta.id,
+                        name: format!("{schema}.{name}"),
                     },
                     gather: self.gather.get().cloned(),
                 })

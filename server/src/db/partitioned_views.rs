@@ -14,7 +14,11 @@ impl Engine {
     /// `stream::partitioned_view`).
     pub(crate) fn distribution_of(&self, db: &str, meta: &RelationMeta) -> Option<Distribution> {
         let link = self.cluster.get()?;
-        if meta.kind != RelKind::MaterializedView {
+        let asked = meta
+            .options
+            .get(crate::stream::partitioned_view::DISTRIBUTED_OPTION)
+            .is_some_and(|v| v == "true");
+        if meta.kind != RelKind::MaterializedView || !asked {
             return None;
         }
         let [(schema, name)] = meta.depends_on.as_slice() else {
@@ -74,6 +78,14 @@ impl Engine {
                     if self
                         .distribution_of(&db.name, rel)
                         .is_none_or(|d| d.id != stream)
+                    {
+                        continue;
+                    }
+                    // A view planned whole (its query is not partition-local) holds every
+                    // partition already.
+                    if self
+                        .view_state(&db, sname, rname)
+                        .is_ok_and(|state| state.planned_whole())
                     {
                         continue;
                     }

@@ -174,6 +174,13 @@ impl Session {
             return Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()));
         }
         self.refuse_values_of_its_own(&cv.query).await?;
+        let mut view_options = self.time_zone_option();
+        if distributed_option(&cv.options)? {
+            view_options.insert(
+                crate::stream::partitioned_view::DISTRIBUTED_OPTION.into(),
+                "true".into(),
+            );
+        }
         let mut sql = cv.query.to_string();
         if options.emit_on_window_close {
             sql.push_str(" EMIT ON WINDOW CLOSE");
@@ -205,7 +212,7 @@ impl Session {
                 name,
                 sql,
                 kind: RelKind::MaterializedView,
-                options: self.time_zone_option(),
+                options: view_options,
                 depends_on,
                 if_not_exists: cv.if_not_exists,
             },
@@ -477,4 +484,37 @@ impl Session {
         )?;
         Ok(rows_outcome(schema, vec![batch], "EXPLAIN"))
     }
+}
+
+/// Whether `CREATE MATERIALIZED VIEW ... WITH (distributed = true)` asks for maintenance
+/// per partition (22023 for a value that is not a boolean). PostgreSQL's storage
+/// parameters are accepted and have no effect.
+fn distributed_option(options: &ast::CreateTableOptions) -> Result<bool> {
+    let ast::CreateTableOptions::With(options) = options else {
+        return Ok(false);
+    };
+    let mut distributed = false;
+    for o in options {
+        let ast::SqlOption::KeyValue { key, value } = o else {
+            continue;
+        };
+        if crate::ident::ident_name(key) != crate::stream::partitioned_view::DISTRIBUTED_OPTION {
+            continue;
+        }
+        let text = match value {
+            ast::Expr::Value(v) => v.clone().into_string().unwrap_or_else(|| v.to_string()),
+            other => other.to_string(),
+        };
+        distributed = match text.to_ascii_lowercase().as_str() {
+            "true" | "on" | "yes" | "1" => true,
+            "false" | "off" | "no" | "0" => false,
+            _ => {
+                return Err(brook_err!(
+                    InvalidParameter,
+                    "invalid value for boolean option \"distributed\": {text}"
+                ))
+            }
+        };
+    }
+    Ok(distributed)
 }

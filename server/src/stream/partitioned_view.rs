@@ -28,6 +28,11 @@ use datafusion::logical_expr::{
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
+/// The materialized view option asking, in cluster mode, for maintenance by the owners of
+/// its stream's partitions (`CREATE MATERIALIZED VIEW v WITH (distributed = true) AS ...`):
+/// reads of such a view gather each owner's current rows, not a snapshot across owners.
+pub const DISTRIBUTED_OPTION: &str = "distributed";
+
 /// How a materialized view is maintained per partition on this node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
@@ -42,11 +47,13 @@ pub struct Distribution {
     pub owned: BTreeSet<u32>,
 }
 
-/// Where a view maintained per partition is read: its database, schema and name.
+/// Which view a read of a view maintained per partition asks the owners for: its
+/// database and relation id (which a rename keeps, and a view dropped and created again
+/// under its name does not), and its name for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ViewIdentity {
     pub database: String,
-    pub schema: String,
+    pub id: u64,
     pub name: String,
 }
 

@@ -115,6 +115,12 @@ impl ViewState {
         });
     }
 
+    /// Whether the view was planned to be maintained whole (its query is not
+    /// partition-local, or it did not ask to be maintained per partition).
+    pub fn planned_whole(&self) -> bool {
+        matches!(self.distribution.get(), Some(None))
+    }
+
     /// How the view is maintained per partition on this node (`None`: whole, as on a
     /// single server; also before its maintenance started).
     pub fn distribution(&self) -> Option<&Distribution> {

@@ -18,6 +18,7 @@ pub mod json_path;
 pub mod jsonb_edit;
 pub mod jsonb_literals;
 pub mod jsonb_operators;
+pub mod make_datetime;
 pub mod mode;
 pub mod nexmark;
 pub mod numeric_division;
