@@ -446,17 +446,21 @@ def test_killed_node_catches_up_with_every_row_once(cluster):
         eventually(n, "SELECT count(*), count(DISTINCT seq) FROM ev", [(after, after)])
 
 
-def fnv_partition(key, partitions):
-    """The partition of an integer key, computed as docs/cluster.md specifies it (64-bit
-    FNV-1a over the byte 1 and the key as a little-endian i64), apart from Brook's code."""
-    h = 0xCBF29CE484222325
-    for b in b"\x01" + struct.pack("<q", key):
+def fnv1a(data, h=0xCBF29CE484222325):
+    """64-bit FNV-1a of `data`, as docs/cluster.md specifies the partition and owner hashes,
+    computed apart from Brook's code."""
+    for b in data:
         h = ((h ^ b) * 0x100000001B3) % 2**64
-    return h % partitions
+    return h
 
 
-def partition_messages(url, cluster_name="brook"):
-    """{partition: messages} of the log's partition subjects (one partitioned stream)."""
+def fnv_partition(key, partitions):
+    """The partition of an integer key (the byte 1, then the key as a little-endian i64)."""
+    return fnv1a(b"\x01" + struct.pack("<q", key)) % partitions
+
+
+def partition_subjects(url, cluster_name="brook"):
+    """{subject: messages} of the log's partition subjects."""
 
     async def read():
         nc = await nats_client.connect(url)
@@ -468,8 +472,12 @@ def partition_messages(url, cluster_name="brook"):
         finally:
             await nc.close()
 
-    subjects = asyncio.run(read())
-    return {int(subject.rsplit(".", 1)[1]): n for subject, n in subjects.items()}
+    return asyncio.run(read())
+
+
+def partition_messages(url):
+    """{partition: messages} of the log's partition subjects (one partitioned stream)."""
+    return {int(subject.rsplit(".", 1)[1]): n for subject, n in partition_subjects(url).items()}
 
 
 def test_partitioned_stream_routes_rows_by_key(cluster, nats):
@@ -498,7 +506,7 @@ def test_partitioned_stream_routes_rows_by_key(cluster, nats):
     after = partition_messages(nats)
     changed = {p for p in after if after[p] != first.get(p)}
     # A NULL key hashes as the byte 0 alone.
-    null_partition = ((0xCBF29CE484222325 ^ 0) * 0x100000001B3) % 2**64 % 12
+    null_partition = fnv1a(b"\x00") % 12
     assert changed == {fnv_partition(7, 12), null_partition}
     rows = [(i % 100, float(i)) for i in range(3000)] + [(7, 0.5), (7, 1.5), (None, 2.0)]
     expected = {}
@@ -526,28 +534,14 @@ def rendezvous(nodes, stream, partition):
     Brook's code."""
 
     def score(node):
-        h = 0xCBF29CE484222325
-        for b in node.encode() + b"\x00" + struct.pack("<QI", stream, partition):
-            h = ((h ^ b) * 0x100000001B3) % 2**64
-        return (h, node)
+        return (fnv1a(node.encode() + b"\x00" + struct.pack("<QI", stream, partition)), node)
 
     return max(nodes, key=score)
 
 
-def stream_id(url, cluster_name="brook"):
+def stream_id(url):
     """The id of the one partitioned stream written so far, from its log subjects."""
-
-    async def read():
-        nc = await nats_client.connect(url)
-        try:
-            info = await nc.jetstream().stream_info(
-                f"BROOK_{cluster_name.upper()}", subjects_filter=f"brook.{cluster_name}.data.*.*"
-            )
-            return info.state.subjects or {}
-        finally:
-            await nc.close()
-
-    ids = {int(subject.split(".")[3]) for subject in asyncio.run(read())}
+    ids = {int(subject.split(".")[3]) for subject in partition_subjects(url)}
     assert len(ids) == 1, ids
     return ids.pop()
 

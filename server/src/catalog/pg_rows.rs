@@ -332,15 +332,6 @@ fn view_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<Re
     )?)
 }
 
-/// A batch of `schema` whose columns are the texts of `cols`.
-fn text_batch<const N: usize>(cols: [Vec<String>; N], schema: &SchemaRef) -> Result<RecordBatch> {
-    let arrays: Vec<ArrayRef> = cols
-        .into_iter()
-        .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
-        .collect();
-    Ok(RecordBatch::try_new(schema.clone(), arrays)?)
-}
-
 fn view_dep_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {
     let mut cols: [Vec<String>; 4] = Default::default();
     for (sname, s) in &doc.database(&source.database)?.schemas {
@@ -352,7 +343,11 @@ fn view_dep_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Resul
             }
         }
     }
-    text_batch(cols, schema)
+    let arrays: Vec<ArrayRef> = cols
+        .into_iter()
+        .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
+        .collect();
+    Ok(RecordBatch::try_new(schema.clone(), arrays)?)
 }
 
 fn sequence_rows(doc: &CatalogDoc, source: &Source, schema: &SchemaRef) -> Result<RecordBatch> {

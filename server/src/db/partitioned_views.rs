@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 impl Engine {
     /// How materialized view `meta` of database `db` is maintained per partition on this
-    /// node: in cluster mode, when it reads one relation and that is a partitioned stream
-    /// (whether its query is partition-local is decided when it is planned,
-    /// `stream::partitioned_view`).
+    /// node: in cluster mode, when it was created `WITH (distributed = true)` and reads one
+    /// relation, a partitioned stream (whether its query is partition-local is decided when
+    /// it is planned, `stream::partitioned_view`).
     pub(crate) fn distribution_of(&self, db: &str, meta: &RelationMeta) -> Option<Distribution> {
         let link = self.cluster.get()?;
         let asked = meta

@@ -30,7 +30,7 @@ impl Session {
         let StatementBody::Sql(s) = &mut stmt.body else {
             return stmt;
         };
-        if !s.to_string().to_ascii_uppercase().contains("NATURAL") {
+        if !has_natural_join(s) {
             return stmt;
         }
         let ctes = cte_names(s);
@@ -149,6 +149,30 @@ fn each_from(body: &mut SetExpr, f: &mut dyn FnMut(&mut TableWithJoins)) {
         }
         _ => {}
     }
+}
+
+/// Whether `s` has a NATURAL join anywhere (most statements have none: they are left
+/// untouched, without a look at the catalog).
+fn has_natural_join(s: &mut Statement) -> bool {
+    struct Find;
+    impl VisitorMut for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+            let mut found = false;
+            each_from(&mut q.body, &mut |from| {
+                found |= from.joins.iter_mut().any(|j| {
+                    constraint_mut(&mut j.join_operator)
+                        .is_some_and(|c| matches!(c, JoinConstraint::Natural))
+                });
+            });
+            if found {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    s.visit(&mut Find).is_break()
 }
 
 /// The names of the common table expressions anywhere in `s` (a NATURAL join naming one
