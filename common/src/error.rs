@@ -748,6 +748,26 @@ fn classify_message(m: &str) -> BrookError {
             return BrookError::UndefinedTable(short);
         }
     }
+    // A named argument no parameter has (`make_interval(foo => 1)`): PostgreSQL's 42883;
+    // one named twice: its 42601.
+    if let Some(rest) = m.strip_prefix("Unknown parameter name '") {
+        let (name, valid) = rest
+            .split_once("'. Valid parameters are: ")
+            .unwrap_or((rest, ""));
+        return BrookError::UndefinedFunction(format!(
+            "function has no parameter named \"{name}\" (its parameters: {})",
+            valid.trim_matches(['[', ']'])
+        ));
+    }
+    if let Some(name) = m
+        .strip_prefix("Parameter '")
+        .and_then(|r| r.strip_suffix("' specified multiple times"))
+    {
+        return BrookError::Syntax(format!("argument name \"{name}\" used more than once"));
+    }
+    if m.starts_with("Positional argument at position") && m.contains("follows named argument") {
+        return BrookError::Syntax("positional argument cannot follow named argument".into());
+    }
     // `SELECT nosuch.*`: PostgreSQL's 42P01.
     if let Some(name) = m.strip_prefix("Invalid qualifier ") {
         return BrookError::UndefinedTable(name.trim().to_string());

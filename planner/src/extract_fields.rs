@@ -7,10 +7,17 @@
 //!   days (`interval '1 year'` is 31557600 seconds); DataFusion's counts every month as 30
 //!   days (31104000).
 //!
+//! - `timezone`, `timezone_hour`, `timezone_minute` of a timestamptz are its zone's offset
+//!   at that instant (in seconds, whole hours, and the minutes beyond them, signed as the
+//!   offset is); DataFusion has no such fields ("Date part 'TIMEZONE_HOUR' not supported").
+//!   Of a timestamp without time zone they are 0A000, as PostgreSQL's are.
+//!
 //! This analyzer rule (before type coercion, so that what reads the field is typed for a
 //! numeric) puts Brook's functions in the place of those calls. Written here because DataFusion's `date_part` has no option for either.
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Float64Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int32Array,
+};
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNanoType, IntervalUnit, Time32MillisecondType, Time32SecondType,
     Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
@@ -35,19 +42,25 @@ const SECONDS_PER_DAY: f64 = 86_400.0;
 pub struct ExtractFields {
     seconds: Arc<ScalarUDF>,
     interval_epoch: Arc<ScalarUDF>,
+    zone_seconds: Arc<ScalarUDF>,
+    zone_hours: Arc<ScalarUDF>,
+    zone_minutes: Arc<ScalarUDF>,
 }
 
 impl Default for ExtractFields {
     fn default() -> Self {
+        let udf = |kind| {
+            Arc::new(ScalarUDF::new_from_impl(Field {
+                kind,
+                signature: Signature::any(1, Volatility::Immutable),
+            }))
+        };
         ExtractFields {
-            seconds: Arc::new(ScalarUDF::new_from_impl(Field {
-                kind: Kind::Seconds,
-                signature: Signature::any(1, Volatility::Immutable),
-            })),
-            interval_epoch: Arc::new(ScalarUDF::new_from_impl(Field {
-                kind: Kind::IntervalEpoch,
-                signature: Signature::any(1, Volatility::Immutable),
-            })),
+            seconds: udf(Kind::Seconds),
+            interval_epoch: udf(Kind::IntervalEpoch),
+            zone_seconds: udf(Kind::ZoneSeconds),
+            zone_hours: udf(Kind::ZoneHours),
+            zone_minutes: udf(Kind::ZoneMinutes),
         }
     }
 }
@@ -67,9 +80,27 @@ impl AnalyzerRule for ExtractFields {
                     return Ok(Transformed::no(e));
                 }
                 let source_type = source.get_type(schema)?;
-                let udf = match part.to_ascii_lowercase().as_str() {
+                let part = part.to_ascii_lowercase();
+                let zone_part = matches!(
+                    part.as_str(),
+                    "timezone" | "timezone_hour" | "timezone_minute"
+                );
+                if zone_part && matches!(source_type, DataType::Timestamp(_, None)) {
+                    return Err(datafusion::error::DataFusionError::External(Box::new(
+                        brook_common::brook_err!(
+                            Unsupported,
+                            "unit \"{part}\" not supported for type timestamp without time zone"
+                        ),
+                    )));
+                }
+                let udf = match part.as_str() {
                     "second" | "seconds" if Kind::Seconds.takes(&source_type) => &self.seconds,
                     "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
+                    "timezone" if Kind::ZoneSeconds.takes(&source_type) => &self.zone_seconds,
+                    "timezone_hour" if Kind::ZoneHours.takes(&source_type) => &self.zone_hours,
+                    "timezone_minute" if Kind::ZoneMinutes.takes(&source_type) => {
+                        &self.zone_minutes
+                    }
                     _ => return Ok(Transformed::no(e)),
                 };
                 Ok(Transformed::yes(Expr::ScalarFunction(
@@ -90,6 +121,12 @@ enum Kind {
     Seconds,
     /// An interval's length in seconds, a year 365.25 days.
     IntervalEpoch,
+    /// A timestamptz's zone offset in seconds east of UTC.
+    ZoneSeconds,
+    /// Its whole hours.
+    ZoneHours,
+    /// Its minutes beyond the whole hours.
+    ZoneMinutes,
 }
 
 impl Kind {
@@ -103,6 +140,9 @@ impl Kind {
                     | DataType::Interval(IntervalUnit::MonthDayNano)
             ),
             Kind::IntervalEpoch => matches!(t, DataType::Interval(IntervalUnit::MonthDayNano)),
+            Kind::ZoneSeconds | Kind::ZoneHours | Kind::ZoneMinutes => {
+                matches!(t, DataType::Timestamp(_, Some(_)))
+            }
         }
     }
 }
@@ -118,6 +158,9 @@ impl ScalarUDFImpl for Field {
         match self.kind {
             Kind::Seconds => "brook_extract_seconds",
             Kind::IntervalEpoch => "brook_interval_epoch",
+            Kind::ZoneSeconds => "brook_extract_timezone",
+            Kind::ZoneHours => "brook_extract_timezone_hour",
+            Kind::ZoneMinutes => "brook_extract_timezone_minute",
         }
     }
 
@@ -129,6 +172,7 @@ impl ScalarUDFImpl for Field {
         Ok(match self.kind {
             Kind::Seconds => DataType::Decimal128(8, 6),
             Kind::IntervalEpoch => DataType::Float64,
+            Kind::ZoneSeconds | Kind::ZoneHours | Kind::ZoneMinutes => DataType::Int32,
         })
     }
 
@@ -138,6 +182,9 @@ impl ScalarUDFImpl for Field {
         let out = match self.kind {
             Kind::Seconds => seconds(&arrays[0])?,
             Kind::IntervalEpoch => interval_epoch(&arrays[0])?,
+            Kind::ZoneSeconds => zone_offsets(&arrays[0], |s| s)?,
+            Kind::ZoneHours => zone_offsets(&arrays[0], |s| s / 3600)?,
+            Kind::ZoneMinutes => zone_offsets(&arrays[0], |s| s / 60 % 60)?,
         };
         Ok(if scalar {
             ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
@@ -184,6 +231,27 @@ fn seconds(values: &ArrayRef) -> Result<ArrayRef> {
         other => return exec_err!("extract(second) of {other}"),
     };
     Ok(Arc::new(micros.with_precision_and_scale(8, 6)?))
+}
+
+/// `part` of each timestamptz's zone offset (seconds east of UTC) at that instant.
+fn zone_offsets(values: &ArrayRef, part: fn(i32) -> i32) -> Result<ArrayRef> {
+    use chrono::{Offset, TimeZone};
+    let DataType::Timestamp(_, Some(label)) = values.data_type() else {
+        return exec_err!("extract(timezone) of {}", values.data_type());
+    };
+    let tz: datafusion::arrow::array::timezone::Tz = label.parse()?;
+    let micros = datafusion::arrow::compute::cast(
+        values,
+        &DataType::Timestamp(TimeUnit::Microsecond, Some(label.clone())),
+    )?;
+    let out: Int32Array = micros
+        .as_primitive::<TimestampMicrosecondType>()
+        .unary_opt(|v| {
+            let instant = chrono::DateTime::from_timestamp_micros(v)?;
+            let offset = tz.offset_from_utc_datetime(&instant.naive_utc()).fix();
+            Some(part(offset.local_minus_utc()))
+        });
+    Ok(Arc::new(out))
 }
 
 /// Each interval's length in seconds as PostgreSQL's `extract(epoch ...)` counts it: whole

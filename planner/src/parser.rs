@@ -36,6 +36,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::reloptions::OptionsToTable),
         Arc::new(crate::pg_functions::ToRegtypeAsCast),
         Arc::new(crate::pg_functions::GenerateSubscripts),
+        Arc::new(crate::named_arguments::NamedArguments),
         Arc::new(crate::set_returning::SeriesInSelectList),
         Arc::new(crate::pg_functions::ExpandArray),
         Arc::new(crate::pg_functions::FieldSelection),
@@ -458,6 +459,20 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
         p.prev_token();
     }
+    // `RESET TIME ZONE`, PostgreSQL's spelling of `RESET timezone` (sqlparser has `SET
+    // TIME ZONE` only).
+    if p.parse_keywords(&[Keyword::RESET, Keyword::TIME, Keyword::ZONE]) {
+        expect_end(&mut p)?;
+        return Ok(BrookStatement::sql(Statement::Reset(
+            datafusion::sql::sqlparser::ast::ResetStatement {
+                reset: datafusion::sql::sqlparser::ast::Reset::ConfigurationParameter(
+                    datafusion::sql::sqlparser::ast::ObjectName::from(vec![
+                        datafusion::sql::sqlparser::ast::Ident::new("timezone"),
+                    ]),
+                ),
+            },
+        )));
+    }
     if let Some(owner) = parse_alter_owner(text)? {
         return Ok(owner);
     }
@@ -599,6 +614,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 let s = crate::pg_functions::StatActivityView.rewrite(s);
                 let s = crate::reloptions::ReloptionsHaveNoRows.rewrite(s);
                 let s = crate::pg_functions::GenerateSubscripts.rewrite(s);
+                let s = crate::named_arguments::NamedArguments.rewrite(s);
                 let s = crate::array_subquery::ArraySubquery.rewrite(s);
                 let s = crate::oid_arrays::OidArrays.rewrite(s);
                 let s = crate::domain_base::DomainBase.rewrite(s);

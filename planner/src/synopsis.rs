@@ -35,6 +35,9 @@ pub struct SynopsisPlan {
     pub keys: Vec<String>,
     /// The error the size gives (`relative error 3.2% at 95%`).
     pub bound: String,
+    /// For `WITH (scope = 'global')`, the query merging the nodes' partial rows
+    /// (`synopsis_merge`).
+    pub merge: Option<String>,
 }
 
 /// A number from `WITH (name = value)`.
@@ -44,10 +47,10 @@ fn option_f64(options: &[SqlOption], name: &str) -> Result<Option<f64>> {
             return Err(brook_err!(Syntax, "invalid synopsis option {o}"));
         };
         let key = key.value.to_ascii_lowercase();
-        if !matches!(key.as_str(), "error" | "confidence") {
+        if !matches!(key.as_str(), "error" | "confidence" | "scope") {
             return Err(brook_err!(
                 InvalidParameter,
-                "unknown synopsis option \"{key}\" (use error, confidence)"
+                "unknown synopsis option \"{key}\" (use error, confidence, scope)"
             ));
         }
         if key == name {
@@ -535,6 +538,7 @@ fn maintaining_query(
         sql,
         kind: cs.kind.clone(),
         column: column.to_string(),
+        merge: crate::synopsis_merge::merge_query(cs, &parameters)?,
         parameters,
         keys,
         bound,
@@ -552,6 +556,14 @@ pub fn plan_user_synopsis(cs: &CreateSynopsis, combinefunc: &str) -> Result<Syno
             cs.kind
         ));
     };
+    if crate::synopsis_merge::is_global(&cs.options)? {
+        return Err(brook_err!(
+            Unsupported,
+            "scope = 'global' for a synopsis kept by the aggregate {} (global synopses are of \
+             the built-in kinds whose sketches merge)",
+            cs.kind
+        ));
+    }
     if !cs.options.is_empty() {
         return Err(brook_err!(
             InvalidParameter,

@@ -11,7 +11,7 @@ use datafusion::logical_expr::expr::{Cast, ScalarFunction, TryCast};
 use datafusion::logical_expr::{ColumnarValue, Expr, ExprSchemable, ScalarUDF};
 use std::sync::Arc;
 
-/// `e` with `udf(x)` in place of `x` in each `CAST(x AS t)` / `TRY_CAST` whose `x` is text
+/// `e` with `udf(x)` in place of `x` in each `CAST(x AS t)` / `TRY_CAST` / `arrow_cast(x, t)` whose `x` is text
 /// and whose `t` is one `is_target` accepts (an `x` that already is `udf(..)` stays).
 pub(crate) fn under_text_casts(
     e: Expr,
@@ -47,6 +47,17 @@ pub(crate) fn under_text_casts(
                         field: field.clone(),
                     })
                 }),
+            // `x::time` is planned as `arrow_cast(x, 'Time64(Microsecond)')`
+            // (`pg_functions::time_casts`), a cast once simplified.
+            Expr::ScalarFunction(f)
+                if f.name() == "arrow_cast" && e.get_type(schema).is_ok_and(|t| is_target(&t)) =>
+            {
+                f.args.first().and_then(read).map(|x| {
+                    let mut args = f.args.clone();
+                    args[0] = x;
+                    Expr::ScalarFunction(ScalarFunction::new_udf(f.func.clone(), args))
+                })
+            }
             _ => None,
         };
         Ok(match rewritten {

@@ -1,4 +1,5 @@
-//! Text to `timestamp` and `date` in PostgreSQL's forms that Arrow's parser does not read.
+//! Text to `timestamp`, `date` and `time` in PostgreSQL's forms that Arrow's parser does not
+//! read (a time is read whole by `brook_common::time_text`: Arrow misread `'0130'`).
 //!
 //! PostgreSQL's special input `epoch` (in any case, with spaces around) is 1970-01-01
 //! 00:00:00. Its other special inputs are not read here: PostgreSQL fixes `now`, `today`,
@@ -13,10 +14,11 @@
 //! other value through untouched, so the accepted language only grows. Written here because Arrow's parser has no option for it.
 
 use crate::text_input::{result_like, text_argument, under_text_casts};
+use brook_common::time_text::canonical_time;
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::Result;
+use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -124,10 +126,12 @@ enum Input {
     Timestamptz,
     Timestamp,
     Date,
+    Time,
 }
 
-/// `brook_timestamptz_text(text) -> text`, `brook_timestamp_text(text) -> text` and
-/// `brook_date_text(text) -> text`: the text of a cast to that type, as Arrow reads it.
+/// `brook_timestamptz_text(text) -> text`, `brook_timestamp_text(text) -> text`,
+/// `brook_date_text(text) -> text` and `brook_time_text(text) -> text`: the text of a cast
+/// to that type, as Arrow reads it (a time's text that is no time is the cast's error).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct TimestampText {
     signature: Signature,
@@ -140,6 +144,7 @@ impl ScalarUDFImpl for TimestampText {
             Input::Timestamptz => "brook_timestamptz_text",
             Input::Timestamp => "brook_timestamp_text",
             Input::Date => "brook_date_text",
+            Input::Time => "brook_time_text",
         }
     }
 
@@ -157,6 +162,17 @@ impl ScalarUDFImpl for TimestampText {
             Input::Timestamptz => complete_timestamp,
             Input::Timestamp => complete_local_timestamp,
             Input::Date => complete_date,
+            Input::Time => {
+                let out = text
+                    .iter()
+                    .map(|v| {
+                        v.map(|v| canonical_time(v).map_err(|e| e.for_text(v, "")))
+                            .transpose()
+                    })
+                    .collect::<std::result::Result<StringArray, _>>()
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                return result_like(&args.args, Arc::new(out));
+            }
         };
         let out: StringArray = text.iter().map(|v| v.map(complete)).collect();
         result_like(&args.args, Arc::new(out))
@@ -172,6 +188,7 @@ pub struct TimestampInput {
     timestamptz: Arc<ScalarUDF>,
     timestamp: Arc<ScalarUDF>,
     date: Arc<ScalarUDF>,
+    time: Arc<ScalarUDF>,
 }
 
 impl Default for TimestampInput {
@@ -186,6 +203,7 @@ impl Default for TimestampInput {
             timestamptz: udf(Input::Timestamptz),
             timestamp: udf(Input::Timestamp),
             date: udf(Input::Date),
+            time: udf(Input::Time),
         }
     }
 }
@@ -194,7 +212,7 @@ impl AnalyzerRule for TimestampInput {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         use datafusion::common::tree_node::Transformed;
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
-            let targets: [(TargetTest, &Arc<ScalarUDF>); 3] = [
+            let targets: [(TargetTest, &Arc<ScalarUDF>); 4] = [
                 (
                     |t| matches!(t, DataType::Timestamp(_, Some(_))),
                     &self.timestamptz,
@@ -204,6 +222,10 @@ impl AnalyzerRule for TimestampInput {
                     &self.timestamp,
                 ),
                 (|t| matches!(t, DataType::Date32), &self.date),
+                (
+                    |t| matches!(t, DataType::Time64(_) | DataType::Time32(_)),
+                    &self.time,
+                ),
             ];
             let mut out = Transformed::no(e);
             for (is_target, udf) in targets {

@@ -184,3 +184,14 @@ pub fn parse_timeout(text: &str) -> Result<std::time::Duration> {
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }
+
+/// A parameter's name as PostgreSQL spells it in `SHOW`'s column and `pg_settings.name`
+/// (`TimeZone`, which clients look up by that name); settings are kept by lower-case key.
+pub fn display_name(key: &str) -> &str {
+    match key {
+        "datestyle" => "DateStyle",
+        "intervalstyle" => "IntervalStyle",
+        "timezone" => "TimeZone",
+        _ => key,
+    }
+}

@@ -686,6 +686,73 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
             n.query("SELECT * FROM per_minute")
 
 
+def test_global_synopses_merge_every_owners_partial_sketches(cluster):
+    """A synopsis WITH (scope = 'global') over a partitioned stream is kept by each node over
+    the partitions it owns and read as the merge of the owners' partial sketches: the same
+    estimates as one sketch over every row (the local synopsis, kept whole on every node),
+    also after an owner dies."""
+    n1, n2, n3 = cluster
+    with n1.connect() as c:
+        c.execute(
+            "CREATE STREAM clicks (site text, user_id int, latency double precision, ts timestamp, "
+            "WATERMARK FOR ts AS ts - INTERVAL '1 second') "
+            "WITH (partitions = 8, partition_key = 'user_id')"
+        )
+    for n in cluster:
+        eventually(n, "SELECT count(*) FROM brook_partitions WHERE owner_alive", [(8,)])
+    with n1.connect() as c:
+        # Keyed by site, not by the partition key: every owner holds part of each site.
+        c.execute("CREATE SYNOPSIS users_g ON clicks USING hll(user_id, 12) PARTITION BY site WITH (scope = 'global')")
+        c.execute("CREATE SYNOPSIS users_l ON clicks USING hll(user_id, 12) PARTITION BY site")
+        c.execute("CREATE SYNOPSIS latency_g ON clicks USING kll(latency) WITH (scope = 'global')")
+        c.execute(
+            "CREATE SYNOPSIS sites_g ON clicks USING countmin(site) "
+            "WINDOW TUMBLE(ts, INTERVAL '1 minute') WITH (scope = 'global', error = 0.01)"
+        )
+    rows = 30000
+    with n2.connect() as c:
+        with c.cursor().copy("COPY clicks FROM STDIN") as cp:
+            for i in range(rows):
+                cp.write_row((f"site{i % 5}", i % 4000, float(i % 1000), f"2026-12-01 00:{i // 6000:02d}:{i % 60:02d}"))
+
+    def check(nodes):
+        for n in nodes:
+            eventually(n, "SELECT sum(rows_seen) FROM users_g", [(rows,)], timeout=120)
+            # The merged sketch's bounds hold the exact count, as one sketch's do (its
+            # estimate may differ from one sketch's in the last digits: a union estimates
+            # with DataSketches' composite estimator, a sketch built whole with HIP).
+            merged = n.query(
+                "SELECT g.site, g.rows_seen, lower_bound(g.sketch) <= e.n AND e.n <= upper_bound(g.sketch), "
+                "lower_bound(l.sketch) <= e.n AND e.n <= upper_bound(l.sketch) "
+                "FROM users_g g JOIN users_l l USING (site) JOIN "
+                "(SELECT site, count(DISTINCT user_id) AS n FROM clicks GROUP BY site) e USING (site) ORDER BY site"
+            )
+            assert merged == [(f"site{i}", rows // 5, True, True) for i in range(5)], (n.node_id, merged)
+            ((seen, median),) = n.query("SELECT rows_seen, quantile(sketch, 0.5) FROM latency_g")
+            assert seen == rows and 450 <= median <= 550, (seen, median)
+            windows = n.query(
+                "SELECT g.window_start, frequency(g.sketch, 'site1'), g.rows_seen, e.n "
+                "FROM sites_g g JOIN (SELECT window_start, count(*) AS n FROM TUMBLE(clicks, ts, INTERVAL '1 minute') "
+                "WHERE site = 'site1' GROUP BY window_start) e USING (window_start) ORDER BY 1"
+            )
+            assert len(windows) == 5
+            for _, estimate, seen, exact in windows:
+                assert exact <= estimate <= exact + 0.01 * seen, (estimate, exact, seen)
+
+    check(cluster)
+    # What a read moved: the owners' partial sketches, against the rows they summarise.
+    n1.query("SELECT * FROM users_g")
+    ((gathered, scope),) = n1.query("SELECT gathered_bytes, scope FROM brook_synopses WHERE name = 'users_g'")
+    ((row_bytes,),) = n1.query("SELECT sum(octet_length(site)) + 4 * count(*) FROM clicks")
+    assert scope == "global" and 0 < gathered < row_bytes, (gathered, row_bytes)
+    print(f"global hll synopsis: a read gathered {gathered} bytes of partial sketches for {row_bytes} bytes of rows")
+    # An owner killed: its partitions move, their new owners rebuild their part.
+    n3.kill9()
+    started = time.time()
+    check([n1, n2])
+    print(f"global synopses answered whole {time.time() - started:.1f} s after an owner's death")
+
+
 @pytest.fixture()
 def nats3():
     """Three NATS servers in one JetStream cluster (routes on loopback ports)."""

@@ -13,7 +13,6 @@ getUDTs(all): relations' row types    # pg_type has no row type per relation
 getFunctionColumns(add1)              # pg_proc.proargnames/proargmodes/proallargtypes are text, not arrays
 getProcedureColumns(add1)             # the same
 ResultSetMetaData(SELECT * FROM items)   # RowDescription carries table oid 0 and column 0: no table, base column or nullability
-PreparedStatement WHERE t = setTime   # an untyped '10:11:12+00' compared with a time column: Arrow's cast refuses the zone
 updatable ResultSet updateString + updateRow       # needs the base column names RowDescription does not carry
 updatable ResultSet moveToInsertRow + insertRow    # the same
 GAPS

@@ -595,3 +595,38 @@ def test_session_time_zone_reads_and_shows_local_times(brook):
             assert t.tzinfo == zoneinfo.ZoneInfo("America/New_York")
         finally:
             c.execute("DROP TABLE tz_copy")
+
+
+def test_copy_reads_times_as_postgresql_reads_them(brook):
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_times (id int, t time)")
+        with c.cursor() as cur:
+            with cur.copy("COPY py_times FROM STDIN") as cp:
+                cp.write(b"1\t0130\n2\t1:30 pm\n3\t13:14:15+00\n4\t\\N\n")
+        rows = c.execute("SELECT id, t FROM py_times ORDER BY id").fetchall()
+        assert rows == [
+            (1, datetime.time(1, 30)),
+            (2, datetime.time(13, 30)),
+            (3, datetime.time(13, 14, 15)),
+            (4, None),
+        ]
+        with pytest.raises(psycopg.errors.InvalidDatetimeFormat) as e:
+            with c.cursor() as cur:
+                with cur.copy("COPY py_times FROM STDIN") as cp:
+                    cp.write(b"5\t0130\n6\t1\n")
+        assert 'invalid input syntax for type time: "1" (COPY py_times, line 2, column t)' in str(e.value)
+        assert c.execute("SELECT count(*) FROM py_times").fetchone()[0] == 4
+
+
+def test_time_zone_default_is_the_startup_packets(brook):
+    """SET TIME ZONE DEFAULT / LOCAL and RESET TIME ZONE go back to the zone the startup
+    packet gave, as PostgreSQL's do (they went to UTC)."""
+    with psycopg.connect(
+        host=brook["host"], port=brook["port"], user=brook["user"], dbname=brook["dbname"],
+        autocommit=True, options="-c TimeZone=Asia/Tokyo",
+    ) as c:
+        for back in ["SET TIME ZONE DEFAULT", "SET TIME ZONE LOCAL", "SET timezone TO DEFAULT", "RESET TIME ZONE"]:
+            c.execute("SET TIME ZONE 'Europe/Paris'")
+            c.execute(back)
+            assert c.execute("SHOW TimeZone").fetchone()[0] == "Asia/Tokyo", back
+            assert c.execute("SELECT extract(timezone FROM now())::int").fetchone()[0] == 9 * 3600

@@ -83,7 +83,7 @@ impl PgSettings {
             } else {
                 "session"
             });
-            name.push(key);
+            name.push(crate::settings::display_name(&key).to_string());
             setting.push(value);
             boot.push(default);
         }
@@ -180,8 +180,8 @@ mod tests {
         };
         let (name, setting, source, boot) = (col(0), col(1), col(8), col(12));
         let at = (0..batch.num_rows())
-            .find(|&r| name.value(r) == "datestyle")
-            .expect("datestyle listed");
+            .find(|&r| name.value(r) == "DateStyle")
+            .expect("DateStyle listed, named as PostgreSQL names it");
         assert_eq!(setting.value(at), "German");
         assert_eq!(source.value(at), "session");
         assert_ne!(boot.value(at), "German");

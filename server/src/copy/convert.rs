@@ -146,7 +146,20 @@ pub fn text_to_column(
         PgType::Timestamptz => completed(strings, complete_timestamp),
         PgType::Numeric { .. } => numerics_written_out(strings)?,
         PgType::Date => completed(&without_zones(strings, true)?, complete_date),
-        PgType::Time => without_zones(strings, false)?,
+        PgType::Time => {
+            return each_text(strings, |r, v| {
+                brook_common::time_text::canonical_time(v).map_err(|e| {
+                    // An INSERT's values come here without a table: no COPY line to name.
+                    let at = if table.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (COPY {table}, line {}, column {column})", line_of(r))
+                    };
+                    e.for_text(v, &at)
+                })
+            })
+            .and_then(|texts| Ok(cast_with_options(&texts, &target, &CastOptions::default())?));
+        }
         _ => strings.clone(),
     };
     let out = cast_with_options(

@@ -11,14 +11,19 @@ impl Engine {
     /// How materialized view `meta` of database `db` is maintained per partition on this
     /// node: in cluster mode, when it was created `WITH (distributed = true)` and reads one
     /// relation, a partitioned stream (whether its query is partition-local is decided when
-    /// it is planned, `stream::partitioned_view`).
+    /// it is planned, `stream::partitioned_view`); also a synopsis created `WITH (scope =
+    /// 'global')` over one, whose partial rows are merged when read.
     pub(crate) fn distribution_of(&self, db: &str, meta: &RelationMeta) -> Option<Distribution> {
         let link = self.cluster.get()?;
         let asked = meta
             .options
             .get(crate::stream::partitioned_view::DISTRIBUTED_OPTION)
             .is_some_and(|v| v == "true");
-        if meta.kind != RelKind::MaterializedView || !asked {
+        let merged = meta.kind == RelKind::Synopsis
+            && meta
+                .options
+                .contains_key(brook_planner::synopsis_merge::MERGE_OPTION);
+        if !(meta.kind == RelKind::MaterializedView && asked || merged) {
             return None;
         }
         let [(schema, name)] = meta.depends_on.as_slice() else {
@@ -60,6 +65,7 @@ impl Engine {
             partitioning,
             key,
             owned,
+            merged,
         })
     }
 

@@ -365,6 +365,12 @@ impl Session {
             ("synopsis.bound".to_string(), plan.bound.clone()),
             ("synopsis.source".to_string(), cs.source.to_string()),
         ]);
+        if let Some(merge) = &plan.merge {
+            options.insert(
+                brook_planner::synopsis_merge::MERGE_OPTION.to_string(),
+                merge.clone(),
+            );
+        }
         self.create_maintained(
             Maintained {
                 schema,

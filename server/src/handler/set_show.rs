@@ -29,6 +29,24 @@ pub(crate) fn setting_value(e: &Expr) -> String {
     }
 }
 
+/// `SET TIME ZONE INTERVAL '+02:00' HOUR TO MINUTE`: the offset as the hours east of UTC
+/// a numeric `SET TIME ZONE` takes (`2`, `-3.5`); 22023 for an interval with days or
+/// months, as PostgreSQL's.
+fn zone_of_interval(i: &ast::Interval) -> Result<String> {
+    let text = setting_value(&i.value);
+    let bad = || {
+        brook_err!(
+            InvalidParameter,
+            "invalid interval value for time zone: {text} (only hours, minutes and seconds)"
+        )
+    };
+    let span = brook_common::interval_text::parse_interval(&text).ok_or_else(bad)?;
+    if span.months != 0 || span.days != 0 {
+        return Err(bad());
+    }
+    Ok((span.nanoseconds as f64 / 3.6e12).to_string())
+}
+
 impl Session {
     /// DISCARD ALL: close every cursor, deallocate every prepared statement, reset every
     /// setting, forget the sequence values `currval` and `lastval` give (only as a
@@ -67,7 +85,8 @@ impl Session {
         match r.reset {
             ast::Reset::ALL => self.reset_all(),
             ast::Reset::ConfigurationParameter(name) => {
-                let key = object_parts(&name)?.join(".");
+                // Case-insensitive even quoted (`RESET "TimeZone"`), as PostgreSQL's.
+                let key = object_parts(&name)?.join(".").to_ascii_lowercase();
                 crate::settings::check_settable(&key)?;
                 let reset_value = self.reset_values.get(&key.to_ascii_lowercase()).cloned();
                 match reset_value.or_else(|| default_settings().get(&key).cloned()) {
@@ -160,8 +179,13 @@ impl Session {
                     self.check_role(&user.value)?;
                 }
             }
-            ast::Set::SetTimeZone { value, .. } => {
-                self.set_var("timezone", &setting_value(&value))?;
+            ast::Set::SetTimeZone { value, local } => {
+                let zone = match &value {
+                    Expr::Interval(i) => zone_of_interval(i)?,
+                    other => setting_value(other),
+                };
+                // `SET LOCAL TIME ZONE ...` lasts until the block ends, as `SET LOCAL`.
+                self.assign("timezone", zone, local)?;
             }
             ast::Set::SetTransaction {
                 modes,
@@ -197,6 +221,11 @@ impl Session {
     /// settings of source `client`.)
     pub(crate) fn reset_all(&mut self) {
         self.settings.reset();
+        // The zone the session computes in follows its setting (a startup zone, below,
+        // replaces it).
+        if let Err(e) = self.set_var("timezone", "UTC") {
+            tracing::warn!(error = %e, "could not reset the session's time zone");
+        }
         {
             let state = self.ctx.state_ref();
             let mut st = state.write();
@@ -254,9 +283,13 @@ impl Session {
         match key.as_str() {
             "timezone" | "time zone" => {
                 let v = value.trim_matches('\'');
-                // `SET TIME ZONE LOCAL` / `DEFAULT`: the server's zone, UTC.
-                let zone = if v.eq_ignore_ascii_case("local") {
-                    None
+                // `SET TIME ZONE LOCAL` / `DEFAULT`: the zone RESET goes back to (the
+                // startup packet's, else the server's, UTC), as PostgreSQL's do.
+                let zone = if v.eq_ignore_ascii_case("local") || v.eq_ignore_ascii_case("default") {
+                    match self.reset_values.get("timezone") {
+                        Some(startup) => crate::udf::time_zone::session_zone(&startup.clone())?,
+                        None => None,
+                    }
                 } else {
                     crate::udf::time_zone::session_zone(v)?
                 };
@@ -396,9 +429,10 @@ impl Session {
         let (key, name) = match name.as_str() {
             "time zone" => ("timezone".to_string(), name),
             "transaction isolation level" => ("transaction_isolation".to_string(), name),
+            // A parameter's name is case-insensitive even quoted (`SHOW "TimeZone"`).
             _ => {
                 let dotted = name.replace(' ', ".");
-                (dotted.clone(), dotted)
+                (dotted.to_ascii_lowercase(), dotted)
             }
         };
         if key == "all" {
@@ -433,12 +467,7 @@ impl Session {
         })?;
         // The column is named as PostgreSQL names the parameter (`SHOW timezone` gives
         // `TimeZone`, which clients read by that name).
-        let column = match key.as_str() {
-            "datestyle" => "DateStyle".to_string(),
-            "intervalstyle" => "IntervalStyle".to_string(),
-            "timezone" => "TimeZone".to_string(),
-            _ => key,
-        };
+        let column = crate::settings::display_name(&key).to_string();
         let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, true)]));
         let batch = RecordBatch::try_new(
             schema.clone(),

@@ -16,7 +16,7 @@ use crate::stream::view::ViewState;
 use async_trait::async_trait;
 use brook_common::Result;
 use datafusion::arrow::array::{Int32Array, RecordBatch};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, ScalarValue};
 use datafusion::error::DataFusionError;
@@ -45,6 +45,10 @@ pub struct Distribution {
     pub key: Vec<String>,
     /// The partitions this node owns, whose rows the view's state holds here.
     pub owned: BTreeSet<u32>,
+    /// Whether the owners' rows are merged when read (a global synopsis: rows of equal
+    /// keys from several owners are one row, `brook_planner::synopsis_merge`), so the
+    /// query need not be partition-local.
+    pub merged: bool,
 }
 
 /// Which view a read of a view maintained per partition asks the owners for: its
@@ -149,7 +153,7 @@ impl ScalarUDFImpl for PartitionOf {
 /// `plan` (a view's optimized plan) reading only the rows of the partitions `d` names of
 /// its stream, or `None` when the view is not partition-local (see the module's comment).
 pub fn restrict(plan: &LogicalPlan, d: &Distribution) -> Result<Option<LogicalPlan>> {
-    if key_columns(plan, d).is_none() {
+    if !d.merged && key_columns(plan, d).is_none() {
         return Ok(None);
     }
     let udf = partition_udf();
@@ -350,6 +354,24 @@ pub fn owned_rows(
     Some(state.batches())
 }
 
+/// The rows of a global synopsis: `gathered`, every owner's partial rows (of `schema`),
+/// merged per key by the synopsis' merge query `sql` (`brook_planner::synopsis_merge`).
+pub async fn merged_rows(
+    sql: &str,
+    schema: &SchemaRef,
+    gathered: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>> {
+    let ctx = datafusion::prelude::SessionContext::new();
+    brook_synopses::functions::register(&ctx);
+    let table = datafusion::datasource::MemTable::try_new(schema.clone(), vec![gathered])?;
+    ctx.register_table(brook_planner::synopsis_merge::GATHERED, Arc::new(table))?;
+    let merged = ctx.sql(sql).await?.collect().await?;
+    Ok(merged
+        .into_iter()
+        .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,6 +390,7 @@ mod tests {
             },
             key: vec!["sensor".into()],
             owned: BTreeSet::from([1, 3]),
+            merged: false,
         }
     }
 

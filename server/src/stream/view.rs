@@ -51,6 +51,9 @@ pub struct ViewState {
     /// Set before maintenance starts: whether (and over which partitions) the view is
     /// maintained per partition on this node (`partitioned_view`).
     distribution: std::sync::OnceLock<Option<Distribution>>,
+    /// Arrow bytes of the rows the last read gathered from the partitions' owners (a view
+    /// maintained per partition, a global synopsis's partial sketches): what a read moves.
+    pub gathered_bytes: std::sync::atomic::AtomicU64,
 }
 
 /// Distinct rows (row-format bytes) with their multiplicity, and the batches of an
@@ -148,6 +151,7 @@ impl ViewState {
             stop: CancellationToken::new(),
             stats: Mutex::new(std::sync::Weak::new()),
             distribution: std::sync::OnceLock::new(),
+            gathered_bytes: std::sync::atomic::AtomicU64::new(0),
         }))
     }
 
@@ -405,13 +409,37 @@ impl TableProvider for ViewTable {
             self.state.check_failed().map_err(ext)?;
         }
         let batches = match (self.state.distribution(), &self.gather) {
-            (Some(d), Some(gather)) => gather
-                .gather(&self.identity, d.partitioning.partitions, d.id)
-                .await
-                .map_err(ext)?
-                .into_iter()
-                .map(|b| RecordBatch::try_new(self.state.schema.clone(), b.columns().to_vec()))
-                .collect::<std::result::Result<Vec<_>, _>>()?,
+            (Some(d), Some(gather)) => {
+                let gathered = gather
+                    .gather(&self.identity, d.partitioning.partitions, d.id)
+                    .await
+                    .map_err(ext)?
+                    .into_iter()
+                    .map(|b| RecordBatch::try_new(self.state.schema.clone(), b.columns().to_vec()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                // The bytes the rows hold (not their buffers' spare capacity).
+                let bytes: usize = gathered
+                    .iter()
+                    .flat_map(|b| b.columns())
+                    .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+                    .sum();
+                self.state
+                    .gathered_bytes
+                    .store(bytes as u64, std::sync::atomic::Ordering::Relaxed);
+                match self
+                    .options
+                    .get(brook_planner::synopsis_merge::MERGE_OPTION)
+                {
+                    Some(merge) if d.merged => crate::stream::partitioned_view::merged_rows(
+                        merge,
+                        &self.state.schema,
+                        gathered,
+                    )
+                    .await
+                    .map_err(ext)?,
+                    _ => gathered,
+                }
+            }
             (Some(_), None) => {
                 return Err(ext(brook_err!(
                     Internal,

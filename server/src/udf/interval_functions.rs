@@ -1,11 +1,14 @@
-//! PostgreSQL's interval functions DataFusion lacks: `age(a, b)` / `age(a)`, and
-//! `justify_hours`, `justify_days`, `justify_interval`. Written here because no library
+//! PostgreSQL's interval functions DataFusion lacks: `age(a, b)` / `age(a)`,
+//! `make_interval`, and `justify_hours`, `justify_days`, `justify_interval`. Written here because no library
 //! has them: `age` is PostgreSQL's symbolic difference (years, months and days counted on
 //! the calendar, as `timestamp_age` counts them), not a duration.
 //!
 //! - `age(a, b)`: `a - b` in years, months, days and time, a field borrowing from the next
 //!   as on a calendar (a day borrowed is the length of the month of the earlier of the two
 //!   dates when `a < b`, else of `b`'s month). `age(a)` is `age(current_date, a)`.
+//! - `make_interval(years, months, weeks, days, hours, mins, secs)`: each argument may be
+//!   left out from the right or named (`make_interval(days => 3)`, completed with the
+//!   others' defaults, 0, by `brook_planner::named_arguments`); NULL if any is NULL.
 //! - `justify_hours`: whole 24-hour periods of the time become days; `justify_days`: whole
 //!   30-day periods become months; `justify_interval`: both, with the signs of the parts
 //!   made to agree.
@@ -14,7 +17,7 @@ use brook_common::BrookError;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Timelike};
 use datafusion::arrow::array::{ArrayRef, AsArray, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{
-    DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit,
+    DataType, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
     TimestampMicrosecondType,
 };
 use datafusion::error::Result;
@@ -31,8 +34,16 @@ const MONTH_DAYS: i64 = 30;
 
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Age {
-        signature: Signature::variadic_any(Volatility::Stable),
+        signature: Signature::user_defined(Volatility::Stable),
     }));
+    // Named parameters, so a name no parameter has is the planner's clear error (the
+    // names are put in order before: `brook_planner::named_arguments`).
+    let names = Vec::from(MAKE_INTERVAL_PARAMETERS);
+    if let Ok(signature) =
+        Signature::user_defined(Volatility::Immutable).with_parameter_names(names)
+    {
+        ctx.register_udf(ScalarUDF::new_from_impl(MakeInterval { signature }));
+    }
     for justify in [Justify::Hours, Justify::Days, Justify::Interval] {
         ctx.register_udf(ScalarUDF::new_from_impl(JustifyFunction {
             justify,
@@ -74,6 +85,52 @@ impl ScalarUDFImpl for Age {
                 ),
             ))),
         }
+    }
+
+    /// Text, dates and NULL are read as timestamps beside a timestamp, else as
+    /// timestamptz (PostgreSQL's preferred type: `age('2024-01-01 00:00+00', '2024-01-01
+    /// 00:00+05')` is 05:00:00), so a text is read by PostgreSQL's input; it was read by
+    /// Arrow's cast, which makes NULL of what it cannot read (`age(t, '2026-01-01 00:00')`
+    /// was NULL).
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let zoned = arg_types.iter().find_map(|t| match t {
+            DataType::Timestamp(_, Some(z)) => Some(z.clone()),
+            _ => None,
+        });
+        let plain = arg_types
+            .iter()
+            .any(|t| matches!(t, DataType::Timestamp(_, None)));
+        let zone = match (zoned, plain) {
+            (Some(z), _) => Some(z),
+            (None, true) => None,
+            (None, false) => Some("+00:00".into()),
+        };
+        let timestamp = DataType::Timestamp(TimeUnit::Microsecond, zone);
+        arg_types
+            .iter()
+            .map(|t| match t {
+                DataType::Timestamp(..) => Ok(t.clone()),
+                DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Null => Ok(timestamp.clone()),
+                _ => {
+                    let names: Vec<String> = arg_types
+                        .iter()
+                        .map(brook_common::types::sql_name)
+                        .collect();
+                    Err(datafusion::error::DataFusionError::External(Box::new(
+                        brook_common::brook_err!(
+                            UndefinedFunction,
+                            "function age({}) does not exist",
+                            names.join(", ")
+                        ),
+                    )))
+                }
+            })
+            .collect()
     }
 
     /// `age(a)` is `age(current_date, a)`, the date taken when the statement starts.
@@ -126,6 +183,134 @@ impl ScalarUDFImpl for Age {
             .collect();
         super::result_value(Arc::new(out) as ArrayRef, scalar)
     }
+}
+
+/// `make_interval(years, months, weeks, days, hours, mins, secs)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct MakeInterval {
+    signature: Signature,
+}
+
+/// `make_interval`'s parameters, in order.
+const MAKE_INTERVAL_PARAMETERS: [&str; 7] =
+    ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+
+impl ScalarUDFImpl for MakeInterval {
+    fn name(&self) -> &str {
+        "make_interval"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(interval_type())
+    }
+
+    /// The whole-number fields as int8 (a value beyond what an interval holds is out of
+    /// range when called), the seconds as double precision.
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        // Whole numbers but for `secs`, as PostgreSQL's integer parameters (a fraction of a
+        // day is 42883, not rounded); text is read as a number, as an untyped literal.
+        let fits = |(i, t): (usize, &DataType)| {
+            t.is_null()
+                || matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+                || t.is_integer()
+                || (i == 6 && t.is_numeric())
+        };
+        if arg_types.len() > MAKE_INTERVAL_PARAMETERS.len()
+            || !arg_types.iter().enumerate().all(fits)
+        {
+            let names: Vec<String> = arg_types
+                .iter()
+                .map(brook_common::types::sql_name)
+                .collect();
+            return Err(datafusion::error::DataFusionError::External(Box::new(
+                brook_common::brook_err!(
+                    UndefinedFunction,
+                    "function make_interval({}) does not exist (it takes up to {} whole numbers: {}; secs may have a fraction)",
+                    names.join(", "),
+                    MAKE_INTERVAL_PARAMETERS.len(),
+                    MAKE_INTERVAL_PARAMETERS.join(", ")
+                ),
+            )));
+        }
+        Ok((0..arg_types.len())
+            .map(|i| {
+                if i == 6 {
+                    DataType::Float64
+                } else {
+                    DataType::Int64
+                }
+            })
+            .collect())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let (arrays, scalar, rows) = super::argument_arrays(&args)?;
+        let mut fields = Vec::with_capacity(6);
+        let mut secs = None;
+        for (i, a) in arrays.iter().enumerate() {
+            if i == 6 {
+                secs = Some(datafusion::arrow::compute::cast(a, &DataType::Float64)?);
+            } else {
+                fields.push(datafusion::arrow::compute::cast(a, &DataType::Int64)?);
+            }
+        }
+        let mut out = IntervalMonthDayNanoArray::builder(rows);
+        for row in 0..rows {
+            if fields.iter().any(|f| f.is_null(row))
+                || secs.as_ref().is_some_and(|s| s.is_null(row))
+            {
+                out.append_null();
+                continue;
+            }
+            let mut f = [0i64; 6];
+            for (i, a) in fields.iter().enumerate() {
+                f[i] = a
+                    .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                    .value(row);
+            }
+            let s = secs.as_ref().map_or(0.0, |s| {
+                s.as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                    .value(row)
+            });
+            let span = make_interval(f, s)
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            out.append_value(span);
+        }
+        super::result_value(Arc::new(out.finish()) as ArrayRef, scalar)
+    }
+}
+
+/// The interval of `make_interval`'s whole-number fields (years, months, weeks, days,
+/// hours, mins) and seconds; 22008 when a part leaves what an interval holds.
+fn make_interval(f: [i64; 6], secs: f64) -> Result<IntervalMonthDayNano, BrookError> {
+    let out_of_range = || brook_common::brook_err!(DatetimeOverflow, "interval out of range");
+    let [years, months, weeks, days, hours, mins] = f;
+    let months = years
+        .checked_mul(12)
+        .and_then(|m| m.checked_add(months))
+        .and_then(|m| i32::try_from(m).ok())
+        .ok_or_else(out_of_range)?;
+    let days = weeks
+        .checked_mul(7)
+        .and_then(|d| d.checked_add(days))
+        .and_then(|d| i32::try_from(d).ok())
+        .ok_or_else(out_of_range)?;
+    // Half a microsecond rounds to even, as PostgreSQL's `rint`.
+    let micros = (secs * 1e6).round_ties_even();
+    if !micros.is_finite() || micros.abs() >= 9.2e18 {
+        return Err(out_of_range());
+    }
+    let nanos = hours
+        .checked_mul(3_600_000_000)
+        .and_then(|h| mins.checked_mul(60_000_000).and_then(|m| h.checked_add(m)))
+        .and_then(|t| t.checked_add(micros as i64))
+        .and_then(|t| t.checked_mul(1_000))
+        .ok_or_else(out_of_range)?;
+    Ok(IntervalMonthDayNano::new(months, days, nanos))
 }
 
 fn days_in_month(year: i32, month: u32) -> i64 {

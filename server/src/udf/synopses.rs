@@ -2,7 +2,8 @@
 //!
 //! - `brook_synopses()`: the status report of every synopsis of the database — what it
 //!   summarises, its kind and size, its keys, rows seen, memory and the error its size
-//!   gives — the table users check before adding another.
+//!   gives, its scope (`global`: merged from every node's partial sketches) and the bytes
+//!   its last read gathered — the table users check before adding another.
 //! - `correlated_pairs('name', threshold)`: every pair of keys of a `dft` synopsis whose
 //!   current windows correlate at `threshold` or more (StatStream's grid search).
 
@@ -46,6 +47,7 @@ struct Row {
     rows_seen: i64,
     memory_bytes: i64,
     keys: i64,
+    gathered_bytes: i64,
 }
 
 impl TableFunctionImpl for SynopsesFunction {
@@ -91,6 +93,7 @@ impl TableFunctionImpl for SynopsesFunction {
                     rows_seen,
                     memory_bytes: memory_bytes + result_bytes as i64,
                     keys: keys as i64,
+                    gathered_bytes: view.state.gathered_bytes.load(Ordering::Relaxed) as i64,
                 });
             }
         }
@@ -114,6 +117,8 @@ impl TableFunctionImpl for SynopsesFunction {
             Field::new("rows_seen", DataType::Int64, false),
             Field::new("memory_bytes", DataType::Int64, false),
             Field::new("error_bound", DataType::Utf8, true),
+            Field::new("scope", DataType::Utf8, false),
+            Field::new("gathered_bytes", DataType::Int64, false),
         ]));
         let columns: Vec<ArrayRef> = vec![
             Arc::new(
@@ -135,6 +140,21 @@ impl TableFunctionImpl for SynopsesFunction {
             Arc::new(rows.iter().map(|r| r.rows_seen).collect::<Int64Array>()),
             Arc::new(rows.iter().map(|r| r.memory_bytes).collect::<Int64Array>()),
             text("synopsis.bound"),
+            Arc::new(
+                rows.iter()
+                    .map(|r| {
+                        let global = r
+                            .options
+                            .contains_key(brook_planner::synopsis_merge::MERGE_OPTION);
+                        Some(if global { "global" } else { "local" })
+                    })
+                    .collect::<StringArray>(),
+            ),
+            Arc::new(
+                rows.iter()
+                    .map(|r| r.gathered_bytes)
+                    .collect::<Int64Array>(),
+            ),
         ];
         let batch = RecordBatch::try_new(schema.clone(), columns)?;
         Ok(Arc::new(datafusion::datasource::MemTable::try_new(
