@@ -123,6 +123,7 @@ pub mod using_joins;
 pub mod value_text;
 pub mod values_subqueries;
 pub mod values_types;
+pub mod view_merge;
 pub mod where_in_subquery;
 pub mod whole_row;
 pub mod window_start;

@@ -15,10 +15,7 @@ use crate::parser::CreateSynopsis;
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::ast::{Expr, SqlOption, Value};
 
-/// The catalog option holding a global synopsis' merge query.
-pub const MERGE_OPTION: &str = "synopsis.merge";
-/// The relation the merge query reads: the partial rows gathered from the nodes.
-pub const GATHERED: &str = "gathered";
+use crate::view_merge::GATHERED;
 
 /// Kinds whose partial sketches merge, and the union aggregate of each (whether it takes
 /// the synopsis' size as its second argument).
@@ -35,13 +32,19 @@ const UNIONS: [(&str, &str, bool); 7] = [
 /// Whether `WITH (scope = 'global')` was given (`'local'`, the default, is not); 22023 for
 /// another value.
 pub fn is_global(options: &[SqlOption]) -> Result<bool> {
-    let mut global = false;
+    let mut global = None;
     for o in options {
         let SqlOption::KeyValue { key, value } = o else {
             continue;
         };
         if !key.value.eq_ignore_ascii_case("scope") {
             continue;
+        }
+        if global.is_some() {
+            return Err(brook_err!(
+                InvalidParameter,
+                "parameter \"scope\" specified more than once"
+            ));
         }
         let text = match value {
             Expr::Value(v) => match &v.value {
@@ -52,8 +55,8 @@ pub fn is_global(options: &[SqlOption]) -> Result<bool> {
             _ => None,
         };
         global = match text.as_deref() {
-            Some("global") => true,
-            Some("local") => false,
+            Some("global") => Some(true),
+            Some("local") => Some(false),
             _ => {
                 return Err(brook_err!(
                     InvalidParameter,
@@ -62,7 +65,7 @@ pub fn is_global(options: &[SqlOption]) -> Result<bool> {
             }
         };
     }
-    Ok(global)
+    Ok(global.unwrap_or(false))
 }
 
 /// The query merging the gathered partial rows of a global synopsis of `cs` whose size is
@@ -166,6 +169,7 @@ mod tests {
             ("CREATE SYNOPSIS d ON s USING hll(x) PARTITION BY k WINDOW TUMBLE_ROWS(10) WITH (scope = 'global')", "0A000"),
             ("CREATE SYNOPSIS d ON s USING hll(x) PARTITION BY lower(k) WITH (scope = 'global')", "0A000"),
             ("CREATE SYNOPSIS d ON s USING hll(x) WITH (scope = 'everywhere')", "22023"),
+            ("CREATE SYNOPSIS d ON s USING hll(x) WITH (scope = 'local', scope = 'global')", "22023"),
         ] {
             let e = merge(sql).expect_err(sql);
             assert_eq!(e.sqlstate(), code, "{sql}: {e}");

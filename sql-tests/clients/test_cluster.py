@@ -623,11 +623,22 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
             "CREATE MATERIALIZED VIEW hot WITH (distributed = true) AS "
             "SELECT sensor, v FROM readings WHERE v > 5900"
         )
-        # Not partition-local (so maintained whole on every node, as before), and one
-        # that did not ask.
+        # Not partition-local, but of aggregates whose partial values merge: each node
+        # keeps them over its partitions, a read adds up (or takes the extreme of) the
+        # nodes' rows per group.
         c.execute(
             "CREATE MATERIALIZED VIEW overall WITH (distributed = true) AS "
             "SELECT count(*) AS n, sum(v) AS total FROM readings"
+        )
+        c.execute(
+            "CREATE MATERIALIZED VIEW by_second WITH (distributed = true) AS "
+            "SELECT ts, count(*) AS n, min(v) AS low, max(v) AS high, count(sensor) FROM readings GROUP BY ts"
+        )
+        # Neither (avg needs its partial sums and counts): maintained whole on every node,
+        # as one that did not ask.
+        c.execute(
+            "CREATE MATERIALIZED VIEW mean WITH (distributed = true) AS "
+            "SELECT ts, avg(v) AS mean FROM readings GROUP BY ts"
         )
         c.execute("CREATE MATERIALIZED VIEW per_sensor_whole AS SELECT sensor, count(*) AS n FROM readings GROUP BY sensor")
     with n2.connect() as c:
@@ -645,6 +656,8 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
         ),
         ("hot", "SELECT sensor, v FROM readings WHERE v > 5900"),
         ("overall", "SELECT count(*), sum(v) FROM readings"),
+        ("by_second", "SELECT ts, count(*), min(v), max(v), count(sensor) FROM readings GROUP BY ts"),
+        ("mean", "SELECT ts, avg(v) FROM readings GROUP BY ts"),
         ("per_sensor_whole", "SELECT sensor, count(*) FROM readings GROUP BY sensor"),
     ]
     # Read on any node, each view is the same query over the stream's rows.
@@ -653,11 +666,14 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
             eventually(n, same_rows(view, query), [(0,)])
         eventually(n, "SELECT count(*) FROM per_sensor", [(51,)])
     # Each node maintained per_sensor over its own partitions: none computed all of it.
-    out = "SELECT rows_out FROM brook_continuous_queries WHERE name = 'per_sensor'"
-    produced = [n.query(out)[0][0] for n in cluster]
-    assert all(p < sum(produced) for p in produced), produced
-    whole = "SELECT rows_out FROM brook_continuous_queries WHERE name = 'per_sensor_whole'"
-    assert len({n.query(whole)[0][0] for n in cluster}) == 1
+    # Each node maintained per_sensor and by_second over its own partitions: fewer
+    # changes than the views of the same groups maintained whole, the same on every node.
+    out = "SELECT rows_out FROM brook_continuous_queries WHERE name = '{}'"
+    for view, whole in (("per_sensor", "per_sensor_whole"), ("by_second", "mean")):
+        whole_out = {n.query(out.format(whole))[0][0] for n in cluster}
+        assert len(whole_out) == 1, whole
+        produced = [n.query(out.format(view))[0][0] for n in cluster]
+        assert all(p < min(whole_out) for p in produced), (view, produced, whole_out)
     # Renamed, it is read under its new name; dropped, a read says so at once.
     with n2.connect() as c:
         c.execute("ALTER MATERIALIZED VIEW hot RENAME TO hottest")
@@ -751,6 +767,10 @@ def test_global_synopses_merge_every_owners_partial_sketches(cluster):
     started = time.time()
     check([n1, n2])
     print(f"global synopses answered whole {time.time() - started:.1f} s after an owner's death")
+    # Restarted, its first read waits for the merged answer (it read its own empty state).
+    n3.start()
+    for synopsis in ("users_g", "latency_g"):
+        assert n3.query(f"SELECT sum(rows_seen) FROM {synopsis}") == [(rows,)], synopsis
 
 
 @pytest.fixture()

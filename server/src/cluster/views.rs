@@ -346,6 +346,11 @@ impl Gather for ClusterGather {
         };
         let deadline = tokio::time::Instant::now() + GATHER_WAIT;
         loop {
+            // Dropped while the read waits (for owners, or for an owner to answer): say so
+            // at once, as the owners do.
+            if !exists(&engine, view) {
+                return Err(BrookError::UndefinedTable(view.name.clone()));
+            }
             let why = match owners(&engine, stream, partitions) {
                 Ok(by_node) => {
                     let asks = by_node.into_iter().map(|(node, partitions)| {
@@ -383,7 +388,7 @@ impl Gather for ClusterGather {
             if tokio::time::Instant::now() >= deadline {
                 return Err(BrookError::Cluster {
                     message: format!(
-                        "could not read materialized view {} from the nodes that own its partitions within {} s: {why}",
+                        "could not read {} from the nodes that own its partitions within {} s: {why}",
                         view.name,
                         GATHER_WAIT.as_secs()
                     ),
@@ -393,6 +398,19 @@ impl Gather for ClusterGather {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// Whether relation `view` (by id) still exists in this node's catalog.
+fn exists(engine: &Engine, view: &ViewIdentity) -> bool {
+    engine
+        .catalog
+        .read()
+        .database(&view.database)
+        .is_ok_and(|d| {
+            d.schemas
+                .values()
+                .any(|s| s.relations.values().any(|r| r.id == view.id))
+        })
 }
 
 /// The error an owner refused a read with for good, as this node reports it.

@@ -11,7 +11,8 @@ impl Engine {
     /// How materialized view `meta` of database `db` is maintained per partition on this
     /// node: in cluster mode, when it was created `WITH (distributed = true)` and reads one
     /// relation, a partitioned stream (whether its query is partition-local is decided when
-    /// it is planned, `stream::partitioned_view`); also a synopsis created `WITH (scope =
+    /// it is planned, `stream::partitioned_view`, unless its partial aggregates merge
+    /// when read: `brook_planner::view_merge`); also a synopsis created `WITH (scope =
     /// 'global')` over one, whose partial rows are merged when read.
     pub(crate) fn distribution_of(&self, db: &str, meta: &RelationMeta) -> Option<Distribution> {
         let link = self.cluster.get()?;
@@ -19,11 +20,15 @@ impl Engine {
             .options
             .get(crate::stream::partitioned_view::DISTRIBUTED_OPTION)
             .is_some_and(|v| v == "true");
-        let merged = meta.kind == RelKind::Synopsis
-            && meta
-                .options
-                .contains_key(brook_planner::synopsis_merge::MERGE_OPTION);
-        if !(meta.kind == RelKind::MaterializedView && asked || merged) {
+        let merged = meta
+            .options
+            .contains_key(brook_planner::view_merge::MERGE_OPTION);
+        let maintained_per_partition = match meta.kind {
+            RelKind::MaterializedView => asked,
+            RelKind::Synopsis => merged,
+            _ => false,
+        };
+        if !maintained_per_partition {
             return None;
         }
         let [(schema, name)] = meta.depends_on.as_slice() else {

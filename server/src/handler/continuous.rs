@@ -180,6 +180,11 @@ impl Session {
                 crate::stream::partitioned_view::DISTRIBUTED_OPTION.into(),
                 "true".into(),
             );
+            // Partial aggregates per node, merged when read, when its aggregates merge
+            // (`brook_planner::view_merge`); else partition-local or whole, as planned.
+            if let Some(merge) = brook_planner::view_merge::merge_query(&cv.query) {
+                view_options.insert(brook_planner::view_merge::MERGE_OPTION.into(), merge);
+            }
         }
         let mut sql = cv.query.to_string();
         if options.emit_on_window_close {
@@ -367,7 +372,7 @@ impl Session {
         ]);
         if let Some(merge) = &plan.merge {
             options.insert(
-                brook_planner::synopsis_merge::MERGE_OPTION.to_string(),
+                brook_planner::view_merge::MERGE_OPTION.to_string(),
                 merge.clone(),
             );
         }

@@ -354,8 +354,10 @@ pub fn owned_rows(
     Some(state.batches())
 }
 
-/// The rows of a global synopsis: `gathered`, every owner's partial rows (of `schema`),
-/// merged per key by the synopsis' merge query `sql` (`brook_planner::synopsis_merge`).
+/// The rows of a global synopsis or of a view of partial aggregates: `gathered`, every
+/// owner's partial rows (of `schema`), merged per key by the merge query `sql`
+/// (`brook_planner::synopsis_merge`, `brook_planner::view_merge`), in `schema`'s types (a
+/// final `sum` of a decimal is wider than the view's column).
 pub async fn merged_rows(
     sql: &str,
     schema: &SchemaRef,
@@ -364,12 +366,19 @@ pub async fn merged_rows(
     let ctx = datafusion::prelude::SessionContext::new();
     brook_synopses::functions::register(&ctx);
     let table = datafusion::datasource::MemTable::try_new(schema.clone(), vec![gathered])?;
-    ctx.register_table(brook_planner::synopsis_merge::GATHERED, Arc::new(table))?;
+    ctx.register_table(brook_planner::view_merge::GATHERED, Arc::new(table))?;
     let merged = ctx.sql(sql).await?.collect().await?;
-    Ok(merged
-        .into_iter()
-        .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
-        .collect::<std::result::Result<Vec<_>, _>>()?)
+    let mut out = Vec::with_capacity(merged.len());
+    for b in merged {
+        let columns = b
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| datafusion::arrow::compute::cast(c, f.data_type()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        out.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -401,8 +401,16 @@ impl TableProvider for ViewTable {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let ext = |e: BrookError| DataFusionError::External(Box::new(e));
         // A view reads its writer's writes. A synopsis answers from its latest maintained
-        // state at once: a flood of input must not delay estimates.
-        if self.kind != crate::catalog::RelKind::Synopsis {
+        // state at once: a flood of input must not delay estimates; but not a global one
+        // in cluster mode, whose reads wait for the partitions' owners anyway, and whose
+        // state here is not its answer (until its maintenance started over the node's
+        // partitions, its local rows could pass for the merged answer: a node restarted
+        // read its empty state).
+        let merged_from_owners = self.gather.is_some()
+            && self
+                .options
+                .contains_key(brook_planner::view_merge::MERGE_OPTION);
+        if self.kind != crate::catalog::RelKind::Synopsis || merged_from_owners {
             self.state.wait_fresh().await.map_err(ext)?;
         } else {
             // Not waiting, but not answering from a state that stopped either.
@@ -426,10 +434,7 @@ impl TableProvider for ViewTable {
                 self.state
                     .gathered_bytes
                     .store(bytes as u64, std::sync::atomic::Ordering::Relaxed);
-                match self
-                    .options
-                    .get(brook_planner::synopsis_merge::MERGE_OPTION)
-                {
+                match self.options.get(brook_planner::view_merge::MERGE_OPTION) {
                     Some(merge) if d.merged => crate::stream::partitioned_view::merged_rows(
                         merge,
                         &self.state.schema,

@@ -145,7 +145,7 @@ impl TableFunctionImpl for SynopsesFunction {
                     .map(|r| {
                         let global = r
                             .options
-                            .contains_key(brook_planner::synopsis_merge::MERGE_OPTION);
+                            .contains_key(brook_planner::view_merge::MERGE_OPTION);
                         Some(if global { "global" } else { "local" })
                     })
                     .collect::<StringArray>(),
