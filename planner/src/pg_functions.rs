@@ -218,36 +218,70 @@ pub fn uuid_casts(stmt: &mut Statement) {
     });
 }
 
-/// Every `CAST(x AS time)` / `x::time` of `stmt` as `arrow_cast(x, 'Time64(Microsecond)')`:
-/// PostgreSQL's time has microseconds, as Brook's time columns do (Time64(µs)), while
-/// DataFusion's `TIME` is nanoseconds, and the two do not compare (`tm = '13:45:30'::time`
-/// and a bound time parameter were 42804 "Cannot infer common argument type").
+/// Every `CAST(x AS time)` / `x::time` of `stmt` as `arrow_cast(x, 'Time64(Microsecond)')`
+/// (and `x::time[]` as a list of those): PostgreSQL's time has microseconds, as Brook's
+/// time columns do (Time64(µs)), while DataFusion's `TIME` is nanoseconds, and the two do
+/// not compare (`tm = '13:45:30'::time` and a bound time parameter were 42804 "Cannot
+/// infer common argument type"; `t = ANY('{01:30}'::time[])` 42883).
 pub fn time_casts(stmt: &mut Statement) {
     rewrite_expressions(stmt, |expr| {
-        let value = match expr {
+        let (value, target) = match expr {
             // `time '01:02:03'`, the typed literal
-            Expr::TypedString(typed) if is_plain_time(&typed.data_type) => {
-                Expr::value(typed.value.value.clone())
-            }
+            Expr::TypedString(typed) if is_plain_time(&typed.data_type) => (
+                Expr::value(typed.value.value.clone()),
+                "Time64(Microsecond)",
+            ),
             Expr::Cast {
                 kind: CastKind::Cast | CastKind::DoubleColon,
                 expr: inner,
                 data_type,
                 format: None,
                 ..
-            } if is_plain_time(data_type) => (**inner).clone(),
+            } if is_plain_time(data_type) => ((**inner).clone(), "Time64(Microsecond)"),
+            Expr::Cast {
+                kind: CastKind::Cast | CastKind::DoubleColon,
+                expr: inner,
+                data_type:
+                    DataType::Array(
+                        datafusion::sql::sqlparser::ast::ArrayElemTypeDef::SquareBracket(elem, _)
+                        | datafusion::sql::sqlparser::ast::ArrayElemTypeDef::AngleBracket(elem),
+                    ),
+                format: None,
+                ..
+            } if is_plain_time(elem) => {
+                // `ARRAY['0130', ...]::time[]`: each element read as a time is (Arrow's
+                // cast of a text list reads `0130` as a fraction of a second).
+                if let Expr::Array(array) = inner.as_ref().clone() {
+                    if array.elem.is_empty() {
+                        *expr = time_cast_of(Expr::Array(array), "List(Time64(Microsecond))");
+                        return;
+                    }
+                    let mut each = array;
+                    for e in &mut each.elem {
+                        *e = time_cast_of(e.clone(), "Time64(Microsecond)");
+                    }
+                    *expr = Expr::Array(each);
+                    return;
+                }
+                ((**inner).clone(), "List(Time64(Microsecond))")
+            }
             _ => return,
         };
-        *expr = function_call(
-            "arrow_cast",
-            vec![
-                value,
-                Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
-                    "Time64(Microsecond)".into(),
-                )),
-            ],
-        );
+        *expr = time_cast_of(value, target);
     });
+}
+
+/// `arrow_cast(value, 'target')`.
+fn time_cast_of(value: Expr, target: &str) -> Expr {
+    function_call(
+        "arrow_cast",
+        vec![
+            value,
+            Expr::value(datafusion::sql::sqlparser::ast::Value::SingleQuotedString(
+                target.into(),
+            )),
+        ],
+    )
 }
 
 /// `time` or `time without time zone`, without a precision.
