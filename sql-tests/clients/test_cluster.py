@@ -598,16 +598,23 @@ def same_rows(view, query):
     )
 
 
-def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners(cluster):
-    n1, n2, n3 = cluster
-    with n1.connect() as c:
+def create_partitioned_stream(cluster, name, columns, partitions, key):
+    """Create a stream of `partitions` partitions (with a watermark on `ts`) on the first
+    node, and wait until every node sees an owner for each."""
+    with cluster[0].connect() as c:
         c.execute(
-            "CREATE STREAM readings (sensor int, v double precision, ts timestamp, "
-            "WATERMARK FOR ts AS ts - INTERVAL '1 second') "
-            "WITH (partitions = 12, partition_key = 'sensor')"
+            f"CREATE STREAM {name} ({columns}, WATERMARK FOR ts AS ts - INTERVAL '1 second') "
+            f"WITH (partitions = {partitions}, partition_key = '{key}')"
         )
     for n in cluster:
-        eventually(n, "SELECT count(*) FROM brook_partitions WHERE owner_alive", [(12,)])
+        eventually(n, "SELECT count(*) FROM brook_partitions WHERE owner_alive", [(partitions,)])
+
+
+def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners(cluster):
+    n1, n2, n3 = cluster
+    create_partitioned_stream(
+        cluster, "readings", "sensor int, v double precision, ts timestamp", 12, "sensor"
+    )
     with n1.connect() as c:
         # Partition-local: maintained per partition by the owners, read from them.
         c.execute(
@@ -704,18 +711,13 @@ def test_views_over_a_partitioned_stream_are_maintained_by_the_partitions_owners
 
 def test_global_synopses_merge_every_owners_partial_sketches(cluster):
     """A synopsis WITH (scope = 'global') over a partitioned stream is kept by each node over
-    the partitions it owns and read as the merge of the owners' partial sketches: the same
-    estimates as one sketch over every row (the local synopsis, kept whole on every node),
-    also after an owner dies."""
+    the partitions it owns and read as the merge of the owners' partial sketches, whose
+    bounds hold the exact answers as one sketch's over every row do (the local synopsis,
+    kept whole on every node), also after an owner dies and when it comes back."""
     n1, n2, n3 = cluster
-    with n1.connect() as c:
-        c.execute(
-            "CREATE STREAM clicks (site text, user_id int, latency double precision, ts timestamp, "
-            "WATERMARK FOR ts AS ts - INTERVAL '1 second') "
-            "WITH (partitions = 8, partition_key = 'user_id')"
-        )
-    for n in cluster:
-        eventually(n, "SELECT count(*) FROM brook_partitions WHERE owner_alive", [(8,)])
+    create_partitioned_stream(
+        cluster, "clicks", "site text, user_id int, latency double precision, ts timestamp", 8, "user_id"
+    )
     with n1.connect() as c:
         # Keyed by site, not by the partition key: every owner holds part of each site.
         c.execute("CREATE SYNOPSIS users_g ON clicks USING hll(user_id, 12) PARTITION BY site WITH (scope = 'global')")

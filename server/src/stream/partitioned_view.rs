@@ -45,9 +45,10 @@ pub struct Distribution {
     pub key: Vec<String>,
     /// The partitions this node owns, whose rows the view's state holds here.
     pub owned: BTreeSet<u32>,
-    /// Whether the owners' rows are merged when read (a global synopsis: rows of equal
-    /// keys from several owners are one row, `brook_planner::synopsis_merge`), so the
-    /// query need not be partition-local.
+    /// Whether the owners' rows are merged when read, rows of equal keys from several
+    /// owners becoming one (a global synopsis, `brook_planner::synopsis_merge`; a view of
+    /// partial aggregates, `brook_planner::view_merge`), so the query need not be
+    /// partition-local.
     pub merged: bool,
 }
 
