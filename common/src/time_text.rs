@@ -7,6 +7,7 @@
 //! PostgreSQL's time syntax.
 
 use crate::{brook_err, BrookError};
+use datafusion::arrow::array::Time64MicrosecondArray;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
@@ -65,17 +66,21 @@ pub fn parse_time(text: &str) -> Result<i64, TimeTextError> {
     micros_of(fields, half)
 }
 
-/// [`parse_time`]'s value as `HH:MM:SS.ffffff`, the form Arrow's cast reads exactly.
-pub fn canonical_time(text: &str) -> Result<String, TimeTextError> {
-    let micros = parse_time(text)?;
-    let seconds = micros / MICROS_PER_SECOND;
-    Ok(format!(
-        "{:02}:{:02}:{:02}.{:06}",
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60,
-        micros % MICROS_PER_SECOND
-    ))
+/// Each text of `texts` read as a time (NULL stays NULL), as Arrow's `Time64(µs)` values;
+/// the first that is no time is `error(row, text, why)`. (Casts and COPY build the column
+/// from the parsed values: no text in between for Arrow to read again.)
+pub fn time_array<'a>(
+    texts: impl IntoIterator<Item = Option<&'a str>>,
+    error: impl Fn(usize, &str, TimeTextError) -> BrookError,
+) -> Result<Time64MicrosecondArray, BrookError> {
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(row, text)| {
+            text.map(|t| parse_time(t).map_err(|why| error(row, t, why)))
+                .transpose()
+        })
+        .collect()
 }
 
 /// The hour, minute, second and fraction (as text after the point) of a time's digits.
@@ -237,6 +242,19 @@ fn fraction_micros(digits: &str) -> i64 {
 mod tests {
     use super::*;
 
+    /// [`parse_time`]'s value as `HH:MM:SS.ffffff`.
+    fn canonical_time(text: &str) -> Result<String, TimeTextError> {
+        let micros = parse_time(text)?;
+        let seconds = micros / MICROS_PER_SECOND;
+        Ok(format!(
+            "{:02}:{:02}:{:02}.{:06}",
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60,
+            micros % MICROS_PER_SECOND
+        ))
+    }
+
     /// Every case as PostgreSQL 15 reads it (`SELECT '...'::time`).
     #[test]
     fn times_are_read_as_postgresql_reads_them() {
@@ -325,5 +343,24 @@ mod tests {
         // PostgreSQL stores 24:00:00; Brook's times end before midnight (Arrow's Time64).
         assert_eq!(parse_time("24:00:00"), Err(TimeTextError::Range));
         assert_eq!(parse_time("23:59:59.9999999"), Err(TimeTextError::Range));
+    }
+
+    #[test]
+    fn a_column_of_times_keeps_nulls_and_names_the_first_bad_row() {
+        let times = time_array([Some("0130"), None, Some("1:2:3")], |_, _, _| {
+            unreachable!("every text is a time")
+        })
+        .unwrap();
+        assert_eq!(times.value(0), 5_400_000_000);
+        assert!(datafusion::arrow::array::Array::is_null(&times, 1));
+        assert_eq!(times.value(2), 3_723_000_000);
+        let e = time_array([Some("0130"), Some("1")], |row, text, why| {
+            why.for_text(text, &format!(" (row {row})"))
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid input syntax for type time: \"1\" (row 1)"
+        );
     }
 }

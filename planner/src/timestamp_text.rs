@@ -14,7 +14,6 @@
 //! other value through untouched, so the accepted language only grows. Written here because Arrow's parser has no option for it.
 
 use crate::text_input::{result_like, text_argument, under_text_casts};
-use brook_common::time_text::canonical_time;
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
@@ -129,9 +128,10 @@ enum Input {
     Time,
 }
 
-/// `brook_timestamptz_text(text) -> text`, `brook_timestamp_text(text) -> text`,
-/// `brook_date_text(text) -> text` and `brook_time_text(text) -> text`: the text of a cast
-/// to that type, as Arrow reads it (a time's text that is no time is the cast's error).
+/// `brook_timestamptz_text(text) -> text`, `brook_timestamp_text(text) -> text` and
+/// `brook_date_text(text) -> text`: the text of a cast to that type, as Arrow reads it;
+/// `brook_time_text(text) -> time`: the time itself, read whole (a text that is no time
+/// is the cast's error).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct TimestampText {
     signature: Signature,
@@ -153,7 +153,10 @@ impl ScalarUDFImpl for TimestampText {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Utf8)
+        Ok(match self.input {
+            Input::Time => DataType::Time64(datafusion::arrow::datatypes::TimeUnit::Microsecond),
+            _ => DataType::Utf8,
+        })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -163,14 +166,9 @@ impl ScalarUDFImpl for TimestampText {
             Input::Timestamp => complete_local_timestamp,
             Input::Date => complete_date,
             Input::Time => {
-                let out = text
-                    .iter()
-                    .map(|v| {
-                        v.map(|v| canonical_time(v).map_err(|e| e.for_text(v, "")))
-                            .transpose()
-                    })
-                    .collect::<std::result::Result<StringArray, _>>()
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                let out =
+                    brook_common::time_text::time_array(&text, |_, v, why| why.for_text(v, ""))
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
                 return result_like(&args.args, Arc::new(out));
             }
         };

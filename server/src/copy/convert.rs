@@ -147,18 +147,20 @@ pub fn text_to_column(
         PgType::Numeric { .. } => numerics_written_out(strings)?,
         PgType::Date => completed(&without_zones(strings, true)?, complete_date),
         PgType::Time => {
-            return each_text(strings, |r, v| {
-                brook_common::time_text::canonical_time(v).map_err(|e| {
+            let text = cast_with_options(strings, &DataType::Utf8, &CastOptions::default())?;
+            let times = brook_common::time_text::time_array(
+                datafusion::arrow::array::AsArray::as_string::<i32>(&text),
+                |r, v, why| {
                     // An INSERT's values come here without a table: no COPY line to name.
                     let at = if table.is_empty() {
                         String::new()
                     } else {
                         format!(" (COPY {table}, line {}, column {column})", line_of(r))
                     };
-                    e.for_text(v, &at)
-                })
-            })
-            .and_then(|texts| Ok(cast_with_options(&texts, &target, &CastOptions::default())?));
+                    why.for_text(v, &at)
+                },
+            )?;
+            return Ok(Arc::new(times));
         }
         _ => strings.clone(),
     };
