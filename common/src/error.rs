@@ -857,6 +857,10 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {
         BrookError::OutOfRange(m)
+    } else if lower.contains("inconsistent data type across values list") {
+        // A VALUES column whose rows have types no coercion unifies (`('12:00'::time),
+        // (1)`): PostgreSQL's "VALUES types ... cannot be matched", 42804.
+        BrookError::DatatypeMismatch(format!("VALUES types cannot be matched: {m}"))
     } else if lower.contains("cannot cast")
         || lower.contains("cannot infer common")
         || lower.contains("can't be evaluated because")
@@ -1079,6 +1083,17 @@ mod tests {
     fn division_by_zero_is_22012() {
         let e: BrookError = ArrowError::DivideByZero.into();
         assert_eq!(e.sqlstate(), "22012");
+    }
+
+    #[test]
+    fn values_of_unmatched_types_are_42804() {
+        let e: BrookError = DataFusionError::Plan(
+            "Inconsistent data type across values list at row 1 column 0. Was Time64(µs) but \
+             found Int32"
+                .into(),
+        )
+        .into();
+        assert_eq!(e.sqlstate(), "42804");
     }
 
     #[test]

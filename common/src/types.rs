@@ -3,6 +3,11 @@
 
 use datafusion::arrow::datatypes::DataType;
 
+/// Field-metadata key that records the declared PostgreSQL type of a stored column or a
+/// cast, so results report `varchar`, `jsonb`, `timestamp(0)` ... rather than only the
+/// Arrow type.
+pub const PG_TYPE_KEY: &str = "brook.pg_type";
+
 /// The PostgreSQL name of the type a client sees for values of `dt` (`bigint`, `text`,
 /// `double precision[]`, ...); types without a PostgreSQL counterpart keep Arrow's name.
 pub fn sql_name(dt: &DataType) -> String {

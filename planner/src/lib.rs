@@ -116,6 +116,7 @@ pub mod synopsis_merge;
 pub mod system_columns;
 pub mod table_command;
 mod text_input;
+pub mod time_precision;
 pub mod timestamp_difference;
 pub mod timestamp_text;
 pub mod untyped_arithmetic;

@@ -227,17 +227,16 @@ pub fn time_casts(stmt: &mut Statement) {
     rewrite_expressions(stmt, |expr| {
         let (value, target) = match expr {
             // `time '01:02:03'`, the typed literal
-            Expr::TypedString(typed) if is_plain_time(&typed.data_type) => (
-                Expr::value(typed.value.value.clone()),
-                "Time64(Microsecond)",
-            ),
+            Expr::TypedString(typed) if is_plain_time(&typed.data_type) => {
+                (Expr::value(typed.value.value.clone()), TIME_TYPE)
+            }
             Expr::Cast {
                 kind: CastKind::Cast | CastKind::DoubleColon,
                 expr: inner,
                 data_type,
                 format: None,
                 ..
-            } if is_plain_time(data_type) => ((**inner).clone(), "Time64(Microsecond)"),
+            } if is_plain_time(data_type) => ((**inner).clone(), TIME_TYPE),
             Expr::Cast {
                 kind: CastKind::Cast | CastKind::DoubleColon,
                 expr: inner,
@@ -253,12 +252,12 @@ pub fn time_casts(stmt: &mut Statement) {
                 // cast of a text list reads `0130` as a fraction of a second).
                 if let Expr::Array(array) = inner.as_ref().clone() {
                     if array.elem.is_empty() {
-                        *expr = time_cast_of(Expr::Array(array), "List(Time64(Microsecond))");
+                        *expr = time_cast_as(Expr::Array(array), "List(Time64(Microsecond))");
                         return;
                     }
                     let mut each = array;
                     for e in &mut each.elem {
-                        *e = time_cast_of(e.clone(), "Time64(Microsecond)");
+                        *e = time_cast_of(e.clone());
                     }
                     *expr = Expr::Array(each);
                     return;
@@ -267,12 +266,20 @@ pub fn time_casts(stmt: &mut Statement) {
             }
             _ => return,
         };
-        *expr = time_cast_of(value, target);
+        *expr = time_cast_as(value, target);
     });
 }
 
+/// The Arrow type of a time, as `arrow_cast` names it.
+pub const TIME_TYPE: &str = "Time64(Microsecond)";
+
+/// `arrow_cast(value, 'Time64(Microsecond)')`: `value` read as a time.
+pub fn time_cast_of(value: Expr) -> Expr {
+    time_cast_as(value, TIME_TYPE)
+}
+
 /// `arrow_cast(value, 'target')`.
-fn time_cast_of(value: Expr, target: &str) -> Expr {
+fn time_cast_as(value: Expr, target: &str) -> Expr {
     function_call(
         "arrow_cast",
         vec![

@@ -618,6 +618,29 @@ def test_copy_reads_times_as_postgresql_reads_them(brook):
         assert c.execute("SELECT count(*) FROM py_times").fetchone()[0] == 4
 
 
+def test_copy_rounds_to_declared_precisions(brook):
+    """COPY text and binary into timestamp(0)/timestamptz(2)/time(1) columns stores the
+    values rounded as PostgreSQL rounds them (they were kept to the microsecond)."""
+    utc = datetime.timezone.utc
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_precisions (id int, a timestamp(0), b timestamptz(2), c time(1))")
+        with c.cursor() as cur:
+            with cur.copy("COPY py_precisions FROM STDIN") as cp:
+                cp.write(b"1\t2026-01-01 10:00:00.678\t2026-01-01 10:00:00.555+00\t10:00:00.66\n")
+            with cur.copy("COPY py_precisions FROM STDIN (FORMAT binary)") as cp:
+                cp.set_types(["int4", "timestamp", "timestamptz", "time"])
+                cp.write_row((2, datetime.datetime(2026, 1, 1, 10, 0, 0, 500000),
+                              datetime.datetime(2026, 1, 1, 10, 0, 0, 4999, tzinfo=utc),
+                              datetime.time(10, 0, 0, 949999)))
+        rows = c.execute("SELECT id, a, b, c FROM py_precisions ORDER BY id").fetchall()
+        assert rows == [
+            (1, datetime.datetime(2026, 1, 1, 10, 0, 1),
+             datetime.datetime(2026, 1, 1, 10, 0, 0, 560000, tzinfo=utc), datetime.time(10, 0, 0, 700000)),
+            (2, datetime.datetime(2026, 1, 1, 10, 0, 1),
+             datetime.datetime(2026, 1, 1, 10, 0, 0, 0, tzinfo=utc), datetime.time(10, 0, 0, 900000)),
+        ]
+
+
 def test_time_zone_default_is_the_startup_packets(brook):
     """SET TIME ZONE DEFAULT / LOCAL and RESET TIME ZONE go back to the zone the startup
     packet gave, as PostgreSQL's do (they went to UTC)."""

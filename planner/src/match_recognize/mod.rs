@@ -265,6 +265,7 @@ fn parse_clause(text: &str) -> Result<Clause> {
     // to its expressions too.
     for stmt in &mut stmts {
         crate::pg_functions::uuid_casts(stmt);
+        crate::time_precision::precision_casts(stmt);
         crate::pg_functions::time_casts(stmt);
         crate::pg_functions::json_casts(stmt);
         crate::pg_functions::xml_casts(stmt);

@@ -297,9 +297,9 @@ fn partitionable(ty: &PgType) -> bool {
             | PgType::Uuid
             | PgType::Bytea
             | PgType::Date
-            | PgType::Time
-            | PgType::Timestamp
-            | PgType::Timestamptz
+            | PgType::Time(_)
+            | PgType::Timestamp(_)
+            | PgType::Timestamptz(_)
     )
 }
 

@@ -661,7 +661,9 @@ const VIEWS: [(&str, &str); 35] = [
                 CAST(c.numeric_precision_radix AS INT) AS numeric_precision_radix,
                 CASE WHEN t.typname IN ('int2', 'int4', 'int8') THEN 0
                      ELSE CAST(c.numeric_scale AS INT) END AS numeric_scale,
-                CASE WHEN t.typname IN ('timestamp', 'timestamptz', 'time', 'timetz', 'interval')
+                CASE WHEN t.typname IN ('timestamp', 'timestamptz', 'time', 'timetz')
+                          AND a.atttypmod >= 0 THEN a.atttypmod
+                     WHEN t.typname IN ('timestamp', 'timestamptz', 'time', 'timetz', 'interval')
                      THEN 6 ELSE CAST(c.datetime_precision AS INT) END AS datetime_precision,
                 c.interval_type AS interval_type,
                 c.table_catalog AS udt_catalog, 'pg_catalog' AS udt_schema,

@@ -244,7 +244,7 @@ pub(super) fn convert(t: &CopyTarget, lines: &[u64], col: ColBuf, ci: usize) -> 
         nulls: nulls.clone(),
     };
     let fast = match ty {
-        PgType::Timestamp => crate::pg::datetime::fast_timestamps(&raw),
+        PgType::Timestamp(None) => crate::pg::datetime::fast_timestamps(&raw),
         _ => fast_integers(&raw, ty),
     };
     if let Some(fast) = fast {

@@ -43,12 +43,20 @@ pub fn text_to_column(
     table: &str,
     column: &str,
 ) -> Result<ArrayRef> {
+    if let Some(p) = ty.precision() {
+        // `timestamp(0)`: the text read as a `timestamp`, then rounded.
+        let plain = ty.without_precision();
+        let out = text_to_column(strings, &plain, zone, line_of, table, column)?;
+        return brook_planner::time_precision::round_to_precision(&out, p as u32);
+    }
     if let PgType::Array(elem) = ty {
         return super::array::text_arrays(strings, elem, zone, line_of, table, column);
     }
     // A timestamptz without an offset is a local time of the session's zone: read in it,
     // then labelled as stored (the same instants).
-    let local = matches!(ty, PgType::Timestamptz).then_some(zone).flatten();
+    let local = matches!(ty, PgType::Timestamptz(_))
+        .then_some(zone)
+        .flatten();
     let target = match local {
         Some(z) => DataType::Timestamp(TimeUnit::Microsecond, Some(z.into())),
         None => ty.arrow(),
@@ -133,7 +141,7 @@ pub fn text_to_column(
                 })
             })
         }
-        PgType::Timestamp => {
+        PgType::Timestamp(_) => {
             let fast = strings
                 .as_any()
                 .downcast_ref::<datafusion::arrow::array::StringArray>()
@@ -143,10 +151,10 @@ pub fn text_to_column(
             }
             completed(strings, complete_local_timestamp)
         }
-        PgType::Timestamptz => completed(strings, complete_timestamp),
+        PgType::Timestamptz(_) => completed(strings, complete_timestamp),
         PgType::Numeric { .. } => numerics_written_out(strings)?,
         PgType::Date => completed(&without_zones(strings, true)?, complete_date),
-        PgType::Time => {
+        PgType::Time(_) => {
             let text = cast_with_options(strings, &DataType::Utf8, &CastOptions::default())?;
             let times = brook_common::time_text::time_array(
                 datafusion::arrow::array::AsArray::as_string::<i32>(&text),
@@ -200,7 +208,7 @@ pub fn text_to_column(
         );
         let is_datetime_type = matches!(
             ty,
-            PgType::Date | PgType::Time | PgType::Timestamp | PgType::Timestamptz
+            PgType::Date | PgType::Time(_) | PgType::Timestamp(_) | PgType::Timestamptz(_)
         );
         return Err(if is_numeric_type && numeric_like {
             brook_err!(
@@ -460,6 +468,10 @@ pub(super) fn binary_values(
     column: &str,
 ) -> Result<ArrayRef> {
     use datafusion::arrow::array::*;
+    if let Some(p) = ty.precision() {
+        let out = binary_values(values, &ty.without_precision(), lines, column)?;
+        return brook_planner::time_precision::round_to_precision(&out, p as u32);
+    }
     let bad = |r: usize, what: &str| {
         brook_err!(
             BadCopyFormat,
@@ -518,14 +530,14 @@ pub(super) fn binary_values(
             }
             raw.checked_add(10_957).ok_or_else(|| range(r, "date"))
         })?)),
-        PgType::Timestamp => Arc::new(TimestampMicrosecondArray::from(each(values, |r, v| {
+        PgType::Timestamp(_) => Arc::new(TimestampMicrosecondArray::from(each(values, |r, v| {
             epoch_shift(r, v, "timestamp")
         })?)),
-        PgType::Timestamptz => Arc::new(
+        PgType::Timestamptz(_) => Arc::new(
             TimestampMicrosecondArray::from(each(values, |r, v| epoch_shift(r, v, "timestamptz"))?)
                 .with_timezone("+00:00"),
         ),
-        PgType::Time => Arc::new(Time64MicrosecondArray::from(each(values, |r, v| {
+        PgType::Time(_) => Arc::new(Time64MicrosecondArray::from(each(values, |r, v| {
             let us = i64::from_be_bytes(fixed::<8>(v).ok_or_else(|| bad(r, "time"))?);
             if !(0..=86_400_000_000).contains(&us) {
                 return Err(range(r, "time"));

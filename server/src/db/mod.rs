@@ -400,6 +400,7 @@ impl Engine {
         // After `array_functions`: jsonb containment wraps its `array_has_all`.
         crate::udf::jsonb_operators::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
+        crate::udf::float_extremes::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::udf::mode::udaf());

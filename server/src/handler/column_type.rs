@@ -87,7 +87,9 @@ impl Session {
         // convert by their casts.
         let explicit = match (&old.ty, &ty) {
             (from, to) if is_text(to) && !is_text(from) => Some("text".to_string()),
-            (PgType::Time, PgType::Interval) | (PgType::Interval, PgType::Time) => Some(ty.name()),
+            (PgType::Time(_), PgType::Interval) | (PgType::Interval, PgType::Time(_)) => {
+                Some(ty.name())
+            }
             _ => None,
         };
         let convert = match (using, explicit) {
@@ -272,9 +274,9 @@ fn converts_by_assignment(from: &PgType, to: &PgType) -> bool {
         (Array(a), Array(b)) => converts_by_assignment(a, b),
         (_, t) if is_text(t) => true,
         (f, t) if numeric(f) && numeric(t) => true,
-        (Date | Timestamp | Timestamptz, Date | Timestamp | Timestamptz) => true,
-        (Timestamp | Timestamptz, Time) => true,
-        (Time | Interval, Time | Interval) => true,
+        (Date | Timestamp(_) | Timestamptz(_), Date | Timestamp(_) | Timestamptz(_)) => true,
+        (Timestamp(_) | Timestamptz(_), Time(_)) => true,
+        (Time(_) | Interval, Time(_) | Interval) => true,
         (Json | Jsonb, Json | Jsonb) => true,
         (f, t) => std::mem::discriminant(f) == std::mem::discriminant(t),
     }
@@ -291,13 +293,13 @@ mod tests {
         assert!(converts_by_assignment(&Float8, &Int2));
         assert!(converts_by_assignment(&Int4, &Text));
         assert!(converts_by_assignment(&Text, &Varchar(Some(3))));
-        assert!(converts_by_assignment(&Date, &Timestamptz));
+        assert!(converts_by_assignment(&Date, &Timestamptz(None)));
         assert!(converts_by_assignment(&Json, &Jsonb));
         assert!(!converts_by_assignment(&Text, &Int4));
         assert!(!converts_by_assignment(&Text, &Jsonb));
         assert!(!converts_by_assignment(&Bool, &Int4));
         assert!(!converts_by_assignment(&Int4, &Date));
-        assert!(converts_by_assignment(&Time, &Interval));
+        assert!(converts_by_assignment(&Time(None), &Interval));
         assert!(converts_by_assignment(&Array(Box::new(Int4)), &Text));
         assert!(converts_by_assignment(
             &Array(Box::new(Int4)),

@@ -92,9 +92,9 @@ pub(crate) fn pg_type_of_arrow(dt: &DataType) -> Option<PgType> {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => PgType::Text,
         DataType::Binary | DataType::LargeBinary | DataType::BinaryView => PgType::Bytea,
         DataType::Date32 | DataType::Date64 => PgType::Date,
-        DataType::Timestamp(_, None) => PgType::Timestamp,
-        DataType::Timestamp(_, Some(_)) => PgType::Timestamptz,
-        DataType::Time64(_) | DataType::Time32(_) => PgType::Time,
+        DataType::Timestamp(_, None) => PgType::Timestamp(None),
+        DataType::Timestamp(_, Some(_)) => PgType::Timestamptz(None),
+        DataType::Time64(_) | DataType::Time32(_) => PgType::Time(None),
         DataType::Interval(_) => PgType::Interval,
         DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
             match pg_type_of_arrow(f.data_type())? {
@@ -385,7 +385,7 @@ impl Session {
                         w.column
                     )
                 })?;
-                if !matches!(col.ty, PgType::Timestamp | PgType::Timestamptz) {
+                if !matches!(col.ty, PgType::Timestamp(_) | PgType::Timestamptz(_)) {
                     return Err(brook_err!(
                         DatatypeMismatch,
                         "watermark column \"{}\" must be a timestamp, not {}",

@@ -248,8 +248,8 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
         | PgType::Int4
         | PgType::Int8
         | PgType::Date
-        | PgType::Timestamp
-        | PgType::Timestamptz
+        | PgType::Timestamp(_)
+        | PgType::Timestamptz(_)
         | PgType::Interval => true,
         PgType::Float4 | PgType::Float8 => is_special_float(text),
         _ => false,

@@ -28,6 +28,7 @@ pub(crate) fn pg_literals(stmt: &mut Statement) -> Result<()> {
         brook_planner::lateral::lateral_functions(stmt)?;
         brook_planner::function_alias::name_function_columns(stmt);
         brook_planner::pg_functions::uuid_casts(stmt);
+        brook_planner::time_precision::precision_casts(stmt);
         brook_planner::pg_functions::time_casts(stmt);
         brook_planner::pg_functions::at_time_zone_calls(stmt);
         brook_planner::interval_literals::pg_interval_literals(stmt);

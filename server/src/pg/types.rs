@@ -10,15 +10,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Field-metadata key that records the declared PostgreSQL type of a stored column, so
-/// results report `varchar`, `jsonb`, ... rather than only the Arrow type.
-pub const PG_TYPE_KEY: &str = "brook.pg_type";
+pub use brook_common::types::PG_TYPE_KEY;
 
 /// The [`PG_TYPE_KEY`] value of a list of catalog oids (no column has this type).
 pub const OID_ARRAY_TYPE: &str = "oid[]";
 
 /// A column type as declared in CREATE TABLE / CREATE STREAM.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum PgType {
     Bool,
     Int2,
@@ -36,9 +34,11 @@ pub enum PgType {
     Char(Option<u32>),
     Bytea,
     Date,
-    Time,
-    Timestamp,
-    Timestamptz,
+    /// `time [(p)]`, `timestamp [(p)]`, `timestamptz [(p)]`: microseconds, or values rounded
+    /// to `p` decimals of a second when declared with a precision (0–6).
+    Time(Option<u8>),
+    Timestamp(Option<u8>),
+    Timestamptz(Option<u8>),
     Interval,
     Json,
     Jsonb,
@@ -49,6 +49,64 @@ pub enum PgType {
     /// PostgreSQL does not enforce a declared number of dimensions (`int[][]` is `int[]`);
     /// Brook stores one dimension and refuses a nested value by name.
     Array(Box<PgType>),
+}
+
+/// [`PgType`]'s variants as serde reads them (`remote`): the catalog's form of a type.
+#[derive(Deserialize)]
+#[serde(remote = "PgType")]
+enum StoredType {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric {
+        precision: Option<u8>,
+        scale: Option<i8>,
+    },
+    Text,
+    Varchar(Option<u32>),
+    Char(Option<u32>),
+    Bytea,
+    Date,
+    Time(Option<u8>),
+    Timestamp(Option<u8>),
+    Timestamptz(Option<u8>),
+    Interval,
+    Json,
+    Jsonb,
+    Uuid,
+    Xml,
+    Array(Box<PgType>),
+}
+
+/// The time types as catalogs written before 2026-12-06 hold them: unit variants, from
+/// before they had a precision.
+#[derive(Deserialize)]
+enum UnitTimeType {
+    Time,
+    Timestamp,
+    Timestamptz,
+}
+
+/// A type in either form: a catalog written by an earlier Brook must still open.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AnyStoredType {
+    Unit(UnitTimeType),
+    Current(#[serde(with = "StoredType")] PgType),
+}
+
+impl<'de> Deserialize<'de> for PgType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Ok(match AnyStoredType::deserialize(d)? {
+            AnyStoredType::Unit(UnitTimeType::Time) => PgType::Time(None),
+            AnyStoredType::Unit(UnitTimeType::Timestamp) => PgType::Timestamp(None),
+            AnyStoredType::Unit(UnitTimeType::Timestamptz) => PgType::Timestamptz(None),
+            AnyStoredType::Current(t) => t,
+        })
+    }
 }
 
 impl PgType {
@@ -85,10 +143,17 @@ impl PgType {
             S::Char(len) | S::Character(len) => PgType::Char(char_len(len).or(Some(1))),
             S::Bytea => PgType::Bytea,
             S::Date => PgType::Date,
-            S::Time(_, _) => PgType::Time,
-            S::Timestamp(_, tz) => match tz {
-                TimezoneInfo::WithTimeZone | TimezoneInfo::Tz => PgType::Timestamptz,
-                _ => PgType::Timestamp,
+            S::Time(_, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz) => {
+                return Err(brook_err!(
+                    Unsupported,
+                    "type time with time zone is not supported (use timestamp with time \
+                     zone, or time)"
+                ))
+            }
+            S::Time(p, _) => PgType::Time(precision(*p)),
+            S::Timestamp(p, tz) => match tz {
+                TimezoneInfo::WithTimeZone | TimezoneInfo::Tz => PgType::Timestamptz(precision(*p)),
+                _ => PgType::Timestamp(precision(*p)),
             },
             S::Interval { .. } => PgType::Interval,
             S::JSON => PgType::Json,
@@ -103,7 +168,7 @@ impl PgType {
             S::Custom(name, args) if args.is_empty() => {
                 let n = name.to_string().to_ascii_lowercase();
                 match n.trim_matches('"') {
-                    "timestamptz" => PgType::Timestamptz,
+                    "timestamptz" => PgType::Timestamptz(None),
                     "float4" => PgType::Float4,
                     "float8" => PgType::Float8,
                     "int" | "int4" => PgType::Int4,
@@ -154,9 +219,9 @@ impl PgType {
             | PgType::Xml => DataType::Utf8,
             PgType::Bytea => DataType::Binary,
             PgType::Date => DataType::Date32,
-            PgType::Time => DataType::Time64(TimeUnit::Microsecond),
-            PgType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
-            PgType::Timestamptz => {
+            PgType::Time(_) => DataType::Time64(TimeUnit::Microsecond),
+            PgType::Timestamp(_) => DataType::Timestamp(TimeUnit::Microsecond, None),
+            PgType::Timestamptz(_) => {
                 DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
             }
             PgType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
@@ -207,9 +272,9 @@ impl PgType {
             PgType::Char(n) => format!("character({})", n.unwrap_or(1)),
             PgType::Bytea => "bytea".into(),
             PgType::Date => "date".into(),
-            PgType::Time => "time without time zone".into(),
-            PgType::Timestamp => "timestamp without time zone".into(),
-            PgType::Timestamptz => "timestamp with time zone".into(),
+            PgType::Time(p) => format!("time{} without time zone", modifier(*p)),
+            PgType::Timestamp(p) => format!("timestamp{} without time zone", modifier(*p)),
+            PgType::Timestamptz(p) => format!("timestamp{} with time zone", modifier(*p)),
             PgType::Interval => "interval".into(),
             PgType::Json => "json".into(),
             PgType::Jsonb => "jsonb".into(),
@@ -227,6 +292,9 @@ impl PgType {
             PgType::Varchar(_) => "character varying".into(),
             PgType::Char(_) => "character".into(),
             PgType::Array(elem) => format!("{}[]", elem.type_name()),
+            PgType::Time(_) => PgType::Time(None).name(),
+            PgType::Timestamp(_) => PgType::Timestamp(None).name(),
+            PgType::Timestamptz(_) => PgType::Timestamptz(None).name(),
             other => other.name(),
         }
     }
@@ -257,15 +325,33 @@ impl PgType {
             PgType::Char(_) => Type::BPCHAR,
             PgType::Bytea => Type::BYTEA,
             PgType::Date => Type::DATE,
-            PgType::Time => Type::TIME,
-            PgType::Timestamp => Type::TIMESTAMP,
-            PgType::Timestamptz => Type::TIMESTAMPTZ,
+            PgType::Time(_) => Type::TIME,
+            PgType::Timestamp(_) => Type::TIMESTAMP,
+            PgType::Timestamptz(_) => Type::TIMESTAMPTZ,
             PgType::Interval => Type::INTERVAL,
             PgType::Json => Type::JSON,
             PgType::Jsonb => Type::JSONB,
             PgType::Uuid => Type::UUID,
             PgType::Xml => Type::XML,
             PgType::Array(elem) => array_of(&elem.wire()),
+        }
+    }
+
+    /// The declared fractional-second precision of a time or timestamp type.
+    pub fn precision(&self) -> Option<u8> {
+        match self {
+            PgType::Time(p) | PgType::Timestamp(p) | PgType::Timestamptz(p) => *p,
+            _ => None,
+        }
+    }
+
+    /// The type without its fractional-second precision (`timestamp(0)`: `timestamp`).
+    pub fn without_precision(&self) -> PgType {
+        match self {
+            PgType::Time(_) => PgType::Time(None),
+            PgType::Timestamp(_) => PgType::Timestamp(None),
+            PgType::Timestamptz(_) => PgType::Timestamptz(None),
+            other => other.clone(),
         }
     }
 
@@ -278,6 +364,9 @@ impl PgType {
                 scale,
             } => (((*p as i32) << 16) | (scale.unwrap_or(0) as i32 & 0xffff)) + 4,
             PgType::Array(elem) => elem.typmod(),
+            PgType::Time(Some(p)) | PgType::Timestamp(Some(p)) | PgType::Timestamptz(Some(p)) => {
+                *p as i32
+            }
             _ => -1,
         }
     }
@@ -291,6 +380,17 @@ pub fn sql_data_type(name: &str) -> Option<SqlType> {
         .ok()?
         .parse_data_type()
         .ok()
+}
+
+/// A declared fractional-second precision: PostgreSQL reduces one above 6 to 6 (with a
+/// warning).
+fn precision(p: Option<u64>) -> Option<u8> {
+    p.map(|p| p.min(brook_planner::time_precision::MAX_PRECISION) as u8)
+}
+
+/// `(p)` of a declared precision, as PostgreSQL prints it in a type's name.
+fn modifier(p: Option<u8>) -> String {
+    p.map(|p| format!("({p})")).unwrap_or_default()
 }
 
 fn numeric(p: u64, s: i64) -> Result<PgType> {
@@ -473,6 +573,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn catalogs_read_types_in_their_earlier_form_too() {
+        let read = |json: &str| serde_json::from_str::<PgType>(json).unwrap();
+        assert_eq!(read(r#""Timestamp""#), PgType::Timestamp(None));
+        assert_eq!(
+            read(r#"{"Array":"Timestamptz"}"#),
+            PgType::Array(Box::new(PgType::Timestamptz(None)))
+        );
+        assert_eq!(read(r#""Int4""#), PgType::Int4);
+        assert_eq!(
+            read(r#"{"Numeric":{"precision":10,"scale":2}}"#),
+            PgType::Numeric {
+                precision: Some(10),
+                scale: Some(2)
+            }
+        );
+        for t in [
+            PgType::Time(Some(2)),
+            PgType::Timestamp(None),
+            PgType::Array(Box::new(PgType::Timestamp(Some(0)))),
+            PgType::Varchar(Some(3)),
+        ] {
+            assert_eq!(read(&serde_json::to_string(&t).unwrap()), t);
+        }
+        assert!(serde_json::from_str::<PgType>(r#""Money""#).is_err());
+    }
+
+    #[test]
     fn typeof_names_are_postgresqls() {
         assert_eq!(typeof_name(&DataType::Int32), "integer");
         assert_eq!(typeof_name(&DataType::Float64), "double precision");
@@ -497,7 +624,7 @@ mod tests {
                 precision: None,
                 scale: None,
             },
-            PgType::Timestamptz,
+            PgType::Timestamptz(None),
             PgType::Jsonb,
             PgType::Char(Some(3)),
         ] {

@@ -38,6 +38,7 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udwf(f);
     }
     ctx.register_udf(brook_planner::window_start::window_start_function());
+    ctx.register_udf(brook_planner::time_precision::time_precision_function());
     ctx.register_udf(brook_planner::whole_row::whole_row_function());
     ctx.register_udf(brook_planner::whole_row::row_function());
     ctx.register_udf(brook_planner::string_casts::text_prefix_function());

@@ -5,6 +5,7 @@ pub mod array_functions;
 pub mod bounded_series;
 pub mod checked;
 pub mod expand_array;
+pub mod float_extremes;
 pub mod format;
 pub mod functions;
 pub mod interval_functions;

@@ -3,6 +3,13 @@
 //! answer past 9.2e18). `sum` of smaller integers stays `bigint`, of floats `double
 //! precision`, of numerics `numeric`, as in PostgreSQL.
 //!
+//! A numeric sum is computed over 256-bit decimals and must fit `numeric(38, s)` at the
+//! end: DataFusion adds 128-bit decimals with wrap-around, so two
+//! `99999999999999999999999999999999999999` summed to
+//! `-140282366920938463463374607431768211458` (a silent wrong answer); now a sum beyond 38
+//! digits is 22003, as PostgreSQL's numeric overflow is an error (its own numerics have no
+//! such limit).
+//!
 //! DataFusion's own `sum` does the work: its accumulators (grouped and sliding, with
 //! retraction) are fed the argument widened — 64-bit integers to `numeric(38, 0)`, run on
 //! 128-bit decimals. The widening happens in the accumulators rather than as a cast in the
@@ -10,9 +17,11 @@
 //! continuous planner's window operator). Written here because DataFusion has no option
 //! for it.
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::arrow::datatypes::{
+    i256, DataType, Decimal256Type, FieldRef, DECIMAL128_MAX_PRECISION, DECIMAL256_MAX_PRECISION,
+};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
@@ -42,10 +51,10 @@ fn summed_type(t: &DataType) -> Result<DataType> {
         | DataType::UInt32
         | DataType::Null => DataType::Int64,
         DataType::Int64 | DataType::UInt64 => DataType::Decimal128(38, 0),
+        DataType::Decimal128(_, s) => DataType::Decimal256(DECIMAL256_MAX_PRECISION, *s),
         DataType::Float16 | DataType::Float32 | DataType::Float64 => DataType::Float64,
         DataType::Decimal32(..)
         | DataType::Decimal64(..)
-        | DataType::Decimal128(..)
         | DataType::Decimal256(..)
         | DataType::Duration(_)
         | DataType::Interval(_) => t.clone(),
@@ -88,6 +97,9 @@ impl AggregateUDFImpl for PgSum {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if let [DataType::Decimal128(_, s)] = arg_types {
+            return Ok(DataType::Decimal128(DECIMAL128_MAX_PRECISION, *s));
+        }
         let summed = arg_types
             .iter()
             .map(summed_type)
@@ -96,10 +108,16 @@ impl AggregateUDFImpl for PgSum {
     }
 
     fn accumulator(&self, acc_args: AccumulatorArgs<'_>) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(Widening(self.inner.accumulator(acc_args)?)))
+        let (args, result) = summing(acc_args);
+        Ok(Box::new(Widening(self.inner.accumulator(args)?, result)))
     }
 
     fn state_fields(&self, args: StateFieldsArgs<'_>) -> Result<Vec<FieldRef>> {
+        let mut args = args;
+        let input = args.input_fields.first().map(|f| f.data_type());
+        if let Some(summed) = input.and_then(wide_sum) {
+            args.return_field = Arc::new(args.return_field.as_ref().clone().with_data_type(summed));
+        }
         self.inner.state_fields(args)
     }
 
@@ -111,8 +129,10 @@ impl AggregateUDFImpl for PgSum {
         &self,
         args: AccumulatorArgs<'_>,
     ) -> Result<Box<dyn GroupsAccumulator>> {
+        let (args, result) = summing(args);
         Ok(Box::new(WideningGroups(
             self.inner.create_groups_accumulator(args)?,
+            result,
         )))
     }
 
@@ -120,8 +140,10 @@ impl AggregateUDFImpl for PgSum {
         &self,
         args: AccumulatorArgs<'_>,
     ) -> Result<Box<dyn Accumulator>> {
+        let (args, result) = summing(args);
         Ok(Box::new(Widening(
             self.inner.create_sliding_accumulator(args)?,
+            result,
         )))
     }
 
@@ -158,9 +180,49 @@ fn widen(values: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
         .collect()
 }
 
-/// An accumulator of DataFusion's `sum` fed through [`widen`].
+/// The 256-bit decimal a sum of a numeric `input` is computed in.
+fn wide_sum(input: &DataType) -> Option<DataType> {
+    match input {
+        DataType::Decimal128(_, s) => Some(DataType::Decimal256(DECIMAL256_MAX_PRECISION, *s)),
+        _ => None,
+    }
+}
+
+/// The arguments DataFusion's accumulator is made with (a numeric sum's result as its
+/// 256-bit decimal), and the result type its value is narrowed to, if it differs.
+fn summing(args: AccumulatorArgs<'_>) -> (AccumulatorArgs<'_>, Option<DataType>) {
+    let result = args.return_field.data_type().clone();
+    let input = args.expr_fields.first().map(|f| f.data_type());
+    let Some(summed) = input.and_then(wide_sum) else {
+        return (args, None);
+    };
+    let mut args = args;
+    args.return_field = Arc::new(args.return_field.as_ref().clone().with_data_type(summed));
+    (args, Some(result))
+}
+
+/// A 256-bit decimal sum as the `numeric(38, s)` result, or 22003 when it has more digits.
+fn narrow(sum: ArrayRef, result: &Option<DataType>) -> Result<ArrayRef> {
+    let Some(to) = result else {
+        return Ok(sum);
+    };
+    let limit = i256::from_i128(10_i128.pow(DECIMAL128_MAX_PRECISION as u32));
+    let wide = sum.as_primitive::<Decimal256Type>();
+    if wide.iter().flatten().any(|v| v >= limit || v <= -limit) {
+        return Err(DataFusionError::External(Box::new(
+            brook_common::brook_err!(
+                OutOfRange,
+                "value overflows numeric format (a sum beyond 38 digits)"
+            ),
+        )));
+    }
+    Ok(cast(&sum, to)?)
+}
+
+/// An accumulator of DataFusion's `sum` fed through [`widen`], its value narrowed to the
+/// result type when it has one ([`summing`]).
 #[derive(Debug)]
-struct Widening(Box<dyn Accumulator>);
+struct Widening(Box<dyn Accumulator>, Option<DataType>);
 
 impl Accumulator for Widening {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
@@ -168,7 +230,11 @@ impl Accumulator for Widening {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        self.0.evaluate()
+        let sum = self.0.evaluate()?;
+        if self.1.is_none() {
+            return Ok(sum);
+        }
+        ScalarValue::try_from_array(&narrow(sum.to_array()?, &self.1)?, 0)
     }
 
     fn size(&self) -> usize {
@@ -192,8 +258,9 @@ impl Accumulator for Widening {
     }
 }
 
-/// A groups accumulator of DataFusion's `sum` fed through [`widen`].
-struct WideningGroups(Box<dyn GroupsAccumulator>);
+/// A groups accumulator of DataFusion's `sum` fed through [`widen`], its values narrowed
+/// to the result type when it has one ([`summing`]).
+struct WideningGroups(Box<dyn GroupsAccumulator>, Option<DataType>);
 
 impl GroupsAccumulator for WideningGroups {
     fn update_batch(
@@ -208,7 +275,7 @@ impl GroupsAccumulator for WideningGroups {
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        self.0.evaluate(emit_to)
+        narrow(self.0.evaluate(emit_to)?, &self.1)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
@@ -290,6 +357,39 @@ mod tests {
         assert_eq!(
             (t, v.as_str()),
             (DataType::Decimal128(38, 0), "9223372036854775808")
+        );
+    }
+
+    #[tokio::test]
+    async fn numeric_sums_past_38_digits_fail_instead_of_wrapping() {
+        let ctx = SessionContext::new();
+        register(&ctx);
+        let max = "CAST('99999999999999999999999999999999999999' AS DECIMAL(38, 0))";
+        for sql in [
+            format!("SELECT sum(x) FROM (VALUES ({max}), ({max})) t(x)"),
+            format!("SELECT sum(x) FROM (VALUES ({max}, 1), ({max}, 1)) t(x, k) GROUP BY k"),
+        ] {
+            let e = ctx.sql(&sql).await.unwrap().collect().await.unwrap_err();
+            assert!(
+                e.to_string().contains("value overflows numeric format"),
+                "{e}"
+            );
+        }
+        // Past 38 digits on the way, back within them at the end.
+        let (t, v) = one(
+            &ctx,
+            &format!(
+                "SELECT sum(x) FROM (VALUES ({max}), ({max}), \
+                 (CAST('-99999999999999999999999999999999999999' AS DECIMAL(38, 0)))) t(x)"
+            ),
+        )
+        .await;
+        assert_eq!(
+            (t, v.as_str()),
+            (
+                DataType::Decimal128(38, 0),
+                "99999999999999999999999999999999999999"
+            )
         );
     }
 }

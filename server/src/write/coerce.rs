@@ -17,6 +17,11 @@ pub fn coerce_column(
     name: &str,
     zone: Option<&str>,
 ) -> Result<ArrayRef> {
+    if let Some(p) = ty.precision() {
+        // `timestamp(0)`: the value converted as to `timestamp`, then rounded.
+        let out = coerce_column(col, field, &ty.without_precision(), name, zone)?;
+        return brook_planner::time_precision::round_to_precision(&out, p as u32);
+    }
     if let PgType::Array(elem) = ty {
         if let Some(list) = as_list(col)? {
             return coerce_elements(&list, elem, name, zone);
@@ -75,7 +80,7 @@ pub fn coerce_column(
                     return decimals_as_floats(col, *p, *s, &target);
                 }
             }
-            if let (PgType::Timestamptz, Some(z)) = (ty, zone) {
+            if let (PgType::Timestamptz(_), Some(z)) = (ty, zone) {
                 if let Some(local) = wall_clock_as_instant(col, z)? {
                     return Ok(local);
                 }
@@ -92,7 +97,9 @@ pub fn coerce_column(
             }
             // An instant assigned to a timestamp (without time zone) column: its local
             // wall-clock time in the session's zone.
-            if let (PgType::Timestamp, Some(z), DataType::Timestamp(_, Some(_))) = (ty, zone, src) {
+            if let (PgType::Timestamp(_), Some(z), DataType::Timestamp(_, Some(_))) =
+                (ty, zone, src)
+            {
                 let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.into()));
                 let labelled = cast_with_options(col, &local, &CastOptions::default())?;
                 return Ok(brook_planner::session_time_zone::wall_clock(&labelled)?);
@@ -132,7 +139,7 @@ fn wall_clock_as_instant(col: &ArrayRef, zone: &str) -> Result<Option<ArrayRef>>
     let instants = brook_planner::session_time_zone::local_instants(&col, zone)?;
     Ok(Some(cast_with_options(
         &instants,
-        &PgType::Timestamptz.arrow(),
+        &PgType::Timestamptz(None).arrow(),
         &CastOptions::default(),
     )?))
 }
@@ -278,11 +285,11 @@ pub(crate) fn assignable(src: &DataType, ty: &PgType) -> bool {
             src,
             DataType::Date32 | DataType::Date64 | DataType::Timestamp(_, _)
         ),
-        PgType::Timestamp | PgType::Timestamptz => matches!(
+        PgType::Timestamp(_) | PgType::Timestamptz(_) => matches!(
             src,
             DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64
         ),
-        PgType::Time => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
+        PgType::Time(_) => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
         PgType::Interval => matches!(src, DataType::Interval(_) | DataType::Duration(_)),
         // A list is assigned element by element before this is asked.
         PgType::Array(_) => false,

@@ -92,7 +92,7 @@ fn results_of_the_wrong_kind_are_errors() {
             },
             "22003",
         ),
-        ("return new Date(NaN);", PgType::Timestamp, "22007"),
+        ("return new Date(NaN);", PgType::Timestamp(None), "22007"),
         ("throw new Error('no');", PgType::Int4, "P0001"),
         ("throw 'plain';", PgType::Int4, "P0001"),
     ];

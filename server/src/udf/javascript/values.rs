@@ -24,7 +24,7 @@ const MILLIS_PER_DAY: i64 = 86_400_000;
 /// Whether a function may take or return values of `ty` (and why not, for the message).
 pub fn supported(ty: &PgType) -> std::result::Result<(), String> {
     match ty {
-        PgType::Bytea | PgType::Time | PgType::Interval => Err(ty.name()),
+        PgType::Bytea | PgType::Time(_) | PgType::Interval => Err(ty.name()),
         PgType::Array(elem) => supported(elem).map_err(|_| ty.name()),
         _ => Ok(()),
     }
@@ -212,7 +212,7 @@ pub fn from_js<'js>(
                 matches!(ty, PgType::Jsonb),
             )?))
         }
-        PgType::Date | PgType::Timestamp | PgType::Timestamptz => {
+        PgType::Date | PgType::Timestamp(_) | PgType::Timestamptz(_) => {
             let millis = date_millis(&v)
                 .ok_or_else(|| wrong("a Date"))?
                 .map_err(thrown)?;
