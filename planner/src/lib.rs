@@ -64,6 +64,7 @@ pub mod concat_text;
 pub mod continuous;
 mod create_aggregate;
 pub mod create_sequence;
+pub mod current_times;
 pub mod date_interval;
 pub mod decorrelate;
 pub mod distinct_aggregates;

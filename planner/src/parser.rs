@@ -54,6 +54,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::array_operators::ArrayOperators),
         Arc::new(crate::pg_functions::StatActivityView),
         Arc::new(crate::niladic::NiladicFunctions),
+        Arc::new(crate::current_times::CurrentTimes),
         Arc::new(crate::prefix_operators::PrefixOperators),
         Arc::new(crate::string_casts::StringLengthCasts),
         Arc::new(AliasDuplicatedProjectionRewrite),

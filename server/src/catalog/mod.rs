@@ -91,6 +91,11 @@ pub struct ColumnMeta {
     /// `COMMENT ON COLUMN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Of a count-min or bloom sketch column (a view's, a synopsis'): the Arrow type of the
+    /// values it summarises, which its probes read their item as
+    /// (`brook_synopses::functions::SKETCH_ITEM_KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sketch_item: Option<String>,
 }
 
 /// How an identity column takes its values from its sequence.
@@ -156,7 +161,20 @@ impl RelationMeta {
         Arc::new(Schema::new(
             self.columns
                 .iter()
-                .map(|c| c.ty.field(&c.name, !c.not_null))
+                .map(|c| {
+                    let field = c.ty.field(&c.name, !c.not_null);
+                    match &c.sketch_item {
+                        Some(item) => {
+                            let mut metadata = field.metadata().clone();
+                            metadata.insert(
+                                brook_synopses::functions::SKETCH_ITEM_KEY.to_string(),
+                                item.clone(),
+                            );
+                            field.with_metadata(metadata)
+                        }
+                        None => field,
+                    }
+                })
                 .collect::<Vec<_>>(),
         ))
     }

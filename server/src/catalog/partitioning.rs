@@ -410,6 +410,7 @@ mod tests {
             default: None,
             identity: None,
             comment: None,
+            sketch_item: None,
         }
     }
 

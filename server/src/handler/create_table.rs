@@ -49,6 +49,10 @@ pub(crate) fn stored_columns(
                 default: None,
                 identity: None,
                 comment: None,
+                sketch_item: f
+                    .metadata()
+                    .get(brook_synopses::functions::SKETCH_ITEM_KEY)
+                    .cloned(),
             })
         })
         .collect()
@@ -178,6 +182,7 @@ impl Session {
                 default: None,
                 identity: None,
                 comment: None,
+                sketch_item: None,
             };
             for opt in &d.options {
                 match &opt.option {

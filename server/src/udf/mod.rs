@@ -44,6 +44,7 @@ pub mod synopses;
 pub mod time_zone;
 pub mod to_char;
 pub mod to_timestamp;
+pub mod unknown_literals;
 pub mod untyped_array_arguments;
 pub mod value_text;
 pub mod xml;

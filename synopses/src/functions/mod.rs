@@ -24,6 +24,8 @@ mod correlation;
 mod distinct;
 mod frequency;
 mod moments;
+mod probe_items;
+pub use probe_items::SKETCH_ITEM_KEY;
 mod quantiles;
 mod scalar;
 
@@ -171,6 +173,17 @@ impl AggregateUDFImpl for SynopsisAggregate {
 
     fn return_type(&self, arg_types: &[DataType]) -> datafusion::error::Result<DataType> {
         (self.return_type)(arg_types).map_err(external)
+    }
+
+    /// DataFusion's field, with the summarised type for a count-min or bloom sketch
+    /// (`probe_items`).
+    fn return_field(&self, arg_fields: &[FieldRef]) -> datafusion::error::Result<FieldRef> {
+        let field = datafusion::logical_expr::udaf_default_return_field(self, arg_fields)?;
+        let metadata = probe_items::sketch_metadata(self.name, arg_fields);
+        if metadata.is_empty() {
+            return Ok(field);
+        }
+        Ok(Arc::new(field.as_ref().clone().with_metadata(metadata)))
     }
 
     fn accumulator(

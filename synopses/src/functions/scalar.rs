@@ -193,7 +193,12 @@ impl ScalarUDFImpl for SketchFunction {
         &self,
         args: ScalarFunctionArgs,
     ) -> datafusion::error::Result<ColumnarValue> {
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        if super::probe_items::PROBES.contains(&self.name) && arrays.len() == 2 {
+            let item = super::probe_items::item_type(&args.arg_fields[0]);
+            arrays[1] =
+                super::probe_items::items_as(&arrays[1], item.as_ref()).map_err(external)?;
+        }
         Ok(ColumnarValue::Array(
             (self.eval)(&arrays).map_err(external)?,
         ))
