@@ -71,12 +71,13 @@ fn current_time_call(e: &Expr) -> Option<Expr> {
         ("localtimestamp", _) => wall_clock(),
         ("localtime", _) => time_cast_of(wall_clock()),
         ("current_timestamp", Some(_)) => now(),
-        ("current_time", Some(_)) => function_call("current_time", vec![]),
+        // Also without a precision: DataFusion's is of nanoseconds, which a time of
+        // microseconds (a column, a literal) does not compare with.
+        ("current_time", _) => function_call("current_time", vec![]),
         _ => return None,
     };
-    let Some(p) = precision else {
-        return Some(value);
-    };
+    // Microseconds, as PostgreSQL's values (DataFusion's `now()` has nanoseconds).
+    let p = precision.unwrap_or(MAX_PRECISION);
     Some(function_call(
         TIME_PRECISION,
         vec![
@@ -98,8 +99,9 @@ mod tests {
     fn local_times_and_precisions_become_calls() {
         assert_eq!(
             rewritten("SELECT localtimestamp, LOCALTIME, current_timestamp(0), localtimestamp(2)"),
-            "SELECT CAST(now() AS TIMESTAMP), arrow_cast(CAST(now() AS TIMESTAMP), \
-             'Time64(Microsecond)'), brook_time_precision(now(), 0), \
+            "SELECT brook_time_precision(CAST(now() AS TIMESTAMP), 6), \
+             brook_time_precision(arrow_cast(CAST(now() AS TIMESTAMP), \
+             'Time64(Microsecond)'), 6), brook_time_precision(now(), 0), \
              brook_time_precision(CAST(now() AS TIMESTAMP), 2)"
         );
         assert_eq!(
@@ -112,6 +114,7 @@ mod tests {
     fn other_uses_stay() {
         for sql in [
             "SELECT current_timestamp",
+            "SELECT t.current_time FROM t",
             "SELECT \"localtime\" FROM t",
             "SELECT t.localtimestamp FROM t",
             "SELECT current_date",

@@ -98,6 +98,7 @@ pub mod parameter_types;
 pub mod parser;
 pub mod pg_functions;
 pub mod prefix_operators;
+pub mod probe_casts;
 pub mod quantified_subquery;
 pub mod regexp_replacement;
 pub mod regproc_columns;

@@ -833,6 +833,8 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
         coercion,
         Arc::new(brook_planner::interval_order::IntervalOrder::default()),
     );
+    // Before type coercion and the casts' own rules, which read the cast it adds.
+    rules.insert(coercion, Arc::new(brook_planner::probe_casts::ProbeCasts));
     // First of all: the rows it builds take part in the expressions the others rewrite.
     rules.insert(coercion, Arc::new(brook_planner::whole_row::WholeRows));
     // Last: VALUES rows typed as their columns.

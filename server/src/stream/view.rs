@@ -54,6 +54,9 @@ pub struct ViewState {
     /// Arrow bytes of the rows the last read gathered from the partitions' owners (a view
     /// maintained per partition, a global synopsis's partial sketches): what a read moves.
     pub gathered_bytes: std::sync::atomic::AtomicU64,
+    /// Set once a read found maintenance caught up with its inputs: from then on a synopsis
+    /// answers from its state at once ([`ViewState::wait_built`]).
+    built: std::sync::atomic::AtomicBool,
 }
 
 /// Distinct rows (row-format bytes) with their multiplicity, and the batches of an
@@ -152,6 +155,7 @@ impl ViewState {
             stats: Mutex::new(std::sync::Weak::new()),
             distribution: std::sync::OnceLock::new(),
             gathered_bytes: std::sync::atomic::AtomicU64::new(0),
+            built: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -259,6 +263,18 @@ impl ViewState {
             )),
             None => Ok(()),
         }
+    }
+
+    /// Wait, the first time only, until maintenance has caught up with its inputs: a
+    /// synopsis rebuilt after a restart (or just created over existing rows) must not answer
+    /// from its empty state, while later reads answer from the latest state at once.
+    pub async fn wait_built(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if !self.built.load(Ordering::Acquire) {
+            self.wait_fresh().await?;
+            self.built.store(true, Ordering::Release);
+        }
+        self.check_failed()
     }
 
     /// Wait until every input commit visible now has been applied.
@@ -413,8 +429,10 @@ impl TableProvider for ViewTable {
         if self.kind != crate::catalog::RelKind::Synopsis || merged_from_owners {
             self.state.wait_fresh().await.map_err(ext)?;
         } else {
-            // Not waiting, but not answering from a state that stopped either.
-            self.state.check_failed().map_err(ext)?;
+            // Not waiting once built, but not answering from a state that stopped either,
+            // nor from one still being rebuilt (the first read after a restart found an
+            // empty synopsis).
+            self.state.wait_built().await.map_err(ext)?;
         }
         let batches = match (self.state.distribution(), &self.gather) {
             (Some(d), Some(gather)) => {

@@ -104,6 +104,19 @@ pub fn coerce_column(
                 let labelled = cast_with_options(col, &local, &CastOptions::default())?;
                 return Ok(brook_planner::session_time_zone::wall_clock(&labelled)?);
             }
+            // A timestamp assigned to a time column: its time of day (an instant's in the
+            // session's zone), as PostgreSQL's assignment cast gives.
+            if let (PgType::Time(_), DataType::Timestamp(_, tz)) = (ty, src) {
+                let wall = match (tz, zone) {
+                    (Some(_), Some(z)) => {
+                        let local = DataType::Timestamp(TimeUnit::Microsecond, Some(z.into()));
+                        let labelled = cast_with_options(col, &local, &CastOptions::default())?;
+                        brook_planner::session_time_zone::wall_clock(&labelled)?
+                    }
+                    _ => col.clone(),
+                };
+                return Ok(cast_with_options(&wall, &target, &CastOptions::default())?);
+            }
             let rounded = round_floats_for_int(col, ty)?;
             let out = cast_with_options(
                 &rounded,
@@ -289,7 +302,10 @@ pub(crate) fn assignable(src: &DataType, ty: &PgType) -> bool {
             src,
             DataType::Timestamp(_, _) | DataType::Date32 | DataType::Date64
         ),
-        PgType::Time(_) => matches!(src, DataType::Time32(_) | DataType::Time64(_)),
+        PgType::Time(_) => matches!(
+            src,
+            DataType::Time32(_) | DataType::Time64(_) | DataType::Timestamp(_, _)
+        ),
         PgType::Interval => matches!(src, DataType::Interval(_) | DataType::Duration(_)),
         // A list is assigned element by element before this is asked.
         PgType::Array(_) => false,

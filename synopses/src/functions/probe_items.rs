@@ -9,9 +9,10 @@
 //! promises never to give. So the sketch's column carries the summarised type in its
 //! field's metadata (`bloom_sketch_agg`/`countmin_sketch_agg` set it, their unions keep
 //! it, and so do the views and synopses that store the sketch), and a probe casts its item
-//! to that type first. An item no value of the type equals (`2.5` for an integer column,
-//! `'abc'` for a numeric one) is absent: its probe is 0 or false, as PostgreSQL's `=`
-//! would find no row.
+//! to that type first (a quoted or temporal item already in the plan:
+//! `brook_planner::probe_casts`). An item no value of the type equals (`2.5` for an
+//! integer column) is absent: its probe is 0 or false, as PostgreSQL's `=` would find no
+//! row.
 
 use brook_common::Result;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
@@ -76,6 +77,7 @@ pub(super) fn items_as(items: &ArrayRef, t: Option<&DataType>) -> Result<ArrayRe
         safe: true,
         ..Default::default()
     };
+    let items = &without_negative_zero(items)?;
     let converted = cast_with_options(items, t, &safe)?;
     if matches!(
         items.data_type(),
@@ -92,6 +94,26 @@ pub(super) fn items_as(items: &ArrayRef, t: Option<&DataType>) -> Result<ArrayRe
         .map(|i| Some(!(same.is_valid(i) && same.value(i))))
         .collect();
     Ok(nullif(&converted, &differs)?)
+}
+
+/// Floats with -0 as 0: equal numbers (an integer sketch's 0 is -0.0's value), which the
+/// comparison after the round trip would tell apart.
+fn without_negative_zero(items: &ArrayRef) -> Result<ArrayRef> {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+    Ok(match items.data_type() {
+        DataType::Float64 => std::sync::Arc::new(
+            items
+                .as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(|v| v + 0.0),
+        ),
+        DataType::Float32 => std::sync::Arc::new(
+            items
+                .as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(|v| v + 0.0),
+        ),
+        _ => items.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -114,6 +136,10 @@ mod tests {
         let out = items_as(&floats, Some(&DataType::Int32)).unwrap();
         assert!(out.is_valid(0));
         assert!(out.is_null(1), "2.5 is no integer");
+
+        let zero: ArrayRef = Arc::new(Float64Array::from(vec![-0.0]));
+        let out = items_as(&zero, Some(&DataType::Int32)).unwrap();
+        assert!(out.is_valid(0), "-0.0 is 0");
 
         let text: ArrayRef = Arc::new(StringArray::from(vec!["abc", "7"]));
         let out = items_as(&text, Some(&DataType::Int64)).unwrap();
