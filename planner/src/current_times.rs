@@ -78,11 +78,14 @@ fn current_time_call(e: &Expr) -> Option<Expr> {
     };
     // Microseconds, as PostgreSQL's values (DataFusion's `now()` has nanoseconds).
     let p = precision.unwrap_or(MAX_PRECISION);
+    // The function's name rides along as a third argument: the result column is named
+    // after it, as PostgreSQL names it (`output_names`).
     Some(function_call(
         TIME_PRECISION,
         vec![
             value,
             Expr::value(Value::Number(p.min(MAX_PRECISION).to_string(), false)),
+            Expr::value(Value::SingleQuotedString(word)),
         ],
     ))
 }
@@ -99,14 +102,15 @@ mod tests {
     fn local_times_and_precisions_become_calls() {
         assert_eq!(
             rewritten("SELECT localtimestamp, LOCALTIME, current_timestamp(0), localtimestamp(2)"),
-            "SELECT brook_time_precision(CAST(now() AS TIMESTAMP), 6), \
+            "SELECT brook_time_precision(CAST(now() AS TIMESTAMP), 6, 'localtimestamp'), \
              brook_time_precision(arrow_cast(CAST(now() AS TIMESTAMP), \
-             'Time64(Microsecond)'), 6), brook_time_precision(now(), 0), \
-             brook_time_precision(CAST(now() AS TIMESTAMP), 2)"
+             'Time64(Microsecond)'), 6, 'localtime'), \
+             brook_time_precision(now(), 0, 'current_timestamp'), \
+             brook_time_precision(CAST(now() AS TIMESTAMP), 2, 'localtimestamp')"
         );
         assert_eq!(
             rewritten("SELECT current_time(9)"),
-            "SELECT brook_time_precision(current_time(), 6)"
+            "SELECT brook_time_precision(current_time(), 6, 'current_time')"
         );
     }
 

@@ -72,6 +72,9 @@ pub(crate) fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Identifier(i) => Some(norm(i)),
         Expr::CompoundIdentifier(parts) => parts.last().map(norm),
         Expr::Function(f) if rewritten_set_returning(f).is_some() => rewritten_set_returning(f),
+        // `localtimestamp`, `current_timestamp(0)` as `current_times` rewrote them: the
+        // function's name is the call's third argument.
+        Expr::Function(f) if named_time_function(f).is_some() => named_time_function(f),
         // An operator the statement rewrite made a function call (`j -> 'a'`, `a @> b`,
         // `x = ANY (arr)`).
         Expr::Function(f)
@@ -129,6 +132,25 @@ pub(crate) fn figure_colname(e: &Expr) -> Option<String> {
         Expr::Ceil { .. } => Some("ceil".into()),
         Expr::Floor { .. } => Some("floor".into()),
         Expr::Overlay { .. } => Some("overlay".into()),
+        _ => None,
+    }
+}
+
+/// The SQL function a `brook_time_precision(value, p, 'name')` call stands for.
+fn named_time_function(f: &datafusion::sql::sqlparser::ast::Function) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let name = f.name.0.last()?.as_ident()?;
+    if name.value != crate::time_precision::TIME_PRECISION {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    match list.args.get(2)? {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v))) => match &v.value {
+            Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
         _ => None,
     }
 }

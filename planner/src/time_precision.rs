@@ -20,7 +20,7 @@ use datafusion::arrow::datatypes::{Field, FieldRef};
 use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    TypeSignature, Volatility,
 };
 use datafusion::sql::sqlparser::ast::{CastKind, DataType as SqlType, Expr, Statement, Value};
 use std::sync::Arc;
@@ -89,11 +89,15 @@ fn without_precision(t: &SqlType) -> Option<(SqlType, u64)> {
     }
 }
 
-/// `brook_time_precision(value, p)`: a timestamp (with or without zone) or time rounded
-/// to `p` decimals of a second.
+/// `brook_time_precision(value, p [, name])`: a timestamp (with or without zone) or time
+/// rounded to `p` decimals of a second. `name`, ignored here, is the SQL function the call
+/// stands for (`localtimestamp`), which names its result column.
 pub fn time_precision_function() -> ScalarUDF {
     ScalarUDF::new_from_impl(TimePrecision {
-        signature: Signature::any(2, Volatility::Immutable),
+        signature: Signature::one_of(
+            vec![TypeSignature::Any(2), TypeSignature::Any(3)],
+            Volatility::Immutable,
+        ),
     })
 }
 

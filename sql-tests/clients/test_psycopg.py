@@ -641,6 +641,22 @@ def test_copy_rounds_to_declared_precisions(brook):
         ]
 
 
+def test_current_time_functions_name_their_columns_as_postgresql(brook):
+    """localtimestamp, localtime, current_timestamp(p), current_time become calls of
+    Brook's functions; their result columns keep PostgreSQL's names."""
+    with connect(brook) as c:
+        cur = c.execute(
+            "SELECT localtimestamp, localtime, current_timestamp(0), current_time, localtimestamp(2)"
+        )
+        assert [d.name for d in cur.description] == [
+            "localtimestamp", "localtime", "current_timestamp", "current_time", "localtimestamp",
+        ]
+        row = cur.fetchone()
+        assert isinstance(row[0], datetime.datetime) and row[0].tzinfo is None
+        assert isinstance(row[1], datetime.time)
+        assert row[2].microsecond == 0
+
+
 def test_time_zone_default_is_the_startup_packets(brook):
     """SET TIME ZONE DEFAULT / LOCAL and RESET TIME ZONE go back to the zone the startup
     packet gave, as PostgreSQL's do (they went to UTC)."""
