@@ -8,7 +8,9 @@
 //! probed in a timestamptz sketch was read in UTC, not the session's zone. Cast here,
 //! before type coercion, the item is read by the server's rules for such casts
 //! (PostgreSQL's date and time input, the session's time zone), and a text that is no
-//! date is 22007 as PostgreSQL's `ts = 'abc'` is. Other items stay the functions' to
+//! date is 22007 as PostgreSQL's `ts = 'abc'` is. A typed date or time is cast only where
+//! it comes back unchanged (`'2000-01-01 05:30'::timestamp` is no date: absent, as
+//! PostgreSQL's `d = ...` compares it as a timestamp). Other items stay the functions' to
 //! convert: they must tell `2.5` (absent from an integer sketch) from 3, which a cast that
 //! rounds would not, and a text that is no number is absent there.
 
@@ -18,7 +20,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{cast, Expr, ExprSchemable, LogicalPlan};
+use datafusion::logical_expr::{cast, when, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
 use std::str::FromStr;
 
@@ -57,7 +59,14 @@ fn cast_item(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     match summarised {
         Some(t) if t != item && reads_as(&item, &t) => {
             let arg = f.args.pop().expect("two arguments");
-            f.args.push(cast(arg, t));
+            let converted = if is_text(&item) {
+                cast(arg, t)
+            } else {
+                // NULL (absent) where the item is no value of the type.
+                let back = cast(cast(arg.clone(), t.clone()), item);
+                when(back.eq(arg.clone()), cast(arg, t)).end()?
+            };
+            f.args.push(converted);
             Ok(Transformed::yes(Expr::ScalarFunction(
                 ScalarFunction::new_udf(f.func, f.args),
             )))
@@ -79,11 +88,11 @@ fn reads_as(item: &DataType, summarised: &DataType) -> bool {
                 | DataType::Time64(_)
         )
     };
-    let text = matches!(
-        item,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    );
-    temporal(summarised) && (text || temporal(item))
+    temporal(summarised) && (is_text(item) || temporal(item))
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 #[cfg(test)]

@@ -402,6 +402,7 @@ impl Engine {
         crate::udf::sum_numeric::register(&ctx);
         crate::udf::float_extremes::register(&ctx);
         crate::udf::unknown_literals::register(&ctx);
+        crate::udf::statement_time::register(&ctx);
         crate::udf::operator_functions::register(&ctx)?;
         brook_synopses::functions::register(&ctx);
         ctx.register_udaf(crate::udf::mode::udaf());

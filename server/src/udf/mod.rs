@@ -38,6 +38,7 @@ pub mod sequences;
 pub mod sleep;
 pub mod sql_aggregate;
 pub mod sql_function;
+pub mod statement_time;
 pub mod substring;
 pub mod sum_numeric;
 pub mod synopses;
