@@ -14,7 +14,7 @@
 //! convert: they must tell `2.5` (absent from an integer sketch) from 3, which a cast that
 //! rounds would not, and a text that is no number is absent there.
 
-use brook_synopses::functions::SKETCH_ITEM_KEY;
+use brook_synopses::functions::{PROBES, SKETCH_ITEM_KEY};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -23,9 +23,6 @@ use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{cast, when, Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::AnalyzerRule;
 use std::str::FromStr;
-
-/// The functions that probe a sketch (argument 0) for an item (argument 1).
-const PROBES: [&str; 2] = ["frequency", "might_contain"];
 
 /// The rule.
 #[derive(Debug, Default)]

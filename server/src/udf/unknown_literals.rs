@@ -9,6 +9,7 @@
 //! PostgreSQL reads dates and times (`timestamp_text`). Written here because DataFusion's
 //! coercion has no option for it.
 
+use crate::udf::is_text;
 use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::error::Result;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
@@ -18,11 +19,6 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 use std::sync::Arc;
-
-/// A text type: what an untyped literal is typed as by the time a function sees it.
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
 
 /// A type a text beside it is read as (DataFusion already does so for numbers).
 fn reads_text(t: &DataType) -> bool {

@@ -25,7 +25,7 @@ mod distinct;
 mod frequency;
 mod moments;
 mod probe_items;
-pub use probe_items::SKETCH_ITEM_KEY;
+pub use probe_items::{PROBES, SKETCH_ITEM_KEY};
 mod quantiles;
 mod scalar;
 

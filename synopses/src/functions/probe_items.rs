@@ -32,7 +32,7 @@ pub(super) const ITEM_SKETCHES: [&str; 2] = ["bloom_sketch_agg", "countmin_sketc
 pub(super) const ITEM_UNIONS: [&str; 2] = ["bloom_union_agg", "countmin_union_agg"];
 
 /// The scalar functions that probe a sketch (argument 0) for an item (argument 1).
-pub(super) const PROBES: [&str; 2] = ["frequency", "might_contain"];
+pub const PROBES: [&str; 2] = ["frequency", "might_contain"];
 
 /// The metadata of the result of aggregate `name` over `args`: the summarised type.
 pub(super) fn sketch_metadata(
