@@ -39,6 +39,8 @@
 //! - [`json_ops`]: `->`, `->>`, `?` and PostgreSQL's JSON functions as `datafusion-functions-json`'s.
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
+//! - [`datetime_input`]: date and timestamp text in PostgreSQL's forms (`Jan 2 2024`,
+//!   `1/2/2024`, `today`, zone abbreviations), as the text Arrow's parser reads.
 //! - [`interval_literals`]: interval constants in PostgreSQL's spellings (`'1 day 02:00'`).
 //! - [`interval_text_casts`]: text cast to an interval in the plan, read as PostgreSQL reads it.
 //! - [`table_command`]: `TABLE name` as `SELECT * FROM name`.
@@ -66,6 +68,7 @@ mod create_aggregate;
 pub mod create_sequence;
 pub mod current_times;
 pub mod date_interval;
+pub mod datetime_input;
 pub mod decorrelate;
 pub mod distinct_aggregates;
 pub mod domain_base;
@@ -131,6 +134,7 @@ pub mod where_in_subquery;
 pub mod whole_row;
 pub mod window_start;
 pub mod windows;
+pub mod zone_names;
 
 pub use parser::{
     parse_sql, BrookStatement, CreateStream, Emit, ErrorBudget, StatementBody, Watermark,

@@ -1,123 +1,24 @@
-//! Text to `timestamp`, `date` and `time` in PostgreSQL's forms that Arrow's parser does not
-//! read (a time is read whole by `brook_common::time_text`: Arrow misread `'0130'`).
-//!
-//! PostgreSQL's special input `epoch` (in any case, with spaces around) is 1970-01-01
-//! 00:00:00. Its other special inputs are not read here: PostgreSQL fixes `now`, `today`,
-//! `tomorrow` and `yesterday` once per transaction (and a DEFAULT or a view's constant
-//! when it is created), while this text is read as rows are (a COPY's rows would each get
-//! another `now`); `infinity` has no value among Brook's timestamps. They stay errors.
-//!
-//! PostgreSQL reads `'2020-01-03 02:00'::timestamp` (no seconds) as 02:00:00; Arrow's
-//! text-to-timestamp cast wants the seconds and failed ("error parsing time"). This analyzer
-//! rule puts `brook_timestamp_text` under every text-to-timestamp cast
-//! ([`crate::text_input`]); it completes such values to the form Arrow reads and passes every
-//! other value through untouched, so the accepted language only grows. Written here because Arrow's parser has no option for it.
+//! Text to `timestamp`, `timestamptz`, `date` and `time` in PostgreSQL's forms, under every
+//! text-to-datetime cast of a plan (an analyzer rule: [`crate::text_input`]). Dates and
+//! timestamps are read by [`crate::datetime_input`] into the ISO text Arrow's cast reads
+//! (`'Jan 2 2024'`, `'2000-1-1'`, `'today'` were errors); a time is read whole by
+//! `brook_common::time_text` (Arrow misread `'0130'`). `now` and `today` in a constant are
+//! read at the statement's start, as `now()` is; in a column's values, when they are read.
 
+use crate::datetime_input::{self, Clock, Target};
 use crate::text_input::{result_like, text_argument, under_text_casts};
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result};
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
-use std::borrow::Cow;
+use datafusion::scalar::ScalarValue;
 use std::sync::Arc;
-
-/// Whether `text` is the special input `epoch`.
-fn is_epoch(text: &str) -> bool {
-    text.trim().eq_ignore_ascii_case("epoch")
-}
-
-/// `text` as Arrow's date parser reads it: `epoch` as 1970-01-01, other text unchanged.
-pub fn complete_date(text: &str) -> Cow<'_, str> {
-    if is_epoch(text) {
-        Cow::Owned("1970-01-01".into())
-    } else {
-        Cow::Borrowed(text)
-    }
-}
-
-/// `text` with the seconds a `YYYY-MM-DD H[H]:MM` time lacks (`:00`, before any zone) and
-/// its hour in two digits, or `epoch` as 1970-01-01 00:00:00 (`+00`: a timestamptz reads
-/// the same instant); other text unchanged.
-pub fn complete_timestamp(text: &str) -> Cow<'_, str> {
-    if is_epoch(text) {
-        return Cow::Owned("1970-01-01 00:00:00+00".into());
-    }
-    let t = text.trim_end();
-    let b = t.as_bytes();
-    if !(b.len() >= 15 && starts_with_date_and_separator(b)) {
-        return Cow::Borrowed(text);
-    }
-    // The hour has one or two digits, then `:MM`; what follows must not be more time.
-    let hour_digits = b[11..].iter().take_while(|c| c.is_ascii_digit()).count();
-    if !(1..=2).contains(&hour_digits) {
-        return Cow::Borrowed(text);
-    }
-    let colon = 11 + hour_digits;
-    let minutes_ok = b.get(colon) == Some(&b':')
-        && b.get(colon + 1..colon + 3)
-            .is_some_and(|m| m.iter().all(u8::is_ascii_digit));
-    if !minutes_ok {
-        return Cow::Borrowed(text);
-    }
-    let end = colon + 3;
-    match b.get(end) {
-        None | Some(b'+' | b'-' | b'Z' | b' ') => {
-            let pad = if hour_digits == 1 { "0" } else { "" };
-            Cow::Owned(format!("{}{pad}{}:00{}", &t[..11], &t[11..end], &t[end..]))
-        }
-        Some(_) => Cow::Borrowed(text),
-    }
-}
-
-/// `text` as a timestamp without time zone reads it: completed as [`complete_timestamp`]
-/// does, and without a time zone after the time (`+05:30`, `-08`, `Z`, ` UTC`, a zone's
-/// name), which PostgreSQL's input of that type ignores (Arrow's cast applied the offset:
-/// `'2024-01-01 10:00:00+05:30'::timestamp` was 04:30).
-pub fn complete_local_timestamp(text: &str) -> Cow<'_, str> {
-    let completed = complete_timestamp(text);
-    match zone_start(&completed) {
-        Some(at) => Cow::Owned(completed[..at].trim_end().to_string()),
-        None => completed,
-    }
-}
-
-/// Whether `b` starts with `YYYY-MM-DD` and a space or `T` (it has 11 bytes at least).
-fn starts_with_date_and_separator(b: &[u8]) -> bool {
-    b.len() >= 11
-        && b[..4].iter().all(u8::is_ascii_digit)
-        && b[4] == b'-'
-        && b[5..7].iter().all(u8::is_ascii_digit)
-        && b[7] == b'-'
-        && b[8..10].iter().all(u8::is_ascii_digit)
-        && (b[10] == b' ' || b[10] == b'T')
-}
-
-/// Where a time zone starts after `YYYY-MM-DD[ T]HH:MM[:SS[.f]]`, if one follows (an era,
-/// `BC`/`AD`, is no zone).
-fn zone_start(text: &str) -> Option<usize> {
-    let b = text.as_bytes();
-    if !(b.len() >= 16 && starts_with_date_and_separator(b)) {
-        return None;
-    }
-    let end = 11
-        + b[11..]
-            .iter()
-            .take_while(|c| c.is_ascii_digit() || **c == b':' || **c == b'.')
-            .count();
-    if !text[11..end].contains(':') {
-        return None;
-    }
-    let rest = text[end..].trim();
-    let zone = rest.starts_with(['+', '-'])
-        || rest.starts_with(|c: char| c.is_ascii_alphabetic())
-            && !rest.eq_ignore_ascii_case("BC")
-            && !rest.eq_ignore_ascii_case("AD");
-    zone.then_some(end)
-}
 
 /// What a text-input function reads the text as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -161,10 +62,10 @@ impl ScalarUDFImpl for TimestampText {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let text = text_argument(&args.args)?;
-        let complete = match self.input {
-            Input::Timestamptz => complete_timestamp,
-            Input::Timestamp => complete_local_timestamp,
-            Input::Date => complete_date,
+        let target = match self.input {
+            Input::Timestamptz => Target::Timestamptz,
+            Input::Timestamp => Target::Timestamp,
+            Input::Date => Target::Date,
             Input::Time => {
                 let out =
                     brook_common::time_text::time_array(&text, |_, v, why| why.for_text(v, ""))
@@ -172,9 +73,49 @@ impl ScalarUDFImpl for TimestampText {
                 return result_like(&args.args, Arc::new(out));
             }
         };
-        let out: StringArray = text.iter().map(|v| v.map(complete)).collect();
+        let zone = args.config_options.execution.time_zone.as_deref();
+        let out = read_all(&text, target, &Clock::now(zone))?;
         result_like(&args.args, Arc::new(out))
     }
+
+    /// A constant is read once, on the statement's clock (`'now'::timestamptz = now()`).
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        let target = match self.input {
+            Input::Timestamptz => Target::Timestamptz,
+            Input::Timestamp => Target::Timestamp,
+            Input::Date => Target::Date,
+            Input::Time => return Ok(ExprSimplifyResult::Original(args)),
+        };
+        let (Some(start), [Expr::Literal(ScalarValue::Utf8(Some(text)), _)]) =
+            (info.query_execution_start_time(), args.as_slice())
+        else {
+            return Ok(ExprSimplifyResult::Original(args));
+        };
+        let clock = Clock {
+            now_micros: start.timestamp_micros(),
+            zone: info.config_options().execution.time_zone.as_deref(),
+        };
+        let read = datetime_input::read(text, target, &clock)
+            .map_err(|why| DataFusionError::External(Box::new(why.for_text(target, text, ""))))?;
+        Ok(ExprSimplifyResult::Simplified(Expr::Literal(
+            ScalarValue::Utf8(Some(read.into_owned())),
+            None,
+        )))
+    }
+}
+
+/// Each text read as `target` ([`datetime_input::read`]); the first that is none is the
+/// error PostgreSQL reports.
+fn read_all(text: &StringArray, target: Target, clock: &Clock<'_>) -> Result<StringArray> {
+    text.iter()
+        .map(|v| {
+            v.map(|v| {
+                datetime_input::read(v, target, clock)
+                    .map_err(|why| DataFusionError::External(Box::new(why.for_text(target, v, ""))))
+            })
+            .transpose()
+        })
+        .collect()
 }
 
 /// Whether a cast's target type is one a text-input function is for.
@@ -192,8 +133,15 @@ pub struct TimestampInput {
 impl Default for TimestampInput {
     fn default() -> Self {
         let udf = |input| {
+            // `now` and `today` read the clock: volatile, so that a constant is not
+            // evaluated by the planner before `simplify` reads it on the statement's clock
+            // (a time's input reads no clock).
+            let volatility = match input {
+                Input::Time => Volatility::Immutable,
+                _ => Volatility::Volatile,
+            };
             Arc::new(ScalarUDF::new_from_impl(TimestampText {
-                signature: Signature::any(1, Volatility::Immutable),
+                signature: Signature::any(1, volatility),
                 input,
             }))
         };
@@ -236,57 +184,5 @@ impl AnalyzerRule for TimestampInput {
 
     fn name(&self) -> &str {
         "brook_timestamp_input"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_timestamp_without_time_zone_ignores_a_zone() {
-        for (text, want) in [
-            ("2024-01-01 10:00:00+05:30", "2024-01-01 10:00:00"),
-            ("2024-01-01T10:00-08", "2024-01-01T10:00:00"),
-            ("2024-01-01 10:00:00.5 +0530", "2024-01-01 10:00:00.5"),
-            ("2024-01-01 10:00:00Z", "2024-01-01 10:00:00"),
-            (
-                "2024-01-01 10:00:00 America/New_York",
-                "2024-01-01 10:00:00",
-            ),
-            ("2024-01-01 10:00:00", "2024-01-01 10:00:00"),
-            ("2024-01-01", "2024-01-01"),
-            ("2024-01-01 10:00:00 BC", "2024-01-01 10:00:00 BC"),
-            ("epoch", "1970-01-01 00:00:00"),
-        ] {
-            assert_eq!(complete_local_timestamp(text), want, "{text}");
-        }
-    }
-
-    #[test]
-    fn epoch_is_read_and_the_other_special_inputs_are_not() {
-        assert_eq!(complete_timestamp(" EPOCH "), "1970-01-01 00:00:00+00");
-        assert_eq!(complete_date("epoch"), "1970-01-01");
-        for word in ["now", "today", "infinity"] {
-            assert_eq!(complete_date(word), word);
-            assert_eq!(complete_timestamp(word), word);
-        }
-    }
-
-    #[test]
-    fn minutes_without_seconds_are_completed() {
-        for (text, want) in [
-            ("2020-01-03 02:00", "2020-01-03 02:00:00"),
-            ("2020-01-03T2:05", "2020-01-03T02:05:00"),
-            ("2020-01-03 02:00+02", "2020-01-03 02:00:00+02"),
-            ("2020-01-03 02:00 ", "2020-01-03 02:00:00"),
-            ("2020-01-03 02:00:07", "2020-01-03 02:00:07"),
-            ("2020-01-03 02:00:07.5", "2020-01-03 02:00:07.5"),
-            ("2020-01-03", "2020-01-03"),
-            ("yesterd", "yesterd"),
-            ("2020-01-03 0200", "2020-01-03 0200"),
-        ] {
-            assert_eq!(complete_timestamp(text), want, "{text}");
-        }
     }
 }

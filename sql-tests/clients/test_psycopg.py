@@ -641,6 +641,36 @@ def test_copy_rounds_to_declared_precisions(brook):
         ]
 
 
+def test_copy_reads_datetime_input_as_postgresql(brook):
+    """COPY text and csv read dates and timestamps in PostgreSQL's forms (month names,
+    MDY, compact digits, zone abbreviations, `today`); a bad one names its line and is
+    22008 or 22007 (they were Arrow's parse errors)."""
+    utc = datetime.timezone.utc
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_datetime_input (id int, d date, ts timestamp, tz timestamptz)")
+        with c.cursor() as cur:
+            with cur.copy("COPY py_datetime_input FROM STDIN") as cp:
+                cp.write(b"1\tJan 2 2024\t1/2/2024 10:00 pm\t2024-01-02 10:00 PST\n")
+                cp.write(b"2\t20240103\t2024-1-3 1:02:03.1234567\t2024-01-03 24:00:00+01\n")
+            with cur.copy("COPY py_datetime_input FROM STDIN (FORMAT csv)") as cp:
+                cp.write(b'3,today,"Tuesday, January 2, 2024 3:04:05 PM",epoch\n')
+        rows = c.execute("SELECT id, d = current_date, ts, tz FROM py_datetime_input ORDER BY id").fetchall()
+        assert rows == [
+            (1, False, datetime.datetime(2024, 1, 2, 22, 0), datetime.datetime(2024, 1, 2, 18, 0, tzinfo=utc)),
+            (2, False, datetime.datetime(2024, 1, 3, 1, 2, 3, 123457),
+             datetime.datetime(2024, 1, 3, 23, 0, tzinfo=utc)),
+            (3, True, datetime.datetime(2024, 1, 2, 15, 4, 5), datetime.datetime(1970, 1, 1, tzinfo=utc)),
+        ]
+        for line, state in [(b"4\t2000-02-30\t\\N\t\\N\n", "22008"), (b"4\t\\N\tJan 2 2024 XYZ\t\\N\n", "22007")]:
+            with pytest.raises(psycopg.Error) as err:
+                with c.cursor() as cur:
+                    with cur.copy("COPY py_datetime_input FROM STDIN") as cp:
+                        cp.write(b"5\t2024-01-01\t\\N\t\\N\n" + line)
+            assert err.value.sqlstate == state
+            assert "line 2" in str(err.value), str(err.value)
+        assert c.execute("SELECT count(*) FROM py_datetime_input").fetchone() == (3,)
+
+
 def test_current_time_functions_name_their_columns_as_postgresql(brook):
     """localtimestamp, localtime, current_timestamp(p), current_time become calls of
     Brook's functions; their result columns keep PostgreSQL's names."""

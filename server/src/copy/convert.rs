@@ -4,7 +4,7 @@
 use crate::pg::fast_text::RawText;
 use crate::pg::types::PgType;
 use brook_common::{brook_err, BrookError, Result};
-use brook_planner::timestamp_text::{complete_date, complete_local_timestamp, complete_timestamp};
+use brook_planner::datetime_input::{self, Clock, Target};
 use datafusion::arrow::array::{Array, ArrayRef, BinaryBuilder};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
@@ -149,24 +149,18 @@ pub fn text_to_column(
             if let Some(fast) = fast {
                 return Ok(fast);
             }
-            completed(strings, complete_local_timestamp)
+            read_datetimes(strings, Target::Timestamp, zone, line_of, table, column)?
         }
-        PgType::Timestamptz(_) => completed(strings, complete_timestamp),
+        PgType::Timestamptz(_) => {
+            read_datetimes(strings, Target::Timestamptz, zone, line_of, table, column)?
+        }
         PgType::Numeric { .. } => numerics_written_out(strings)?,
-        PgType::Date => completed(&without_zones(strings, true)?, complete_date),
+        PgType::Date => read_datetimes(strings, Target::Date, zone, line_of, table, column)?,
         PgType::Time(_) => {
             let text = cast_with_options(strings, &DataType::Utf8, &CastOptions::default())?;
             let times = brook_common::time_text::time_array(
                 datafusion::arrow::array::AsArray::as_string::<i32>(&text),
-                |r, v, why| {
-                    // An INSERT's values come here without a table: no COPY line to name.
-                    let at = if table.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (COPY {table}, line {}, column {column})", line_of(r))
-                    };
-                    why.for_text(v, &at)
-                },
+                |r, v, why| why.for_text(v, &copy_context(line_of, r, table, column)),
             )?;
             return Ok(Arc::new(times));
         }
@@ -292,25 +286,6 @@ fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
     })
 }
 
-/// Date or time texts without the zones some may end with (PostgreSQL ignores them); the
-/// array itself when none has one, so the common input is not copied value by value.
-fn without_zones(strings: &ArrayRef, date: bool) -> Result<ArrayRef> {
-    let zoned = strings
-        .as_any()
-        .downcast_ref::<datafusion::arrow::array::StringArray>()
-        .is_none_or(|s| {
-            s.iter()
-                .flatten()
-                .any(|v| crate::pg::datetime::without_zone(v, date).len() != v.len())
-        });
-    if !zoned {
-        return Ok(strings.clone());
-    }
-    each_text(strings, |_, v| {
-        Ok(crate::pg::datetime::without_zone(v, date).to_string())
-    })
-}
-
 /// Numeric texts in exponent notation (`1.5e-3`) in plain digits, which Arrow's decimal
 /// parser reads (it refused them: `COPY` of `1e1` into a numeric column was 22003); the
 /// array itself when none has an exponent.
@@ -348,29 +323,54 @@ fn each_text(
     Ok(Arc::new(out.finish()))
 }
 
-/// Timestamps and dates as Arrow's parser reads them (`complete` is
-/// `brook_planner::timestamp_text`'s `complete_timestamp` or `complete_date`): `YYYY-MM-DD
-/// HH:MM` completed with seconds, PostgreSQL's special inputs (`now`, `today`, `epoch`)
-/// as the time they name.
-fn completed(strings: &ArrayRef, complete: fn(&str) -> std::borrow::Cow<'_, str>) -> ArrayRef {
+/// Where a bad value came from, for its error: ` (COPY t, line 2, column c)`; nothing for an
+/// INSERT's values, which come here without a table.
+fn copy_context(line_of: &dyn Fn(usize) -> u64, row: usize, table: &str, column: &str) -> String {
+    if table.is_empty() {
+        String::new()
+    } else {
+        format!(" (COPY {table}, line {}, column {column})", line_of(row))
+    }
+}
+
+/// Dates and timestamps in PostgreSQL's forms as the text Arrow's parser reads
+/// (`brook_planner::datetime_input`; `now` and `today` on this instant's clock in the
+/// session's `zone`); the array itself when every text has that form already.
+fn read_datetimes(
+    strings: &ArrayRef,
+    target: Target,
+    zone: Option<&str>,
+    line_of: &dyn Fn(usize) -> u64,
+    table: &str,
+    column: &str,
+) -> Result<ArrayRef> {
     let Some(s) = strings
         .as_any()
         .downcast_ref::<datafusion::arrow::array::StringArray>()
     else {
-        return strings.clone();
+        return Ok(strings.clone());
     };
-    if !s
+    let clock = Clock::now(zone);
+    let read = s
         .iter()
-        .flatten()
-        .any(|v| matches!(complete(v), std::borrow::Cow::Owned(_)))
+        .enumerate()
+        .map(|(r, v)| {
+            v.map(|v| {
+                datetime_input::read(v, target, &clock).map_err(|why| {
+                    why.for_text(target, v, &copy_context(line_of, r, table, column))
+                })
+            })
+            .transpose()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if read
+        .iter()
+        .all(|v| !matches!(v, Some(std::borrow::Cow::Owned(_))))
     {
-        return strings.clone();
+        return Ok(strings.clone());
     }
-    let out: datafusion::arrow::array::StringArray = s
-        .iter()
-        .map(|v| v.map(|v| complete(v).into_owned()))
-        .collect();
-    Arc::new(out)
+    let out: datafusion::arrow::array::StringArray = read.into_iter().collect();
+    Ok(Arc::new(out))
 }
 
 /// varchar(n)/char(n) reject longer values (22001), as PostgreSQL does.

@@ -28,8 +28,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 pub fn register(ctx: &SessionContext) {
     ctx.register_udf(udf().as_ref().clone());
@@ -276,73 +275,16 @@ fn out_of_range() -> DataFusionError {
     err(brook_err!(DatetimeOverflow, "timestamp out of range"))
 }
 
-/// PostgreSQL's default time zone abbreviations (the common ones), each a fixed offset in
-/// minutes east of UTC; they win over a zone of the same name, as in PostgreSQL.
-static ABBREVIATIONS: LazyLock<HashMap<&'static str, i64>> = LazyLock::new(|| {
-    HashMap::from([
-        ("utc", 0),
-        ("gmt", 0),
-        ("z", 0),
-        ("zulu", 0),
-        ("ut", 0),
-        ("wet", 0),
-        ("west", 60),
-        ("bst", 60),
-        ("cet", 60),
-        ("cest", 120),
-        ("met", 60),
-        ("mest", 120),
-        ("eet", 120),
-        ("eest", 180),
-        ("msk", 180),
-        ("ist", 120),
-        ("est", -300),
-        ("edt", -240),
-        ("cst", -360),
-        ("cdt", -300),
-        ("mst", -420),
-        ("mdt", -360),
-        ("pst", -480),
-        ("pdt", -420),
-        ("akst", -540),
-        ("akdt", -480),
-        ("hst", -600),
-        ("ast", -240),
-        ("adt", -180),
-        ("nst", -210),
-        ("ndt", -150),
-        ("jst", 540),
-        ("kst", 540),
-        ("hkt", 480),
-        ("sgt", 480),
-        ("awst", 480),
-        ("acst", 570),
-        ("acdt", 630),
-        ("aest", 600),
-        ("aedt", 660),
-        ("nzst", 720),
-        ("nzdt", 780),
-    ])
-});
-
-/// The IANA zone names, by their lower-case spelling.
-static NAMES: LazyLock<HashMap<String, Tz>> = LazyLock::new(|| {
-    chrono_tz::TZ_VARIANTS
-        .iter()
-        .map(|tz| (tz.name().to_ascii_lowercase(), *tz))
-        .collect()
-});
-
 /// A zone's text as PostgreSQL reads it: an abbreviation, an IANA name, or a POSIX offset
 /// (`+05`, `-03:30`, `UTC+3`: hours west of Greenwich). 22023 otherwise.
 fn parse_zone(text: &str) -> Result<Zone, BrookError> {
     let name = text.trim();
     let lower = name.to_ascii_lowercase();
-    if let Some(minutes) = ABBREVIATIONS.get(lower.as_str()) {
+    if let Some(minutes) = brook_planner::zone_names::abbreviation_minutes(&lower) {
         return Ok(Zone::Fixed(minutes * 60 * MICROS_PER_SECOND));
     }
-    if let Some(tz) = NAMES.get(&lower) {
-        return Ok(Zone::Named(*tz));
+    if let Some(tz) = brook_planner::zone_names::iana_zone(&lower) {
+        return Ok(Zone::Named(tz));
     }
     posix_offset(&lower)
         .ok_or_else(|| brook_err!(InvalidParameter, "time zone \"{name}\" not recognized"))
@@ -360,7 +302,7 @@ pub(crate) fn session_zone(text: &str) -> Result<Option<(String, String)>, Brook
     if brook_planner::session_time_zone::is_utc(&lower) || lower == "default" {
         return Ok(None);
     }
-    if let Some(tz) = NAMES.get(&lower) {
+    if let Some(tz) = brook_planner::zone_names::iana_zone(&lower) {
         return Ok(Some((tz.name().to_string(), tz.name().to_string())));
     }
     let number = !lower.is_empty()
