@@ -414,9 +414,25 @@ fn integer_range_message(m: String) -> String {
     format!("{name} out of range")
 }
 
+/// A stored timestamp (of microseconds: from the year 1 on) taken into an expression,
+/// whose timestamps are DataFusion's nanoseconds: 22008 with the ranges, not Arrow's cast
+/// message.
+fn nanosecond_overflow(m: &str) -> Option<BrookError> {
+    (m.contains("to Timestamp(ns") && m.contains("exceeds the representable")).then(|| {
+        BrookError::DatetimeOverflow(
+            "timestamp out of range: timestamps in expressions are between 1677-09-21 and \
+             2262-04-11 (a column stores them from the year 1 to 262143)"
+                .into(),
+        )
+    })
+}
+
 fn classify_arrow(e: ArrowError) -> BrookError {
     match e {
         ArrowError::DivideByZero => BrookError::DivisionByZero,
+        ArrowError::CastError(m) if nanosecond_overflow(&m).is_some() => {
+            nanosecond_overflow(&m).unwrap_or(BrookError::DatetimeOverflow(m))
+        }
         ArrowError::CastError(m) | ArrowError::ParseError(m) => {
             if m.starts_with("Can't cast value")
                 || (m.starts_with("value of ") && m.contains(" is out of range "))
@@ -857,6 +873,8 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::UndefinedFunction(m)
     } else if lower.contains("overflow") || lower.contains("out of range") {
         BrookError::OutOfRange(m)
+    } else if let Some(e) = nanosecond_overflow(&m) {
+        e
     } else if lower.contains("inconsistent data type across values list") {
         // A VALUES column whose rows have types no coercion unifies (`('12:00'::time),
         // (1)`): PostgreSQL's "VALUES types ... cannot be matched", 42804.
@@ -1113,6 +1131,24 @@ mod tests {
     #[test]
     fn data_exceptions_get_postgresql_codes() {
         let cases: Vec<(BrookError, &str)> = vec![
+            (
+                DataFusionError::Execution(
+                    "Cannot cast Timestamp(µs) value 253402214400000000 to Timestamp(ns): \
+                     converted value exceeds the representable i64 range"
+                        .into(),
+                )
+                .into(),
+                "22008",
+            ),
+            (
+                ArrowError::CastError(
+                    "Cannot cast Timestamp(µs) value 253402214400000000 to Timestamp(ns): \
+                     converted value exceeds the representable i64 range"
+                        .into(),
+                )
+                .into(),
+                "22008",
+            ),
             (
                 ArrowError::ComputeError("Regular expression did not compile: (".into()).into(),
                 "2201B",

@@ -1,10 +1,12 @@
 //! Date and timestamp text as PostgreSQL reads it (its `ParseDateTime` and
-//! `DecodeDateTime`, DateStyle `ISO, MDY`), made into the ISO text Arrow's parser reads.
+//! `DecodeDateTime`, DateStyle `ISO, MDY`), read into the value Brook stores: days since
+//! 1970-01-01 or microseconds since 1970-01-01 00:00:00.
 //!
 //! Arrow's parser reads `YYYY-MM-DD[ HH:MM:SS[.f]][zone]` only, so `'2000-1-1'`, `'Jan 2
 //! 2024'`, `'1/2/2024'`, `'20240102'`, `'2024-01-02 10:00 PST'` and `'today'` were errors
-//! where PostgreSQL reads them, and a seventh fractional digit was cut where PostgreSQL
-//! rounds. This reads the fields PostgreSQL reads: dates of numbers and month names in any
+//! where PostgreSQL reads them, a seventh fractional digit was cut where PostgreSQL
+//! rounds, and it reads timestamps through nanoseconds: `'9999-12-31'` (a common "valid
+//! until further notice") and any time before 1677 or after 2262 could not be stored. This reads the fields PostgreSQL reads: dates of numbers and month names in any
 //! order PostgreSQL accepts (year first when it has three digits or more, else month, day,
 //! year), `YYYYMMDD`, `YYMMDD`, Julian days (`J2451545`), times with `am`/`pm`, `24:00:00`
 //! and a leap second (both carried into the next day or minute), weekdays (ignored), zone
@@ -13,13 +15,17 @@
 //! `now` and `today` are read on the clock the caller passes (a statement's start for
 //! constants, the conversion's for COPY) in the session's zone. BC dates and `infinity` are
 //! 0A000 (Brook stores neither); a two-digit year is the one nearest 2020, as PostgreSQL
-//! reads it. Text already in Arrow's form is passed through unread, so the common input
-//! costs one scan. Written here because no library reads PostgreSQL's date syntax.
+//! reads it. ISO text (`YYYY-MM-DD HH:MM:SS.ffffff±HH:MM`) is read by a short path.
+//! Written here because no library reads PostgreSQL's date syntax.
 
+use crate::session_time_zone::local_offset;
 use crate::zone_names::{abbreviation_minutes, iana_zone};
 use brook_common::{brook_err, BrookError};
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Offset, TimeZone};
-use std::borrow::Cow;
+use datafusion::arrow::array::timezone::Tz;
+use datafusion::arrow::array::{ArrayRef, Date32Array, TimestampMicrosecondArray};
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use std::sync::Arc;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 const SECONDS_PER_DAY: i64 = 86_400;
@@ -87,22 +93,29 @@ impl InputError {
     }
 }
 
-/// The clock and zone `now`, `today`, `tomorrow` and `yesterday` are read on.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock<'a> {
+/// The clock and zone `now`, `today`, `tomorrow` and `yesterday` are read on; the zone is
+/// also the one a timestamptz without a zone in its text is read in.
+#[derive(Debug, Clone)]
+pub struct Clock {
     /// The current instant, in microseconds since 1970-01-01 00:00:00 UTC.
-    pub now_micros: i64,
-    /// The session's zone as Arrow labels instants (`Europe/Berlin`, `+05:30`); None: UTC.
-    pub zone: Option<&'a str>,
+    now_micros: i64,
+    /// The session's zone; None: UTC.
+    zone: Option<Tz>,
 }
 
-impl<'a> Clock<'a> {
-    /// The clock of this instant in `zone`.
-    pub fn now(zone: Option<&'a str>) -> Self {
+impl Clock {
+    /// The clock of instant `now_micros` in the zone Arrow labels `zone` (`Europe/Berlin`,
+    /// `+05:30`; None or a label Arrow does not read: UTC).
+    pub fn new(now_micros: i64, zone: Option<&str>) -> Self {
         Clock {
-            now_micros: chrono::Utc::now().timestamp_micros(),
-            zone,
+            now_micros,
+            zone: zone.and_then(|z| z.parse().ok()),
         }
+    }
+
+    /// The clock of this instant in `zone`.
+    pub fn now(zone: Option<&str>) -> Self {
+        Clock::new(chrono::Utc::now().timestamp_micros(), zone)
     }
 
     /// The wall-clock time of the clock's instant in its zone.
@@ -110,30 +123,71 @@ impl<'a> Clock<'a> {
         let utc = chrono::DateTime::from_timestamp_micros(self.now_micros)
             .ok_or(InputError::Range)?
             .naive_utc();
-        let Some(label) = self.zone else {
-            return Ok(utc);
-        };
-        let tz: datafusion::arrow::array::timezone::Tz = label
-            .parse()
-            .map_err(|_| InputError::UnknownZone(label.into()))?;
-        let east = tz.offset_from_utc_datetime(&utc).fix().local_minus_utc();
-        Ok(utc + Duration::seconds(i64::from(east)))
+        Ok(match &self.zone {
+            Some(tz) => {
+                let east = tz.offset_from_utc_datetime(&utc).fix().local_minus_utc();
+                utc + Duration::seconds(i64::from(east))
+            }
+            None => utc,
+        })
+    }
+
+    /// The UTC time of local time `local` in the clock's zone, as PostgreSQL reads a local
+    /// time the zone skips or has twice.
+    fn utc_of(&self, local: NaiveDateTime) -> NaiveDateTime {
+        match &self.zone {
+            Some(tz) => local - Duration::seconds(i64::from(local_offset(tz, &local))),
+            None => local,
+        }
     }
 }
 
-/// `text` read as `target`, in the form Arrow's parser reads: the text itself when it has
-/// that form, otherwise `YYYY-MM-DD` (a date), `YYYY-MM-DD HH:MM:SS.ffffff` (a local time)
-/// or that with `+00:00` (an instant, when the text names its zone or is `now`).
-pub fn read<'t>(
-    text: &'t str,
-    target: Target,
-    clock: &Clock<'_>,
-) -> Result<Cow<'t, str>, InputError> {
-    if in_arrow_form(text.as_bytes(), target) {
-        return Ok(Cow::Borrowed(text));
+/// `text` read as `target`: days since 1970-01-01 (a date), microseconds since 1970-01-01
+/// 00:00:00 of the local time (a timestamp) or of the instant in UTC (a timestamptz; text
+/// without a zone is a local time of the clock's zone).
+pub fn read(text: &str, target: Target, clock: &Clock) -> Result<i64, InputError> {
+    match iso(text.as_bytes()) {
+        Some(decoded) => value(&decoded, target, clock),
+        None => value(&decode(text)?, target, clock),
     }
-    let decoded = decode(text)?;
-    render(&decoded, target, clock).map(Cow::Owned)
+}
+
+/// The Arrow type of the values [`read_array`] makes: `Date32`, `Timestamp(µs)`, and
+/// `Timestamp(µs, "+00:00")` for a timestamptz.
+pub fn arrow_type(target: Target) -> DataType {
+    match target {
+        Target::Date => DataType::Date32,
+        Target::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        Target::Timestamptz => DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+    }
+}
+
+/// Each text read as `target` ([`read`]; NULL stays NULL) as an array of
+/// [`arrow_type`]; the first text that is none is `error(row, text, why)`.
+pub fn read_array<'a>(
+    texts: impl IntoIterator<Item = Option<&'a str>>,
+    target: Target,
+    clock: &Clock,
+    error: impl Fn(usize, &str, InputError) -> BrookError,
+) -> Result<ArrayRef, BrookError> {
+    let values = texts
+        .into_iter()
+        .enumerate()
+        .map(|(row, text)| {
+            text.map(|t| read(t, target, clock).map_err(|why| error(row, t, why)))
+                .transpose()
+        })
+        .collect::<Result<Vec<Option<i64>>, BrookError>>()?;
+    Ok(match target {
+        Target::Date => {
+            let days = values.into_iter().map(|d| d.map(|d| d as i32));
+            Arc::new(days.collect::<Date32Array>())
+        }
+        Target::Timestamp => Arc::new(TimestampMicrosecondArray::from(values)),
+        Target::Timestamptz => {
+            Arc::new(TimestampMicrosecondArray::from(values).with_timezone("+00:00"))
+        }
+    })
 }
 
 /// What a date or timestamp text names.
@@ -161,113 +215,111 @@ enum Zone {
     Named(chrono_tz::Tz),
 }
 
-fn render(d: &Decoded, target: Target, clock: &Clock<'_>) -> Result<String, InputError> {
+/// The value `d` names as `target` ([`read`]).
+fn value(d: &Decoded, target: Target, clock: &Clock) -> Result<i64, InputError> {
     let date = match d.day {
         Day::Fixed(date) => date,
         Day::Relative(days) => clock.local_now()?.date() + Duration::days(days),
-        Day::Epoch => {
-            return Ok(match target {
-                Target::Date => "1970-01-01".into(),
-                Target::Timestamp => "1970-01-01 00:00:00".into(),
-                Target::Timestamptz => "1970-01-01 00:00:00+00:00".into(),
-            })
-        }
+        Day::Epoch => return Ok(0),
         Day::Now => {
             return match target {
-                Target::Date => Ok(date_text(clock.local_now()?.date())),
-                Target::Timestamp => Ok(timestamp_text(clock.local_now()?)),
-                Target::Timestamptz => {
-                    let utc = chrono::DateTime::from_timestamp_micros(clock.now_micros)
-                        .ok_or(InputError::Range)?;
-                    Ok(format!("{}+00:00", timestamp_text(utc.naive_utc())))
-                }
+                Target::Date => Ok(days_of(clock.local_now()?.date())),
+                Target::Timestamp => micros_of(clock.local_now()?),
+                Target::Timestamptz => Ok(clock.now_micros),
             }
         }
     };
-    if target == Target::Date {
-        // PostgreSQL's date input ignores the time (`24:00` included) and the zone.
-        return Ok(date_text(date));
-    }
     let local = date.and_hms_opt(0, 0, 0).ok_or(InputError::Range)?
         + Duration::microseconds(d.micros.unwrap_or(0));
-    if local.year() > 9999 {
-        return Err(InputError::Unsupported("years after 9999"));
+    match target {
+        // PostgreSQL's date input ignores the time (`24:00` included) and the zone.
+        Target::Date => Ok(days_of(date)),
+        Target::Timestamp => micros_of(local),
+        Target::Timestamptz => micros_of(match d.zone {
+            Some(Zone::East(s)) => local - Duration::seconds(i64::from(s)),
+            Some(Zone::Named(tz)) => {
+                local - Duration::seconds(i64::from(local_offset(&tz, &local)))
+            }
+            None => clock.utc_of(local),
+        }),
     }
-    let east = match (target, d.zone) {
-        (Target::Timestamptz, Some(Zone::East(s))) => s,
-        (Target::Timestamptz, Some(Zone::Named(tz))) => {
-            crate::session_time_zone::local_offset(&tz, &local)
-        }
-        // A local time: a timestamp ignores the zone; a timestamptz without one is read
-        // in the session's zone by the caller.
-        _ => return Ok(timestamp_text(local)),
-    };
-    let utc = local - Duration::seconds(i64::from(east));
-    Ok(format!("{}+00:00", timestamp_text(utc)))
 }
 
-fn date_text(date: NaiveDate) -> String {
-    date.format("%Y-%m-%d").to_string()
+fn days_of(date: NaiveDate) -> i64 {
+    i64::from(date.num_days_from_ce()) - 719_163
 }
 
-fn timestamp_text(t: NaiveDateTime) -> String {
-    t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
+fn micros_of(t: NaiveDateTime) -> Result<i64, InputError> {
+    Ok(t.and_utc().timestamp_micros())
 }
 
-/// Whether `b` is `YYYY-MM-DD`, with (not for a date) ` HH:MM:SS[.f]` or `T...` (at most
-/// six fractional digits) and, for a timestamptz, `Z` or `±HH:MM`, every field in range:
-/// text Arrow's parser reads as PostgreSQL does.
-fn in_arrow_form(b: &[u8], target: Target) -> bool {
+/// `b` read when it is ISO 8601 as PostgreSQL prints it, `YYYY-MM-DD` with ` HH:MM:SS[.f]`
+/// or `T...` (at most six fractional digits) and `Z` or `±HH:MM` after, every field in
+/// range: the common input, read without [`decode`]'s allocations. `None` for other text.
+fn iso(b: &[u8]) -> Option<Decoded> {
     let digits = |s: &[u8]| -> Option<u32> {
         s.iter().try_fold(0u32, |n, c| {
             c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
         })
     };
     if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
+        return None;
     }
-    let (Some(y), Some(m), Some(d)) = (digits(&b[..4]), digits(&b[5..7]), digits(&b[8..10])) else {
-        return false;
+    let (y, m, d) = (digits(&b[..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
+    if y == 0 {
+        return None;
+    }
+    let date = NaiveDate::from_ymd_opt(y as i32, m, d)?;
+    let fixed = |micros, zone| {
+        Some(Decoded {
+            day: Day::Fixed(date),
+            micros,
+            zone,
+        })
     };
-    if y == 0 || NaiveDate::from_ymd_opt(y as i32, m, d).is_none() {
-        return false;
-    }
     let rest = &b[10..];
     if rest.is_empty() {
-        return true;
+        return fixed(None, None);
     }
-    if target == Target::Date || rest.len() < 9 || !matches!(rest[0], b' ' | b'T') {
-        return false;
+    if rest.len() < 9 || !matches!(rest[0], b' ' | b'T') || rest[3] != b':' || rest[6] != b':' {
+        return None;
     }
-    let time = &rest[1..9];
-    let clock_ok = time[2] == b':'
-        && time[5] == b':'
-        && digits(&time[..2]).is_some_and(|h| h < 24)
-        && digits(&time[3..5]).is_some_and(|m| m < 60)
-        && digits(&time[6..8]).is_some_and(|s| s < 60);
-    if !clock_ok {
-        return false;
+    let (h, mi, s) = (
+        digits(&rest[1..3])?,
+        digits(&rest[4..6])?,
+        digits(&rest[7..9])?,
+    );
+    if h >= 24 || mi >= 60 || s >= 60 {
+        return None;
     }
+    let mut micros = i64::from((h * 60 + mi) * 60 + s) * MICROS_PER_SECOND;
     let mut rest = &rest[9..];
     if rest.first() == Some(&b'.') {
         let n = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
         if n == 0 || n > 6 {
-            return false;
+            return None;
         }
+        micros += i64::from(digits(&rest[1..1 + n])?) * 10_i64.pow(6 - n as u32);
         rest = &rest[1 + n..];
     }
-    match target {
-        Target::Timestamp => rest.is_empty(),
-        _ => {
-            rest.is_empty()
-                || rest == b"Z"
-                || (rest.len() == 6
-                    && matches!(rest[0], b'+' | b'-')
-                    && rest[3] == b':'
-                    && digits(&rest[1..3]).is_some_and(|h| h <= 15)
-                    && digits(&rest[4..6]).is_some_and(|m| m < 60))
+    let east = match rest {
+        [] => return fixed(Some(micros), None),
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (h, m) = (digits(&[*h1, *h2])?, digits(&[*m1, *m2])?);
+            if h > 15 || m >= 60 {
+                return None;
+            }
+            let east = (h * 3600 + m * 60) as i32;
+            if *sign == b'-' {
+                -east
+            } else {
+                east
+            }
         }
-    }
+        _ => return None,
+    };
+    fixed(Some(micros), Some(Zone::East(east)))
 }
 
 /// One field of a date/time text, as PostgreSQL's `ParseDateTime` splits it.
@@ -323,13 +375,22 @@ fn tokens(s: &str) -> Result<Vec<Token<'_>>, InputError> {
             let digit_next = next.is_some_and(|c| c.is_ascii_digit());
             if word == "t" && digit_next {
                 // ISO 8601's `T` between a date and its time.
+            } else if let Some(end) = digit_next
+                .then(|| run(i, &|c| c.is_ascii_alphanumeric()))
+                .filter(|&end| iana_zone(&s[start..end]).is_some())
+            {
+                // A POSIX-style zone name of the IANA database (`EST5EDT`, `GMT0`).
+                i = end;
+                out.push(Token::Word(&s[start..i]));
             } else if word == "j" && digit_next {
                 i = run(i, &|c| c.is_ascii_digit());
                 out.push(Token::Julian(&s[start + 1..i]));
-            } else if matches!(next, Some(b'/' | b'_')) {
+            } else if matches!(next, Some(b'/' | b'_'))
+                && !(month_number(word).is_some() && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+            {
                 i = run(i, &|c| c.is_ascii_alphanumeric() || b"/_+-".contains(&c));
                 out.push(Token::Word(&s[start..i]));
-            } else if matches!(next, Some(b'-' | b'.'))
+            } else if matches!(next, Some(b'-' | b'.' | b'/'))
                 && month_number(word).is_some()
                 && b.get(i + 1).is_some_and(u8::is_ascii_digit)
             {
@@ -446,6 +507,9 @@ struct Fields<'a> {
     meridiem: Option<bool>,
     zone: Option<Zone>,
     special: Option<Day>,
+    /// A weekday or `ad` was read (each may stand once).
+    weekday: bool,
+    era: bool,
 }
 
 fn number(s: &str) -> Result<i64, InputError> {
@@ -519,7 +583,13 @@ impl<'a> Fields<'a> {
                 _ => {}
             }
         }
-        if date_done && self.clock.is_none() && matches!(text.len(), 4 | 6) {
+        let time_digits = match text.len() {
+            4 => date_done,
+            // After a month's name too: `Oct 2 1999 103000`.
+            6 => date_done || self.named_month,
+            _ => false,
+        };
+        if time_digits && self.clock.is_none() {
             // `HHMM` or `HHMMSS` after a complete date.
             let second = if text.len() == 6 {
                 number(&text[4..])?
@@ -571,15 +641,13 @@ impl<'a> Fields<'a> {
                 let cut = hm.len() - 2;
                 (number(&hm[..cut])?, number(&hm[cut..])?, 0)
             }
-            [hm] if hm.len() == 6 => (number(&hm[..2])?, number(&hm[2..4])?, number(&hm[4..])?),
+            // PostgreSQL reads more digits as hours: out of range.
+            [_] => return Err(InputError::ZoneRange),
             [h, m] => (number(h)?, number(m)?, 0),
             [h, m, s] => (number(h)?, number(m)?, number(s)?),
             _ => return Err(InputError::Syntax),
         };
-        if m >= 60 || s >= 60 {
-            return Err(InputError::Range);
-        }
-        if h > 15 {
+        if h > 15 || m >= 60 || s >= 60 {
             return Err(InputError::ZoneRange);
         }
         let east = (h * 3600 + m * 60 + s) as i32;
@@ -596,6 +664,9 @@ impl<'a> Fields<'a> {
         let date = NaiveDate::from_ymd_opt(2000, 1, 1)
             .and_then(|d| d.checked_add_signed(Duration::days(days)))
             .ok_or(InputError::Range)?;
+        if date.year() < 1 {
+            return Err(InputError::Unsupported("BC dates"));
+        }
         self.special = Some(Day::Fixed(date));
         Ok(())
     }
@@ -616,9 +687,18 @@ impl<'a> Fields<'a> {
             self.named_month = true;
             return Ok(());
         }
+        let once = |seen: &mut bool| {
+            if std::mem::replace(seen, true) {
+                Err(InputError::Syntax)
+            } else {
+                Ok(())
+            }
+        };
         match word {
-            _ if is_weekday(word) => Ok(()),
-            "ad" => Ok(()),
+            _ if is_weekday(word) => once(&mut self.weekday),
+            "ad" => once(&mut self.era),
+            // Words PostgreSQL reads and ignores (`Jan 2 2024 at 10:00`, ISO's `T` apart).
+            "at" | "on" | "t" => Ok(()),
             "bc" => Err(InputError::Unsupported("BC dates")),
             "infinity" | "+infinity" | "-infinity" => {
                 Err(InputError::Unsupported("infinite dates and timestamps"))
@@ -630,11 +710,13 @@ impl<'a> Fields<'a> {
                 self.meridiem = Some(word == "pm");
                 Ok(())
             }
+            // Midnight UTC.
             "allballs" => {
-                if self.clock.is_some() {
+                if self.clock.is_some() || self.zone.is_some() {
                     return Err(InputError::Syntax);
                 }
                 self.clock = Some((0, 0, 0, 0));
+                self.zone = Some(Zone::East(0));
                 Ok(())
             }
             "epoch" => special(self, Day::Epoch),
@@ -663,6 +745,17 @@ impl<'a> Fields<'a> {
 
     /// The date the fields name, once every field is read.
     fn date(&mut self) -> Result<NaiveDate, InputError> {
+        if !self.named_month && !self.has_date() {
+            if let [a, b, c] = self.loose[..] {
+                // Numbers apart (`2024 01 02`, `1 2 2024`): as a date field's parts.
+                self.loose.clear();
+                if a.len() >= 3 {
+                    self.set_ymd(a, b, c)?;
+                } else {
+                    self.set_ymd(c, a, b)?;
+                }
+            }
+        }
         if self.named_month {
             for n in std::mem::take(&mut self.loose) {
                 if self.day.is_none() && n.len() <= 2 {
@@ -694,19 +787,23 @@ impl<'a> Fields<'a> {
     /// The time of day in microseconds, `am`/`pm` applied, `24:00:00` and a leap second
     /// allowed (carried when rendered).
     fn micros(&self) -> Result<Option<i64>, InputError> {
-        let Some((mut h, m, s, us)) = self.clock else {
-            return match self.meridiem {
-                Some(_) => Err(InputError::Syntax),
-                None => Ok(None),
-            };
+        let (mut h, m, s, us) = match (self.clock, self.meridiem) {
+            (Some(clock), _) => clock,
+            // `pm` alone is noon.
+            (None, Some(_)) => (0, 0, 0, 0),
+            (None, None) => return Ok(None),
         };
         if let Some(pm) = self.meridiem {
-            if !(1..=12).contains(&h) {
+            if h > 12 {
                 return Err(InputError::Range);
             }
             h = h % 12 + if pm { 12 } else { 0 };
         }
-        let in_range = h <= 24 && m < 60 && s <= 60 && (h < 24 || (m == 0 && s == 0 && us == 0));
+        // A leap second has no fraction (PostgreSQL); 24:00:00 nothing after it.
+        let in_range = h <= 24
+            && m < 60
+            && (s < 60 || (s == 60 && us == 0))
+            && (h < 24 || (m == 0 && s == 0 && us == 0));
         if !in_range {
             return Err(InputError::Range);
         }
@@ -759,31 +856,70 @@ mod tests {
     use super::*;
 
     /// 2024-05-06 07:08:09.5 UTC.
-    fn clock(zone: Option<&str>) -> Clock<'_> {
-        Clock {
-            now_micros: 1_714_979_289_500_000,
-            zone,
-        }
+    fn clock(zone: Option<&str>) -> Clock {
+        Clock::new(1_714_979_289_500_000, zone)
+    }
+
+    /// The value `text` reads as, printed: `YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS.ffffff` (and
+    /// `+00` for an instant).
+    fn read_on(text: &str, target: Target, clock: &Clock) -> Result<String, InputError> {
+        let v = read(text, target, clock)?;
+        Ok(match target {
+            Target::Date => NaiveDate::from_num_days_from_ce_opt(v as i32 + 719_163)
+                .map(|d| d.format("%Y-%m-%d").to_string())
+                .unwrap_or_default(),
+            _ => {
+                let t = chrono::DateTime::from_timestamp_micros(v).unwrap_or_default();
+                let zone = if target == Target::Timestamptz {
+                    "+00"
+                } else {
+                    ""
+                };
+                format!("{}{zone}", t.naive_utc().format("%Y-%m-%d %H:%M:%S%.6f"))
+            }
+        })
     }
 
     fn read_as(text: &str, target: Target) -> Result<String, InputError> {
-        read(text, target, &clock(None)).map(Cow::into_owned)
+        read_on(text, target, &clock(None))
     }
 
     #[test]
-    fn text_in_arrows_form_is_passed_through() {
-        for (text, target) in [
-            ("2024-01-02", Target::Date),
-            ("2024-01-02 10:00:00", Target::Timestamp),
-            ("2024-01-02T10:00:00.123456", Target::Timestamp),
-            ("2024-01-02 10:00:00+05:30", Target::Timestamptz),
-            ("2024-01-02 10:00:00Z", Target::Timestamptz),
+    fn iso_text_is_read_on_the_short_path() {
+        for text in [
+            "2024-01-02",
+            "2024-01-02 10:00:00",
+            "2024-01-02T10:00:00.123456",
+            "2024-01-02 10:00:00+05:30",
+            "2024-01-02 10:00:00Z",
         ] {
-            assert!(
-                matches!(read(text, target, &clock(None)), Ok(Cow::Borrowed(_))),
-                "{text}"
-            );
+            let short = iso(text.as_bytes()).expect(text);
+            assert_eq!(Ok(short), decode(text), "{text}");
         }
+        for text in [
+            "2024-1-2",
+            "2024-01-02 10:00",
+            "2024-02-30",
+            "2024-01-02 10:00:00.1234567",
+        ] {
+            assert_eq!(iso(text.as_bytes()), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn times_outside_nanoseconds_range_are_read() {
+        assert_eq!(
+            read_as("9999-12-31", Target::Timestamp).as_deref(),
+            Ok("9999-12-31 00:00:00.000000")
+        );
+        assert_eq!(
+            read_as("0001-01-01 00:00+00", Target::Timestamptz).as_deref(),
+            Ok("0001-01-01 00:00:00.000000+00")
+        );
+        assert_eq!(
+            read_as("Jan 1 1500 10:00", Target::Timestamp).as_deref(),
+            Ok("1500-01-01 10:00:00.000000")
+        );
     }
 
     #[test]
@@ -803,6 +939,9 @@ mod tests {
             "1.2.2024",
             "2024/01/02",
             "2024.01.02",
+            "jan/02/2024",
+            "2024 01 02",
+            "1 2 2024",
             "20240102",
             "240102",
             "1/2/24",
@@ -840,7 +979,12 @@ mod tests {
             ("2024-12-31 23:59:60", "2025-01-01 00:00:00.000000"),
             ("2024-01-02 10:00 PST", "2024-01-02 10:00:00.000000"),
             ("2024-01-02 allballs", "2024-01-02 00:00:00.000000"),
-            ("epoch", "1970-01-01 00:00:00"),
+            ("2024-01-02 0:30 am", "2024-01-02 00:30:00.000000"),
+            ("2024-01-02 pm", "2024-01-02 12:00:00.000000"),
+            ("Oct 2 1999 103000", "1999-10-02 10:30:00.000000"),
+            ("Jan 2 2024 at 10:00", "2024-01-02 10:00:00.000000"),
+            ("2024-01-02 t 10:00", "2024-01-02 10:00:00.000000"),
+            ("epoch", "1970-01-01 00:00:00.000000"),
         ] {
             assert_eq!(
                 read_as(text, Target::Timestamp).as_deref(),
@@ -853,27 +997,30 @@ mod tests {
     #[test]
     fn a_zone_in_the_text_makes_a_timestamptz_an_instant() {
         for (text, want) in [
-            ("2024-01-02 10:00 EST", "2024-01-02 15:00:00.000000+00:00"),
-            ("2024-01-02 10:00 CET", "2024-01-02 09:00:00.000000+00:00"),
-            ("2024-01-02 10:00 Z", "2024-01-02 10:00:00.000000+00:00"),
-            ("2024-01-02 10:00+0530", "2024-01-02 04:30:00.000000+00:00"),
+            ("2024-01-02 10:00 EST", "2024-01-02 15:00:00.000000+00"),
+            ("2024-01-02 10:00 CET", "2024-01-02 09:00:00.000000+00"),
+            ("2024-01-02 10:00 Z", "2024-01-02 10:00:00.000000+00"),
+            ("2024-01-02 10:00+0530", "2024-01-02 04:30:00.000000+00"),
             (
                 "2024-01-02 10:00 +05:30:15",
-                "2024-01-02 04:29:45.000000+00:00",
+                "2024-01-02 04:29:45.000000+00",
             ),
             (
                 "2024-01-02 10:00 europe/paris",
-                "2024-01-02 09:00:00.000000+00:00",
+                "2024-01-02 09:00:00.000000+00",
             ),
             (
                 "2024-07-02 10:00 America/New_York",
-                "2024-07-02 14:00:00.000000+00:00",
+                "2024-07-02 14:00:00.000000+00",
             ),
             (
                 "Sat Jan 02 10:00:00 2021 PST",
-                "2021-01-02 18:00:00.000000+00:00",
+                "2021-01-02 18:00:00.000000+00",
             ),
-            ("2024-1-2", "2024-01-02 00:00:00.000000"),
+            ("2024-01-02 10:00 EST5EDT", "2024-01-02 15:00:00.000000+00"),
+            ("2024-01-02 allballs", "2024-01-02 00:00:00.000000+00"),
+            ("2024-01-02 10:00 -0800", "2024-01-02 18:00:00.000000+00"),
+            ("2024-1-2", "2024-01-02 00:00:00.000000+00"),
         ] {
             assert_eq!(
                 read_as(text, Target::Timestamptz).as_deref(),
@@ -887,28 +1034,49 @@ mod tests {
     fn now_and_today_are_read_on_the_clock_in_the_sessions_zone() {
         let utc = clock(None);
         let tokyo = clock(Some("Asia/Tokyo"));
-        let at = |text, target, c: &Clock<'_>| read(text, target, c).map(Cow::into_owned);
-        assert_eq!(
-            at("now", Target::Timestamptz, &tokyo).as_deref(),
-            Ok("2024-05-06 07:08:09.500000+00:00")
-        );
-        assert_eq!(
-            at("now", Target::Timestamp, &tokyo).as_deref(),
-            Ok("2024-05-06 16:08:09.500000")
-        );
-        assert_eq!(at("today", Target::Date, &utc).as_deref(), Ok("2024-05-06"));
-        assert_eq!(
-            at("tomorrow", Target::Date, &utc).as_deref(),
-            Ok("2024-05-07")
-        );
-        assert_eq!(
-            at("yesterday 10:00", Target::Timestamp, &utc).as_deref(),
-            Ok("2024-05-05 10:00:00.000000")
-        );
-        assert_eq!(
-            at("TODAY", Target::Timestamp, &clock(Some("-10:00"))).as_deref(),
-            Ok("2024-05-05 00:00:00.000000")
-        );
+        for (text, target, c, want) in [
+            (
+                "now",
+                Target::Timestamptz,
+                &tokyo,
+                "2024-05-06 07:08:09.500000+00",
+            ),
+            (
+                "now",
+                Target::Timestamp,
+                &tokyo,
+                "2024-05-06 16:08:09.500000",
+            ),
+            ("today", Target::Date, &utc, "2024-05-06"),
+            ("tomorrow", Target::Date, &utc, "2024-05-07"),
+            (
+                "yesterday 10:00",
+                Target::Timestamp,
+                &utc,
+                "2024-05-05 10:00:00.000000",
+            ),
+            (
+                "TODAY",
+                Target::Timestamp,
+                &clock(Some("-10:00")),
+                "2024-05-05 00:00:00.000000",
+            ),
+            // A timestamptz without a zone is a local time of the clock's zone.
+            (
+                "2024-01-02 10:00",
+                Target::Timestamptz,
+                &tokyo,
+                "2024-01-02 01:00:00.000000+00",
+            ),
+            (
+                "today",
+                Target::Timestamptz,
+                &tokyo,
+                "2024-05-05 15:00:00.000000+00",
+            ),
+        ] {
+            assert_eq!(read_on(text, target, c).as_deref(), Ok(want), "{text}");
+        }
     }
 
     #[test]
@@ -932,6 +1100,13 @@ mod tests {
             ("2024", Syntax),
             ("", Syntax),
             ("2024-01-02 10:00 +16", ZoneRange),
+            ("2024-01-02 10:00 +053015", ZoneRange),
+            ("2024-01-02 10:00 +05:61", ZoneRange),
+            ("2024-01-02 23:59:60.5", Range),
+            ("2024-01-02 allballs EST", Syntax),
+            ("Mon Tue Jan 2 2024", Syntax),
+            ("2024-01-02 ad ad", Syntax),
+            ("J0", Unsupported("BC dates")),
             ("2024-01-02 10:00 Foo/Bar", UnknownZone("foo/bar".into())),
             ("2024-01-02 BC", Unsupported("BC dates")),
             ("infinity", Unsupported("infinite dates and timestamps")),

@@ -41,6 +41,8 @@
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`datetime_input`]: date and timestamp text in PostgreSQL's forms (`Jan 2 2024`,
 //!   `1/2/2024`, `today`, zone abbreviations), as the text Arrow's parser reads.
+//! - [`numeric_text`]: text to `numeric` in exponent notation (`'2e1'::numeric`).
+//! - [`unnest_arrays`]: `unnest` of a multi-dimensional array gives its elements.
 //! - [`interval_literals`]: interval constants in PostgreSQL's spellings (`'1 day 02:00'`).
 //! - [`interval_text_casts`]: text cast to an interval in the plan, read as PostgreSQL reads it.
 //! - [`table_command`]: `TABLE name` as `SELECT * FROM name`.
@@ -95,6 +97,7 @@ pub mod named_arguments;
 pub mod named_windows;
 pub mod niladic;
 pub mod numeric_literals;
+pub mod numeric_text;
 pub mod oid_arrays;
 pub mod output_names;
 pub mod parameter_types;
@@ -124,6 +127,7 @@ mod text_input;
 pub mod time_precision;
 pub mod timestamp_difference;
 pub mod timestamp_text;
+pub mod unnest_arrays;
 pub mod untyped_arithmetic;
 pub mod using_joins;
 pub mod value_text;

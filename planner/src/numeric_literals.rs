@@ -66,7 +66,7 @@ fn written_out(n: &str) -> Option<Expr> {
     let Ok(exponent) = exponent.parse::<i64>() else {
         return Some(double());
     };
-    Some(match plain_digits(mantissa, exponent) {
+    Some(match plain_digits(mantissa, exponent, MAX_DIGITS) {
         // A whole number is still a numeric (`1e10`), not the bigint its digits would be.
         Some(digits) if !digits.contains('.') => Expr::Cast {
             kind: CastKind::Cast,
@@ -86,19 +86,26 @@ fn written_out(n: &str) -> Option<Expr> {
 /// Number text in exponent notation (`-1.5e-3`, ` 2E+5 `) in plain digits (`-0.0015`),
 /// `None` for other text or more than [`MAX_DIGITS`] digits. COPY reads numerics so.
 pub fn plain_number(text: &str) -> Option<String> {
+    plain_number_of(text, MAX_DIGITS)
+}
+
+/// [`plain_number`] of at most `max_digits` digits (a cast's text is written out whole,
+/// for Arrow's parser to round to the type's scale or refuse: `'1e-40'::numeric(6,2)` is
+/// 0.00).
+pub fn plain_number_of(text: &str, max_digits: usize) -> Option<String> {
     let text = text.trim();
     let (sign, unsigned) = match text.strip_prefix('-') {
         Some(rest) => ("-", rest),
         None => ("", text.strip_prefix('+').unwrap_or(text)),
     };
     let (mantissa, exponent) = unsigned.split_once(['e', 'E'])?;
-    let digits = plain_digits(mantissa, exponent.parse::<i64>().ok()?)?;
+    let digits = plain_digits(mantissa, exponent.parse::<i64>().ok()?, max_digits)?;
     Some(format!("{sign}{digits}"))
 }
 
 /// `mantissa · 10^exponent` in plain digits (`1.5`, −3 → `0.0015`), `None` when that takes
 /// more than [`MAX_DIGITS`] digits or the mantissa is not digits with one optional point.
-fn plain_digits(mantissa: &str, exponent: i64) -> Option<String> {
+fn plain_digits(mantissa: &str, exponent: i64, max_digits: usize) -> Option<String> {
     if exponent.unsigned_abs() > 1000 {
         return None;
     }
@@ -112,7 +119,7 @@ fn plain_digits(mantissa: &str, exponent: i64) -> Option<String> {
     if digits.is_empty() {
         // Zero: PostgreSQL keeps the scale (`0.0e1` is `0`, `0e-2` is `0.00`).
         let scale = (frac.len() as i64 - exponent).max(0);
-        return (scale as usize <= MAX_DIGITS).then(|| {
+        return (scale as usize <= max_digits).then(|| {
             format!(
                 "0{}{}",
                 if scale > 0 { "." } else { "" },
@@ -129,7 +136,7 @@ fn plain_digits(mantissa: &str, exponent: i64) -> Option<String> {
     } else {
         (point as usize).max(digits.len())
     };
-    if written > MAX_DIGITS {
+    if written > max_digits {
         return None;
     }
     Some(if point <= 0 {
@@ -161,7 +168,7 @@ mod tests {
             ("0.0", -2, "0.000"),
         ] {
             assert_eq!(
-                plain_digits(mantissa, exponent).as_deref(),
+                plain_digits(mantissa, exponent, MAX_DIGITS).as_deref(),
                 Some(written),
                 "{mantissa}e{exponent}"
             );
@@ -178,8 +185,8 @@ mod tests {
 
     #[test]
     fn constants_past_38_digits_are_doubles() {
-        assert_eq!(plain_digits("1", 308), None);
-        assert_eq!(plain_digits("1", -50), None);
+        assert_eq!(plain_digits("1", 308, MAX_DIGITS), None);
+        assert_eq!(plain_digits("1", -50, MAX_DIGITS), None);
         assert!(matches!(written_out("1e308"), Some(Expr::Cast { .. })));
         assert!(written_out("1.5").is_none());
         let long = format!("0.{}1", "0".repeat(39));

@@ -26,6 +26,8 @@ static COMPAT: LazyLock<PostgresCompatibilityParser> =
 /// DataFusion does not); applied to every user statement.
 static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::new(|| {
     vec![
+        // First: only the `unnest` calls the user wrote.
+        Arc::new(crate::unnest_arrays::UnnestElements),
         Arc::new(crate::array_literal::ArrayLiteralCasts),
         Arc::new(crate::system_columns::TableOid),
         Arc::new(crate::system_columns::CatalogRegclass),

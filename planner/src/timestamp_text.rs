@@ -1,13 +1,13 @@
 //! Text to `timestamp`, `timestamptz`, `date` and `time` in PostgreSQL's forms, under every
 //! text-to-datetime cast of a plan (an analyzer rule: [`crate::text_input`]). Dates and
-//! timestamps are read by [`crate::datetime_input`] into the ISO text Arrow's cast reads
-//! (`'Jan 2 2024'`, `'2000-1-1'`, `'today'` were errors); a time is read whole by
+//! timestamps are read by [`crate::datetime_input`] into their values, which the cast
+//! then takes (`'Jan 2 2024'`, `'2000-1-1'`, `'today'` were errors); a time is read whole by
 //! `brook_common::time_text` (Arrow misread `'0130'`). `now` and `today` in a constant are
 //! read at the statement's start, as `now()` is; in a column's values, when they are read.
 
 use crate::datetime_input::{self, Clock, Target};
 use crate::text_input::{result_like, text_argument, under_text_casts};
-use datafusion::arrow::array::StringArray;
+use datafusion::arrow::array::{ArrayRef, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::{DataFusionError, Result};
@@ -29,10 +29,10 @@ enum Input {
     Time,
 }
 
-/// `brook_timestamptz_text(text) -> text`, `brook_timestamp_text(text) -> text` and
-/// `brook_date_text(text) -> text`: the text of a cast to that type, as Arrow reads it;
-/// `brook_time_text(text) -> time`: the time itself, read whole (a text that is no time
-/// is the cast's error).
+/// `brook_timestamptz_text(text) -> timestamptz`, `brook_timestamp_text(text) ->
+/// timestamp`, `brook_date_text(text) -> date` and `brook_time_text(text) -> time`: the text
+/// of a cast to that type read as its value (of microseconds: the cast then takes it to
+/// its own unit); a text that is none is the cast's error.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct TimestampText {
     signature: Signature,
@@ -54,68 +54,60 @@ impl ScalarUDFImpl for TimestampText {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(match self.input {
-            Input::Time => DataType::Time64(datafusion::arrow::datatypes::TimeUnit::Microsecond),
-            _ => DataType::Utf8,
+        Ok(match self.target() {
+            Some(target) => datetime_input::arrow_type(target),
+            None => DataType::Time64(datafusion::arrow::datatypes::TimeUnit::Microsecond),
         })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let text = text_argument(&args.args)?;
-        let target = match self.input {
-            Input::Timestamptz => Target::Timestamptz,
-            Input::Timestamp => Target::Timestamp,
-            Input::Date => Target::Date,
-            Input::Time => {
-                let out =
-                    brook_common::time_text::time_array(&text, |_, v, why| why.for_text(v, ""))
-                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                return result_like(&args.args, Arc::new(out));
-            }
+        let Some(target) = self.target() else {
+            let out = brook_common::time_text::time_array(&text, |_, v, why| why.for_text(v, ""))
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            return result_like(&args.args, Arc::new(out));
         };
         let zone = args.config_options.execution.time_zone.as_deref();
         let out = read_all(&text, target, &Clock::now(zone))?;
-        result_like(&args.args, Arc::new(out))
+        result_like(&args.args, out)
     }
 
     /// A constant is read once, on the statement's clock (`'now'::timestamptz = now()`).
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
-        let target = match self.input {
-            Input::Timestamptz => Target::Timestamptz,
-            Input::Timestamp => Target::Timestamp,
-            Input::Date => Target::Date,
-            Input::Time => return Ok(ExprSimplifyResult::Original(args)),
-        };
-        let (Some(start), [Expr::Literal(ScalarValue::Utf8(Some(text)), _)]) =
-            (info.query_execution_start_time(), args.as_slice())
-        else {
+        let (Some(target), Some(start), [Expr::Literal(ScalarValue::Utf8(Some(text)), _)]) = (
+            self.target(),
+            info.query_execution_start_time(),
+            args.as_slice(),
+        ) else {
             return Ok(ExprSimplifyResult::Original(args));
         };
-        let clock = Clock {
-            now_micros: start.timestamp_micros(),
-            zone: info.config_options().execution.time_zone.as_deref(),
-        };
-        let read = datetime_input::read(text, target, &clock)
-            .map_err(|why| DataFusionError::External(Box::new(why.for_text(target, text, ""))))?;
+        let zone = info.config_options().execution.time_zone.as_deref();
+        let clock = Clock::new(start.timestamp_micros(), zone);
+        let value = read_all(&StringArray::from(vec![text.as_str()]), target, &clock)?;
         Ok(ExprSimplifyResult::Simplified(Expr::Literal(
-            ScalarValue::Utf8(Some(read.into_owned())),
+            ScalarValue::try_from_array(&value, 0)?,
             None,
         )))
     }
 }
 
-/// Each text read as `target` ([`datetime_input::read`]); the first that is none is the
-/// error PostgreSQL reports.
-fn read_all(text: &StringArray, target: Target, clock: &Clock<'_>) -> Result<StringArray> {
-    text.iter()
-        .map(|v| {
-            v.map(|v| {
-                datetime_input::read(v, target, clock)
-                    .map_err(|why| DataFusionError::External(Box::new(why.for_text(target, v, ""))))
-            })
-            .transpose()
-        })
-        .collect()
+impl TimestampText {
+    /// What a date or timestamp function reads its text as; None for a time's.
+    fn target(&self) -> Option<Target> {
+        match self.input {
+            Input::Timestamptz => Some(Target::Timestamptz),
+            Input::Timestamp => Some(Target::Timestamp),
+            Input::Date => Some(Target::Date),
+            Input::Time => None,
+        }
+    }
+}
+
+/// Each text read as `target` ([`datetime_input::read_array`]); the first that is none is
+/// the error PostgreSQL reports.
+fn read_all(text: &StringArray, target: Target, clock: &Clock) -> Result<ArrayRef> {
+    datetime_input::read_array(text, target, clock, |_, v, why| why.for_text(target, v, ""))
+        .map_err(|e| DataFusionError::External(Box::new(e)))
 }
 
 /// Whether a cast's target type is one a text-input function is for.

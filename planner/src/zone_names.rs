@@ -54,6 +54,14 @@ static ABBREVIATIONS: LazyLock<HashMap<&'static str, i64>> = LazyLock::new(|| {
         ("aedt", 660),
         ("nzst", 720),
         ("nzdt", 780),
+        ("idt", 180),
+        ("brt", -180),
+        ("brst", -120),
+        ("art", -180),
+        ("wat", 60),
+        ("cat", 120),
+        ("eat", 180),
+        ("sast", 120),
     ])
 });
 

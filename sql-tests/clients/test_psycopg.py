@@ -669,6 +669,16 @@ def test_copy_reads_datetime_input_as_postgresql(brook):
             assert err.value.sqlstate == state
             assert "line 2" in str(err.value), str(err.value)
         assert c.execute("SELECT count(*) FROM py_datetime_input").fetchone() == (3,)
+        # Times outside nanoseconds' range (Arrow's parser read text through them): a
+        # column keeps them; an expression that takes one in is 22008, not a cast error.
+        with c.cursor() as cur:
+            with cur.copy("COPY py_datetime_input (id, ts, tz) FROM STDIN") as cp:
+                cp.write(b"6\t9999-12-31\t0001-01-01 00:00+00\n")
+        assert c.execute("SELECT ts, tz FROM py_datetime_input WHERE id = 6").fetchone() == (
+            datetime.datetime(9999, 12, 31), datetime.datetime(1, 1, 1, tzinfo=utc))
+        with pytest.raises(psycopg.Error) as err:
+            c.execute("SELECT id FROM py_datetime_input WHERE ts = '9999-12-31'")
+        assert err.value.sqlstate == "22008", str(err.value)
 
 
 def test_current_time_functions_name_their_columns_as_postgresql(brook):

@@ -15,26 +15,6 @@ use std::sync::Arc;
 ///
 /// Long because it is one flat dispatch on the column type (each arm a few lines), kept in
 /// one place so the order of the checks is visible.
-/// `out` (text read as instants in zone `zone`) with the rows Arrow's parser refused read
-/// as local times without an offset, as PostgreSQL reads one the zone skips or has twice
-/// (`brook_planner::session_time_zone::local_instants`); rows neither reads stay NULL.
-fn local_times_read(text: &ArrayRef, out: ArrayRef, zone: &str) -> Result<ArrayRef> {
-    let naive = cast_with_options(
-        text,
-        &DataType::Timestamp(TimeUnit::Microsecond, None),
-        &CastOptions {
-            safe: true,
-            ..Default::default()
-        },
-    )?;
-    let local = brook_planner::session_time_zone::local_instants(&naive, zone)?;
-    let local = cast_with_options(&local, out.data_type(), &CastOptions::default())?;
-    let missing = datafusion::arrow::compute::is_null(&out)?;
-    Ok(datafusion::arrow::compute::kernels::zip::zip(
-        &missing, &local, &out,
-    )?)
-}
-
 pub fn text_to_column(
     strings: &ArrayRef,
     ty: &PgType,
@@ -174,10 +154,6 @@ pub fn text_to_column(
             ..Default::default()
         },
     )?;
-    let out = match local {
-        Some(z) if out.null_count() != strings.null_count() => local_times_read(&prepared, out, z)?,
-        _ => out,
-    };
     if out.null_count() != strings.null_count() {
         let s = strings
             .as_any()
@@ -287,18 +263,19 @@ fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
 }
 
 /// Numeric texts in exponent notation (`1.5e-3`) in plain digits, which Arrow's decimal
-/// parser reads (it refused them: `COPY` of `1e1` into a numeric column was 22003); the
-/// array itself when none has an exponent.
+/// parser reads (it refused them: `COPY` of `1e1` into a numeric column was 22003), and
+/// `NaN`/`Infinity` 0A000 (`brook_planner::numeric_text::numeric_input`); the array itself
+/// when no text has an `e` or an `n`.
 fn numerics_written_out(strings: &ArrayRef) -> Result<ArrayRef> {
     let exponent = strings
         .as_any()
         .downcast_ref::<datafusion::arrow::array::StringArray>()
-        .is_none_or(|s| s.iter().flatten().any(|v| v.contains(['e', 'E'])));
+        .is_none_or(|s| s.iter().flatten().any(|v| v.contains(['e', 'E', 'n', 'N'])));
     if !exponent {
         return Ok(strings.clone());
     }
     each_text(strings, |_, v| {
-        Ok(brook_planner::numeric_literals::plain_number(v).unwrap_or_else(|| v.to_string()))
+        brook_planner::numeric_text::numeric_input(v).map(std::borrow::Cow::into_owned)
     })
 }
 
@@ -333,9 +310,10 @@ fn copy_context(line_of: &dyn Fn(usize) -> u64, row: usize, table: &str, column:
     }
 }
 
-/// Dates and timestamps in PostgreSQL's forms as the text Arrow's parser reads
-/// (`brook_planner::datetime_input`; `now` and `today` on this instant's clock in the
-/// session's `zone`); the array itself when every text has that form already.
+/// Dates and timestamps in PostgreSQL's forms read as their values
+/// (`brook_planner::datetime_input`; `now` and `today` on this instant's clock, text
+/// without a zone in the session's `zone`): an array of `Date32`, `Timestamp(µs)` or
+/// `Timestamp(µs, "+00:00")`.
 fn read_datetimes(
     strings: &ArrayRef,
     target: Target,
@@ -344,33 +322,13 @@ fn read_datetimes(
     table: &str,
     column: &str,
 ) -> Result<ArrayRef> {
-    let Some(s) = strings
-        .as_any()
-        .downcast_ref::<datafusion::arrow::array::StringArray>()
-    else {
-        return Ok(strings.clone());
-    };
-    let clock = Clock::now(zone);
-    let read = s
-        .iter()
-        .enumerate()
-        .map(|(r, v)| {
-            v.map(|v| {
-                datetime_input::read(v, target, &clock).map_err(|why| {
-                    why.for_text(target, v, &copy_context(line_of, r, table, column))
-                })
-            })
-            .transpose()
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if read
-        .iter()
-        .all(|v| !matches!(v, Some(std::borrow::Cow::Owned(_))))
-    {
-        return Ok(strings.clone());
-    }
-    let out: datafusion::arrow::array::StringArray = read.into_iter().collect();
-    Ok(Arc::new(out))
+    let text = cast_with_options(strings, &DataType::Utf8, &CastOptions::default())?;
+    datetime_input::read_array(
+        datafusion::arrow::array::AsArray::as_string::<i32>(&text),
+        target,
+        &Clock::now(zone),
+        |r, v, why| why.for_text(target, v, &copy_context(line_of, r, table, column)),
+    )
 }
 
 /// varchar(n)/char(n) reject longer values (22001), as PostgreSQL does.

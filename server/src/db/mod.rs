@@ -334,6 +334,9 @@ impl Engine {
             brook_planner::timestamp_text::TimestampInput::default(),
         ));
         ctx.add_analyzer_rule(Arc::new(
+            brook_planner::numeric_text::NumericInput::default(),
+        ));
+        ctx.add_analyzer_rule(Arc::new(
             brook_planner::single_row_subquery::SingleRowSubqueries,
         ));
         ctx.add_analyzer_rule(Arc::new(brook_planner::lateral::LateralRows));
@@ -396,6 +399,7 @@ impl Engine {
         crate::udf::time_zone::register(&ctx);
         crate::udf::untyped_array_arguments::register(&ctx);
         crate::udf::array_functions::register(&ctx);
+        crate::udf::array_elements::register(&ctx);
         crate::udf::jsonb_edit::register(&ctx);
         // After `array_functions`: jsonb containment wraps its `array_has_all`.
         crate::udf::jsonb_operators::register(&ctx);

@@ -10,7 +10,7 @@
 use crate::pg::types::PgType;
 use brook_common::{brook_err, Result};
 use bytes::{BufMut, BytesMut};
-use chrono::{DateTime, NaiveDate};
+use chrono::{DateTime, Datelike, NaiveDate};
 use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType, Field, IntervalUnit, TimeUnit};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -411,10 +411,26 @@ fn format_decimal(v: i128, scale: i8, trim: bool, out: &mut String) {
 fn format_date(days: i32, out: &mut String) {
     match NaiveDate::from_num_days_from_ce_opt(days + 719_163) {
         Some(d) => {
-            let _ = write!(out, "{}", d.format("%Y-%m-%d"));
+            if push_date(d, out) {
+                out.push_str(" BC");
+            }
         }
         None => push_int(out, days as i64),
     }
+}
+
+/// A date as PostgreSQL prints it: a year of four digits at least (chrono's `%Y` wrote
+/// `+10000`), a year before 1 as the year BC (chrono's year 0 is 1 BC). True for BC, which
+/// PostgreSQL writes after the whole value.
+fn push_date(d: NaiveDate, out: &mut String) -> bool {
+    let year = d.year();
+    let (shown, bc) = if year < 1 {
+        (1 - year, true)
+    } else {
+        (year, false)
+    };
+    let _ = write!(out, "{shown:04}-{:02}-{:02}", d.month(), d.day());
+    bc
 }
 
 fn to_micros(a: &dyn Array, u: TimeUnit, i: usize) -> i64 {
@@ -494,7 +510,9 @@ pub fn format_timestamp_in(micros: i64, tz: &ArrowTz, out: &mut String) {
         .offset_from_utc_datetime(&utc.naive_utc())
         .fix()
         .local_minus_utc();
-    format_timestamp(micros + i64::from(offset) * 1_000_000, false, out);
+    let Some(bc) = push_wall_clock(micros + i64::from(offset) * 1_000_000, out) else {
+        return push_int(out, micros);
+    };
     out.push(if offset < 0 { '-' } else { '+' });
     let a = offset.abs();
     let _ = write!(out, "{:02}", a / 3600);
@@ -504,20 +522,34 @@ pub fn format_timestamp_in(micros: i64, tz: &ArrowTz, out: &mut String) {
             let _ = write!(out, ":{:02}", a % 60);
         }
     }
+    if bc {
+        out.push_str(" BC");
+    }
 }
 
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]` (+00 for an instant shown in UTC).
 pub fn format_timestamp(micros: i64, tz: bool, out: &mut String) {
-    match DateTime::from_timestamp_micros(micros) {
-        Some(dt) => {
-            let _ = write!(out, "{}", dt.format("%Y-%m-%d %H:%M:%S"));
-            push_fraction(micros.rem_euclid(1_000_000), out);
+    match push_wall_clock(micros, out) {
+        Some(bc) => {
             if tz {
                 out.push_str("+00");
+            }
+            if bc {
+                out.push_str(" BC");
             }
         }
         None => push_int(out, micros),
     }
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` of `micros` after 1970-01-01 (whether BC: PostgreSQL
+/// writes that after the offset); `None`, writing nothing, beyond chrono's range.
+fn push_wall_clock(micros: i64, out: &mut String) -> Option<bool> {
+    let dt = DateTime::from_timestamp_micros(micros)?;
+    let bc = push_date(dt.date_naive(), out);
+    let _ = write!(out, " {}", dt.format("%H:%M:%S"));
+    push_fraction(micros.rem_euclid(1_000_000), out);
+    Some(bc)
 }
 
 use brook_common::types::{duration_as_interval, format_interval, push_fraction};
@@ -640,6 +672,28 @@ fn format_list(a: &dyn Array, i: usize, out: &mut String) {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn years_print_as_postgresql_prints_them() {
+        let text = |f: &dyn Fn(&mut String)| {
+            let mut s = String::new();
+            f(&mut s);
+            s
+        };
+        // 10000-01-01 is day 2,932,897 after 1970-01-01; 1 BC is chrono's year 0.
+        assert_eq!(text(&|s| format_date(2_932_897, s)), "10000-01-01");
+        assert_eq!(text(&|s| format_date(-719_163, s)), "0001-12-31 BC");
+        let bc_noon = -719_163 * 86_400_000_000 + 43_200_000_000;
+        assert_eq!(
+            text(&|s| format_timestamp(bc_noon, true, s)),
+            "0001-12-31 12:00:00+00 BC"
+        );
+        let berlin: ArrowTz = "+01:00".parse().unwrap();
+        assert_eq!(
+            text(&|s| format_timestamp_in(bc_noon, &berlin, s)),
+            "0001-12-31 13:00:00+01 BC"
+        );
+    }
 
     fn f64s(v: f64) -> String {
         let mut s = String::new();

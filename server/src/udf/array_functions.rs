@@ -11,7 +11,7 @@
 //! Integers: `array_length`, `cardinality`, `array_ndims` and `array_position` are
 //! `integer`, as PostgreSQL's (DataFusion's unsigned 64-bit results reached clients as
 //! numeric); `array_length` of an empty array is NULL (it has no dimension 1; DataFusion
-//! says 0). `array_dims(a)` is PostgreSQL's text `[1:3]` (NULL for an empty array);
+//! says 0). `array_dims(a)` is PostgreSQL's text `[1:3]` (`[1:2][1:2]` of an array of arrays, NULL for an empty array);
 //! DataFusion's is a list of lengths (`{3}`). Written here because DataFusion has no
 //! option for any of it.
 
@@ -213,16 +213,40 @@ fn empty_as_null(out: &ArrayRef) -> Result<ArrayRef> {
 }
 
 fn has_null_element(a: &ArrayRef, r: usize) -> bool {
-    let values = match a.data_type() {
+    row_elements(a, r).is_some_and(|values| values.null_count() > 0)
+}
+
+/// The elements of list row `r`, `None` when `a` is no list.
+fn row_elements(a: &ArrayRef, r: usize) -> Option<ArrayRef> {
+    Some(match a.data_type() {
         DataType::List(_) => a.as_list::<i32>().value(r),
         DataType::LargeList(_) => a.as_list::<i64>().value(r),
         DataType::FixedSizeList(..) => a.as_fixed_size_list().value(r),
-        _ => return false,
-    };
-    values.null_count() > 0
+        _ => return None,
+    })
 }
 
-/// `array_dims` as PostgreSQL prints a one-dimensional array's bounds.
+/// PostgreSQL's `[1:n]` for each dimension of array row `r` (an array of arrays has a
+/// dimension per level, its length read from the first sub-array), `None` when NULL or
+/// empty.
+fn dims_text(a: &ArrayRef, r: usize) -> Option<String> {
+    let n = element_count(a, r)?;
+    if n == 0 {
+        return None;
+    }
+    let mut text = format!("[1:{n}]");
+    let mut level = row_elements(a, r)?;
+    while let Some(m) = element_count(&level, 0).filter(|&m| m > 0) {
+        text.push_str(&format!("[1:{m}]"));
+        let Some(next) = row_elements(&level, 0) else {
+            break;
+        };
+        level = next;
+    }
+    Some(text)
+}
+
+/// `array_dims` as PostgreSQL prints an array's bounds.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ArrayDims {
     signature: Signature,
@@ -243,12 +267,7 @@ impl ScalarUDFImpl for ArrayDims {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let a = args.args[0].to_array(args.number_rows)?;
-        let dims: StringArray = (0..a.len())
-            .map(|r| {
-                let n = element_count(&a, r)?;
-                (n > 0).then(|| format!("[1:{n}]"))
-            })
-            .collect();
+        let dims: StringArray = (0..a.len()).map(|r| dims_text(&a, r)).collect();
         Ok(ColumnarValue::Array(Arc::new(dims)))
     }
 }

@@ -1,6 +1,7 @@
 //! The SQL functions Brook adds to DataFusion's.
 
 pub mod activity;
+pub mod array_elements;
 pub mod array_functions;
 pub mod bounded_series;
 pub mod checked;
