@@ -799,16 +799,12 @@ impl<'a> Fields<'a> {
             }
             h = h % 12 + if pm { 12 } else { 0 };
         }
-        // A leap second has no fraction (PostgreSQL); 24:00:00 nothing after it.
-        let in_range = h <= 24
-            && m < 60
-            && (s < 60 || (s == 60 && us == 0))
-            && (h < 24 || (m == 0 && s == 0 && us == 0));
-        if !in_range {
+        // A second of 60 (and its fraction) carries into the next minute; nothing may
+        // pass 24:00:00 (PostgreSQL).
+        let total = ((h * 60 + m) * 60 + s) * MICROS_PER_SECOND + us;
+        if h > 24 || m >= 60 || s > 60 || total > SECONDS_PER_DAY * MICROS_PER_SECOND {
             return Err(InputError::Range);
         }
-        let total = ((h * 60 + m) * 60 + s) * MICROS_PER_SECOND + us;
-        debug_assert!(total <= (SECONDS_PER_DAY + 1) * MICROS_PER_SECOND);
         Ok(Some(total))
     }
 }
@@ -977,6 +973,7 @@ mod tests {
             ("2024-01-02 10:00:00.1234567", "2024-01-02 10:00:00.123457"),
             ("2024-01-02 24:00:00", "2024-01-03 00:00:00.000000"),
             ("2024-12-31 23:59:60", "2025-01-01 00:00:00.000000"),
+            ("2024-01-30 12:59:60.5", "2024-01-30 13:00:00.500000"),
             ("2024-01-02 10:00 PST", "2024-01-02 10:00:00.000000"),
             ("2024-01-02 allballs", "2024-01-02 00:00:00.000000"),
             ("2024-01-02 0:30 am", "2024-01-02 00:30:00.000000"),

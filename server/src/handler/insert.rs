@@ -257,6 +257,20 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
     if !cast {
         return None;
     }
+    if let PgType::Timestamp(_) | PgType::Timestamptz(_) = ty {
+        // Of microseconds, as the column is: a cast to `timestamp` is of DataFusion's
+        // nanoseconds, which cannot hold `'9999-12-31'` (the text is read by
+        // `brook_planner::timestamp_text` under either).
+        let arrow = match ty {
+            PgType::Timestamptz(_) => "Timestamp(Microsecond, Some(\"+00:00\"))",
+            _ => "Timestamp(Microsecond, None)",
+        };
+        let arrow = Expr::value(ast::Value::SingleQuotedString(arrow.into()));
+        return Some(brook_planner::pg_functions::function_call(
+            "arrow_cast",
+            vec![e.clone(), arrow],
+        ));
+    }
     let data_type =
         crate::pg::types::cast_name(&ty.wire()).and_then(crate::pg::types::sql_data_type)?;
     Some(Expr::Cast {
