@@ -82,8 +82,8 @@ fn difference(args: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(out) as ArrayRef)
 }
 
-/// The SQL planner's hook for binary operators: `a - b` of two timestamps becomes the
-/// function call.
+/// The SQL planner's hook for binary operators: `a - b` of two timestamps, or of a timestamp
+/// and a date, becomes the function call.
 #[derive(Debug)]
 pub struct TimestampDifferencePlanner {
     udf: Arc<ScalarUDF>,
@@ -106,10 +106,14 @@ impl ExprPlanner for TimestampDifferencePlanner {
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
         let is_timestamp = |x: &Expr| matches!(x.get_type(schema), Ok(DataType::Timestamp(..)));
-        if expr.op != BinaryOperator::Minus
-            || !is_timestamp(&expr.left)
-            || !is_timestamp(&expr.right)
-        {
+        let is_date =
+            |x: &Expr| matches!(x.get_type(schema), Ok(DataType::Date32 | DataType::Date64));
+        // A date beside a timestamp is its midnight (an instant in the session's zone
+        // beside a timestamptz: `timestamptz - date` across a DST change subtracted clocks).
+        let (l, r) = (&expr.left, &expr.right);
+        let timestamps =
+            (is_timestamp(l) && (is_timestamp(r) || is_date(r))) || (is_date(l) && is_timestamp(r));
+        if expr.op != BinaryOperator::Minus || !timestamps {
             return Ok(PlannerResult::Original(expr));
         }
         Ok(PlannerResult::Planned(Expr::ScalarFunction(

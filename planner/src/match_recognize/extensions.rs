@@ -7,6 +7,7 @@
 //! - Flink's `WITHIN INTERVAL ...` after `PATTERN (...)` → `DEFINE brook_within AS INTERVAL ...`;
 //! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`;
 //! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means);
+//! - `permute(a, b)` in any case → `PERMUTE(a, b)` (sqlparser reads the capitals only);
 //! - Brook's `ALL ROWS PER MATCH SHOW PARTIAL MATCHES` → `ALL ROWS PER MATCH` and the first
 //!   `DEFINE` item `brook_partial AS true`;
 //! - a subquery or parenthesized join as the input (sqlparser reads the clause only after a
@@ -317,6 +318,13 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
                 defines.push(Token::Whitespace(Whitespace::Space));
             }
             i = end;
+            changed = true;
+            continue;
+        }
+        // sqlparser reads `PERMUTE` in capitals only (`permute(a, b)` was 42601).
+        if in_pattern && is_word(t, "PERMUTE") && t.to_string() != "PERMUTE" {
+            out.push(Token::make_word("PERMUTE", None));
+            i += 1;
             changed = true;
             continue;
         }
