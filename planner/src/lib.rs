@@ -40,7 +40,7 @@
 //! - [`like_escape`]: `LIKE ... ESCAPE 'c'` as a pattern rewritten to backslash escapes.
 //! - [`pg_functions`]: PostgreSQL catalog functions answered by rewriting (`to_regtype`).
 //! - [`datetime_input`]: date and timestamp text in PostgreSQL's forms (`Jan 2 2024`,
-//!   `1/2/2024`, `today`, zone abbreviations), as the text Arrow's parser reads.
+//!   `1/2/2024`, `today`, zone abbreviations) read into days or microseconds.
 //! - [`numeric_text`]: text to `numeric` in exponent notation (`'2e1'::numeric`).
 //! - [`unnest_arrays`]: `unnest` of a multi-dimensional array gives its elements.
 //! - [`interval_literals`]: interval constants in PostgreSQL's spellings (`'1 day 02:00'`).
