@@ -267,11 +267,11 @@ fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
 /// `NaN`/`Infinity` 0A000 (`brook_planner::numeric_text::numeric_input`); the array itself
 /// when no text has an `e` or an `n`.
 fn numerics_written_out(strings: &ArrayRef) -> Result<ArrayRef> {
-    let exponent = strings
+    let to_read = strings
         .as_any()
         .downcast_ref::<datafusion::arrow::array::StringArray>()
         .is_none_or(|s| s.iter().flatten().any(|v| v.contains(['e', 'E', 'n', 'N'])));
-    if !exponent {
+    if !to_read {
         return Ok(strings.clone());
     }
     each_text(strings, |_, v| {
