@@ -7,6 +7,13 @@
 //! the accepted language only grows. NaN and the infinities, which PostgreSQL's numeric
 //! has and Brook's (a 128-bit decimal) has not, are 0A000. COPY and INSERT read numeric
 //! text through [`numeric_input`] too.
+//!
+//! An unconstrained `numeric` is a decimal of [`UNCONSTRAINED_SCALE`] decimals in Brook
+//! (PostgreSQL's keeps every digit). Rounding a value to it would lose digits without a
+//! word, so: a constant cast to `numeric` keeps its own digits (`'1.123456789012345678'::
+//! numeric` is a decimal of scale 18), and text read at run time that has more decimals
+//! than the type keeps is 22003 naming the limit ([`check_kept`]; the write path applies it
+//! to unconstrained columns).
 
 use crate::numeric_literals::plain_number_of;
 use crate::text_input::{result_like, text_argument, under_text_casts};
@@ -14,13 +21,48 @@ use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::StringArray;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::expr::Cast;
 use datafusion::logical_expr::{
-    ColumnarValue, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
+use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::optimizer::AnalyzerRule;
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// The decimals Brook's unconstrained `numeric` keeps (it is a `Decimal128(38, 10)`).
+pub const UNCONSTRAINED_SCALE: i8 = 10;
+
+/// The digits after the point of plain number text, without its trailing zeros.
+pub fn fraction_digits(plain: &str) -> usize {
+    plain
+        .split_once('.')
+        .map_or(0, |(_, f)| f.trim().trim_end_matches('0').len())
+}
+
+/// `text` (read as `plain`, its digits written out) refused when a numeric of `scale`
+/// decimals that stands for PostgreSQL's unconstrained numeric would round it.
+pub fn check_kept(text: &str, plain: &str, scale: i8) -> Result<(), BrookError> {
+    let digits = fraction_digits(plain);
+    if digits > scale.max(0) as usize {
+        return Err(lost_digits(text, digits, scale));
+    }
+    Ok(())
+}
+
+/// The error for a value of `digits` decimals given to an unconstrained numeric that keeps
+/// `scale` of them.
+pub fn lost_digits(value: &str, digits: usize, scale: i8) -> BrookError {
+    brook_err!(
+        OutOfRange,
+        "numeric value {value} has {digits} decimal digits, more than the {scale} Brook's \
+         unconstrained numeric keeps: declare the column numeric(p, s) with the scale it \
+         needs, or round the value"
+    )
+}
 
 /// `text` as Arrow's decimal parser reads it: an exponent written out in plain digits,
 /// other text unchanged (Arrow's cast reports bad text).
@@ -59,15 +101,18 @@ fn integer_digits(plain: &str) -> usize {
     int.trim_start_matches('0').len()
 }
 
-/// `brook_numeric_text(text) -> text`.
+/// `brook_numeric_text(text) -> text`; with `keeps`, text of more decimals than that is
+/// refused ([`check_kept`]): the cast it stands under is to an unconstrained numeric.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct NumericText {
     signature: Signature,
+    name: &'static str,
+    keeps: Option<i8>,
 }
 
 impl ScalarUDFImpl for NumericText {
     fn name(&self) -> &str {
-        "brook_numeric_text"
+        self.name
     }
 
     fn signature(&self) -> &Signature {
@@ -83,9 +128,15 @@ impl ScalarUDFImpl for NumericText {
         let out = text
             .iter()
             .map(|v| {
-                v.map(|v| numeric_input(v).map(Cow::into_owned))
-                    .transpose()
-                    .map_err(|e| DataFusionError::External(Box::new(e)))
+                v.map(|v| {
+                    let plain = numeric_input(v)?;
+                    if let Some(scale) = self.keeps {
+                        check_kept(&format!("\"{v}\""), &plain, scale)?;
+                    }
+                    Ok::<_, BrookError>(plain.into_owned())
+                })
+                .transpose()
+                .map_err(|e| DataFusionError::External(Box::new(e)))
             })
             .collect::<Result<StringArray>>()?;
         result_like(&args.args, Arc::new(out))
@@ -96,26 +147,127 @@ impl ScalarUDFImpl for NumericText {
 #[derive(Debug)]
 pub struct NumericInput {
     udf: Arc<ScalarUDF>,
+    /// For casts to an unconstrained numeric: refuses text it would round.
+    unconstrained: Arc<ScalarUDF>,
 }
 
 impl Default for NumericInput {
     fn default() -> Self {
-        NumericInput {
-            udf: Arc::new(ScalarUDF::new_from_impl(NumericText {
+        let udf = |name, keeps| {
+            Arc::new(ScalarUDF::new_from_impl(NumericText {
                 signature: Signature::any(1, Volatility::Immutable),
-            })),
+                name,
+                keeps,
+            }))
+        };
+        NumericInput {
+            udf: udf("brook_numeric_text", None),
+            unconstrained: udf(
+                "brook_unconstrained_numeric_text",
+                Some(UNCONSTRAINED_SCALE),
+            ),
         }
     }
 }
 
-fn is_decimal(t: &DataType) -> bool {
-    matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+/// The type SQL's `numeric` (and `decimal`) without precision is planned as.
+fn unconstrained() -> DataType {
+    DataType::Decimal128(38, UNCONSTRAINED_SCALE)
+}
+
+fn is_unconstrained(t: &DataType) -> bool {
+    *t == unconstrained()
+}
+
+fn is_constrained_decimal(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)) && !is_unconstrained(t)
+}
+
+/// A constant cast to an unconstrained numeric, cast instead to a numeric of the
+/// constant's own decimals when it has more than the type keeps: PostgreSQL's `numeric`
+/// keeps every digit of `'1.123456789012345678'::numeric` (and of a constant inserted into
+/// such a column, whose assignment then refuses what the column cannot hold). `None` when
+/// the cast keeps every digit already.
+fn constant_keeping_digits(e: &Expr) -> Result<Option<Expr>> {
+    let Expr::Cast(Cast { expr, field }) = e else {
+        return Ok(None);
+    };
+    if !is_unconstrained(field.data_type()) {
+        return Ok(None);
+    }
+    let value = match expr.as_ref() {
+        Expr::Literal(value, _) => value,
+        // A constant kept whole already (a bound parameter is `CAST(CAST('v' AS numeric) AS
+        // numeric)`): the outer cast goes.
+        Expr::Cast(Cast { expr: inner, field })
+            if matches!(inner.as_ref(), Expr::Literal(..))
+                && matches!(field.data_type(), DataType::Decimal128(_, s) if *s > UNCONSTRAINED_SCALE) =>
+        {
+            return Ok(Some(expr.as_ref().clone()));
+        }
+        _ => return Ok(None),
+    };
+    let (text, scale) = match value {
+        ScalarValue::Utf8(Some(t))
+        | ScalarValue::LargeUtf8(Some(t))
+        | ScalarValue::Utf8View(Some(t)) => {
+            let plain = numeric_input(t).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            if fraction_digits(&plain) <= UNCONSTRAINED_SCALE as usize {
+                return Ok(None);
+            }
+            let written = plain.split_once('.').map_or(0, |(_, f)| f.trim().len());
+            (format!("\"{t}\""), written)
+        }
+        ScalarValue::Decimal128(Some(v), _, s) if *s > UNCONSTRAINED_SCALE => {
+            let cut = 10i128.pow((*s - UNCONSTRAINED_SCALE) as u32);
+            if v % cut == 0 {
+                return Ok(None);
+            }
+            (value.to_string(), *s as usize)
+        }
+        _ => return Ok(None),
+    };
+    if scale > 38 {
+        return Err(DataFusionError::External(Box::new(lost_digits(
+            &text, scale, 38,
+        ))));
+    }
+    let to = DataType::Decimal128(38, scale as i8);
+    Ok(Some(Expr::Cast(Cast::new(expr.clone(), to))))
 }
 
 impl AnalyzerRule for NumericInput {
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
+        let kept = std::cell::Cell::new(false);
+        let plan = crate::checked::rewrite_plan_expressions(plan, true, &|e, _| {
+            let out = e.transform_up(|e| {
+                Ok(match constant_keeping_digits(&e)? {
+                    Some(kept) => Transformed::yes(kept),
+                    None => Transformed::no(e),
+                })
+            })?;
+            kept.set(kept.get() || out.transformed);
+            Ok(out)
+        })?;
+        // A constant of another type than the one coercion gave it: the relations above it
+        // take its type (a VALUES list types its columns again) and the types around it (a
+        // comparison's, a UNION's columns) are coerced again.
+        let plan = if kept.get() {
+            let plan = plan
+                .transform_up_with_subqueries(|p| match p {
+                    LogicalPlan::Values(v) => LogicalPlanBuilder::values(v.values)?
+                        .build()
+                        .map(Transformed::yes),
+                    other => other.recompute_schema().map(Transformed::yes),
+                })?
+                .data;
+            TypeCoercion::new().analyze(plan, config)?
+        } else {
+            plan
+        };
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
-            under_text_casts(e, schema, is_decimal, &self.udf)
+            let e = under_text_casts(e, schema, is_unconstrained, &self.unconstrained)?;
+            e.transform_data(|e| under_text_casts(e, schema, is_constrained_decimal, &self.udf))
         })
     }
 
@@ -152,5 +304,41 @@ mod tests {
         assert_eq!(code("-1.5e38"), "22003");
         assert_eq!(code("NaN"), "0A000");
         assert_eq!(code("-Infinity"), "0A000");
+    }
+
+    #[test]
+    fn an_unconstrained_numeric_refuses_what_it_would_round() {
+        assert_eq!(fraction_digits("1.1234500000"), 5);
+        assert_eq!(fraction_digits("12"), 0);
+        assert!(check_kept("x", "0.0000000001", 10).is_ok());
+        assert!(check_kept("x", "1.12345678900000", 10).is_ok());
+        let e = check_kept("1.123456789012", "1.123456789012", 10).unwrap_err();
+        assert_eq!(e.sqlstate(), "22003");
+        assert!(e.to_string().contains("12 decimal digits"), "{e}");
+    }
+
+    #[test]
+    fn a_constant_cast_to_numeric_keeps_its_digits() {
+        use datafusion::logical_expr::{cast, lit};
+        let kept = |e: Expr| constant_keeping_digits(&cast(e, unconstrained())).unwrap();
+        let Some(Expr::Cast(c)) = kept(lit("1.123456789012345678")) else {
+            panic!("a text constant of 18 decimals is kept whole");
+        };
+        assert_eq!(c.field.data_type(), &DataType::Decimal128(38, 18));
+        assert!(kept(lit("1.5")).is_none());
+        assert!(kept(lit(ScalarValue::Decimal128(
+            Some(15_000_000_000_000),
+            38,
+            13
+        )))
+        .is_none());
+        let Some(Expr::Cast(c)) = kept(lit(ScalarValue::Decimal128(
+            Some(1_123_456_789_012),
+            13,
+            12,
+        ))) else {
+            panic!("a decimal constant of 12 decimals is kept whole");
+        };
+        assert_eq!(c.field.data_type(), &DataType::Decimal128(38, 12));
     }
 }

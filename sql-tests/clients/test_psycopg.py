@@ -709,3 +709,44 @@ def test_time_zone_default_is_the_startup_packets(brook):
             c.execute(back)
             assert c.execute("SHOW TimeZone").fetchone()[0] == "Asia/Tokyo", back
             assert c.execute("SELECT extract(timezone FROM now())::int").fetchone()[0] == 9 * 3600
+
+
+def test_unconstrained_numeric_never_rounds_input_silently(brook):
+    """A value with more decimals than Brook's unconstrained numeric keeps (10) is refused
+    with 22003 naming the line, in COPY text, csv and binary and as a parameter, rather
+    than stored rounded; a declared scale rounds as PostgreSQL's does; a parameter cast to
+    numeric keeps its digits."""
+    Decimal = decimal.Decimal
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_loose (n numeric, d numeric(5,2))")
+        with c.cursor() as cur:
+            with cur.copy("COPY py_loose FROM STDIN") as cp:
+                cp.write(b"1.1234567890\t1.125\n1.5e-9\t1.123456789012345678\n")
+        assert c.execute("SELECT n, d FROM py_loose ORDER BY n").fetchall() == [
+            (Decimal("0.0000000015"), Decimal("1.12")),
+            (Decimal("1.123456789"), Decimal("1.13")),
+        ]
+        copies = [
+            ("COPY py_loose FROM STDIN", b"1\t1\n1.123456789012\t1\n", '"1.123456789012" has 12 decimal digits'),
+            ("COPY py_loose FROM STDIN (FORMAT csv)", b"1,1\n1e-11,1\n", '"1e-11" has 11 decimal digits'),
+        ]
+        for sql, data, words in copies:
+            with pytest.raises(psycopg.Error) as err:
+                with c.cursor() as cur:
+                    with cur.copy(sql) as cp:
+                        cp.write(data)
+            assert err.value.sqlstate == "22003"
+            assert words in str(err.value) and "line 2" in str(err.value), str(err.value)
+        with pytest.raises(psycopg.Error) as err:
+            with c.cursor() as cur:
+                with cur.copy("COPY py_loose (n) FROM STDIN (FORMAT binary)") as cp:
+                    cp.set_types(["numeric"])
+                    cp.write_row([Decimal("2.5")])
+                    cp.write_row([Decimal("0.000000000001")])
+        assert err.value.sqlstate == "22003", str(err.value)
+        with pytest.raises(psycopg.Error) as err:
+            c.execute("INSERT INTO py_loose VALUES (%s, 1)", [Decimal("1.123456789012")])
+        assert err.value.sqlstate == "22003"
+        assert c.execute("SELECT count(*) FROM py_loose").fetchone() == (2,)
+        got = c.execute("SELECT %s::numeric * 2", [Decimal("1.123456789012")]).fetchone()
+        assert got == (Decimal("2.246913578024"),)

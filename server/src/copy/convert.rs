@@ -134,7 +134,14 @@ pub fn text_to_column(
         PgType::Timestamptz(_) => {
             read_datetimes(strings, Target::Timestamptz, zone, line_of, table, column)?
         }
-        PgType::Numeric { .. } => numerics_written_out(strings)?,
+        PgType::Numeric { precision, scale } => {
+            // An unconstrained numeric (Brook's keeps a fixed number of decimals) refuses
+            // text it would round; a declared scale rounds, as PostgreSQL's does.
+            let keeps = precision
+                .is_none()
+                .then(|| scale.unwrap_or(brook_planner::numeric_text::UNCONSTRAINED_SCALE));
+            numerics_written_out(strings, keeps, &|r| copy_context(line_of, r, table, column))?
+        }
         PgType::Date => read_datetimes(strings, Target::Date, zone, line_of, table, column)?,
         PgType::Time(_) => {
             let text = cast_with_options(strings, &DataType::Utf8, &CastOptions::default())?;
@@ -265,12 +272,37 @@ fn float_out_of_range(strings: &ArrayRef, out: &ArrayRef) -> Option<String> {
 /// Numeric texts in exponent notation (`1.5e-3`) in plain digits, which Arrow's decimal
 /// parser reads (it refused them: `COPY` of `1e1` into a numeric column was 22003), and
 /// `NaN`/`Infinity` 0A000 (`brook_planner::numeric_text::numeric_input`); the array itself
-/// when no text has an `e` or an `n`.
-fn numerics_written_out(strings: &ArrayRef) -> Result<ArrayRef> {
-    let to_read = strings
-        .as_any()
-        .downcast_ref::<datafusion::arrow::array::StringArray>()
-        .is_none_or(|s| s.iter().flatten().any(|v| v.contains(['e', 'E', 'n', 'N'])));
+/// when no text has an `e` or an `n`. With `keeps` (an unconstrained numeric's decimals),
+/// a text of more decimals is refused (22003, `context` saying where) rather than rounded.
+fn numerics_written_out(
+    strings: &ArrayRef,
+    keeps: Option<i8>,
+    context: &dyn Fn(usize) -> String,
+) -> Result<ArrayRef> {
+    use brook_planner::numeric_text::{check_kept, numeric_input};
+    let text = cast_with_options(
+        strings,
+        &datafusion::arrow::datatypes::DataType::Utf8,
+        &CastOptions::default(),
+    )?;
+    let text = datafusion::arrow::array::AsArray::as_string::<i32>(&text);
+    let mut to_read = false;
+    for (r, v) in text.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let written = v.contains(['e', 'E', 'n', 'N']);
+        to_read |= written;
+        if let Some(scale) = keeps {
+            let plain = if written {
+                numeric_input(v)?
+            } else {
+                std::borrow::Cow::Borrowed(v)
+            };
+            check_kept(&format!("\"{v}\""), &plain, scale).map_err(|e| match e {
+                BrookError::OutOfRange(m) => BrookError::OutOfRange(format!("{m}{}", context(r))),
+                other => other,
+            })?;
+        }
+    }
     if !to_read {
         return Ok(strings.clone());
     }

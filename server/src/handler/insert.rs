@@ -238,15 +238,17 @@ pub(crate) fn typed_literal(e: &Expr, ty: &crate::pg::types::PgType) -> Option<E
     let text = literal_text(e)?;
     // The types whose cast reads text as the column's assignment does. Others are left to
     // the assignment: text, json, uuid, bytea and xml literals are read as their columns'
-    // values already; a numeric cast does not read `1e-5` and a float cast reads `1e39` as
-    // Infinity (the assignment checks the range: 22003), so a float literal is cast only
-    // when it is one of the special values; a time cast is of another precision.
+    // values already; a float cast reads `1e39` as Infinity (the assignment checks the
+    // range: 22003), so a float literal is cast only when it is one of the special values;
+    // a time cast is of another precision. A numeric literal is cast to `numeric`, which
+    // keeps its digits for the assignment to round to the column's scale.
     use crate::pg::types::PgType;
     let cast = match ty {
         PgType::Bool
         | PgType::Int2
         | PgType::Int4
         | PgType::Int8
+        | PgType::Numeric { .. }
         | PgType::Date
         | PgType::Timestamp(_)
         | PgType::Timestamptz(_)

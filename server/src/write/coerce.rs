@@ -117,6 +117,17 @@ pub fn coerce_column(
                 };
                 return Ok(cast_with_options(&wall, &target, &CastOptions::default())?);
             }
+            if let (
+                PgType::Numeric {
+                    precision: None,
+                    scale,
+                },
+                DataType::Decimal128(_, s),
+            ) = (ty, src)
+            {
+                let keeps = scale.unwrap_or(brook_planner::numeric_text::UNCONSTRAINED_SCALE);
+                check_decimals_kept(col, *s, keeps)?;
+            }
             let rounded = round_floats_for_int(col, ty)?;
             let out = cast_with_options(
                 &rounded,
@@ -135,6 +146,26 @@ pub fn coerce_column(
             Ok(out)
         }
     }
+}
+
+/// Decimals of scale `scale` assigned to an unconstrained numeric column, which keeps
+/// `keeps` decimals (PostgreSQL's keeps every digit): refused (22003) when one would be
+/// rounded, rather than stored with digits lost.
+fn check_decimals_kept(col: &ArrayRef, scale: i8, keeps: i8) -> Result<()> {
+    use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
+    if scale <= keeps {
+        return Ok(());
+    }
+    let cut = 10i128.pow((scale - keeps.max(0)) as u32);
+    let values = col.as_primitive::<Decimal128Type>();
+    if let Some(v) = values.iter().flatten().find(|v| v % cut != 0) {
+        let text = Decimal128Type::format_decimal(v, 38, scale);
+        let digits = brook_planner::numeric_text::fraction_digits(&text);
+        return Err(brook_planner::numeric_text::lost_digits(
+            &text, digits, keeps,
+        ));
+    }
+    Ok(())
 }
 
 /// A timestamp without time zone or a date assigned to a timestamptz column in a session of
