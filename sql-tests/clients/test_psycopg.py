@@ -750,3 +750,23 @@ def test_unconstrained_numeric_never_rounds_input_silently(brook):
         assert c.execute("SELECT count(*) FROM py_loose").fetchone() == (2,)
         got = c.execute("SELECT %s::numeric * 2", [Decimal("1.123456789012")]).fetchone()
         assert got == (Decimal("2.246913578024"),)
+
+
+def test_binary_numerics_keep_every_digit(brook):
+    """A binary numeric (COPY FORMAT binary, a binary parameter) is read with every digit:
+    it went through a 28-digit decimal, so 1234567890123456789012345678.1234567891 arrived
+    as ...678.1 and 1E-38 as 0."""
+    Decimal = decimal.Decimal
+    big = Decimal("1234567890123456789012345678.1234567891")
+    with connect(brook) as c:
+        c.execute("CREATE TABLE py_binary_numeric (n numeric(38,10), tiny numeric(38,38))")
+        with c.cursor(binary=True) as cur:
+            with cur.copy("COPY py_binary_numeric FROM STDIN (FORMAT binary)") as cp:
+                cp.set_types(["numeric", "numeric"])
+                cp.write_row([big, Decimal("1E-38")])
+                cp.write_row([Decimal("-0.0000000001"), Decimal("0")])
+            got = cur.execute("SELECT n::text, tiny::text FROM py_binary_numeric ORDER BY n").fetchall()
+            # (A scale of 20 or more prints without trailing zeros: docs/limits.md.)
+            assert got == [("-0.0000000001", "0"),
+                           (str(big), "0.00000000000000000000000000000000000001")]
+            assert cur.execute("SELECT %s::numeric(38,10)::text", [big]).fetchone() == (str(big),)

@@ -541,10 +541,9 @@ pub(super) fn binary_values(
                 match v {
                     None => sb.append_null(),
                     Some(v) => {
-                        let d: rust_decimal::Decimal =
-                            postgres_types::FromSql::from_sql(&postgres_types::Type::NUMERIC, v)
-                                .map_err(|_| bad(r, "numeric"))?;
-                        sb.append_value(d.to_string());
+                        let text = crate::pg::numeric_binary::read_numeric(v)
+                            .ok_or_else(|| bad(r, "numeric"))?;
+                        sb.append_value(text);
                     }
                 }
             }

@@ -1,9 +1,10 @@
-//! PostgreSQL's binary form of a numeric, written from its text.
+//! PostgreSQL's binary form of a numeric, written from its text and read back to text.
 //!
 //! The wire's binary numeric is base-10000 digits with a weight, a sign and a display scale.
 //! `rust_decimal`, which `postgres-types` writes it with, holds at most 28 digits, so a
 //! numeric of Brook's 38 (`div(1e30, 7)`, a quotient's 37 decimals) could not be sent in
-//! binary. Written here because no maintained crate writes the format from 38-digit values.
+//! binary, and read as many (a binary COPY or parameter of more digits was rounded).
+//! Written here because no maintained crate reads or writes the format at any precision.
 
 use bytes::{BufMut, BytesMut};
 
@@ -54,6 +55,68 @@ pub fn write_numeric(text: &str, out: &mut BytesMut) -> bool {
     true
 }
 
+/// The text of PostgreSQL's binary numeric `b` (`-123.4500`: every digit of its display
+/// scale), `NaN`/`Infinity`/`-Infinity` for those values (which Brook's numeric input
+/// refuses by name); `None` for bytes that are not a binary numeric. `rust_decimal`, which
+/// read these before, holds 28 digits and rounded the rest away without a word
+/// (`1234567890123456789012345678.1234567891` arrived as `...678.1`, `1e-38` as 0).
+pub fn read_numeric(b: &[u8]) -> Option<String> {
+    let field = |i: usize| Some(u16::from_be_bytes([*b.get(i)?, *b.get(i + 1)?]));
+    let ndigits = usize::from(field(0)?);
+    let weight = i64::from(field(2)? as i16);
+    let sign = field(4)?;
+    let dscale = usize::from(field(6)?);
+    if ndigits > 0x7FFF || b.len() != 8 + 2 * ndigits {
+        return None;
+    }
+    match sign {
+        POSITIVE | NEGATIVE => {}
+        0xC000 => return Some("NaN".into()),
+        0xD000 => return Some("Infinity".into()),
+        0xF000 => return Some("-Infinity".into()),
+        _ => return None,
+    }
+    if dscale > 0x3FFF {
+        return None;
+    }
+    let digits = (0..ndigits)
+        .map(|i| field(8 + 2 * i).filter(|d| *d < 10_000))
+        .collect::<Option<Vec<u16>>>()?;
+    // The group of weight `w` (a digit's weight falls by one along the list).
+    let group = |w: i64| {
+        usize::try_from(weight - w)
+            .ok()
+            .and_then(|i| digits.get(i).copied())
+            .unwrap_or(0)
+    };
+    let mut text = String::new();
+    if weight < 0 {
+        text.push('0');
+    } else {
+        text.push_str(&group(weight).to_string());
+        for w in (0..weight).rev() {
+            text.push_str(&format!("{:04}", group(w)));
+        }
+    }
+    if dscale > 0 {
+        let mut frac = String::with_capacity(dscale + 4);
+        let mut w = -1;
+        while frac.len() < dscale {
+            frac.push_str(&format!("{:04}", group(w)));
+            w -= 1;
+        }
+        frac.truncate(dscale);
+        text.push('.');
+        text.push_str(&frac);
+    }
+    let zero = digits.iter().all(|d| *d == 0);
+    Some(if sign == NEGATIVE && !zero {
+        format!("-{text}")
+    } else {
+        text
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +128,34 @@ mod tests {
         rust_decimal::Decimal::from_sql(&Type::NUMERIC, &out)
             .expect("decodes")
             .to_string()
+    }
+
+    #[test]
+    fn binary_numerics_read_every_digit() {
+        for t in [
+            "0",
+            "1",
+            "-1.5",
+            "123.4500",
+            "10000",
+            "0.0001",
+            "-0.00012345",
+            "1234567890123456789012345678.1234567891",
+            "0.00000000000000000000000000000000000001",
+            "99999999999999999999999999999999999999",
+            "0.000",
+        ] {
+            let mut out = BytesMut::new();
+            assert!(write_numeric(t, &mut out), "{t}");
+            assert_eq!(read_numeric(&out).as_deref(), Some(t), "{t}");
+        }
+        // NaN, and bytes that are no numeric.
+        assert_eq!(
+            read_numeric(&[0, 0, 0, 0, 0xC0, 0, 0, 0]).as_deref(),
+            Some("NaN")
+        );
+        assert_eq!(read_numeric(&[0, 1, 0, 0, 0, 0, 0, 0]), None);
+        assert_eq!(read_numeric(&[0, 1, 0, 0, 0, 0, 0, 0, 0x27, 0x10]), None);
     }
 
     #[test]

@@ -250,11 +250,7 @@ pub(super) fn value_json(a: &ArrayRef, embedded: bool, row: usize) -> Result<Opt
 
 /// JSON text as jsonb prints it.
 pub(super) fn as_jsonb(json: &str) -> Result<String> {
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| DataFusionError::from(crate::pg::json::invalid_json(e)))?;
-    let mut out = String::new();
-    crate::pg::json::write_jsonb(&mut out, &value);
-    Ok(out)
+    crate::pg::json::jsonb_text(json).map_err(DataFusionError::from)
 }
 
 /// True for a NULL value (an untyped NULL literal is a column of Arrow's Null type, which

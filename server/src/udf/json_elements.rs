@@ -16,7 +16,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 pub fn register(ctx: &SessionContext) {
@@ -69,10 +69,11 @@ fn elements(
     as_text: bool,
 ) -> std::result::Result<ArrayRef, BrookError> {
     text_lists(texts, |text| {
-        let doc: Value = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
-        let items = match doc {
-            Value::Array(items) => items,
-            Value::Object(_) => {
+        use crate::pg::json::{open, render_raw, Raw};
+        let doc: &RawValue = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
+        let items = match open(doc)? {
+            Raw::Array(items) => items,
+            Raw::Object(_) => {
                 return Err(brook_err!(
                     InvalidParameter,
                     "cannot extract elements from an object"
@@ -85,10 +86,10 @@ fn elements(
                 ))
             }
         };
-        Ok(items
-            .iter()
-            .map(|item| super::json_path::render(item, as_text))
-            .collect())
+        items
+            .into_iter()
+            .map(|item| render_raw(item, as_text))
+            .collect()
     })
 }
 

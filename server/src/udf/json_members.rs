@@ -192,19 +192,21 @@ impl Members {
 
     /// jsonb's members: one per key, shorter keys first.
     fn jsonb_members(&self, text: &str) -> Result<Vec<Option<String>>, BrookError> {
-        let doc: Value = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
-        let Value::Object(map) = doc else {
-            let first = if doc.is_array() { '[' } else { ' ' };
-            return self.check_object(Some(first)).map(|()| Vec::new());
+        use crate::pg::json::{open, render_raw, Raw};
+        let doc: &RawValue = serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
+        let members = match open(doc)? {
+            Raw::Object(members) => members,
+            Raw::Array(_) => return self.check_object(Some('[')).map(|()| Vec::new()),
+            _ => return self.check_object(Some(' ')).map(|()| Vec::new()),
         };
-        Ok(crate::pg::json::jsonb_order(&map)
+        members
             .into_iter()
             .map(|(key, value)| match self.part {
-                Part::Key => Some(key.clone()),
-                Part::Value => super::json_path::render(value, false),
-                Part::ValueText => super::json_path::render(value, true),
+                Part::Key => Ok(Some(key)),
+                Part::Value => render_raw(value, false),
+                Part::ValueText => render_raw(value, true),
             })
-            .collect())
+            .collect()
     }
 }
 

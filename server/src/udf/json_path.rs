@@ -19,7 +19,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use datafusion::prelude::SessionContext;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 /// Register the path functions and the json/jsonb casts on a database context.
@@ -133,9 +133,12 @@ impl ScalarUDFImpl for JsonPath {
                 continue;
             }
             let steps = path_steps(paths, row)?;
-            let doc: Value = serde_json::from_str(docs.value(row))
+            let doc: &RawValue = serde_json::from_str(docs.value(row))
                 .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
-            out.push(walk(&doc, &steps).and_then(|v| render(v, self.as_text)));
+            out.push(match walk(doc, &steps)? {
+                Some(v) => crate::pg::json::render_raw(v, self.as_text).map_err(external)?,
+                None => None,
+            });
         }
         let out: ArrayRef = Arc::new(StringArray::from(out));
         super::result_value(out, scalar)
@@ -190,13 +193,11 @@ impl ScalarUDFImpl for JsonCast {
                 continue;
             }
             let text = texts.value(row);
-            let value: Value = serde_json::from_str(text)
-                .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
             out.push(Some(if self.jsonb {
-                let mut s = String::new();
-                crate::pg::json::write_jsonb(&mut s, &value);
-                s
+                crate::pg::json::jsonb_text(text).map_err(external)?
             } else {
+                serde_json::from_str::<&RawValue>(text)
+                    .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
                 text.to_string()
             }));
         }
@@ -228,36 +229,34 @@ pub(crate) fn path_steps(paths: &ArrayRef, row: usize) -> Result<Vec<Option<Stri
     }
 }
 
-/// The value at `steps` of `doc`, None where a step does not apply (or is NULL).
-fn walk<'a>(doc: &'a Value, steps: &[Option<String>]) -> Option<&'a Value> {
+/// The value at `steps` of `doc`, None where a step does not apply (or is NULL). Read as
+/// raw values, so that a number keeps its digits (`crate::pg::json`).
+fn walk<'a>(doc: &'a RawValue, steps: &[Option<String>]) -> Result<Option<&'a RawValue>> {
+    use crate::pg::json::{open, Raw};
     let mut at = doc;
     for step in steps {
-        let step = step.as_deref()?;
-        at = match at {
-            Value::Object(members) => members.get(step)?,
-            Value::Array(items) => {
-                let i: i64 = step.trim().parse().ok()?;
+        let Some(step) = step.as_deref() else {
+            return Ok(None);
+        };
+        let next = match open(at).map_err(external)? {
+            Raw::Object(members) => members.into_iter().find(|(k, _)| k == step).map(|(_, v)| v),
+            Raw::Array(items) => step.trim().parse::<i64>().ok().and_then(|i| {
                 let len = i64::try_from(items.len()).ok()?;
                 let i = if i < 0 { len + i } else { i };
-                items.get(usize::try_from(i).ok()?)?
-            }
-            _ => return None,
+                items.get(usize::try_from(i).ok()?).copied()
+            }),
+            _ => None,
         };
-    }
-    Some(at)
-}
-
-/// `#>`: the value's JSON text; `#>>`: a string's own text, JSON null as NULL.
-pub(crate) fn render(v: &Value, as_text: bool) -> Option<String> {
-    match (v, as_text) {
-        (Value::Null, true) => None,
-        (Value::String(s), true) => Some(s.clone()),
-        _ => {
-            let mut out = String::new();
-            crate::pg::json::write_jsonb(&mut out, v);
-            Some(out)
+        match next {
+            Some(v) => at = v,
+            None => return Ok(None),
         }
     }
+    Ok(Some(at))
+}
+
+fn external(e: BrookError) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
 }
 
 #[cfg(test)]
@@ -265,9 +264,10 @@ mod tests {
     use super::*;
 
     fn at(doc: &str, path: &str, as_text: bool) -> Option<String> {
-        let doc: Value = serde_json::from_str(doc).unwrap();
+        let doc: &RawValue = serde_json::from_str(doc).unwrap();
         let steps = brook_planner::array_literal::parse_text_array(path).unwrap();
-        walk(&doc, &steps).and_then(|v| render(v, as_text))
+        let v = walk(doc, &steps).unwrap()?;
+        crate::pg::json::render_raw(v, as_text).unwrap()
     }
 
     #[test]
@@ -285,5 +285,15 @@ mod tests {
             at(doc, "{}", false).as_deref(),
             Some(r#"{"a": {"0": "zero", "b": [10, {"c": "x"}, null]}}"#)
         );
+        let big = r#"{"n": [123456789012345678901234, 0.1234567890123456789, 1e2]}"#;
+        assert_eq!(
+            at(big, "{n,0}", true).as_deref(),
+            Some("123456789012345678901234")
+        );
+        assert_eq!(
+            at(big, "{n,1}", false).as_deref(),
+            Some("0.1234567890123456789")
+        );
+        assert_eq!(at(big, "{n,2}", false).as_deref(), Some("100"));
     }
 }

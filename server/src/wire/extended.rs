@@ -191,9 +191,8 @@ pub(super) fn binary_param_text(b: &[u8], ty: &Type) -> Result<String, BrookErro
         Type::OID => u32::from_sql(ty, b).map_err(bad)?.to_string(),
         Type::FLOAT4 => f32::from_sql(ty, b).map_err(bad)?.to_string(),
         Type::FLOAT8 => f64::from_sql(ty, b).map_err(bad)?.to_string(),
-        Type::NUMERIC => rust_decimal::Decimal::from_sql(ty, b)
-            .map_err(bad)?
-            .to_string(),
+        Type::NUMERIC => crate::pg::numeric_binary::read_numeric(b)
+            .ok_or_else(|| bad("not a binary numeric".into()))?,
         Type::DATE => chrono::NaiveDate::from_sql(ty, b).map_err(bad)?.to_string(),
         Type::TIMESTAMP => chrono::NaiveDateTime::from_sql(ty, b)
             .map_err(bad)?
