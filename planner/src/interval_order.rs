@@ -14,11 +14,14 @@
 //! length, of equal lengths the last seen, as PostgreSQL's `interval_larger` does. The values themselves keep their fields: `'24 hours'` prints as
 //! PostgreSQL prints it.
 //!
-//! Not covered: grouping, DISTINCT, joins, set operations and `IN (subquery)` still tell
-//! `'1 day'` from `'24 hours'` (PostgreSQL's hash of an interval is of its length too),
-//! as do `= ANY (array)` and `greatest`/`least` of intervals; a RANGE frame with an
-//! interval offset over an interval ORDER BY is refused. Written here because Arrow has
-//! no interval ordering by length.
+//! A window's PARTITION BY and `count(DISTINCT ...)` of intervals take their lengths too;
+//! grouping, DISTINCT, set operations, join keys and `IN (subquery)` are in
+//! [`crate::interval_grouping`], which this rule runs first.
+//!
+//! Not covered: `= ANY (array)` and `greatest`/`least` of intervals still tell `'1 day'`
+//! from `'24 hours'`, as do the other DISTINCT aggregates (`array_agg(DISTINCT d)`); a
+//! RANGE frame with an interval offset over an interval ORDER BY is refused. Written here
+//! because Arrow has no interval ordering by length.
 
 use datafusion::arrow::array::{ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::datatypes::{
@@ -26,20 +29,20 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
-use datafusion::common::{DFSchema, Result, ScalarValue};
+use datafusion::common::{Column, DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{
-    AggregateFunction, Case, InList, ScalarFunction, Sort, WindowFunctionDefinition,
+    AggregateFunction, Case, InList, InSubquery, ScalarFunction, Sort, WindowFunctionDefinition,
 };
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Between, BinaryExpr, ColumnarValue, Expr,
-    ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ExprSchemable, LogicalPlan, Operator, Projection, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
-const INTERVAL: DataType = DataType::Interval(IntervalUnit::MonthDayNano);
+pub(crate) const INTERVAL: DataType = DataType::Interval(IntervalUnit::MonthDayNano);
 const NANOS_PER_DAY: i128 = 86_400_000_000_000;
 
 /// The length of `v` in nanoseconds, a month 30 days (PostgreSQL's `interval_cmp_value`).
@@ -69,6 +72,7 @@ impl Default for IntervalOrder {
 
 impl AnalyzerRule for IntervalOrder {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        let plan = crate::interval_grouping::group_by_length(plan, &self.key, &self.min)?;
         let plan = crate::checked::rewrite_plan_expressions(plan, false, &|e, schema| {
             e.transform_up(|e| self.rewrite(e, schema))
         })?;
@@ -156,7 +160,12 @@ impl IntervalOrder {
                 };
                 let interval_arg =
                     f.params.args.len() == 1 && Self::is_interval(&f.params.args[0], schema);
-                let changed = self.sort_keys(&mut f.params.order_by, schema);
+                let mut changed = self.sort_keys(&mut f.params.order_by, schema);
+                // `count(DISTINCT d)` counts distinct lengths.
+                if f.params.distinct && f.func.name() == "count" && interval_arg {
+                    f.params.args = vec![self.key(f.params.args[0].clone())];
+                    changed = true;
+                }
                 match extreme {
                     Some(udaf) if interval_arg => {
                         Transformed::yes(Expr::AggregateFunction(AggregateFunction::new_udf(
@@ -177,6 +186,12 @@ impl IntervalOrder {
             }
             Expr::WindowFunction(mut w) => {
                 let mut changed = self.sort_keys(&mut w.params.order_by, schema);
+                for p in w.params.partition_by.iter_mut() {
+                    if Self::is_interval(p, schema) {
+                        *p = self.key(p.clone());
+                        changed = true;
+                    }
+                }
                 let interval_arg =
                     w.params.args.len() == 1 && Self::is_interval(&w.params.args[0], schema);
                 if let (WindowFunctionDefinition::AggregateUDF(f), true) = (&w.fun, interval_arg) {
@@ -240,6 +255,20 @@ impl IntervalOrder {
                     )],
                     else_expr: Some(Box::new(a)),
                 }))
+            }
+            // `d IN (SELECT ...)` of intervals: their lengths compared.
+            Expr::InSubquery(s) if Self::is_interval(&s.expr, schema) => {
+                let plan = s.subquery.subquery.clone();
+                let (q, f) = plan.schema().qualified_field(0);
+                let lengths = LogicalPlan::Projection(Projection::try_new(
+                    vec![self.key(Expr::Column(Column::from((q, f))))],
+                    plan,
+                )?);
+                Transformed::yes(Expr::InSubquery(InSubquery::new(
+                    Box::new(self.key(*s.expr)),
+                    s.subquery.with_plan(Arc::new(lengths)),
+                    s.negated,
+                )))
             }
             e => Transformed::no(e),
         })

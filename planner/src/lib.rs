@@ -82,6 +82,7 @@ pub mod function_alias;
 pub mod in_subquery_projection;
 pub mod information_schema;
 pub mod inner_names;
+pub mod interval_grouping;
 pub mod interval_literals;
 pub mod interval_order;
 pub mod interval_scale;

@@ -201,35 +201,42 @@ fn constant_keeping_digits(e: &Expr) -> Result<Option<Expr>> {
         // numeric)`): the outer cast goes.
         Expr::Cast(Cast { expr: inner, field })
             if matches!(inner.as_ref(), Expr::Literal(..))
-                && matches!(field.data_type(), DataType::Decimal128(_, s) if *s > UNCONSTRAINED_SCALE) =>
+                && matches!(field.data_type(), DataType::Decimal128(..))
+                && !is_unconstrained(field.data_type()) =>
         {
             return Ok(Some(expr.as_ref().clone()));
         }
         _ => return Ok(None),
     };
-    let (text, scale) = match value {
+    // The integer digits a numeric of the unconstrained type's scale holds.
+    let whole = 38 - UNCONSTRAINED_SCALE as usize;
+    let (text, ints, decimals, written) = match value {
         ScalarValue::Utf8(Some(t))
         | ScalarValue::LargeUtf8(Some(t))
         | ScalarValue::Utf8View(Some(t)) => {
             let plain = numeric_input(t).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            if fraction_digits(&plain) <= UNCONSTRAINED_SCALE as usize {
-                return Ok(None);
-            }
             let written = plain.split_once('.').map_or(0, |(_, f)| f.trim().len());
-            (format!("\"{t}\""), written)
+            let ints = integer_digits(&plain);
+            (format!("\"{t}\""), ints, fraction_digits(&plain), written)
         }
-        ScalarValue::Decimal128(Some(v), _, s) if *s > UNCONSTRAINED_SCALE => {
-            let cut = 10i128.pow((*s - UNCONSTRAINED_SCALE) as u32);
-            if v % cut == 0 {
-                return Ok(None);
-            }
-            (value.to_string(), *s as usize)
+        ScalarValue::Decimal128(Some(v), _, s) if *s >= 0 => {
+            let text = value.to_string();
+            let ints = integer_digits(&text);
+            (text.clone(), ints, fraction_digits(&text), *s as usize)
         }
         _ => return Ok(None),
     };
-    if scale > 38 {
+    if decimals <= UNCONSTRAINED_SCALE as usize && ints <= whole {
+        return Ok(None);
+    }
+    // As many decimals as written, as fit beside the integer digits (38 in all): a
+    // 38-digit integer (a `numeric(38, 0)` key bound as a parameter) is of scale 0.
+    let scale = written.min(38usize.saturating_sub(ints));
+    if decimals > scale {
         return Err(DataFusionError::External(Box::new(lost_digits(
-            &text, scale, 38,
+            &text,
+            decimals,
+            scale as i8,
         ))));
     }
     let to = DataType::Decimal128(38, scale as i8);
@@ -326,6 +333,10 @@ mod tests {
         };
         assert_eq!(c.field.data_type(), &DataType::Decimal128(38, 18));
         assert!(kept(lit("1.5")).is_none());
+        let Some(Expr::Cast(c)) = kept(lit("12345678901234567890123456789012345678")) else {
+            panic!("a 38-digit integer is kept whole");
+        };
+        assert_eq!(c.field.data_type(), &DataType::Decimal128(38, 0));
         assert!(kept(lit(ScalarValue::Decimal128(
             Some(15_000_000_000_000),
             38,

@@ -830,14 +830,15 @@ fn analyzer_rules() -> Vec<Arc<dyn datafusion::optimizer::AnalyzerRule + Send + 
     );
     // Before type coercion, which would cast concat's booleans to `true`/`false`.
     rules.insert(coercion, Arc::new(brook_planner::concat_text::ConcatText));
-    // Before type coercion, which types the copy numbers and join keys it adds.
-    rules.insert(coercion, Arc::new(brook_planner::set_all::SetOperationsAll));
     // Before type coercion, which refuses a RANGE frame ordered by an interval (the rule
     // orders by the interval's length, a number).
     rules.insert(
         coercion,
         Arc::new(brook_planner::interval_order::IntervalOrder::default()),
     );
+    // Before type coercion, which types the copy numbers and join keys it adds; before
+    // `interval_order`, which numbers and joins the copies of intervals by their length.
+    rules.insert(coercion, Arc::new(brook_planner::set_all::SetOperationsAll));
     // Before type coercion and the casts' own rules, which read the cast it adds.
     rules.insert(coercion, Arc::new(brook_planner::probe_casts::ProbeCasts));
     // First of all: the rows it builds take part in the expressions the others rewrite.

@@ -15,10 +15,49 @@ use std::collections::HashMap;
 /// spacing for jsonb; 22P02 for text that is not JSON.
 pub fn stored(text: &str, jsonb: bool) -> Result<String> {
     if !jsonb {
-        serde_json::from_str::<&RawValue>(text).map_err(invalid_json)?;
+        check_json(text)?;
         return Ok(text.to_string());
     }
     jsonb_text(text)
+}
+
+/// 22P02 for text that is not JSON, 54001 for JSON nested deeper than [`MAX_DEPTH`] (the
+/// functions that read json take no deeper nesting: DataFusion's JSON functions gave NULL
+/// for 203 levels).
+pub fn check_json(text: &str) -> Result<()> {
+    serde_json::from_str::<&RawValue>(text).map_err(invalid_json)?;
+    if nesting(text) > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    Ok(())
+}
+
+/// The deepest nesting of arrays and objects in JSON text (brackets inside strings are
+/// text).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+fn too_deep() -> brook_common::BrookError {
+    brook_common::BrookError::too_complex(format!(
+        "stack depth limit exceeded: JSON nested more than {MAX_DEPTH} levels deep"
+    ))
 }
 
 /// JSON text as jsonb keeps it: PostgreSQL's spacing, an object's members in jsonb's order
@@ -85,9 +124,7 @@ pub fn write_raw(out: &mut String, raw: &RawValue) -> Result<()> {
 fn write_nested(out: &mut String, raw: &RawValue, depth: usize) -> Result<()> {
     let opened = open(raw)?;
     if depth >= MAX_DEPTH && matches!(opened, Raw::Object(_) | Raw::Array(_)) {
-        return Err(brook_common::BrookError::too_complex(format!(
-            "stack depth limit exceeded: JSON nested more than {MAX_DEPTH} levels deep"
-        )));
+        return Err(too_deep());
     }
     match opened {
         Raw::Object(members) => {
@@ -228,6 +265,14 @@ mod tests {
         assert!(jsonb_text(&deep(MAX_DEPTH)).is_ok());
         for n in [MAX_DEPTH + 1, 50_000] {
             assert_eq!(jsonb_text(&deep(n)).unwrap_err().sqlstate(), "54001", "{n}");
+            assert_eq!(
+                stored(&deep(n), false).unwrap_err().sqlstate(),
+                "54001",
+                "{n}"
+            );
         }
+        assert!(stored(&deep(MAX_DEPTH), false).is_ok());
+        // Brackets inside strings are text.
+        assert!(check_json(&format!("{{\"a\": \"{}\\\"\"}}", "[".repeat(500))).is_ok());
     }
 }

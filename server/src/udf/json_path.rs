@@ -196,8 +196,7 @@ impl ScalarUDFImpl for JsonCast {
             out.push(Some(if self.jsonb {
                 crate::pg::json::jsonb_text(text).map_err(external)?
             } else {
-                serde_json::from_str::<&RawValue>(text)
-                    .map_err(|e| invalid(format!("invalid input syntax for type json: {e}")))?;
+                crate::pg::json::check_json(text).map_err(external)?;
                 text.to_string()
             }));
         }
