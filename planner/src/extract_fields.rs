@@ -12,8 +12,14 @@
 //!   offset is); DataFusion has no such fields ("Date part 'TIMEZONE_HOUR' not supported").
 //!   Of a timestamp without time zone they are 0A000, as PostgreSQL's are.
 //!
+//! - `epoch` of a timestamp is counted in whole microseconds (DataFusion's is a double);
+//!   `milliseconds` and `microseconds` are the seconds' (DataFusion's drop the
+//!   microseconds of `milliseconds`).
+//!
 //! This analyzer rule (before type coercion, so that what reads the field is typed for a
-//! numeric) puts Brook's functions in the place of those calls. Written here because DataFusion's `date_part` has no option for either.
+//! numeric) first plans `EXTRACT` and `date_part` with PostgreSQL's result types
+//! ([`crate::extract_numeric`]), then puts Brook's functions in the place of those
+//! calls. Written here because DataFusion's `date_part` has no option for either.
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int32Array,
@@ -25,8 +31,9 @@ use datafusion::arrow::datatypes::{
 };
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{exec_err, Result, ScalarValue};
-use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::common::{exec_err, DFSchema, Result, ScalarValue};
+use datafusion::logical_expr::expr::{Cast, ScalarFunction};
+use datafusion::logical_expr::lit;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
@@ -40,7 +47,9 @@ const SECONDS_PER_DAY: f64 = 86_400.0;
 /// The analyzer rule.
 #[derive(Debug)]
 pub struct ExtractFields {
+    date_part: Arc<ScalarUDF>,
     seconds: Arc<ScalarUDF>,
+    epoch: Arc<ScalarUDF>,
     interval_epoch: Arc<ScalarUDF>,
     zone_seconds: Arc<ScalarUDF>,
     zone_hours: Arc<ScalarUDF>,
@@ -56,7 +65,9 @@ impl Default for ExtractFields {
             }))
         };
         ExtractFields {
+            date_part: datafusion::functions::datetime::date_part(),
             seconds: udf(Kind::Seconds),
+            epoch: udf(Kind::TimestampEpoch),
             interval_epoch: udf(Kind::IntervalEpoch),
             zone_seconds: udf(Kind::ZoneSeconds),
             zone_hours: udf(Kind::ZoneHours),
@@ -69,6 +80,33 @@ impl AnalyzerRule for ExtractFields {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
             e.transform_up(|e| {
+                let planned = crate::extract_numeric::planned(e, schema, &self.date_part)?;
+                match planned.data {
+                    // The `date_part` call inside the cast is seen here: the walk does not
+                    // visit what replaced a node.
+                    Expr::Cast(Cast { expr, field }) if planned.transformed => {
+                        let call = self.field_call(*expr, schema)?.data;
+                        Ok(Transformed::yes(Expr::Cast(Cast {
+                            expr: Box::new(call),
+                            field,
+                        })))
+                    }
+                    e => self.field_call(e, schema),
+                }
+            })
+        })
+    }
+
+    fn name(&self) -> &str {
+        "brook_extract_fields"
+    }
+}
+
+impl ExtractFields {
+    /// `e` with Brook's function in place of DataFusion's `date_part` where they differ.
+    fn field_call(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        {
+            {
                 let Expr::ScalarFunction(f) = &e else {
                     return Ok(Transformed::no(e));
                 };
@@ -93,9 +131,24 @@ impl AnalyzerRule for ExtractFields {
                         ),
                     )));
                 }
+                // Of the seconds with their fraction: `1.5005` s is 1500.500 milliseconds.
+                let seconds_times = |factor: i64| {
+                    let seconds = Expr::ScalarFunction(ScalarFunction::new_udf(
+                        self.seconds.clone(),
+                        vec![source.clone()],
+                    ));
+                    Ok(Transformed::yes(seconds * lit(factor)))
+                };
                 let udf = match part.as_str() {
                     "second" | "seconds" if Kind::Seconds.takes(&source_type) => &self.seconds,
+                    "millisecond" | "milliseconds" if Kind::Seconds.takes(&source_type) => {
+                        return seconds_times(1_000)
+                    }
+                    "microsecond" | "microseconds" if Kind::Seconds.takes(&source_type) => {
+                        return seconds_times(1_000_000)
+                    }
                     "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
+                    "epoch" if Kind::TimestampEpoch.takes(&source_type) => &self.epoch,
                     "timezone" if Kind::ZoneSeconds.takes(&source_type) => &self.zone_seconds,
                     "timezone_hour" if Kind::ZoneHours.takes(&source_type) => &self.zone_hours,
                     "timezone_minute" if Kind::ZoneMinutes.takes(&source_type) => {
@@ -106,12 +159,8 @@ impl AnalyzerRule for ExtractFields {
                 Ok(Transformed::yes(Expr::ScalarFunction(
                     ScalarFunction::new_udf(udf.clone(), vec![source.clone()]),
                 )))
-            })
-        })
-    }
-
-    fn name(&self) -> &str {
-        "brook_extract_fields"
+            }
+        }
     }
 }
 
@@ -121,6 +170,9 @@ enum Kind {
     Seconds,
     /// An interval's length in seconds, a year 365.25 days.
     IntervalEpoch,
+    /// A timestamp's seconds since 1970-01-01 00:00 (UTC for a timestamptz), in whole
+    /// microseconds: `numeric(38, 6)`.
+    TimestampEpoch,
     /// A timestamptz's zone offset in seconds east of UTC.
     ZoneSeconds,
     /// Its whole hours.
@@ -140,6 +192,7 @@ impl Kind {
                     | DataType::Interval(IntervalUnit::MonthDayNano)
             ),
             Kind::IntervalEpoch => matches!(t, DataType::Interval(IntervalUnit::MonthDayNano)),
+            Kind::TimestampEpoch => matches!(t, DataType::Timestamp(..)),
             Kind::ZoneSeconds | Kind::ZoneHours | Kind::ZoneMinutes => {
                 matches!(t, DataType::Timestamp(_, Some(_)))
             }
@@ -158,6 +211,7 @@ impl ScalarUDFImpl for Field {
         match self.kind {
             Kind::Seconds => "brook_extract_seconds",
             Kind::IntervalEpoch => "brook_interval_epoch",
+            Kind::TimestampEpoch => "brook_extract_epoch",
             Kind::ZoneSeconds => "brook_extract_timezone",
             Kind::ZoneHours => "brook_extract_timezone_hour",
             Kind::ZoneMinutes => "brook_extract_timezone_minute",
@@ -172,6 +226,7 @@ impl ScalarUDFImpl for Field {
         Ok(match self.kind {
             Kind::Seconds => DataType::Decimal128(8, 6),
             Kind::IntervalEpoch => DataType::Float64,
+            Kind::TimestampEpoch => DataType::Decimal128(38, 6),
             Kind::ZoneSeconds | Kind::ZoneHours | Kind::ZoneMinutes => DataType::Int32,
         })
     }
@@ -182,6 +237,7 @@ impl ScalarUDFImpl for Field {
         let out = match self.kind {
             Kind::Seconds => seconds(&arrays[0])?,
             Kind::IntervalEpoch => interval_epoch(&arrays[0])?,
+            Kind::TimestampEpoch => epochs(&arrays[0])?,
             Kind::ZoneSeconds => zone_offsets(&arrays[0], |s| s)?,
             Kind::ZoneHours => zone_offsets(&arrays[0], |s| s / 3600)?,
             Kind::ZoneMinutes => zone_offsets(&arrays[0], |s| s / 60 % 60)?,
@@ -192,6 +248,27 @@ impl ScalarUDFImpl for Field {
             ColumnarValue::Array(out)
         })
     }
+}
+
+/// The seconds since 1970-01-01 00:00 of each timestamp (the instant's for a timestamptz,
+/// the wall clock's for a timestamp, as PostgreSQL counts them), in whole microseconds.
+fn epochs(values: &ArrayRef) -> Result<ArrayRef> {
+    let micros: Decimal128Array = match values.data_type() {
+        DataType::Timestamp(TimeUnit::Second, _) => values
+            .as_primitive::<TimestampSecondType>()
+            .unary(|v| i128::from(v) * 1_000_000),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => values
+            .as_primitive::<TimestampMillisecondType>()
+            .unary(|v| i128::from(v) * 1_000),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => values
+            .as_primitive::<TimestampMicrosecondType>()
+            .unary(i128::from),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => values
+            .as_primitive::<TimestampNanosecondType>()
+            .unary(|v| i128::from(v.div_euclid(1_000))),
+        other => return exec_err!("epoch of {other}"),
+    };
+    Ok(Arc::new(micros.with_precision_and_scale(38, 6)?))
 }
 
 /// The microseconds into the minute of each value, as `numeric(8, 6)` seconds.

@@ -76,6 +76,7 @@ pub mod distinct_aggregates;
 pub mod domain_base;
 pub mod empty_catalogs;
 pub mod extract_fields;
+pub mod extract_numeric;
 mod fetch;
 pub mod float_beside_numeric;
 pub mod function_alias;

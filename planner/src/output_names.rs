@@ -87,10 +87,12 @@ pub(crate) fn figure_colname(e: &Expr) -> Option<String> {
         }
         Expr::Function(f) => f.name.0.last().and_then(|p| p.as_ident()).map(|i| {
             let n = norm(i);
-            if n == "trim" {
-                "btrim".to_string()
-            } else {
-                n
+            match n.as_str() {
+                "trim" => "btrim".to_string(),
+                // `EXTRACT` and `date_part` as `extract_numeric` named them.
+                crate::extract_numeric::EXTRACT => "extract".to_string(),
+                crate::extract_numeric::DATE_PART => "date_part".to_string(),
+                _ => n,
             }
         }),
         // A cast of a constant (or of a cast of one) is named after its type, a cast of

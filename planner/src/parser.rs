@@ -29,6 +29,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         // First: only the `unnest` calls the user wrote.
         Arc::new(crate::unnest_arrays::UnnestElements),
         Arc::new(crate::array_literal::ArrayLiteralCasts),
+        Arc::new(crate::extract_numeric::ExtractCalls),
         Arc::new(crate::system_columns::TableOid),
         Arc::new(crate::system_columns::CatalogRegclass),
         Arc::new(crate::information_schema::InformationSchemaColumns),

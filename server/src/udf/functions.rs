@@ -38,6 +38,9 @@ pub fn register(ctx: &SessionContext) {
         ctx.register_udwf(f);
     }
     ctx.register_udf(brook_planner::window_start::window_start_function());
+    for f in brook_planner::extract_numeric::functions() {
+        ctx.register_udf(f);
+    }
     ctx.register_udf(brook_planner::time_precision::time_precision_function());
     ctx.register_udf(brook_planner::whole_row::whole_row_function());
     ctx.register_udf(brook_planner::whole_row::row_function());
