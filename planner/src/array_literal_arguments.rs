@@ -116,12 +116,32 @@ fn array_input(text: &str, element: &DataType) -> Result<ArrayRef> {
             "malformed array literal: \"{text}\""
         ))));
     };
+    let items = match element {
+        // As numeric text is read: exponents written out, and no digits an unconstrained
+        // numeric would round away (`'{1e-11}'::numeric[]` was `{0}`).
+        DataType::Decimal128(..) => items
+            .into_iter()
+            .map(|item| item.map(|t| numeric_element(&t, element)).transpose())
+            .collect::<Result<Vec<_>>>()?,
+        _ => items,
+    };
     let texts: ArrayRef = Arc::new(StringArray::from(items));
     let strict = CastOptions {
         safe: false,
         ..Default::default()
     };
     Ok(cast_with_options(&texts, element, &strict)?)
+}
+
+/// An element of numeric array input, as [`crate::numeric_text`] reads numeric text.
+fn numeric_element(text: &str, element: &DataType) -> Result<String> {
+    use crate::numeric_text::{check_kept, numeric_input, UNCONSTRAINED_SCALE};
+    let plain = numeric_input(text).map_err(|e| DataFusionError::External(Box::new(e)))?;
+    if *element == DataType::Decimal128(38, UNCONSTRAINED_SCALE) {
+        check_kept(&format!("\"{text}\""), &plain, UNCONSTRAINED_SCALE)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    }
+    Ok(plain.into_owned())
 }
 
 /// Each row's text read as array input of one element type (`s::int[]`).

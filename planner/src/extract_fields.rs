@@ -21,9 +21,7 @@
 //! ([`crate::extract_numeric`]), then puts Brook's functions in the place of those
 //! calls. Written here because DataFusion's `date_part` has no option for either.
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int32Array,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, Int32Array};
 use datafusion::arrow::datatypes::{
     DataType, IntervalMonthDayNanoType, IntervalUnit, Time32MillisecondType, Time32SecondType,
     Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
@@ -42,7 +40,28 @@ use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
 
 const MICROS_PER_MINUTE: i64 = 60_000_000;
-const SECONDS_PER_DAY: f64 = 86_400.0;
+const MICROS_PER_DAY: i128 = 86_400_000_000;
+
+/// The spellings PostgreSQL reads for the seconds, milliseconds and microseconds fields.
+pub(crate) const SECONDS: [&str; 5] = ["second", "seconds", "s", "sec", "secs"];
+pub(crate) const MILLISECONDS: [&str; 7] = [
+    "millisecond",
+    "milliseconds",
+    "ms",
+    "msec",
+    "msecs",
+    "msecond",
+    "mseconds",
+];
+pub(crate) const MICROSECONDS: [&str; 7] = [
+    "microsecond",
+    "microseconds",
+    "us",
+    "usec",
+    "usecs",
+    "usecond",
+    "useconds",
+];
 
 /// The analyzer rule.
 #[derive(Debug)]
@@ -140,11 +159,11 @@ impl ExtractFields {
                     Ok(Transformed::yes(seconds * lit(factor)))
                 };
                 let udf = match part.as_str() {
-                    "second" | "seconds" if Kind::Seconds.takes(&source_type) => &self.seconds,
-                    "millisecond" | "milliseconds" if Kind::Seconds.takes(&source_type) => {
+                    p if SECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => &self.seconds,
+                    p if MILLISECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
                         return seconds_times(1_000)
                     }
-                    "microsecond" | "microseconds" if Kind::Seconds.takes(&source_type) => {
+                    p if MICROSECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
                         return seconds_times(1_000_000)
                     }
                     "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
@@ -168,7 +187,7 @@ impl ExtractFields {
 enum Kind {
     /// The seconds of the minute with their fraction, `numeric(8, 6)`.
     Seconds,
-    /// An interval's length in seconds, a year 365.25 days.
+    /// An interval's length in seconds, a year 365.25 days: `numeric(38, 6)`.
     IntervalEpoch,
     /// A timestamp's seconds since 1970-01-01 00:00 (UTC for a timestamptz), in whole
     /// microseconds: `numeric(38, 6)`.
@@ -225,8 +244,7 @@ impl ScalarUDFImpl for Field {
     fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::Seconds => DataType::Decimal128(8, 6),
-            Kind::IntervalEpoch => DataType::Float64,
-            Kind::TimestampEpoch => DataType::Decimal128(38, 6),
+            Kind::IntervalEpoch | Kind::TimestampEpoch => DataType::Decimal128(38, 6),
             Kind::ZoneSeconds | Kind::ZoneHours | Kind::ZoneMinutes => DataType::Int32,
         })
     }
@@ -337,17 +355,19 @@ fn interval_epoch(values: &ArrayRef) -> Result<ArrayRef> {
     let DataType::Interval(IntervalUnit::MonthDayNano) = values.data_type() else {
         return exec_err!("extract(epoch) of {}", values.data_type());
     };
-    let epochs: Float64Array = values
+    // In microseconds, exactly: a year of 365.25 days is a whole number of them.
+    let epochs: Decimal128Array = values
         .as_primitive::<IntervalMonthDayNanoType>()
         .unary(|v| {
-            let years = f64::from(v.months / 12);
-            let months = f64::from(v.months % 12);
-            years * 365.25 * SECONDS_PER_DAY
-                + months * 30.0 * SECONDS_PER_DAY
-                + f64::from(v.days) * SECONDS_PER_DAY
-                + v.nanoseconds as f64 / 1e9
+            let years = i128::from(v.months / 12);
+            let months = i128::from(v.months % 12);
+            years * 365 * MICROS_PER_DAY
+                + years * MICROS_PER_DAY / 4
+                + months * 30 * MICROS_PER_DAY
+                + i128::from(v.days) * MICROS_PER_DAY
+                + i128::from(v.nanoseconds) / 1_000
         });
-    Ok(Arc::new(epochs))
+    Ok(Arc::new(epochs.with_precision_and_scale(38, 6)?))
 }
 
 #[cfg(test)]
@@ -387,12 +407,12 @@ mod tests {
             IntervalMonthDayNano::new(-1, 0, 0),
         ]));
         let e = interval_epoch(&iv).unwrap();
-        let e = e.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
-        assert_eq!(e.value(0), 31_557_600.0);
+        let e = e.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+        assert_eq!(e.value(0), 31_557_600_000_000);
         assert_eq!(
             e.value(1),
-            31_557_600.0 + 2.0 * 2_592_000.0 + 86_400.0 + 1.5
+            31_557_600_000_000 + 2 * 2_592_000_000_000 + 86_400_000_000 + 1_500_000
         );
-        assert_eq!(e.value(2), -2_592_000.0);
+        assert_eq!(e.value(2), -2_592_000_000_000);
     }
 }

@@ -72,10 +72,12 @@ impl VisitorMut for Calls {
 /// seconds and the epoch (none for a date's epoch), three for milliseconds, none for the
 /// rest.
 pub fn scale(field: &str, t: &DataType) -> i8 {
+    use crate::extract_fields::{MILLISECONDS, SECONDS};
     match field.to_ascii_lowercase().as_str() {
         "epoch" if matches!(t, DataType::Date32 | DataType::Date64) => 0,
-        "epoch" | "second" | "seconds" => 6,
-        "millisecond" | "milliseconds" => 3,
+        "epoch" => 6,
+        f if SECONDS.contains(&f) => 6,
+        f if MILLISECONDS.contains(&f) => 3,
         _ => 0,
     }
 }

@@ -18,15 +18,15 @@
 use crate::numeric_literals::plain_number_of;
 use crate::text_input::{result_like, text_argument, under_text_casts};
 use brook_common::{brook_err, BrookError};
-use datafusion::arrow::array::StringArray;
+use datafusion::arrow::array::{AsArray, ListArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DataFusionError, Result, ScalarValue};
-use datafusion::logical_expr::expr::Cast;
+use datafusion::common::{DFSchema, DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::expr::{Cast, ScalarFunction};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::optimizer::AnalyzerRule;
@@ -149,6 +149,8 @@ pub struct NumericInput {
     udf: Arc<ScalarUDF>,
     /// For casts to an unconstrained numeric: refuses text it would round.
     unconstrained: Arc<ScalarUDF>,
+    /// For casts of `text[]` to an unconstrained `numeric[]`: the same, element by element.
+    unconstrained_list: Arc<ScalarUDF>,
 }
 
 impl Default for NumericInput {
@@ -166,6 +168,9 @@ impl Default for NumericInput {
                 "brook_unconstrained_numeric_text",
                 Some(UNCONSTRAINED_SCALE),
             ),
+            unconstrained_list: Arc::new(ScalarUDF::new_from_impl(NumericListText {
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
         }
     }
 }
@@ -274,12 +279,106 @@ impl AnalyzerRule for NumericInput {
         };
         crate::checked::rewrite_plan_expressions(plan, true, &|e, schema| {
             let e = under_text_casts(e, schema, is_unconstrained, &self.unconstrained)?;
-            e.transform_data(|e| under_text_casts(e, schema, is_constrained_decimal, &self.udf))
+            let e = e.transform_data(|e| {
+                under_text_casts(e, schema, is_constrained_decimal, &self.udf)
+            })?;
+            e.transform_data(|e| e.transform_up(|e| self.under_list_cast(e, schema)))
         })
     }
 
     fn name(&self) -> &str {
         "brook_numeric_input"
+    }
+}
+
+impl NumericInput {
+    /// `CAST(x AS numeric[])` of a `text[]` `x` as `CAST(brook_numeric_list_text(x) AS
+    /// numeric[])`.
+    fn under_list_cast(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        let Expr::Cast(Cast { expr, field }) = &e else {
+            return Ok(Transformed::no(e));
+        };
+        let to_unconstrained =
+            matches!(field.data_type(), DataType::List(f) if is_unconstrained(f.data_type()));
+        let checked = match expr.get_type(schema)? {
+            DataType::List(f) => match f.data_type() {
+                DataType::Utf8 => true,
+                // Constants of more decimals (`'{1e-11}'` read element by element).
+                DataType::Decimal128(_, s) => {
+                    *s > UNCONSTRAINED_SCALE && expr.column_refs().is_empty()
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        let read = matches!(expr.as_ref(), Expr::ScalarFunction(f) if f.name() == LIST_TEXT);
+        if !to_unconstrained || !checked || read {
+            return Ok(Transformed::no(e));
+        }
+        let checked = Expr::ScalarFunction(ScalarFunction::new_udf(
+            self.unconstrained_list.clone(),
+            vec![expr.as_ref().clone()],
+        ));
+        Ok(Transformed::yes(Expr::Cast(Cast {
+            expr: Box::new(checked),
+            field: field.clone(),
+        })))
+    }
+}
+
+const LIST_TEXT: &str = "brook_numeric_list_text";
+
+/// `brook_numeric_list_text(text[]) -> text[]`: each element as [`numeric_input`] reads it
+/// and as an unconstrained numeric keeps it ([`check_kept`]): `'{1e-11}'::numeric[]` was
+/// `{0}`. A list of decimals is checked the same way and passed on as it is.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct NumericListText {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for NumericListText {
+    fn name(&self) -> &str {
+        LIST_TEXT
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let list = arrays[0].as_list::<i32>();
+        if let DataType::Decimal128(_, scale) = list.values().data_type() {
+            use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
+            let cut = 10i128.pow((*scale - UNCONSTRAINED_SCALE).max(0) as u32);
+            let values = list.values().as_primitive::<Decimal128Type>();
+            if let Some(v) = values.iter().flatten().find(|v| v % cut != 0) {
+                let text = Decimal128Type::format_decimal(v, 38, *scale);
+                let e = lost_digits(&text, fraction_digits(&text), UNCONSTRAINED_SCALE);
+                return Err(DataFusionError::External(Box::new(e)));
+            }
+            return Ok(args.args[0].clone());
+        }
+        let texts = list.values().as_string::<i32>();
+        let read = texts
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let plain = numeric_input(v)?;
+                    check_kept(&format!("\"{v}\""), &plain, UNCONSTRAINED_SCALE)?;
+                    Ok::<_, BrookError>(plain.into_owned())
+                })
+                .transpose()
+                .map_err(|e| DataFusionError::External(Box::new(e)))
+            })
+            .collect::<Result<StringArray>>()?;
+        let (field, offsets, _, nulls) = list.clone().into_parts();
+        let out = ListArray::try_new(field, offsets, Arc::new(read), nulls)?;
+        result_like(&args.args, Arc::new(out))
     }
 }
 
