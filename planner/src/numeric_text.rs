@@ -18,7 +18,7 @@
 use crate::numeric_literals::plain_number_of;
 use crate::text_input::{result_like, text_argument, under_text_casts};
 use brook_common::{brook_err, BrookError};
-use datafusion::arrow::array::{AsArray, ListArray, StringArray};
+use datafusion::arrow::array::{AsArray, Decimal128Array, ListArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -62,6 +62,27 @@ pub fn lost_digits(value: &str, digits: usize, scale: i8) -> BrookError {
          unconstrained numeric keeps: declare the column numeric(p, s) with the scale it \
          needs, or round the value"
     )
+}
+
+/// Decimals of scale `scale` refused when a numeric of `keeps` decimals that stands for
+/// PostgreSQL's unconstrained numeric would round one of them (the first is named).
+pub fn check_decimals_kept(
+    values: &Decimal128Array,
+    scale: i8,
+    keeps: i8,
+) -> Result<(), BrookError> {
+    use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
+    if scale <= keeps {
+        return Ok(());
+    }
+    let cut = 10i128.pow((scale - keeps.max(0)) as u32);
+    match values.iter().flatten().find(|v| v % cut != 0) {
+        Some(v) => {
+            let text = Decimal128Type::format_decimal(v, 38, scale);
+            Err(lost_digits(&text, fraction_digits(&text), keeps))
+        }
+        None => Ok(()),
+    }
 }
 
 /// `text` as Arrow's decimal parser reads it: an exponent written out in plain digits,
@@ -353,14 +374,11 @@ impl ScalarUDFImpl for NumericListText {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let list = arrays[0].as_list::<i32>();
         if let DataType::Decimal128(_, scale) = list.values().data_type() {
-            use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
-            let cut = 10i128.pow((*scale - UNCONSTRAINED_SCALE).max(0) as u32);
-            let values = list.values().as_primitive::<Decimal128Type>();
-            if let Some(v) = values.iter().flatten().find(|v| v % cut != 0) {
-                let text = Decimal128Type::format_decimal(v, 38, *scale);
-                let e = lost_digits(&text, fraction_digits(&text), UNCONSTRAINED_SCALE);
-                return Err(DataFusionError::External(Box::new(e)));
-            }
+            let values = list
+                .values()
+                .as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+            check_decimals_kept(values, *scale, UNCONSTRAINED_SCALE)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
             return Ok(args.args[0].clone());
         }
         let texts = list.values().as_string::<i32>();

@@ -132,14 +132,8 @@ mod tests {
 
     #[test]
     fn binary_numerics_read_every_digit() {
+        // Beyond `rust_decimal`'s 28 digits (the values below are read back too).
         for t in [
-            "0",
-            "1",
-            "-1.5",
-            "123.4500",
-            "10000",
-            "0.0001",
-            "-0.00012345",
             "1234567890123456789012345678.1234567891",
             "0.00000000000000000000000000000000000001",
             "99999999999999999999999999999999999999",
@@ -171,6 +165,9 @@ mod tests {
             "12345678.9",
         ] {
             assert_eq!(round_trip(t), t);
+            let mut out = BytesMut::new();
+            assert!(write_numeric(t, &mut out), "{t}");
+            assert_eq!(read_numeric(&out).as_deref(), Some(t), "{t}");
         }
     }
 

@@ -152,20 +152,8 @@ pub fn coerce_column(
 /// `keeps` decimals (PostgreSQL's keeps every digit): refused (22003) when one would be
 /// rounded, rather than stored with digits lost.
 fn check_decimals_kept(col: &ArrayRef, scale: i8, keeps: i8) -> Result<()> {
-    use datafusion::arrow::datatypes::{Decimal128Type, DecimalType};
-    if scale <= keeps {
-        return Ok(());
-    }
-    let cut = 10i128.pow((scale - keeps.max(0)) as u32);
-    let values = col.as_primitive::<Decimal128Type>();
-    if let Some(v) = values.iter().flatten().find(|v| v % cut != 0) {
-        let text = Decimal128Type::format_decimal(v, 38, scale);
-        let digits = brook_planner::numeric_text::fraction_digits(&text);
-        return Err(brook_planner::numeric_text::lost_digits(
-            &text, digits, keeps,
-        ));
-    }
-    Ok(())
+    let values = col.as_primitive::<datafusion::arrow::datatypes::Decimal128Type>();
+    brook_planner::numeric_text::check_decimals_kept(values, scale, keeps)
 }
 
 /// A timestamp without time zone or a date assigned to a timestamptz column in a session of
