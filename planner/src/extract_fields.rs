@@ -124,62 +124,55 @@ impl AnalyzerRule for ExtractFields {
 impl ExtractFields {
     /// `e` with Brook's function in place of DataFusion's `date_part` where they differ.
     fn field_call(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        {
-            {
-                let Expr::ScalarFunction(f) = &e else {
-                    return Ok(Transformed::no(e));
-                };
-                let [Expr::Literal(ScalarValue::Utf8(Some(part)), _), source] = f.args.as_slice()
-                else {
-                    return Ok(Transformed::no(e));
-                };
-                if f.name() != "date_part" {
-                    return Ok(Transformed::no(e));
-                }
-                let source_type = source.get_type(schema)?;
-                let part = part.to_ascii_lowercase();
-                let zone_part = matches!(
-                    part.as_str(),
-                    "timezone" | "timezone_hour" | "timezone_minute"
-                );
-                if zone_part && matches!(source_type, DataType::Timestamp(_, None)) {
-                    return Err(datafusion::error::DataFusionError::External(Box::new(
-                        brook_common::brook_err!(
-                            Unsupported,
-                            "unit \"{part}\" not supported for type timestamp without time zone"
-                        ),
-                    )));
-                }
-                // Of the seconds with their fraction: `1.5005` s is 1500.500 milliseconds.
-                let seconds_times = |factor: i64| {
-                    let seconds = Expr::ScalarFunction(ScalarFunction::new_udf(
-                        self.seconds.clone(),
-                        vec![source.clone()],
-                    ));
-                    Ok(Transformed::yes(seconds * lit(factor)))
-                };
-                let udf = match part.as_str() {
-                    p if SECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => &self.seconds,
-                    p if MILLISECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
-                        return seconds_times(1_000)
-                    }
-                    p if MICROSECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
-                        return seconds_times(1_000_000)
-                    }
-                    "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
-                    "epoch" if Kind::TimestampEpoch.takes(&source_type) => &self.epoch,
-                    "timezone" if Kind::ZoneSeconds.takes(&source_type) => &self.zone_seconds,
-                    "timezone_hour" if Kind::ZoneHours.takes(&source_type) => &self.zone_hours,
-                    "timezone_minute" if Kind::ZoneMinutes.takes(&source_type) => {
-                        &self.zone_minutes
-                    }
-                    _ => return Ok(Transformed::no(e)),
-                };
-                Ok(Transformed::yes(Expr::ScalarFunction(
-                    ScalarFunction::new_udf(udf.clone(), vec![source.clone()]),
-                )))
-            }
+        let Expr::ScalarFunction(f) = &e else {
+            return Ok(Transformed::no(e));
+        };
+        let [Expr::Literal(ScalarValue::Utf8(Some(part)), _), source] = f.args.as_slice() else {
+            return Ok(Transformed::no(e));
+        };
+        if f.name() != "date_part" {
+            return Ok(Transformed::no(e));
         }
+        let source_type = source.get_type(schema)?;
+        let part = part.to_ascii_lowercase();
+        let zone_part = matches!(
+            part.as_str(),
+            "timezone" | "timezone_hour" | "timezone_minute"
+        );
+        if zone_part && matches!(source_type, DataType::Timestamp(_, None)) {
+            return Err(datafusion::error::DataFusionError::External(Box::new(
+                brook_common::brook_err!(
+                    Unsupported,
+                    "unit \"{part}\" not supported for type timestamp without time zone"
+                ),
+            )));
+        }
+        // Of the seconds with their fraction: `1.5005` s is 1500.500 milliseconds.
+        let seconds_times = |factor: i64| {
+            let seconds = Expr::ScalarFunction(ScalarFunction::new_udf(
+                self.seconds.clone(),
+                vec![source.clone()],
+            ));
+            Ok(Transformed::yes(seconds * lit(factor)))
+        };
+        let udf = match part.as_str() {
+            p if SECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => &self.seconds,
+            p if MILLISECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
+                return seconds_times(1_000)
+            }
+            p if MICROSECONDS.contains(&p) && Kind::Seconds.takes(&source_type) => {
+                return seconds_times(1_000_000)
+            }
+            "epoch" if Kind::IntervalEpoch.takes(&source_type) => &self.interval_epoch,
+            "epoch" if Kind::TimestampEpoch.takes(&source_type) => &self.epoch,
+            "timezone" if Kind::ZoneSeconds.takes(&source_type) => &self.zone_seconds,
+            "timezone_hour" if Kind::ZoneHours.takes(&source_type) => &self.zone_hours,
+            "timezone_minute" if Kind::ZoneMinutes.takes(&source_type) => &self.zone_minutes,
+            _ => return Ok(Transformed::no(e)),
+        };
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(udf.clone(), vec![source.clone()]),
+        )))
     }
 }
 
