@@ -33,6 +33,9 @@ const RETRY_AFTER: Duration = Duration::from_millis(200);
 
 /// How often, at most, the applied position is noted in the data directory.
 const NOTE_EVERY: Duration = Duration::from_millis(200);
+/// How long the reader may deliver nothing before the applier asks whether the log holds
+/// more (see [`stalled`]).
+const STALL_CHECK: Duration = Duration::from_secs(5);
 
 /// The applier's state.
 pub(super) struct Applier {
@@ -96,7 +99,16 @@ impl Applier {
                 }
             };
             let mut first = true;
-            while let Some(m) = messages.next().await {
+            loop {
+                let m = match tokio::time::timeout(STALL_CHECK, messages.next()).await {
+                    Ok(Some(m)) => m,
+                    Ok(None) => break,
+                    Err(_) if stalled(&stream, next).await => {
+                        tracing::warn!(position = next, "the cluster's log holds entries this node's reader does not deliver; reading again from the position");
+                        break;
+                    }
+                    Err(_) => continue,
+                };
                 let m = match m {
                     Ok(m) => m,
                     Err(e) => {
@@ -373,6 +385,19 @@ impl Applier {
 
 /// The log's entries from position `next` on: an ephemeral consumer (in memory, one
 /// replica, gone 30 s after its reader) pulled with a 1 s heartbeat.
+/// Whether the log holds position `next` while the reader delivered nothing for
+/// [`STALL_CHECK`]. After a network split healed, a reader created on the server that had
+/// been cut off was seen to stay silent for good: its heartbeats arrived, its entries did
+/// not, and the node never applied another write. When the log cannot be asked, the reader
+/// is left alone (it fails by itself when NATS does).
+async fn stalled(stream: &jetstream::stream::Stream, next: u64) -> bool {
+    let mut stream = stream.clone();
+    match tokio::time::timeout(STALL_CHECK, stream.info()).await {
+        Ok(Ok(info)) => info.state.last_sequence >= next,
+        _ => false,
+    }
+}
+
 async fn read_from(
     stream: &jetstream::stream::Stream,
     next: u64,

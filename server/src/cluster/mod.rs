@@ -49,6 +49,9 @@ pub struct ClusterOptions {
     pub replicas: usize,
 }
 
+/// How often the node pings its NATS server (see `join`).
+const PING_INTERVAL: Duration = Duration::from_secs(2);
+
 /// The file where a node notes how far it applied the log (a hint that is never ahead of
 /// what is applied: the exact positions are in the catalog and the relations' logs).
 const POSITION_FILE: &str = "cluster-position";
@@ -78,6 +81,12 @@ pub async fn join(engine: &Arc<Engine>, opts: &ClusterOptions) -> anyhow::Result
     let client = async_nats::ConnectOptions::new()
         .name(format!("brook-{}", opts.node_id))
         .connection_timeout(Duration::from_secs(5))
+        // A server cut off by the network keeps its TCP connection open without a word:
+        // the client takes the connection for dead after three pings without an answer
+        // and moves to another server. NATS's default (a ping a minute) left a node
+        // stuck on the lost server for minutes, its statements failing with 08006 while
+        // the rest of the cluster wrote on.
+        .ping_interval(PING_INTERVAL)
         .connect(servers)
         .await
         .with_context(|| {

@@ -36,6 +36,46 @@ const FAILOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Most messages one atomic batch may hold (JetStream's limit), so most per statement.
 const MAX_BATCH_MESSAGES: usize = 1000;
 
+/// How recently a replicated log's leader must have heard from a majority of its replicas
+/// for its last position to be the log's (see [`current_end`]).
+const LEADER_LEASE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The last position of the log as its leader describes it in `info`, if that leader can
+/// still be the only one. JetStream's stream info is answered by the stream's leader
+/// without consulting the other replicas, and a leader cut off from the others by the
+/// network goes on answering for about 10 s before it steps down, while the majority
+/// elects another leader after 4 to 9 s without one (NATS's Raft) and goes on writing: a
+/// node reading through the old leader would answer from a past state of the log without a
+/// word. So a replicated log's position counts only when its leader heard from a majority
+/// of the replicas (itself included) within [`LEADER_LEASE`], half the shortest election
+/// timeout: no other leader can have been elected since (a leader lease, as Raft-based
+/// databases read).
+fn current_end(info: &async_nats::jetstream::stream::Info) -> std::result::Result<u64, String> {
+    let replicas = info.config.num_replicas.max(1);
+    if replicas == 1 {
+        return Ok(info.state.last_sequence);
+    }
+    let Some(cluster) = &info.cluster else {
+        return Err("the log's stream info has no cluster part".into());
+    };
+    let Some(leader) = &cluster.leader else {
+        return Err("the log has no leader".into());
+    };
+    let heard = 1 + cluster
+        .replicas
+        .iter()
+        .filter(|p| !p.offline && p.active < LEADER_LEASE)
+        .count();
+    if heard * 2 > replicas {
+        Ok(info.state.last_sequence)
+    } else {
+        Err(format!(
+            "the log's leader ({leader}) heard from {heard} of its {replicas} replicas within {} s: it may no longer be the leader",
+            LEADER_LEASE.as_secs()
+        ))
+    }
+}
+
 /// A catalog change as the log carries it: run `sql` in database `db` as `user` with the
 /// session's settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -470,8 +510,12 @@ impl ClusterLink {
     async fn log_end(&self) -> Result<u64> {
         let began = std::time::Instant::now();
         loop {
-            match self.js.get_stream(&self.stream).await {
-                Ok(s) => return Ok(s.cached_info().state.last_sequence),
+            let answer = match self.js.get_stream(&self.stream).await {
+                Ok(s) => current_end(s.cached_info()),
+                Err(e) => Err(e.to_string()),
+            };
+            match answer {
+                Ok(end) => return Ok(end),
                 Err(e) if began.elapsed() >= FAILOVER_WAIT => return Err(unreachable("read", e)),
                 Err(e) => {
                     tracing::debug!(error = %e, "the cluster's log did not answer; trying again");
@@ -542,4 +586,40 @@ fn unknown_outcome(what: &str, e: impl std::fmt::Display) -> BrookError {
 /// A digest of a relation's catalog entry: two nodes at the same log position agree on it.
 pub fn definition_digest(meta: &crate::catalog::RelationMeta) -> u32 {
     crc32fast::hash(&serde_json::to_vec(meta).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream's info as a JetStream server sends it: `replicas` copies, the leader having
+    /// last heard from its two peers `active` seconds ago.
+    fn info(replicas: usize, active: [f64; 2]) -> async_nats::jetstream::stream::Info {
+        let peer = |name: &str, secs: f64| serde_json::json!({"name": name, "current": true, "active": (secs * 1e9) as u64});
+        serde_json::from_value(serde_json::json!({
+            "config": {"name": "BROOK_BROOK", "subjects": ["brook.brook.>"],
+                       "num_replicas": replicas, "discard": "old", "retention": "limits",
+                       "storage": "file"},
+            "created": "2026-12-07T00:00:00Z",
+            "state": {"messages": 42, "bytes": 1, "first_seq": 1,
+                      "first_ts": "2026-12-07T00:00:00Z", "last_seq": 42,
+                      "last_ts": "2026-12-07T00:00:00Z", "consumer_count": 0},
+            "cluster": {"name": "c", "leader": "s1",
+                        "replicas": [peer("s2", active[0]), peer("s3", active[1])]},
+            "ts": "2026-12-07T00:00:00Z"
+        }))
+        .expect("a stream info")
+    }
+
+    #[test]
+    fn a_leader_counts_only_while_it_hears_from_a_majority() {
+        assert_eq!(current_end(&info(3, [0.3, 0.8])), Ok(42));
+        // One peer lost: the leader and the other still make a majority.
+        assert_eq!(current_end(&info(3, [0.3, 12.0])), Ok(42));
+        // Cut off from both (a network split): possibly no longer the leader.
+        let e = current_end(&info(3, [5.0, 12.0])).unwrap_err();
+        assert!(e.contains("heard from 1 of its 3 replicas"), "{e}");
+        // A log of one copy has no other leader to fear.
+        assert_eq!(current_end(&info(1, [99.0, 99.0])), Ok(42));
+    }
 }

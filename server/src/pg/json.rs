@@ -54,7 +54,7 @@ fn nesting(text: &str) -> usize {
     deepest
 }
 
-fn too_deep() -> brook_common::BrookError {
+pub(crate) fn too_deep() -> brook_common::BrookError {
     brook_common::BrookError::too_complex(format!(
         "stack depth limit exceeded: JSON nested more than {MAX_DEPTH} levels deep"
     ))
@@ -112,7 +112,7 @@ pub fn open(raw: &RawValue) -> Result<Raw<'_>> {
 }
 
 /// jsonb's order of keys: shorter keys first, keys of one length by their bytes.
-fn jsonb_key_order(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn jsonb_key_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
@@ -185,45 +185,6 @@ pub fn render_raw(raw: &RawValue, as_text: bool) -> Result<Option<String>> {
     let mut out = String::new();
     write_raw(&mut out, raw)?;
     Ok(Some(out))
-}
-
-/// An object's members in jsonb's order: shorter keys first, keys of one length by their
-/// bytes (`{"b": 1, "aa": 2}`).
-pub fn jsonb_order(members: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
-    let mut ordered: Vec<_> = members.iter().collect();
-    ordered.sort_by(|(a, _), (b, _)| jsonb_key_order(a, b));
-    ordered
-}
-
-/// A `serde_json::Value` as PostgreSQL prints jsonb (`{"a": 1, "b": [1, 2]}`), for values
-/// Brook builds; text read from a user goes through [`jsonb_text`], which keeps numbers'
-/// digits.
-pub fn write_jsonb(out: &mut String, v: &Value) {
-    match v {
-        Value::Object(members) => {
-            out.push('{');
-            for (i, (k, m)) in jsonb_order(members).into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push_str(": ");
-                write_jsonb(out, m);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, m) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_jsonb(out, m);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod datetime;
 pub mod encode;
 pub mod fast_text;
 pub mod json;
+pub mod jsonb_doc;
 pub mod numeric_binary;
 pub mod sql;
 pub mod types;

@@ -223,12 +223,7 @@ impl JsonBuild {
                     return Ok(None);
                 }
                 let text = a.as_string::<i32>().value(row);
-                let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                    DataFusionError::from(BrookError::InvalidText(format!(
-                        "invalid input syntax for type json: {e}"
-                    )))
-                })?;
-                return Ok(Some(type_name(&value).to_string()));
+                return Ok(Some(type_name(text)?.to_string()));
             }
         }
         Ok(Some(out))
@@ -259,16 +254,19 @@ fn is_null(a: &ArrayRef, row: usize) -> bool {
     a.data_type() == &DataType::Null || a.is_null(row)
 }
 
-/// The name `json_typeof` gives a value.
-fn type_name(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "boolean",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
-    }
+/// The name `json_typeof` gives a JSON text's value (read as raw text: a number beyond a
+/// double's range, `1e400`, is a number, as in PostgreSQL).
+fn type_name(text: &str) -> Result<&'static str> {
+    let raw: &serde_json::value::RawValue =
+        serde_json::from_str(text).map_err(crate::pg::json::invalid_json)?;
+    Ok(match raw.get().trim_start().as_bytes().first() {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b'"') => "string",
+        Some(b't' | b'f') => "boolean",
+        Some(b'n') => "null",
+        _ => "number",
+    })
 }
 
 /// A value's text as Arrow displays it (PostgreSQL's text forms for Brook's types).
@@ -511,6 +509,7 @@ mod tests {
                 Some("{}"),
                 Some("[1]"),
                 Some("1.5"),
+                Some("1e400"),
                 Some("\"s\""),
                 Some("true"),
                 Some("null"),
@@ -524,6 +523,7 @@ mod tests {
             vec![
                 Some("object"),
                 Some("array"),
+                Some("number"),
                 Some("number"),
                 Some("string"),
                 Some("boolean"),

@@ -4,10 +4,11 @@
 //!
 //! Brook keeps jsonb as text (typed `jsonb` by field metadata). `datafusion-functions-json`
 //! reads JSON but has no editing or containment functions, so these are written here over
-//! `serde_json`, following PostgreSQL's `jsonb_concat`, `jsonb_delete*`, `jsonb_set` and
-//! `JsonbDeepContains`. Which operator becomes which function is
+//! [`Doc`] (documents whose numbers keep their digits and compare by value), following
+//! PostgreSQL's `jsonb_concat`, `jsonb_delete*`, `jsonb_set` and `JsonbDeepContains`. Which operator becomes which function is
 //! [`super::jsonb_operators`]' concern.
 
+use crate::pg::jsonb_doc::Doc;
 use brook_common::{brook_err, BrookError};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
@@ -18,7 +19,6 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use datafusion::prelude::SessionContext;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// What a function computes.
@@ -36,8 +36,8 @@ pub(crate) enum Edit {
     Contains,
 }
 
-fn parse(text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| DataFusionError::from(crate::pg::json::invalid_json(e)))
+fn parse(text: &str) -> Result<Doc> {
+    Doc::parse(text).map_err(DataFusionError::from)
 }
 
 fn scalar_error(what: &str) -> DataFusionError {
@@ -46,34 +46,36 @@ fn scalar_error(what: &str) -> DataFusionError {
 
 /// `a || b`: objects merge (b's members win), arrays concatenate, and any other pair is
 /// made an array of both (an array operand contributes its elements).
-fn concat(a: Value, b: Value) -> Value {
+fn concat(a: Doc, b: Doc) -> Doc {
     match (a, b) {
-        (Value::Object(mut a), Value::Object(b)) => {
-            a.extend(b);
-            Value::Object(a)
+        (Doc::Object(mut a), Doc::Object(b)) => {
+            for (k, v) in b {
+                a.insert(k, v);
+            }
+            Doc::Object(a)
         }
-        (Value::Array(mut a), Value::Array(b)) => {
+        (Doc::Array(mut a), Doc::Array(b)) => {
             a.extend(b);
-            Value::Array(a)
+            Doc::Array(a)
         }
-        (Value::Array(mut a), b) => {
+        (Doc::Array(mut a), b) => {
             a.push(b);
-            Value::Array(a)
+            Doc::Array(a)
         }
-        (a, Value::Array(b)) => Value::Array(std::iter::once(a).chain(b).collect()),
-        (a, b) => Value::Array(vec![a, b]),
+        (a, Doc::Array(b)) => Doc::Array(std::iter::once(a).chain(b).collect()),
+        (a, b) => Doc::Array(vec![a, b]),
     }
 }
 
 /// `a - key`: the member `key` of an object, or the string elements equal to it of an
 /// array, removed.
-fn delete_key(a: Value, key: &str) -> Result<Value> {
+fn delete_key(a: Doc, key: &str) -> Result<Doc> {
     match a {
-        Value::Object(mut members) => {
+        Doc::Object(mut members) => {
             members.remove(key);
-            Ok(Value::Object(members))
+            Ok(Doc::Object(members))
         }
-        Value::Array(items) => Ok(Value::Array(
+        Doc::Array(items) => Ok(Doc::Array(
             items
                 .into_iter()
                 .filter(|v| v.as_str() != Some(key))
@@ -91,15 +93,15 @@ fn position(index: i64, len: usize) -> Option<usize> {
 }
 
 /// `a - index`: the array element at `index` (negative: from the end) removed.
-fn delete_index(a: Value, index: i64) -> Result<Value> {
+fn delete_index(a: Doc, index: i64) -> Result<Doc> {
     match a {
-        Value::Array(mut items) => {
+        Doc::Array(mut items) => {
             if let Some(at) = position(index, items.len()) {
                 items.remove(at);
             }
-            Ok(Value::Array(items))
+            Ok(Doc::Array(items))
         }
-        Value::Object(_) => Err(scalar_error(
+        Doc::Object(_) => Err(scalar_error(
             "cannot delete from object using integer index",
         )),
         _ => Err(scalar_error("cannot delete from scalar")),
@@ -117,8 +119,8 @@ fn step_index(step: &str, at: usize) -> Result<i64> {
 }
 
 /// `a #- path`: the value at `path` removed; `a` as it is when the path leads nowhere.
-fn delete_path(a: Value, path: &[String]) -> Result<Value> {
-    if !a.is_object() && !a.is_array() {
+fn delete_path(a: Doc, path: &[String]) -> Result<Doc> {
+    if !a.is_container() {
         return Err(scalar_error("cannot delete path in scalar"));
     }
     let mut a = a;
@@ -126,20 +128,20 @@ fn delete_path(a: Value, path: &[String]) -> Result<Value> {
     Ok(a)
 }
 
-fn remove_at(v: &mut Value, path: &[String], depth: usize) -> Result<()> {
+fn remove_at(v: &mut Doc, path: &[String], depth: usize) -> Result<()> {
     let Some((step, rest)) = path.split_first() else {
         return Ok(());
     };
     match v {
-        Value::Object(members) if rest.is_empty() => {
+        Doc::Object(members) if rest.is_empty() => {
             members.remove(step);
         }
-        Value::Object(members) => {
+        Doc::Object(members) => {
             if let Some(child) = members.get_mut(step) {
                 remove_at(child, rest, depth + 1)?;
             }
         }
-        Value::Array(items) => {
+        Doc::Array(items) => {
             let index = step_index(step, depth)?;
             if let Some(at) = position(index, items.len()) {
                 if rest.is_empty() {
@@ -157,8 +159,8 @@ fn remove_at(v: &mut Value, path: &[String], depth: usize) -> Result<()> {
 /// `jsonb_set(target, path, value, create_missing)`: the value at `path` replaced (or,
 /// with `create_missing`, added where the last step is missing: a new member, or an element
 /// before the first or after the last); `target` as it is when the path leads nowhere.
-fn set(target: Value, path: &[String], value: Value, create_missing: bool) -> Result<Value> {
-    if !target.is_object() && !target.is_array() {
+fn set(target: Doc, path: &[String], value: Doc, create_missing: bool) -> Result<Doc> {
+    if !target.is_container() {
         return Err(scalar_error("cannot set path in scalar"));
     }
     let mut target = target;
@@ -167,9 +169,9 @@ fn set(target: Value, path: &[String], value: Value, create_missing: bool) -> Re
 }
 
 fn set_at(
-    v: &mut Value,
+    v: &mut Doc,
     path: &[String],
-    value: Value,
+    value: Doc,
     create_missing: bool,
     depth: usize,
 ) -> Result<()> {
@@ -177,7 +179,7 @@ fn set_at(
         return Ok(());
     };
     match v {
-        Value::Object(members) => match members.get_mut(step) {
+        Doc::Object(members) => match members.get_mut(step) {
             Some(child) if rest.is_empty() => *child = value,
             Some(child) => set_at(child, rest, value, create_missing, depth + 1)?,
             None if rest.is_empty() && create_missing => {
@@ -185,7 +187,7 @@ fn set_at(
             }
             None => {}
         },
-        Value::Array(items) => {
+        Doc::Array(items) => {
             let index = step_index(step, depth)?;
             match position(index, items.len()) {
                 Some(at) if rest.is_empty() => items[at] = value,
@@ -205,40 +207,29 @@ fn set_at(
     Ok(())
 }
 
-/// Whether two JSON scalars are equal as jsonb compares them (numbers by value).
-fn same_scalar(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
-            (Some(x), Some(y)) => x == y,
-            _ => x.as_f64() == y.as_f64(),
-        },
-        _ => a == b,
-    }
-}
-
 /// `a @> b` as PostgreSQL's `JsonbDeepContains`: every member of an object `b` is in `a`
 /// with a contained value; every element of an array `b` is contained in some element of
 /// `a`; scalars are equal. At the top level only, an array contains a scalar element.
-fn contains(a: &Value, b: &Value) -> bool {
-    if let (Value::Array(items), scalar) = (a, b) {
-        if !scalar.is_array() && !scalar.is_object() {
-            return items.iter().any(|x| same_scalar(x, scalar));
+fn contains(a: &Doc, b: &Doc) -> bool {
+    if let (Doc::Array(items), scalar) = (a, b) {
+        if !scalar.is_container() {
+            return items.iter().any(|x| x.same_scalar(scalar));
         }
     }
     deep_contains(a, b)
 }
 
-fn deep_contains(a: &Value, b: &Value) -> bool {
+fn deep_contains(a: &Doc, b: &Doc) -> bool {
     match (a, b) {
-        (Value::Object(a), Value::Object(b)) => b
+        (Doc::Object(a), Doc::Object(b)) => b
             .iter()
             .all(|(k, vb)| a.get(k).is_some_and(|va| deep_contains(va, vb))),
-        (Value::Array(a), Value::Array(b)) => b.iter().all(|eb| match eb {
-            Value::Array(_) | Value::Object(_) => a.iter().any(|ea| deep_contains(ea, eb)),
-            scalar => a.iter().any(|ea| same_scalar(ea, scalar)),
+        (Doc::Array(a), Doc::Array(b)) => b.iter().all(|eb| match eb {
+            Doc::Array(_) | Doc::Object(_) => a.iter().any(|ea| deep_contains(ea, eb)),
+            scalar => a.iter().any(|ea| ea.same_scalar(scalar)),
         }),
-        (Value::Array(_) | Value::Object(_), _) | (_, Value::Array(_) | Value::Object(_)) => false,
-        (a, b) => same_scalar(a, b),
+        (a, b) if a.is_container() || b.is_container() => false,
+        (a, b) => a.same_scalar(b),
     }
 }
 
@@ -336,11 +327,7 @@ impl ScalarUDFImpl for JsonbFunction {
                         let doc = parse(first.value(row))?;
                         Some(edited(edit, doc, &arrays, &texts, row)?)
                     };
-                    out.push(value.map(|v| {
-                        let mut s = String::new();
-                        crate::pg::json::write_jsonb(&mut s, &v);
-                        s
-                    }));
+                    out.push(value.map(|v| v.text()));
                 }
                 Arc::new(StringArray::from(out))
             }
@@ -382,7 +369,7 @@ impl Texts {
 }
 
 /// The edited value of `doc` (row `row` of the arguments).
-fn edited(edit: Edit, doc: Value, arrays: &[ArrayRef], texts: &Texts, row: usize) -> Result<Value> {
+fn edited(edit: Edit, doc: Doc, arrays: &[ArrayRef], texts: &Texts, row: usize) -> Result<Doc> {
     let path_at = |i: usize| -> Result<Vec<String>> {
         super::json_path::path_steps(&arrays[i], row)?
             .into_iter()
@@ -473,12 +460,14 @@ fn is_null(a: &ArrayRef, row: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn jsonb(v: &Value) -> String {
-        let mut s = String::new();
-        crate::pg::json::write_jsonb(&mut s, v);
-        s
+    /// A document written as JSON text.
+    fn d(text: &str) -> Doc {
+        Doc::parse(text).expect("JSON")
+    }
+
+    fn jsonb(v: &Doc) -> String {
+        v.text()
     }
 
     fn path(steps: &[&str]) -> Vec<String> {
@@ -489,42 +478,59 @@ mod tests {
     fn concatenation_as_postgres() {
         let cases = [
             (
-                json!({"a": 1, "b": 2}),
-                json!({"b": 3, "c": 4}),
+                d(r#"{"a": 1, "b": 2}"#),
+                d(r#"{"b": 3, "c": 4}"#),
                 r#"{"a": 1, "b": 3, "c": 4}"#,
             ),
-            (json!([1, 2]), json!([3]), "[1, 2, 3]"),
-            (json!([1]), json!({"a": 1}), r#"[1, {"a": 1}]"#),
-            (json!({"a": 1}), json!([1]), r#"[{"a": 1}, 1]"#),
-            (json!({"a": 1}), json!(2), r#"[{"a": 1}, 2]"#),
-            (json!("x"), json!("y"), r#"["x", "y"]"#),
+            (d(r#"[1, 2]"#), d(r#"[3]"#), "[1, 2, 3]"),
+            (d(r#"[1]"#), d(r#"{"a": 1}"#), r#"[1, {"a": 1}]"#),
+            (d(r#"{"a": 1}"#), d(r#"[1]"#), r#"[{"a": 1}, 1]"#),
+            (d(r#"{"a": 1}"#), d(r#"2"#), r#"[{"a": 1}, 2]"#),
+            (d(r#""x""#), d(r#""y""#), r#"["x", "y"]"#),
         ];
         for (a, b, want) in cases {
-            assert_eq!(jsonb(&concat(a.clone(), b.clone())), want, "{a} || {b}");
+            assert_eq!(jsonb(&concat(a.clone(), b.clone())), want, "{a:?} || {b:?}");
         }
+    }
+
+    #[test]
+    fn edits_keep_every_number_of_the_document() {
+        let doc = d(r#"{"id": 123456789012345678901234, "p": 0.1234567890123456789}"#);
+        assert_eq!(
+            jsonb(&concat(doc.clone(), d(r#"{"x": 1.50}"#))),
+            r#"{"p": 0.1234567890123456789, "x": 1.50, "id": 123456789012345678901234}"#
+        );
+        assert_eq!(
+            jsonb(&set(doc.clone(), &path(&["y"]), d("1e30"), true).unwrap()),
+            r#"{"p": 0.1234567890123456789, "y": 1000000000000000000000000000000, "id": 123456789012345678901234}"#
+        );
+        assert_eq!(
+            jsonb(&delete_key(doc, "p").unwrap()),
+            r#"{"id": 123456789012345678901234}"#
+        );
     }
 
     #[test]
     fn deletion_as_postgres() {
         assert_eq!(
-            jsonb(&delete_key(json!({"a": 1, "b": 2}), "a").unwrap()),
+            jsonb(&delete_key(d(r#"{"a": 1, "b": 2}"#), "a").unwrap()),
             r#"{"b": 2}"#
         );
         assert_eq!(
-            jsonb(&delete_key(json!(["a", 1, "a", "b"]), "a").unwrap()),
+            jsonb(&delete_key(d(r#"["a", 1, "a", "b"]"#), "a").unwrap()),
             r#"[1, "b"]"#
         );
         assert_eq!(
-            jsonb(&delete_index(json!([1, 2, 3]), -1).unwrap()),
+            jsonb(&delete_index(d(r#"[1, 2, 3]"#), -1).unwrap()),
             "[1, 2]"
         );
         assert_eq!(
-            jsonb(&delete_index(json!([1, 2, 3]), 7).unwrap()),
+            jsonb(&delete_index(d(r#"[1, 2, 3]"#), 7).unwrap()),
             "[1, 2, 3]"
         );
-        assert!(delete_index(json!({"a": 1}), 0).is_err());
-        assert!(delete_key(json!(1), "a").is_err());
-        let doc = json!({"a": {"b": [1, 2, 3]}, "c": 1});
+        assert!(delete_index(d(r#"{"a": 1}"#), 0).is_err());
+        assert!(delete_key(d(r#"1"#), "a").is_err());
+        let doc = d(r#"{"a": {"b": [1, 2, 3]}, "c": 1}"#);
         assert_eq!(
             jsonb(&delete_path(doc.clone(), &path(&["a", "b", "1"])).unwrap()),
             r#"{"a": {"b": [1, 3]}, "c": 1}"#
@@ -534,14 +540,14 @@ mod tests {
             jsonb(&doc)
         );
         assert!(delete_path(doc, &path(&["a", "b", "x"])).is_err());
-        assert!(delete_path(json!(3), &path(&["a"])).is_err());
+        assert!(delete_path(d(r#"3"#), &path(&["a"])).is_err());
     }
 
     #[test]
     fn set_as_postgres() {
-        let doc = json!({"a": [1, 2], "b": {"c": 1}});
+        let doc = d(r#"{"a": [1, 2], "b": {"c": 1}}"#);
         let set_to = |p: &[&str], create: bool| {
-            jsonb(&set(doc.clone(), &path(p), json!(9), create).unwrap())
+            jsonb(&set(doc.clone(), &path(p), d(r#"9"#), create).unwrap())
         };
         assert_eq!(set_to(&["b", "c"], true), r#"{"a": [1, 2], "b": {"c": 9}}"#);
         assert_eq!(
@@ -565,31 +571,32 @@ mod tests {
             r#"{"a": [9, 1, 2], "b": {"c": 1}}"#
         );
         assert_eq!(set_to(&["x", "y"], true), jsonb(&doc));
-        assert!(set(json!(1), &path(&["a"]), json!(2), true).is_err());
+        assert!(set(d(r#"1"#), &path(&["a"]), d(r#"2"#), true).is_err());
     }
 
     #[test]
     fn containment_as_postgres() {
         let yes = [
-            (json!({"a": 1, "b": [1, 2]}), json!({"a": 1})),
-            (json!({"a": 1, "b": [1, 2]}), json!({"b": [2]})),
-            (json!([1, 2, [3, 4]]), json!([[4], 1])),
-            (json!([1, 2]), json!(1)),
-            (json!({"a": 1.0}), json!({"a": 1})),
-            (json!({"a": 1}), json!({})),
+            (d(r#"{"a": 1, "b": [1, 2]}"#), d(r#"{"a": 1}"#)),
+            (d(r#"{"a": 1, "b": [1, 2]}"#), d(r#"{"b": [2]}"#)),
+            (d(r#"[1, 2, [3, 4]]"#), d(r#"[[4], 1]"#)),
+            (d(r#"[1, 2]"#), d(r#"1"#)),
+            (d(r#"{"a": 1.0}"#), d(r#"{"a": 1}"#)),
+            (d(r#"[1e309, 0.10]"#), d(r#"[0.1]"#)),
+            (d(r#"{"a": 1}"#), d(r#"{}"#)),
         ];
         let no = [
-            (json!({"a": [1, 2]}), json!({"a": 1})),
-            (json!({"a": 1}), json!({"a": "1"})),
-            (json!([[1, 2]]), json!([1])),
-            (json!(1), json!([1])),
-            (json!({"a": {"b": 1}}), json!({"b": 1})),
+            (d(r#"{"a": [1, 2]}"#), d(r#"{"a": 1}"#)),
+            (d(r#"{"a": 1}"#), d(r#"{"a": "1"}"#)),
+            (d(r#"[[1, 2]]"#), d(r#"[1]"#)),
+            (d(r#"1"#), d(r#"[1]"#)),
+            (d(r#"{"a": {"b": 1}}"#), d(r#"{"b": 1}"#)),
         ];
         for (a, b) in yes {
-            assert!(contains(&a, &b), "{a} @> {b}");
+            assert!(contains(&a, &b), "{a:?} @> {b:?}");
         }
         for (a, b) in no {
-            assert!(!contains(&a, &b), "not {a} @> {b}");
+            assert!(!contains(&a, &b), "not {a:?} @> {b:?}");
         }
     }
 }
