@@ -383,8 +383,6 @@ impl Applier {
     }
 }
 
-/// The log's entries from position `next` on: an ephemeral consumer (in memory, one
-/// replica, gone 30 s after its reader) pulled with a 1 s heartbeat.
 /// Whether the log holds position `next` while the reader delivered nothing for
 /// [`STALL_CHECK`]: a reader that stays silent with entries to deliver is replaced rather
 /// than trusted for ever (a safeguard written while chasing a node that applies no more of
@@ -399,6 +397,8 @@ async fn stalled(stream: &jetstream::stream::Stream, next: u64) -> bool {
     }
 }
 
+/// The log's entries from position `next` on: an ephemeral consumer (in memory, one
+/// replica, gone 30 s after its reader) pulled with a 1 s heartbeat.
 async fn read_from(
     stream: &jetstream::stream::Stream,
     next: u64,

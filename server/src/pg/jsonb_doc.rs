@@ -163,6 +163,27 @@ impl Doc {
             (a, b) => a == b,
         }
     }
+
+    /// A scalar's value as a hash key, equal for scalars [`Self::same_scalar`] finds equal
+    /// (None for an array or object).
+    pub fn scalar_key(&self) -> Option<ScalarKey<'_>> {
+        Some(match self {
+            Doc::Null => ScalarKey::Null,
+            Doc::Bool(b) => ScalarKey::Bool(*b),
+            Doc::Number(n) => ScalarKey::Number(canonical(n)),
+            Doc::String(s) => ScalarKey::String(s),
+            Doc::Array(_) | Doc::Object(_) => return None,
+        })
+    }
+}
+
+/// A jsonb scalar's value, hashable (see [`Doc::scalar_key`]).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub enum ScalarKey<'a> {
+    Null,
+    Bool(bool),
+    Number((bool, &'a str, &'a str)),
+    String(&'a str),
 }
 
 fn write_string(out: &mut String, s: &str) {

@@ -17,6 +17,7 @@ pub mod json_elements;
 pub mod json_get;
 pub mod json_members;
 pub mod json_path;
+pub mod jsonb_contains;
 pub mod jsonb_edit;
 pub mod jsonb_literals;
 pub mod jsonb_operators;

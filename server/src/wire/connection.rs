@@ -192,7 +192,11 @@ async fn refuse_malformed<S, T>(
 /// Ends a connection that stays idle inside a transaction block or an open COPY past its
 /// `idle_in_transaction_session_timeout`: FATAL 25P03 (on a plain connection), then the
 /// socket is shut down, so pgwire's loop ends and the session (and an open COPY's write
-/// lock) is released.
+/// lock) is released. Cancels the running statement of a client that closed its
+/// connection: nobody waits for its answer, and it would otherwise run to its end (a
+/// quadratic comparison of large documents for many minutes) holding a core and memory.
+/// (PostgreSQL does so only when `client_connection_check_interval` is set; a client that
+/// has sent more messages is not taken for gone, as its bytes are still unread.)
 async fn idle_watchdog(
     watch: Arc<crate::wire::idle::IdleWatch>,
     socket: std::net::TcpStream,
@@ -201,6 +205,12 @@ async fn idle_watchdog(
 ) {
     loop {
         tokio::time::sleep(crate::wire::idle::CHECK_EVERY).await;
+        if watch.is_busy() && peer_closed(&socket) {
+            tracing::info!(%peer, "the client closed its connection: its statement is cancelled");
+            watch.cancel_statement();
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         let (code, why) = if watch.terminated() {
             (
                 "57P01",
@@ -220,6 +230,18 @@ async fn idle_watchdog(
         }
         let _ = socket.shutdown(std::net::Shutdown::Both);
         return;
+    }
+}
+
+/// Whether the client closed its connection: its socket (non-blocking) reads end-of-file,
+/// or fails, with every byte the client sent already read. Seen by peeking, so no byte of
+/// the protocol is taken from pgwire.
+pub(super) fn peer_closed(socket: &std::net::TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    match socket.peek(&mut byte) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
     }
 }
 

@@ -20,7 +20,7 @@ impl CopyHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        self.idle.busy();
+        let _busy = self.idle.busy();
         let mut g = self.session.lock().await;
         let s = g
             .as_mut()

@@ -499,6 +499,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let Some(stmt) = portal.statement.statement.stmt.clone() else {
             return Ok(Response::EmptyQuery);
         };
+        let _busy = self.idle.busy();
         if client.transaction_status() == TransactionStatus::Error && !is_txn_control(&stmt) {
             return Err(to_pg(BrookError::InFailedTransaction));
         }

@@ -4,7 +4,9 @@
 //! idle client could block every other writer of that table for good.
 //!
 //! The connection records what it is doing ([`IdleWatch`]); a watchdog task per connection
-//! looks every [`CHECK_EVERY`] and, past the limit, makes the connection end.
+//! looks every [`CHECK_EVERY`] and, past the limit, makes the connection end. The same
+//! watchdog cancels the statement of a client that closed its connection while the
+//! statement runs ([`IdleWatch::is_busy`], [`IdleWatch::cancel_statement`]).
 
 use crate::exec::cancel::SessionCancel;
 use std::sync::{Arc, Mutex};
@@ -31,9 +33,9 @@ struct State {
 #[derive(Debug)]
 pub struct IdleWatch {
     state: Mutex<State>,
-    /// The connection's cancellation, which `pg_terminate_backend` marks, once its session
-    /// exists.
-    terminate: std::sync::OnceLock<Arc<SessionCancel>>,
+    /// The connection's cancellation (which `pg_terminate_backend` marks), once its
+    /// session exists.
+    cancel: std::sync::OnceLock<Arc<SessionCancel>>,
 }
 
 impl Default for IdleWatch {
@@ -46,7 +48,7 @@ impl Default for IdleWatch {
                 in_copy: false,
                 limit: None,
             }),
-            terminate: std::sync::OnceLock::new(),
+            cancel: std::sync::OnceLock::new(),
         }
     }
 }
@@ -56,9 +58,18 @@ impl IdleWatch {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A message's handling starts.
-    pub fn busy(&self) {
+    /// A message's handling starts; it ends at [`Self::idle`] or when the guard is dropped
+    /// (also when the handling fails half-way): time spent running a statement is never
+    /// idle time.
+    #[must_use]
+    pub fn busy(&self) -> Busy<'_> {
         self.lock().busy = true;
+        Busy(self)
+    }
+
+    /// Whether a message (a statement) is being handled now.
+    pub fn is_busy(&self) -> bool {
+        self.lock().busy
     }
 
     /// A message's handling ended; `limit` is the session's setting now.
@@ -81,18 +92,38 @@ impl IdleWatch {
 
     /// Watch `cancel`, the connection's, for a `pg_terminate_backend` request.
     pub fn watch_terminate(&self, cancel: Arc<SessionCancel>) {
-        let _ = self.terminate.set(cancel);
+        let _ = self.cancel.set(cancel);
     }
 
     /// Whether `pg_terminate_backend` asked the connection to end.
     pub fn terminated(&self) -> bool {
-        self.terminate.get().is_some_and(|c| c.terminated())
+        self.cancel.get().is_some_and(|c| c.terminated())
+    }
+
+    /// Cancel the statement running now (its client is gone).
+    pub fn cancel_statement(&self) {
+        if let Some(c) = self.cancel.get() {
+            c.cancel();
+        }
     }
 
     /// Whether the connection has been idle in a transaction or COPY past its limit.
     pub fn expired(&self) -> bool {
         let s = self.lock();
         !s.busy && (s.in_block || s.in_copy) && s.limit.is_some_and(|l| s.since.elapsed() > l)
+    }
+}
+
+/// A message being handled (see [`IdleWatch::busy`]).
+pub struct Busy<'a>(&'a IdleWatch);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        if s.busy {
+            s.busy = false;
+            s.since = Instant::now();
+        }
     }
 }
 
@@ -109,9 +140,10 @@ mod tests {
         assert!(!w.expired(), "idle outside a transaction");
         w.set_copy(true);
         assert!(w.expired(), "idle in COPY past the limit");
-        w.busy();
+        let busy = w.busy();
         assert!(!w.expired(), "busy");
         w.idle(None);
+        drop(busy);
         std::thread::sleep(Duration::from_millis(20));
         assert!(!w.expired(), "no limit set");
         w.set_copy(false);
@@ -120,5 +152,11 @@ mod tests {
         assert!(!w.expired(), "just went idle");
         std::thread::sleep(Duration::from_millis(20));
         assert!(w.expired(), "idle in a block past the limit");
+        {
+            let _busy = w.busy();
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!w.expired(), "a statement running in a block is not idle");
+        }
+        assert!(!w.expired(), "its end starts the idle time");
     }
 }

@@ -129,7 +129,7 @@ impl SimpleQueryHandler for BrookHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let mut status = client.transaction_status();
-        self.idle.busy();
+        let _busy = self.idle.busy();
         client.set_state(PgWireConnectionState::QueryInProgress);
         let stmts = match check_query_text(&query.query)
             .and_then(|()| brook_planner::parse_sql(&query.query))

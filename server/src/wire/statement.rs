@@ -140,15 +140,9 @@ impl BrookHandler {
     /// Whether the client closed its connection: the socket reads end-of-file (or fails),
     /// seen by peeking, so no byte of the protocol is taken from pgwire.
     pub(super) fn client_gone(&self) -> bool {
-        let Some(peer) = &self.peer else {
-            return false;
-        };
-        let mut byte = [0u8; 1];
-        match peer.peek(&mut byte) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
-        }
+        self.peer
+            .as_ref()
+            .is_some_and(super::connection::peer_closed)
     }
 
     /// The session's `idle_in_transaction_session_timeout` (None when off).
