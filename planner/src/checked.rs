@@ -340,6 +340,19 @@ pub fn rewrite_plan_expressions(
     values: bool,
     rewrite: &dyn Fn(Expr, &DFSchema) -> Result<Transformed<Expr>>,
 ) -> Result<LogicalPlan> {
+    rewrite_plan_expressions_by_node(plan, values, &|e, schema, _| rewrite(e, schema))
+}
+
+/// An expression rewrite told the merged input schema and whether the node is a join.
+pub type NodeRewrite<'a> = &'a dyn Fn(Expr, &DFSchema, bool) -> Result<Transformed<Expr>>;
+
+/// [`rewrite_plan_expressions`], with `rewrite` also told whether the node is a join (its
+/// conditions may pair rows by identity, as a decorrelated subquery's do).
+pub fn rewrite_plan_expressions_by_node(
+    plan: LogicalPlan,
+    values: bool,
+    rewrite: NodeRewrite<'_>,
+) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|plan| {
         let skip = match plan {
             LogicalPlan::TableScan(_) => true,
@@ -354,9 +367,10 @@ pub fn rewrite_plan_expressions(
             schema.merge(input.schema());
         }
         let preserver = NamePreserver::new(&plan);
+        let join = matches!(plan, LogicalPlan::Join(_));
         let plan = plan.map_expressions(|e| {
             let saved = preserver.save(&e);
-            let t = rewrite(e, &schema)?;
+            let t = rewrite(e, &schema, join)?;
             Ok(t.update_data(|e| saved.restore(e)))
         })?;
         if plan.transformed {
@@ -364,6 +378,47 @@ pub fn rewrite_plan_expressions(
         } else {
             Ok(plan)
         }
+    })
+    .map(|t| t.data)
+}
+
+/// Put `key(e)` in the place of each sort expression `e` of `order_by` that `pick` picks
+/// (over `schema`); whether any was. For the rules that sort a type by a key of its values
+/// (intervals by length, jsonb in jsonb's order).
+pub fn key_sort_exprs(
+    order_by: &mut [datafusion::logical_expr::SortExpr],
+    schema: &DFSchema,
+    pick: &dyn Fn(&Expr, &DFSchema) -> bool,
+    key: &dyn Fn(Expr) -> Expr,
+) -> bool {
+    let mut changed = false;
+    for s in order_by {
+        if pick(&s.expr, schema) {
+            s.expr = key(s.expr.clone());
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// [`key_sort_exprs`] over the keys of every Sort node of `plan` (subqueries included),
+/// which [`rewrite_plan_expressions`] does not see (they are sort expressions).
+pub fn key_sort_nodes(
+    plan: LogicalPlan,
+    pick: &dyn Fn(&Expr, &DFSchema) -> bool,
+    key: &dyn Fn(Expr) -> Expr,
+) -> Result<LogicalPlan> {
+    plan.transform_up_with_subqueries(|p| match p {
+        LogicalPlan::Sort(mut s) => {
+            let schema = s.input.schema().clone();
+            let changed = key_sort_exprs(&mut s.expr, &schema, pick, key);
+            Ok(Transformed::new(
+                LogicalPlan::Sort(s),
+                changed,
+                TreeNodeRecursion::Continue,
+            ))
+        }
+        p => Ok(Transformed::no(p)),
     })
     .map(|t| t.data)
 }

@@ -28,7 +28,7 @@ use datafusion::arrow::datatypes::{
     DataType, Field, FieldRef, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit,
 };
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{
     AggregateFunction, Case, InList, InSubquery, ScalarFunction, Sort, WindowFunctionDefinition,
@@ -76,20 +76,7 @@ impl AnalyzerRule for IntervalOrder {
         let plan = crate::checked::rewrite_plan_expressions(plan, false, &|e, schema| {
             e.transform_up(|e| self.rewrite(e, schema))
         })?;
-        // A Sort node's keys are sort expressions, which the walk above does not see.
-        plan.transform_up_with_subqueries(|p| match p {
-            LogicalPlan::Sort(mut s) => {
-                let schema = s.input.schema().clone();
-                let changed = self.sort_keys(&mut s.expr, &schema);
-                Ok(Transformed::new(
-                    LogicalPlan::Sort(s),
-                    changed,
-                    TreeNodeRecursion::Continue,
-                ))
-            }
-            p => Ok(Transformed::no(p)),
-        })
-        .data()
+        crate::checked::key_sort_nodes(plan, &Self::is_interval, &|e| self.key(e))
     }
 
     fn name(&self) -> &str {
@@ -107,20 +94,8 @@ impl IntervalOrder {
         Expr::ScalarFunction(ScalarFunction::new_udf(self.key.clone(), vec![e]))
     }
 
-    /// The length of `e` as a sort key when `e` is an interval.
-    fn sort_key(&self, e: &Expr, schema: &DFSchema) -> Option<Expr> {
-        Self::is_interval(e, schema).then(|| self.key(e.clone()))
-    }
-
     fn sort_keys(&self, order_by: &mut [Sort], schema: &DFSchema) -> bool {
-        let mut changed = false;
-        for s in order_by {
-            if let Some(key) = self.sort_key(&s.expr, schema) {
-                s.expr = key;
-                changed = true;
-            }
-        }
-        changed
+        crate::checked::key_sort_exprs(order_by, schema, &Self::is_interval, &|e| self.key(e))
     }
 
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {

@@ -10,7 +10,19 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def brook():
+def brook(brook_process):
+    """The server's connection parameters."""
+    return brook_process[0]
+
+
+@pytest.fixture(scope="session")
+def brook_pid(brook_process):
+    """The server's process id (to watch its CPU time)."""
+    return brook_process[1].pid
+
+
+@pytest.fixture(scope="session")
+def brook_process():
     data = tempfile.mkdtemp(prefix="brook-py-")
     proc = subprocess.Popen(
         [os.environ["BROOK_BIN"], "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
@@ -28,7 +40,7 @@ def brook():
             port = int(m.group(1))
             break
     assert port, "brook did not start"
-    yield {"host": "127.0.0.1", "port": port, "user": "brook", "dbname": "brook"}
+    yield {"host": "127.0.0.1", "port": port, "user": "brook", "dbname": "brook"}, proc
     proc.kill()
     proc.wait()
     shutil.rmtree(data, ignore_errors=True)

@@ -103,11 +103,17 @@ impl Applier {
                 let m = match tokio::time::timeout(STALL_CHECK, messages.next()).await {
                     Ok(Some(m)) => m,
                     Ok(None) => break,
-                    Err(_) if stalled(&stream, next).await => {
-                        tracing::warn!(position = next, "the cluster's log holds entries this node's reader does not deliver; reading again from the position");
-                        break;
-                    }
-                    Err(_) => continue,
+                    Err(_) => match stalled(&stream, next).await {
+                        Ok(false) => continue,
+                        Ok(true) => {
+                            tracing::warn!(position = next, "the cluster's log holds entries this node's reader does not deliver; reading again from the position");
+                            break;
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, position = next, "this node's reader of the cluster's log delivers nothing and the log cannot be asked how far it goes; reading again from the position");
+                            break;
+                        }
+                    },
                 };
                 let m = match m {
                     Ok(m) => m,
@@ -387,13 +393,18 @@ impl Applier {
 /// [`STALL_CHECK`]: a reader that stays silent with entries to deliver is replaced rather
 /// than trusted for ever (a safeguard written while chasing a node that applies no more of
 /// the log after some network splits heal; that defect is still open, see
-/// `docs/cluster.md`). When the log cannot be asked, the reader is left alone (it fails by
-/// itself when NATS does).
-async fn stalled(stream: &jetstream::stream::Stream, next: u64) -> bool {
+/// `docs/cluster.md`). An error when the log cannot be asked: the reader is replaced then
+/// too (before 2026-12-07 it was trusted, and a reader left on a NATS server that lost
+/// the log's stream after a split waited for ever without a word).
+async fn stalled(
+    stream: &jetstream::stream::Stream,
+    next: u64,
+) -> std::result::Result<bool, String> {
     let mut stream = stream.clone();
     match tokio::time::timeout(STALL_CHECK, stream.info()).await {
-        Ok(Ok(info)) => info.state.last_sequence >= next,
-        _ => false,
+        Ok(Ok(info)) => Ok(info.state.last_sequence >= next),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", STALL_CHECK.as_secs())),
     }
 }
 

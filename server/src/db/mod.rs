@@ -351,6 +351,8 @@ impl Engine {
         ctx.add_analyzer_rule(Arc::new(
             crate::udf::jsonb_literals::JsonbLiterals::default(),
         ));
+        // After `jsonb_literals`: a literal beside jsonb is jsonb, compared by value.
+        ctx.add_analyzer_rule(Arc::new(crate::udf::jsonb_order::JsonbOrder::default()));
         ctx.add_analyzer_rule(Arc::new(brook_planner::value_text::ValueTextCasts::new(
             crate::udf::value_text::udf(),
         )));

@@ -22,6 +22,8 @@ struct Current {
     timed_out: Arc<AtomicBool>,
     /// Cancelled when the next statement begins: stops this statement's timer.
     ended: CancellationToken,
+    /// The statement writes nothing: a client that vanished does not wait for it.
+    read_only: bool,
 }
 
 /// The cancellation state of one session.
@@ -66,6 +68,23 @@ impl SessionCancel {
         let old = std::mem::replace(&mut *self.lock(), next);
         old.ended.cancel();
         token
+    }
+
+    /// The running statement writes nothing ([`Self::cancel_read_only`] may stop it).
+    pub fn set_read_only(&self, read_only: bool) {
+        self.lock().read_only = read_only;
+    }
+
+    /// Cancel the running statement if it writes nothing; whether it did. For a client that
+    /// closed its connection while the statement runs: a query's rows have nobody to go
+    /// to, while a write the client sent whole is carried out, as PostgreSQL does.
+    pub fn cancel_read_only(&self) -> bool {
+        let current = self.lock();
+        let running = !current.ended.is_cancelled() && !current.token.is_cancelled();
+        if running && current.read_only {
+            current.token.cancel();
+        }
+        running && current.read_only
     }
 
     /// The statement's response is sent: its timeout no longer applies (a cursor it
@@ -163,6 +182,23 @@ mod tests {
         );
         s.cancel();
         assert!(next.is_cancelled());
+    }
+
+    #[test]
+    fn only_a_running_statement_that_writes_nothing_is_cancelled_for_a_vanished_client() {
+        let s = SessionCancel::default();
+        let write = s.begin();
+        assert!(!s.cancel_read_only());
+        assert!(!write.is_cancelled());
+        let query = s.begin();
+        s.set_read_only(true);
+        assert!(s.cancel_read_only());
+        assert!(query.is_cancelled());
+        let done = s.begin();
+        s.set_read_only(true);
+        s.end();
+        assert!(!s.cancel_read_only());
+        assert!(!done.is_cancelled());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod encode;
 pub mod fast_text;
 pub mod json;
 pub mod jsonb_doc;
+pub mod jsonb_key;
 pub mod numeric_binary;
 pub mod sql;
 pub mod types;

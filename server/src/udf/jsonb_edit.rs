@@ -280,13 +280,18 @@ impl ScalarUDFImpl for JsonbFunction {
             Edit::Contains => {
                 let second = texts.column(1)?;
                 let mut out = Vec::with_capacity(rows);
+                // One count of comparisons for the batch, and a look at the statement's
+                // cancellation per row: rows of small documents add up too.
+                let mut steps = super::jsonb_contains::Steps::default();
                 for row in 0..rows {
+                    crate::exec::interrupt::check()?;
                     out.push(if is_null(&arrays[0], row) || is_null(&arrays[1], row) {
                         None
                     } else {
-                        Some(super::jsonb_contains::contains(
+                        Some(super::jsonb_contains::contains_counting(
                             &parse(first.value(row))?,
                             &parse(second.value(row))?,
+                            &mut steps,
                         )?)
                     });
                 }

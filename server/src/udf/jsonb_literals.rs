@@ -114,7 +114,7 @@ fn binary(left: Expr, op: Operator, right: Expr) -> Expr {
 }
 
 /// A text literal (an untyped `'...'` in the SQL).
-fn is_text_literal(e: &Expr) -> bool {
+pub(super) fn is_text_literal(e: &Expr) -> bool {
     matches!(
         e,
         Expr::Literal(

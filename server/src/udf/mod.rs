@@ -21,6 +21,7 @@ pub mod jsonb_contains;
 pub mod jsonb_edit;
 pub mod jsonb_literals;
 pub mod jsonb_operators;
+pub mod jsonb_order;
 pub mod make_datetime;
 pub mod mode;
 pub mod nexmark;

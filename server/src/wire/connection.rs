@@ -192,11 +192,12 @@ async fn refuse_malformed<S, T>(
 /// Ends a connection that stays idle inside a transaction block or an open COPY past its
 /// `idle_in_transaction_session_timeout`: FATAL 25P03 (on a plain connection), then the
 /// socket is shut down, so pgwire's loop ends and the session (and an open COPY's write
-/// lock) is released. Cancels the running statement of a client that closed its
-/// connection: nobody waits for its answer, and it would otherwise run to its end (a
-/// quadratic comparison of large documents for many minutes) holding a core and memory.
-/// (PostgreSQL does so only when `client_connection_check_interval` is set; a client that
-/// has sent more messages is not taken for gone, as its bytes are still unread.)
+/// lock) is released. Cancels the running query of a client that closed its connection:
+/// nobody waits for its rows, and it would otherwise run to its end (a quadratic
+/// comparison of large documents for many minutes) holding a core and memory. A statement
+/// that writes runs to its end, as in PostgreSQL (a client may send a write and leave).
+/// (PostgreSQL cancels queries so only when `client_connection_check_interval` is set; a
+/// client whose later messages are still unread is not taken for gone.)
 async fn idle_watchdog(
     watch: Arc<crate::wire::idle::IdleWatch>,
     socket: std::net::TcpStream,
@@ -205,9 +206,8 @@ async fn idle_watchdog(
 ) {
     loop {
         tokio::time::sleep(crate::wire::idle::CHECK_EVERY).await;
-        if watch.is_busy() && peer_closed(&socket) {
-            tracing::info!(%peer, "the client closed its connection: its statement is cancelled");
-            watch.cancel_statement();
+        if watch.is_busy() && peer_closed(&socket) && watch.cancel_query() {
+            tracing::info!(%peer, "the client closed its connection: its query is cancelled");
             let _ = socket.shutdown(std::net::Shutdown::Both);
             return;
         }

@@ -421,6 +421,7 @@ impl ExtendedQueryHandler for BrookHandler {
             ))
             .await?;
         client.flush().await?;
+        self.idle.idle(self.idle_limit().await);
         Ok(())
     }
 
@@ -518,6 +519,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let cursor_portals = cursor_portal_changes(&stmt);
         let timeout = s.timeout_setting("statement_timeout").map_err(to_pg)?;
         let token = self.cancel.begin_with_timeout(timeout);
+        self.cancel.set_read_only(super::reads_only(&stmt));
         self.activity_active(&portal.statement.statement.sql);
         let (outcome, notices) =
             execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
@@ -581,7 +583,14 @@ impl ExtendedQueryHandler for BrookHandler {
         }
         self.activity_idle(client.transaction_status());
         self.note_response(&response);
-        self.idle.idle(self.idle_limit().await);
+        // Idle time starts at ReadyForQuery (Sync), as in PostgreSQL: a client that works
+        // between two Executes of a pipeline is not idle. An open COPY FROM STDIN, which
+        // holds its table's write lock, waits for its data under the limit at once.
+        if matches!(response, Response::CopyIn(_)) {
+            self.idle.idle(self.idle_limit().await);
+        } else {
+            self.idle.idle(None);
+        }
         Ok(response)
     }
 }

@@ -5,8 +5,8 @@
 //!
 //! The connection records what it is doing ([`IdleWatch`]); a watchdog task per connection
 //! looks every [`CHECK_EVERY`] and, past the limit, makes the connection end. The same
-//! watchdog cancels the statement of a client that closed its connection while the
-//! statement runs ([`IdleWatch::is_busy`], [`IdleWatch::cancel_statement`]).
+//! watchdog cancels the query of a client that closed its connection while the query
+//! runs ([`IdleWatch::is_busy`], [`IdleWatch::cancel_query`]).
 
 use crate::exec::cancel::SessionCancel;
 use std::sync::{Arc, Mutex};
@@ -100,11 +100,10 @@ impl IdleWatch {
         self.cancel.get().is_some_and(|c| c.terminated())
     }
 
-    /// Cancel the statement running now (its client is gone).
-    pub fn cancel_statement(&self) {
-        if let Some(c) = self.cancel.get() {
-            c.cancel();
-        }
+    /// Cancel the statement running now if it writes nothing (its client is gone); whether
+    /// it did.
+    pub fn cancel_query(&self) -> bool {
+        self.cancel.get().is_some_and(|c| c.cancel_read_only())
     }
 
     /// Whether the connection has been idle in a transaction or COPY past its limit.

@@ -211,6 +211,15 @@ pub struct Prepared {
 /// replacing each invalid byte sequence by U+FFFD, so that character is what such text
 /// arrives as: refused rather than stored in place of the client's bytes (the character
 /// itself can still be written as `chr(65533)`).
+/// Whether a statement writes nothing (a query, a cursor's FETCH, COPY TO, SHOW...): what a
+/// client that vanished has cancelled. `EXECUTE` of a prepared statement counts as a
+/// write, whatever it runs.
+fn reads_only(stmt: &BrookStatement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    !matches!(stmt.as_sql(), Some(S::Execute { .. }))
+        && crate::handler::transaction::writes(stmt).is_none()
+}
+
 fn check_query_text(sql: &str) -> Result<(), BrookError> {
     if sql.contains('\u{FFFD}') {
         return Err(brook_err!(BadEncoding, "invalid byte sequence for encoding \"UTF8\" in the query text (U+FFFD as a literal character is refused too; write it as chr(65533))"));

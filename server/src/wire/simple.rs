@@ -157,6 +157,7 @@ impl SimpleQueryHandler for BrookHandler {
             // (The session, and with it the connection's activity entry, exists from here.)
             let timeout = self.statement_timeout(client).await?;
             let token = self.cancel.begin_with_timeout(timeout);
+            self.cancel.set_read_only(super::reads_only(&stmt));
             self.activity_active(&query.query);
             if status == TransactionStatus::Error && !is_txn_control(&stmt) {
                 client
