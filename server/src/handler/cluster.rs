@@ -230,8 +230,21 @@ impl Session {
         );
         let mut tag = String::new();
         for s in brook_planner::parse_sql(&insert)? {
-            if let Outcome::Command(t) = Box::pin(self.execute(s)).await? {
-                tag = t;
+            match Box::pin(self.execute(s)).await {
+                Ok(Outcome::Command(t)) => tag = t,
+                Ok(_) => {}
+                Err(e) => {
+                    // The query failed: the table goes with it, as on a single server.
+                    let drop = format!(
+                        "DROP TABLE IF EXISTS {}.{}",
+                        quote_if_needed(&schema),
+                        quote_if_needed(&name)
+                    );
+                    if let Err(d) = self.log_catalog_change(drop).await {
+                        tracing::warn!(table = %name, error = %d, "could not drop the table of a failed CREATE TABLE AS");
+                    }
+                    return Err(e);
+                }
             }
         }
         let rows = tag.rsplit(' ').next().unwrap_or("0");

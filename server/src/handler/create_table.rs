@@ -369,11 +369,22 @@ impl Session {
             self.notices.push(Notice::relation_exists(&name));
             return Ok(Outcome::Command("CREATE TABLE AS".into()));
         }
+        // Until the rows are written, the table goes with a failure: an error, or the
+        // statement dropped by a cancel or its timeout (PostgreSQL's CREATE TABLE AS is one
+        // transaction; Brook left the table empty, and a retry failed with 42P07).
+        let mut created = CreatedTable {
+            engine: self.engine.clone(),
+            db: self.db.clone(),
+            schema: schema.clone(),
+            name: name.clone(),
+            kept: false,
+        };
         let (meta, store) = self.relation(&schema, &name)?;
         let stream = df.execute_stream().await?;
         let (n, _) = self
             .write_stream_mapped(&meta, &store, &name, stream, None, WriteMode::Append, None)
             .await?;
+        created.kept = true;
         Ok(Outcome::Command(format!("SELECT {n}")))
     }
 
@@ -514,4 +525,28 @@ fn refuse_stream_options(options: &ast::CreateTableOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A table CREATE TABLE AS created, dropped when the statement ends before its rows are
+/// written (`kept` false): on an error, and when a cancel drops the statement's future.
+struct CreatedTable {
+    engine: Arc<crate::db::Engine>,
+    db: Arc<crate::db::Database>,
+    schema: String,
+    name: String,
+    kept: bool,
+}
+
+impl Drop for CreatedTable {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        if let Err(e) =
+            self.engine
+                .drop_relation(&self.db, &self.schema, &self.name, RelKind::Table, true)
+        {
+            tracing::warn!(table = %self.name, error = %e, "could not drop the table of a failed CREATE TABLE AS");
+        }
+    }
 }

@@ -213,11 +213,16 @@ pub struct Prepared {
 /// itself can still be written as `chr(65533)`).
 /// Whether a statement writes nothing (a query, a cursor's FETCH, COPY TO, SHOW...): what a
 /// client that vanished has cancelled. `EXECUTE` of a prepared statement counts as a
-/// write, whatever it runs.
+/// write, whatever it runs; `SELECT ... INTO` creates a table.
 fn reads_only(stmt: &BrookStatement) -> bool {
-    use datafusion::sql::sqlparser::ast::Statement as S;
-    !matches!(stmt.as_sql(), Some(S::Execute { .. }))
-        && crate::handler::transaction::writes(stmt).is_none()
+    use datafusion::sql::sqlparser::ast::{SetExpr, Statement as S};
+    let creates = |q: &datafusion::sql::sqlparser::ast::Query| matches!(q.body.as_ref(), SetExpr::Select(s) if s.into.is_some());
+    match stmt.as_sql() {
+        Some(S::Execute { .. }) => false,
+        // SELECT ... INTO creates a table.
+        Some(S::Query(q)) if creates(q) => false,
+        _ => crate::handler::transaction::writes(stmt).is_none(),
+    }
 }
 
 fn check_query_text(sql: &str) -> Result<(), BrookError> {
