@@ -401,6 +401,29 @@ pub fn key_sort_exprs(
     changed
 }
 
+/// `BETWEEN` with `key` put in the place of its operand and bounds.
+pub fn keyed_between(b: datafusion::logical_expr::Between, key: &dyn Fn(Expr) -> Expr) -> Expr {
+    Expr::Between(datafusion::logical_expr::Between::new(
+        Box::new(key(*b.expr)),
+        b.negated,
+        Box::new(key(*b.low)),
+        Box::new(key(*b.high)),
+    ))
+}
+
+/// An `IN` list with `key` put in the place of its operand and of each item.
+pub fn keyed_in_list(
+    l: datafusion::logical_expr::expr::InList,
+    key: &dyn Fn(Expr) -> Expr,
+) -> Expr {
+    let list = l.list.into_iter().map(key).collect();
+    Expr::InList(datafusion::logical_expr::expr::InList::new(
+        Box::new(key(*l.expr)),
+        list,
+        l.negated,
+    ))
+}
+
 /// [`key_sort_exprs`] over the keys of every Sort node of `plan` (subqueries included),
 /// which [`rewrite_plan_expressions`] does not see (they are sort expressions).
 pub fn key_sort_nodes(

@@ -31,13 +31,13 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{
-    AggregateFunction, Case, InList, InSubquery, ScalarFunction, Sort, WindowFunctionDefinition,
+    AggregateFunction, Case, InSubquery, ScalarFunction, Sort, WindowFunctionDefinition,
 };
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, Between, BinaryExpr, ColumnarValue, Expr,
-    ExprSchemable, LogicalPlan, Operator, Projection, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, BinaryExpr, ColumnarValue, Expr, ExprSchemable,
+    LogicalPlan, Operator, Projection, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 use std::sync::Arc;
@@ -112,20 +112,10 @@ impl IntervalOrder {
                 )))
             }
             Expr::Between(b) if Self::is_interval(&b.expr, schema) => {
-                Transformed::yes(Expr::Between(Between::new(
-                    Box::new(self.key(*b.expr)),
-                    b.negated,
-                    Box::new(self.key(*b.low)),
-                    Box::new(self.key(*b.high)),
-                )))
+                Transformed::yes(crate::checked::keyed_between(b, &|e| self.key(e)))
             }
             Expr::InList(l) if Self::is_interval(&l.expr, schema) => {
-                let list = l.list.into_iter().map(|e| self.key(e)).collect();
-                Transformed::yes(Expr::InList(InList::new(
-                    Box::new(self.key(*l.expr)),
-                    list,
-                    l.negated,
-                )))
+                Transformed::yes(crate::checked::keyed_in_list(l, &|e| self.key(e)))
             }
             Expr::AggregateFunction(mut f) => {
                 let extreme = match f.func.name() {

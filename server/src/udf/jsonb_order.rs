@@ -24,9 +24,9 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result};
 use datafusion::error::DataFusionError;
-use datafusion::logical_expr::expr::{InList, ScalarFunction, Sort};
+use datafusion::logical_expr::expr::{ScalarFunction, Sort};
 use datafusion::logical_expr::{
-    Between, BinaryExpr, ColumnarValue, Expr, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
+    BinaryExpr, ColumnarValue, Expr, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
@@ -112,20 +112,10 @@ impl JsonbOrder {
             Expr::Between(b)
                 if jsonb(&b.expr) && jsonb_or_literal(&b.low) && jsonb_or_literal(&b.high) =>
             {
-                Transformed::yes(Expr::Between(Between::new(
-                    Box::new(self.key(*b.expr)),
-                    b.negated,
-                    Box::new(self.key(*b.low)),
-                    Box::new(self.key(*b.high)),
-                )))
+                Transformed::yes(brook_planner::checked::keyed_between(b, &|e| self.key(e)))
             }
             Expr::InList(l) if jsonb(&l.expr) && l.list.iter().all(|e| jsonb(e) || null(e)) => {
-                let list = l.list.into_iter().map(|e| self.key(e)).collect();
-                Transformed::yes(Expr::InList(InList::new(
-                    Box::new(self.key(*l.expr)),
-                    list,
-                    l.negated,
-                )))
+                Transformed::yes(brook_planner::checked::keyed_in_list(l, &|e| self.key(e)))
             }
             Expr::AggregateFunction(mut f) => {
                 // With DISTINCT the ORDER BY must be of the arguments, which stay values.
