@@ -15,6 +15,7 @@
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, Result};
 use datafusion::arrow::array::{ArrayRef, Int8Array, UInt64Array};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
@@ -99,10 +100,10 @@ impl NodeSpec for TopNNode {
             .iter()
             .map(|f| SortField::new(f.data_type().clone()))
             .collect();
-        if self.rank_column
-            && self.schema.fields().last().map(|f| f.data_type()) != Some(&DataType::UInt64)
-        {
-            return Err(brook_err!(Internal, "row number column is not UInt64"));
+        // Brook's row_number() is a bigint as PostgreSQL's; DataFusion's own is unsigned.
+        let rank_type = self.schema.fields().last().map(|f| f.data_type());
+        if self.rank_column && !matches!(rank_type, Some(DataType::Int64 | DataType::UInt64)) {
+            return Err(brook_err!(Internal, "row number column is not an integer"));
         }
         Ok(Box::new(TopNOp {
             order: self.order.clone(),
@@ -208,9 +209,11 @@ impl TopNOp {
         let rows: Vec<_> = changes.iter().map(|(r, _, _)| parser.parse(r)).collect();
         let mut cols: Vec<ArrayRef> = self.full_rows.convert_rows(rows)?;
         if self.rank_column {
-            cols.push(Arc::new(UInt64Array::from_iter_values(
+            let numbers: ArrayRef = Arc::new(UInt64Array::from_iter_values(
                 changes.iter().map(|(_, n, _)| *n),
-            )));
+            ));
+            let to = self.schema.fields().last().map(|f| f.data_type().clone());
+            cols.push(cast(&numbers, &to.unwrap_or(DataType::UInt64))?);
         }
         let kinds = Int8Array::from_iter_values(changes.iter().map(|(_, _, k)| *k));
         Ok(Some(change::attach(&self.schema, cols, Arc::new(kinds))?))
@@ -321,7 +324,7 @@ mod tests {
         let input = change::strip(&scores(&[])).unwrap().schema();
         let mut fields: Vec<_> = input.fields().iter().cloned().collect();
         if rank {
-            fields.push(Arc::new(Field::new("rn", DataType::UInt64, false)));
+            fields.push(Arc::new(Field::new("rn", DataType::Int64, false)));
         }
         TopNNode {
             order: vec![PhysicalSortExpr {

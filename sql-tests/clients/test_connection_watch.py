@@ -1,11 +1,11 @@
 """What the server does about a connection while its statement runs: a client that vanishes
 gets its statement cancelled, and a running statement is never taken for idle time."""
 import os
-import socket
-import struct
 import time
 
 import psycopg
+
+import wire_protocol
 
 
 def connect(b, **kw):
@@ -15,32 +15,6 @@ def connect(b, **kw):
 def activity(admin, pid):
     row = admin.execute("SELECT state, query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
     return row
-
-
-def raw_session(b):
-    """A protocol-level connection (startup, then the pid from BackendKeyData), so the test
-    can send a query and close the socket without a Terminate, as a killed client does."""
-    s = socket.create_connection((b["host"], b["port"]))
-    params = f"user\0{b['user']}\0database\0{b['dbname']}\0\0".encode()
-    s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
-    pid, buf = None, b""
-    while True:
-        while len(buf) < 5 or len(buf) < 1 + struct.unpack("!i", buf[1:5])[0]:
-            chunk = s.recv(65536)
-            assert chunk, "the server closed the connection during startup"
-            buf += chunk
-        kind, length = buf[0:1], struct.unpack("!i", buf[1:5])[0]
-        body, buf = buf[5 : 1 + length], buf[1 + length :]
-        if kind == b"K":
-            pid = struct.unpack("!i", body[:4])[0]
-        if kind == b"Z":
-            return s, pid
-        assert kind != b"E", body
-
-
-def send_query(s, sql):
-    q = sql.encode() + b"\0"
-    s.sendall(b"Q" + struct.pack("!i", 4 + len(q)) + q)
 
 
 def cpu_seconds(pid):
@@ -78,11 +52,11 @@ def test_a_vanished_clients_query_is_cancelled(brook, brook_pid):
     with connect(brook, autocommit=True) as admin:
         admin.execute("CREATE TABLE vanished_docs (doc jsonb)")
         admin.execute("INSERT INTO vanished_docs VALUES (%s::jsonb)", (f"[{objects}]",))
-        s, pid = raw_session(brook)
-        send_query(s, "SELECT doc @> doc FROM vanished_docs")
-        wait_active(admin, pid)
+        s = wire_protocol.Session(brook)
+        s.send(wire_protocol.query("SELECT doc @> doc FROM vanished_docs"))
+        wait_active(admin, s.pid)
         s.close()
-        assert wait_gone(admin, pid), "the vanished client's query runs on"
+        assert wait_gone(admin, s.pid), "the vanished client's query runs on"
         # The server is idle again: not a CPU-second spent over the next three seconds.
         time.sleep(0.5)
         before = cpu_seconds(brook_pid)
@@ -96,11 +70,11 @@ def test_a_vanished_clients_write_is_carried_out(brook):
     PostgreSQL: only a query, whose rows have nowhere to go, is cancelled."""
     with connect(brook, autocommit=True) as admin:
         admin.execute("CREATE TABLE vanished (x int)")
-        s, pid = raw_session(brook)
-        send_query(s, "INSERT INTO vanished SELECT length(pg_sleep(1.5)) + 7")
-        wait_active(admin, pid)
+        s = wire_protocol.Session(brook)
+        s.send(wire_protocol.query("INSERT INTO vanished SELECT length(pg_sleep(1.5)) + 7"))
+        wait_active(admin, s.pid)
         s.close()
-        assert wait_gone(admin, pid)
+        assert wait_gone(admin, s.pid)
         assert admin.execute("SELECT x FROM vanished").fetchall() == [(7,)]
 
 

@@ -37,6 +37,9 @@ pub fn register(ctx: &SessionContext) {
     for f in brook_planner::session_window::session_functions() {
         ctx.register_udwf(f);
     }
+    for f in crate::udf::window_integers::functions() {
+        ctx.register_udwf(f);
+    }
     ctx.register_udf(brook_planner::window_start::window_start_function());
     for f in brook_planner::extract_numeric::functions() {
         ctx.register_udf(f);

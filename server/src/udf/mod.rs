@@ -51,6 +51,7 @@ pub mod to_timestamp;
 pub mod unknown_literals;
 pub mod untyped_array_arguments;
 pub mod value_text;
+pub mod window_integers;
 pub mod xml;
 
 use datafusion::arrow::array::ArrayRef;

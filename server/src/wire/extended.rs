@@ -1,6 +1,7 @@
 //! The extended query protocol: Parse, Bind (parameters in text or binary), Describe and
 //! Execute with row limits and suspended portals.
 
+use super::portals::Rerun;
 use super::send::{send_copy_body, send_data_rows, send_notices};
 use super::simple::{
     end_implicit, is_chain, is_rollback_to_savepoint, is_txn_control, settled_status,
@@ -349,6 +350,26 @@ impl ExtendedQueryHandler for BrookHandler {
             Some(pgwire::api::store::Entry::Value(p))
                 if p.statement.statement.stmt.as_ref().is_some_and(|s| is_rollback_to_savepoint(s) || is_chain(s))
         );
+        if let Some(answer) = self.rerun_answer(client, portal) {
+            return match answer {
+                Rerun::Refused => {
+                    // The unnamed portal's name is the empty string, as the client sent it.
+                    let shown = message.name.as_deref().unwrap_or_default();
+                    Err(to_pg(brook_err!(
+                        ObjectState,
+                        "portal \"{shown}\" cannot be run"
+                    )))
+                }
+                Rerun::NoMoreRows(command) => {
+                    client
+                        .send(PgWireBackendMessage::CommandComplete(
+                            rows_tag(&command, 0).into(),
+                        ))
+                        .await?;
+                    Ok(())
+                }
+            };
+        }
         // An Execute that resumes a suspended portal is a statement of its own for a cancel
         // and the statement timeout, as in PostgreSQL: pgwire resumes the portal's rows
         // without `do_query`, so the rows' own token is cancelled with this Execute's.
@@ -411,6 +432,7 @@ impl ExtendedQueryHandler for BrookHandler {
             }
         }
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        self.finished.forget(pgwire::api::DEFAULT_NAME);
         self.suspended
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -517,6 +539,7 @@ impl ExtendedQueryHandler for BrookHandler {
         let types = portal_param_types(s, portal).await?;
         let stmt = bind(stmt, &bound_params(portal, &types)?)?;
         let cursor_portals = cursor_portal_changes(&stmt);
+        let reads_cursor = is_fetch(&stmt);
         let timeout = s.timeout_setting("statement_timeout").map_err(to_pg)?;
         let token = self.cancel.begin_with_timeout(timeout);
         self.cancel.set_read_only(super::reads_only(&stmt));
@@ -559,21 +582,37 @@ impl ExtendedQueryHandler for BrookHandler {
                 Response::CopyOut(r) => {
                     let rows =
                         send_copy_body(client, r, &|| self.client_gone(), header_lines).await?;
+                    self.finished
+                        .finish(&portal.name, portal.state(), Rerun::Refused);
                     Response::Execution(Tag::new("COPY").with_rows(rows))
                 }
                 Response::Query(mut q) if max_rows == 0 => {
                     let tag = q.command_tag().to_string();
                     let rows = send_data_rows(client, &mut q, &|| self.client_gone()).await?;
+                    if !reads_cursor {
+                        let rerun = Rerun::NoMoreRows(tag.clone());
+                        self.finished.finish(&portal.name, portal.state(), rerun);
+                    }
                     Response::Execution(rows_tag(&tag, rows))
                 }
-                Response::Query(q) => {
+                Response::Query(mut q) => {
+                    // pgwire completes a paged portal's tag with the rows of the last page.
+                    if q.command_tag() == "INSERT" {
+                        q.set_command_tag("INSERT 0");
+                    }
                     self.suspended
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .insert(portal.name.clone(), token_for_rows.clone());
                     Response::Query(q)
                 }
-                other => other,
+                other => {
+                    if !reads_cursor {
+                        self.finished
+                            .finish(&portal.name, portal.state(), Rerun::Refused);
+                    }
+                    other
+                }
             };
         // A portal executed with a row limit streams on through later Executes; the
         // statement timeout covered this one. A COPY FROM STDIN runs on while its data
@@ -595,12 +634,39 @@ impl ExtendedQueryHandler for BrookHandler {
     }
 }
 
-/// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
+/// Whether a statement reads a cursor. A cursor's own protocol portal is `FETCH ALL` from it,
+/// which every Execute runs again: a continuous cursor has new rows each time.
+fn is_fetch(stmt: &BrookStatement) -> bool {
+    matches!(
+        stmt.as_sql(),
+        Some(datafusion::sql::sqlparser::ast::Statement::Fetch { .. })
+    )
+}
+
+impl BrookHandler {
+    /// What an Execute of `portal` answers if that portal already ran to its end (None: run
+    /// it). In a failed block the statement's own check answers (25P02).
+    fn rerun_answer<C>(&self, client: &mut C, portal: &str) -> Option<Rerun>
+    where
+        C: ClientInfo + ClientPortalStore,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+    {
+        if client.transaction_status() == TransactionStatus::Error {
+            return None;
+        }
+        match client.portal_store().get_portal(portal) {
+            Some(pgwire::api::store::Entry::Value(p)) => self.finished.rerun(portal, &p.state()),
+            _ => None,
+        }
+    }
+}
+
 /// How many `$n` parameters a statement takes.
 pub(super) fn statement_placeholders(stmt: &BrookStatement) -> usize {
     stmt.as_sql().map_or(0, placeholder_count)
 }
 
+/// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
 pub(super) fn cursor_portal_changes(
     stmt: &BrookStatement,
 ) -> Vec<(String, Option<BrookStatement>)> {

@@ -15,6 +15,7 @@ pub mod rows;
 
 mod copy;
 mod extended;
+mod portals;
 mod send;
 mod simple;
 mod startup;
@@ -137,6 +138,7 @@ impl Front {
             reported: std::sync::Mutex::default(),
             copied_before_sync: std::sync::atomic::AtomicBool::new(false),
             suspended: std::sync::Mutex::default(),
+            finished: portals::FinishedPortals::default(),
         });
         ConnHandlers {
             handler,
@@ -267,6 +269,8 @@ pub struct BrookHandler {
     /// statement timeout of that Execute stops them).
     suspended:
         std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
+    /// Portals that ran to their end, which an Execute may not run again.
+    finished: portals::FinishedPortals,
 }
 
 impl Drop for BrookHandler {

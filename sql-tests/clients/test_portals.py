@@ -1,0 +1,89 @@
+"""A portal's statement runs once, as in PostgreSQL: an Execute of a portal that ran to its
+end returns no more rows, or is refused (55000) when the statement returned none. Before, an
+INSERT's or UPDATE's portal executed twice wrote twice. Drivers never do this; a pooler or a
+hand-written client replaying a pipeline can. (Each case was checked against PostgreSQL 15.)"""
+import psycopg
+import pytest
+
+from wire_protocol import Session, bind, execute, parse, query, sync
+
+
+@pytest.fixture
+def raw(brook):
+    s = Session(brook)
+    yield s
+    s.close()
+
+
+def count(brook, table):
+    with psycopg.connect(**brook, autocommit=True) as c:
+        return c.execute(f"SELECT count(*), sum(a) FROM {table}").fetchone()
+
+
+def test_an_insert_portal_executed_twice_inserts_once(brook, raw):
+    raw.run(query("CREATE TABLE portal_once (a int)"))
+    out = raw.run(parse("INSERT INTO portal_once VALUES (1)"), bind(), execute(), execute(), sync())
+    assert out == [("C", "INSERT 0 1"), ("E", "55000"), ("Z", "I")]
+    # The statements up to Sync are one implicit transaction, which the error rolled back.
+    assert count(brook, "portal_once") == (0, None)
+
+
+def test_a_named_portal_is_not_run_again_after_sync(brook, raw):
+    raw.run(query("CREATE TABLE portal_named (a int)"))
+    out = raw.run(parse("INSERT INTO portal_named VALUES (2)"), bind("p"), execute("p"), sync())
+    assert out == [("C", "INSERT 0 1"), ("Z", "I")]
+    out = raw.run(execute("p"), sync())
+    # PostgreSQL closed the portal with its transaction (34000); Brook keeps it, finished.
+    assert out[0][0] == "E" and out[0][1] in ("55000", "34000")
+    assert count(brook, "portal_named") == (1, 2)
+
+
+def test_an_update_portal_in_a_block_is_not_run_again(brook, raw):
+    raw.run(query("CREATE TABLE portal_update (a int); INSERT INTO portal_update VALUES (1)"))
+    assert raw.run(query("BEGIN")) == [("C", "BEGIN"), ("Z", "T")]
+    out = raw.run(parse("UPDATE portal_update SET a = a + 10"), bind("u"), execute("u"), sync())
+    assert out == [("C", "UPDATE 1"), ("Z", "T")]
+    assert raw.run(execute("u"), sync()) == [("E", "55000"), ("Z", "E")]
+    assert raw.run(query("ROLLBACK")) == [("C", "ROLLBACK"), ("Z", "I")]
+    raw.run(parse("UPDATE portal_update SET a = a + 10"), bind("u2"), execute("u2"), sync())
+    assert count(brook, "portal_update") == (1, 11)
+
+
+def test_ddl_and_set_portals_are_not_run_again(raw):
+    out = raw.run(parse("CREATE TABLE portal_ddl (a int)"), bind(), execute(), execute(), sync())
+    assert out == [("C", "CREATE TABLE"), ("E", "55000"), ("Z", "I")]
+    out = raw.run(parse("SET application_name = 'portals'"), bind(), execute(), execute(), sync())
+    assert out == [("C", "SET"), ("E", "55000"), ("Z", "I")]
+
+
+def test_a_finished_query_portal_returns_no_more_rows(raw):
+    raw.run(query("CREATE TABLE portal_rows (a int); INSERT INTO portal_rows VALUES (1), (2), (3)"))
+    out = raw.run(parse("SELECT a FROM portal_rows"), bind(), execute(), execute(), sync())
+    assert out == ["D", "D", "D", ("C", "SELECT 3"), ("C", "SELECT 0"), ("Z", "I")]
+    out = raw.run(parse("SELECT a FROM portal_rows"), bind(), execute("", 2), execute(), execute(), sync())
+    assert out == ["D", "D", "s", "D", ("C", "SELECT 1"), ("C", "SELECT 0"), ("Z", "I")]
+
+
+def test_a_paged_insert_returning_inserts_once_and_tags_as_postgresql(brook, raw):
+    raw.run(query("CREATE TABLE portal_returning (a int)"))
+    sql = "INSERT INTO portal_returning VALUES (4), (5), (6) RETURNING a"
+    out = raw.run(parse(sql), bind(), execute("", 1), execute("", 1), execute(), execute(), sync())
+    assert out[:5] == ["D", "s", "D", "s", "D"]
+    assert out[5] == ("C", "INSERT 0 1")
+    assert out[6][0] == "C" and out[6][1].endswith(" 0")
+    assert count(brook, "portal_returning") == (3, 15)
+    out = raw.run(parse(sql), bind(), execute(), execute(), sync())
+    assert out[3:] == [("C", "INSERT 0 3"), ("C", "INSERT 0 0"), ("Z", "I")]
+    assert count(brook, "portal_returning") == (6, 30)
+
+
+def test_a_cursor_portal_reads_on(raw):
+    """A cursor's portal is read again by each Execute (a continuous cursor has new rows)."""
+    raw.run(query("CREATE TABLE portal_cursor (a int); INSERT INTO portal_cursor VALUES (1), (2)"))
+    assert raw.run(query("BEGIN"))[-1] == ("Z", "T")
+    declare = parse("DECLARE c CURSOR FOR SELECT a FROM portal_cursor")
+    assert raw.run(declare, bind(), execute(), sync())[-1] == ("Z", "T")
+    out = raw.run(execute("c", 1), execute("c", 1), execute("c"), sync())
+    assert "E" not in [x[0] for x in out if isinstance(x, tuple)]
+    assert out.count("D") == 2
+    raw.run(query("COMMIT"))
