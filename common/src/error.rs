@@ -114,6 +114,9 @@ pub enum BrookError {
     /// 2201G: an invalid argument of `width_bucket` (a count below 1, equal bounds, NaN).
     #[error("{0}")]
     WidthBucketArgument(String),
+    /// 22014: `ntile(n)` with n below 1.
+    #[error("{0}")]
+    NtileArgument(String),
     /// 22011: a negative length for `substring`.
     #[error("{0}")]
     SubstringError(String),
@@ -254,6 +257,7 @@ impl BrookError {
             BrookError::LogarithmArgument(_) => "2201E",
             BrookError::NullValueNotAllowed(_) => "22004",
             BrookError::WidthBucketArgument(_) => "2201G",
+            BrookError::NtileArgument(_) => "22014",
             BrookError::SubstringError(_) => "22011",
             BrookError::InvalidBinary(_) => "22P03",
             BrookError::UndefinedObject(_) => "42704",
@@ -787,6 +791,35 @@ fn classify_message(m: &str) -> BrookError {
     // `SELECT nosuch.*`: PostgreSQL's 42P01.
     if let Some(name) = m.strip_prefix("Invalid qualifier ") {
         return BrookError::UndefinedTable(name.trim().to_string());
+    }
+    // `ORDER BY 3` past the select list: PostgreSQL's 42P10.
+    if let Some(rest) = m.strip_prefix("Order by column out of bounds, specified: ") {
+        let position = rest.split(',').next().unwrap_or(rest);
+        return BrookError::Semantic {
+            message: format!("ORDER BY position {position} is not in select list"),
+            code: "42P10",
+        };
+    }
+    // More column aliases than columns: PostgreSQL's 42P10. (Fewer are completed before
+    // planning, but for a subquery whose select list has a `*` or whose names repeat.)
+    if let Some((columns, names)) = m
+        .strip_prefix("Source table contains ")
+        .and_then(|r| r.split_once(" columns but only "))
+    {
+        let names = names.split(' ').next().unwrap_or(names);
+        let more = names.parse::<usize>().ok() > columns.parse::<usize>().ok();
+        return if more {
+            BrookError::Semantic {
+                message: format!(
+                    "the FROM item has {columns} columns available but {names} columns specified"
+                ),
+                code: "42P10",
+            }
+        } else {
+            BrookError::Unsupported(format!(
+                "{names} column aliases for a FROM item of {columns} columns whose other names are not known before planning (a * in a subquery) or repeat: name every column"
+            ))
+        };
     }
     // `SELECT *` over no FROM: 42601, as PostgreSQL's.
     if lower.starts_with("select * with no tables specified") {

@@ -34,6 +34,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::system_columns::CatalogRegclass),
         Arc::new(crate::information_schema::InformationSchemaColumns),
         Arc::new(crate::using_joins::UsingJoins),
+        Arc::new(crate::partial_aliases::PartialAliases),
         Arc::new(crate::regproc_columns::RegprocColumns),
         Arc::new(crate::empty_catalogs::EmptyCatalogs),
         Arc::new(crate::reloptions::OptionsToTable),
@@ -422,9 +423,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         }
     }
     let dialect: Box<dyn datafusion::sql::sqlparser::dialect::Dialect> = if match_recognize {
-        Box::new(crate::match_recognize::PostgresWithMatchRecognize)
+        Box::new(crate::dialect::WITH_MATCH_RECOGNIZE)
     } else {
-        Box::new(PostgreSqlDialect {})
+        Box::new(crate::dialect::BrookDialect::default())
     };
     let mut p = Parser::new(dialect.as_ref()).try_with_sql(text)?;
     if p.parse_keywords(&[Keyword::CREATE, Keyword::STREAM]) {

@@ -5,7 +5,7 @@ hand-written client replaying a pipeline can. (Each case was checked against Pos
 import psycopg
 import pytest
 
-from wire_protocol import Session, bind, execute, parse, query, sync
+from wire_protocol import Session, bind, execute, flush, message, parse, query, sync
 
 
 @pytest.fixture
@@ -87,3 +87,60 @@ def test_a_cursor_portal_reads_on(raw):
     assert "E" not in [x[0] for x in out if isinstance(x, tuple)]
     assert out.count("D") == 2
     raw.run(query("COMMIT"))
+
+
+def test_a_pipeline_goes_on_after_its_copy(brook, raw):
+    """An extended-protocol COPY FROM STDIN, then more statements before Sync: they run (a
+    pipeline's INSERT after its COPY was skipped without a word)."""
+    raw.run(query("CREATE TABLE portal_copy (a int)"))
+    raw.send(parse("COPY portal_copy FROM STDIN"), bind(), execute(), flush())
+    raw.wait_for(b"G")
+    out = raw.run(
+        message(b"d", b"5\n6\n"),
+        message(b"c"),
+        parse("INSERT INTO portal_copy VALUES (100)"),
+        bind(),
+        execute(),
+        sync(),
+    )
+    assert out == [("C", "COPY 2"), ("C", "INSERT 0 1"), ("Z", "I")]
+    assert count(brook, "portal_copy") == (3, 111)
+
+
+def test_a_fetch_portal_fetches_once(raw):
+    raw.run(query("CREATE TABLE portal_fetch (a int); INSERT INTO portal_fetch VALUES (1), (2), (3), (4), (5)"))
+    raw.run(query("BEGIN; DECLARE f CURSOR FOR SELECT a FROM portal_fetch ORDER BY a"))
+    out = raw.run(parse("FETCH 2 FROM f"), bind(), execute(), execute(), sync())
+    assert out[:3] == ["D", "D", ("C", "FETCH 2")]
+    assert out[3] == ("C", "FETCH 0") or out[3] == ("C", "SELECT 0")
+    rest = raw.run(query("FETCH ALL FROM f"))
+    assert rest == ["D", "D", "D", ("C", "FETCH 3"), ("Z", "T")]
+    raw.run(query("COMMIT"))
+
+
+def test_a_failed_portal_does_not_run_again(brook, raw):
+    raw.run(query("CREATE TABLE portal_failed (a int); INSERT INTO portal_failed VALUES (1), (2), (3)"))
+    raw.run(query("BEGIN"))
+    sql = "INSERT INTO portal_failed SELECT 100 + 1 / (count(*)::int - 3) FROM portal_failed"
+    raw.run(parse(sql), bind("f"), sync())
+    raw.run(query("SAVEPOINT a"))
+    assert raw.run(execute("f"), sync())[0] == ("E", "22012")
+    raw.run(query("ROLLBACK TO a; INSERT INTO portal_failed VALUES (4)"))
+    assert raw.run(execute("f"), sync())[0] == ("E", "55000")
+    raw.run(query("ROLLBACK"))
+    assert count(brook, "portal_failed") == (3, 6)
+
+
+def test_portals_end_with_their_transaction(raw):
+    raw.run(query("CREATE TABLE portal_txn (a int); INSERT INTO portal_txn VALUES (1), (2), (3)"))
+    # Outside a block, Sync ends the implicit transaction and its portals.
+    out = raw.run(parse("SELECT a FROM portal_txn ORDER BY a"), bind("half"), execute("half", 1), sync())
+    assert out == ["D", "s", ("Z", "I")]
+    assert raw.run(execute("half"), sync()) == [("E", "34000"), ("Z", "I")]
+    # In a block they last until COMMIT.
+    raw.run(query("BEGIN"))
+    out = raw.run(parse("SELECT a FROM portal_txn ORDER BY a"), bind("blk"), execute("blk", 1), sync())
+    assert out == ["D", "s", ("Z", "T")]
+    assert raw.run(execute("blk", 1), sync()) == ["D", "s", ("Z", "T")]
+    raw.run(query("COMMIT"))
+    assert raw.run(execute("blk"), sync()) == [("E", "34000"), ("Z", "I")]

@@ -64,6 +64,16 @@ class Session:
             if kind == b"Z":
                 return out
 
+    def wait_for(self, kind):
+        """Read messages up to one of type `kind` (e.g. b"G", CopyInResponse)."""
+        out = []
+        while True:
+            k, body = self._next()
+            out.append(summary(k, body))
+            if k == kind:
+                return [x for x in out if x is not None]
+            assert k != b"E", body
+
     def send(self, *messages):
         self.sock.sendall(b"".join(messages))
 
@@ -94,3 +104,7 @@ def summary(kind, body):
     if kind == b"s":
         return "s"
     return None
+
+
+def flush():
+    return message(b"H")

@@ -16,7 +16,7 @@
 //!
 //! Each rewritten form is read back by the planner of the clause ([`super::plan_node`]).
 
-use super::dialect::PostgresWithMatchRecognize;
+use crate::dialect::WITH_MATCH_RECOGNIZE;
 use brook_common::{brook_err, Result};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
@@ -56,7 +56,7 @@ fn next_solid(tokens: &[Token], i: usize) -> Option<usize> {
 }
 
 fn tokenize(sql: &str) -> Result<Vec<Token>> {
-    Tokenizer::new(&PostgresWithMatchRecognize, sql)
+    Tokenizer::new(&WITH_MATCH_RECOGNIZE, sql)
         .tokenize()
         .map_err(|e| brook_err!(Syntax, "syntax error: {}", e.message))
 }

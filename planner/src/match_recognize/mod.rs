@@ -11,9 +11,11 @@
 //! (`brook_operators::match_recognize`) after its input's operators — so a stream and its
 //! table give the same matches.
 //!
-//! PostgreSQL's dialect of sqlparser lacks the clause; statements that contain it are
-//! parsed with the generic dialect, which has it ([`uses_match_recognize`]).
+//! PostgreSQL's dialect of sqlparser lacks the clause; statements that contain it
+//! ([`uses_match_recognize`]) are parsed with Brook's dialect with the clause on
+//! ([`crate::dialect::WITH_MATCH_RECOGNIZE`]).
 
+use crate::dialect::WITH_MATCH_RECOGNIZE;
 use brook_common::{brook_err, ident, BrookError, Result};
 use brook_operators::match_recognize::pattern::Program;
 use brook_operators::match_recognize::{AfterMatch, MatchRecognizeNode, RowsPerMatch};
@@ -29,13 +31,11 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
-pub use dialect::PostgresWithMatchRecognize;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 mod aggregate_call;
 mod define;
-pub mod dialect;
 mod extensions;
 mod measures;
 mod pattern;
@@ -81,7 +81,7 @@ pub fn uses_match_recognize(sql: &str) -> bool {
     {
         return false;
     }
-    Tokenizer::new(&PostgresWithMatchRecognize, sql)
+    Tokenizer::new(&WITH_MATCH_RECOGNIZE, sql)
         .tokenize()
         .map(|tokens| {
             tokens
@@ -164,7 +164,7 @@ fn input_query(table: &TableFactor) -> Result<Box<ast::Query>> {
         (Some(q), _) => return Ok(Box::new(q.clone())),
         (None, table) => table.clone(),
     };
-    let mut q = match Parser::parse_sql(&PostgresWithMatchRecognize, "SELECT * FROM t")?.pop() {
+    let mut q = match Parser::parse_sql(&WITH_MATCH_RECOGNIZE, "SELECT * FROM t")?.pop() {
         Some(Statement::Query(q)) => q,
         _ => return Err(brook_err!(Internal, "SELECT * did not parse as a query")),
     };
@@ -259,7 +259,7 @@ struct Clause {
 
 fn parse_clause(text: &str) -> Result<Clause> {
     let sql = format!("SELECT * FROM {text}");
-    let mut stmts = Parser::parse_sql(&PostgresWithMatchRecognize, &sql)?;
+    let mut stmts = Parser::parse_sql(&WITH_MATCH_RECOGNIZE, &sql)?;
     // The clause left the statement before its PostgreSQL rewrites: those of typed
     // values (`'{"a": 1}'::jsonb`, `'...'::uuid`, `time '...'`, `'{1,2}'::int[]`) apply
     // to its expressions too.
@@ -642,7 +642,7 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str) -> Result<String> {
-        let mut stmts = Parser::parse_sql(&PostgresWithMatchRecognize, sql)?;
+        let mut stmts = Parser::parse_sql(&WITH_MATCH_RECOGNIZE, sql)?;
         rewrite_match_recognize(&mut stmts[0])?;
         Ok(stmts[0].to_string())
     }

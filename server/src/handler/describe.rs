@@ -21,7 +21,9 @@ use std::sync::Arc;
 impl Session {
     /// The result schema of a query without running it (for Describe).
     pub async fn describe(&self, stmt: &BrookStatement) -> Result<Option<SchemaRef>> {
-        let (stmt, _) = self.approximated(self.natural_joins_resolved(stmt.clone()))?;
+        let (stmt, _) = self.approximated(
+            self.table_aliases_completed(self.natural_joins_resolved(stmt.clone())),
+        )?;
         let stmt = &stmt;
         let plan_schema = || -> SchemaRef {
             Arc::new(Schema::new(vec![Field::new(
@@ -106,7 +108,9 @@ impl Session {
     ) -> Result<(Vec<postgres_types::Type>, Option<SchemaRef>)> {
         use postgres_types::Type;
         let mut types: Vec<Type> = declared.to_vec();
-        let (stmt, _) = self.approximated(self.natural_joins_resolved(stmt.clone()))?;
+        let (stmt, _) = self.approximated(
+            self.table_aliases_completed(self.natural_joins_resolved(stmt.clone())),
+        )?;
         let stmt = &stmt;
         let (StatementBody::Sql(s), None) = (&stmt.body, stmt.emit) else {
             return Ok((types, self.describe(stmt).await?));

@@ -95,7 +95,7 @@ impl Session {
         if let Some(logged) = self.through_cluster_log(&stmt).await {
             return logged.map(Outcome::Command);
         }
-        let stmt = self.natural_joins_resolved(stmt);
+        let stmt = self.table_aliases_completed(self.natural_joins_resolved(stmt));
         let (mut stmt, replaced) = self.approximated(stmt)?;
         if let StatementBody::Sql(s) = &mut stmt.body {
             self.qualify_temp_relations(s)?;

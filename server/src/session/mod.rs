@@ -5,6 +5,7 @@ pub mod cursor;
 mod natural_joins;
 pub mod notice;
 pub mod prepared;
+mod table_aliases;
 pub mod temp;
 pub mod transaction;
 

@@ -49,7 +49,7 @@ impl Session {
 
     /// The column names of the relation `name` names, or `None` when it is not a relation
     /// of the catalog (a common table expression, a system table, a missing one).
-    fn relation_columns(&self, name: &ObjectName) -> Option<Vec<String>> {
+    pub(super) fn relation_columns(&self, name: &ObjectName) -> Option<Vec<String>> {
         let (schema, rel) = self.resolve(name).ok()?;
         let (meta, _) = self.relation(&schema, &rel).ok()?;
         Some(meta.columns.into_iter().map(|c| c.name).collect())

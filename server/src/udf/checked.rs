@@ -4,7 +4,11 @@
 //!   PostgreSQL does, instead of allocating gigabytes per row outside any memory pool
 //!   (`repeat('x', 2147483647)` allocated 2 GiB at once);
 //! - `to_timestamp(seconds)` refuses seconds outside the timestamp range (22008 `timestamp
-//!   out of range`) instead of saturating (`to_timestamp(1e20)` was 2262-04-11).
+//!   out of range`) instead of saturating (`to_timestamp(1e20)` was 2262-04-11);
+//! - `levenshtein(a, b)` takes strings of at most 255 characters, as PostgreSQL's
+//!   `fuzzystrmatch` does (22023): its work grows with the product of the lengths, inside
+//!   one call no cancel reaches (two strings of 60,000 characters ran on for 13 s after a
+//!   statement timeout).
 //!
 //! Each wraps DataFusion's own function and checks its arguments before calling it;
 //! written here because DataFusion bounds these only by their types.
@@ -36,7 +40,12 @@ enum Check {
     Pad,
     /// `to_timestamp(seconds)`: the seconds fit in a timestamp.
     Seconds,
+    /// `levenshtein(a, b)`: both of at most [`MAX_LEVENSHTEIN_CHARS`].
+    Levenshtein,
 }
+
+/// PostgreSQL's `MAX_LEVENSHTEIN_STRLEN`.
+const MAX_LEVENSHTEIN_CHARS: usize = 255;
 
 /// DataFusion's function, checked first.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -80,6 +89,7 @@ impl ScalarUDFImpl for Checked {
                     check_seconds(first)?;
                 }
             }
+            Check::Levenshtein => check_levenshtein(&args.args)?,
             growth => check_size(&args.args, growth)?,
         }
         self.inner.invoke_with_args(args)
@@ -128,6 +138,26 @@ fn check_size(args: &[ColumnarValue], growth: Check) -> Result<()> {
     Ok(())
 }
 
+/// 22023 when a string argument is longer than [`MAX_LEVENSHTEIN_CHARS`] characters.
+fn check_levenshtein(args: &[ColumnarValue]) -> Result<()> {
+    for arg in args {
+        let text = cast(&arg.to_array(1)?, &DataType::Utf8)?;
+        let text = text.as_string::<i32>();
+        // (A string of at most 255 characters has at most 1,020 bytes.)
+        let long = text
+            .iter()
+            .flatten()
+            .any(|s| s.len() > MAX_LEVENSHTEIN_CHARS && s.chars().count() > MAX_LEVENSHTEIN_CHARS);
+        if long {
+            return Err(DataFusionError::External(Box::new(brook_err!(
+                InvalidParameter,
+                "levenshtein argument exceeds maximum length of {MAX_LEVENSHTEIN_CHARS} characters"
+            ))));
+        }
+    }
+    Ok(())
+}
+
 /// 22008 when a numeric argument lies outside the timestamp range.
 fn check_seconds(arg: &ColumnarValue) -> Result<()> {
     let numeric = matches!(
@@ -158,13 +188,17 @@ fn check_seconds(arg: &ColumnarValue) -> Result<()> {
     }
 }
 
-/// Register the checked `repeat`, `lpad`, `rpad` and `to_timestamp` in place of DataFusion's
+/// Register the checked `repeat`, `lpad`, `rpad`, `levenshtein` and `to_timestamp` in place of DataFusion's
 /// (`to_timestamp` as `ctx` has it, built for its configuration: sessions run in UTC).
 pub fn register(ctx: &SessionContext) {
     let wrap = |inner: Arc<ScalarUDF>, check| ScalarUDF::new_from_impl(Checked { inner, check });
     ctx.register_udf(wrap(datafusion::functions::string::repeat(), Check::Repeat));
     ctx.register_udf(wrap(datafusion::functions::unicode::lpad(), Check::Pad));
     ctx.register_udf(wrap(datafusion::functions::unicode::rpad(), Check::Pad));
+    ctx.register_udf(wrap(
+        datafusion::functions::string::levenshtein(),
+        Check::Levenshtein,
+    ));
     if let Ok(inner) = ctx.udf("to_timestamp") {
         ctx.register_udf(wrap(inner, Check::Seconds));
     }
@@ -196,6 +230,19 @@ mod tests {
                 "SELECT lpad('x', 300000000)",
             ],
             "54000",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn levenshtein_takes_at_most_255_characters() {
+        check(
+            "SELECT levenshtein(repeat('é', 255), repeat('e', 255))",
+            &[
+                "SELECT levenshtein(repeat('é', 256), 'e')",
+                "SELECT levenshtein(s, 'e') FROM (VALUES ('a'), (repeat('x', 300))) t(s)",
+            ],
+            "22023",
         )
         .await;
     }

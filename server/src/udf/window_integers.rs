@@ -3,15 +3,19 @@
 //! clients saw numeric, and arithmetic with an integer widened to a decimal, so
 //! `row_number() OVER () / 2` was `0.5000` where PostgreSQL's integer division gives `0`.
 //!
+//! `ntile(NULL)` is NULL on every row and `ntile(0)` 22014, as in PostgreSQL (DataFusion
+//! refuses both with an internal error).
+//!
 //! Each function here is DataFusion's under the same name (the continuous planner and
 //! DataFusion's own rules recognise them by name and behaviour), with its values cast to
 //! the PostgreSQL type. Written here because DataFusion has no setting for these types.
 
+use brook_common::BrookError;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::ScalarValue;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{
     ExpressionArgs, PartitionEvaluatorArgs, WindowUDFFieldArgs,
 };
@@ -72,6 +76,22 @@ impl WindowUDFImpl for Typed {
         &self,
         args: PartitionEvaluatorArgs<'_>,
     ) -> Result<Box<dyn PartitionEvaluator>> {
+        if self.name() == "ntile" {
+            if let Some(n) = literal_argument(&args) {
+                if n.is_null() {
+                    return Ok(Box::new(NullEvaluator {
+                        to: self.to.clone(),
+                    }));
+                }
+                if matches!(n.cast_to(&DataType::Int64), Ok(ScalarValue::Int64(Some(v))) if v < 1) {
+                    return Err(DataFusionError::External(Box::new(
+                        BrookError::NtileArgument(
+                            "argument of ntile must be greater than zero".into(),
+                        ),
+                    )));
+                }
+            }
+        }
         Ok(Box::new(TypedEvaluator {
             inner: self.of().partition_evaluator(args)?,
             to: self.to.clone(),
@@ -80,10 +100,12 @@ impl WindowUDFImpl for Typed {
 
     fn field(&self, args: WindowUDFFieldArgs<'_>) -> Result<FieldRef> {
         let field = self.of().field(args)?;
+        // (ntile(NULL) is NULL.)
+        let nullable = field.is_nullable() || self.name() == "ntile";
         Ok(Arc::new(Field::new(
             field.name(),
             self.to.clone(),
-            field.is_nullable(),
+            nullable,
         )))
     }
 
@@ -106,6 +128,25 @@ impl WindowUDFImpl for Typed {
 
     fn limit_effect(&self, args: &[Arc<dyn PhysicalExpr>]) -> LimitEffect {
         self.of().limit_effect(args)
+    }
+}
+
+/// The value of a function's first argument when it is a literal.
+fn literal_argument(args: &PartitionEvaluatorArgs<'_>) -> Option<ScalarValue> {
+    let first = args.input_exprs().first()?;
+    let literal = first.downcast_ref::<datafusion::physical_expr::expressions::Literal>()?;
+    Some(literal.value().clone())
+}
+
+/// `ntile(NULL)`: NULL on every row.
+#[derive(Debug)]
+struct NullEvaluator {
+    to: DataType,
+}
+
+impl PartitionEvaluator for NullEvaluator {
+    fn evaluate_all(&mut self, _values: &[ArrayRef], num_rows: usize) -> Result<ArrayRef> {
+        Ok(datafusion::arrow::array::new_null_array(&self.to, num_rows))
     }
 }
 
@@ -160,7 +201,7 @@ impl PartitionEvaluator for TypedEvaluator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::Int64Type;
     use datafusion::prelude::SessionContext;
 
@@ -199,5 +240,19 @@ mod tests {
         assert_eq!(col(2), vec![1, 2, 2]);
         assert_eq!(col(3), vec![1, 1, 2]);
         assert_eq!(col(4), vec![0, 1, 1]);
+    }
+
+    #[tokio::test]
+    async fn ntile_of_null_is_null_and_of_zero_22014() {
+        let ctx = SessionContext::new();
+        for f in functions() {
+            ctx.register_udwf(f);
+        }
+        let sql = "SELECT ntile(NULL) OVER (ORDER BY x) FROM (VALUES (1), (2)) v(x)";
+        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+        assert_eq!(batches[0].column(0).null_count(), 2);
+        let sql = "SELECT ntile(0) OVER (ORDER BY x) FROM (VALUES (1), (2)) v(x)";
+        let err = ctx.sql(sql).await.unwrap().collect().await.unwrap_err();
+        assert_eq!(BrookError::from(err).sqlstate(), "22014");
     }
 }

@@ -137,6 +137,7 @@ async fn serve_messages<H: PgWireServerHandlers>(
             PgWireConnectionState::CopyInProgress(extended) => extended,
             _ => message.is_extended_query(),
         };
+        let copy_done = matches!(message, PgWireFrontendMessage::CopyDone(_));
         let processed = process_message(
             message,
             &mut socket,
@@ -149,6 +150,17 @@ async fn serve_messages<H: PgWireServerHandlers>(
         .await;
         if cancel_request {
             break;
+        }
+        // pgwire skips every message up to Sync after an extended-protocol COPY that ended
+        // well, as it does after an error: a pipeline's INSERT after its COPY was dropped
+        // without a word. PostgreSQL goes on with the pipeline; so does Brook (the skipping
+        // is left to errors, which is how Sync tells a failed pipeline).
+        if copy_done
+            && extended_protocol
+            && processed.is_ok()
+            && matches!(socket.state(), PgWireConnectionState::AwaitingSync)
+        {
+            socket.set_state(PgWireConnectionState::ReadyForQuery);
         }
         if let Err(mut e) = processed {
             on_error.on_error(&socket, &mut e);

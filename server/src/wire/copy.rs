@@ -70,8 +70,6 @@ impl CopyHandler for BrookHandler {
         };
         let complete = PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into());
         if matches!(client.state(), PgWireConnectionState::CopyInProgress(true)) {
-            self.copied_before_sync
-                .store(true, std::sync::atomic::Ordering::Release);
             // The extended protocol's COPY commits at Sync (its implicit transaction), so
             // its CommandComplete goes out with the ReadyForQuery after that commit, as
             // PostgreSQL's does: a client that takes CommandComplete as the COPY's

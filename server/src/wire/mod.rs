@@ -136,9 +136,9 @@ impl Front {
             peer,
             idle: Arc::default(),
             reported: std::sync::Mutex::default(),
-            copied_before_sync: std::sync::atomic::AtomicBool::new(false),
             suspended: std::sync::Mutex::default(),
             finished: portals::FinishedPortals::default(),
+            cursors: std::sync::Mutex::default(),
         });
         ConnHandlers {
             handler,
@@ -261,9 +261,6 @@ pub struct BrookHandler {
     /// The reported parameters' values as the client last heard them (ParameterStatus),
     /// by setting name; empty until a statement changes one.
     reported: std::sync::Mutex<std::collections::HashMap<&'static str, String>>,
-    /// An extended-protocol COPY FROM STDIN ended well: pgwire then waits for Sync as it
-    /// does after an error, and `on_sync` must not take it for one.
-    copied_before_sync: std::sync::atomic::AtomicBool,
     /// Portals executed with a row limit, by name: the token their rows are computed
     /// under, which each later Execute that resumes them links to its own (a cancel or the
     /// statement timeout of that Execute stops them).
@@ -271,6 +268,9 @@ pub struct BrookHandler {
         std::sync::Mutex<std::collections::HashMap<String, tokio_util::sync::CancellationToken>>,
     /// Portals that ran to their end, which an Execute may not run again.
     finished: portals::FinishedPortals,
+    /// The cursors declared through the extended protocol, each also a portal of its name
+    /// (which outlives the transaction, as Brook's cursors do).
+    cursors: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Drop for BrookHandler {

@@ -300,6 +300,9 @@ impl SimpleQueryHandler for BrookHandler {
         for message in changed {
             client.feed(message).await?;
         }
+        if status == TransactionStatus::Idle {
+            self.transaction_ended(client.portal_store());
+        }
         self.activity_idle(status);
         self.idle.idle(self.idle_limit().await);
         client.set_state(PgWireConnectionState::ReadyForQuery);

@@ -1,29 +1,49 @@
-//! PostgreSQL's dialect of sqlparser with `MATCH_RECOGNIZE`, which only its generic and
-//! Oracle-like dialects read. A statement holding the clause is read as PostgreSQL reads
-//! everything else in it (`^` is a power, `|/` a square root, `E'...'` an escape string),
-//! not as the generic dialect does.
+//! PostgreSQL's dialect of sqlparser with what PostgreSQL reads and that dialect does not:
+//! `x BETWEEN SYMMETRIC a AND b` (and `ASYMMETRIC`), and, in a statement holding it,
+//! `MATCH_RECOGNIZE`, which only sqlparser's generic and Oracle-like dialects read. Such a
+//! statement is read as PostgreSQL reads everything else in it (`^` is a power, `|/` a
+//! square root, `E'...'` an escape string), not as the generic dialect does.
 //!
 //! Written by hand: sqlparser has no way to add one feature to a dialect. Every method
 //! PostgreSQL's dialect defines is passed on to it (the list of sqlparser 0.62's
-//! `impl Dialect for PostgreSqlDialect`) but one (`?`, below), and the dialect reports
-//! itself as PostgreSQL's for the parser's own dialect checks.
+//! `impl Dialect for PostgreSqlDialect`) but one (`?` with `MATCH_RECOGNIZE`, below), and
+//! the dialect reports itself as PostgreSQL's for the parser's own dialect checks.
 
+use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr};
 use datafusion::sql::sqlparser::dialect::{Dialect, PostgreSqlDialect, Precedence};
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
 use std::any::TypeId;
 
-/// PostgreSQL's dialect, reading `MATCH_RECOGNIZE` too.
+/// PostgreSQL's dialect, reading `BETWEEN SYMMETRIC` and, when `match_recognize` is set,
+/// `MATCH_RECOGNIZE`.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PostgresWithMatchRecognize;
+pub struct BrookDialect {
+    pub match_recognize: bool,
+}
 
-impl Dialect for PostgresWithMatchRecognize {
+/// The dialect for statements holding `MATCH_RECOGNIZE`.
+pub const WITH_MATCH_RECOGNIZE: BrookDialect = BrookDialect {
+    match_recognize: true,
+};
+
+impl Dialect for BrookDialect {
     fn dialect(&self) -> TypeId {
         TypeId::of::<PostgreSqlDialect>()
     }
 
     fn supports_match_recognize(&self) -> bool {
-        true
+        self.match_recognize
+    }
+
+    fn parse_infix(
+        &self,
+        parser: &mut Parser<'_>,
+        expr: &Expr,
+        _precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        between_symmetric(parser, expr)
     }
 
     fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
@@ -139,7 +159,7 @@ impl Dialect for PostgresWithMatchRecognize {
     // starting with `?` — geometric and jsonb — are not read in a statement holding the
     // clause).
     fn supports_geometric_types(&self) -> bool {
-        false
+        !self.match_recognize && PostgreSqlDialect {}.supports_geometric_types()
     }
 
     fn supports_set_names(&self) -> bool {
@@ -183,6 +203,53 @@ impl Dialect for PostgresWithMatchRecognize {
     }
 }
 
+/// `x [NOT] BETWEEN SYMMETRIC a AND b` as PostgreSQL reads it (`transformAExprBetween`):
+/// `x BETWEEN a AND b OR x BETWEEN b AND a`, and negated `x NOT BETWEEN a AND b AND x NOT
+/// BETWEEN b AND a`; `ASYMMETRIC` is the plain BETWEEN. `None` when the next tokens are not
+/// such a BETWEEN (the parser goes on as usual).
+fn between_symmetric(parser: &mut Parser<'_>, expr: &Expr) -> Option<Result<Expr, ParserError>> {
+    let word = |n: usize| match &parser.peek_nth_token_ref(n).token {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    let negated = word(0) == Some(Keyword::NOT);
+    let at = usize::from(negated);
+    let symmetric = match (word(at), word(at + 1)) {
+        (Some(Keyword::BETWEEN), Some(Keyword::SYMMETRIC)) => true,
+        (Some(Keyword::BETWEEN), Some(Keyword::ASYMMETRIC)) => false,
+        _ => return None,
+    };
+    for _ in 0..at + 2 {
+        parser.next_token();
+    }
+    let between = match parser.parse_between(expr.clone(), negated) {
+        Ok(b) => b,
+        Err(e) => return Some(Err(e)),
+    };
+    let Expr::Between { low, high, .. } = &between else {
+        return Some(Ok(between));
+    };
+    if !symmetric {
+        return Some(Ok(between));
+    }
+    let swapped = Expr::Between {
+        expr: Box::new(expr.clone()),
+        negated,
+        low: high.clone(),
+        high: low.clone(),
+    };
+    let op = if negated {
+        BinaryOperator::And
+    } else {
+        BinaryOperator::Or
+    };
+    Some(Ok(Expr::Nested(Box::new(Expr::BinaryOp {
+        left: Box::new(between),
+        op,
+        right: Box::new(swapped),
+    }))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,7 +258,7 @@ mod tests {
     fn reads_postgres_operators_and_the_clause() {
         let sql = "SELECT 2 ^ 3, |/ 16.0, E'it\\'s' FROM t MATCH_RECOGNIZE (ORDER BY x \
                    MEASURES LAST(x) ^ 2 AS p PATTERN (^ a+? b* c{2,} $) DEFINE a AS x > PREV(x))";
-        let stmts = Parser::parse_sql(&PostgresWithMatchRecognize, sql).unwrap();
+        let stmts = Parser::parse_sql(&WITH_MATCH_RECOGNIZE, sql).unwrap();
         let text = stmts[0].to_string();
         assert!(text.contains("2 ^ 3"), "{text}");
         assert!(text.contains("MATCH_RECOGNIZE"), "{text}");
@@ -208,5 +275,33 @@ mod tests {
             panic!("{text}")
         };
         assert_eq!(*op, datafusion::sql::sqlparser::ast::BinaryOperator::PGExp);
+    }
+
+    fn parsed(sql: &str) -> String {
+        let dialect = BrookDialect::default();
+        Parser::parse_sql(&dialect, sql).unwrap()[0].to_string()
+    }
+
+    #[test]
+    fn between_symmetric_is_both_orders() {
+        assert_eq!(
+            parsed("SELECT x BETWEEN SYMMETRIC 3 AND 1"),
+            "SELECT (x BETWEEN 3 AND 1 OR x BETWEEN 1 AND 3)"
+        );
+        assert_eq!(
+            parsed("SELECT x NOT BETWEEN SYMMETRIC a + 1 AND b FROM t WHERE y"),
+            "SELECT (x NOT BETWEEN a + 1 AND b AND x NOT BETWEEN b AND a + 1) FROM t WHERE y"
+        );
+        assert_eq!(
+            parsed("SELECT x BETWEEN ASYMMETRIC 1 AND 3 AND y"),
+            "SELECT x BETWEEN 1 AND 3 AND y"
+        );
+        // Not a BETWEEN keyword pair: the parser reads it as usual.
+        assert_eq!(
+            parsed("SELECT x BETWEEN 1 AND 3"),
+            "SELECT x BETWEEN 1 AND 3"
+        );
+        // jsonb's `?` is an operator outside MATCH_RECOGNIZE.
+        assert!(parsed("SELECT j ? 'a' FROM t").contains('?'));
     }
 }
