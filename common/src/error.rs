@@ -59,6 +59,9 @@ pub enum BrookError {
     /// 34000: cursor or portal does not exist.
     #[error("cursor \"{0}\" does not exist")]
     UndefinedCursor(String),
+    /// 34000: an extended-protocol portal that does not exist.
+    #[error("portal \"{0}\" does not exist")]
+    UndefinedPortal(String),
     /// 42804 / 42846: a value cannot be used as / converted to the required type.
     #[error("{0}")]
     DatatypeMismatch(String),
@@ -237,7 +240,7 @@ impl BrookError {
             BrookError::DuplicateObject { code, .. } => code,
             BrookError::UndefinedSchema(_) => "3F000",
             BrookError::UndefinedDatabase(_) => "3D000",
-            BrookError::UndefinedCursor(_) => "34000",
+            BrookError::UndefinedCursor(_) | BrookError::UndefinedPortal(_) => "34000",
             BrookError::DatatypeMismatch(_) => "42804",
             BrookError::InvalidText(_) => "22P02",
             BrookError::BadCopyFormat(_) => "22P04",
@@ -797,6 +800,19 @@ fn classify_message(m: &str) -> BrookError {
         let position = rest.split(',').next().unwrap_or(rest);
         return BrookError::Semantic {
             message: format!("ORDER BY position {position} is not in select list"),
+            code: "42P10",
+        };
+    }
+    if m.starts_with("Order by index starts at 1 for column indexes") {
+        return BrookError::Semantic {
+            message: "ORDER BY position 0 is not in select list".into(),
+            code: "42P10",
+        };
+    }
+    if let Some(rest) = m.strip_prefix("Cannot find column with position ") {
+        let position = rest.split(' ').next().unwrap_or(rest);
+        return BrookError::Semantic {
+            message: format!("GROUP BY position {position} is not in select list"),
             code: "42P10",
         };
     }

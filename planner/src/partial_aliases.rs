@@ -4,15 +4,19 @@
 //! name for every column (an internal error before). This rule completes the list with the
 //! names the other columns have: `columnN` for VALUES, the select list's names (as
 //! PostgreSQL's `FigureColname` gives them) for a query. A query whose select list holds a
-//! `*` is completed by the server, which knows what the `*` expands to, as are named
-//! relations (`session/partial_aliases.rs`).
+//! `*` is left as it is (0A000). Named relations (tables, streams, views) are completed
+//! with their columns as the catalog has them ([`complete_table_aliases`]: by the server
+//! when a statement runs, and each time a view is planned).
 
 use crate::output_names::{figure_colname, folded};
+use datafusion::common::TableReference;
+use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{
-    Ident, Query, SelectItem, SetExpr, Statement, TableAlias, TableAliasColumnDef, TableFactor,
-    VisitMut, VisitorMut,
+    Ident, ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, Statement, TableAlias,
+    TableAliasColumnDef, TableFactor, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 
 /// The rewrite rule.
@@ -115,6 +119,116 @@ fn select_names(body: &SetExpr) -> Option<Vec<String>> {
             _ => None,
         })
         .collect()
+}
+
+/// Complete the column alias lists of the named FROM items of `s`, with `columns` telling
+/// a relation's columns (None: not a relation it knows). A view's stored query is
+/// completed so too each time it is planned, so that a column added to its input later
+/// keeps its name.
+pub fn complete_table_aliases(
+    s: &mut Statement,
+    columns: &dyn Fn(&ObjectName) -> Option<Vec<String>>,
+) {
+    let mut completer = RelationCompleter {
+        columns,
+        ctes: HashSet::new(),
+    };
+    let _ = s.visit(&mut completer);
+}
+
+struct RelationCompleter<'a> {
+    columns: &'a dyn Fn(&ObjectName) -> Option<Vec<String>>,
+    /// `WITH` names seen so far: a FROM item naming one is not the catalog's relation.
+    ctes: HashSet<String>,
+}
+
+impl VisitorMut for RelationCompleter<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        if let Some(with) = &q.with {
+            for cte in &with.cte_tables {
+                self.ctes.insert(folded(&cte.alias.name));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table {
+            name,
+            args: None,
+            alias: Some(alias),
+            ..
+        } = t
+        else {
+            return ControlFlow::Continue(());
+        };
+        if alias.columns.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        if let [ObjectNamePart::Identifier(only)] = name.0.as_slice() {
+            if self.ctes.contains(&folded(only)) {
+                return ControlFlow::Continue(());
+            }
+        }
+        if let Some(columns) = (self.columns)(name) {
+            complete(alias, &columns);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Complete as [`complete_table_aliases`] does, with the relations `ctx` resolves: a
+/// materialized view's query is planned with its database's context, also after a column
+/// was added to its input.
+pub async fn complete_in_context(s: &mut Statement, ctx: &SessionContext) {
+    let mut names = Vec::new();
+    let _ = s.visit(&mut AliasedRelations(&mut names));
+    if names.is_empty() {
+        return;
+    }
+    let mut known: HashMap<String, Vec<String>> = HashMap::new();
+    for name in names {
+        let parts: Option<Vec<String>> = name.0.iter().map(|p| p.as_ident().map(folded)).collect();
+        let reference = match parts.as_deref() {
+            Some([r]) => TableReference::bare(r.clone()),
+            Some([s, r]) => TableReference::partial(s.clone(), r.clone()),
+            _ => continue,
+        };
+        if let Ok(table) = ctx.table_provider(reference).await {
+            let columns = table
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            known.insert(name.to_string(), columns);
+        }
+    }
+    complete_table_aliases(s, &|name| known.get(&name.to_string()).cloned());
+}
+
+/// The names of the relations in FROM that carry a column alias list.
+struct AliasedRelations<'a>(&'a mut Vec<ObjectName>);
+
+impl VisitorMut for AliasedRelations<'_> {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table {
+            name,
+            args: None,
+            alias: Some(alias),
+            ..
+        } = t
+        {
+            if !alias.columns.is_empty() {
+                self.0.push(name.clone());
+            }
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 #[cfg(test)]

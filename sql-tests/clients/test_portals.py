@@ -144,3 +144,38 @@ def test_portals_end_with_their_transaction(raw):
     assert raw.run(execute("blk", 1), sync()) == ["D", "s", ("Z", "T")]
     raw.run(query("COMMIT"))
     assert raw.run(execute("blk"), sync()) == [("E", "34000"), ("Z", "I")]
+
+
+def test_a_cursors_portal_goes_with_its_cursor(raw):
+    """A cursor declared in a block closes at COMMIT, and its protocol portal with it (it
+    kept every row it had read, per transaction, for the connection's life)."""
+    raw.run(query("CREATE TABLE portal_cursor_gone (a int); INSERT INTO portal_cursor_gone VALUES (1), (2)"))
+    raw.run(query("BEGIN"))
+    raw.run(parse("DECLARE g CURSOR FOR SELECT a FROM portal_cursor_gone"), bind(), execute(), sync())
+    assert raw.run(execute("g", 1), sync()) == ["D", "s", ("Z", "T")]
+    raw.run(query("COMMIT"))
+    out = raw.run(execute("g", 1), sync())
+    assert out == [("E", "34000"), ("Z", "I")]
+
+
+def test_a_continuous_cursors_portal_reads_new_rows_with_a_row_limit(brook, raw):
+    raw.run(query("CREATE STREAM portal_stream (a int); INSERT INTO portal_stream VALUES (1), (2)"))
+    raw.run(query("BEGIN"))
+    raw.run(parse("DECLARE s CURSOR FOR SELECT a FROM portal_stream"), bind(), execute(), sync())
+    out = raw.run(execute("s", 5), sync())
+    assert out.count("D") == 2
+    with psycopg.connect(**brook, autocommit=True) as c:
+        c.execute("INSERT INTO portal_stream VALUES (3)")
+    out = raw.run(execute("s", 5), sync())
+    assert out.count("D") == 1, out
+    raw.run(query("COMMIT"))
+
+
+def test_a_suspended_portal_does_not_run_in_a_failed_block(raw):
+    raw.run(query("CREATE TABLE portal_aborted (a int); INSERT INTO portal_aborted VALUES (1), (2), (3)"))
+    raw.run(query("BEGIN"))
+    out = raw.run(parse("SELECT a FROM portal_aborted ORDER BY a"), bind("ab"), execute("ab", 1), sync())
+    assert out == ["D", "s", ("Z", "T")]
+    assert raw.run(query("SELECT 1 / 0"))[-1] == ("Z", "E")
+    assert raw.run(execute("ab", 1), sync()) == [("E", "25P02"), ("Z", "E")]
+    assert raw.run(query("ROLLBACK")) == [("C", "ROLLBACK"), ("Z", "I")]

@@ -27,7 +27,12 @@ impl Engine {
             return Err(brook_err!(Internal, "view query {sql} is not plain SQL"));
         };
         crate::pg::sql::pg_literals(&mut stmt)?;
+        // Column aliases for the first columns of a relation: completed with its columns
+        // as they are now (the text holds the list as completed when the view was made).
         // Planning reads the catalog only (its table lookups are ready at once).
+        futures::executor::block_on(brook_planner::partial_aliases::complete_in_context(
+            &mut stmt, &db.ctx,
+        ));
         let plan = futures::executor::block_on(
             db.ctx
                 .state()

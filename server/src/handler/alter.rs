@@ -147,6 +147,7 @@ impl Session {
                     ..
                 } => {
                     let cname = ident_name(&column_def.name);
+                    self.check_add_column(&schema, &name, &cname)?;
                     if meta.columns.iter().any(|c| c.name == cname) {
                         if if_not_exists {
                             self.notices.push(Notice::skipped(

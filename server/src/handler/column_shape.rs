@@ -6,6 +6,10 @@
 //! and Brook cannot tell which columns a view uses, so both are refused while a view or
 //! materialized view reads the relation (2BP01 for DROP, as PostgreSQL answers for a
 //! column a view uses; 0A000 for RENAME, which PostgreSQL allows by rewriting the view).
+//! ADD COLUMN is refused (0A000) while a view reads the relation through what expands to
+//! its columns as they are when planned — `*`, a NATURAL join, a column alias list naming
+//! the new column: the view's columns would shift (PostgreSQL expands them when the view
+//! is made).
 
 use crate::catalog::{RelationMeta, SchemaMeta};
 use crate::ident::ident_name;
@@ -14,10 +18,37 @@ use crate::storage::{adapt_batch, TableStore};
 use brook_common::{brook_err, BrookError, Result};
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::sql::sqlparser::ast::Ident;
+use datafusion::sql::sqlparser::ast::{
+    Ident, JoinConstraint, JoinOperator, Query, SelectItem, SetExpr, TableFactor, Visit, Visitor,
+};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 impl Session {
+    /// 0A000 when a view or materialized view reads `schema.name` through what expands to
+    /// the relation's columns as they are when planned (see the module's comment).
+    pub(crate) fn check_add_column(&self, schema: &str, name: &str, added: &str) -> Result<()> {
+        for (vschema, vname, kind) in self.dependents(schema, name)? {
+            let Ok((meta, _)) = self.relation(&vschema, &vname) else {
+                continue;
+            };
+            let Some(how) = meta
+                .query
+                .as_deref()
+                .and_then(|q| expands_columns(q, added))
+            else {
+                continue;
+            };
+            return Err(brook_err!(
+                Unsupported,
+                "ADD COLUMN to {name} while {} {vschema}.{vname} reads it through {how}: its columns would shift; drop the {}, add the column, then create it again (or name its columns)",
+                kind.noun(),
+                kind.noun()
+            ));
+        }
+        Ok(())
+    }
+
     /// Write every row of `schema.name` again in the shape of `next` (`columns` gives a
     /// stored batch's columns, read in the current shape), then switch the catalog to
     /// `next` — with `edit` applied to the schema's other entries in the same catalog
@@ -189,4 +220,66 @@ impl Session {
         )
         .await
     }
+}
+
+/// What in a view's query expands to its inputs' columns as they are when planned and
+/// would change with a column `added`: `*`, a NATURAL join, or a column alias list that
+/// names a column `added` (the list is completed with the relation's other columns when
+/// the view is planned, and the names would repeat). None: nothing.
+fn expands_columns(sql: &str, added: &str) -> Option<&'static str> {
+    struct Find<'a> {
+        added: &'a str,
+        found: Option<&'static str>,
+    }
+    impl Visitor for Find<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            if let SetExpr::Select(s) = q.body.as_ref() {
+                let star = s.projection.iter().any(|i| {
+                    matches!(
+                        i,
+                        SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+                    )
+                });
+                let natural = s.from.iter().flat_map(|f| &f.joins).any(|j| {
+                    matches!(
+                        &j.join_operator,
+                        JoinOperator::Join(JoinConstraint::Natural)
+                            | JoinOperator::Inner(JoinConstraint::Natural)
+                            | JoinOperator::Left(JoinConstraint::Natural)
+                            | JoinOperator::LeftOuter(JoinConstraint::Natural)
+                            | JoinOperator::Right(JoinConstraint::Natural)
+                            | JoinOperator::RightOuter(JoinConstraint::Natural)
+                            | JoinOperator::FullOuter(JoinConstraint::Natural)
+                    )
+                });
+                if star {
+                    self.found = Some("*");
+                } else if natural {
+                    self.found = Some("a NATURAL join");
+                }
+            }
+            match self.found {
+                Some(_) => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
+            }
+        }
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table { alias: Some(a), .. } = t {
+                if a.columns.iter().any(|c| ident_name(&c.name) == self.added) {
+                    self.found = Some("a column alias list naming the new column");
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let stmts = brook_planner::parser::parse_sql(sql).ok()?;
+    let mut find = Find { added, found: None };
+    for stmt in &stmts {
+        if let Some(s) = stmt.as_sql() {
+            let _ = s.visit(&mut find);
+        }
+    }
+    find.found
 }

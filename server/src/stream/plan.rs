@@ -165,6 +165,7 @@ pub async fn plan_query_continuous(
 ) -> Result<PlannedContinuous> {
     let names = brook_planner::rewrite::output_names(&q);
     pg_literals(&mut q)?;
+    brook_planner::partial_aliases::complete_in_context(&mut q, ctx).await;
     let plan = ctx
         .state()
         .statement_to_plan(DFStatement::Statement(Box::new(q)))

@@ -138,17 +138,31 @@ fn check_size(args: &[ColumnarValue], growth: Check) -> Result<()> {
     Ok(())
 }
 
-/// 22023 when a string argument is longer than [`MAX_LEVENSHTEIN_CHARS`] characters.
+/// 22023 when a row's string arguments, none NULL or empty, include one longer than
+/// [`MAX_LEVENSHTEIN_CHARS`] characters (a row with a NULL argument is NULL, unchecked, as
+/// PostgreSQL's strict function is; with an empty one, the other's length).
 fn check_levenshtein(args: &[ColumnarValue]) -> Result<()> {
-    for arg in args {
-        let text = cast(&arg.to_array(1)?, &DataType::Utf8)?;
-        let text = text.as_string::<i32>();
-        // (A string of at most 255 characters has at most 1,020 bytes.)
-        let long = text
-            .iter()
-            .flatten()
-            .any(|s| s.len() > MAX_LEVENSHTEIN_CHARS && s.chars().count() > MAX_LEVENSHTEIN_CHARS);
-        if long {
+    let rows = args
+        .iter()
+        .find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        })
+        .unwrap_or(1);
+    let texts = args
+        .iter()
+        .map(|a| cast(&a.to_array(rows)?, &DataType::Utf8))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let texts: Vec<_> = texts.iter().map(|t| t.as_string::<i32>()).collect();
+    // (A string of at most 255 characters has at most 1,020 bytes.)
+    let long =
+        |s: &str| s.len() > MAX_LEVENSHTEIN_CHARS && s.chars().count() > MAX_LEVENSHTEIN_CHARS;
+    for r in 0..rows {
+        // (PostgreSQL answers the other's length for an empty string before checking.)
+        if texts.iter().any(|t| t.is_null(r) || t.value(r).is_empty()) {
+            continue;
+        }
+        if texts.iter().any(|t| long(t.value(r))) {
             return Err(DataFusionError::External(Box::new(brook_err!(
                 InvalidParameter,
                 "levenshtein argument exceeds maximum length of {MAX_LEVENSHTEIN_CHARS} characters"
@@ -237,7 +251,7 @@ mod tests {
     #[tokio::test]
     async fn levenshtein_takes_at_most_255_characters() {
         check(
-            "SELECT levenshtein(repeat('é', 255), repeat('e', 255))",
+            "SELECT levenshtein(repeat('é', 255), repeat('e', 255)), levenshtein(NULL, repeat('x', 300))",
             &[
                 "SELECT levenshtein(repeat('é', 256), 'e')",
                 "SELECT levenshtein(s, 'e') FROM (VALUES ('a'), (repeat('x', 300))) t(s)",

@@ -350,12 +350,33 @@ impl ExtendedQueryHandler for BrookHandler {
             Some(pgwire::api::store::Entry::Value(p))
                 if p.statement.statement.stmt.as_ref().is_some_and(|s| is_rollback_to_savepoint(s) || is_chain(s))
         );
-        if client.portal_store().get_portal(portal).is_none() {
+        let Some(entry) = client.portal_store().get_portal(portal) else {
             let shown = message.name.as_deref().unwrap_or_default();
-            return Err(to_pg(brook_err!(
-                UndefinedCursor,
-                "portal \"{shown}\" does not exist"
-            )));
+            return Err(to_pg(BrookError::UndefinedPortal(shown.to_string())));
+        };
+        // In a failed block only a statement that ends it runs (25P02), also a portal pgwire
+        // resumes without asking `do_query` (it returned its next rows).
+        if let pgwire::api::store::Entry::Value(p) = &entry {
+            let ends_block = p
+                .statement
+                .statement
+                .stmt
+                .as_ref()
+                .is_some_and(is_txn_control);
+            if client.transaction_status() == TransactionStatus::Error && !ends_block {
+                return Err(to_pg(BrookError::InFailedTransaction));
+            }
+        }
+        // A cursor's portal whose rows pgwire has all sent reads the cursor again (a
+        // continuous cursor has new rows): pgwire would answer from its finished state.
+        if let pgwire::api::store::Entry::Value(p) = &entry {
+            if self.is_cursor(portal) {
+                let state = p.state();
+                let mut state = state.lock().await;
+                if matches!(*state, pgwire::api::portal::PortalExecutionState::Finished) {
+                    *state = pgwire::api::portal::PortalExecutionState::Initial;
+                }
+            }
         }
         if let Some(answer) = self.rerun_answer(client, portal) {
             return match answer {
@@ -450,7 +471,7 @@ impl ExtendedQueryHandler for BrookHandler {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         self.finished.forget(pgwire::api::DEFAULT_NAME);
         if client.transaction_status() == TransactionStatus::Idle {
-            self.transaction_ended(client.portal_store());
+            self.transaction_ended(client.portal_store()).await;
         }
         self.suspended
             .lock()
@@ -651,7 +672,7 @@ impl ExtendedQueryHandler for BrookHandler {
             self.cancel.end();
         }
         if matches!(response, Response::TransactionEnd(_)) {
-            self.transaction_ended(client.portal_store());
+            self.transaction_ended(client.portal_store()).await;
         }
         self.activity_idle(client.transaction_status());
         self.note_response(&response);
@@ -676,16 +697,20 @@ impl BrookHandler {
             .contains(name)
     }
 
-    /// The transaction ended: its portals go, as PostgreSQL drops them, but the cursors'
-    /// own portals (Brook's cursors outlive transactions). A half-read query's portal read
-    /// on after COMMIT or ROLLBACK, and portals nobody closed piled up (20,000 half-read
-    /// ones held 3.5 GB).
-    pub(super) fn transaction_ended<P: PortalStore>(&self, store: &P) {
-        let cursors = self
-            .cursors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+    /// The transaction ended: its portals go, as PostgreSQL drops them, but the portals of
+    /// the cursors still open (Brook's cursors may outlive transactions). A half-read
+    /// query's portal read on after COMMIT or ROLLBACK, and portals nobody closed piled up
+    /// (20,000 half-read ones held 3.5 GB; a cursor's portal, 0.5 MB per transaction).
+    pub(super) async fn transaction_ended<P: PortalStore>(&self, store: &P) {
+        let open: std::collections::HashSet<String> = match self.session.lock().await.as_ref() {
+            Some(s) => s.cursors.keys().cloned().collect(),
+            None => Default::default(),
+        };
+        let cursors = {
+            let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
+            cursors.retain(|name| open.contains(name));
+            cursors.clone()
+        };
         let kept: Vec<_> = cursors
             .iter()
             .filter_map(|name| match store.get_portal(name) {

@@ -301,7 +301,7 @@ impl SimpleQueryHandler for BrookHandler {
             client.feed(message).await?;
         }
         if status == TransactionStatus::Idle {
-            self.transaction_ended(client.portal_store());
+            self.transaction_ended(client.portal_store()).await;
         }
         self.activity_idle(status);
         self.idle.idle(self.idle_limit().await);
