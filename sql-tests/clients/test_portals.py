@@ -89,6 +89,84 @@ def test_a_cursor_portal_reads_on(raw):
     raw.run(query("COMMIT"))
 
 
+def test_a_cursor_portal_page_is_a_fetch_of_the_cursor(raw):
+    """An Execute of a cursor's portal with a row limit fetches that many rows of the cursor:
+    a SQL FETCH goes on after them (pgwire's portal took every remaining row at the first
+    page, so FETCH found none), and a full page suspends, as in PostgreSQL."""
+    raw.run(query("CREATE TABLE portal_page (a int); INSERT INTO portal_page VALUES (1), (2), (3)"))
+    raw.run(query("BEGIN"))
+    raw.run(parse("DECLARE c CURSOR FOR SELECT a FROM portal_page ORDER BY a"), bind(), execute(), sync())
+    assert raw.run(execute("c", 2), sync()) == ["D", "D", "s", ("Z", "T")]
+    assert raw.run(query("FETCH 1 FROM c")) == ["D", ("C", "FETCH 1"), ("Z", "T")]
+    assert raw.run(execute("c", 2), sync()) == [("C", "SELECT 0"), ("Z", "T")]
+    assert raw.run(execute("c"), sync()) == [("C", "SELECT 0"), ("Z", "T")]
+    raw.run(query("CLOSE c"))
+    raw.run(parse("DECLARE d CURSOR FOR SELECT a FROM portal_page"), bind(), execute(), sync())
+    assert raw.run(execute("d", 3), sync()) == ["D", "D", "D", "s", ("Z", "T")]
+    assert raw.run(execute("d", 3), sync()) == [("C", "SELECT 0"), ("Z", "T")]
+    raw.run(query("COMMIT"))
+
+
+def test_a_cursor_is_a_portal_and_closing_the_portal_closes_it(raw):
+    """A cursor declared by a simple query is a portal too (Execute reads it), and a
+    protocol Close of the portal closes the cursor, as in PostgreSQL."""
+    raw.run(query("CREATE TABLE portal_close (a int); INSERT INTO portal_close VALUES (1), (2)"))
+    raw.run(query("BEGIN"))
+    raw.run(query("DECLARE c CURSOR FOR SELECT a FROM portal_close"))
+    assert raw.run(execute("c", 1), sync()) == ["D", "s", ("Z", "T")]
+    close_portal = message(b"C", b"P" + b"c\0")
+    assert raw.run(close_portal, sync()) == [("Z", "T")]
+    assert raw.run(query("FETCH 1 FROM c")) == [("E", "34000"), ("Z", "E")]
+    raw.run(query("ROLLBACK"))
+
+
+def test_a_cursor_portal_is_read_in_pages_across_their_boundaries(raw):
+    """An Execute of a snapshot cursor's portal reads it in pages of its own (so no limit,
+    nor one beyond the 1,000,000 rows other portals take, holds every row at once)."""
+    raw.run(query("BEGIN"))
+    raw.run(query("DECLARE g CURSOR FOR SELECT x FROM generate_series(1, 25001) x"))
+    out = raw.run(execute("g", 0), sync())
+    assert out.count("D") == 25001 and out[-2:] == [("C", "SELECT 25001"), ("Z", "T")]
+    raw.run(query("CLOSE g"))
+    raw.run(query("DECLARE h CURSOR FOR SELECT x FROM generate_series(1, 1000005) x"))
+    out = raw.run(execute("h", 1000002), sync())
+    assert out.count("D") == 1000002 and out[-2:] == ["s", ("Z", "T")]
+    assert raw.run(query("FETCH 5 FROM h"))[-2:] == [("C", "FETCH 3"), ("Z", "T")]
+    raw.run(query("ROLLBACK"))
+
+
+def test_the_unnamed_portal_lives_on_after_sync_in_a_block(raw):
+    """In a block the unnamed portal is read on after Sync, as in PostgreSQL (it was dropped
+    at Sync: 34000), and goes with the block."""
+    raw.run(query("CREATE TABLE portal_unnamed (a int); INSERT INTO portal_unnamed SELECT x FROM generate_series(1, 5) x"))
+    raw.run(query("BEGIN"))
+    select = parse("SELECT a FROM portal_unnamed ORDER BY a")
+    assert raw.run(select, bind(), execute("", 3), sync()) == ["D", "D", "D", "s", ("Z", "T")]
+    assert raw.run(execute("", 3), sync()) == ["D", "D", ("C", "SELECT 2"), ("Z", "T")]
+    raw.run(query("COMMIT"))
+    assert raw.run(execute("", 3), sync()) == [("E", "34000"), ("Z", "I")]
+
+
+def test_closing_a_cursor_portal_in_a_failed_block_closes_the_cursor(raw):
+    raw.run(query("BEGIN; DECLARE f CURSOR FOR SELECT 1; SAVEPOINT s"))
+    raw.run(query("SELECT 1/0"))
+    assert raw.run(message(b"C", b"P" + b"f\0"), sync()) == [("Z", "E")]
+    raw.run(query("ROLLBACK TO s"))
+    assert raw.run(query("FETCH 1 FROM f")) == [("E", "34000"), ("Z", "E")]
+    raw.run(query("ROLLBACK"))
+
+
+def test_a_cursor_named_as_pgwire_names_the_unnamed_portal_is_not_the_unnamed_portal(brook, raw):
+    """A cursor of the name pgwire gives the unnamed portal took over every unnamed Execute
+    (an INSERT answered with the cursor's rows and wrote nothing)."""
+    raw.run(query("CREATE TABLE portal_default_name (a int)"))
+    raw.run(query('BEGIN; DECLARE "POSTGRESQL_DEFAULT_NAME" CURSOR FOR SELECT 1000'))
+    insert = parse("INSERT INTO portal_default_name VALUES (7)")
+    assert raw.run(insert, bind(), execute(), sync()) == [("C", "INSERT 0 1"), ("Z", "T")]
+    raw.run(query("COMMIT"))
+    assert count(brook, "portal_default_name") == (1, 7)
+
+
 def test_a_pipeline_goes_on_after_its_copy(brook, raw):
     """An extended-protocol COPY FROM STDIN, then more statements before Sync: they run (a
     pipeline's INSERT after its COPY was skipped without a word)."""

@@ -466,6 +466,41 @@ async fn views_renaming_columns_survive_an_added_column_and_kill9() {
     assert_eq!(n, 2);
 }
 
+/// Views made under a `search_path` read, after kill -9, the relations they read when made:
+/// a materialized view over a stream of schema `s` (a table of the same name in `public`)
+/// kept reading `s`'s rows only until a restart, when it was rebuilt from `public`'s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_keep_their_search_path_after_kill9() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute(
+            "CREATE SCHEMA s; CREATE STREAM s.ev (k int); CREATE TABLE public.ev (k int);
+             INSERT INTO s.ev VALUES (1), (1); INSERT INTO public.ev VALUES (7);
+             SET search_path = s, public;
+             CREATE MATERIALIZED VIEW public.counts AS SELECT k, count(*) AS n FROM ev GROUP BY k;
+             CREATE VIEW public.plain AS SELECT k FROM ev;",
+        )
+        .await
+        .expect("views over s.ev made under search_path s, public");
+    }
+    server.kill9();
+    let server = BrookServer::start_on(dir.path(), &[]).expect("restart");
+    let c = server.connect("brook").await;
+    c.batch_execute("INSERT INTO s.ev VALUES (1)")
+        .await
+        .expect("insert after restart");
+    let n = poll_i64(&c, "SELECT n FROM counts WHERE k = 1", 3).await;
+    assert_eq!(n, 3, "the materialized view counts s.ev's rows");
+    let rows = c
+        .query("SELECT k FROM plain", &[])
+        .await
+        .expect("the plain view after restart");
+    let ks: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(ks, vec![1, 1, 1], "the view reads s.ev, not public.ev");
+}
+
 /// A view showing partial matches (`SHOW PARTIAL MATCHES`) is rebuilt after kill -9 with
 /// the rows of the attempts still open, and goes on from them: a later row that fails an
 /// attempt retracts the rows shown before the restart.

@@ -45,6 +45,11 @@ impl Session {
                 "role \"{role}\" does not exist"
             ));
         }
+        // Resolved before the catalog is held: resolving reads it (`search_path`).
+        let resolved = match kind {
+            "SCHEMA" | "DATABASE" => None,
+            _ => Some(self.resolve(name)?),
+        };
         let doc = self.engine.catalog.read();
         match kind {
             "SCHEMA" => {
@@ -57,7 +62,7 @@ impl Session {
                 doc.database(&crate::ident::object_parts(name)?.join("."))?;
             }
             "TABLE" | "VIEW" | "MATERIALIZED VIEW" | "SEQUENCE" | "STREAM" => {
-                let (schema, rel) = self.resolve(name)?;
+                let (schema, rel) = resolved.unwrap_or_default();
                 let s = doc.database(&self.db.name)?.schemas.get(&schema);
                 let exists = s.is_some_and(|s| {
                     s.relations.contains_key(&rel) || s.sequences.contains_key(&rel)
@@ -67,7 +72,7 @@ impl Session {
                 }
             }
             "AGGREGATE" => {
-                let (_, aggregate) = self.resolve(name)?;
+                let (_, aggregate) = resolved.unwrap_or_default();
                 drop(doc);
                 if self.aggregate(&aggregate).is_none() {
                     return Err(brook_err!(
@@ -78,7 +83,7 @@ impl Session {
                 return Ok(Outcome::Command("ALTER AGGREGATE".into()));
             }
             "FUNCTION" => {
-                let (_, function) = self.resolve(name)?;
+                let (_, function) = resolved.unwrap_or_default();
                 drop(doc);
                 if self.function(&function).is_none() {
                     return Err(brook_err!(

@@ -28,6 +28,25 @@ impl Session {
     /// 0A000 when a view or materialized view reads `schema.name` through what expands to
     /// the relation's columns as they are when planned (see the module's comment).
     pub(crate) fn check_add_column(&self, schema: &str, name: &str, added: &str) -> Result<()> {
+        self.check_new_column(
+            schema,
+            name,
+            added,
+            &format!("ADD COLUMN to {name}"),
+            "add the column",
+        )
+    }
+
+    /// [`Session::check_add_column`] for any change that gives `schema.name` the column
+    /// `added` (`change` names it in the message, `redo` says what to do instead).
+    pub(crate) fn check_new_column(
+        &self,
+        schema: &str,
+        name: &str,
+        added: &str,
+        change: &str,
+        redo: &str,
+    ) -> Result<()> {
         for (vschema, vname, kind) in self.dependents(schema, name)? {
             let Ok((meta, _)) = self.relation(&vschema, &vname) else {
                 continue;
@@ -41,7 +60,7 @@ impl Session {
             };
             return Err(brook_err!(
                 Unsupported,
-                "ADD COLUMN to {name} while {} {vschema}.{vname} reads it through {how}: its columns would shift; drop the {}, add the column, then create it again (or name its columns)",
+                "{change} while {} {vschema}.{vname} reads it through {how}: its columns would shift; drop the {}, {redo}, then create it again (or name its columns)",
                 kind.noun(),
                 kind.noun()
             ));

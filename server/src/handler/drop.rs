@@ -5,7 +5,7 @@ use crate::ident::object_parts;
 use crate::session::Outcome;
 use crate::session::Session;
 use brook_common::{brook_err, BrookError, Result};
-use datafusion::sql::sqlparser::ast::{self, ObjectName, ObjectType};
+use datafusion::sql::sqlparser::ast::{ObjectName, ObjectType};
 use std::collections::HashSet;
 
 impl Session {
@@ -34,6 +34,12 @@ impl Session {
                     if let Some(dropped) = self.drop_schema_if_temp(&name) {
                         dropped?;
                         continue;
+                    }
+                    // What reads the schema's relations from other schemas goes first.
+                    if cascade {
+                        for rel in self.relation_names_in(&name) {
+                            self.drop_dependents(&name, &rel)?;
+                        }
                     }
                     let dropped = self
                         .engine
@@ -67,26 +73,14 @@ impl Session {
         }
     }
 
-    /// The existing relations a query names, as (schema, name).
-    pub(crate) fn relations_read(&self, q: &ast::Query) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        let mut add = |name: &ast::ObjectName| {
-            if let Ok((schema, rel)) = self.resolve(name) {
-                if self.relation(&schema, &rel).is_ok()
-                    && !out.contains(&(schema.clone(), rel.clone()))
-                {
-                    out.push((schema, rel));
-                }
-            }
-        };
-        let _ = ast::visit_relations(q, |name| {
-            add(name);
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        for name in brook_planner::windows::window_relations(q) {
-            add(&name);
-        }
-        out
+    /// The names of the relations of `schema` (none when it does not exist).
+    fn relation_names_in(&self, schema: &str) -> Vec<String> {
+        let doc = self.engine.catalog.read();
+        doc.database(&self.db.name)
+            .ok()
+            .and_then(|d| d.schemas.get(schema))
+            .map(|s| s.relations.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The materialized views and synopses that read `schema.name` directly.

@@ -98,7 +98,7 @@ impl Session {
         let stmt = self.table_aliases_completed(self.natural_joins_resolved(stmt));
         let (mut stmt, replaced) = self.approximated(stmt)?;
         if let StatementBody::Sql(s) = &mut stmt.body {
-            self.qualify_temp_relations(s)?;
+            self.qualify_relations(s)?;
         }
         self.notices
             .extend(replaced.iter().map(|r| r.notice().into()));

@@ -89,7 +89,7 @@ impl Session {
         mut stmt: Statement,
     ) -> Result<datafusion::logical_expr::LogicalPlan> {
         // Also for statements that did not come through `execute` (Describe, a cursor's).
-        self.qualify_temp_relations(&mut stmt)?;
+        self.qualify_relations(&mut stmt)?;
         let state = self.ctx.state();
         let plan = state
             .statement_to_plan(DFStatement::Statement(Box::new(stmt)))

@@ -157,11 +157,26 @@ impl Session {
                 ..
             } => {
                 let name = object_parts(&variable)?.join(".");
-                let value = values
-                    .iter()
-                    .map(setting_value)
-                    .collect::<Vec<_>>()
-                    .join(", ");
+                let path = name.eq_ignore_ascii_case("search_path");
+                let value = match values.as_slice() {
+                    // `SET search_path TO DEFAULT` (other settings read DEFAULT themselves).
+                    [Expr::Identifier(i)]
+                        if path
+                            && i.quote_style.is_none()
+                            && i.value.eq_ignore_ascii_case("default") =>
+                    {
+                        (crate::settings::default_settings().remove("search_path"))
+                            .unwrap_or_default()
+                    }
+                    _ if path => (values.iter())
+                        .map(crate::session::search_path::path_element)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    _ => (values.iter())
+                        .map(setting_value)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                };
                 self.assign(&name, value, scope == Some(ast::ContextModifier::Local))?;
             }
             // SET ROLE / SET SESSION AUTHORIZATION: to the connected role (or back), the
@@ -302,9 +317,8 @@ impl Session {
                 self.settings.set("timezone", shown);
             }
             "search_path" => {
-                let first = value
-                    .split(',')
-                    .map(|s| s.trim().trim_matches('"').to_string())
+                let first = crate::session::search_path::path_names(value)
+                    .into_iter()
                     .find(|s| s != "$user" && !s.is_empty() && s != "pg_catalog");
                 let schema = first.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
                 {
@@ -313,7 +327,10 @@ impl Session {
                     st.config_mut().options_mut().catalog.default_schema = schema;
                 }
                 // A list, shown as PostgreSQL shows one (`a,b` from a startup packet too).
-                let list: Vec<&str> = value.split(',').map(str::trim).collect();
+                let list: Vec<String> = crate::session::search_path::path_names(value)
+                    .iter()
+                    .map(|n| crate::ident::quote_if_needed(n))
+                    .collect();
                 self.settings.set(key, list.join(", "));
             }
             "role" => {

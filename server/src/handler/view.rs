@@ -68,6 +68,16 @@ impl Session {
         if cv.or_replace {
             if let Ok((old, _)) = self.relation(&schema, &name) {
                 check_replacement(&old, &meta, &name)?;
+                // The views that read this one through `*` would see the added columns.
+                for added in &meta.columns[old.columns.len()..] {
+                    self.check_new_column(
+                        &schema,
+                        &name,
+                        &added.name,
+                        &format!("CREATE OR REPLACE VIEW {name} adding column {}", added.name),
+                        &format!("replace {name}"),
+                    )?;
+                }
                 self.refuse_cycle(&meta.depends_on, &schema, &name)?;
                 let meta = RelationMeta {
                     id: old.id,

@@ -5,6 +5,7 @@ pub mod cursor;
 mod natural_joins;
 pub mod notice;
 pub mod prepared;
+pub mod search_path;
 mod table_aliases;
 pub mod temp;
 pub mod transaction;
@@ -241,9 +242,11 @@ impl Session {
     pub(crate) fn resolve(&self, name: &ObjectName) -> Result<(String, String)> {
         let parts = object_parts(name)?;
         match parts.as_slice() {
-            // A temporary relation first, as PostgreSQL's search path has pg_temp first.
-            [t] if self.is_temp_relation(t) => Ok((self.temp_schema_name(), t.clone())),
-            [t] => Ok((self.current_schema(), t.clone())),
+            // Along the search path, the temporary schema first (`search_path.rs`).
+            [t] => Ok((
+                self.schema_of(t).unwrap_or_else(|| self.current_schema()),
+                t.clone(),
+            )),
             [s, t] => Ok((self.schema_named(s)?, t.clone())),
             [d, s, t] if *d == self.db.name => Ok((self.schema_named(s)?, t.clone())),
             [d, _, _] => Err(brook_err!(

@@ -1,6 +1,7 @@
 //! The extended query protocol: Parse, Bind (parameters in text or binary), Describe and
 //! Execute with row limits and suspended portals.
 
+use super::cursor_portals::cursor_portal_changes;
 use super::portals::Rerun;
 use super::send::{send_copy_body, send_data_rows, send_notices};
 use super::simple::{
@@ -333,6 +334,14 @@ impl ExtendedQueryHandler for BrookHandler {
     {
         message.max_rows = message.max_rows.max(0);
         let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        // A cursor is a portal, read as the cursor is (`cursor_portals.rs`), in pages of its
+        // own whatever the limit. (The unnamed portal is never a cursor, whatever pgwire
+        // calls it.)
+        if let Some(cursor) = message.name.as_deref().filter(|n| !n.is_empty()) {
+            if self.is_open_cursor(cursor).await {
+                return self.execute_cursor_portal(client, cursor, max_rows).await;
+            }
+        }
         if max_rows > MAX_EXECUTE_ROWS {
             return Err(to_pg(BrookError::Limit {
                 message: format!(
@@ -365,17 +374,6 @@ impl ExtendedQueryHandler for BrookHandler {
                 .is_some_and(is_txn_control);
             if client.transaction_status() == TransactionStatus::Error && !ends_block {
                 return Err(to_pg(BrookError::InFailedTransaction));
-            }
-        }
-        // A cursor's portal whose rows pgwire has all sent reads the cursor again (a
-        // continuous cursor has new rows): pgwire would answer from its finished state.
-        if let pgwire::api::store::Entry::Value(p) = &entry {
-            if self.is_cursor(portal) {
-                let state = p.state();
-                let mut state = state.lock().await;
-                if matches!(*state, pgwire::api::portal::PortalExecutionState::Finished) {
-                    *state = pgwire::api::portal::PortalExecutionState::Initial;
-                }
             }
         }
         if let Some(answer) = self.rerun_answer(client, portal) {
@@ -442,6 +440,42 @@ impl ExtendedQueryHandler for BrookHandler {
         Ok(())
     }
 
+    /// Close of a cursor's portal closes the cursor, as in PostgreSQL (`cursor_portals.rs`).
+    async fn on_close<C>(
+        &self,
+        client: &mut C,
+        message: pgwire::messages::extendedquery::Close,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        if message.target_type == pgwire::messages::extendedquery::TARGET_TYPE_BYTE_PORTAL
+            && message.name.as_deref().is_some_and(|n| !n.is_empty())
+            && self.is_open_cursor(name).await
+        {
+            self.close_cursor_portal(client, name).await?;
+        }
+        // As pgwire's own Close.
+        match message.target_type {
+            pgwire::messages::extendedquery::TARGET_TYPE_BYTE_STATEMENT => {
+                client.portal_store().rm_statement(name)
+            }
+            pgwire::messages::extendedquery::TARGET_TYPE_BYTE_PORTAL => {
+                client.portal_store().rm_portal(name)
+            }
+            _ => {}
+        }
+        let done = pgwire::messages::extendedquery::CloseComplete::new();
+        client
+            .send(PgWireBackendMessage::CloseComplete(done))
+            .await?;
+        Ok(())
+    }
+
     /// ReadyForQuery as pgwire sends it, with the status settled as the simple protocol's
     /// (a COMMIT that failed ended its block).
     async fn on_sync<C>(
@@ -468,15 +502,12 @@ impl ExtendedQueryHandler for BrookHandler {
                 }
             }
         }
-        client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
-        self.finished.forget(pgwire::api::DEFAULT_NAME);
+        // Outside a block the transaction ended, and its portals with it; in a block even
+        // the unnamed portal lives on, as in PostgreSQL (a client may read on after Sync).
         if client.transaction_status() == TransactionStatus::Idle {
+            self.finished.forget(pgwire::api::DEFAULT_NAME);
             self.transaction_ended(client.portal_store()).await;
         }
-        self.suspended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(pgwire::api::DEFAULT_NAME);
         client
             .send(PgWireBackendMessage::ReadyForQuery(
                 pgwire::messages::response::ReadyForQuery::new(client.transaction_status()),
@@ -689,45 +720,6 @@ impl ExtendedQueryHandler for BrookHandler {
 }
 
 impl BrookHandler {
-    /// Whether `name` is a cursor's own portal.
-    fn is_cursor(&self, name: &str) -> bool {
-        self.cursors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(name)
-    }
-
-    /// The transaction ended: its portals go, as PostgreSQL drops them, but the portals of
-    /// the cursors still open (Brook's cursors may outlive transactions). A half-read
-    /// query's portal read on after COMMIT or ROLLBACK, and portals nobody closed piled up
-    /// (20,000 half-read ones held 3.5 GB; a cursor's portal, 0.5 MB per transaction).
-    pub(super) async fn transaction_ended<P: PortalStore>(&self, store: &P) {
-        let open: std::collections::HashSet<String> = match self.session.lock().await.as_ref() {
-            Some(s) => s.cursors.keys().cloned().collect(),
-            None => Default::default(),
-        };
-        let cursors = {
-            let mut cursors = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
-            cursors.retain(|name| open.contains(name));
-            cursors.clone()
-        };
-        let kept: Vec<_> = cursors
-            .iter()
-            .filter_map(|name| match store.get_portal(name) {
-                Some(pgwire::api::store::Entry::Value(p)) => Some(p),
-                _ => None,
-            })
-            .collect();
-        store.clear_portals();
-        for p in kept {
-            store.put_portal(p);
-        }
-        self.suspended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|name, _| cursors.contains(name));
-    }
-
     /// What an Execute of `portal` answers if that portal already ran to its end (None: run
     /// it). In a failed block the statement's own check answers (25P02).
     fn rerun_answer<C>(&self, client: &mut C, portal: &str) -> Option<Rerun>
@@ -748,38 +740,6 @@ impl BrookHandler {
 /// How many `$n` parameters a statement takes.
 pub(super) fn statement_placeholders(stmt: &BrookStatement) -> usize {
     stmt.as_sql().map_or(0, placeholder_count)
-}
-
-/// Portals to add (DECLARE: name and query) or remove (CLOSE: name, None) for a statement.
-pub(super) fn cursor_portal_changes(
-    stmt: &BrookStatement,
-) -> Vec<(String, Option<BrookStatement>)> {
-    use datafusion::sql::sqlparser::ast::{CloseCursor, Statement as S};
-    let Some(s) = stmt.as_sql() else {
-        return vec![];
-    };
-    match s {
-        // Executing or describing the portal reads the cursor, as `FETCH ALL` does (a
-        // continuous cursor's rows carry its change kind, which its query's plan lacks).
-        S::Declare { stmts } => stmts
-            .iter()
-            .filter_map(|d| {
-                let ident = d.names.first()?.clone();
-                let name = crate::ident::ident_name(&ident);
-                let fetch = S::Fetch {
-                    name: ident,
-                    direction: datafusion::sql::sqlparser::ast::FetchDirection::All,
-                    position: datafusion::sql::sqlparser::ast::FetchPosition::From,
-                    into: None,
-                };
-                Some((name, Some(BrookStatement::sql(fetch))))
-            })
-            .collect(),
-        S::Close {
-            cursor: CloseCursor::Specific { name },
-        } => vec![(crate::ident::ident_name(name), None)],
-        _ => vec![],
-    }
 }
 
 pub(super) fn bind(

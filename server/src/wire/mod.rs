@@ -14,6 +14,7 @@ pub mod idle;
 pub mod rows;
 
 mod copy;
+mod cursor_portals;
 mod extended;
 mod portals;
 mod send;
