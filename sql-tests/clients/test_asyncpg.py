@@ -107,3 +107,29 @@ def test_set_config_and_current_setting_in_one_select(brook):
             await c.close()
 
     run(main())
+
+
+def test_cursor_forward_and_fetch(brook):
+    """asyncpg's cursor: `forward(n)` is `MOVE FORWARD n` of its protocol portal in a simple
+    query (34000 before: Brook's MOVE knew only DECLAREd cursors), `fetch(n)` an Execute."""
+
+    async def main():
+        c = await asyncpg.connect(
+            host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"]
+        )
+        try:
+            await c.execute("CREATE TABLE apg_cursor AS SELECT g AS a FROM generate_series(1, 10) g")
+            async with c.transaction():
+                cur = await c.cursor("SELECT a FROM apg_cursor ORDER BY a")
+                assert await cur.forward(3) == 3
+                assert [r["a"] for r in await cur.fetch(2)] == [4, 5]
+                assert await cur.forward(10) == 5
+                assert await cur.fetch(2) == []
+                other = await c.cursor("SELECT a FROM apg_cursor ORDER BY a")
+                assert [r["a"] for r in await other.fetch(2)] == [1, 2]
+                assert await other.forward(2) == 2
+                assert (await other.fetchrow())["a"] == 5
+        finally:
+            await c.close()
+
+    run(main())

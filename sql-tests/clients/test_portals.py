@@ -167,6 +167,28 @@ def test_a_cursor_named_as_pgwire_names_the_unnamed_portal_is_not_the_unnamed_po
     assert count(brook, "portal_default_name") == (1, 7)
 
 
+def test_sql_fetch_and_move_read_a_protocol_portal(raw):
+    """SQL FETCH and MOVE may name a protocol portal, as in PostgreSQL (asyncpg's
+    `cursor.forward` sends MOVE): they share the portal's position with Execute."""
+    raw.run(query("CREATE TABLE portal_fetch (a int); INSERT INTO portal_fetch SELECT x FROM generate_series(1, 5) x"))
+    raw.run(query("BEGIN"))
+    select = parse("SELECT a FROM portal_fetch ORDER BY a")
+    assert raw.run(select, bind("p"), execute("p", 1), sync()) == ["D", "s", ("Z", "T")]
+    assert raw.run(query("FETCH 2 FROM p")) == ["D", "D", ("C", "FETCH 2"), ("Z", "T")]
+    assert raw.run(query("MOVE 1 IN p")) == [("C", "MOVE 1"), ("Z", "T")]
+    assert raw.run(execute("p", 5), sync()) == ["D", ("C", "SELECT 1"), ("Z", "T")]
+    assert raw.run(query("FETCH BACKWARD 1 FROM p")) == [("E", "55000"), ("Z", "E")]
+    raw.run(query("ROLLBACK"))
+    # A count far past the rows: the server reserved room for every row asked (40 GB for a
+    # billion) and aborted.
+    raw.run(query("BEGIN"))
+    raw.run(select, bind("q"), execute("q", 1), sync())
+    assert raw.run(query("MOVE 1000000000 IN q")) == [("C", "MOVE 4"), ("Z", "T")]
+    raw.run(select, bind("r"), execute("r", 1), sync())
+    assert raw.run(query("FETCH 2147483647 FROM r"))[-2:] == [("C", "FETCH 4"), ("Z", "T")]
+    raw.run(query("ROLLBACK"))
+
+
 def test_a_pipeline_goes_on_after_its_copy(brook, raw):
     """An extended-protocol COPY FROM STDIN, then more statements before Sync: they run (a
     pipeline's INSERT after its COPY was skipped without a word)."""

@@ -80,6 +80,31 @@ impl Pattern {
         }
     }
 
+    /// Whether a part repeated without an upper bound can take any row: a variable no
+    /// condition restricts (`defined` says which are), or parts made of such. Over a
+    /// stream without WITHIN such an attempt holds every later row.
+    pub fn repeats_any_row(&self, defined: &dyn Fn(usize) -> bool) -> bool {
+        match self {
+            Pattern::Var(_) | Pattern::Start | Pattern::End => false,
+            Pattern::Concat(ps) | Pattern::Alt(ps) => ps.iter().any(|p| p.repeats_any_row(defined)),
+            Pattern::Exclude(inner) => inner.repeats_any_row(defined),
+            Pattern::Repeat { inner, max, .. } => {
+                (max.is_none() && inner.takes_any_row(defined)) || inner.repeats_any_row(defined)
+            }
+        }
+    }
+
+    /// Whether every row can be matched by this part (each of its steps takes any row).
+    fn takes_any_row(&self, defined: &dyn Fn(usize) -> bool) -> bool {
+        match self {
+            Pattern::Var(v) => !defined(*v),
+            Pattern::Start | Pattern::End => false,
+            Pattern::Alt(ps) => ps.iter().any(|p| p.takes_any_row(defined)),
+            Pattern::Concat(ps) => !ps.is_empty() && ps.iter().all(|p| p.takes_any_row(defined)),
+            Pattern::Exclude(inner) | Pattern::Repeat { inner, .. } => inner.takes_any_row(defined),
+        }
+    }
+
     /// Check what the matcher relies on: a quantified part matches at least one row per
     /// repetition (otherwise a repetition could loop without consuming rows), and bounds
     /// are ordered.
@@ -658,5 +683,41 @@ mod tests {
             greedy: true,
         };
         assert_eq!(Program::compile(&huge).unwrap_err().sqlstate(), "54001");
+    }
+
+    #[test]
+    fn unbounded_repetition_of_any_row_is_found() {
+        let rep = |inner: Pattern, max: Option<u32>| Pattern::Repeat {
+            inner: Box::new(inner),
+            min: 1,
+            max,
+            greedy: true,
+        };
+        let only_a_defined = |v: usize| v == A;
+        let cases = [
+            (
+                "a b+, b undefined",
+                Pattern::Concat(vec![Pattern::Var(A), rep(Pattern::Var(B), None)]),
+                true,
+            ),
+            ("a+, a defined", rep(Pattern::Var(A), None), false),
+            ("b{1,3}, bounded", rep(Pattern::Var(B), Some(3)), false),
+            (
+                "(a | b)+",
+                rep(Pattern::Alt(vec![Pattern::Var(A), Pattern::Var(B)]), None),
+                true,
+            ),
+            (
+                "(a b)+",
+                rep(
+                    Pattern::Concat(vec![Pattern::Var(A), Pattern::Var(B)]),
+                    None,
+                ),
+                false,
+            ),
+        ];
+        for (name, pattern, want) in cases {
+            assert_eq!(pattern.repeats_any_row(&only_a_defined), want, "{name}");
+        }
     }
 }

@@ -118,6 +118,14 @@ impl Builder<'_> {
                 "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)",
             ));
         }
+        let defined = |v: usize| mr.node.conditions.get(v).is_some_and(Option::is_some);
+        if mr.node.within.is_none() && mr.node.pattern.repeats_any_row(&defined) {
+            return Err(refuse(
+                "MATCH_RECOGNIZE over a stream repeating without bound a variable no DEFINE \
+                 restricts, and without WITHIN: an attempt would hold every later row of its \
+                 partition (bound it with WITHIN INTERVAL '...', or DEFINE the variable)",
+            ));
+        }
         if !mr.node.ascending() {
             return Err(refuse(
                 "MATCH_RECOGNIZE ORDER BY ... DESC (a stream's rows are matched as they \

@@ -21,7 +21,9 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::sql::sqlparser::ast::{Expr, Ident, Value, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::ast::{
+    Expr, Ident, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use std::ops::ControlFlow;
@@ -32,17 +34,43 @@ fn arg_column(i: usize) -> String {
     format!("__arg_{}", i + 1)
 }
 
-/// The body's expression with arguments (by name or `$n`) read as `__arg_n` columns.
+/// The body's expression with arguments (by name or `$n`) read as `__arg_n` columns,
+/// rewritten as a query's expressions are (PostgreSQL's literal types, the jsonb
+/// operators, array literals): the body is `SELECT <body>` as far as the rewrites go.
 fn body_over_arguments(meta: &FunctionMeta) -> Result<Expr> {
-    let mut e = Parser::new(&PostgreSqlDialect {})
+    // (Parsed alone first: a body that is no expression is refused as before.)
+    Parser::new(&PostgreSqlDialect {})
         .try_with_sql(&meta.body)?
         .parse_expr()?;
+    let sql = format!("SELECT {}", meta.body);
+    let mut stmt = brook_planner::parser::parse_one(&sql)?
+        .into_plain_sql()
+        .ok_or_else(|| brook_err!(Internal, "function body {} is not plain SQL", meta.body))?;
     let names: Vec<Option<String>> = meta.args.iter().map(|a| a.name.clone()).collect();
     let mut rw = Arguments { names: &names };
-    if let ControlFlow::Break(err) = e.visit(&mut rw) {
+    if let ControlFlow::Break(err) = stmt.visit(&mut rw) {
         return Err(err);
     }
-    Ok(e)
+    crate::pg::sql::pg_literals(&mut stmt)?;
+    select_expression(stmt)
+        .ok_or_else(|| brook_err!(Internal, "function body {} is no expression", meta.body))
+}
+
+/// The one expression of `SELECT <expression>`.
+fn select_expression(stmt: Statement) -> Option<Expr> {
+    let Statement::Query(q) = stmt else {
+        return None;
+    };
+    let SetExpr::Select(select) = *q.body else {
+        return None;
+    };
+    if !select.from.is_empty() {
+        return None;
+    }
+    match select.projection.into_iter().next()? {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
+    }
 }
 
 struct Arguments<'a> {

@@ -16,6 +16,7 @@ pub mod rows;
 mod copy;
 mod cursor_portals;
 mod extended;
+mod portal_fetch;
 mod portals;
 mod send;
 mod simple;

@@ -26,13 +26,16 @@ impl BrookHandler {
         stmt: &BrookStatement,
         token: &CancellationToken,
     ) -> Option<PgWireResult<Response>> {
-        let (fetch, keep) = match &stmt.body {
-            StatementBody::Move(f) => (f.as_ref(), false),
-            StatementBody::Sql(f @ Statement::Fetch { into: None, .. }) => (f, true),
+        let (fetch, keep): (&Statement, bool) = match &stmt.body {
+            StatementBody::Move(f) => (f, false),
+            StatementBody::Sql(f) => (f, true),
             _ => return None,
         };
         let Statement::Fetch {
-            name, direction, ..
+            name,
+            direction,
+            into: None,
+            ..
         } = fetch
         else {
             return None;
@@ -56,34 +59,58 @@ impl BrookHandler {
                 "FETCH of portal \"{name}\", whose rows were bound in binary (read it with Execute)"
             ))));
         }
-        let initial = matches!(
-            *portal.state().lock().await,
-            PortalExecutionState::Initial
-        );
+        let initial = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
         if initial {
             if let Err(e) = self.start_portal(&portal, token).await {
                 return Some(Err(e));
             }
         }
-        let fetched = match portal.fetch(count).await {
-            Ok(f) => f,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut response = fetched.response;
-        if keep {
-            let rows: Vec<_> = response.data_rows().collect().await;
-            let rows = rows.into_iter().collect::<PgWireResult<Vec<_>>>();
-            return Some(rows.map(|rows| {
-                let schema = response.row_schema();
-                let mut q = QueryResponse::new(schema, futures::stream::iter(rows.into_iter().map(Ok)));
-                q.set_command_tag("FETCH");
-                Response::Query(q)
-            }));
-        }
-        let moved = response.data_rows().count().await;
-        Some(Ok(Response::Execution(Tag::new("MOVE").with_rows(moved))))
+        Some(read_portal(&portal, count, keep).await)
     }
 }
+
+/// Take up to `count` rows (0: all) of a started portal, in pieces: pgwire's own fetch
+/// reserves room for every row asked at once (`MOVE 1000000000` aborted the server
+/// reserving 40 GB), and MOVE keeps none of the rows it passes over. FETCH answers its
+/// rows, MOVE their count.
+async fn read_portal(
+    portal: &Portal<Prepared>,
+    count: usize,
+    keep: bool,
+) -> PgWireResult<Response> {
+    let mut rows = Vec::new();
+    let mut taken = 0;
+    let mut schema = None;
+    loop {
+        let piece = match count {
+            0 => PORTAL_PIECE_ROWS,
+            n => (n - taken).min(PORTAL_PIECE_ROWS),
+        };
+        let mut fetched = portal.fetch(piece).await?;
+        schema.get_or_insert_with(|| fetched.response.row_schema());
+        let data = fetched.response.data_rows();
+        while let Some(row) = data.next().await {
+            let row = row?;
+            taken += 1;
+            if keep {
+                rows.push(row);
+            }
+        }
+        if !fetched.suspended || (count > 0 && taken >= count) {
+            break;
+        }
+    }
+    if !keep {
+        return Ok(Response::Execution(Tag::new("MOVE").with_rows(taken)));
+    }
+    let schema = schema.unwrap_or_default();
+    let mut q = QueryResponse::new(schema, futures::stream::iter(rows.into_iter().map(Ok)));
+    q.set_command_tag("FETCH");
+    Ok(Response::Query(q))
+}
+
+/// The rows FETCH and MOVE of a portal take from it at a time.
+const PORTAL_PIECE_ROWS: usize = 10_000;
 
 impl BrookHandler {
     /// Run a bound portal's query, as its first Execute would, leaving its rows to be read.
@@ -110,7 +137,12 @@ impl BrookHandler {
             execute_on_statement_runtime(&mut g, stmt, token.clone(), self.cancel.clone()).await?;
         drop(g);
         let fmt = portal.result_column_format.clone();
-        match Self::respond(outcome, &|i| fmt.format_for(i), token.clone(), self.cancel.clone())? {
+        match Self::respond(
+            outcome,
+            &|i| fmt.format_for(i),
+            token.clone(),
+            self.cancel.clone(),
+        )? {
             Response::Query(q) => {
                 portal.start(q).await;
                 Ok(())
@@ -120,25 +152,23 @@ impl BrookHandler {
     }
 }
 
-/// The rows a forward FETCH or MOVE takes (0: all); 0A000 for any other direction.
+/// The rows a forward FETCH or MOVE takes (0: all); 55000 for one that goes back, as
+/// for a cursor (PostgreSQL's protocol portals do not scroll).
 fn forward_count(direction: &FetchDirection) -> brook_common::Result<usize> {
-    let count = |limit: &dyn std::fmt::Display| {
-        limit
-            .to_string()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| brook_err!(Unsupported, "FETCH {direction} of a protocol portal (only forward)"))
-    };
+    let back = || crate::session::cursor::backward(&format!("FETCH {direction}"));
     match direction {
         FetchDirection::Next | FetchDirection::Forward { limit: None } => Ok(1),
         FetchDirection::All | FetchDirection::ForwardAll => Ok(0),
         FetchDirection::Count { limit } | FetchDirection::Forward { limit: Some(limit) } => {
-            count(limit)
+            match limit.to_string().parse::<i64>() {
+                Ok(n) if n > 0 => Ok(n as usize),
+                Ok(_) => Err(back()),
+                Err(_) => Err(brook_err!(
+                    Syntax,
+                    "FETCH takes a whole number of rows, not {limit}"
+                )),
+            }
         }
-        other => Err(brook_err!(
-            Unsupported,
-            "FETCH {other} of a protocol portal (only forward)"
-        )),
+        _ => Err(back()),
     }
 }

@@ -168,6 +168,29 @@ impl SimpleQueryHandler for BrookHandler {
                 failed = true;
                 break;
             }
+            // A FETCH or MOVE of a protocol portal reads that portal (`portal_fetch.rs`).
+            if let Some(answer) = self
+                .portal_fetch(client.portal_store(), &stmt, &token)
+                .await
+            {
+                let sent = match answer {
+                    Ok(Response::Query(q)) => send_rows(client, q, &|| self.client_gone()).await,
+                    Ok(Response::Execution(tag)) => send_execution_response(client, tag).await,
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = sent {
+                    client
+                        .feed(PgWireBackendMessage::ErrorResponse(
+                            ErrorInfo::from(e).into(),
+                        ))
+                        .await?;
+                    status = status.to_error_state();
+                    failed = true;
+                    break;
+                }
+                continue;
+            }
             let rollback_to = is_rollback_to_savepoint(&stmt);
             let commit_in_failed = status == TransactionStatus::Error;
             let outcome = async {

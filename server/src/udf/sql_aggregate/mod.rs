@@ -353,6 +353,9 @@ fn initial_state(state: &SessionState, text: &str, stype: &PgType) -> Result<Sca
         )?)));
     }
     let sql = format!("CAST('{}' AS {})", text.replace('\'', "''"), stype.name());
+    // An array's text (`'{0,0,0}'`) is read as an array literal is (DataFusion's CAST took
+    // `'{x}'` for one text element, or failed on numbers).
+    let sql = array_literal_sql(&sql).unwrap_or(sql);
     let empty = DFSchema::empty();
     let logical = state.create_logical_expr(&sql, &empty)?;
     let expr = state.create_physical_expr(logical, &empty)?;
@@ -363,6 +366,33 @@ fn initial_state(state: &SessionState, text: &str, stype: &PgType) -> Result<Sca
     )?;
     let value = ScalarValue::try_from_array(&expr.evaluate(&batch)?.into_array(1)?, 0)?;
     Ok(value.cast_to(&stype.arrow())?)
+}
+
+/// `CAST('{...}' AS t[])` with the text as `ARRAY[...]` of its elements; None when `sql`
+/// casts to no array type.
+fn array_literal_sql(sql: &str) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{ArrayElemTypeDef, DataType as SqlType, Expr, Value};
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let mut parser = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(sql)
+        .ok()?;
+    let Expr::Cast {
+        expr, data_type, ..
+    } = parser.parse_expr().ok()?
+    else {
+        return None;
+    };
+    let SqlType::Array(ArrayElemTypeDef::SquareBracket(elem, _)) = &data_type else {
+        return None;
+    };
+    let Expr::Value(v) = expr.as_ref() else {
+        return None;
+    };
+    let Value::SingleQuotedString(text) = &v.value else {
+        return None;
+    };
+    let array = brook_planner::array_literal::literal_as_array(text, elem);
+    Some(format!("CAST({array} AS {data_type})"))
 }
 
 /// A planned aggregate as DataFusion calls it.
