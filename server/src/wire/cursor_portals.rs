@@ -76,6 +76,39 @@ impl BrookHandler {
             .is_some_and(|s| s.cursors.contains_key(name))
     }
 
+    /// A protocol Close: as pgwire's, and of a cursor's portal, of the cursor too.
+    pub(super) async fn close<C>(
+        &self,
+        client: &mut C,
+        message: pgwire::messages::extendedquery::Close,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use pgwire::messages::extendedquery::{
+            CloseComplete, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+        };
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let named = message.name.as_deref().is_some_and(|n| !n.is_empty());
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
+            TARGET_TYPE_BYTE_PORTAL => {
+                if named && self.is_open_cursor(name).await {
+                    self.close_cursor_portal(client, name).await?;
+                }
+                client.portal_store().rm_portal(name)
+            }
+            _ => {}
+        }
+        client
+            .send(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     /// A protocol Close of cursor `name`'s portal: `CLOSE name`, and its portal is
     /// forgotten.
     pub(super) async fn close_cursor_portal<C>(

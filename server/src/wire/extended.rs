@@ -452,28 +452,7 @@ impl ExtendedQueryHandler for BrookHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
-        if message.target_type == pgwire::messages::extendedquery::TARGET_TYPE_BYTE_PORTAL
-            && message.name.as_deref().is_some_and(|n| !n.is_empty())
-            && self.is_open_cursor(name).await
-        {
-            self.close_cursor_portal(client, name).await?;
-        }
-        // As pgwire's own Close.
-        match message.target_type {
-            pgwire::messages::extendedquery::TARGET_TYPE_BYTE_STATEMENT => {
-                client.portal_store().rm_statement(name)
-            }
-            pgwire::messages::extendedquery::TARGET_TYPE_BYTE_PORTAL => {
-                client.portal_store().rm_portal(name)
-            }
-            _ => {}
-        }
-        let done = pgwire::messages::extendedquery::CloseComplete::new();
-        client
-            .send(PgWireBackendMessage::CloseComplete(done))
-            .await?;
-        Ok(())
+        self.close(client, message).await
     }
 
     /// ReadyForQuery as pgwire sends it, with the status settled as the simple protocol's

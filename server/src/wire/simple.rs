@@ -56,6 +56,20 @@ where
     Ok(())
 }
 
+/// Queue the ErrorResponse of `e` (ReadyForQuery follows at the end of the query string).
+async fn feed_error<C>(client: &mut C, e: PgWireError) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    client
+        .feed(PgWireBackendMessage::ErrorResponse(
+            ErrorInfo::from(e).into(),
+        ))
+        .await?;
+    Ok(())
+}
+
 /// 0A000 for statements after a COPY FROM STDIN in one query string: they would run after
 /// its data, which Brook does not do (they were dropped without a word).
 fn nothing_after_copy_from_stdin(
@@ -180,11 +194,7 @@ impl SimpleQueryHandler for BrookHandler {
                     Err(e) => Err(e),
                 };
                 if let Err(e) = sent {
-                    client
-                        .feed(PgWireBackendMessage::ErrorResponse(
-                            ErrorInfo::from(e).into(),
-                        ))
-                        .await?;
+                    feed_error(client, e).await?;
                     status = status.to_error_state();
                     failed = true;
                     break;
@@ -229,11 +239,7 @@ impl SimpleQueryHandler for BrookHandler {
             }) {
                 Ok(o) => o,
                 Err(e) => {
-                    client
-                        .feed(PgWireBackendMessage::ErrorResponse(
-                            ErrorInfo::from(e).into(),
-                        ))
-                        .await?;
+                    feed_error(client, e).await?;
                     status = status.to_error_state();
                     failed = true;
                     break;
@@ -243,11 +249,7 @@ impl SimpleQueryHandler for BrookHandler {
             match outcome {
                 Response::Query(q) => {
                     if let Err(e) = send_rows(client, q, &|| self.client_gone()).await {
-                        client
-                            .feed(PgWireBackendMessage::ErrorResponse(
-                                ErrorInfo::from(e).into(),
-                            ))
-                            .await?;
+                        feed_error(client, e).await?;
                         status = status.to_error_state();
                         failed = true;
                         break;
@@ -287,11 +289,7 @@ impl SimpleQueryHandler for BrookHandler {
                     if let Err(e) =
                         send_copy_out(client, r, &|| self.client_gone(), header_lines).await
                     {
-                        client
-                            .feed(PgWireBackendMessage::ErrorResponse(
-                                ErrorInfo::from(e).into(),
-                            ))
-                            .await?;
+                        feed_error(client, e).await?;
                         status = status.to_error_state();
                         failed = true;
                         break;
