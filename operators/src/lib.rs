@@ -15,7 +15,8 @@
 //!   update or on window close), [`join`] (inner equi-join with retraction), [`over`] (window
 //!   functions: running aggregates, LAG/LEAD, frames), [`session_window`] (SESSION windows),
 //!   [`topn`] (ORDER BY .. LIMIT, row_number() <= n per group), [`count_window`]
-//!   (TUMBLE_ROWS / HOP_ROWS), [`union`], [`unnest`], [`recursive`] (WITH RECURSIVE: a
+//!   (TUMBLE_ROWS / HOP_ROWS), [`reorder`] (rows in event-time order as the watermark
+//!   passes them, for MATCH_RECOGNIZE), [`union`], [`unnest`], [`recursive`] (WITH RECURSIVE: a
 //!   small graph of the recursive term's operators, iterated to a fixpoint per change).
 //!   `join/` and `aggregate/` keep the plan node (`mod.rs`), the runtime state and operator
 //!   (`op.rs`, and a join side's `side.rs`) and the tests apart.
@@ -34,6 +35,7 @@ pub mod match_recognize;
 pub mod over;
 pub mod project;
 pub mod recursive;
+pub mod reorder;
 pub mod session_window;
 pub mod source;
 #[cfg(test)]

@@ -18,8 +18,16 @@
 //! last row's), and only the new rows' results are emitted, so a row costs the same
 //! whatever the partition's size. Rows are kept in chunks merged as a binary
 //! counter carries (each row is copied O(log n) times), so appending never copies the
-//! whole partition either. The rows themselves stay (a later delete or out-of-order row
-//! needs them).
+//! whole partition either.
+//!
+//! Over an input whose rows never change, the node's [`Bound`] says which rows are final —
+//! no row still to come sorts before them: every row without ORDER BY (a partition is in
+//! arrival order), the rows before the watermark when the ORDER BY starts with the input's
+//! event time (a row arriving behind the watermark is late: dropped and counted, as windows
+//! and joins drop theirs). With the shortcut, a partition then keeps only its rows after the
+//! final ones and the last final rows the functions read back ([`bounded`]): `lag(x, k)`
+//! over a whole stream holds k rows plus those within the watermark's delay. Otherwise the
+//! rows stay (a later delete or a row from the past needs them).
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, Result};
@@ -37,6 +45,7 @@ use shortcut::{Reach, Shortcut};
 use std::fmt;
 use std::sync::Arc;
 
+mod bounded;
 mod partition;
 pub mod shortcut;
 
@@ -54,6 +63,18 @@ pub struct OverNode {
     /// How the window functions' values for rows arriving after their partition's last
     /// row follow from few rows, when they all do (see the module's comment).
     pub shortcut: Option<Shortcut>,
+    /// Which rows are final, when the input's rows never change (see the module's comment).
+    pub bound: Option<Bound>,
+}
+
+/// Which rows of a partition no row still to come can sort before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// No ORDER BY: a partition is in arrival order, so every row is final once it arrived.
+    Arrival,
+    /// The ORDER BY starts with input column `time`, the event time, ascending with NULLs
+    /// last: the rows before the watermark are final, and a row behind it is late.
+    EventTime { time: usize },
 }
 
 impl fmt::Display for OverNode {
@@ -79,9 +100,20 @@ impl fmt::Display for OverNode {
                         if rows { " " } else { ": " }
                     ));
                 }
+                let kept = match self
+                    .bound
+                    .filter(|_| exact_shortcut(self).ok().flatten().is_some())
+                {
+                    None => "live rows".to_string(),
+                    Some(Bound::Arrival) => format!("last {}", plural_rows(s.kept_final())),
+                    Some(Bound::EventTime { .. }) => format!(
+                        "rows after the watermark and the {} before them",
+                        plural_rows(s.kept_final())
+                    ),
+                };
                 write!(
                     f,
-                    "Over: [{}] state=live rows per partition (rows after the last{})",
+                    "Over: [{}] state={kept} per partition (rows after the last{})",
                     names.join(", "),
                     how.join(",")
                 )
@@ -107,12 +139,28 @@ impl NodeSpec for OverNode {
     }
 }
 
+/// "1 row", "3 rows".
+fn plural_rows(n: usize) -> String {
+    if n == 1 {
+        "1 row".to_string()
+    } else {
+        format!("{n} rows")
+    }
+}
+
 struct OverOp {
     exprs: Vec<Arc<dyn WindowExpr>>,
     partition_by: Vec<Arc<dyn PhysicalExpr>>,
     input_schema: SchemaRef,
     schema: SchemaRef,
     shortcut: Option<Shortcut>,
+    /// Which rows are final (only with the shortcut: the values of rows after a partition's
+    /// kept rows follow from them alone).
+    bound: Option<Bound>,
+    /// The input's watermark so far.
+    watermark: Option<i64>,
+    /// Rows dropped because they arrived behind the watermark (with [`Bound::EventTime`]).
+    late: u64,
     /// Row encoding of partition keys (`None`: one partition, no PARTITION BY).
     keys: Option<RowConverter>,
     /// Row encoding of whole input rows (to find the row a delete names).
@@ -154,12 +202,16 @@ impl OverOp {
                 .collect::<Result<Vec<_>>>()?,
             None => Vec::new(),
         };
+        let shortcut = exact_shortcut(node)?;
         Ok(OverOp {
             exprs: node.exprs.clone(),
             partition_by: node.partition_by.clone(),
             input_schema: node.input_schema.clone(),
             schema: node.schema.clone(),
-            shortcut: exact_shortcut(node)?,
+            bound: node.bound.filter(|_| shortcut.is_some()),
+            watermark: None,
+            late: 0,
+            shortcut,
             keys: (!key_types.is_empty())
                 .then(|| RowConverter::new(key_types))
                 .transpose()?,
@@ -258,26 +310,46 @@ impl OverOp {
         new: &RecordBatch,
         shortcut: &Shortcut,
     ) -> Result<RecordBatch> {
-        let before = self.input_part(&p.last_rows(shortcut.lookback(), &self.schema)?)?;
-        let window = concat_batches(&self.input_schema, [&before, new])?;
-        let last = p.last_rows(1, &self.schema)?;
+        let before = p.last_rows(shortcut.kept_final(), &self.schema)?;
+        let fresh = self.continue_from(&before, new, shortcut)?;
+        p.push(fresh.clone())?;
+        Ok(fresh)
+    }
+
+    /// The window values of `new` (sorted input rows) following `before`, the rows just
+    /// before them with their results (the partition's first rows when `before` is empty;
+    /// at least the rows each function reads back otherwise): functions reading rows back
+    /// are evaluated over `before`'s last rows and `new`, running ones continue from
+    /// `before`'s last row.
+    fn continue_from(
+        &mut self,
+        before: &RecordBatch,
+        new: &RecordBatch,
+        shortcut: &Shortcut,
+    ) -> Result<RecordBatch> {
+        let back = shortcut.lookback().min(before.num_rows());
+        let context = self.input_part(&before.slice(before.num_rows() - back, back))?;
+        let window = concat_batches(&self.input_schema, [&context, new])?;
         let inputs = self.input_schema.fields().len();
         let mut cols = new.columns().to_vec();
         for (i, (e, reach)) in self.exprs.iter().zip(&shortcut.reach).enumerate() {
             cols.push(match reach {
-                Reach::Rows(_) => e
-                    .evaluate(&window)?
-                    .slice(before.num_rows(), new.num_rows()),
+                Reach::Rows(_) => e.evaluate(&window)?.slice(back, new.num_rows()),
                 Reach::Running(kind) => {
-                    let from = ScalarValue::try_from_array(last.column(inputs + i), 0)?;
-                    shortcut::continue_running(*kind, &from, &e.evaluate(new)?)?
+                    let partial = e.evaluate(new)?;
+                    match before.num_rows().checked_sub(1) {
+                        None => partial,
+                        Some(last) => {
+                            let from =
+                                ScalarValue::try_from_array(before.column(inputs + i), last)?;
+                            shortcut::continue_running(*kind, &from, &partial)?
+                        }
+                    }
                 }
             });
         }
         self.evaluated += (window.num_rows() + new.num_rows()) as u64;
-        let fresh = RecordBatch::try_new(self.schema.clone(), cols)?;
-        p.push(fresh.clone())?;
-        Ok(fresh)
+        Ok(RecordBatch::try_new(self.schema.clone(), cols)?)
     }
 
     fn with_kind(&self, b: &RecordBatch, kind: i8) -> Result<RecordBatch> {
@@ -302,6 +374,9 @@ impl OverOp {
                 if self.after_last(p, &new, shortcut.strictly_after)? {
                     let fresh = self.append(p, &new, &shortcut)?;
                     return Ok(Some(self.with_kind(&fresh, change::INSERT)?));
+                }
+                if self.bound.is_some() {
+                    return self.insert_among_live(p, &new, &shortcut);
                 }
             }
         }
@@ -348,11 +423,12 @@ impl Operator for OverOp {
         let kinds = change::kinds(&batch)?.clone();
         let data = change::strip(&batch)?;
         let n = data.num_rows();
+        let keep = self.keep(&data, &kinds)?;
         let key_rows = crate::key_rows(self.keys.as_ref(), &self.partition_by, &data)?;
         // Rows of the batch per partition, inserts and deletes apart.
         let mut touched: Vec<Box<[u8]>> = Vec::new();
         let mut changes: HashMap<Box<[u8]>, InsertsDeletes> = HashMap::new();
-        for i in 0..n {
+        for i in (0..n).filter(|i| keep.as_ref().is_none_or(|k| k[*i])) {
             let key: Box<[u8]> = match &key_rows {
                 Some(r) => r.row(i).data().into(),
                 None => Box::new([]),
@@ -375,6 +451,7 @@ impl Operator for OverOp {
             if let Some(c) = self.change_partition(&mut p, &data, &ins, &del)? {
                 out.push(c);
             }
+            self.prune(&mut p)?;
             if !p.chunks.is_empty() {
                 self.bytes += p.bytes();
                 self.partitions.insert(key, p);
@@ -383,8 +460,17 @@ impl Operator for OverOp {
         Ok(out)
     }
 
+    fn on_watermark(&mut self, watermark: i64) -> Result<Vec<RecordBatch>> {
+        self.watermark = Some(watermark);
+        Ok(Vec::new())
+    }
+
     fn state_size(&self) -> usize {
         self.bytes
+    }
+
+    fn late_rows(&self) -> u64 {
+        self.late
     }
 }
 

@@ -19,9 +19,17 @@ impl Partition {
         self.chunks.iter().map(|c| c.get_array_memory_size()).sum()
     }
 
+    /// Rows in all chunks.
+    pub(super) fn rows(&self) -> usize {
+        self.chunks.iter().map(|c| c.num_rows()).sum()
+    }
+
     /// Append `chunk`, merging the last two chunks while the newer is at least half the
     /// older.
     pub(super) fn push(&mut self, chunk: RecordBatch) -> Result<()> {
+        if chunk.num_rows() == 0 {
+            return Ok(());
+        }
         self.chunks.push(chunk);
         while let [.., older, newer] = self.chunks.as_slice() {
             if newer.num_rows() * 2 < older.num_rows() {

@@ -55,6 +55,12 @@ impl Shortcut {
             .unwrap_or(0)
     }
 
+    /// The rows before a new row the functions read: the most any reads back, and at
+    /// least the last row, whose running values continue.
+    pub fn kept_final(&self) -> usize {
+        self.lookback().max(1)
+    }
+
     /// Whether a running function continues exactly over values of type `t`: floating
     /// point sums would add in another order than a whole evaluation (and NaN orders
     /// apart), so they take the long way.

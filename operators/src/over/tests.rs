@@ -2,7 +2,7 @@
 //! evaluation at any batch cuts.
 use super::*;
 use crate::over::shortcut::{Reach, Running, Shortcut};
-use crate::testing::{from_pretty, to_sorted_rows};
+use crate::testing::{from_pretty, to_rows, to_sorted_rows};
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::functions_aggregate::sum::sum_udaf;
@@ -39,6 +39,7 @@ fn running_sum(input: &RecordBatch) -> OverNode {
         input_schema: schema,
         schema: Arc::new(Schema::new(fields)),
         shortcut: None,
+        bound: None,
     }
 }
 
@@ -169,6 +170,7 @@ fn lag_and_pairs(schema: &SchemaRef) -> OverNode {
             ],
             strictly_after: true,
         }),
+        bound: None,
     }
 }
 
@@ -272,4 +274,122 @@ fn late_rows_and_deletes_give_the_answer_of_the_final_rows_at_any_batch_cuts() {
         }
         assert_eq!(net(&out), expected, "batches of up to {cut}");
     }
+}
+
+/// A row `k | t | v | op`.
+type Row = (&'static str, i64, i64, i8);
+
+/// Rows of partitions a and b with times from `time(i)`, in batches of 10, the watermark
+/// `delay` behind the latest time after each batch, as a stream with `WATERMARK FOR t AS t -
+/// delay` moves it: returns the output, the rows kept (none behind the watermark when they
+/// arrived) and the most rows a partition held.
+fn bounded_run(time: impl Fn(i64) -> i64, delay: i64) -> (Vec<RecordBatch>, Vec<Row>, usize) {
+    let all: Vec<(&str, i64, i64, i8)> = (0..1000)
+        .map(|i| (if i % 2 == 0 { "a" } else { "b" }, time(i), i, 1))
+        .collect();
+    let schema = change::strip(&rows(&all[..1])).unwrap().schema();
+    let mut node = lag_and_pairs(&schema);
+    node.bound = Some(Bound::EventTime { time: 1 });
+    let mut op = OverOp::new(&node).unwrap();
+    let (mut out, mut kept, mut most) = (Vec::new(), Vec::new(), 0);
+    let mut watermark: Option<i64> = None;
+    for chunk in all.chunks(10) {
+        kept.extend(chunk.iter().filter(|r| watermark.is_none_or(|w| r.1 >= w)));
+        out.extend(op.on_data(0, rows(chunk)).unwrap());
+        let latest = all
+            .iter()
+            .take_while(|r| r != &&chunk[chunk.len() - 1])
+            .map(|r| r.1);
+        let latest = latest.chain(chunk.iter().map(|r| r.1)).max().unwrap();
+        watermark = Some(latest - delay);
+        op.on_watermark(latest - delay).unwrap();
+        most = most.max(op.partitions.values().map(|p| p.rows()).max().unwrap_or(0));
+    }
+    assert_eq!(op.late_rows() as usize, all.len() - kept.len());
+    (out, kept, most)
+}
+
+#[test]
+fn rows_in_time_order_keep_only_the_rows_read_back() {
+    let (out, kept, most) = bounded_run(|i| i * 1000, 0);
+    assert_eq!(kept.len(), 1000);
+    let schema = change::strip(&rows(&kept[..1])).unwrap().schema();
+    let expected = OverOp::new(&lag_and_pairs(&schema))
+        .unwrap()
+        .on_data(0, rows(&kept))
+        .unwrap();
+    assert_eq!(net(&out), net(&expected));
+    // Final rows are dropped once as many as the rest: a partition holds fewer than twice
+    // the 2 rows lag(v, 2) reads back, the previous batch's last row and a batch's 5 rows —
+    // whatever the stream's length.
+    assert!(most < 2 * (2 + 1 + 5), "a partition held {most} rows");
+}
+
+#[test]
+fn rows_from_the_past_within_the_delay_count_and_late_ones_are_dropped() {
+    // Times jump back by up to 19 s every third row; the watermark trails by 10 s, so some
+    // rows are late.
+    let time = |i: i64| {
+        i * 1000
+            - if i % 3 == 0 {
+                (i * 37) % 20 * 1000 + 1
+            } else {
+                0
+            }
+    };
+    let (out, kept, most) = bounded_run(time, 10_000);
+    assert!(kept.len() < 1000 && kept.len() > 900, "{} kept", kept.len());
+    let schema = change::strip(&rows(&kept[..1])).unwrap().schema();
+    let expected = OverOp::new(&lag_and_pairs(&schema))
+        .unwrap()
+        .on_data(0, rows(&kept))
+        .unwrap();
+    assert_eq!(net(&out), net(&expected));
+    // Fewer than twice the 2 rows read back, the rows at or after the watermark (10 s of
+    // rows, a row a second: at most 10 in a partition) and a batch's 5 rows — whatever the
+    // stream's length.
+    assert!(most < 2 * (2 + 10 + 5), "a partition held {most} rows");
+}
+
+#[test]
+fn without_order_every_row_is_final_once_it_arrived() {
+    use datafusion::functions_window::lead_lag::lag_udwf;
+    use datafusion::logical_expr::WindowFunctionDefinition;
+    let batch = rows(&[("a", 0, 0, 1)]);
+    let schema = change::strip(&batch).unwrap().schema();
+    let lag = datafusion::physical_plan::windows::create_window_expr(
+        &WindowFunctionDefinition::WindowUDF(lag_udwf()),
+        "prev".into(),
+        &[col("v", &schema).unwrap()],
+        &[],
+        &[],
+        Arc::new(WindowFrame::new(None)),
+        schema.clone(),
+        false,
+        false,
+        None,
+    )
+    .unwrap();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("prev", DataType::Int64, true));
+    let node = OverNode {
+        exprs: vec![lag],
+        partition_by: Vec::new(),
+        input_schema: schema.clone(),
+        schema: Arc::new(Schema::new(fields)),
+        shortcut: Some(Shortcut {
+            reach: vec![Reach::Rows(1)],
+            strictly_after: false,
+        }),
+        bound: Some(Bound::Arrival),
+    };
+    let mut op = OverOp::new(&node).unwrap();
+    let mut out = Vec::new();
+    for i in 0..100 {
+        out.extend(op.on_data(0, rows(&[("a", 0, i, 1)])).unwrap());
+    }
+    // lag(v) reads the row before: only it stays.
+    assert_eq!(op.partitions.values().map(|p| p.rows()).sum::<usize>(), 1);
+    let prevs: Vec<String> = to_rows(&out).into_iter().rev().take(2).collect();
+    assert_eq!(prevs, vec!["a | 0 | 99 | 98 | 1", "a | 0 | 98 | 97 | 1"]);
 }

@@ -139,6 +139,27 @@ impl Builder<'_> {
                  updates its rows: matches are decided in arrival order)",
             ));
         }
+        // Ordered by the event time of a stream with a watermark: its rows within the
+        // watermark's delay are put in order before matching (rather than late), so the
+        // matches are those over the table.
+        let time = self.time_of(input);
+        let input = match mr.node.order.first() {
+            Some(first) if time == Some(*first) => {
+                let node = brook_operators::reorder::ReorderNode {
+                    schema: mr.node.input_schema.clone(),
+                    time: *first,
+                    order: mr
+                        .node
+                        .order
+                        .iter()
+                        .copied()
+                        .zip(mr.node.order_options.iter().copied())
+                        .collect(),
+                };
+                self.add(Arc::new(node), vec![input], time)
+            }
+            _ => input,
+        };
         Ok(self.add(mr.node.clone(), vec![input], None))
     }
 

@@ -50,15 +50,21 @@ impl Builder<'_> {
                 "window functions with different PARTITION BY in one SELECT",
             ));
         }
+        // The input's columns come first, unchanged.
+        let time = self.time_of(input);
+        let bound = if self.updating(input) {
+            None
+        } else {
+            final_rows(&exprs, time)
+        };
         let node = brook_operators::over::OverNode {
             exprs,
             partition_by,
             input_schema: Arc::new(w.input.schema().as_arrow().clone()),
             schema: Arc::new(w.schema.as_arrow().clone()),
             shortcut: shortcut(&w.window_expr),
+            bound,
         };
-        // The input's columns come first, unchanged.
-        let time = self.time_of(input);
         Ok(self.add(Arc::new(node), vec![input], time))
     }
 
@@ -175,6 +181,31 @@ impl Builder<'_> {
             times,
         )))
     }
+}
+
+/// Which rows are final over an input whose rows never change: every row without ORDER BY
+/// (a partition is in arrival order), the rows before the watermark when every function's
+/// ORDER BY starts with the event time (`time`), ascending with NULLs last; `None` for any
+/// other order (a row may still arrive before any row).
+fn final_rows(
+    exprs: &[Arc<dyn datafusion::physical_expr::window::WindowExpr>],
+    time: Option<usize>,
+) -> Option<brook_operators::over::Bound> {
+    use brook_operators::over::Bound;
+    if exprs.iter().all(|e| e.order_by().is_empty()) {
+        return Some(Bound::Arrival);
+    }
+    let time = time?;
+    let by_time = exprs.iter().all(|e| {
+        e.order_by().first().is_some_and(|o| {
+            !o.options.descending
+                && !o.options.nulls_first
+                && o.expr
+                    .downcast_ref::<Column>()
+                    .is_some_and(|c| c.index() == time)
+        })
+    });
+    by_time.then_some(Bound::EventTime { time })
 }
 
 /// How the window functions' values for a row arriving after its partition's last row
