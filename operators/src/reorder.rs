@@ -6,8 +6,9 @@
 //! delay. Reorder holds the rows at or after the watermark and, each time it rises, emits
 //! those it passed sorted by the ORDER BY (ties in arrival order): what follows sees the
 //! order a table's rows have. A row behind the watermark is late (dropped and counted, as
-//! windows drop theirs); a row whose event time is NULL is passed on at once (NULLs sort
-//! last: no row is held behind it). State: the rows within the watermark's delay.
+//! windows drop theirs), and so is a row whose event time is NULL: it sorts after every
+//! row, so no watermark ever passes it (holding it would hold it forever, passing it on at
+//! once would put it before rows still held). State: the rows within the watermark's delay.
 
 use crate::{change, timestamp_micros, NodeSpec, Operator};
 use brook_common::{brook_err, Result};
@@ -117,34 +118,22 @@ impl Operator for ReorderOp {
             ));
         }
         let times = timestamp_micros(batch.column(self.time))?;
-        let mut now = Vec::with_capacity(times.len());
         let mut hold = Vec::with_capacity(times.len());
         let mut earliest = i64::MAX;
         for i in 0..times.len() {
-            let (pass, keep) = if times.is_null(i) {
-                (true, false)
+            let keep = times.is_valid(i) && self.watermark.is_none_or(|w| times.value(i) >= w);
+            if keep {
+                earliest = earliest.min(times.value(i));
             } else {
-                let t = times.value(i);
-                let late = self.watermark.is_some_and(|w| t < w);
-                self.late += u64::from(late);
-                if !late {
-                    earliest = earliest.min(t);
-                }
-                (false, !late)
-            };
-            now.push(pass);
+                self.late += 1;
+            }
             hold.push(keep);
         }
         if hold.iter().any(|h| *h) {
             let rows = filter_record_batch(&batch, &BooleanArray::from(hold))?;
             self.held.push(Held { rows, earliest });
         }
-        let out = filter_record_batch(&batch, &BooleanArray::from(now))?;
-        Ok(if out.num_rows() > 0 {
-            vec![out]
-        } else {
-            Vec::new()
-        })
+        Ok(Vec::new())
     }
 
     fn on_watermark(&mut self, watermark: i64) -> Result<Vec<RecordBatch>> {
@@ -223,11 +212,9 @@ mod tests {
              a      | NULL    | 3       | 1
              a      | 9       | 4       | 1",
         );
-        // A NULL time passes at once; the rest wait for the watermark.
-        assert_eq!(
-            to_rows(&op.on_data(0, first).unwrap()),
-            vec!["a | NULL | 3 | 1"]
-        );
+        // A NULL time is never passed by the watermark: late. The rest wait for it.
+        assert!(op.on_data(0, first).unwrap().is_empty());
+        assert_eq!(op.late_rows(), 1);
         assert_eq!(
             to_rows(&op.on_watermark(5).unwrap()),
             vec!["b | 3 | 2 | 1", "a | 5 | 1 | 1"]
@@ -240,7 +227,7 @@ mod tests {
         );
         // 4 is behind the watermark: late. 5 is at it, a peer of the row released there.
         assert!(op.on_data(0, second).unwrap().is_empty());
-        assert_eq!(op.late_rows(), 1);
+        assert_eq!(op.late_rows(), 2);
         assert_eq!(to_rows(&op.on_watermark(6).unwrap()), vec!["b | 5 | 7 | 1"]);
         assert_eq!(
             to_rows(&op.on_watermark(i64::MAX).unwrap()),

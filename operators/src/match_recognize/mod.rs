@@ -200,6 +200,15 @@ pub struct Condition {
     pub reads: Vec<Navigation>,
 }
 
+impl Condition {
+    /// Whether the condition is the constant `true`: it restricts no row.
+    pub fn always_true(&self) -> bool {
+        self.expr
+            .downcast_ref::<datafusion::physical_expr::expressions::Literal>()
+            .is_some_and(|l| l.value() == &ScalarValue::Boolean(Some(true)))
+    }
+}
+
 /// A `PREV(col, offset)` (or, `ahead`, `NEXT(col, offset)`) of the row a condition reads:
 /// filled in as an extra input column.
 #[derive(Debug, Clone, Copy, PartialEq)]

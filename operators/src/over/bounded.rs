@@ -72,7 +72,8 @@ impl OverOp {
             return Ok(());
         };
         let total = p.rows();
-        let drop = self.final_rows(p)?.saturating_sub(shortcut.kept_final());
+        let kept = shortcut.kept_final() + shortcut.lookahead();
+        let drop = self.final_rows(p)?.saturating_sub(kept);
         if drop == 0 || drop * 2 < total {
             return Ok(());
         }
@@ -93,22 +94,15 @@ impl OverOp {
         shortcut: &Shortcut,
     ) -> Result<Option<RecordBatch>> {
         let all = p.all(&self.schema)?;
-        let fixed = self.final_rows(p)?;
+        // The last final rows' values may read rows after them (`lead`).
+        let fixed = self.final_rows(p)?.saturating_sub(shortcut.lookahead());
         let before = all.slice(0, fixed);
         let live = all.slice(fixed, all.num_rows() - fixed);
         let rows = concat_batches(&self.input_schema, [&self.input_part(&live)?, new])?;
         let fresh = self.continue_from(&before, &self.sorted(&rows)?, shortcut)?;
-        let parts = [
-            self.with_kind(&live, change::DELETE)?,
-            self.with_kind(&fresh, change::INSERT)?,
-        ];
         p.chunks.clear();
         p.push(before)?;
-        p.push(fresh)?;
-        let changed = change::consolidate(&concat_batches(
-            &change::with_change_field(&self.schema),
-            &parts,
-        )?)?;
-        Ok((changed.num_rows() > 0).then_some(changed))
+        p.push(fresh.clone())?;
+        self.changes(&live, &fresh)
     }
 }

@@ -82,40 +82,24 @@ impl fmt::Display for OverNode {
         let names: Vec<String> = self.exprs.iter().map(|e| e.name().to_string()).collect();
         match &self.shortcut {
             Some(s) => {
-                let rows = s
-                    .reach
-                    .iter()
-                    .any(|r| matches!(r, shortcut::Reach::Rows(_)));
-                let running = s
-                    .reach
-                    .iter()
-                    .any(|r| matches!(r, shortcut::Reach::Running(_)));
-                let mut how = Vec::new();
-                if rows {
-                    how.push(format!(" evaluated with the {} before them", s.lookback()));
-                }
-                if running {
-                    how.push(format!(
-                        "{}running values continued from the last row",
-                        if rows { " " } else { ": " }
-                    ));
-                }
                 let kept = match self
                     .bound
                     .filter(|_| exact_shortcut(self).ok().flatten().is_some())
                 {
                     None => "live rows".to_string(),
-                    Some(Bound::Arrival) => format!("last {}", plural_rows(s.kept_final())),
+                    Some(Bound::Arrival) => {
+                        format!("last {}", plural_rows(s.kept_final() + s.lookahead()))
+                    }
                     Some(Bound::EventTime { .. }) => format!(
                         "rows after the watermark and the {} before them",
-                        plural_rows(s.kept_final())
+                        plural_rows(s.kept_final() + s.lookahead())
                     ),
                 };
                 write!(
                     f,
                     "Over: [{}] state={kept} per partition (rows after the last{})",
                     names.join(", "),
-                    how.join(",")
+                    shortcut_text(s)
                 )
             }
             None => write!(
@@ -136,6 +120,28 @@ impl NodeSpec for OverNode {
     }
     fn instantiate(&self) -> Result<Box<dyn Operator>> {
         Ok(Box::new(OverOp::new(self)?))
+    }
+}
+
+/// How rows after a partition's last are evaluated, for EXPLAIN.
+fn shortcut_text(s: &Shortcut) -> String {
+    let mut how = Vec::new();
+    if s.reach.iter().any(|r| matches!(r, Reach::Rows(_))) {
+        how.push(format!("evaluated with the {} before them", s.lookback()));
+    }
+    if s.lookahead() > 0 {
+        how.push(format!(
+            "the last {} evaluated again",
+            plural_rows(s.lookahead())
+        ));
+    }
+    if s.reach.iter().any(|r| matches!(r, Reach::Running(_))) {
+        how.push("running values continued from the last row".to_string());
+    }
+    match how.first() {
+        None => String::new(),
+        Some(first) if first.starts_with("evaluated") => format!(" {}", how.join(", ")),
+        Some(_) => format!(": {}", how.join(", ")),
     }
 }
 
@@ -302,18 +308,40 @@ impl OverOp {
         })
     }
 
-    /// The shortcut: the window values of `new` (sorted, after every row of `p`), from
-    /// the rows before it that each function reads; returns the new rows' results.
+    /// The shortcut: `new` (sorted, after every row of `p`) appended to `p`, evaluated
+    /// with the rows before it that each function reads, and the last rows whose values
+    /// read rows after them (`lead`) evaluated again; returns the changed rows.
     fn append(
         &mut self,
         p: &mut Partition,
         new: &RecordBatch,
         shortcut: &Shortcut,
-    ) -> Result<RecordBatch> {
-        let before = p.last_rows(shortcut.kept_final(), &self.schema)?;
-        let fresh = self.continue_from(&before, new, shortcut)?;
+    ) -> Result<Option<RecordBatch>> {
+        let ahead = shortcut.lookahead().min(p.rows());
+        let tail = p.last_rows(shortcut.kept_final() + ahead, &self.schema)?;
+        let split = tail.num_rows() - ahead;
+        let redo = tail.slice(split, ahead);
+        let rows = concat_batches(&self.input_schema, [&self.input_part(&redo)?, new])?;
+        let fresh = self.continue_from(&tail.slice(0, split), &rows, shortcut)?;
+        p.drop_last(ahead);
         p.push(fresh.clone())?;
-        Ok(fresh)
+        self.changes(&redo, &fresh)
+    }
+
+    /// The rows of `new` not in `old` as inserts, those of `old` not in `new` as deletes.
+    fn changes(&self, old: &RecordBatch, new: &RecordBatch) -> Result<Option<RecordBatch>> {
+        if old.num_rows() == 0 {
+            return (new.num_rows() > 0)
+                .then(|| self.with_kind(new, change::INSERT))
+                .transpose();
+        }
+        let parts = [
+            self.with_kind(old, change::DELETE)?,
+            self.with_kind(new, change::INSERT)?,
+        ];
+        let all = concat_batches(&change::with_change_field(&self.schema), &parts)?;
+        let changed = change::consolidate(&all)?;
+        Ok((changed.num_rows() > 0).then_some(changed))
     }
 
     /// The window values of `new` (sorted input rows) following `before`, the rows just
@@ -334,7 +362,9 @@ impl OverOp {
         let mut cols = new.columns().to_vec();
         for (i, (e, reach)) in self.exprs.iter().zip(&shortcut.reach).enumerate() {
             cols.push(match reach {
-                Reach::Rows(_) => e.evaluate(&window)?.slice(back, new.num_rows()),
+                Reach::Rows(_) | Reach::Ahead(_) => {
+                    e.evaluate(&window)?.slice(back, new.num_rows())
+                }
                 Reach::Running(kind) => {
                     let partial = e.evaluate(new)?;
                     match before.num_rows().checked_sub(1) {
@@ -372,8 +402,7 @@ impl OverOp {
             if let Some(shortcut) = self.shortcut.clone() {
                 let new = self.sorted(&take_rows(data, ins)?)?;
                 if self.after_last(p, &new, shortcut.strictly_after)? {
-                    let fresh = self.append(p, &new, &shortcut)?;
-                    return Ok(Some(self.with_kind(&fresh, change::INSERT)?));
+                    return self.append(p, &new, &shortcut);
                 }
                 if self.bound.is_some() {
                     return self.insert_among_live(p, &new, &shortcut);
@@ -490,7 +519,7 @@ fn exact_shortcut(node: &OverNode) -> Result<Option<Shortcut>> {
     }
     let inputs = node.input_schema.fields().len();
     let exact = s.reach.iter().enumerate().all(|(i, r)| match r {
-        Reach::Rows(_) => true,
+        Reach::Rows(_) | Reach::Ahead(_) => true,
         Reach::Running(kind) => node
             .schema
             .fields()

@@ -58,6 +58,21 @@ impl Partition {
         Ok(concat_batches(schema, &parts)?)
     }
 
+    /// Remove the last `n` rows (all when the partition has fewer).
+    pub(super) fn drop_last(&mut self, n: usize) {
+        let mut left = n;
+        while left > 0 {
+            let Some(last) = self.chunks.pop() else {
+                return;
+            };
+            if last.num_rows() > left {
+                self.chunks.push(last.slice(0, last.num_rows() - left));
+                return;
+            }
+            left -= last.num_rows();
+        }
+    }
+
     /// Every row, in one batch.
     pub(super) fn all(&self, schema: &SchemaRef) -> Result<RecordBatch> {
         Ok(concat_batches(schema, &self.chunks)?)

@@ -2,9 +2,10 @@
 //!
 //! A window function's value for a new row that sorts after every row of its partition
 //! follows from little: `lag(x, k)` and frames of `ROWS n PRECEDING` read the row and a
-//! bounded number of rows before it ([`Reach::Rows`]); a running `sum`, `count`, `min`,
-//! `max` or `row_number` from the partition's first row is the last row's value continued
-//! over the new rows ([`Reach::Running`]). The planner derives a [`Shortcut`] from the
+//! bounded number of rows before it ([`Reach::Rows`]); `lead(x, k)` reads k rows after it,
+//! so the values of a partition's last k rows change as rows follow ([`Reach::Ahead`]); a
+//! running `sum`, `count`, `min`, `max`, `row_number` or `first_value` from the partition's
+//! first row is the last row's value continued over the new rows ([`Reach::Running`]). The planner derives a [`Shortcut`] from the
 //! window functions when every one of them is such; the operator falls back to evaluating
 //! the partition for anything else.
 
@@ -18,6 +19,9 @@ use datafusion::scalar::ScalarValue;
 pub enum Reach {
     /// It reads the row and at most this many rows before it.
     Rows(usize),
+    /// It reads the row and at most this many rows after it (`lead`): the values of a
+    /// partition's last rows change as rows follow them.
+    Ahead(usize),
     /// A running value from the partition's first row.
     Running(Running),
 }
@@ -30,6 +34,8 @@ pub enum Running {
     Min,
     Max,
     RowNumber,
+    /// `first_value`: the partition's first row's value.
+    First,
 }
 
 /// The shortcut of a node's window functions.
@@ -49,7 +55,20 @@ impl Shortcut {
             .iter()
             .map(|r| match r {
                 Reach::Rows(k) => *k,
-                Reach::Running(_) => 0,
+                Reach::Ahead(_) | Reach::Running(_) => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The most rows after a row that a function reads: a partition's last rows whose
+    /// values change as rows follow.
+    pub fn lookahead(&self) -> usize {
+        self.reach
+            .iter()
+            .map(|r| match r {
+                Reach::Ahead(k) => *k,
+                Reach::Rows(_) | Reach::Running(_) => 0,
             })
             .max()
             .unwrap_or(0)
@@ -65,7 +84,10 @@ impl Shortcut {
     /// point sums would add in another order than a whole evaluation (and NaN orders
     /// apart), so they take the long way.
     pub fn exact_for(running: Running, t: &DataType) -> bool {
-        matches!(running, Running::Count | Running::RowNumber) || !t.is_floating()
+        matches!(
+            running,
+            Running::Count | Running::RowNumber | Running::First
+        ) || !t.is_floating()
     }
 }
 
@@ -77,6 +99,8 @@ pub fn continue_running(kind: Running, last: &ScalarValue, partial: &ArrayRef) -
         .map(|i| {
             let v = ScalarValue::try_from_array(partial, i)?;
             Ok(match kind {
+                // The first row's value, NULL or not.
+                Running::First => last.clone(),
                 Running::Count | Running::RowNumber => last.add_checked(&v)?,
                 _ if last.is_null() => v,
                 _ if v.is_null() => last.clone(),
@@ -126,6 +150,10 @@ mod tests {
         assert_eq!(
             continued(Running::Max, None, &[None, Some(3)]),
             vec![None, Some(3)]
+        );
+        assert_eq!(
+            continued(Running::First, None, &[Some(4), Some(4)]),
+            vec![None, None]
         );
     }
 }

@@ -393,3 +393,72 @@ fn without_order_every_row_is_final_once_it_arrived() {
     let prevs: Vec<String> = to_rows(&out).into_iter().rev().take(2).collect();
     assert_eq!(prevs, vec!["a | 0 | 99 | 98 | 1", "a | 0 | 98 | 97 | 1"]);
 }
+
+/// `lead(v, 2)`, `first_value(v)` and `last_value(v)` per k ordered by t (the default
+/// frame), with the shortcut the planner gives them.
+fn lead_and_firsts(schema: &SchemaRef) -> OverNode {
+    use datafusion::functions_window::lead_lag::lead_udwf;
+    use datafusion::functions_window::nth_value::{first_value_udwf, last_value_udwf};
+    use datafusion::logical_expr::WindowFunctionDefinition;
+    use datafusion::physical_expr::expressions::lit;
+    let v = col("v", schema).unwrap();
+    let frame = || WindowFrame::new(Some(false));
+    let udwf = WindowFunctionDefinition::WindowUDF;
+    let lead = window(
+        schema,
+        udwf(lead_udwf()),
+        "lead2",
+        &[v.clone(), lit(2i64)],
+        frame(),
+    );
+    let first = window(
+        schema,
+        udwf(first_value_udwf()),
+        "first",
+        std::slice::from_ref(&v),
+        frame(),
+    );
+    let last = window(schema, udwf(last_value_udwf()), "last", &[v], frame());
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    for name in ["lead2", "first", "last"] {
+        fields.push(Field::new(name, DataType::Int64, true));
+    }
+    OverNode {
+        exprs: vec![lead, first, last],
+        partition_by: vec![col("k", schema).unwrap()],
+        input_schema: schema.clone(),
+        schema: Arc::new(Schema::new(fields)),
+        shortcut: Some(Shortcut {
+            reach: vec![
+                Reach::Ahead(2),
+                Reach::Running(Running::First),
+                Reach::Rows(0),
+            ],
+            strictly_after: true,
+        }),
+        bound: Some(Bound::EventTime { time: 1 }),
+    }
+}
+
+#[test]
+fn lead_changes_the_last_rows_as_rows_follow_and_keeps_few() {
+    let all: Vec<Row> = (0..600)
+        .map(|i| (if i % 3 == 0 { "b" } else { "a" }, i * 1000, i, 1))
+        .collect();
+    let schema = change::strip(&rows(&all[..1])).unwrap().schema();
+    let node = lead_and_firsts(&schema);
+    let expected = net(&OverOp::new(&node).unwrap().on_data(0, rows(&all)).unwrap());
+    for cut in [1usize, 4, 25] {
+        let mut op = OverOp::new(&node).unwrap();
+        let mut out = Vec::new();
+        let mut most = 0;
+        for chunk in all.chunks(cut) {
+            out.extend(op.on_data(0, rows(chunk)).unwrap());
+            op.on_watermark(chunk[chunk.len() - 1].1).unwrap();
+            most = most.max(op.partitions.values().map(|p| p.rows()).max().unwrap_or(0));
+        }
+        assert_eq!(net(&out), expected, "batches of {cut}");
+        // The 2 rows whose lead still changes, the row before them, twice, and a batch.
+        assert!(most < 2 * (2 + 1 + 1 + cut), "a partition held {most} rows");
+    }
+}

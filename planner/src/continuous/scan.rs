@@ -118,7 +118,13 @@ impl Builder<'_> {
                 "MATCH_RECOGNIZE with $ (the end of a partition, which a stream never reaches)",
             ));
         }
-        let defined = |v: usize| mr.node.conditions.get(v).is_some_and(Option::is_some);
+        // A variable restricts rows when its DEFINE is more than `true`.
+        let defined = |v: usize| {
+            mr.node
+                .conditions
+                .get(v)
+                .is_some_and(|c| c.as_ref().is_some_and(|c| !c.always_true()))
+        };
         if mr.node.within.is_none() && mr.node.pattern.repeats_any_row(&defined) {
             return Err(refuse(
                 "MATCH_RECOGNIZE over a stream repeating without bound a variable no DEFINE \

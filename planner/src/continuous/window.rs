@@ -211,10 +211,11 @@ fn final_rows(
 /// How the window functions' values for a row arriving after its partition's last row
 /// follow from few rows, when they all do: `lag(x, k)` reads k rows back, an aggregate over
 /// `ROWS BETWEEN n PRECEDING AND CURRENT ROW` (or `m PRECEDING`) n rows, and a running
-/// `sum`, `count`, `min`, `max` (from `UNBOUNDED PRECEDING` to `CURRENT ROW`) or
-/// `row_number()` continues from the last row's value. `None` for anything else (LEAD,
-/// ranks, frames that reach later rows, `FILTER`, `DISTINCT`, `IGNORE NULLS`): the
-/// operator then evaluates the whole partition when it changes.
+/// `sum`, `count`, `min`, `max` (from `UNBOUNDED PRECEDING` to `CURRENT ROW`),
+/// `row_number()` or `first_value` continues from the last row's value, `last_value` reads
+/// the row (its peers under RANGE), `lead(x, k)` makes the last k rows' values change.
+/// `None` for anything else (ranks, frames that reach later rows, `FILTER`, `DISTINCT`,
+/// `IGNORE NULLS`): the operator then evaluates the whole partition when it changes.
 fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut> {
     use brook_operators::over::shortcut::{Reach, Running, Shortcut};
     use datafusion::logical_expr::expr::{NullTreatment, WindowFunction, WindowFunctionDefinition};
@@ -254,8 +255,47 @@ fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut>
                     Some(_) => return None,
                 }
             }
+            WindowFunctionDefinition::WindowUDF(u) if u.name() == "lead" => {
+                match params.args.get(1) {
+                    None => Reach::Ahead(1),
+                    Some(Expr::Literal(v, _)) => Reach::Ahead(rows(v)?),
+                    Some(_) => return None,
+                }
+            }
             WindowFunctionDefinition::WindowUDF(u) if u.name() == "row_number" => {
                 Reach::Running(Running::RowNumber)
+            }
+            WindowFunctionDefinition::WindowUDF(u)
+                if matches!(u.name(), "first_value" | "last_value") =>
+            {
+                let frame = &params.window_frame;
+                match (&frame.start_bound, &frame.end_bound) {
+                    (WindowFrameBound::Preceding(v), WindowFrameBound::CurrentRow)
+                        if v.is_null() =>
+                    {
+                        match frame.units {
+                            WindowFrameUnits::Rows => {}
+                            _ if params.order_by.is_empty() => return None,
+                            _ => strictly_after = true,
+                        }
+                        if u.name() == "first_value" {
+                            Reach::Running(Running::First)
+                        } else {
+                            Reach::Rows(0)
+                        }
+                    }
+                    (WindowFrameBound::Preceding(start), end)
+                        if frame.units == WindowFrameUnits::Rows =>
+                    {
+                        match end {
+                            WindowFrameBound::CurrentRow => {}
+                            WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
+                            _ => return None,
+                        }
+                        Reach::Rows(rows(start)?)
+                    }
+                    _ => return None,
+                }
             }
             WindowFunctionDefinition::AggregateUDF(a) => {
                 let frame = &params.window_frame;
