@@ -18,6 +18,14 @@
 //!   the bare identifier's name. `brook_row` is DataFusion's `named_struct` except that each
 //!   field keeps its column's metadata, so a json column of the row stays JSON.
 //!
+//! A FROM item that is a call of a function returning one value per row under a column
+//! of its own name (`jsonb_array_elements(doc) e`, whose column is `value`) is, named
+//! bare, that value in PostgreSQL (`SELECT e ->> 'x' FROM jsonb_array_elements(doc) e`):
+//! such a bare name anywhere in its SELECT becomes `brook_bare_value(e.value, 'e')`, typed
+//! as its first argument (operators over it are planned for the value's type), which
+//! [`WholeRows`] makes the column named `e` of another FROM item if there is one (a column
+//! goes first, as in PostgreSQL), else `e.value`.
+//!
 //! `SELECT t FROM t` (a record as a result column) is not rewritten: it stays 42703.
 
 use brook_common::BrookError;
@@ -37,7 +45,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::sql::sqlparser::ast::{
     Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArgumentClause, FunctionArguments,
-    Ident, ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor,
+    Ident, ObjectName, ObjectNamePart, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
     TableWithJoins, Value, VisitMut, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
@@ -49,6 +57,9 @@ pub const WHOLE_ROW: &str = "brook_whole_row";
 
 /// The function that builds a row from names and values.
 pub const ROW: &str = "brook_row";
+
+/// The marker of a function FROM item's bare name: its value, unless a column has the name.
+pub const BARE_VALUE: &str = "brook_bare_value";
 
 /// The functions whose arguments may be whole rows.
 const TAKE_ROWS: [&str; 11] = [
@@ -63,6 +74,15 @@ const TAKE_ROWS: [&str; 11] = [
     "jsonb_build_object",
     "json_build_array",
     "jsonb_build_array",
+];
+
+/// Set-returning functions whose one column has a name of its own (PostgreSQL's `OUT
+/// value`), which a bare reference to the FROM item reads.
+const VALUE_FUNCTIONS: [&str; 4] = [
+    "jsonb_array_elements",
+    "jsonb_array_elements_text",
+    "json_array_elements",
+    "json_array_elements_text",
 ];
 
 /// The statement rewrite.
@@ -123,6 +143,20 @@ fn rewrite_select(select: &mut Select) -> Vec<FromName> {
     if names.is_empty() {
         return names;
     }
+    // A function's value selected bare keeps its name as the column's (`SELECT e`).
+    for item in &mut select.projection {
+        if let SelectItem::UnnamedExpr(SqlExpr::Identifier(id)) = item {
+            if names
+                .iter()
+                .any(|n| n.value.is_some() && n.reference == folded(id))
+            {
+                *item = SelectItem::ExprWithAlias {
+                    expr: SqlExpr::Identifier(id.clone()),
+                    alias: id.clone(),
+                };
+            }
+        }
+    }
     // The FROM items are not the SELECT's expressions to rewrite (their subqueries were,
     // as queries of their own); the rest of the SELECT is, at its own depth only.
     let from = std::mem::take(&mut select.from);
@@ -139,6 +173,24 @@ fn rewrite_select(select: &mut Select) -> Vec<FromName> {
 struct FromName {
     reference: String,
     qualifier: ObjectName,
+    /// The column a bare reference reads, for a call of one of [`VALUE_FUNCTIONS`].
+    value: Option<&'static str>,
+}
+
+impl FromName {
+    fn new(alias: &Ident) -> Self {
+        FromName {
+            reference: folded(alias),
+            qualifier: ObjectName(vec![ObjectNamePart::Identifier(alias.clone())]),
+            value: None,
+        }
+    }
+}
+
+/// The column of `name`'s call when it is one of [`VALUE_FUNCTIONS`].
+fn value_column(name: &ObjectName) -> Option<&'static str> {
+    let last = name.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    VALUE_FUNCTIONS.contains(&last.as_str()).then_some("value")
 }
 
 fn from_names(from: &TableWithJoins, out: &mut Vec<FromName>) {
@@ -151,26 +203,40 @@ fn from_names(from: &TableWithJoins, out: &mut Vec<FromName>) {
 fn factor_name(factor: &TableFactor, out: &mut Vec<FromName>) {
     match factor {
         // A table function's row is its value in PostgreSQL (`to_json(g)` of
-        // `generate_series(1, 2) g(x)` is 1): not a row here.
+        // `generate_series(1, 2) g(x)` is 1): not a row here, but the value of those
+        // whose column has a name of its own.
+        TableFactor::Table {
+            name,
+            args: Some(_),
+            alias: Some(a),
+            ..
+        }
+        | TableFactor::Function {
+            name,
+            alias: Some(a),
+            ..
+        } if a.columns.is_empty() => {
+            if let Some(value) = value_column(name) {
+                out.push(FromName {
+                    value: Some(value),
+                    ..FromName::new(&a.name)
+                });
+            }
+        }
         TableFactor::Table { args: Some(_), .. } => {}
         TableFactor::Table { name, alias, .. } => match alias {
-            Some(a) => out.push(FromName {
-                reference: folded(&a.name),
-                qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
-            }),
+            Some(a) => out.push(FromName::new(&a.name)),
             None => {
                 if let Some(last) = name.0.last().and_then(|p| p.as_ident()) {
                     out.push(FromName {
                         reference: folded(last),
                         qualifier: name.clone(),
+                        value: None,
                     });
                 }
             }
         },
-        TableFactor::Derived { alias: Some(a), .. } => out.push(FromName {
-            reference: folded(&a.name),
-            qualifier: ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
-        }),
+        TableFactor::Derived { alias: Some(a), .. } => out.push(FromName::new(&a.name)),
         TableFactor::NestedJoin {
             table_with_joins, ..
         } => from_names(table_with_joins, out),
@@ -207,6 +273,15 @@ impl VisitorMut for Arguments<'_> {
 
     fn pre_visit_expr(&mut self, e: &mut SqlExpr) -> ControlFlow<()> {
         if self.depth > 0 {
+            return ControlFlow::Continue(());
+        }
+        // A bare name of a function's value, anywhere.
+        if let SqlExpr::Identifier(id) = e {
+            if self.find(&folded(id)).is_some_and(|n| n.value.is_some()) {
+                if let Some(value) = self.whole_row(&FunctionArgExpr::Expr(e.clone())) {
+                    *e = value;
+                }
+            }
             return ControlFlow::Continue(());
         }
         let SqlExpr::Function(f) = e else {
@@ -263,6 +338,22 @@ impl Arguments<'_> {
             }
             _ => return None,
         };
+        if let (Some(value), Some(column)) = (from.value, &column) {
+            let mut path: Vec<Ident> = from
+                .qualifier
+                .0
+                .iter()
+                .filter_map(|p| p.as_ident().cloned())
+                .collect();
+            path.push(Ident::new(value));
+            return Some(crate::pg_functions::function_call(
+                BARE_VALUE,
+                vec![
+                    SqlExpr::CompoundIdentifier(path),
+                    SqlExpr::value(Value::SingleQuotedString(column.clone())),
+                ],
+            ));
+        }
         let mut args = vec![FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(
             from.qualifier.clone(),
         ))];
@@ -329,7 +420,8 @@ impl AnalyzerRule for WholeRows {
             let mut marked = false;
             node.apply_expressions(|e| {
                 marked |= e.exists(|e| {
-                    Ok(matches!(e, Expr::ScalarFunction(f) if f.func.name() == WHOLE_ROW))
+                    Ok(matches!(e, Expr::ScalarFunction(f)
+                        if f.func.name() == WHOLE_ROW || f.func.name() == BARE_VALUE))
                 })?;
                 Ok(TreeNodeRecursion::Continue)
             })?;
@@ -374,6 +466,9 @@ fn expand(
     let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
         return Ok(Transformed::no(e));
     };
+    if func.name() == BARE_VALUE {
+        return bare_value(args, schema);
+    }
     if func.name() != WHOLE_ROW {
         return Ok(Transformed::no(e));
     }
@@ -461,6 +556,61 @@ fn expand(
         )],
         Some(Box::new(row)),
     ))))
+}
+
+/// `brook_bare_value(value, 'name')`: the one column called `name` of the node's inputs
+/// when there is one, else the function's value.
+fn bare_value(args: &[Expr], schema: &DFSchema) -> Result<Transformed<Expr>> {
+    let [value, Expr::Literal(ScalarValue::Utf8(Some(name)), _)] = args else {
+        return plan_err!("{BARE_VALUE} takes a value and a name");
+    };
+    let same_name: Vec<_> = schema.iter().filter(|(_, f)| f.name() == name).collect();
+    Ok(Transformed::yes(match same_name.as_slice() {
+        [(q, f)] => Expr::Column(Column::new(q.cloned(), f.name())),
+        _ => value.clone(),
+    }))
+}
+
+/// The function a bare value's marker is: its first argument (the analyzer replaces every
+/// call, but what it would compute is that).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct BareValue {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for BareValue {
+    fn name(&self) -> &str {
+        BARE_VALUE
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        match args.first() {
+            Some(t) => Ok(t.clone()),
+            None => plan_err!("{BARE_VALUE} takes a value and a name"),
+        }
+    }
+    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
+        // The value's field, metadata and all (a jsonb value stays jsonb).
+        match args.arg_fields.first() {
+            Some(f) => Ok(f.clone()),
+            None => plan_err!("{BARE_VALUE} takes a value and a name"),
+        }
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        match args.args.into_iter().next() {
+            Some(v) => Ok(v),
+            None => plan_err!("{BARE_VALUE} takes a value and a name"),
+        }
+    }
+}
+
+/// The marker of a function FROM item's bare name.
+pub fn bare_value_function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(BareValue {
+        signature: Signature::any(2, Volatility::Immutable),
+    })
 }
 
 /// A column of a FROM item as its source has it.
@@ -630,6 +780,24 @@ mod tests {
             rewritten("SELECT json_build_object('r', x) FROM t AS x JOIN u ON true"),
             format!("SELECT json_build_object('r', {m}(x.*, 'x')) FROM t AS x JOIN u ON true")
         );
+    }
+
+    #[test]
+    fn a_functions_name_is_its_value_anywhere() {
+        assert_eq!(
+            rewritten(
+                "SELECT e ->> 'x' FROM t, jsonb_array_elements(t.d) AS e WHERE e IS NOT NULL"
+            ),
+            "SELECT brook_bare_value(e.value, 'e') ->> 'x' FROM t, jsonb_array_elements(t.d) AS e \
+             WHERE brook_bare_value(e.value, 'e') IS NOT NULL"
+        );
+        // With a column list, or another function, the name is a column's.
+        for sql in [
+            "SELECT e FROM jsonb_array_elements(d) AS e (v)",
+            "SELECT g FROM generate_series(1, 2) AS g",
+        ] {
+            assert_eq!(rewritten(sql), sql);
+        }
     }
 
     #[test]

@@ -20,9 +20,32 @@ pub struct UserFunctions {
     pub udafs: Vec<Arc<AggregateUDF>>,
 }
 
-/// Which functions are STRICT: user functions as declared, built-in ones always (as
-/// PostgreSQL's transition functions are).
+/// Which functions are STRICT: user functions as declared, built-in ones as PostgreSQL
+/// declares them (most are; [`NOT_STRICT`] are not).
 pub struct Strictness(BTreeMap<String, bool>);
+
+/// PostgreSQL's built-in functions that are not STRICT (`proisstrict` false in `pg_proc`)
+/// and may be a transition function: called with NULL arguments, and with a NULL state when
+/// there is no INITCOND (`SFUNC = array_append` collects NULLs, as in PostgreSQL).
+const NOT_STRICT: [&str; 17] = [
+    "array_append",
+    "array_cat",
+    "array_position",
+    "array_positions",
+    "array_prepend",
+    "array_remove",
+    "array_replace",
+    "array_to_string",
+    "concat",
+    "concat_ws",
+    "format",
+    "json_build_array",
+    "json_build_object",
+    "jsonb_build_array",
+    "jsonb_build_object",
+    "num_nonnulls",
+    "num_nulls",
+];
 
 impl Strictness {
     /// The user functions of `db` as declared.
@@ -38,7 +61,10 @@ impl Strictness {
 
 impl crate::udf::sql_aggregate::FunctionStrictness for Strictness {
     fn is_strict(&self, name: &str) -> bool {
-        self.0.get(name).copied().unwrap_or(true)
+        match self.0.get(name) {
+            Some(strict) => *strict,
+            None => !NOT_STRICT.contains(&name.to_ascii_lowercase().as_str()),
+        }
     }
 }
 

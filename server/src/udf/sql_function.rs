@@ -127,7 +127,19 @@ pub fn plan(name: &str, meta: &FunctionMeta, state: &SessionState) -> Result<Sca
     let logical =
         brook_planner::float_beside_numeric::doubles_beside_numerics(logical, &df_schema)?;
     let body_type = datafusion::logical_expr::ExprSchemable::get_type(&logical, &df_schema)?;
-    let returns = meta.returns.arrow();
+    let returns = match (&meta.returns, &body_type) {
+        // An unconstrained numeric keeps the body's decimals when it has more (a quotient's
+        // PostgreSQL scale: `a / b` of 1 and 3 is 0.33333333333333333333, not rounded to
+        // the 10 decimals an unconstrained numeric column has), as a view's column does.
+        (
+            crate::pg::types::PgType::Numeric {
+                precision: None,
+                scale: None,
+            },
+            DataType::Decimal128(_, s),
+        ) if *s > 10 => DataType::Decimal128(38, *s),
+        _ => meta.returns.arrow(),
+    };
     // PostgreSQL takes a body whose type casts to the result implicitly (a fraction is no
     // integer result). An integer body may be wider: the body's literals are bigint here
     // (a value out of the result's range is 22003 when returned).
