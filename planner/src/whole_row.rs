@@ -110,11 +110,12 @@ impl VisitorMut for Queries {
                 return ControlFlow::Continue(());
             }
         };
-        // The query's ORDER BY reads the same FROM items as its SELECT.
+        // The query's ORDER BY reads the same FROM items as its SELECT, after its output
+        // names (`SELECT DISTINCT e ... ORDER BY e` orders by the output column).
         if let (Some(order_by), false) = (&mut q.order_by, names.is_empty()) {
             let _ = order_by.visit(&mut Arguments {
-                names: &names,
-                depth: 0,
+                outputs: output_names(&q.body),
+                ..Arguments::new(&names)
             });
         }
         ControlFlow::Continue(())
@@ -143,29 +144,61 @@ fn rewrite_select(select: &mut Select) -> Vec<FromName> {
     if names.is_empty() {
         return names;
     }
-    // A function's value selected bare keeps its name as the column's (`SELECT e`).
+    // A function's value selected bare (cast or parenthesized too) keeps its name as the
+    // column's (`SELECT e`, `SELECT e::text`), as PostgreSQL names it.
     for item in &mut select.projection {
-        if let SelectItem::UnnamedExpr(SqlExpr::Identifier(id)) = item {
-            if names
-                .iter()
-                .any(|n| n.value.is_some() && n.reference == folded(id))
-            {
-                *item = SelectItem::ExprWithAlias {
-                    expr: SqlExpr::Identifier(id.clone()),
-                    alias: id.clone(),
-                };
-            }
+        let SelectItem::UnnamedExpr(expr) = item else {
+            continue;
+        };
+        let named = match &*expr {
+            SqlExpr::Identifier(id) => Some(id),
+            SqlExpr::Cast { expr, .. } | SqlExpr::Nested(expr) => match expr.as_ref() {
+                SqlExpr::Identifier(id) => Some(id),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(id) = named.cloned() else {
+            continue;
+        };
+        if names
+            .iter()
+            .any(|n| n.value.is_some() && n.reference == folded(&id))
+        {
+            *item = SelectItem::ExprWithAlias {
+                expr: expr.clone(),
+                alias: id,
+            };
         }
     }
     // The FROM items are not the SELECT's expressions to rewrite (their subqueries were,
-    // as queries of their own); the rest of the SELECT is, at its own depth only.
-    let from = std::mem::take(&mut select.from);
-    let _ = select.visit(&mut Arguments {
-        names: &names,
-        depth: 0,
+    // as queries of their own); the rest of the SELECT is, at its own depth only. In the
+    // FROM, a function's value may be named bare in a join's ON or a later function's
+    // arguments.
+    let mut from = std::mem::take(&mut select.from);
+    let _ = select.visit(&mut Arguments::new(&names));
+    let _ = from.visit(&mut Arguments {
+        values_only: true,
+        ..Arguments::new(&names)
     });
     select.from = from;
     names
+}
+
+/// The output names of a SELECT's list (what an ORDER BY name reads first).
+fn output_names(body: &SetExpr) -> Vec<String> {
+    let SetExpr::Select(select) = body else {
+        return Vec::new();
+    };
+    select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(folded(alias)),
+            SelectItem::UnnamedExpr(SqlExpr::Identifier(id)) => Some(folded(id)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A FROM item's name as a whole-row reference reads it (folded to lower case unless
@@ -174,7 +207,7 @@ struct FromName {
     reference: String,
     qualifier: ObjectName,
     /// The column a bare reference reads, for a call of one of [`VALUE_FUNCTIONS`].
-    value: Option<&'static str>,
+    value: Option<String>,
 }
 
 impl FromName {
@@ -205,18 +238,26 @@ fn factor_name(factor: &TableFactor, out: &mut Vec<FromName>) {
         // A table function's row is its value in PostgreSQL (`to_json(g)` of
         // `generate_series(1, 2) g(x)` is 1): not a row here, but the value of those
         // whose column has a name of its own.
+        // (With ORDINALITY its row has two columns: a row in PostgreSQL.)
         TableFactor::Table {
             name,
             args: Some(_),
             alias: Some(a),
+            with_ordinality: false,
             ..
         }
         | TableFactor::Function {
             name,
             alias: Some(a),
+            with_ordinality: false,
             ..
-        } if a.columns.is_empty() => {
+        } if a.columns.len() <= 1 => {
             if let Some(value) = value_column(name) {
+                // `e(v)` names the column v.
+                let value = match a.columns.first() {
+                    Some(c) => folded(&c.name),
+                    None => value.to_string(),
+                };
                 out.push(FromName {
                     value: Some(value),
                     ..FromName::new(&a.name)
@@ -252,10 +293,26 @@ fn folded(id: &Ident) -> String {
     }
 }
 
-/// Rewrites the arguments of the functions that take rows, outside subqueries.
+/// Rewrites the arguments of the functions that take rows, and bare names of functions'
+/// values, outside subqueries.
 struct Arguments<'a> {
     names: &'a [FromName],
     depth: usize,
+    /// Names that are the query's output columns (in its ORDER BY): left as they are.
+    outputs: Vec<String>,
+    /// Only bare names of functions' values (in the FROM).
+    values_only: bool,
+}
+
+impl<'a> Arguments<'a> {
+    fn new(names: &'a [FromName]) -> Self {
+        Arguments {
+            names,
+            depth: 0,
+            outputs: Vec::new(),
+            values_only: false,
+        }
+    }
 }
 
 impl VisitorMut for Arguments<'_> {
@@ -277,7 +334,9 @@ impl VisitorMut for Arguments<'_> {
         }
         // A bare name of a function's value, anywhere.
         if let SqlExpr::Identifier(id) = e {
-            if self.find(&folded(id)).is_some_and(|n| n.value.is_some()) {
+            let name = folded(id);
+            if !self.outputs.contains(&name) && self.find(&name).is_some_and(|n| n.value.is_some())
+            {
                 if let Some(value) = self.whole_row(&FunctionArgExpr::Expr(e.clone())) {
                     *e = value;
                 }
@@ -287,6 +346,9 @@ impl VisitorMut for Arguments<'_> {
         let SqlExpr::Function(f) = e else {
             return ControlFlow::Continue(());
         };
+        if self.values_only {
+            return ControlFlow::Continue(());
+        }
         let takes_rows = f
             .name
             .0
@@ -338,14 +400,14 @@ impl Arguments<'_> {
             }
             _ => return None,
         };
-        if let (Some(value), Some(column)) = (from.value, &column) {
+        if let (Some(value), Some(column)) = (&from.value, &column) {
             let mut path: Vec<Ident> = from
                 .qualifier
                 .0
                 .iter()
                 .filter_map(|p| p.as_ident().cloned())
                 .collect();
-            path.push(Ident::new(value));
+            path.push(Ident::with_quote('"', value.clone()));
             return Some(crate::pg_functions::function_call(
                 BARE_VALUE,
                 vec![
@@ -786,18 +848,30 @@ mod tests {
     fn a_functions_name_is_its_value_anywhere() {
         assert_eq!(
             rewritten(
-                "SELECT e ->> 'x' FROM t, jsonb_array_elements(t.d) AS e WHERE e IS NOT NULL"
+                "SELECT e ->> 'x', (e) FROM t, jsonb_array_elements(t.d) AS e WHERE e IS NOT NULL"
             ),
-            "SELECT brook_bare_value(e.value, 'e') ->> 'x' FROM t, jsonb_array_elements(t.d) AS e \
-             WHERE brook_bare_value(e.value, 'e') IS NOT NULL"
+            "SELECT brook_bare_value(e.\"value\", 'e') ->> 'x', (brook_bare_value(e.\"value\", 'e')) AS e \
+             FROM t, jsonb_array_elements(t.d) AS e WHERE brook_bare_value(e.\"value\", 'e') IS NOT NULL"
         );
-        // With a column list, or another function, the name is a column's.
+        // With ORDINALITY, or another function, the name is not a value.
         for sql in [
-            "SELECT e FROM jsonb_array_elements(d) AS e (v)",
+            "SELECT e FROM jsonb_array_elements(d) WITH ORDINALITY AS e",
             "SELECT g FROM generate_series(1, 2) AS g",
         ] {
             assert_eq!(rewritten(sql), sql);
         }
+        // A column list names the column; a join's ON and a later function read it; an
+        // ORDER BY name of an output column is that column.
+        assert_eq!(
+            rewritten(
+                "SELECT DISTINCT e::text FROM jsonb_array_elements(d) AS e (v) \
+                 JOIN jsonb_array_elements_text(e) AS f ON f = e ->> 0 ORDER BY e"
+            ),
+            "SELECT DISTINCT brook_bare_value(e.\"v\", 'e')::TEXT AS e \
+             FROM jsonb_array_elements(d) AS e (v) \
+             JOIN jsonb_array_elements_text(brook_bare_value(e.\"v\", 'e')) AS f \
+             ON brook_bare_value(f.\"value\", 'f') = brook_bare_value(e.\"v\", 'e') ->> 0 ORDER BY e"
+        );
     }
 
     #[test]

@@ -31,12 +31,14 @@
 
 use crate::{change, NodeSpec, Operator};
 use brook_common::{brook_err, Result};
-use datafusion::arrow::array::{Int8Array, UInt32Array};
+use datafusion::arrow::array::{AsArray, Int8Array, UInt32Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, SortColumn};
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::HashMap;
+use datafusion::logical_expr::WindowFrameUnits;
 use datafusion::physical_expr::window::WindowExpr;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::scalar::ScalarValue;
@@ -365,6 +367,33 @@ impl OverOp {
                 Reach::Rows(_) | Reach::Ahead(_) => {
                     e.evaluate(&window)?.slice(back, new.num_rows())
                 }
+                Reach::Running(shortcut::Running::Sum)
+                    if self.schema.field(inputs + i).data_type() == &DataType::Float64 =>
+                {
+                    let last = match before.num_rows().checked_sub(1) {
+                        None => None,
+                        Some(row) => {
+                            match ScalarValue::try_from_array(before.column(inputs + i), row)? {
+                                ScalarValue::Float64(v) => v,
+                                other => {
+                                    return Err(brook_err!(
+                                        Internal,
+                                        "a double precision running sum was {other:?}"
+                                    ))
+                                }
+                            }
+                        }
+                    };
+                    let args = e
+                        .expressions()
+                        .first()
+                        .ok_or_else(|| brook_err!(Internal, "sum without an argument"))?
+                        .evaluate(new)?
+                        .into_array(new.num_rows())?;
+                    let args = datafusion::arrow::compute::cast(&args, &DataType::Float64)?;
+                    let args = args.as_primitive::<Float64Type>();
+                    shortcut::float_running_sum(last, args, &self.frame_ends(e.as_ref(), new)?)
+                }
                 Reach::Running(kind) => {
                     let partial = e.evaluate(new)?;
                     match before.num_rows().checked_sub(1) {
@@ -380,6 +409,32 @@ impl OverOp {
         }
         self.evaluated += (window.num_rows() + new.num_rows()) as u64;
         Ok(RecordBatch::try_new(self.schema.clone(), cols)?)
+    }
+
+    /// Where each row's frame of a running function ends among `rows` (sorted): after the
+    /// row under ROWS, after its last peer otherwise.
+    fn frame_ends(&self, e: &dyn WindowExpr, rows: &RecordBatch) -> Result<Vec<usize>> {
+        let n = rows.num_rows();
+        let (Some(conv), WindowFrameUnits::Range | WindowFrameUnits::Groups) =
+            (&self.order, e.get_window_frame().units)
+        else {
+            return Ok((1..=n).collect());
+        };
+        let cols = e
+            .order_by()
+            .iter()
+            .map(|o| Ok(o.expr.evaluate(rows)?.into_array(n)?))
+            .collect::<Result<Vec<_>>>()?;
+        let keys = conv.convert_columns(&cols)?;
+        let mut ends = vec![n; n];
+        for i in (0..n.saturating_sub(1)).rev() {
+            ends[i] = if keys.row(i) == keys.row(i + 1) {
+                ends[i + 1]
+            } else {
+                i + 1
+            };
+        }
+        Ok(ends)
     }
 
     fn with_kind(&self, b: &RecordBatch, kind: i8) -> Result<RecordBatch> {

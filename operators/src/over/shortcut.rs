@@ -10,9 +10,10 @@
 //! the partition for anything else.
 
 use brook_common::Result;
-use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::array::{ArrayRef, Float64Array, Float64Builder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::scalar::ScalarValue;
+use std::sync::Arc;
 
 /// How a window function's value for a new row follows from the rows before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,14 +81,16 @@ impl Shortcut {
         self.lookback().max(1)
     }
 
-    /// Whether a running function continues exactly over values of type `t`: floating
-    /// point sums would add in another order than a whole evaluation (and NaN orders
-    /// apart), so they take the long way.
+    /// Whether a running function continues exactly over values of type `t`: a double
+    /// precision sum adds each row (peer group) to the last value as a whole evaluation
+    /// does ([`float_running_sum`]); other floating point values take the long way (NaN
+    /// orders apart for `min`/`max`).
     pub fn exact_for(running: Running, t: &DataType) -> bool {
         matches!(
             running,
             Running::Count | Running::RowNumber | Running::First
         ) || !t.is_floating()
+            || (running == Running::Sum && t == &DataType::Float64)
     }
 }
 
@@ -114,11 +117,31 @@ pub fn continue_running(kind: Running, last: &ScalarValue, partial: &ArrayRef) -
     Ok(ScalarValue::iter_to_array(values)?)
 }
 
+/// A running double precision `sum` over the new rows' argument values `args`, continued
+/// from `last` (NULL: no value yet), in the order a whole evaluation adds them: each frame
+/// end (`ends[i]`, the end of row i's peer group, or i + 1 for ROWS) adds the sum of the
+/// values it takes in — DataFusion's accumulator adds `arrow::compute::sum` of each slice
+/// entering the frame — so floating point rounding is the same as over the whole partition.
+pub fn float_running_sum(last: Option<f64>, args: &Float64Array, ends: &[usize]) -> ArrayRef {
+    let mut running = last;
+    let mut done = 0;
+    let mut out = Float64Builder::with_capacity(ends.len());
+    for &end in ends {
+        if end > done {
+            if let Some(s) = datafusion::arrow::compute::sum(&args.slice(done, end - done)) {
+                running = Some(running.unwrap_or(0.0) + s);
+            }
+            done = end;
+        }
+        out.append_option(running);
+    }
+    Arc::new(out.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use datafusion::arrow::array::{Array, Int64Array};
-    use std::sync::Arc;
 
     fn continued(kind: Running, last: Option<i64>, partial: &[Option<i64>]) -> Vec<Option<i64>> {
         let partial: ArrayRef = Arc::new(Int64Array::from(partial.to_vec()));

@@ -144,10 +144,58 @@ impl ScalarUDFImpl for UntypedArrays {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        if self.name == "array_remove" {
+            return remove_with_nulls(&self.inner, args);
+        }
         self.inner.invoke_with_args(args)
     }
 
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
         self.inner.simplify(args, info)
     }
+}
+
+/// `array_remove(a, e)`: DataFusion's gives NULL where `e` is NULL; PostgreSQL's removes the
+/// NULL elements there (`array_remove('{1,NULL,2}', NULL)` is `{1,2}`, and an aggregate
+/// with `SFUNC = array_remove` takes NULL rows so). Rows with a NULL element are done one by
+/// one (written here: no array kernel removes a list's NULLs); the rest by DataFusion.
+fn remove_with_nulls(inner: &ScalarUDF, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+    use datafusion::arrow::array::Array;
+    use datafusion::arrow::compute::{filter, is_not_null};
+    use datafusion::common::ScalarValue;
+    let rows = args.number_rows;
+    let (Some(list), Some(element)) = (args.args.first().cloned(), args.args.get(1).cloned())
+    else {
+        return inner.invoke_with_args(args);
+    };
+    let element = element.into_array(rows)?;
+    if element.null_count() == 0 {
+        return inner.invoke_with_args(args);
+    }
+    let scalar_list = matches!(list, ColumnarValue::Scalar(_));
+    let list = list.into_array(rows)?;
+    let removed = inner.invoke_with_args(args)?.into_array(rows)?;
+    let values = (0..rows)
+        .map(|i| {
+            if !element.is_null(i) || list.is_null(i) {
+                return ScalarValue::try_from_array(&removed, i);
+            }
+            let ScalarValue::List(one) = ScalarValue::try_from_array(&list, i)? else {
+                return ScalarValue::try_from_array(&removed, i);
+            };
+            let items = one.value(0);
+            let kept = filter(&items, &is_not_null(&items)?)?;
+            Ok(ScalarValue::List(Arc::new(
+                datafusion::common::utils::SingleRowListArrayBuilder::new(kept)
+                    .with_field(&Field::new_list_field(items.data_type().clone(), true))
+                    .build_list_array(),
+            )))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = ScalarValue::iter_to_array(values)?;
+    Ok(if scalar_list && rows == 1 {
+        ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+    } else {
+        ColumnarValue::Array(out)
+    })
 }
