@@ -57,6 +57,7 @@ pub mod array_literal_arguments;
 pub mod array_operators;
 pub mod array_slice;
 pub mod array_subquery;
+pub mod bare_value;
 pub mod bytea;
 pub mod cast_metadata;
 pub mod cast_rounding;

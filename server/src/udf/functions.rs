@@ -47,7 +47,7 @@ pub fn register(ctx: &SessionContext) {
     ctx.register_udf(brook_planner::time_precision::time_precision_function());
     ctx.register_udf(brook_planner::whole_row::whole_row_function());
     ctx.register_udf(brook_planner::whole_row::row_function());
-    ctx.register_udf(brook_planner::whole_row::bare_value_function());
+    ctx.register_udf(brook_planner::bare_value::bare_value_function());
     ctx.register_udf(brook_planner::string_casts::text_prefix_function());
     ctx.register_udf(brook_planner::like_escape::like_escape_function());
     // JSON: the functions `->`, `->>`, `?` and PostgreSQL's JSON functions become

@@ -28,6 +28,7 @@
 //!
 //! `SELECT t FROM t` (a record as a result column) is not rewritten: it stays 42703.
 
+use crate::bare_value::{bare_value, value_column, BARE_VALUE};
 use brook_common::BrookError;
 use datafusion::arrow::array::{ArrayRef, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
@@ -58,9 +59,6 @@ pub const WHOLE_ROW: &str = "brook_whole_row";
 /// The function that builds a row from names and values.
 pub const ROW: &str = "brook_row";
 
-/// The marker of a function FROM item's bare name: its value, unless a column has the name.
-pub const BARE_VALUE: &str = "brook_bare_value";
-
 /// The functions whose arguments may be whole rows.
 const TAKE_ROWS: [&str; 11] = [
     "row_to_json",
@@ -74,15 +72,6 @@ const TAKE_ROWS: [&str; 11] = [
     "jsonb_build_object",
     "json_build_array",
     "jsonb_build_array",
-];
-
-/// Set-returning functions whose one column has a name of its own (PostgreSQL's `OUT
-/// value`), which a bare reference to the FROM item reads.
-const VALUE_FUNCTIONS: [&str; 4] = [
-    "jsonb_array_elements",
-    "jsonb_array_elements_text",
-    "json_array_elements",
-    "json_array_elements_text",
 ];
 
 /// The statement rewrite.
@@ -206,7 +195,8 @@ fn output_names(body: &SetExpr) -> Vec<String> {
 struct FromName {
     reference: String,
     qualifier: ObjectName,
-    /// The column a bare reference reads, for a call of one of [`VALUE_FUNCTIONS`].
+    /// The column a bare reference reads, for a call of a function [`crate::bare_value`]
+    /// knows.
     value: Option<String>,
 }
 
@@ -218,12 +208,6 @@ impl FromName {
             value: None,
         }
     }
-}
-
-/// The column of `name`'s call when it is one of [`VALUE_FUNCTIONS`].
-fn value_column(name: &ObjectName) -> Option<&'static str> {
-    let last = name.0.last()?.as_ident()?.value.to_ascii_lowercase();
-    VALUE_FUNCTIONS.contains(&last.as_str()).then_some("value")
 }
 
 fn from_names(from: &TableWithJoins, out: &mut Vec<FromName>) {
@@ -620,61 +604,6 @@ fn expand(
     ))))
 }
 
-/// `brook_bare_value(value, 'name')`: the one column called `name` of the node's inputs
-/// when there is one, else the function's value.
-fn bare_value(args: &[Expr], schema: &DFSchema) -> Result<Transformed<Expr>> {
-    let [value, Expr::Literal(ScalarValue::Utf8(Some(name)), _)] = args else {
-        return plan_err!("{BARE_VALUE} takes a value and a name");
-    };
-    let same_name: Vec<_> = schema.iter().filter(|(_, f)| f.name() == name).collect();
-    Ok(Transformed::yes(match same_name.as_slice() {
-        [(q, f)] => Expr::Column(Column::new(q.cloned(), f.name())),
-        _ => value.clone(),
-    }))
-}
-
-/// The function a bare value's marker is: its first argument (the analyzer replaces every
-/// call, but what it would compute is that).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct BareValue {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for BareValue {
-    fn name(&self) -> &str {
-        BARE_VALUE
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        match args.first() {
-            Some(t) => Ok(t.clone()),
-            None => plan_err!("{BARE_VALUE} takes a value and a name"),
-        }
-    }
-    fn return_field_from_args(&self, args: ReturnFieldArgs<'_>) -> Result<FieldRef> {
-        // The value's field, metadata and all (a jsonb value stays jsonb).
-        match args.arg_fields.first() {
-            Some(f) => Ok(f.clone()),
-            None => plan_err!("{BARE_VALUE} takes a value and a name"),
-        }
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        match args.args.into_iter().next() {
-            Some(v) => Ok(v),
-            None => plan_err!("{BARE_VALUE} takes a value and a name"),
-        }
-    }
-}
-
-/// The marker of a function FROM item's bare name.
-pub fn bare_value_function() -> ScalarUDF {
-    ScalarUDF::new_from_impl(BareValue {
-        signature: Signature::any(2, Volatility::Immutable),
-    })
-}
-
 /// A column of a FROM item as its source has it.
 struct SourceColumn {
     name: String,
@@ -807,88 +736,4 @@ pub fn row_function() -> ScalarUDF {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-    use datafusion::sql::sqlparser::parser::Parser;
-
-    fn marker() -> &'static str {
-        WHOLE_ROW
-    }
-
-    fn rewritten(sql: &str) -> String {
-        let s = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-            .unwrap()
-            .remove(0);
-        WholeRowReferences.rewrite(s).to_string()
-    }
-
-    #[test]
-    fn a_from_items_name_becomes_its_row() {
-        let m = marker();
-        assert_eq!(
-            rewritten("SELECT row_to_json(t) FROM t"),
-            format!("SELECT row_to_json({m}(t.*, 't')) FROM t")
-        );
-        assert_eq!(
-            rewritten("SELECT json_agg(s.*) FROM (SELECT 1 AS a) AS s"),
-            format!("SELECT json_agg({m}(s.*)) FROM (SELECT 1 AS a) AS s")
-        );
-        assert_eq!(
-            rewritten("SELECT to_jsonb(t) FROM public.t"),
-            format!("SELECT to_jsonb({m}(public.t.*, 't')) FROM public.t")
-        );
-        assert_eq!(
-            rewritten("SELECT json_build_object('r', x) FROM t AS x JOIN u ON true"),
-            format!("SELECT json_build_object('r', {m}(x.*, 'x')) FROM t AS x JOIN u ON true")
-        );
-    }
-
-    #[test]
-    fn a_functions_name_is_its_value_anywhere() {
-        assert_eq!(
-            rewritten(
-                "SELECT e ->> 'x', (e) FROM t, jsonb_array_elements(t.d) AS e WHERE e IS NOT NULL"
-            ),
-            "SELECT brook_bare_value(e.\"value\", 'e') ->> 'x', (brook_bare_value(e.\"value\", 'e')) AS e \
-             FROM t, jsonb_array_elements(t.d) AS e WHERE brook_bare_value(e.\"value\", 'e') IS NOT NULL"
-        );
-        // With ORDINALITY, or another function, the name is not a value.
-        for sql in [
-            "SELECT e FROM jsonb_array_elements(d) WITH ORDINALITY AS e",
-            "SELECT g FROM generate_series(1, 2) AS g",
-        ] {
-            assert_eq!(rewritten(sql), sql);
-        }
-        // A column list names the column; a join's ON and a later function read it; an
-        // ORDER BY name of an output column is that column.
-        assert_eq!(
-            rewritten(
-                "SELECT DISTINCT e::text FROM jsonb_array_elements(d) AS e (v) \
-                 JOIN jsonb_array_elements_text(e) AS f ON f = e ->> 0 ORDER BY e"
-            ),
-            "SELECT DISTINCT brook_bare_value(e.\"v\", 'e')::TEXT AS e \
-             FROM jsonb_array_elements(d) AS e (v) \
-             JOIN jsonb_array_elements_text(brook_bare_value(e.\"v\", 'e')) AS f \
-             ON brook_bare_value(f.\"value\", 'f') = brook_bare_value(e.\"v\", 'e') ->> 0 ORDER BY e"
-        );
-    }
-
-    #[test]
-    fn other_names_and_functions_and_scopes_are_left() {
-        for sql in [
-            "SELECT row_to_json(u) FROM t",
-            "SELECT length(t) FROM t",
-            "SELECT t FROM t",
-            "SELECT (SELECT to_json(t) FROM u) FROM t",
-        ] {
-            assert_eq!(rewritten(sql), sql);
-        }
-        // The subquery's own FROM item is its row; the outer one's is not reached.
-        let m = marker();
-        assert_eq!(
-            rewritten("SELECT (SELECT to_json(u) FROM u), to_json(t) FROM t"),
-            format!("SELECT (SELECT to_json({m}(u.*, 'u')) FROM u), to_json({m}(t.*, 't')) FROM t")
-        );
-    }
-}
+mod tests;
