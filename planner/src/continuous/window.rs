@@ -219,17 +219,6 @@ fn final_rows(
 fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut> {
     use brook_operators::over::shortcut::{Reach, Running, Shortcut};
     use datafusion::logical_expr::expr::{NullTreatment, WindowFunction, WindowFunctionDefinition};
-    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits};
-    use datafusion::scalar::ScalarValue;
-    let rows = |v: &ScalarValue| -> Option<usize> {
-        match v
-            .cast_to(&datafusion::arrow::datatypes::DataType::Int64)
-            .ok()?
-        {
-            ScalarValue::Int64(Some(n)) => usize::try_from(n).ok(),
-            _ => None,
-        }
-    };
     let mut reach = Vec::with_capacity(exprs.len());
     let mut strictly_after = false;
     for e in exprs {
@@ -251,14 +240,14 @@ fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut>
             WindowFunctionDefinition::WindowUDF(u) if u.name() == "lag" => {
                 match params.args.get(1) {
                     None => Reach::Rows(1),
-                    Some(Expr::Literal(v, _)) => Reach::Rows(rows(v)?),
+                    Some(Expr::Literal(v, _)) => Reach::Rows(frame_rows(v)?),
                     Some(_) => return None,
                 }
             }
             WindowFunctionDefinition::WindowUDF(u) if u.name() == "lead" => {
                 match params.args.get(1) {
                     None => Reach::Ahead(1),
-                    Some(Expr::Literal(v, _)) => Reach::Ahead(rows(v)?),
+                    Some(Expr::Literal(v, _)) => Reach::Ahead(frame_rows(v)?),
                     Some(_) => return None,
                 }
             }
@@ -268,68 +257,25 @@ fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut>
             WindowFunctionDefinition::WindowUDF(u)
                 if matches!(u.name(), "first_value" | "last_value") =>
             {
-                let frame = &params.window_frame;
-                match (&frame.start_bound, &frame.end_bound) {
-                    (WindowFrameBound::Preceding(v), WindowFrameBound::CurrentRow)
-                        if v.is_null() =>
-                    {
-                        match frame.units {
-                            WindowFrameUnits::Rows => {}
-                            _ if params.order_by.is_empty() => return None,
-                            _ => strictly_after = true,
-                        }
-                        if u.name() == "first_value" {
-                            Reach::Running(Running::First)
-                        } else {
-                            Reach::Rows(0)
-                        }
-                    }
-                    (WindowFrameBound::Preceding(start), end)
-                        if frame.units == WindowFrameUnits::Rows =>
-                    {
-                        match end {
-                            WindowFrameBound::CurrentRow => {}
-                            WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
-                            _ => return None,
-                        }
-                        Reach::Rows(rows(start)?)
-                    }
-                    _ => return None,
-                }
+                let running = match u.name() {
+                    "first_value" => Reach::Running(Running::First),
+                    _ => Reach::Rows(0),
+                };
+                let (r, peers) = frame_reach(params, Some(running))?;
+                strictly_after |= peers;
+                r
             }
             WindowFunctionDefinition::AggregateUDF(a) => {
-                let frame = &params.window_frame;
-                match (&frame.start_bound, &frame.end_bound) {
-                    (WindowFrameBound::Preceding(v), WindowFrameBound::CurrentRow)
-                        if v.is_null() =>
-                    {
-                        let running = match a.name() {
-                            "sum" => Running::Sum,
-                            "count" => Running::Count,
-                            "min" => Running::Min,
-                            "max" => Running::Max,
-                            _ => return None,
-                        };
-                        match frame.units {
-                            WindowFrameUnits::Rows => {}
-                            // Peers share a value: without ORDER BY every row is a peer.
-                            _ if params.order_by.is_empty() => return None,
-                            _ => strictly_after = true,
-                        }
-                        Reach::Running(running)
-                    }
-                    (WindowFrameBound::Preceding(start), end)
-                        if frame.units == WindowFrameUnits::Rows =>
-                    {
-                        match end {
-                            WindowFrameBound::CurrentRow => {}
-                            WindowFrameBound::Preceding(v) if rows(v).is_some() => {}
-                            _ => return None,
-                        }
-                        Reach::Rows(rows(start)?)
-                    }
-                    _ => return None,
-                }
+                let running = match a.name() {
+                    "sum" => Some(Running::Sum),
+                    "count" => Some(Running::Count),
+                    "min" => Some(Running::Min),
+                    "max" => Some(Running::Max),
+                    _ => None,
+                };
+                let (r, peers) = frame_reach(params, running.map(Reach::Running))?;
+                strictly_after |= peers;
+                r
             }
             _ => return None,
         });
@@ -338,4 +284,50 @@ fn shortcut(exprs: &[Expr]) -> Option<brook_operators::over::shortcut::Shortcut>
         reach,
         strictly_after,
     })
+}
+
+/// A non-negative row count (`lag`'s offset, a frame's `n PRECEDING`).
+fn frame_rows(v: &datafusion::scalar::ScalarValue) -> Option<usize> {
+    use datafusion::scalar::ScalarValue;
+    match v
+        .cast_to(&datafusion::arrow::datatypes::DataType::Int64)
+        .ok()?
+    {
+        ScalarValue::Int64(Some(n)) => usize::try_from(n).ok(),
+        _ => None,
+    }
+}
+
+/// How a function over its frame follows from few rows: from the partition's start to the
+/// current row it is `running` (when the function has such a form), with peers under RANGE
+/// or GROUPS (the `bool`: new rows must then sort strictly after the last); `n PRECEDING`
+/// to the current row (or to `m PRECEDING`) under ROWS reads n rows back. `None` for any
+/// other frame.
+fn frame_reach(
+    params: &datafusion::logical_expr::expr::WindowFunctionParams,
+    running: Option<brook_operators::over::shortcut::Reach>,
+) -> Option<(brook_operators::over::shortcut::Reach, bool)> {
+    use brook_operators::over::shortcut::Reach;
+    use datafusion::logical_expr::{WindowFrameBound, WindowFrameUnits};
+    let frame = &params.window_frame;
+    match (&frame.start_bound, &frame.end_bound) {
+        (WindowFrameBound::Preceding(v), WindowFrameBound::CurrentRow) if v.is_null() => {
+            let running = running?;
+            match frame.units {
+                WindowFrameUnits::Rows => Some((running, false)),
+                // Peers share a value: without ORDER BY every row is a peer.
+                _ if params.order_by.is_empty() => None,
+                _ => Some((running, true)),
+            }
+        }
+        (WindowFrameBound::Preceding(start), end) if frame.units == WindowFrameUnits::Rows => {
+            match end {
+                WindowFrameBound::CurrentRow => {}
+                WindowFrameBound::Preceding(v) if frame_rows(v).is_some() => {}
+                _ => return None,
+            }
+            Some((Reach::Rows(frame_rows(start)?), false))
+        }
+        _ => None,
+    }
 }
