@@ -44,17 +44,11 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
         }
         // a view's (or materialized view's) query
         // (given by name, `pg_get_viewdef('v')`, it is the name's relation)
-        ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => {
-            let view = if view.starts_with('\'') {
-                format!("CAST({view} AS regclass)")
-            } else {
-                view.clone()
-            };
-            format!(
-                "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
-                 WHERE brook_viewdef.brook_reloid = {view})"
-            )
-        }
+        ("pg_get_viewdef", [view, rest @ ..]) if rest.len() <= 1 => format!(
+            "(SELECT brook_viewdef.brook_def FROM pg_catalog.brook_view_defs AS brook_viewdef \
+             WHERE brook_viewdef.brook_reloid = {})",
+            regclass(view)
+        ),
         // a function's result and argument types (psql's `\df`), from pg_proc
         ("pg_get_function_result", [function]) => format!(
             "(SELECT format_type(brook_proc.prorettype, NULL) FROM pg_catalog.pg_proc AS brook_proc \
@@ -83,9 +77,11 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
              WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = {column})"
         ),
         // a relation's files (Brook keeps no separate TOAST, free-space or index files)
+        // (`pg_total_relation_size('t')`: a name, as the function's regclass argument takes it)
         ("pg_table_size" | "pg_relation_size" | "pg_total_relation_size", [rel]) => format!(
             "(SELECT brook_size.brook_bytes FROM pg_catalog.brook_relation_sizes AS brook_size \
-             WHERE brook_size.brook_reloid = {rel})"
+             WHERE brook_size.brook_reloid = {})",
+            regclass(rel)
         ),
         // a database's relations, by name
         ("pg_database_size", [db]) => format!(
@@ -94,6 +90,16 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
         ),
         _ => return None,
     })
+}
+
+/// A regclass argument as SQL text: a string literal is the relation's name, cast as
+/// PostgreSQL casts an unknown literal to the parameter's type.
+fn regclass(arg: &str) -> String {
+    if arg.starts_with('\'') {
+        format!("CAST({arg} AS regclass)")
+    } else {
+        arg.to_string()
+    }
 }
 
 /// A call's lower-case name (unqualified or in pg_catalog) and its arguments as SQL text.

@@ -354,6 +354,39 @@ pub(crate) fn strip_emit(text: &str) -> Result<Option<(String, Emit)>> {
     Ok(None)
 }
 
+/// A `CREATE [OR REPLACE] MATERIALIZED VIEW`'s closing `WITH DATA` or `WITH NO DATA` (as
+/// pg_dump writes it): the text without it, and whether it was `NO DATA`; None for any
+/// other text.
+pub(crate) fn strip_with_data(text: &str) -> Result<Option<(String, bool)>> {
+    if !mentions(text, "data") {
+        return Ok(None);
+    }
+    let mut words = significant_tokens(text)?;
+    while words
+        .last()
+        .is_some_and(|t| matches!(t.token, Token::SemiColon))
+    {
+        words.pop();
+    }
+    let creates =
+        |k: &[&str]| words.len() > k.len() && k.iter().zip(&words).all(|(w, t)| is_word(t, w));
+    if !(creates(&["CREATE", "MATERIALIZED", "VIEW"])
+        || creates(&["CREATE", "OR", "REPLACE", "MATERIALIZED", "VIEW"]))
+    {
+        return Ok(None);
+    }
+    let n = words.len();
+    let last = |k: usize, w: &str| n > k && is_word(&words[n - 1 - k], w);
+    let (first, no_data) = if last(0, "DATA") && last(1, "NO") && last(2, "WITH") {
+        (n - 3, true)
+    } else if last(0, "DATA") && last(1, "WITH") {
+        (n - 2, false)
+    } else {
+        return Ok(None);
+    };
+    Ok(Some((cut_out(text, &words[first], &words[n - 1]), no_data)))
+}
+
 /// An INSERT's `OVERRIDING SYSTEM VALUE` or `OVERRIDING USER VALUE` where PostgreSQL's
 /// grammar has it: outside parentheses, before the VALUES or query (`SELECT`, `WITH`,
 /// `TABLE`) and right before it. The text without it, and which it was; None elsewhere

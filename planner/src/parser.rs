@@ -28,6 +28,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
     vec![
         // First: only the `unnest` calls the user wrote.
         Arc::new(crate::unnest_arrays::UnnestElements),
+        Arc::new(crate::distinct_from::DistinctFromPrecedence),
         Arc::new(crate::array_literal::ArrayLiteralCasts),
         Arc::new(crate::extract_numeric::ExtractCalls),
         Arc::new(crate::system_columns::TableOid),
@@ -69,6 +70,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(StripCollate),
         Arc::new(RewritePgCatalogOperator),
         Arc::new(crate::system_columns::RegclassChecked),
+        Arc::new(crate::regtype_names::RegtypeNames),
         Arc::new(RewriteRegCastToSubquery::new()),
     ]
 });
@@ -220,7 +222,7 @@ fn describe_brook_kinds(text: &str) -> String {
 pub use crate::lexical::split_statements;
 use crate::lexical::{
     plain_catalog_operators, split_signed_comparisons, split_statements_at, strip_budget,
-    strip_emit, strip_overriding, LineOffsets,
+    strip_emit, strip_overriding, strip_with_data, LineOffsets,
 };
 
 pub use crate::statement::{
@@ -415,6 +417,9 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
     if let Some(reordered) = crate::create_sequence::identity_options_in_order(text)? {
         return parse_one(&reordered);
     }
+    if let Some(create) = crate::create_database::parse_create_database(text)? {
+        return Ok(BrookStatement::sql(create));
+    }
     // PostgreSQL's dialect of sqlparser lacks MATCH_RECOGNIZE: one that has it.
     let match_recognize = crate::match_recognize::uses_match_recognize(text);
     if match_recognize {
@@ -568,6 +573,16 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         stmt.overriding = Some(overriding);
         return Ok(stmt);
     }
+    if let Some((rest, no_data)) = strip_with_data(text)? {
+        let mut stmt = parse_one(&rest)?;
+        let materialized = matches!(&stmt.body, StatementBody::Sql(s)
+            if matches!(&**s, Statement::CreateView(v) if v.materialized));
+        if !materialized {
+            return Err(brook_err!(Syntax, "syntax error at or near \"WITH\""));
+        }
+        stmt.with_no_data = no_data;
+        return Ok(stmt);
+    }
     if let Some(fetch) = crate::fetch::parse_move(&mut p)? {
         expect_end(&mut p)?;
         return Ok(BrookStatement::new(StatementBody::Move(Box::new(fetch))));
@@ -610,6 +625,7 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
         parse_catalog_query(&before_compat_rules(&describe_brook_kinds(text)))?
             .into_iter()
             .map(|s| {
+                let s = crate::distinct_from::DistinctFromPrecedence.rewrite(s);
                 let s = crate::like_escape::LikeEscapeAsBackslash.rewrite(s);
                 // A user query can land here too (`pg_typeof(...)` names pg_type).
                 let s = crate::whole_row::WholeRowReferences.rewrite(s);
@@ -625,7 +641,8 @@ pub fn parse_one(text: &str) -> Result<BrookStatement> {
                 let s = crate::domain_base::DomainBase.rewrite(s);
                 let s = crate::pg_functions::SerialSequenceIsNull.rewrite(s);
                 let s = crate::catalog_lookups::CatalogLookups.rewrite(s);
-                REGCAST.rewrite(crate::pg_functions::ToRegtypeAsCast.rewrite(s))
+                let s = crate::pg_functions::ToRegtypeAsCast.rewrite(s);
+                REGCAST.rewrite(crate::regtype_names::RegtypeNames.rewrite(s))
             })
             .collect()
     } else {

@@ -40,6 +40,7 @@ impl VisitorMut for Completer {
             for cte in &mut with.cte_tables {
                 if let Some(names) = output_names(&cte.query) {
                     complete(&mut cte.alias, &names);
+                    name_repeated_columns(&mut cte.query, &cte.alias, &names);
                 }
             }
         }
@@ -55,6 +56,7 @@ impl VisitorMut for Completer {
         {
             if let Some(names) = output_names(subquery) {
                 complete(alias, &names);
+                name_repeated_columns(subquery, alias, &names);
             }
         }
         ControlFlow::Continue(())
@@ -83,6 +85,41 @@ pub fn complete(alias: &mut TableAlias, names: &[String]) {
             name: Ident::with_quote('"', name.clone()),
             data_type: None,
         });
+    }
+}
+
+/// A select list naming two columns alike (`(SELECT k, k FROM t) x(a, b)`) takes the
+/// alias list's names as its own: PostgreSQL renames the columns by position, and
+/// DataFusion cannot plan the select list before the renaming (XX000 before).
+fn name_repeated_columns(q: &mut Query, alias: &TableAlias, names: &[String]) {
+    let mut unique = names.to_vec();
+    unique.sort();
+    unique.dedup();
+    if unique.len() == names.len() || alias.columns.len() < names.len() {
+        return;
+    }
+    let Some(select) = leftmost_select(&mut q.body) else {
+        return;
+    };
+    for (item, column) in select.projection.iter_mut().zip(&alias.columns) {
+        let expr = match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+            _ => return,
+        };
+        *item = SelectItem::ExprWithAlias {
+            expr,
+            alias: column.name.clone(),
+        };
+    }
+}
+
+/// The SELECT that names a query body's columns (the leftmost of a set operation).
+fn leftmost_select(body: &mut SetExpr) -> Option<&mut datafusion::sql::sqlparser::ast::Select> {
+    match body {
+        SetExpr::Select(s) => Some(s),
+        SetExpr::SetOperation { left, .. } => leftmost_select(left),
+        SetExpr::Query(q) => leftmost_select(&mut q.body),
+        _ => None,
     }
 }
 
@@ -257,6 +294,23 @@ mod tests {
         assert_eq!(
             rewritten("WITH w(a) AS (SELECT 1 AS p, 2 AS q UNION SELECT 3, 4) SELECT * FROM w"),
             r#"WITH w (a, "q") AS (SELECT 1 AS p, 2 AS q UNION SELECT 3, 4) SELECT * FROM w"#
+        );
+    }
+
+    #[test]
+    fn repeated_names_take_the_alias_list() {
+        assert_eq!(
+            rewritten("SELECT * FROM (SELECT k, k FROM t) AS x (a, b)"),
+            "SELECT * FROM (SELECT k AS a, k AS b FROM t) AS x (a, b)"
+        );
+        assert_eq!(
+            rewritten("WITH w(a) AS (SELECT k, t.k FROM t UNION ALL SELECT 1, 2) SELECT * FROM w"),
+            r#"WITH w (a, "k") AS (SELECT k AS a, t.k AS "k" FROM t UNION ALL SELECT 1, 2) SELECT * FROM w"#
+        );
+        // Without a list for each repeated name there is nothing to rename them to.
+        assert_eq!(
+            rewritten("SELECT * FROM (SELECT k, k FROM t) AS x"),
+            "SELECT * FROM (SELECT k, k FROM t) AS x"
         );
     }
 

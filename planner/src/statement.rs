@@ -23,6 +23,10 @@ pub struct BrookStatement {
     /// `INSERT ... OVERRIDING SYSTEM VALUE` / `OVERRIDING USER VALUE` (sqlparser has no
     /// such clause; only on an INSERT body).
     pub overriding: Option<Overriding>,
+    /// `CREATE MATERIALIZED VIEW ... WITH NO DATA` (as pg_dump writes it). A Brook
+    /// materialized view is kept up to date from its creation, so it is populated all the
+    /// same; the server says so.
+    pub with_no_data: bool,
 }
 
 /// An INSERT's `OVERRIDING` clause: whose value an identity column takes.
@@ -43,6 +47,7 @@ impl BrookStatement {
             budget: None,
             text: None,
             overriding: None,
+            with_no_data: false,
         }
     }
 

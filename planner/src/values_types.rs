@@ -1,5 +1,5 @@
-//! A `VALUES` column holding json or jsonb gives its untyped literals that type, as
-//! PostgreSQL resolves a VALUES column's type from all its rows.
+//! A `VALUES` column holding json, jsonb, uuid or xml gives its untyped literals that type,
+//! as PostgreSQL resolves a VALUES column's type from all its rows.
 //!
 //! DataFusion refuses a VALUES list whose rows' fields differ in metadata, and Brook records
 //! json and jsonb in field metadata: `VALUES ('{"a":1}'::jsonb), (NULL)` and `INSERT ...
@@ -14,14 +14,16 @@
 //! (`VALUES ('...'::timestamp(0)), (NULL)`), so its untyped literals are cast as it is
 //! (`pg_functions::time_casts` made the time casts calls of `arrow_cast`).
 
-use crate::pg_functions::{function_call, time_cast_of, JSONB_CAST, JSON_CAST, TIME_TYPE};
+use crate::pg_functions::{
+    function_call, time_cast_of, JSONB_CAST, JSON_CAST, TIME_TYPE, UUID_CAST, XML_CAST,
+};
 use datafusion::sql::sqlparser::ast::{
     CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Query, SetExpr,
     Statement, Value, Values, VisitMut, VisitorMut,
 };
 use std::ops::ControlFlow;
 
-/// Type the untyped literals of every VALUES column that holds json or jsonb.
+/// Type the untyped literals of every VALUES column that holds json, jsonb, uuid or xml.
 pub fn json_values(stmt: &mut Statement) {
     let _ = stmt.visit(&mut ValuesVisitor);
 }
@@ -77,13 +79,19 @@ fn type_values(values: &mut Values) {
     }
 }
 
-/// The cast function of the JSON type `e` is known to have from its text: a json/jsonb
-/// cast, or a function that builds one.
-fn json_type_cast(e: &Expr) -> Option<&'static str> {
+/// The cast function of the type `e` is known to have from its text, for the types Brook
+/// records in field metadata: a json/jsonb cast or a function that builds one, a uuid or
+/// xml cast, `gen_random_uuid()`.
+fn metadata_type_cast(e: &Expr) -> Option<&'static str> {
     let Expr::Function(f) = e else {
         return None;
     };
     let name = f.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    match name.as_str() {
+        UUID_CAST | "gen_random_uuid" => return Some(UUID_CAST),
+        XML_CAST => return Some(XML_CAST),
+        _ => {}
+    }
     match crate::json_ops::json_result_type(&name)? {
         "jsonb" => Some(JSONB_CAST),
         _ => Some(JSON_CAST),
@@ -125,7 +133,7 @@ fn typed_like(cell: &Expr, value: Expr) -> Option<Expr> {
             format: None,
         }),
         Expr::Function(f) => {
-            if let Some(cast) = json_type_cast(cell) {
+            if let Some(cast) = metadata_type_cast(cell) {
                 return Some(function_call(cast, vec![value]));
             }
             let FunctionArguments::List(list) = &f.args else {
@@ -201,6 +209,14 @@ mod tests {
         assert_eq!(
             typed("VALUES ('a', NULL), ('b', 'c')"),
             "VALUES ('a', NULL), ('b', 'c')"
+        );
+        assert_eq!(
+            typed("VALUES (brook_uuid('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')), (NULL), (gen_random_uuid())"),
+            "VALUES (brook_uuid('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')), (brook_uuid(NULL)), (gen_random_uuid())"
+        );
+        assert_eq!(
+            typed("VALUES (NULL), (brook_xml('<a/>'))"),
+            "VALUES (brook_xml(NULL)), (brook_xml('<a/>'))"
         );
         assert_eq!(
             typed("VALUES (brook_jsonb('{}'))"),

@@ -132,6 +132,13 @@ def test_pg_stat_activity_and_pg_cancel_backend(brook):
             "SELECT application_name, state FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid()"
         ).fetchone()
         assert me == ("watcher", "active"), me
+        # The address and the port apart, as PostgreSQL shows them (the address held
+        # "127.0.0.1:41800"); a running statement's transaction began when it did.
+        where = admin.execute(
+            "SELECT client_addr, client_port, xact_start = query_start, wait_event "
+            "FROM pg_stat_activity WHERE pid = %s", (busy_pid,)
+        ).fetchone()
+        assert where[0] == "127.0.0.1" and 0 < where[1] < 65536 and where[2:] == (True, None), where
         assert admin.execute("SELECT pg_cancel_backend(%s)", (busy_pid,)).fetchone()[0] is True
         t.join(timeout=30)
         assert not t.is_alive() and not failure, failure

@@ -598,6 +598,32 @@ fn classify_message(m: &str) -> BrookError {
         BrookError::grouping(m)
     } else if lower.contains("ambiguous reference") || lower.contains("would be ambiguous") {
         BrookError::ambiguous_column(m)
+    } else if m.contains("Projections require unique expression names")
+        && !lower.contains("duplicate")
+    {
+        // `FROM (SELECT k, k FROM t) x`: PostgreSQL keeps both columns named `k`.
+        BrookError::Unsupported(format!(
+            "a subquery's select list naming two columns alike (name them apart with AS or a \
+             column alias list): {m}"
+        ))
+    } else if let Some(table) = m
+        .split("duplicate qualified field name ")
+        .nth(1)
+        .and_then(|r| r.rsplit_once('.'))
+        .map(|(table, _)| table.trim_matches('"'))
+    {
+        // `FROM t x, t x`: two FROM items of one name, PostgreSQL's 42712.
+        BrookError::Semantic {
+            message: format!("table name \"{table}\" specified more than once"),
+            code: "42712",
+        }
+    } else if let Some(number) = m
+        .strip_prefix("Placeholder '$")
+        .and_then(|r| r.split('\'').next())
+        .filter(|_| m.contains("was not provided a value"))
+    {
+        // A `$n` in a statement sent without parameters (a simple query).
+        BrookError::Parameter(format!("there is no parameter ${number}"))
     } else if lower.contains("duplicate") && (lower.contains("field") || lower.contains("name")) {
         BrookError::duplicate_column(m)
     } else if lower.contains("field metadata differs") {

@@ -420,6 +420,21 @@ mod tests {
                 "42701",
             ),
             (
+                "a subquery naming two columns alike",
+                "Projections require unique expression names but the expression \"t.k\" at position 0 and \"t.k\" at position 1 have the same name. Consider aliasing (\"AS\") one of them.",
+                "0A000",
+            ),
+            (
+                "two FROM items of one name",
+                "Schema contains duplicate qualified field name x.id",
+                "42712",
+            ),
+            (
+                "a parameter a simple query does not have",
+                "Placeholder '$1' was not provided a value for execution.",
+                "42P02",
+            ),
+            (
                 "interval * float, which DataFusion lacks",
                 "Cannot get result type for temporal operation Interval(MonthDayNano) * Float64: Invalid argument error: Invalid interval arithmetic operation",
                 "0A000",

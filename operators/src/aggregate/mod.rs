@@ -114,7 +114,11 @@ impl AggregateNode {
             .state_fields()?
             .iter()
             .any(|f| f.data_type().is_floating());
-        let invertible = !order_only.contains(&name.as_str()) && !float_state;
+        // `array_agg`'s sliding accumulator (also under `json_agg`, `jsonb_agg` and `x IN
+        // (subquery)` in a select list) drops its first values, whichever row was retracted.
+        let first_in_first_out = name == "array_agg";
+        let invertible =
+            !order_only.contains(&name.as_str()) && !float_state && !first_in_first_out;
         match a.expr.create_sliding_accumulator() {
             Ok(acc) if invertible && acc.supports_retract_batch() => Ok(acc),
             // No inverse: the group keeps its values and re-aggregates (min/max from the

@@ -28,8 +28,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long to wait before reading the log again after a failure.
+/// How long to wait before reading the log again after a failure; doubled after each
+/// failure in a row, up to [`RETRY_MAX`].
 const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// The longest wait between two attempts to read the log while it cannot be read.
+const RETRY_MAX: Duration = Duration::from_secs(2);
+/// How often, at most, a failure to read the log that goes on is logged again.
+const WARN_EVERY: Duration = Duration::from_secs(30);
 
 /// How often, at most, the applied position is noted in the data directory.
 const NOTE_EVERY: Duration = Duration::from_millis(200);
@@ -87,14 +92,20 @@ impl Applier {
     /// statement of the node waited that long. Here an ephemeral consumer starts at the
     /// next position with a 1 s heartbeat; a missed heartbeat, an error or a message out
     /// of order ends it, and a new one starts where the applier is.
+    ///
+    /// While the log cannot be read (a split: the node's NATS server answers 503 to each
+    /// attempt for as long as it lasts), attempts slow down to one every [`RETRY_MAX`] and
+    /// the failure is logged when it begins and then every [`WARN_EVERY`] (see
+    /// [`Failing`]).
     async fn follow(&mut self, stream: jetstream::stream::Stream, start: u64) -> Result<()> {
         let mut next = start + 1;
+        let mut failing = Failing::default();
         loop {
             let mut messages = match read_from(&stream, next).await {
                 Ok(m) => m,
                 Err(e) => {
-                    tracing::warn!(error = %e, position = next, "cannot read the cluster's log; trying again");
-                    tokio::time::sleep(RETRY_AFTER).await;
+                    failing.failed("cannot read the cluster's log; trying again", &e, next);
+                    tokio::time::sleep(failing.wait()).await;
                     continue;
                 }
             };
@@ -104,13 +115,17 @@ impl Applier {
                     Ok(Some(m)) => m,
                     Ok(None) => break,
                     Err(_) => match stalled(&stream, next).await {
-                        Ok(false) => continue,
+                        Ok(false) => {
+                            // Nothing to deliver, and the log answers: all is well.
+                            failing.recovered(next);
+                            continue;
+                        }
                         Ok(true) => {
-                            tracing::warn!(position = next, "the cluster's log holds entries this node's reader does not deliver; reading again from the position");
+                            failing.failed("the cluster's log holds entries this node's reader does not deliver; reading again from the position", "", next);
                             break;
                         }
                         Err(e) => {
-                            tracing::warn!(error = %e, position = next, "this node's reader of the cluster's log delivers nothing and the log cannot be asked how far it goes; reading again from the position");
+                            failing.failed("this node's reader of the cluster's log delivers nothing and the log cannot be asked how far it goes; reading again from the position", &e, next);
                             break;
                         }
                     },
@@ -118,10 +133,15 @@ impl Applier {
                 let m = match m {
                     Ok(m) => m,
                     Err(e) => {
-                        tracing::warn!(error = %e, position = next, "reading the cluster's log; reading again from the position");
+                        failing.failed(
+                            "reading the cluster's log; reading again from the position",
+                            &e.to_string(),
+                            next,
+                        );
                         break;
                     }
                 };
+                failing.recovered(next);
                 let message = self.parse(&m)?;
                 let position = message.position;
                 if position < next {
@@ -154,7 +174,7 @@ impl Applier {
                     self.note(position)?;
                 }
             }
-            tokio::time::sleep(RETRY_AFTER).await;
+            tokio::time::sleep(failing.wait()).await;
         }
     }
 
@@ -389,13 +409,59 @@ impl Applier {
     }
 }
 
+/// A failure to read the log that goes on: how long to wait before the next attempt, and
+/// when to log it.
+///
+/// Logged when it begins and then at most every [`WARN_EVERY`] (with the attempts since),
+/// and once more when the log is read again. Before 2026-12-07 each attempt (five a
+/// second) logged a warning: a split of a few minutes wrote over 100 KB of them, and a
+/// node whose standard error is a pipe nobody reads at that moment (the split test's, a
+/// supervisor that stalled) blocked in `write(2)` inside the applier once the pipe's
+/// 64 KB were full, and applied no more of the log after the network came back (its
+/// statements failed with 08006).
+#[derive(Default)]
+struct Failing {
+    /// When the failure was last logged; `None` while the log is read.
+    warned: Option<Instant>,
+    /// Failed attempts since then.
+    attempts: u32,
+    /// Failed attempts in a row (the wait before the next one doubles with each).
+    in_a_row: u32,
+}
+
+impl Failing {
+    fn failed(&mut self, what: &str, error: &str, position: u64) {
+        self.attempts += 1;
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        if self.warned.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
+            tracing::warn!(error, position, attempts = self.attempts, "{what}");
+            self.warned = Some(Instant::now());
+            self.attempts = 0;
+        }
+    }
+
+    /// The log was read again (an entry delivered, or none to deliver and the log answers).
+    fn recovered(&mut self, position: u64) {
+        if self.warned.take().is_some() {
+            tracing::info!(position, "reading the cluster's log again");
+        }
+        self.attempts = 0;
+        self.in_a_row = 0;
+    }
+
+    /// How long to wait before the next attempt.
+    fn wait(&self) -> Duration {
+        RETRY_AFTER
+            .saturating_mul(1 << self.in_a_row.saturating_sub(1).min(4))
+            .min(RETRY_MAX)
+    }
+}
+
 /// Whether the log holds position `next` while the reader delivered nothing for
 /// [`STALL_CHECK`]: a reader that stays silent with entries to deliver is replaced rather
-/// than trusted for ever (a safeguard written while chasing a node that applies no more of
-/// the log after some network splits heal; that defect is still open, see
-/// `docs/cluster.md`). An error when the log cannot be asked: the reader is replaced then
-/// too (before 2026-12-07 it was trusted, and a reader left on a NATS server that lost
-/// the log's stream after a split waited for ever without a word).
+/// than trusted for ever. An error when the log cannot be asked: the reader is replaced
+/// then too (before 2026-12-07 it was trusted, and a reader left on a NATS server that
+/// lost the log's stream after a split waited for ever without a word).
 async fn stalled(
     stream: &jetstream::stream::Stream,
     next: u64,

@@ -275,7 +275,15 @@ impl Engine {
                 "datafusion.optimizer.enable_round_robin_repartition",
                 "false",
             )
-            .set_str("datafusion.execution.time_zone", "+00:00");
+            .set_str("datafusion.execution.time_zone", "+00:00")
+            // DataFusion 55's leaf-expression pushdown fails to plan a JSON operator over a
+            // view or subquery that renames its columns (`doc ->> 'a'` over `CREATE VIEW v AS
+            // SELECT * FROM t` was 42702; apache/datafusion#25446). It only moves cheap field
+            // reads nearer a scan, which Brook's in-memory scans do not use.
+            .set_str(
+                "datafusion.optimizer.enable_leaf_expression_pushdown",
+                "false",
+            );
         let mut physical_rules =
             datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
         physical_rules.push(Arc::new(
@@ -406,6 +414,7 @@ impl Engine {
         // After `array_functions`: jsonb containment wraps its `array_has_all`.
         crate::udf::jsonb_operators::register(&ctx);
         crate::udf::sum_numeric::register(&ctx);
+        crate::udf::avg_numeric::register(&ctx);
         crate::udf::float_extremes::register(&ctx);
         crate::udf::unknown_literals::register(&ctx);
         crate::udf::statement_time::register(&ctx);

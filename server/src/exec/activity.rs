@@ -42,6 +42,9 @@ pub struct Doing {
     pub query: String,
     /// When that statement began (microseconds since the epoch).
     pub query_start: Option<i64>,
+    /// When the transaction in progress began (its first statement), None when idle
+    /// outside a transaction block.
+    pub xact_start: Option<i64>,
     /// When `state` last changed.
     pub state_change: i64,
 }
@@ -89,6 +92,7 @@ impl Backend {
                 state: "idle",
                 query: String::new(),
                 query_start: None,
+                xact_start: None,
                 state_change: now,
             }),
         }
@@ -105,6 +109,7 @@ impl Backend {
         d.state = "active";
         d.query = query.to_string();
         d.query_start = Some(now);
+        d.xact_start.get_or_insert(now);
         d.state_change = now;
     }
 
@@ -114,6 +119,7 @@ impl Backend {
         d.state = if in_transaction {
             "idle in transaction"
         } else {
+            d.xact_start = None;
             "idle"
         };
         d.state_change = now_micros();

@@ -269,8 +269,15 @@ impl Session {
                     };
                     // Under the write lock, as PostgreSQL's RENAME waits for the table's
                     // writers: a transaction block that wrote it commits under the name
-                    // its statements used.
-                    let txn = self.begin_write(&meta, &store, false).await?;
+                    // its statements used. A block renaming what it wrote holds the lock
+                    // already, and its rows (kept by the relation's id) commit under the
+                    // new name: dbt's `CREATE TABLE x__dbt_tmp AS ...; ALTER TABLE
+                    // x__dbt_tmp RENAME TO x` in one block (0A000 before).
+                    let txn = if self.block_wrote(&meta) {
+                        None
+                    } else {
+                        Some(self.begin_write(&meta, &store, false).await?)
+                    };
                     name = self.rename_table(&schema, &name, to)?;
                     drop(txn);
                     (meta, _) = self.relation(&schema, &name)?;

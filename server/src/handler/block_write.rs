@@ -141,6 +141,14 @@ impl Session {
         Ok(())
     }
 
+    /// Whether this transaction block (not an implicit one) wrote `meta`, and so holds its
+    /// write lock until it ends.
+    pub(crate) fn block_wrote(&self, meta: &RelationMeta) -> bool {
+        lock(&self.block)
+            .as_ref()
+            .is_some_and(|b| !b.implicit && b.writes.contains_key(&meta.id))
+    }
+
     /// What the block's statements read of `store`: its own rows when it wrote it,
     /// otherwise the committed ones.
     pub(crate) fn visible_snapshot(&self, meta: &RelationMeta, store: &TableStore) -> Snapshot {

@@ -110,6 +110,12 @@ impl Session {
 
     /// Execute a statement's body, with its clauses.
     async fn execute_body(&mut self, stmt: BrookStatement) -> Result<Outcome> {
+        if stmt.with_no_data {
+            self.notices.push(crate::session::Notice::from(
+                "WITH NO DATA ignored: a materialized view is kept up to date from its creation, \
+                 so it is populated now",
+            ));
+        }
         match stmt.body {
             StatementBody::Sql(s) => match stmt.emit {
                 None => self.execute_sql(*s).await,
@@ -233,8 +239,9 @@ impl Session {
             Statement::CreateDatabase {
                 db_name,
                 if_not_exists,
+                default_collation,
                 ..
-            } => self.create_database(&db_name, if_not_exists),
+            } => self.create_database(&db_name, if_not_exists, default_collation),
             Statement::CreateIndex(ci) => self.create_index(ci),
             Statement::Comment {
                 object_type,

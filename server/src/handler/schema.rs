@@ -34,13 +34,21 @@ impl Session {
         Ok(Outcome::Command("CREATE SCHEMA".into()))
     }
 
-    /// CREATE DATABASE name.
+    /// CREATE DATABASE name, with the locale its options asked for (`LOCALE`, `LC_COLLATE`,
+    /// ...: `brook_planner::create_database`).
     pub(crate) fn create_database(
         &mut self,
         db_name: &ObjectName,
         if_not_exists: bool,
+        locale: Option<String>,
     ) -> Result<Outcome> {
         let name = object_parts(db_name)?.join(".");
+        if let Some(locale) = locale.filter(|l| !is_c_locale(l)) {
+            self.notices.push(Notice::from(format!(
+                "database \"{name}\" compares and sorts text as the C locale does (by code \
+                 point), not as \"{locale}\": Brook has no other collation"
+            )));
+        }
         if !self.engine.create_database(&name, if_not_exists)? {
             self.notices.push(Notice::skipped(
                 "42P04",
@@ -49,4 +57,13 @@ impl Session {
         }
         Ok(Outcome::Command("CREATE DATABASE".into()))
     }
+}
+
+/// The C locale under one of its names (`C`, `POSIX`, `C.UTF-8`, `C.utf8`).
+fn is_c_locale(locale: &str) -> bool {
+    let l = locale.to_ascii_lowercase();
+    l == "c"
+        || l == "posix"
+        || l.strip_prefix("c.")
+            .is_some_and(|e| e.replace('-', "") == "utf8")
 }

@@ -241,6 +241,12 @@ impl ViewState {
                  then REFRESH MATERIALIZED VIEW rebuilds the view from its inputs; or create \
                  it again with a query that handles such rows, e.g. NULLIF for a divisor)"
             )
+        } else if e.sqlstate() == "54000" {
+            // A limit the inputs reached (a recursive query's rounds over a cycle).
+            format!(
+                "{e} (delete the rows that reach the limit, then REFRESH MATERIALIZED VIEW \
+                 rebuilds the view from its inputs)"
+            )
         } else {
             e.to_string()
         };

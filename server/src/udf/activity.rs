@@ -5,7 +5,7 @@
 
 use crate::exec::activity::Activity;
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray,
+    new_null_array, ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray,
     TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
@@ -71,16 +71,31 @@ impl TableFunctionImpl for StatActivity {
         _args: TableFunctionArgs<'_, '_>,
     ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
         let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+        // PostgreSQL's columns in its order. Brook has no transaction ids, wait events,
+        // query ids, parallel workers or reverse lookups: those columns are NULL, as
+        // PostgreSQL's are when they do not apply. `datid`/`usesysid` are NULL as
+        // `pg_stat_progress_copy`'s `datid` is (oids are assigned as catalogs are read).
         let schema = Arc::new(Schema::new(vec![
+            Field::new("datid", DataType::UInt32, true),
             Field::new("datname", DataType::Utf8, true),
             Field::new("pid", DataType::Int32, false),
+            Field::new("leader_pid", DataType::Int32, true),
+            Field::new("usesysid", DataType::UInt32, true),
             Field::new("usename", DataType::Utf8, true),
             Field::new("application_name", DataType::Utf8, true),
             Field::new("client_addr", DataType::Utf8, true),
+            Field::new("client_hostname", DataType::Utf8, true),
+            Field::new("client_port", DataType::Int32, true),
             Field::new("backend_start", ts.clone(), true),
+            Field::new("xact_start", ts.clone(), true),
             Field::new("query_start", ts.clone(), true),
             Field::new("state_change", ts.clone(), true),
+            Field::new("wait_event_type", DataType::Utf8, true),
+            Field::new("wait_event", DataType::Utf8, true),
             Field::new("state", DataType::Utf8, true),
+            Field::new("backend_xid", DataType::Utf8, true),
+            Field::new("backend_xmin", DataType::Utf8, true),
+            Field::new("query_id", DataType::Int64, true),
             Field::new("query", DataType::Utf8, true),
             Field::new("backend_type", DataType::Utf8, false),
         ]));
@@ -101,16 +116,36 @@ impl TableFunctionImpl for StatActivity {
                     .with_timezone("+00:00"),
             )
         };
+        let addresses: Vec<(Option<String>, Option<i32>)> = backends
+            .iter()
+            .map(|b| address_and_port(&b.client_addr))
+            .collect();
         let columns: Vec<ArrayRef> = vec![
+            new_null_array(&DataType::UInt32, backends.len()),
             text(&|i| backends[i].database.clone()),
             Arc::new(backends.iter().map(|b| b.pid).collect::<Int32Array>()),
+            new_null_array(&DataType::Int32, backends.len()),
+            new_null_array(&DataType::UInt32, backends.len()),
             text(&|i| backends[i].user.clone()),
             text(&|i| doing[i].application_name.clone()),
-            text(&|i| backends[i].client_addr.clone()),
+            Arc::new(
+                addresses
+                    .iter()
+                    .map(|(a, _)| a.clone())
+                    .collect::<StringArray>(),
+            ),
+            new_null_array(&DataType::Utf8, backends.len()),
+            Arc::new(addresses.iter().map(|(_, p)| *p).collect::<Int32Array>()),
             times(&|i| Some(backends[i].backend_start)),
+            times(&|i| doing[i].xact_start),
             times(&|i| doing[i].query_start),
             times(&|i| Some(doing[i].state_change)),
+            new_null_array(&DataType::Utf8, backends.len()),
+            new_null_array(&DataType::Utf8, backends.len()),
             text(&|i| doing[i].state.to_string()),
+            new_null_array(&DataType::Utf8, backends.len()),
+            new_null_array(&DataType::Utf8, backends.len()),
+            new_null_array(&DataType::Int64, backends.len()),
             text(&|i| doing[i].query.clone()),
             text(&|_| "client backend".to_string()),
         ];
@@ -119,6 +154,16 @@ impl TableFunctionImpl for StatActivity {
             schema,
             vec![vec![batch]],
         )?))
+    }
+}
+
+/// A client's `ip:port` (`[v6]:port`) as `pg_stat_activity` shows it: the address
+/// (`client_addr`) and the port (`client_port`); a Unix socket has neither.
+fn address_and_port(peer: &str) -> (Option<String>, Option<i32>) {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(a) => (Some(a.ip().to_string()), Some(i32::from(a.port()))),
+        Err(_) if peer.is_empty() => (None, None),
+        Err(_) => (Some(peer.to_string()), None),
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod array_elements;
 pub mod array_functions;
+pub mod avg_numeric;
 pub mod bounded_series;
 pub mod checked;
 pub mod expand_array;

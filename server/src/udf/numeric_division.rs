@@ -136,7 +136,7 @@ fn operand_type(t: &DataType) -> Option<DataType> {
 
 /// The result scale for operands of scales s1 / s2: [`MAX_SCALE`] decimals, or the
 /// operands' scale when larger.
-fn result_scale(s1: i8, s2: i8) -> i8 {
+pub(crate) fn result_scale(s1: i8, s2: i8) -> i8 {
     MAX_SCALE
         .max(i32::from(s1))
         .max(i32::from(s2))
@@ -250,7 +250,13 @@ fn pg_div_scale(a: i128, s1: i8, b: i128, s2: i8) -> i32 {
 }
 
 /// `(a / 10^s1) / (b / 10^s2)` at PostgreSQL's scale, stored at `out_scale`.
-fn divide_values(a: i128, s1: i8, b: i128, s2: i8, out_scale: i8) -> Result<i128, ArrowError> {
+pub(crate) fn divide_values(
+    a: i128,
+    s1: i8,
+    b: i128,
+    s2: i8,
+    out_scale: i8,
+) -> Result<i128, ArrowError> {
     if b == 0 {
         return Err(ArrowError::DivideByZero);
     }
