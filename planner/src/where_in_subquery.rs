@@ -9,7 +9,8 @@
 //!   rows of `NOT EXISTS (SELECT 1 FROM s WHERE c AND (y = x OR y IS NULL OR x IS NULL))`:
 //!   both exclude a row once some `y` equals `x`, once the subquery has a NULL, and once `x`
 //!   is NULL over a non-empty subquery, and keep it over an empty one.
-//! - Anywhere else in a WHERE clause — under `OR`, `IS [NOT] TRUE`, `IS NULL`, `CASE` — an
+//! - Anywhere else in a WHERE clause — under `OR`, `IS [NOT] TRUE`, `IS NULL`, `CASE`, `IS
+//!   [NOT] DISTINCT FROM`, a cast or a function's arguments (`coalesce`) — an
 //!   `IN` became a mark join whose mark is true or false, never NULL: `x NOT IN (1, NULL)`
 //!   was true, so `WHERE x NOT IN (SELECT ...) OR ...` kept rows PostgreSQL does not (a
 //!   silent wrong answer). There the test is written out in SQL's three values:
@@ -164,9 +165,42 @@ fn three_valued(e: &mut Expr, from: &[TableWithJoins]) {
                 }));
             }
         }
-        Expr::BinaryOp { left, right, .. } => {
+        Expr::BinaryOp { left, right, .. }
+        | Expr::IsDistinctFrom(left, right)
+        | Expr::IsNotDistinctFrom(left, right) => {
             three_valued(left, from);
             three_valued(right, from);
+        }
+        // A function's argument (`coalesce(x IN (...), true)`), a cast, IN and BETWEEN
+        // operands: the NULL matters there too.
+        Expr::Function(f) => {
+            if let datafusion::sql::sqlparser::ast::FunctionArguments::List(list) = &mut f.args {
+                for a in &mut list.args {
+                    use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr};
+                    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e))
+                    | FunctionArg::Named {
+                        arg: FunctionArgExpr::Expr(e),
+                        ..
+                    } = a
+                    {
+                        three_valued(e, from);
+                    }
+                }
+            }
+        }
+        Expr::Cast { expr, .. } => three_valued(expr, from),
+        Expr::InList { expr, list, .. } => {
+            three_valued(expr, from);
+            for e in list {
+                three_valued(e, from);
+            }
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => {
+            three_valued(expr, from);
+            three_valued(low, from);
+            three_valued(high, from);
         }
         Expr::UnaryOp { expr, .. }
         | Expr::Nested(expr)

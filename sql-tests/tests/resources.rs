@@ -348,6 +348,11 @@ async fn scram_connections_get_distinct_pids_and_cancel_reaches_one() {
     // pid for all, the registry held only the last one's key).
     let victim = clients.remove(0);
     let token = victim.cancel_token();
+    let pid: i32 = victim
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0);
     let run = tokio::spawn(async move {
         victim
             .query(
@@ -356,7 +361,21 @@ async fn scram_connections_get_distinct_pids_and_cancel_reaches_one() {
             )
             .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cancel once the statement runs (a cancel that arrives while the connection is still
+    // idle is ignored, as PostgreSQL ignores it; a fixed sleep lost that race on a busy
+    // machine and the statement ran to its end).
+    for _ in 0..300 {
+        let state: Option<String> = clients[0]
+            .query_one("SELECT state FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .await
+            .expect("activity")
+            .get(0);
+        if state.as_deref() == Some("active") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
     token
         .cancel_query(tokio_postgres::NoTls)
         .await

@@ -97,6 +97,11 @@ impl AggregateNode {
         // (for window frames); a changelog retracts any row, so they would be wrong.
         let name = a.expr.fun().name().to_ascii_lowercase();
         let order_only = ["min", "max", "first_value", "last_value", "nth_value"];
+        // With its own ORDER BY (`first_value(v ORDER BY ts)`, and DISTINCT ON's), the
+        // value does not depend on arrival: it is re-aggregated from the group's values.
+        if order_only[2..].contains(&name.as_str()) && !a.expr.order_bys().is_empty() {
+            return Ok(Box::new(kept_values::KeptValues::new(a.expr.clone())));
+        }
         if order_only[2..].contains(&name.as_str()) {
             // "First" and "last" follow arrival order, which a retraction does not undo.
             return Err(brook_err!(

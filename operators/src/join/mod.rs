@@ -21,6 +21,7 @@
 //! the state. Rows of a stream that arrive behind the watermark could have paired with rows
 //! already dropped; they are counted as late and dropped, as windows drop theirs.
 
+mod mark;
 mod op;
 mod side;
 #[cfg(test)]
@@ -51,6 +52,9 @@ pub enum JoinKind {
     Full,
     /// Rows of input `0` (left) or `1` (right) that have no match.
     Anti(usize),
+    /// Each row of the left input with a boolean: whether it has a match (DataFusion's
+    /// `LeftMark`, for `x IN (subquery)` and `EXISTS` under `OR`, `NOT` or `CASE`).
+    Mark,
 }
 
 impl JoinKind {
@@ -61,6 +65,7 @@ impl JoinKind {
             JoinKind::Inner => false,
             JoinKind::Full => true,
             JoinKind::Semi(k) | JoinKind::Outer(k) | JoinKind::Anti(k) => k == side,
+            JoinKind::Mark => side == 0,
         }
     }
 
@@ -144,6 +149,7 @@ impl fmt::Display for JoinNode {
             JoinKind::Full => "full outer".to_string(),
             JoinKind::Anti(0) => "left anti".to_string(),
             JoinKind::Anti(_) => "right anti".to_string(),
+            JoinKind::Mark => "left mark".to_string(),
         };
         let kind = if self.null_aware {
             format!("{kind} (NOT IN: NULL-aware)")
@@ -179,7 +185,7 @@ impl JoinNode {
     fn defers(&self, side: usize) -> bool {
         !self.updating
             && self.kind.keeps(side)
-            && !matches!(self.kind, JoinKind::Semi(_))
+            && !matches!(self.kind, JoinKind::Semi(_) | JoinKind::Mark)
             && self.bounds[side].is_some()
     }
 }

@@ -187,7 +187,13 @@ impl Operator for JoinOp {
         // that have none (outer: padded with NULLs) — at once, or, deferred, once no match
         // can come (now for the rows already done, on the watermark for the others).
         let want_matched = matches!(self.kind, JoinKind::Semi(_));
-        if self.kind.keeps(port) {
+        if self.kind == JoinKind::Mark {
+            if port == 0 {
+                out.extend(self.emit_marked(&data, &kinds, &pairs, &matched)?);
+            } else {
+                out.extend(self.emit_mark_flips(&kinds, &pairs, &matched)?);
+            }
+        } else if self.kind.keeps(port) {
             let gate: Vec<bool>;
             let only = if self.null_aware {
                 gate = valid
@@ -211,7 +217,9 @@ impl Operator for JoinOp {
                 only,
             )?);
         }
-        if self.null_aware && port == 1 {
+        if self.kind == JoinKind::Mark {
+            // Both sides' changes are emitted above.
+        } else if self.null_aware && port == 1 {
             out.extend(self.emit_null_aware(&kinds, &valid, &pairs, &matched)?);
         } else if self.kind.keeps(1 - port) {
             out.extend(self.emit_flips(port, &kinds, &pairs, &matched, !want_matched)?);
@@ -483,6 +491,16 @@ impl JoinOp {
         at: &[(usize, usize)],
         kinds: Vec<i8>,
     ) -> Result<RecordBatch> {
+        let cols = self.held_columns(kept, at)?;
+        change::attach(
+            &self.schema,
+            self.shape_kept(kept, cols),
+            Arc::new(Int8Array::from(kinds)),
+        )
+    }
+
+    /// The columns of rows `at` (batch, row) held on side `kept`.
+    pub(super) fn held_columns(&self, kept: usize, at: &[(usize, usize)]) -> Result<Vec<ArrayRef>> {
         let side = &self.sides[kept];
         let mut cols = Vec::with_capacity(self.widths[kept]);
         for c in 0..self.widths[kept] {
@@ -490,11 +508,7 @@ impl JoinOp {
                 side.batches.iter().map(|b| b.column(c).as_ref()).collect();
             cols.push(interleave(&arrays, at)?);
         }
-        change::attach(
-            &self.schema,
-            self.shape_kept(kept, cols),
-            Arc::new(Int8Array::from(kinds)),
-        )
+        Ok(cols)
     }
 
     /// Apply the changes to this side's live rows (and, on a semi join's kept side, record

@@ -391,3 +391,52 @@ fn a_cross_join_with_no_column_of_one_side_counts_its_rows() {
         vec!["4 | 1"]
     );
 }
+
+#[test]
+fn a_mark_join_marks_each_left_row_and_flips_it() {
+    use datafusion::arrow::datatypes::{DataType, Field};
+    let orders = from_pretty(
+        "k:text | amt:int64 | _brook_op:int8
+         a      | 1         | 1
+         b      | 2         | 1
+         NULL   | 3         | 1",
+    );
+    let names = |rows: &str| from_pretty(&format!("k2:text | name:text | _brook_op:int8\n{rows}"));
+    let mut node = node(&orders, &names(""));
+    node.kind = JoinKind::Mark;
+    let mut fields: Vec<_> = node.left_schema.fields().iter().cloned().collect();
+    fields.push(Arc::new(Field::new("mark", DataType::Boolean, false)));
+    node.schema = Arc::new(Schema::new(fields));
+    assert!(node.to_string().contains("left mark"));
+    let mut op = node.instantiate().unwrap();
+    assert_eq!(
+        to_sorted_rows(&op.on_data(1, names("a | Ann | 1")).unwrap()),
+        Vec::<String>::new()
+    );
+    // Each row once, marked; a NULL key matches nothing.
+    assert_eq!(
+        to_sorted_rows(&op.on_data(0, orders).unwrap()),
+        vec![
+            "NULL | 3 | false | 1",
+            "a | 1 | true | 1",
+            "b | 2 | false | 1"
+        ]
+    );
+    // b's first match flips its mark; a second match of a changes nothing.
+    assert_eq!(
+        to_sorted_rows(&op.on_data(1, names("b | Bo | 1\na | Al | 1")).unwrap()),
+        vec!["b | 2 | false | -1", "b | 2 | true | 1"]
+    );
+    // a keeps a match after losing one, and flips after losing both.
+    assert!(op.on_data(1, names("a | Ann | -1")).unwrap().is_empty());
+    assert_eq!(
+        to_sorted_rows(&op.on_data(1, names("a | Al | -1")).unwrap()),
+        vec!["a | 1 | false | 1", "a | 1 | true | -1"]
+    );
+    // A left row's retraction takes back the row with its mark as it is now.
+    let gone = from_pretty("k:text | amt:int64 | _brook_op:int8\n b | 2 | -1");
+    assert_eq!(
+        to_sorted_rows(&op.on_data(0, gone).unwrap()),
+        vec!["b | 2 | true | -1"]
+    );
+}

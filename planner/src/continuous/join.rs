@@ -21,6 +21,7 @@ impl Builder<'_> {
             JoinType::Full => JoinKind::Full,
             JoinType::LeftAnti => JoinKind::Anti(0),
             JoinType::RightAnti => JoinKind::Anti(1),
+            JoinType::LeftMark => JoinKind::Mark,
             other => {
                 return Err(refuse(&format!(
                     "{} JOIN",
@@ -85,8 +86,11 @@ impl Builder<'_> {
             // bound on that side, once, when the bound passes; without one, at once, to be
             // retracted when a match comes — an updating result even over two streams. (A
             // semi join's row, once matched, stays matched over append-only inputs.)
+            // A mark join's row changes its mark when its first match comes (or its last
+            // goes): it retracts, as an anti join's unmatched row does.
             updating: updating[0]
                 || updating[1]
+                || kind == JoinKind::Mark
                 || (0..2).any(|side| {
                     kind.keeps(side) && !matches!(kind, JoinKind::Semi(_)) && bounds[side].is_none()
                 }),

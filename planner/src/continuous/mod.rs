@@ -333,6 +333,11 @@ impl Builder<'_> {
             LogicalPlan::Aggregate(a) => self.aggregate(a),
             LogicalPlan::Sort(sort) => match sort.fetch {
                 Some(n) => self.top_n(sort, 0, n),
+                // `SELECT DISTINCT ON (k) ... ORDER BY k, v` picks each group's row by the
+                // ORDER BY (the aggregate's `first_value(.. ORDER BY ..)`); the Sort left
+                // above only orders the groups for the reader, which a continuous result
+                // cannot (its rows arrive as they change).
+                None if distinct_on_groups(&sort.input) => self.build(&sort.input),
                 None => Err(brook_err!(
                     Unsupported,
                     "ORDER BY without LIMIT in a continuous query (over a stream, results \
@@ -400,5 +405,29 @@ fn refuse_async_functions(e: &Expr) -> Result<()> {
     match found {
         Some(name) => Err(refuse(&format!("{name}(), which waits per call,"))),
         None => Ok(()),
+    }
+}
+
+/// Whether `plan` is a `SELECT DISTINCT ON` as DataFusion plans it: an aggregate (under
+/// projections) whose aggregates are all `first_value(.. ORDER BY ..)`.
+fn distinct_on_groups(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Projection(p) => distinct_on_groups(&p.input),
+        LogicalPlan::Aggregate(a) => {
+            !a.aggr_expr.is_empty()
+                && a.aggr_expr.iter().all(|e| {
+                    // (named by the optimizer when it took an ORDER BY expression out)
+                    let e = match e {
+                        Expr::Alias(a) => a.expr.as_ref(),
+                        other => other,
+                    };
+                    matches!(
+                        e,
+                        Expr::AggregateFunction(f)
+                            if f.func.name() == "first_value" && !f.params.order_by.is_empty()
+                    )
+                })
+        }
+        _ => false,
     }
 }

@@ -50,13 +50,21 @@ enum Test {
 struct AsPostgres {
     inner: Arc<ScalarUDF>,
     test: Test,
-    /// `array_has`'s own (user-defined) signature, see [`member_types`].
+    /// The user-defined signature of the tests that coerce their arguments here first
+    /// (`array_has`: [`member_types`]; `array_has_all`, `array_has_any`:
+    /// [`list_beside_text`]).
     member_signature: Signature,
 }
 
 impl AsPostgres {
     fn integer(&self) -> bool {
         matches!(self.test, Test::Length | Test::Integer)
+    }
+
+    /// Whether the arguments are coerced here first (`member_signature`), DataFusion's
+    /// coercion taking the rest.
+    fn coerces(&self) -> bool {
+        matches!(self.test, Test::Member | Test::ContainsAll | Test::Overlaps)
     }
 }
 
@@ -70,7 +78,7 @@ impl ScalarUDFImpl for AsPostgres {
     }
 
     fn signature(&self) -> &Signature {
-        if self.test == Test::Member {
+        if self.coerces() {
             return &self.member_signature;
         }
         self.inner.signature()
@@ -92,10 +100,15 @@ impl ScalarUDFImpl for AsPostgres {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if self.test == Test::Member {
-            if let Some(types) = member_types(arg_types) {
-                return Ok(types);
-            }
+        let own = match self.test {
+            Test::Member => member_types(arg_types),
+            Test::ContainsAll | Test::Overlaps => list_beside_text(arg_types),
+            _ => None,
+        };
+        if let Some(types) = own {
+            return Ok(types);
+        }
+        if self.coerces() {
             let fields: Vec<FieldRef> = arg_types
                 .iter()
                 .map(|t| Arc::new(Field::new("a", t.clone(), true)))
@@ -334,6 +347,22 @@ pub fn register(ctx: &SessionContext) {
                 test,
             }));
         }
+    }
+}
+
+/// An array beside text (`ARRAY['x','y'] @> '{y}'`) or NULL: the text is read as that
+/// array type, as PostgreSQL types an untyped literal by the other operand (the cast becomes
+/// array input in `brook_planner::array_literal_arguments`; DataFusion refused the pair).
+fn list_beside_text(types: &[DataType]) -> Option<Vec<DataType>> {
+    let is_list = |t: &DataType| matches!(t, DataType::List(_) | DataType::LargeList(_));
+    match types {
+        [a, b] if is_list(a) && (super::is_text(b) || b == &DataType::Null) => {
+            Some(vec![a.clone(), a.clone()])
+        }
+        [a, b] if (super::is_text(a) || a == &DataType::Null) && is_list(b) => {
+            Some(vec![b.clone(), b.clone()])
+        }
+        _ => None,
     }
 }
 
