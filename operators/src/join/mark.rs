@@ -21,13 +21,7 @@ impl JoinOp {
         if data.num_rows() == 0 {
             return Ok(Vec::new());
         }
-        let other = &self.sides[1];
-        let mut has = vec![false; data.num_rows()];
-        for (p, ok) in pairs.iter().zip(matched) {
-            if *ok && other.entry(p.slot)?.count > 0 {
-                has[p.row as usize] = true;
-            }
-        }
+        let has = self.has_match(0, data.num_rows(), pairs, matched)?;
         let mut cols = data.columns().to_vec();
         cols.push(Arc::new(BooleanArray::from(has)));
         Ok(vec![change::attach(

@@ -333,13 +333,7 @@ impl JoinOp {
         want_matched: bool,
         only: Option<&[bool]>,
     ) -> Result<Vec<RecordBatch>> {
-        let other = &self.sides[1 - port];
-        let mut has = vec![false; data.num_rows()];
-        for (p, ok) in pairs.iter().zip(matched) {
-            if *ok && other.entry(p.slot)?.count > 0 {
-                has[p.row as usize] = true;
-            }
-        }
+        let has = self.has_match(port, data.num_rows(), pairs, matched)?;
         let rows: Vec<u32> = (0..data.num_rows() as u32)
             .filter(|i| has[*i as usize] == want_matched)
             .filter(|i| only.is_none_or(|o| o[*i as usize]))
@@ -359,6 +353,24 @@ impl JoinOp {
             self.shape_kept(port, cols),
             Arc::new(Int8Array::from(k)),
         )?])
+    }
+
+    /// Whether each of the `rows` change rows on `port` has a live match on the other side.
+    pub(super) fn has_match(
+        &self,
+        port: usize,
+        rows: usize,
+        pairs: &[Pair],
+        matched: &[bool],
+    ) -> Result<Vec<bool>> {
+        let other = &self.sides[1 - port];
+        let mut has = vec![false; rows];
+        for (p, ok) in pairs.iter().zip(matched) {
+            if *ok && other.entry(p.slot)?.count > 0 {
+                has[p.row as usize] = true;
+            }
+        }
+        Ok(has)
     }
 
     /// Columns of kept-side rows as output columns: as they are for a semi join; for an

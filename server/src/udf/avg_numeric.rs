@@ -59,11 +59,13 @@ impl AggregateUDFImpl for PgAvg {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        match arg_types {
-            [t] if numeric_scale(t).is_some() => Ok(DataType::Decimal128(
-                DECIMAL128_MAX_PRECISION,
-                numeric_scale(t).unwrap_or_default(),
-            )),
+        match arg_types
+            .iter()
+            .map(numeric_scale)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [Some(scale)] => Ok(DataType::Decimal128(DECIMAL128_MAX_PRECISION, *scale)),
             _ => self.inner.return_type(arg_types),
         }
     }
