@@ -13,9 +13,15 @@ pub struct DistinctFromPrecedence;
 
 impl SqlStatementRewriteRule for DistinctFromPrecedence {
     fn rewrite(&self, mut s: Statement) -> Statement {
-        crate::pg_functions::rewrite_expressions(&mut s, rebind);
+        rebind_all(&mut s);
         s
     }
+}
+
+/// Every `IS [NOT] DISTINCT FROM` of `s` bound as PostgreSQL binds it (also applied to a
+/// MATCH_RECOGNIZE clause, which is parsed apart).
+pub(crate) fn rebind_all(s: &mut Statement) {
+    crate::pg_functions::rewrite_expressions(s, rebind);
 }
 
 /// One expression, its operands already rewritten.

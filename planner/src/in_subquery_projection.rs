@@ -10,6 +10,9 @@
 //! array_functions`): NULL when `x` is not found and the set holds a NULL, or `x` is NULL
 //! and the set is not empty, as IN answers; the count makes an empty set false. In WHERE
 //! and ON the IN subquery is left to DataFusion, which decorrelates it into a semi join.
+//!
+//! An uncorrelated `[NOT] EXISTS (q)` of a select list, which DataFusion does not run
+//! there, is `(SELECT count(*) > 0 FROM (q))` (`= 0` when negated).
 
 use datafusion::sql::sqlparser::ast::{
     visit_expressions_mut, Expr, OrderBy, OrderByKind, Query, SelectItem, SetExpr, Statement,
@@ -54,6 +57,19 @@ fn select_lists(body: &mut SetExpr) {
     match body {
         SetExpr::Select(select) => {
             for item in &mut select.projection {
+                // `SELECT EXISTS (...)` is named `exists` (NOT EXISTS `?column?`), as in PostgreSQL, not as the
+                // scalar subquery it becomes.
+                if let SelectItem::UnnamedExpr(e @ Expr::Exists { negated: false, .. }) = item {
+                    let mut expr = e.clone();
+                    rewrite(&mut expr);
+                    if expr != *e {
+                        *item = SelectItem::ExprWithAlias {
+                            expr,
+                            alias: datafusion::sql::sqlparser::ast::Ident::new("exists"),
+                        };
+                    }
+                    continue;
+                }
                 if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item
                 {
                     rewrite(e);
@@ -78,8 +94,12 @@ fn rewrite(e: &mut Expr) {
     });
 }
 
-/// The scalar-subquery form of an IN subquery (None for any other expression).
+/// The scalar-subquery form of an IN subquery or an uncorrelated EXISTS (None for any
+/// other expression).
 fn as_scalar_subqueries(e: &Expr) -> Option<Expr> {
+    if let Expr::Exists { subquery, negated } = e {
+        return exists_as_count(subquery, *negated);
+    }
     let Expr::InSubquery {
         expr,
         subquery,
@@ -105,6 +125,19 @@ fn as_scalar_subqueries(e: &Expr) -> Option<Expr> {
     } else {
         membership
     })
+}
+
+/// `[NOT] EXISTS (q)` of a `q` that does not read the outer row as `(SELECT count(*) > 0
+/// FROM (q))` (`= 0` for NOT EXISTS): DataFusion runs a correlated EXISTS of a select list
+/// as a join, and an uncorrelated one not at all.
+fn exists_as_count(subquery: &Query, negated: bool) -> Option<Expr> {
+    if !crate::select_list_subqueries::uncorrelated(&subquery.body) {
+        return None;
+    }
+    let test = if negated { "= 0" } else { "> 0" };
+    crate::decorrelate::parse_expr(&format!(
+        "(SELECT count(*) {test} FROM ({subquery}) AS brook_exists)"
+    ))
 }
 
 #[cfg(test)]
@@ -133,6 +166,19 @@ mod tests {
         assert_eq!(
             rewritten("SELECT (a, b) IN (SELECT 1, 2) FROM u"),
             "SELECT (a, b) IN (SELECT 1, 2) FROM u"
+        );
+    }
+
+    #[test]
+    fn an_uncorrelated_exists_counts() {
+        assert_eq!(
+            rewritten("SELECT EXISTS (SELECT 1 FROM t), NOT EXISTS (SELECT 1 FROM t) FROM u"),
+            "SELECT (SELECT count(*) > 0 FROM (SELECT 1 FROM t) AS brook_exists) AS exists, (SELECT count(*) = 0 FROM (SELECT 1 FROM t) AS brook_exists) FROM u"
+        );
+        // correlated: DataFusion's join
+        assert_eq!(
+            rewritten("SELECT EXISTS (SELECT 1 FROM t WHERE t.k = u.k) FROM u"),
+            "SELECT EXISTS (SELECT 1 FROM t WHERE t.k = u.k) FROM u"
         );
     }
 

@@ -49,6 +49,7 @@
 //! - [`rewrite`]: AST rewrites that make DataFusion answer as PostgreSQL does (correlated
 //!   aggregates over empty inputs, parameter substitution).
 
+pub mod aggregate_subscript;
 pub mod alter_identity;
 pub mod approx;
 pub mod array_comparison;
@@ -118,6 +119,7 @@ pub mod regproc_columns;
 pub mod regtype_names;
 pub mod reloptions;
 pub mod rewrite;
+pub mod row_in_subquery;
 pub mod select_list_subqueries;
 pub mod session_time_zone;
 pub mod session_window;

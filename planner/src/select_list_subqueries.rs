@@ -10,7 +10,7 @@
 //! uncorrelated subquery without LIMIT a `LIMIT 1`.
 
 use datafusion::sql::sqlparser::ast::{
-    BinaryOperator, Expr, LimitClause, Query, SelectItem, SetExpr, Statement, TableFactor,
+    BinaryOperator, Expr, LimitClause, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
     TableWithJoins, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
@@ -185,6 +185,31 @@ pub(crate) fn reads_outer(q: &Query, names: &HashSet<String>) -> bool {
     let SetExpr::Select(select) = q.body.as_ref() else {
         return true;
     };
+    select_reads_outer(select, names)
+}
+
+/// True when no SELECT of a query body (each branch of a set operation) reads the outer row
+/// (as [`reads_outer`] tells, each SELECT with its own FROM's names).
+pub(crate) fn uncorrelated(body: &SetExpr) -> bool {
+    match body {
+        SetExpr::Select(s) => !select_reads_outer(s, &from_names(&s.from)),
+        SetExpr::SetOperation { left, right, .. } => uncorrelated(left) && uncorrelated(right),
+        SetExpr::Query(q) => uncorrelated(&q.body),
+        // `VALUES (1, 2), (3, NULL)`: a list that names no column.
+        SetExpr::Values(v) => {
+            let mut names = false;
+            let _ = datafusion::sql::sqlparser::ast::visit_expressions(v, |e| {
+                names |= matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+                ControlFlow::<()>::Continue(())
+            });
+            !names
+        }
+        _ => false,
+    }
+}
+
+/// True when the select list or WHERE clause of `select` reads the outer row.
+fn select_reads_outer(select: &Select, names: &HashSet<String>) -> bool {
     let mut outer = false;
     for item in &select.projection {
         if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {

@@ -25,7 +25,7 @@
 //! to DataFusion. A top-level `x IN (...)` (a semi join) and an uncorrelated top-level
 //! `x NOT IN (...)` (the null-aware anti join, with a hash table) are right as planned.
 
-use crate::select_list_subqueries::{from_names, reads_outer};
+use crate::select_list_subqueries::{from_names, reads_outer, uncorrelated};
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, CaseWhen, Expr, Ident, Query, Select, SelectItem, SetExpr, Statement,
@@ -292,7 +292,10 @@ impl Rows {
 /// `None` when the rewrite cannot take the subquery.
 fn tests(x: &Expr, subquery: &Query, from: &[TableWithJoins]) -> Option<(Rows, Expr)> {
     let SetExpr::Select(inner) = subquery.body.as_ref() else {
-        return None;
+        // A set operation (`IN (SELECT 1 UNION SELECT 2)`) is read whole when no branch
+        // reads the outer row.
+        return uncorrelated(&subquery.body)
+            .then(|| (Rows::Derived(Box::new(subquery.clone())), x.clone()));
     };
     let own = from_names(&inner.from);
     if !reads_outer(subquery, &own) {
@@ -334,7 +337,7 @@ fn eq(left: Expr, right: Expr) -> Expr {
     }
 }
 
-fn split_and(e: Expr) -> Vec<Expr> {
+pub(crate) fn split_and(e: Expr) -> Vec<Expr> {
     match e {
         Expr::BinaryOp {
             left,
@@ -360,7 +363,7 @@ fn split_and(e: Expr) -> Vec<Expr> {
     }
 }
 
-fn join_and(conjuncts: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn join_and(conjuncts: Vec<Expr>) -> Option<Expr> {
     conjuncts.into_iter().reduce(|left, right| Expr::BinaryOp {
         left: Box::new(left),
         op: BinaryOperator::And,

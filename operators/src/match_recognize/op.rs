@@ -37,6 +37,10 @@ pub(super) struct Partition {
     next: usize,
     /// Matches found so far.
     matches: i64,
+    /// One past the partition's last row in a match so far (counted from its first row,
+    /// dropped ones included): a row before it belongs to a match, so it is no unmatched
+    /// row when an attempt starting at it fails (overlapping matches, `SKIP TO NEXT ROW`).
+    covered: u64,
     /// The order key of the last row taken (rows behind it are late).
     last_order: Option<Vec<u8>>,
     /// The answers of the conditions checked while matching by the attempt at `next`, in
@@ -404,7 +408,7 @@ impl MatchRecognizeOp {
                     break;
                 }
                 Outcome::NoMatch => {
-                    if unmatched {
+                    if unmatched && p.dropped + start as u64 >= p.covered {
                         out.push(OutRow {
                             row: start,
                             matched: None,
@@ -416,6 +420,7 @@ impl MatchRecognizeOp {
                 Outcome::Match(Path { vars, hidden }) => {
                     p.matches += 1;
                     let len = vars.len();
+                    p.covered = p.covered.max(p.dropped + (start + len) as u64);
                     let vars = Arc::new(vars);
                     if partial {
                         decided.push(partial::Decided {
@@ -627,6 +632,7 @@ impl Operator for MatchRecognizeOp {
                     dropped: 0,
                     next: 0,
                     matches: 0,
+                    covered: 0,
                     last_order: None,
                     replay: Vec::new(),
                     shown: None,

@@ -337,7 +337,11 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
             let end = (i + 2..clause.len())
                 .find(|&j| clause[j] == Token::Minus && clause.get(j + 1) == Some(&Token::RBrace))
                 .ok_or_else(|| brook_err!(Syntax, "pattern exclusion {{- without -}}"))?;
-            if clause[i + 2..end].contains(&Token::LBrace) {
+            // A `{- ... -}` inside (a quantifier's `{2}` is no exclusion).
+            if clause[i + 2..end]
+                .windows(2)
+                .any(|w| w[0] == Token::LBrace && w[1] == Token::Minus)
+            {
                 return Err(brook_err!(
                     Syntax,
                     "pattern exclusions {{- -}} cannot be nested"

@@ -263,7 +263,10 @@ fn parse_clause(text: &str) -> Result<Clause> {
     // The clause left the statement before its PostgreSQL rewrites: those of typed
     // values (`'{"a": 1}'::jsonb`, `'...'::uuid`, `time '...'`, `'{1,2}'::int[]`) apply
     // to its expressions too.
+    // So do the precedence of `IS [NOT] DISTINCT FROM` (`p IS DISTINCT FROM true AND q` in
+    // a DEFINE was read as `p IS DISTINCT FROM (true AND q)`: a wrong answer).
     for stmt in &mut stmts {
+        crate::distinct_from::rebind_all(stmt);
         crate::pg_functions::uuid_casts(stmt);
         crate::time_precision::precision_casts(stmt);
         crate::pg_functions::time_casts(stmt);

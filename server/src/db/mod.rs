@@ -296,6 +296,15 @@ impl Engine {
             .with_physical_optimizer_rules(physical_rules)
             .with_catalog_list(list)
             .with_default_features()
+            // `(array_agg(v))[i]` before DataFusion's planners, which make it `nth_value`.
+            .with_expr_planners(
+                std::iter::once(
+                    Arc::new(brook_planner::aggregate_subscript::AggregateSubscript)
+                        as Arc<dyn datafusion::logical_expr::planner::ExprPlanner>,
+                )
+                .chain(datafusion::execution::SessionStateDefaults::default_expr_planners())
+                .collect(),
+            )
             .with_analyzer_rules(analyzer_rules())
             .with_optimizer_rules(brook_planner::lateral_apply::optimizer_rules())
             .with_query_planner(Arc::new(crate::stream::match_recognize::BrookQueryPlanner))
