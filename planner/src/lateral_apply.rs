@@ -451,7 +451,8 @@ fn calls_volatile(plan: &LogicalPlan) -> DfResult<bool> {
 
 /// DataFusion's optimizer rules with its subquery decorrelations [`Guarded`] and
 /// [`LateralApplyRule`] right after `decorrelate_lateral_join` (before
-/// `optimize_projections`, which drops the left columns only outer references read).
+/// `optimize_projections`, which drops the left columns only outer references read), and
+/// two rules kept from rewrites that break a query (`rule_guards`).
 pub fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = Vec::new();
     for rule in Optimizer::new().rules {
@@ -462,6 +463,12 @@ pub fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
             }
             "scalar_subquery_to_join" | "decorrelate_predicate_subquery" => {
                 rules.push(Arc::new(Guarded(rule)));
+            }
+            "single_distinct_aggregation_to_group_by" => {
+                rules.push(Arc::new(crate::rule_guards::TypesKept(rule)));
+            }
+            "extract_equijoin_predicate" => {
+                rules.push(Arc::new(crate::rule_guards::NullEqualKeysKept(rule)));
             }
             _ => rules.push(rule),
         }

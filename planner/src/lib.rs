@@ -120,6 +120,7 @@ pub mod regtype_names;
 pub mod reloptions;
 pub mod rewrite;
 pub mod row_in_subquery;
+pub mod rule_guards;
 pub mod select_list_subqueries;
 pub mod session_time_zone;
 pub mod session_window;
