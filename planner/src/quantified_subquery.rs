@@ -166,8 +166,8 @@ fn quantified_comparison(e: &Expr) -> Option<Expr> {
 
 /// Whether `e` reads columns and constants only (no function call, aggregate, window or
 /// subquery): it is written into the subquery's aggregates, where an aggregate would nest
-/// and a volatile call would run per row.
-fn plain(e: &Expr) -> bool {
+/// and a volatile call would run per row (and into `row_in_subquery`'s EXISTS tests).
+pub(crate) fn plain(e: &Expr) -> bool {
     let mut calls = false;
     let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x| {
         if matches!(

@@ -23,7 +23,6 @@ use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, Select, SelectItem, Se
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
-use std::ops::ControlFlow;
 
 /// The rewrite rule (after `QuantifiedSubqueries`, which makes `= ANY` an `IN`).
 #[derive(Debug)]
@@ -126,7 +125,7 @@ fn row_test(e: &Expr) -> Option<RowTest<'_>> {
         return None;
     };
     if row.len() < 2
-        || !row.iter().all(plain)
+        || !row.iter().all(crate::quantified_subquery::plain)
         || width(&subquery.body) != Some(row.len())
         || !uncorrelated(&subquery.body)
     {
@@ -187,22 +186,6 @@ fn width(body: &SetExpr) -> Option<usize> {
         SetExpr::Values(v) => v.rows.first().map(|r| r.content.len()),
         _ => None,
     }
-}
-
-/// Whether `e` reads columns and constants only (no function call or subquery): it is
-/// evaluated once per row of the subquery inside the EXISTS.
-fn plain(e: &Expr) -> bool {
-    let mut calls = false;
-    let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x| {
-        if matches!(
-            x,
-            Expr::Function(_) | Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
-        ) {
-            calls = true;
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    !calls
 }
 
 #[cfg(test)]

@@ -133,3 +133,27 @@ def test_cursor_forward_and_fetch(brook):
             await c.close()
 
     run(main())
+
+
+def test_copy_from_query_with_arguments(brook, tmp_path):
+    """`copy_from_query(query, *args)` quotes each argument with `quote_literal($n::type::text)`
+    and the type schema-qualified (`pg_catalog.int4`): that parameter is described as its
+    type, not `unknown` (asyncpg then refused an int: "expected str, got int")."""
+
+    async def main():
+        c = await asyncpg.connect(
+            host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"]
+        )
+        try:
+            assert await c.fetchval("SELECT quote_literal($1::pg_catalog.int4::text)", 1) == "'1'"
+            await c.execute("CREATE TABLE apg_copy (a int, b text)")
+            await c.execute("INSERT INTO apg_copy VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+            out = tmp_path / "rows.csv"
+            await c.copy_from_query(
+                "SELECT a, b FROM apg_copy WHERE a >= $1 ORDER BY a", 2, output=str(out), format="csv"
+            )
+            assert out.read_text() == "2,y\n3,z\n"
+        finally:
+            await c.close()
+
+    run(main())

@@ -331,6 +331,24 @@ fn cast_type(t: &ast::DataType) -> Option<postgres_types::Type> {
         matches!(t, ast::DataType::Custom(name, args)
             if args.is_empty() && name.to_string().eq_ignore_ascii_case("oid"))
     };
+    // `$1::pg_catalog.int4` (asyncpg's `copy_from_query` sends it): the type's own name.
+    if let ast::DataType::Custom(name, args) = t {
+        if let [schema, own] = name.0.as_slice() {
+            let own = own.as_ident().map(|i| i.value.clone());
+            let in_catalog = schema
+                .as_ident()
+                .is_some_and(|s| s.value.eq_ignore_ascii_case("pg_catalog"));
+            if let (true, true, Some(own)) = (in_catalog, args.is_empty(), own) {
+                let unqualified = datafusion::sql::sqlparser::parser::Parser::new(
+                    &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+                )
+                .try_with_sql(&own)
+                .and_then(|mut p| p.parse_data_type())
+                .ok()?;
+                return cast_type(&unqualified);
+            }
+        }
+    }
     match t {
         _ if is_oid(t) => Some(Type::OID),
         ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(elem, _)) if is_oid(elem) => {
