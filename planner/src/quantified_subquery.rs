@@ -41,36 +41,45 @@ impl SqlStatementRewriteRule for QuantifiedSubqueries {
 /// HAVING (not JOIN ... ON, ORDER BY or a FILTER, which DataFusion plans itself for an
 /// uncorrelated subquery).
 fn define_in_select(s: &mut Select) {
-    for item in s.projection.iter_mut() {
+    define_in_select_list(&mut s.projection, &quantified_comparison);
+    for e in [s.selection.as_mut(), s.having.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        define_in(e, &quantified_comparison);
+    }
+}
+
+/// The comparisons `define` writes out in a select list; an unaliased one is named as
+/// PostgreSQL names the comparison (`?column?`), not as what it becomes. Also used by
+/// `row_in_subquery`.
+pub(crate) fn define_in_select_list(
+    projection: &mut [SelectItem],
+    define: &dyn Fn(&Expr) -> Option<Expr>,
+) {
+    for item in projection.iter_mut() {
         match item {
-            // Named as PostgreSQL names the comparison, not as the subquery's CASE.
             SelectItem::UnnamedExpr(e) => {
-                if let Some(defined) = quantified_comparison(e) {
+                if let Some(defined) = define(e) {
                     *item = SelectItem::ExprWithAlias {
                         expr: defined,
                         alias: Ident::with_quote('"', "?column?"),
                     };
                 } else {
-                    define_in(e);
+                    define_in(e, define);
                 }
             }
-            SelectItem::ExprWithAlias { expr, .. } => define_in(expr),
+            SelectItem::ExprWithAlias { expr, .. } => define_in(expr, define),
             _ => {}
         }
     }
-    for e in [s.selection.as_mut(), s.having.as_mut()]
-        .into_iter()
-        .flatten()
-    {
-        define_in(e);
-    }
 }
 
-/// The quantified comparisons of `e`, outside its subqueries (each query is visited on its
-/// own), as SQL defines them.
-fn define_in(e: &mut Expr) {
+/// The comparisons `define` writes out in `e`, outside its subqueries (each query is
+/// visited on its own).
+pub(crate) fn define_in(e: &mut Expr, define: &dyn Fn(&Expr) -> Option<Expr>) {
     crate::pg_functions::rewrite_outside_subqueries(e, |e| {
-        if let Some(defined) = quantified_comparison(e) {
+        if let Some(defined) = define(e) {
             *e = defined;
         }
     });

@@ -17,9 +17,10 @@
 //! width (no `*`); the row must be columns and constants (it is evaluated inside the
 //! EXISTS). Other forms keep DataFusion's plan, whose error names the comparison (0A000).
 
+use crate::quantified_subquery::{define_in, define_in_select_list};
 use crate::select_list_subqueries::uncorrelated;
 use crate::where_in_subquery::{join_and, split_and};
-use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, Select, SelectItem, SetExpr, Statement};
+use datafusion::sql::sqlparser::ast::{Expr, Query, Select, SelectItem, SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion_pg_catalog::sql::rules::SqlStatementRewriteRule;
@@ -50,42 +51,22 @@ fn rewrite_select(s: &mut Select) {
                     negated: false,
                 }) => exists(&row, subquery, &equal(&row)).unwrap_or(c),
                 _ => {
-                    define_in(&mut c);
+                    define_in(&mut c, &three_valued);
                     c
                 }
             })
             .collect();
         s.selection = join_and(conjuncts);
     }
-    for item in s.projection.iter_mut() {
-        match item {
-            // Named as PostgreSQL names the comparison, not as the CASE it becomes.
-            SelectItem::UnnamedExpr(e) => {
-                if let Some(defined) = row_test(e).and_then(|t| t.three_valued()) {
-                    *item = SelectItem::ExprWithAlias {
-                        expr: defined,
-                        alias: Ident::with_quote('"', "?column?"),
-                    };
-                } else {
-                    define_in(e);
-                }
-            }
-            SelectItem::ExprWithAlias { expr, .. } => define_in(expr),
-            _ => {}
-        }
-    }
+    define_in_select_list(&mut s.projection, &three_valued);
     if let Some(h) = s.having.as_mut() {
-        define_in(h);
+        define_in(h, &three_valued);
     }
 }
 
-/// Each row comparison of `e` (outside its subqueries) in SQL's three values.
-fn define_in(e: &mut Expr) {
-    crate::pg_functions::rewrite_outside_subqueries(e, |e| {
-        if let Some(defined) = row_test(e).and_then(|t| t.three_valued()) {
-            *e = defined;
-        }
-    });
+/// `e` as a row comparison in SQL's three values, when it is one this rewrite takes.
+fn three_valued(e: &Expr) -> Option<Expr> {
+    row_test(e).and_then(|t| t.three_valued())
 }
 
 /// A `(a, b, ...) [NOT] IN (subquery)` this rewrite takes.

@@ -102,6 +102,21 @@ fn bids(rows: &[&str]) -> RecordBatch {
 /// Seconds since the epoch in microseconds.
 const S: i64 = 1_000_000;
 
+/// Orders of keys `a`, `b` and NULL (amounts 1, 2, 3), inserted.
+fn three_orders() -> RecordBatch {
+    from_pretty(
+        "k:text | amt:int64 | _brook_op:int8
+         a      | 1         | 1
+         b      | 2         | 1
+         NULL   | 3         | 1",
+    )
+}
+
+/// Names rows (`k2 | name | _brook_op`) under their header.
+fn names(rows: &str) -> RecordBatch {
+    from_pretty(&format!("k2:text | name:text | _brook_op:int8\n{rows}"))
+}
+
 #[test]
 fn an_interval_join_drops_rows_the_watermark_passed() {
     let mut op = interval_node().instantiate().unwrap();
@@ -219,13 +234,7 @@ fn dead_rows_are_compacted_away() {
 
 #[test]
 fn not_in_follows_the_null_rule() {
-    let orders = from_pretty(
-        "k:text | amt:int64 | _brook_op:int8
-         a      | 1         | 1
-         b      | 2         | 1
-         NULL   | 3         | 1",
-    );
-    let names = |rows: &str| from_pretty(&format!("k2:text | name:text | _brook_op:int8\n{rows}"));
+    let orders = three_orders();
     let mut node = node(&orders, &names(""));
     node.kind = JoinKind::Anti(0);
     node.null_aware = true;
@@ -261,12 +270,7 @@ fn not_in_follows_the_null_rule() {
 
 #[test]
 fn joins_both_ways_and_retracts() {
-    let orders = from_pretty(
-        "k:text | amt:int64 | _brook_op:int8
-         a      | 1         | 1
-         b      | 2         | 1
-         NULL   | 3         | 1",
-    );
+    let orders = three_orders();
     let names = from_pretty(
         "k2:text | name:text | _brook_op:int8
          a       | Ann       | 1",
@@ -395,13 +399,7 @@ fn a_cross_join_with_no_column_of_one_side_counts_its_rows() {
 #[test]
 fn a_mark_join_marks_each_left_row_and_flips_it() {
     use datafusion::arrow::datatypes::{DataType, Field};
-    let orders = from_pretty(
-        "k:text | amt:int64 | _brook_op:int8
-         a      | 1         | 1
-         b      | 2         | 1
-         NULL   | 3         | 1",
-    );
-    let names = |rows: &str| from_pretty(&format!("k2:text | name:text | _brook_op:int8\n{rows}"));
+    let orders = three_orders();
     let mut node = node(&orders, &names(""));
     node.kind = JoinKind::Mark;
     let mut fields: Vec<_> = node.left_schema.fields().iter().cloned().collect();
