@@ -105,7 +105,18 @@ pub fn repair(dir: &Path, opts: RepairOptions) -> Result<RepairReport> {
             Ok(())
         })?;
     }
-    let named: HashSet<u64> = relations.iter().map(|r| r.3).collect();
+    // A relation an open block dropped (the server stopped before its end) is no orphan:
+    // the next start undoes the drop.
+    let pending: Vec<_> = catalog.read().pending.values().flatten().cloned().collect();
+    let named: HashSet<u64> = relations
+        .iter()
+        .map(|r| r.3)
+        .chain(
+            crate::catalog::undo::relation_ids(&pending)
+                .into_iter()
+                .map(|r| r.0),
+        )
+        .collect();
     for id in relation_dirs(dir)? {
         if named.contains(&id) {
             continue;

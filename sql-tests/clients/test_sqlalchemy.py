@@ -164,3 +164,39 @@ def test_comments_and_renames_round_trip(brook):
     with e.begin() as c:
         c.execute(sa.text("DROP TABLE sa_renamed"))
     e.dispose()
+
+
+class NoSuchType(sa.types.UserDefinedType):
+    cache_ok = True
+
+    def get_col_spec(self, **kw):
+        return "no_such_type"
+
+
+def test_a_failed_create_all_and_a_rollback_leave_no_schema_behind(brook):
+    """DDL commits with its transaction: `create_all` on one connection's transaction whose
+    third table fails leaves none of the three (the first two stayed before), and a
+    connection's rollback undoes its DROP TABLE with the table's rows."""
+    e = engine(brook)
+    bad = sa.MetaData()
+    sa.Table("sa_half_a", bad, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False))
+    sa.Table("sa_half_b", bad, sa.Column("id", sa.Integer, primary_key=True, autoincrement=False))
+    # A column type the server does not know: the third CREATE TABLE fails (42704).
+    sa.Table("sa_half_c", bad, sa.Column("x", NoSuchType()))
+    try:
+        with e.begin() as c:
+            bad.create_all(c)
+    except sa.exc.DBAPIError as err:
+        assert err.orig.sqlstate == "42704", err
+    else:
+        raise AssertionError("a table of an unknown type was created")
+    insp = sa.inspect(e)
+    assert not {"sa_half_a", "sa_half_b", "sa_half_c"} & set(insp.get_table_names())
+    with e.begin() as c:
+        c.execute(sa.text("CREATE TABLE sa_kept (i int)"))
+        c.execute(sa.text("INSERT INTO sa_kept VALUES (1), (2)"))
+    with e.connect() as c:
+        c.execute(sa.text("DROP TABLE sa_kept"))
+        c.rollback()
+        assert c.execute(sa.text("SELECT count(*) FROM sa_kept")).scalar() == 2
+    e.dispose()

@@ -21,6 +21,7 @@ pub mod sequence;
 pub mod sequence_relation;
 pub mod sequence_shared;
 pub mod table;
+pub mod undo;
 
 use crate::pg::types::PgType;
 use crate::storage::sync_dir;
@@ -288,6 +289,10 @@ pub struct CatalogDoc {
     /// The cluster this data directory is a node's copy of (none: a single server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterMark>,
+    /// The catalog changes of transaction blocks not yet committed, by the block's commit
+    /// id (see [`undo`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pending: BTreeMap<u64, Vec<undo::Change>>,
 }
 
 impl Default for CatalogDoc {
@@ -296,6 +301,7 @@ impl Default for CatalogDoc {
             next_id: 1,
             databases: BTreeMap::from([(DEFAULT_DATABASE.to_string(), DatabaseMeta::new())]),
             cluster: None,
+            pending: BTreeMap::new(),
         };
         doc.add_standard_databases();
         doc
@@ -418,11 +424,19 @@ impl Catalog {
         }
     }
 
-    /// Apply a change and persist it; on error nothing changes.
+    /// Apply a change and persist it; on error nothing changes. In a statement of a
+    /// transaction block the entries it changed are recorded as the block's, in the same
+    /// write (see [`undo`]).
     pub fn update<T>(&self, f: impl FnOnce(&mut CatalogDoc) -> Result<T>) -> Result<T> {
         let mut guard = self.read();
         let mut next = guard.clone();
         let out = f(&mut next)?;
+        if let Some(block) = undo::journal() {
+            let changes = undo::diff(&guard, &next);
+            if !changes.is_empty() {
+                next.pending.entry(block).or_default().extend(changes);
+            }
+        }
         if next != *guard {
             write_doc(&self.dir, &next)?;
             *guard = next;

@@ -1,6 +1,7 @@
 //! The engine shared by all sessions: data directory, catalog, relation stores, and one
 //! DataFusion context per database.
 
+mod block_ddl;
 pub mod cluster;
 pub mod cluster_nodes;
 pub mod cluster_partitions;
@@ -166,6 +167,7 @@ impl Engine {
         let budget = CacheBudget::new(cache_bytes);
         refuse_lost_decisions(data_dir, &catalog)?;
         let decisions = crate::storage::Decisions::open(data_dir)?;
+        block_ddl::settle_pending(data_dir, &catalog, &decisions)?;
         let mut stores = HashMap::new();
         for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
             let store = TableStore::open_with(&relation_dir(data_dir, id), budget.clone(), &|b| {
@@ -642,6 +644,7 @@ impl Engine {
             None => store.begin(replace).await?,
         };
         self.check_definition(meta)?;
+        self.check_created_visible(meta)?;
         Ok(txn)
     }
 
@@ -694,7 +697,8 @@ impl Engine {
         self.register_views(db)
     }
 
-    /// Drop a relation of kind `kind`: catalog first, then the data.
+    /// Drop a relation of kind `kind`: catalog first, then the data. In a transaction
+    /// block's statement the data stays until the block commits (`block_ddl`).
     pub fn drop_relation(
         &self,
         db: &Database,
@@ -737,6 +741,9 @@ impl Engine {
                     v.state.stop_token().cancel();
                 }
             }
+        }
+        if crate::catalog::undo::journal().is_some() {
+            return Ok(true);
         }
         lock(&self.stores).remove(&meta.id);
         let dir = relation_dir(&self.data_dir, meta.id);

@@ -287,7 +287,7 @@ impl Session {
                     ..
                 } => {
                     // The rows are checked under the write lock, so none arrives unchecked.
-                    let txn = self.begin_write(&meta, &store, false).await?;
+                    let txn = self.ddl_lock(&meta, &store).await?;
                     let next = self.add_primary_key(&meta, &store, &name, &key)?;
                     self.engine
                         .update_relation(&self.db, &schema, &name, next.clone())?;
@@ -302,7 +302,7 @@ impl Session {
                             sequence_options,
                         },
                 } => {
-                    let txn = self.begin_write(&meta, &store, false).await?;
+                    let txn = self.ddl_lock(&meta, &store).await?;
                     let (next, column, seq) = self.add_identity(
                         &meta,
                         &name,
@@ -343,7 +343,7 @@ impl Session {
                     // Under the write lock (an empty transaction, never committed), so SET
                     // NOT NULL checks every row there will be; writers planned against the
                     // old definition retry (40001).
-                    let txn = self.begin_write(&meta, &store, false).await?;
+                    let txn = self.ddl_lock(&meta, &store).await?;
                     let next = self
                         .alter_column(&meta, &store, &name, &column_name, op)
                         .await?;

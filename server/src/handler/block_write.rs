@@ -115,7 +115,11 @@ impl Session {
             }
         };
         waits.hold(self.pid, meta.id);
-        if let Err(e) = self.engine.check_definition(meta) {
+        if let Err(e) = self
+            .engine
+            .check_definition(meta)
+            .and_then(|()| self.engine.check_created_visible(meta))
+        {
             waits.release(self.pid, meta.id);
             return Err(e);
         }
@@ -139,6 +143,27 @@ impl Session {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the open block (explicit or implicit) holds relation `id`'s transaction.
+    pub(crate) fn block_holds(&self, id: u64) -> bool {
+        lock(&self.block)
+            .as_ref()
+            .is_some_and(|b| b.writes.contains_key(&id))
+    }
+
+    /// The write lock DDL that rewrites no rows takes on `meta` (an empty transaction,
+    /// never committed, dropped once the catalog changed): none when the open block holds
+    /// it already (waiting for it would wait for itself).
+    pub(crate) async fn ddl_lock(
+        &self,
+        meta: &RelationMeta,
+        store: &Arc<TableStore>,
+    ) -> Result<Option<WriteTxn>> {
+        if self.block_holds(meta.id) && crate::catalog::undo::journal().is_some() {
+            return Ok(None);
+        }
+        self.begin_write(meta, store, false).await.map(Some)
     }
 
     /// Whether this transaction block (not an implicit one) wrote `meta`, and so holds its

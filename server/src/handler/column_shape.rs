@@ -71,7 +71,9 @@ impl Session {
     /// Write every row of `schema.name` again in the shape of `next` (`columns` gives a
     /// stored batch's columns, read in the current shape), then switch the catalog to
     /// `next` — with `edit` applied to the schema's other entries in the same catalog
-    /// update — before the next writer starts.
+    /// update — before the next writer starts. In a transaction block the rewrite is one of
+    /// the block's writes (of the rows the block sees): it commits with the block, and a
+    /// ROLLBACK leaves the old rows under the old definition.
     pub(crate) async fn reshape_rows(
         &self,
         schema: &str,
@@ -82,15 +84,29 @@ impl Session {
         edit: impl FnOnce(&mut SchemaMeta),
     ) -> Result<RelationMeta> {
         let new_schema: SchemaRef = next.schema();
-        let mut txn = self.begin_write(meta, store, true).await?;
-        for c in store.snapshot().iter() {
-            let b = adapt_batch(store.read(c)?, &meta.schema())?;
-            txn.append(&RecordBatch::try_new_with_options(
+        let reshape = |b: RecordBatch| -> Result<RecordBatch> {
+            let b = adapt_batch(b, &meta.schema())?;
+            Ok(RecordBatch::try_new_with_options(
                 new_schema.clone(),
                 columns(&b)?,
                 &datafusion::arrow::array::RecordBatchOptions::new()
                     .with_row_count(Some(b.num_rows())),
-            )?)?;
+            )?)
+        };
+        if crate::catalog::undo::journal().is_some() && self.in_block() {
+            let rows = self.visible_snapshot(meta, store);
+            let mut txn = self.block_write(meta, store, name, true).await?;
+            for c in rows.iter() {
+                txn.append(&reshape(store.read(c)?)?)?;
+            }
+            self.block_statement_done(txn)?;
+            self.engine
+                .reshape_relation(&self.db, schema, name, next.clone(), edit)?;
+            return Ok(next);
+        }
+        let mut txn = self.begin_write(meta, store, true).await?;
+        for c in store.snapshot().iter() {
+            txn.append(&reshape(store.read(c)?)?)?;
         }
         // The catalog switches before the next writer may start: one that waited with the
         // old definition sees the change (40001), none writes rows of the old shape after.

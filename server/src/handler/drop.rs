@@ -176,7 +176,11 @@ impl Session {
                 Some(_) => {}
             }
             let (meta, _) = self.relation(schema, name)?;
-            self.refuse_ddl_on_block_write(&meta)?;
+            // A block's DROP is undone with the block, so what the block wrote to the
+            // relation may stay in it (the rows go with the relation when it commits).
+            if !(self.block_wrote(&meta) && crate::catalog::undo::journal().is_some()) {
+                self.refuse_ddl_on_block_write(&meta)?;
+            }
             if !cascade {
                 // A dependent dropped by the same statement does not hold the drop back.
                 let blocking = self

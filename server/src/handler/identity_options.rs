@@ -62,7 +62,7 @@ impl Session {
         if let Some(always) = a.generated_always {
             // Under the write lock (an empty transaction, never committed): writers planned
             // against the old definition retry (40001).
-            let txn = self.begin_write(&meta, &store, false).await?;
+            let txn = self.ddl_lock(&meta, &store).await?;
             let mut next = meta.clone();
             next.columns[i].identity = Some(if always {
                 Identity::Always

@@ -83,7 +83,22 @@ impl Session {
                 return Err(e);
             }
         }
-        let outcome = self.execute_statement(stmt).await;
+        // In a block, what the statement changes in the catalog is the block's: undone if
+        // the block rolls back (transaction control itself is not).
+        let journal = if transaction::controls_block(&stmt) {
+            None
+        } else {
+            self.block_journal()
+        };
+        let outcome = match journal {
+            Some(block) => {
+                crate::catalog::undo::journaled(block, self.execute_statement(stmt)).await
+            }
+            None => self.execute_statement(stmt).await,
+        };
+        if journal.is_some() {
+            self.refresh_held_definitions();
+        }
         if outcome.is_err() {
             self.block_failed();
         }

@@ -2,8 +2,10 @@
 //! one storage transaction open (under the relation's write lock; `block_write.rs`) until
 //! COMMIT commits them all or ROLLBACK cuts them from the logs. Other sessions see the
 //! writes only after COMMIT. SAVEPOINT and ROLLBACK TO rewind writes, settings and cursors;
-//! READ ONLY blocks refuse writes. DDL is not transactional: it commits at once (see
-//! docs/limits.md). And `LOCK TABLE` in the modes that only keep a table from being
+//! READ ONLY blocks refuse writes. DDL commits with its block: its catalog changes are
+//! recorded as the block's (`catalog::undo`), COMMIT records the block's decision (the
+//! commit point of its rows and its DDL together) and ROLLBACK undoes them
+//! (`db::block_ddl`). And `LOCK TABLE` in the modes that only keep a table from being
 //! dropped or altered.
 
 use crate::catalog::table::TxnOverlay;
@@ -451,6 +453,7 @@ impl Session {
     ) -> Result<Outcome> {
         let read_only = block.read_only;
         let implicit = block.implicit;
+        let journal = block.journal;
         let committed = commit && !block.failed;
         let mut settings_before = block.settings_before.clone();
         let local = block.local.clone();
@@ -475,6 +478,9 @@ impl Session {
             Ok("ROLLBACK")
         };
         let kept = committed && done.is_ok();
+        if let (Some(block), false) = (journal, kept) {
+            self.undo_block_ddl(block, 0);
+        }
         if implicit {
             // Cursors declared in an implicit transaction stay the session's when it
             // commits, as one declared outside any block; they close when it rolls back
@@ -513,14 +519,36 @@ impl Session {
     /// relation commits with its commit record; several in two steps, so that a crash
     /// keeps all of them or none: each relation's commit record names the block, then the
     /// block's decision is recorded (the moment it commits), then the rows are shown.
+    ///
+    /// A block that changed the catalog commits through its decision however many
+    /// relations it wrote: the decision commits its DDL too. Rows it wrote to a relation
+    /// it then dropped go with the relation.
     pub(super) fn commit_block(&self, block: TxnBlock) -> Result<()> {
+        let ddl = block
+            .journal
+            .filter(|b| self.engine.block_changed_catalog(*b));
+        let dropped = ddl.map_or_else(Vec::new, |b| self.engine.dropped_by_block(b));
         let mut txns: Vec<WriteTxn> = Vec::new();
-        for (_, held) in block.writes {
+        for (id, held) in block.writes {
+            if dropped.contains(&id) {
+                continue;
+            }
             if self.engine.check_definition(&held.meta).is_err() {
                 return Err(brook_err!(SerializationFailure, "could not commit: relation \"{}\" was dropped or altered by another session after this transaction block wrote it; the block was rolled back",
                     held.name));
             }
             txns.push(lock(&held.slot).take().ok_or_else(|| in_use(&held.name))?);
+        }
+        if let Some(id) = ddl {
+            for txn in &mut txns {
+                txn.prepare(id)?;
+            }
+            self.engine.decisions.record(id)?;
+            txns.into_iter().for_each(WriteTxn::publish);
+            if let Err(e) = self.engine.commit_block_ddl(id) {
+                tracing::error!(block = id, error = %e, "a committed block's catalog changes could not be settled now; the next start settles them");
+            }
+            return Ok(());
         }
         if txns.len() < 2 {
             return txns.into_iter().try_for_each(WriteTxn::commit);
@@ -536,6 +564,57 @@ impl Session {
         Ok(())
     }
 
+    /// The open block's commit id, under which the statement about to run records its
+    /// catalog changes (taken by the block's first statement). None outside a block, and on
+    /// a cluster node, whose DDL is ordered by the cluster's log.
+    pub(crate) fn block_journal(&self) -> Option<u64> {
+        if !self.in_block() {
+            return None;
+        }
+        let mut guard = lock(&self.block);
+        let block = guard.as_mut()?;
+        Some(
+            *block
+                .journal
+                .get_or_insert_with(|| self.engine.decisions.next_id()),
+        )
+    }
+
+    /// After a statement of the block: the relations it writes are written against the
+    /// definitions its own DDL gave them (their write lock kept anyone else's DDL out).
+    pub(crate) fn refresh_held_definitions(&self) {
+        let ids: Vec<u64> = match lock(&self.block).as_ref() {
+            Some(b) => b.writes.keys().copied().collect(),
+            None => return,
+        };
+        let metas: Vec<(u64, crate::catalog::RelationMeta)> = {
+            let doc = self.engine.catalog.read();
+            ids.into_iter()
+                .filter_map(|id| doc.relation_by_id(id).map(|m| (id, m.clone())))
+                .collect()
+        };
+        if let Some(b) = lock(&self.block).as_mut() {
+            for (id, meta) in metas {
+                if let Some(held) = b.writes.get_mut(&id) {
+                    held.meta = meta;
+                }
+            }
+        }
+    }
+
+    /// Undo block `block`'s catalog changes from the `from`th on. A failure leaves them
+    /// recorded (the next start undoes them) and is told as a warning: the block's rows
+    /// are rolled back all the same.
+    pub(crate) fn undo_block_ddl(&mut self, block: u64, from: usize) {
+        if let Err(e) = self.engine.undo_block_ddl(&self.db, block, from) {
+            tracing::error!(block, error = %e, "could not undo a transaction block's DDL");
+            self.notices.push(Notice::warning(
+                "XX000",
+                format!("could not undo this transaction's DDL now ({e}); the server undoes it when it next starts"),
+            ));
+        }
+    }
+
     /// SAVEPOINT `name` (25P01 outside a block, as PostgreSQL).
     pub(crate) fn savepoint(&mut self, name: &Ident) -> Result<Outcome> {
         let mut guard = lock(&self.block);
@@ -548,11 +627,13 @@ impl Session {
             let txn = slot.as_mut().ok_or_else(|| in_use(&held.name))?;
             marks.push((*id, txn.mark()?));
         }
+        let ddl_len = block.journal.map_or(0, |b| self.engine.block_ddl_len(b));
         block.savepoints.push(Savepoint {
             name: name.value.clone(),
             marks,
             settings: self.settings.read().clone(),
             read_only: block.read_only,
+            ddl_len,
         });
         Ok(Outcome::Command("SAVEPOINT".into()))
     }
@@ -613,7 +694,12 @@ impl Session {
         let overlay = Self::overlay_of(block);
         let settings = block.savepoints[at].settings.clone();
         block.read_only = block.savepoints[at].read_only;
+        let ddl = block.journal.map(|b| (b, block.savepoints[at].ddl_len));
         drop(guard);
+        if let Some((block, from)) = ddl {
+            self.undo_block_ddl(block, from);
+            self.refresh_held_definitions();
+        }
         self.set_overlay(overlay);
         self.restore_settings(&settings, None);
         // Cursors declared after the savepoint go with it.

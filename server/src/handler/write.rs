@@ -54,7 +54,11 @@ impl Session {
             // (A prepared statement's EXECUTE gets here without the statement check.)
             return Err(crate::handler::transaction::read_only_error("a write"));
         }
-        if self.in_block() && meta.kind != crate::catalog::RelKind::Stream {
+        // A stream's rows commit with their statement, unless the block's DDL holds the
+        // stream (its rows are then the block's, in the stream's new shape).
+        if self.in_block()
+            && (meta.kind != crate::catalog::RelKind::Stream || self.block_holds(meta.id))
+        {
             return self.block_write(meta, store, name, replace).await;
         }
         self.block_committed_early(name);

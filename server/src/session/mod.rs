@@ -95,7 +95,15 @@ pub struct Session {
 impl Drop for Session {
     fn drop(&mut self) {
         // An open block's transactions roll back as they drop (the log cut back, the locks
-        // let go); its entries in the lock graph go with them.
+        // let go), its DDL is undone, and its entries in the lock graph go.
+        let ended = transaction::lock_block(&self.block).take();
+        let journal = ended.as_ref().and_then(|b| b.journal);
+        drop(ended);
+        if let Some(block) = journal {
+            if let Err(e) = self.engine.undo_block_ddl(&self.db, block, 0) {
+                tracing::error!(block, error = %e, "could not undo a closed session's transaction block's DDL; the next start undoes it");
+            }
+        }
         if self.pid != 0 {
             self.engine.lock_waits.release_all(self.pid);
         }

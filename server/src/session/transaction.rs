@@ -6,6 +6,13 @@ use crate::catalog::RelationMeta;
 use crate::storage::{TxnMark, TxnSlot};
 use std::collections::BTreeMap;
 
+/// The session's block, even when a panic poisoned its lock.
+pub(crate) fn lock_block(
+    m: &std::sync::Mutex<Option<TxnBlock>>,
+) -> std::sync::MutexGuard<'_, Option<TxnBlock>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A transaction block.
 #[derive(Default)]
 pub struct TxnBlock {
@@ -37,6 +44,9 @@ pub struct TxnBlock {
     /// Relations written in the block whose rows committed with each statement (streams;
     /// every relation in cluster mode).
     pub(crate) committed_early: std::collections::BTreeSet<String>,
+    /// The block's commit id, under which its statements' catalog changes are recorded
+    /// (`catalog::undo`); taken by its first statement.
+    pub(crate) journal: Option<u64>,
 }
 
 /// A relation the block wrote: its open transaction (in its slot between statements, lent
@@ -56,4 +66,6 @@ pub(crate) struct Savepoint {
     pub(crate) settings: BTreeMap<String, String>,
     /// Whether the block was READ ONLY then.
     pub(crate) read_only: bool,
+    /// How many catalog changes the block had made then.
+    pub(crate) ddl_len: usize,
 }
