@@ -72,6 +72,12 @@ fn lookup(name: &str, args: &[String]) -> Option<String> {
              WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = 0 \
              AND CAST({catalog} AS TEXT) IN ('pg_class', 'pg_catalog.pg_class'))"
         ),
+        // the one-argument form PostgreSQL keeps (deprecated): the object's comment in any
+        // catalog, which in Brook is pg_class
+        ("obj_description", [object]) => format!(
+            "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \
+             WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = 0)"
+        ),
         ("col_description", [object, column]) => format!(
             "(SELECT brook_comment.description FROM pg_catalog.pg_description AS brook_comment \
              WHERE brook_comment.objoid = {object} AND brook_comment.objsubid = {column})"

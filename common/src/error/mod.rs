@@ -195,6 +195,11 @@ pub enum BrookError {
     /// 25P03 (idle in transaction) / 57P01 (the connection is terminated).
     #[error("{message}")]
     Timeout { message: String, code: &'static str },
+    /// An error that happened elsewhere, told here with its own SQLSTATE: the first build
+    /// of a materialized view or synopsis, failed by a row of its inputs, told by the
+    /// CREATE that started it.
+    #[error("{message}")]
+    Reported { message: String, code: &'static str },
     /// 42803 (grouping), 42702 (ambiguous column), 42701 (duplicate column): a query that
     /// parses but is wrong in a way PostgreSQL names.
     #[error("{message}")]
@@ -285,6 +290,7 @@ impl BrookError {
             BrookError::SerializationFailure(_) => "40001",
             BrookError::Limit { code, .. } => code,
             BrookError::Timeout { code, .. } => code,
+            BrookError::Reported { code, .. } => code,
             BrookError::Semantic { code, .. } => code,
             BrookError::Cluster { code, .. } => code,
             BrookError::Transaction { code, .. } => code,

@@ -190,9 +190,15 @@ fn with_counter(mut seq: SequenceMeta, from: &SequenceMeta) -> SequenceMeta {
 }
 
 /// Put each entry of `changes` back as it was before them, newest first. A sequence put
-/// back keeps the counter it has now.
+/// back keeps the counter it has now. A name another session's relation holds now (it
+/// created one there after the block dropped or renamed its own) is left to it: that
+/// relation committed, and the block's is not put over it.
 pub fn undo(doc: &mut CatalogDoc, changes: &[Change]) {
     for c in changes.iter().rev() {
+        if let Some(other) = taken_by_another(doc, c) {
+            tracing::warn!(relation = %format!("{}.{}", c.schema, c.name), id = other, "a rolled-back block's relation is not put back: another session's relation has its name now");
+            continue;
+        }
         let Some(db) = doc.databases.get_mut(&c.db) else {
             continue;
         };
@@ -242,6 +248,25 @@ pub fn undo(doc: &mut CatalogDoc, changes: &[Change]) {
             Some(Entry::Schema) => {}
         }
     }
+}
+
+/// The id of the relation named as `c`'s that is neither the one before `c` nor the one
+/// after it, if one is.
+fn taken_by_another(doc: &CatalogDoc, c: &Change) -> Option<u64> {
+    if c.kind != EntryKind::Relation {
+        return None;
+    }
+    let now = doc
+        .databases
+        .get(&c.db)?
+        .schemas
+        .get(&c.schema)?
+        .relations
+        .get(&c.name)?;
+    let ours = [&c.before, &c.after]
+        .into_iter()
+        .any(|e| matches!(e, Some(Entry::Relation(m)) if m.id == now.id));
+    (!ours).then_some(now.id)
 }
 
 /// The relations `changes` name with their id: each as (id, database) once, from the
@@ -365,6 +390,19 @@ mod tests {
         undo(&mut doc, &changes);
         let q = &public(&mut doc).sequences["q"];
         assert_eq!((q.increment, q.last_value), (1, 90));
+    }
+
+    /// A name another session took after the block dropped its relation stays theirs.
+    #[test]
+    fn undo_leaves_another_sessions_relation_in_place() {
+        let mut doc = CatalogDoc::default();
+        public(&mut doc).relations.insert("t".into(), table(1));
+        let before = doc.clone();
+        public(&mut doc).relations.remove("t");
+        let changes = diff(&before, &doc);
+        public(&mut doc).relations.insert("t".into(), table(2));
+        undo(&mut doc, &changes);
+        assert_eq!(public(&mut doc).relations["t"].id, 2);
     }
 
     #[test]

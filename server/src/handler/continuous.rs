@@ -211,10 +211,10 @@ impl Session {
                 "materialized views",
             ));
         }
-        self.create_maintained(
+        let built = self.create_maintained(
             Maintained {
-                schema,
-                name,
+                schema: schema.clone(),
+                name: name.clone(),
                 sql,
                 kind: RelKind::MaterializedView,
                 options: view_options,
@@ -223,6 +223,10 @@ impl Session {
             },
             (graph, stores, wire),
         )?;
+        if built {
+            self.first_build(&schema, &name, RelKind::MaterializedView)
+                .await?;
+        }
         Ok(Outcome::Command("CREATE MATERIALIZED VIEW".into()))
     }
 
@@ -282,11 +286,39 @@ impl Session {
 
     /// Record a maintained relation (view or synopsis) in the catalog and start the
     /// continuous query that maintains it (unless it existed and `IF NOT EXISTS` was given).
+    /// Wait until the materialized view or synopsis `schema.name` just created covers the
+    /// rows committed before it: reads right after CREATE see them (later reads answer from
+    /// the latest state at once). A build that fails (a row of its inputs made its query
+    /// fail: `10 / x` with an `x` of 0) drops it and fails the CREATE with the build's error,
+    /// as PostgreSQL's CREATE MATERIALIZED VIEW fails; it was created and then failed every
+    /// read.
+    async fn first_build(&self, schema: &str, name: &str, kind: RelKind) -> Result<()> {
+        let mut created = crate::handler::create_table::CreatedRelation {
+            engine: self.engine.clone(),
+            db: self.db.clone(),
+            schema: schema.to_string(),
+            name: name.to_string(),
+            kind,
+            kept: false,
+        };
+        let state = self.engine.view_state(&self.db, schema, name)?;
+        match state.wait_fresh().await {
+            Ok(()) => {
+                created.kept = true;
+                Ok(())
+            }
+            Err(e) => Err(state.failure().unwrap_or(e)),
+        }
+    }
+
+    /// Create a materialized view or synopsis and start maintaining it. True when it was
+    /// created and its first build runs on this node (not when IF NOT EXISTS found one, nor
+    /// for a view maintained per partition on a cluster).
     pub(crate) fn create_maintained(
         &mut self,
         m: Maintained,
         (graph, stores, wire): (GraphPlan, Vec<Arc<TableStore>>, SchemaRef),
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if crate::session::temp::is_temp_schema(&m.schema) {
             return Err(crate::session::temp::temp_in_maintained(
                 "materialized view or synopsis",
@@ -311,12 +343,12 @@ impl Session {
             .create_relation(&self.db, &m.schema, &m.name, meta, m.if_not_exists)?
         {
             self.notices.push(Notice::relation_exists(&m.name));
-            return Ok(());
+            return Ok(false);
         }
         if distributed {
             // Planned again over the partitions this node owns (`stream::partitioned_view`).
             self.engine.rebuild_view(&self.db, &m.schema, &m.name)?;
-            return Ok(());
+            return Ok(false);
         }
         let view = self.engine.view_state(&self.db, &m.schema, &m.name)?;
         let stats = self
@@ -324,7 +356,7 @@ impl Session {
             .queries
             .register(&self.db.name, m.kind.noun(), &m.name);
         view.start(Arc::new(graph), stores, stats);
-        Ok(())
+        Ok(true)
     }
 
     /// `CREATE SYNOPSIS`: a sketch (or sample) per key, maintained like a materialized view
@@ -376,10 +408,10 @@ impl Session {
                 merge.clone(),
             );
         }
-        self.create_maintained(
+        let built = self.create_maintained(
             Maintained {
-                schema,
-                name,
+                schema: schema.clone(),
+                name: name.clone(),
                 sql: plan.sql,
                 kind: RelKind::Synopsis,
                 options,
@@ -388,14 +420,9 @@ impl Session {
             },
             planned,
         )?;
-        // Reads answer from the synopsis's latest state without waiting; creation waits
-        // until it covers the rows committed before it, so a read right after CREATE sees
-        // them (as CREATE MATERIALIZED VIEW's readers do).
-        let (schema, name) = self.resolve(&cs.name)?;
-        self.engine
-            .view_state(&self.db, &schema, &name)?
-            .wait_fresh()
-            .await?;
+        if built {
+            self.first_build(&schema, &name, RelKind::Synopsis).await?;
+        }
         Ok(Outcome::Command("CREATE SYNOPSIS".into()))
     }
 

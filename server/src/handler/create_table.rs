@@ -372,11 +372,12 @@ impl Session {
         // Until the rows are written, the table goes with a failure: an error, or the
         // statement dropped by a cancel or its timeout (PostgreSQL's CREATE TABLE AS is one
         // transaction; Brook left the table empty, and a retry failed with 42P07).
-        let mut created = CreatedTable {
+        let mut created = CreatedRelation {
             engine: self.engine.clone(),
             db: self.db.clone(),
             schema: schema.clone(),
             name: name.clone(),
+            kind: RelKind::Table,
             kept: false,
         };
         let (meta, store) = self.relation(&schema, &name)?;
@@ -527,26 +528,28 @@ fn refuse_stream_options(options: &ast::CreateTableOptions) -> Result<()> {
     Ok(())
 }
 
-/// A table CREATE TABLE AS created, dropped when the statement ends before its rows are
-/// written (`kept` false): on an error, and when a cancel drops the statement's future.
-struct CreatedTable {
-    engine: Arc<crate::db::Engine>,
-    db: Arc<crate::db::Database>,
-    schema: String,
-    name: String,
-    kept: bool,
+/// A relation a CREATE made, dropped when the statement ends before it is complete
+/// (`kept` false): on an error, and when a cancel drops the statement's future. (A table
+/// CREATE TABLE AS fills, a materialized view or synopsis whose first build runs.)
+pub(crate) struct CreatedRelation {
+    pub(crate) engine: Arc<crate::db::Engine>,
+    pub(crate) db: Arc<crate::db::Database>,
+    pub(crate) schema: String,
+    pub(crate) name: String,
+    pub(crate) kind: RelKind,
+    pub(crate) kept: bool,
 }
 
-impl Drop for CreatedTable {
+impl Drop for CreatedRelation {
     fn drop(&mut self) {
         if self.kept {
             return;
         }
         if let Err(e) =
             self.engine
-                .drop_relation(&self.db, &self.schema, &self.name, RelKind::Table, true)
+                .drop_relation(&self.db, &self.schema, &self.name, self.kind, true)
         {
-            tracing::warn!(table = %self.name, error = %e, "could not drop the table of a failed CREATE TABLE AS");
+            tracing::warn!(relation = %self.name, error = %e, "could not drop the relation of a failed CREATE");
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct ViewState {
     pub(crate) progress: Progress,
     /// Set when maintenance failed; scans report it.
     failed: Mutex<Option<String>>,
+    /// The error maintenance failed with, as (SQLSTATE, message).
+    cause: Mutex<Option<(&'static str, String)>>,
     /// Stops the maintenance task when the view goes away.
     stop: CancellationToken,
     /// The maintenance task's statistics, renamed with the view.
@@ -151,6 +153,7 @@ impl ViewState {
             schema,
             progress: Progress::default(),
             failed: Mutex::new(None),
+            cause: Mutex::new(None),
             stop: CancellationToken::new(),
             stats: Mutex::new(std::sync::Weak::new()),
             distribution: std::sync::OnceLock::new(),
@@ -253,7 +256,16 @@ impl ViewState {
         if let Ok(mut f) = self.failed.lock() {
             *f = Some(what);
         }
+        if let Ok(mut c) = self.cause.lock() {
+            *c = Some((e.sqlstate(), e.to_string()));
+        }
         self.progress.wake();
+    }
+
+    /// The error maintenance stopped with, with its own SQLSTATE.
+    pub fn failure(&self) -> Option<BrookError> {
+        let (code, message) = self.cause.lock().ok()?.clone()?;
+        Some(BrookError::Reported { message, code })
     }
 
     /// Whether maintenance stopped with an error.
