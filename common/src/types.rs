@@ -1,5 +1,5 @@
-//! How Arrow types are named to a PostgreSQL user in error messages, and how intervals are
-//! written as PostgreSQL writes them.
+//! How Arrow types are named to a PostgreSQL user in error messages, and how intervals and
+//! a record's fields are written as PostgreSQL writes them.
 
 use datafusion::arrow::datatypes::DataType;
 
@@ -7,6 +7,28 @@ use datafusion::arrow::datatypes::DataType;
 /// cast, so results report `varchar`, `jsonb`, `timestamp(0)` ... rather than only the
 /// Arrow type.
 pub const PG_TYPE_KEY: &str = "brook.pg_type";
+
+/// Append one non-NULL field of a record in PostgreSQL's text form (`record_out`): as it
+/// is, or quoted (`"`, `\` doubled inside) when it is empty or holds a quote, a backslash,
+/// a parenthesis, a comma or white space.
+pub fn push_record_field(out: &mut String, value: &str) {
+    let quote = value.is_empty()
+        || value
+            .chars()
+            .any(|c| matches!(c, '"' | '\\' | '(' | ')' | ',') || c.is_ascii_whitespace());
+    if !quote {
+        out.push_str(value);
+        return;
+    }
+    out.push('"');
+    for c in value.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push(c);
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
 
 /// The PostgreSQL name of the type a client sees for values of `dt` (`bigint`, `text`,
 /// `double precision[]`, ...); types without a PostgreSQL counterpart keep Arrow's name.

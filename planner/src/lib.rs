@@ -119,6 +119,7 @@ pub mod regproc_columns;
 pub mod regtype_names;
 pub mod reloptions;
 pub mod rewrite;
+pub mod row_comparison;
 pub mod row_in_subquery;
 pub mod rule_guards;
 pub mod select_list_subqueries;

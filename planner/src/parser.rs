@@ -47,6 +47,7 @@ static SAFE_RULES: LazyLock<Vec<Arc<dyn SqlStatementRewriteRule>>> = LazyLock::n
         Arc::new(crate::pg_functions::FieldSelection),
         Arc::new(crate::quantified_subquery::QuantifiedSubqueries),
         Arc::new(crate::row_in_subquery::RowInSubqueries),
+        Arc::new(crate::row_comparison::RowComparisons),
         Arc::new(crate::where_in_subquery::WhereInSubqueries),
         Arc::new(crate::in_subquery_projection::InSubqueryInProjection),
         Arc::new(crate::array_subquery::ArraySubquery),

@@ -1,8 +1,10 @@
 """asyncpg with a connection pool: every release resets the connection (advisory locks,
 UNLISTEN *, RESET ALL), parameters travel in binary (uuid, time, interval), `$1::int` types
-its parameter, and the JIT probe at type introspection runs through set_config."""
+its parameter, the JIT probe at type introspection runs through set_config, and records
+travel in binary."""
 import asyncio
 import datetime
+import decimal
 import uuid
 
 import asyncpg
@@ -153,6 +155,23 @@ def test_copy_from_query_with_arguments(brook, tmp_path):
                 "SELECT a, b FROM apg_copy WHERE a >= $1 ORDER BY a", 2, output=str(out), format="csv"
             )
             assert out.read_text() == "2,y\n3,z\n"
+        finally:
+            await c.close()
+
+    run(main())
+
+
+def test_records_in_binary(brook):
+    """A row value (`ROW(...)`, a FROM item's name) is a record: asyncpg reads its binary
+    form field by field, typed (it failed on Brook's text stand-in)."""
+    async def main():
+        c = await asyncpg.connect(host=brook["host"], port=brook["port"], user=brook["user"], database=brook["dbname"])
+        try:
+            await c.execute("CREATE TABLE apg_rec (id int, name text); INSERT INTO apg_rec VALUES (1, 'x'), (2, NULL)")
+            rows = await c.fetch("SELECT ROW(id, name, 1.5::numeric) AS r, t FROM apg_rec t ORDER BY id")
+            assert [tuple(r["r"]) for r in rows] == [(1, "x", decimal.Decimal("1.5")), (2, None, decimal.Decimal("1.5"))]
+            assert [tuple(r["t"]) for r in rows] == [(1, "x"), (2, None)]
+            assert await c.fetchval("SELECT ROW(ROW(1, 'a b'), NULL::int)") == ((1, "a b"), None)
         finally:
             await c.close()
 

@@ -468,20 +468,34 @@ impl<'a> tokio_postgres::types::FromSql<'a> for NumericText {
     }
 }
 
-/// Render a binary-format value the way PostgreSQL's text output would show it.
+/// Render column `i` of a binary-format row the way PostgreSQL's text output shows it.
 fn render(
     r: &tokio_postgres::Row,
     i: usize,
     ty: &tokio_postgres::types::Type,
 ) -> Result<String, SltError> {
-    use tokio_postgres::types::Type;
-    let e = |e: tokio_postgres::Error| SltError(e.to_string());
+    let raw = r
+        .try_get::<_, Option<RawValue>>(i)
+        .map_err(|e| SltError(e.to_string()))?;
+    let v = match &raw {
+        Some(v) => Some(shown(ty, &v.0)?),
+        None => None,
+    };
+    Ok(cell(v.as_deref()))
+}
+
+/// A binary-format value of type `ty` (not NULL) as PostgreSQL's text output shows it.
+fn shown(ty: &tokio_postgres::types::Type, raw: &[u8]) -> Result<String, SltError> {
+    use tokio_postgres::types::{FromSql, Type};
     macro_rules! get {
         ($t:ty, $f:expr) => {
-            r.try_get::<_, Option<$t>>(i).map_err(e)?.map($f)
+            // (Through `map`, which types the closure's argument.)
+            Some(<$t as FromSql>::from_sql(ty, raw).map_err(|e| SltError(e.to_string()))?)
+                .map($f)
+                .unwrap_or_default()
         };
     }
-    let v: Option<String> = match *ty {
+    Ok(match *ty {
         Type::BOOL => get!(bool, |b| if b { "t".to_string() } else { "f".to_string() }),
         Type::INT2 => get!(i16, |v| v.to_string()),
         Type::INT4 => get!(i32, |v| v.to_string()),
@@ -562,9 +576,41 @@ fn render(
             }
             Err(_) => format!("<interval of {} bytes>", v.0.len()),
         }),
-        _ => get!(String, |v| v),
+        Type::RECORD => record_text(raw)?,
+        _ => get!(String, |v: String| v),
+    })
+}
+
+/// A binary-format record (field count, then each field's type oid, length and bytes) as
+/// PostgreSQL's text output shows it: `(1,"a b",)`.
+fn record_text(raw: &[u8]) -> Result<String, SltError> {
+    let int = |at: usize| -> Result<i32, SltError> {
+        raw.get(at..at + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_be_bytes)
+            .ok_or_else(|| SltError("a binary record ends early".into()))
     };
-    Ok(cell(v.as_deref()))
+    let mut out = String::from("(");
+    let mut at = 4;
+    for k in 0..int(0)? {
+        if k > 0 {
+            out.push(',');
+        }
+        let (oid, len) = (int(at)? as u32, int(at + 4)?);
+        at += 8;
+        if len < 0 {
+            continue;
+        }
+        let bytes = raw
+            .get(at..at + len as usize)
+            .ok_or_else(|| SltError("a binary record ends early".into()))?;
+        at += len as usize;
+        let ty = tokio_postgres::types::Type::from_oid(oid)
+            .ok_or_else(|| SltError(format!("a record field of type oid {oid}")))?;
+        brook_common::types::push_record_field(&mut out, &shown(&ty, bytes)?);
+    }
+    out.push(')');
+    Ok(out)
 }
 
 /// A value's bytes as the server sent them (for types tokio-postgres decodes only behind

@@ -8,6 +8,11 @@
 //! - `{- p -}` (sqlparser takes a single variable there) → `({- brook_excluded -} (p))`;
 //! - `AFTER MATCH SKIP TO v` → `AFTER MATCH SKIP TO LAST v` (what the standard says it means);
 //! - `permute(a, b)` in any case → `PERMUTE(a, b)` (sqlparser reads the capitals only);
+//! - `PERMUTE` of patterns, not only variables (`PERMUTE(a+, b)`) → the alternation of their
+//!   orders, in the lexicographic order PERMUTE prefers (`((a+) (b) | (b) (a+))`), and the
+//!   quantifier `{,}` → `*` (sqlparser reads neither); an empty pattern or alternative
+//!   (`()`, `(a|)`) is refused as any pattern that can match no rows is (0A000), not as a
+//!   syntax error;
 //! - Brook's `ALL ROWS PER MATCH SHOW PARTIAL MATCHES` → `ALL ROWS PER MATCH` and the first
 //!   `DEFINE` item `brook_partial AS true`;
 //! - a subquery or parenthesized join as the input (sqlparser reads the clause only after a
@@ -222,10 +227,13 @@ fn matching_open(tokens: &[Token], close: usize) -> Option<usize> {
 
 /// One clause, from its `(` to its `)`.
 fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
+    let formed = pattern_forms(clause)?;
+    let changed_pattern = formed.is_some();
+    let clause: &[Token] = formed.as_deref().unwrap_or(clause);
     let mut out: Vec<Token> = Vec::with_capacity(clause.len());
     let mut defines: Vec<Token> = Vec::new();
     let mut depth = 0usize;
-    let mut changed = false;
+    let mut changed = changed_pattern;
     let mut i = 0;
     let mut in_pattern = false;
     // SUBSET and WITHIN are read only between PATTERN (...) and DEFINE: elsewhere the words
@@ -396,6 +404,192 @@ fn rewrite_clause(clause: &[Token]) -> Result<Option<Vec<Token>>> {
     Ok(changed.then_some(out))
 }
 
+/// `clause` with its PATTERN's forms sqlparser does not read written as forms it does
+/// (see the module's comment), or None when it has none.
+fn pattern_forms(clause: &[Token]) -> Result<Option<Vec<Token>>> {
+    let mut depth = 0usize;
+    let mut start = None;
+    for (i, t) in clause.iter().enumerate() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 1 && is_word(t, "PATTERN") {
+            start = next_solid(clause, i).filter(|&j| clause[j] == Token::LParen);
+            break;
+        }
+    }
+    let Some(open) = start else {
+        return Ok(None);
+    };
+    let close = matching(clause, open)?;
+    let body = &clause[open + 1..close];
+    refuse_empty_parts(body)?;
+    let formed = pattern_body(body)?;
+    if formed == body {
+        return Ok(None);
+    }
+    let mut out = clause[..=open].to_vec();
+    out.extend(formed);
+    out.extend(clause[close..].iter().cloned());
+    Ok(Some(out))
+}
+
+/// The index of the `)` that closes the `(` at `open`.
+fn matching(tokens: &[Token], open: usize) -> Result<usize> {
+    let mut depth = 0usize;
+    for (j, t) in tokens.iter().enumerate().skip(open) {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(brook_err!(
+        Syntax,
+        "MATCH_RECOGNIZE PATTERN without its closing parenthesis"
+    ))
+}
+
+/// 0A000 for an empty pattern, group or alternative: it matches the empty sequence of rows.
+fn refuse_empty_parts(body: &[Token]) -> Result<()> {
+    let solid: Vec<&Token> = body.iter().filter(|t| !is_space(t)).collect();
+    let open = |t: &Token| *t == Token::LParen || *t == Token::Pipe;
+    let close = |t: &Token| *t == Token::RParen || *t == Token::Pipe;
+    let empty = solid.is_empty()
+        || solid.first().is_some_and(|t| **t == Token::Pipe)
+        || solid.last().is_some_and(|t| **t == Token::Pipe)
+        || solid.windows(2).any(|w| open(w[0]) && close(w[1]));
+    if empty {
+        let text: String = body.iter().map(|t| t.to_string()).collect();
+        return Err(brook_err!(
+            Unsupported,
+            "PATTERN ({text}) has an empty part, which matches an empty sequence of rows: empty matches"
+        ));
+    }
+    Ok(())
+}
+
+/// Pattern tokens with `{,}` as `*` and each `PERMUTE` of patterns spelled out.
+fn pattern_body(tokens: &[Token]) -> Result<Vec<Token>> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        if *t == Token::LBrace {
+            let comma = next_solid(tokens, i).filter(|&j| tokens[j] == Token::Comma);
+            if let Some(end) = comma
+                .and_then(|j| next_solid(tokens, j))
+                .filter(|&j| tokens[j] == Token::RBrace)
+            {
+                out.push(Token::Mul);
+                i = end + 1;
+                continue;
+            }
+        }
+        if is_word(t, "PERMUTE") {
+            if let Some(open) = next_solid(tokens, i).filter(|&j| tokens[j] == Token::LParen) {
+                let close = matching(tokens, open)?;
+                let parts = top_level_items(&tokens[open + 1..close])
+                    .into_iter()
+                    .map(pattern_body)
+                    .collect::<Result<Vec<_>>>()?;
+                if parts.iter().all(|p| is_single_word(p)) {
+                    out.extend(tokens[i..=close].iter().cloned());
+                } else {
+                    out.extend(permuted(&parts)?);
+                }
+                i = close + 1;
+                continue;
+            }
+        }
+        out.push(t.clone());
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// The items of a comma-separated list, split at its own commas only, without the white
+/// space around them.
+fn top_level_items(tokens: &[Token]) -> Vec<&[Token]> {
+    let mut items = Vec::new();
+    let (mut depth, mut from) = (0usize, 0);
+    for (j, t) in tokens.iter().enumerate() {
+        match t {
+            Token::LParen | Token::LBrace => depth += 1,
+            Token::RParen | Token::RBrace => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                items.push(&tokens[from..j]);
+                from = j + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&tokens[from..]);
+    items.into_iter().map(trimmed).collect()
+}
+
+fn trimmed(mut tokens: &[Token]) -> &[Token] {
+    while let [first, rest @ ..] = tokens {
+        if !is_space(first) {
+            break;
+        }
+        tokens = rest;
+    }
+    while let [rest @ .., last] = tokens {
+        if !is_space(last) {
+            break;
+        }
+        tokens = rest;
+    }
+    tokens
+}
+
+fn is_single_word(tokens: &[Token]) -> bool {
+    let mut solid = tokens.iter().filter(|t| !is_space(t));
+    matches!((solid.next(), solid.next()), (Some(Token::Word(_)), None))
+}
+
+/// `PERMUTE(p1, p2, ...)` as `((p1) (p2) | (p2) (p1) ...)`.
+fn permuted(parts: &[Vec<Token>]) -> Result<Vec<Token>> {
+    if parts.len() > 5 {
+        return Err(brook_err!(
+            Unsupported,
+            "PERMUTE of more than 5 patterns ({} alternatives)",
+            (1..=parts.len()).product::<usize>()
+        ));
+    }
+    let mut out = vec![Token::LParen];
+    for (k, order) in super::pattern::permutations(parts.len())
+        .into_iter()
+        .enumerate()
+    {
+        if k > 0 {
+            out.extend([
+                Token::Whitespace(Whitespace::Space),
+                Token::Pipe,
+                Token::Whitespace(Whitespace::Space),
+            ]);
+        }
+        for (n, &p) in order.iter().enumerate() {
+            if n > 0 {
+                out.push(Token::Whitespace(Whitespace::Space));
+            }
+            out.push(Token::LParen);
+            out.extend(parts[p].iter().cloned());
+            out.push(Token::RParen);
+        }
+    }
+    out.push(Token::RParen);
+    Ok(out)
+}
+
 /// `SUBSET name =` starts at `i`.
 fn is_subset(clause: &[Token], i: usize) -> bool {
     let Some(name) = next_solid(clause, i) else {
@@ -519,5 +713,24 @@ mod tests {
         let once =
             rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (a {- b -}) DEFINE a AS true)");
         assert!(rewrite_extensions(&once).unwrap().is_none(), "{once}");
+    }
+
+    #[test]
+    fn permute_of_patterns_and_open_counts_are_spelled_out() {
+        assert_eq!(
+            rw("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (PERMUTE(a+, b) c{,}?) DEFINE a AS true)"),
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (((a+) (b) | (b) (a+)) c*?) DEFINE a AS true)"
+        );
+        // PERMUTE of variables only is sqlparser's own.
+        let plain =
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (PERMUTE(a, b)) DEFINE a AS true)";
+        assert!(rewrite_extensions(plain).unwrap().is_none(), "{plain}");
+        for empty in ["()", "(a|)", "a | | b", "|a"] {
+            let sql = format!(
+                "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN ({empty}) DEFINE a AS true)"
+            );
+            let e = rewrite_extensions(&sql).unwrap_err();
+            assert_eq!(e.sqlstate(), "0A000", "{empty}: {e}");
+        }
     }
 }

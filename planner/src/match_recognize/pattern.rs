@@ -105,7 +105,7 @@ pub(super) fn convert_pattern(
 }
 
 /// Every order of `n` items, in lexicographic order (PERMUTE prefers them so).
-fn permutations(n: usize) -> Vec<Vec<usize>> {
+pub(super) fn permutations(n: usize) -> Vec<Vec<usize>> {
     if n == 0 {
         return vec![Vec::new()];
     }

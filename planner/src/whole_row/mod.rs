@@ -26,7 +26,8 @@
 //! [`WholeRows`] makes the column named `e` of another FROM item if there is one (a column
 //! goes first, as in PostgreSQL), else `e.value`.
 //!
-//! `SELECT t FROM t` (a record as a result column) is not rewritten: it stays 42703.
+//! `SELECT t FROM t` selects the record (a result column named `t`, printed as PostgreSQL
+//! prints a record: `(1,ann)`), unless a column is called `t`.
 
 use crate::bare_value::{bare_value, value_column, BARE_VALUE};
 use brook_common::BrookError;
@@ -126,12 +127,31 @@ fn set_expr(body: &mut SetExpr) {
 
 /// Rewrites the whole-row arguments of `select` naming its own FROM items; returns those.
 fn rewrite_select(select: &mut Select) -> Vec<FromName> {
+    row_constructors(select);
     let mut names = Vec::new();
     for from in &select.from {
         from_names(from, &mut names);
     }
     if names.is_empty() {
         return names;
+    }
+    // A FROM item selected bare is its row, named as the item (`SELECT t FROM t`).
+    let rows = Arguments::new(&names);
+    for item in &mut select.projection {
+        let SelectItem::UnnamedExpr(SqlExpr::Identifier(id)) = item else {
+            continue;
+        };
+        let id = id.clone();
+        if rows.find(&folded(&id)).is_some_and(|n| n.value.is_none()) {
+            if let Some(row) =
+                rows.whole_row(&FunctionArgExpr::Expr(SqlExpr::Identifier(id.clone())))
+            {
+                *item = SelectItem::ExprWithAlias {
+                    expr: row,
+                    alias: id,
+                };
+            }
+        }
     }
     // A function's value selected bare (cast or parenthesized too) keeps its name as the
     // column's (`SELECT e`, `SELECT e::text`), as PostgreSQL names it.
@@ -172,6 +192,31 @@ fn rewrite_select(select: &mut Select) -> Vec<FromName> {
     });
     select.from = from;
     names
+}
+
+/// A parenthesized list selected (`SELECT (a, 'x')`) is a row constructor, as `ROW(a,
+/// 'x')` is, named `row` as PostgreSQL names it (DataFusion reads a tuple only as a list
+/// of literals to compare with).
+fn row_constructors(select: &mut Select) {
+    for item in &mut select.projection {
+        let (SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) = item else {
+            continue;
+        };
+        let SqlExpr::Tuple(fields) = e else {
+            continue;
+        };
+        let row = crate::pg_functions::function_call("row", std::mem::take(fields));
+        *item = match item {
+            SelectItem::ExprWithAlias { alias, .. } => SelectItem::ExprWithAlias {
+                expr: row,
+                alias: alias.clone(),
+            },
+            _ => SelectItem::ExprWithAlias {
+                expr: row,
+                alias: Ident::new("row"),
+            },
+        };
+    }
 }
 
 /// The output names of a SELECT's list (what an ORDER BY name reads first).

@@ -70,13 +70,17 @@ fn other_names_and_functions_and_scopes_are_left() {
     for sql in [
         "SELECT row_to_json(u) FROM t",
         "SELECT length(t) FROM t",
-        "SELECT t FROM t",
         "SELECT (SELECT to_json(t) FROM u) FROM t",
     ] {
         assert_eq!(rewritten(sql), sql);
     }
-    // The subquery's own FROM item is its row; the outer one's is not reached.
+    // Selected bare, the FROM item is its row, named as the item.
     let m = marker();
+    assert_eq!(
+        rewritten("SELECT t, t.a FROM t"),
+        format!("SELECT {m}(t.*, 't') AS t, t.a FROM t")
+    );
+    // The subquery's own FROM item is its row; the outer one's is not reached.
     assert_eq!(
         rewritten("SELECT (SELECT to_json(u) FROM u), to_json(t) FROM t"),
         format!("SELECT (SELECT to_json({m}(u.*, 'u')) FROM u), to_json({m}(t.*, 't')) FROM t")

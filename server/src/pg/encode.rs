@@ -50,6 +50,8 @@ pub enum ColumnView<'a> {
     /// Arrow's Null type (`SELECT NULL AS x`): every row is NULL, though the array has no
     /// null buffer (its `is_null` says false).
     Null(&'a dyn Array),
+    /// A record (`ROW(...)`): its fields' views (`crate::pg::record`).
+    Record(&'a dyn Array, crate::pg::record::Fields<'a>),
     Other(&'a dyn Array, ArrayFormatter<'a>),
 }
 
@@ -120,6 +122,14 @@ impl<'a> ColumnView<'a> {
                 ColumnView::List(a, vector)
             }
             DataType::Null => ColumnView::Null(a),
+            DataType::Struct(fields) => {
+                let children = a.as_struct().columns();
+                let mut views = Vec::with_capacity(children.len());
+                for (child, f) in children.iter().zip(fields.iter()) {
+                    views.push((ColumnView::new(child, f)?, crate::pg::types::wire_type(f)));
+                }
+                ColumnView::Record(a, views)
+            }
             _ => {
                 let opts = FormatOptions::default().with_null("");
                 ColumnView::Other(a, ArrayFormatter::try_new(a, &opts)?)
@@ -148,7 +158,10 @@ impl<'a> ColumnView<'a> {
             | ColumnView::Time(a, _) => *a,
             ColumnView::Date(a) => *a,
             ColumnView::IntervalMdn(a) => *a,
-            ColumnView::List(a, _) | ColumnView::Null(a) | ColumnView::Other(a, _) => *a,
+            ColumnView::List(a, _)
+            | ColumnView::Null(a)
+            | ColumnView::Record(a, _)
+            | ColumnView::Other(a, _) => *a,
         }
     }
 
@@ -201,6 +214,7 @@ impl<'a> ColumnView<'a> {
             ColumnView::List(a, false) => format_list(*a, i, out),
             ColumnView::List(a, true) => format_vector(*a, i, out),
             ColumnView::Null(_) => {}
+            ColumnView::Record(_, fields) => crate::pg::record::write_text(fields, i, out),
             ColumnView::Other(_, f) => {
                 let _ = write!(out, "{}", f.value(i));
             }
@@ -258,6 +272,7 @@ impl<'a> ColumnView<'a> {
             ColumnView::List(a, _) => write_binary_list(*a, i, ty, out)?,
             // never asked: every row is NULL
             ColumnView::Null(_) => {}
+            ColumnView::Record(_, fields) => crate::pg::record::write_binary(fields, i, out)?,
             ColumnView::Other(..) => {
                 return Err(brook_err!(
                     Unsupported,

@@ -8,6 +8,7 @@ pub mod json;
 pub mod jsonb_doc;
 pub mod jsonb_key;
 pub mod numeric_binary;
+pub mod record;
 pub mod sql;
 pub mod types;
 pub mod uuid;

@@ -470,6 +470,7 @@ pub fn arrow_wire_type(dt: &DataType) -> Type {
             element => array_of(&arrow_wire_type(element)),
         },
         DataType::Dictionary(_, v) => arrow_wire_type(v),
+        DataType::Struct(_) => Type::RECORD,
         _ => Type::TEXT,
     }
 }
