@@ -1,7 +1,8 @@
 //! DDL in transaction blocks across sessions and crashes (one session's cases are in
 //! `slt/transactional_ddl.slt`): after `kill -9` a committed block's DDL is there and an
-//! open block's is undone, a dropped connection undoes its block's DDL, and a table an
-//! open block created does not exist for other sessions' writes.
+//! open block's is undone, a dropped connection undoes its block's DDL, a table an open
+//! block created does not exist for other sessions' writes, and a lost decisions file with
+//! a block's DDL pending refuses to start.
 
 use brook_sql_tests::{count, sqlstate, BrookServer};
 use std::time::Duration;
@@ -134,4 +135,35 @@ async fn a_table_an_open_block_created_takes_no_other_sessions_writes() {
         .await
         .expect("insert after the commit");
     assert_eq!(count(&a, "p").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_decisions_file_with_pending_ddl_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = BrookServer::start_on(dir.path(), &[]).expect("start");
+    {
+        let c = server.connect("brook").await;
+        c.batch_execute("CREATE TABLE kept (a int)")
+            .await
+            .expect("ddl");
+        c.batch_execute("BEGIN; DROP TABLE kept")
+            .await
+            .expect("open block");
+        server.kill9();
+    }
+    let decisions = dir.path().join("transactions.log");
+    let saved = std::fs::read(&decisions).expect("the decisions file");
+    std::fs::remove_file(&decisions).expect("lose it");
+    let refused = BrookServer::start_on(dir.path(), &[])
+        .err()
+        .expect("refuses to start");
+    assert!(refused.contains("transactions.log is missing"), "{refused}");
+    std::fs::write(&decisions, saved).expect("restore it");
+    let server = BrookServer::start_on(dir.path(), &[]).expect("starts with the file back");
+    let c = server.connect("brook").await;
+    assert_eq!(
+        count(&c, "kept").await,
+        0,
+        "the open block's DROP is undone"
+    );
 }

@@ -86,22 +86,9 @@ pub fn rewrite_extensions(sql: &str) -> Result<Option<String>> {
         let Some(open) = next_solid(&tokens, i - 1).filter(|&j| tokens[j] == Token::LParen) else {
             continue;
         };
-        let mut depth = 0usize;
-        let mut close = None;
-        for (j, t) in tokens.iter().enumerate().skip(open) {
-            match t {
-                Token::LParen => depth += 1,
-                Token::RParen => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(j);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else { continue };
+        let Some(close) = closing(&tokens, open) else {
+            continue;
+        };
         let clause = &tokens[i..=close];
         if let Some(rewritten) = rewrite_clause(clause)? {
             out.extend(rewritten);
@@ -436,8 +423,8 @@ fn pattern_forms(clause: &[Token]) -> Result<Option<Vec<Token>>> {
     Ok(Some(out))
 }
 
-/// The index of the `)` that closes the `(` at `open`.
-fn matching(tokens: &[Token], open: usize) -> Result<usize> {
+/// The index of the `)` that closes the `(` at `open`, if one does.
+fn closing(tokens: &[Token], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (j, t) in tokens.iter().enumerate().skip(open) {
         match t {
@@ -445,16 +432,23 @@ fn matching(tokens: &[Token], open: usize) -> Result<usize> {
             Token::RParen => {
                 depth -= 1;
                 if depth == 0 {
-                    return Ok(j);
+                    return Some(j);
                 }
             }
             _ => {}
         }
     }
-    Err(brook_err!(
-        Syntax,
-        "MATCH_RECOGNIZE PATTERN without its closing parenthesis"
-    ))
+    None
+}
+
+/// [`closing`], or 42601 for a PATTERN's parenthesis left open.
+fn matching(tokens: &[Token], open: usize) -> Result<usize> {
+    closing(tokens, open).ok_or_else(|| {
+        brook_err!(
+            Syntax,
+            "MATCH_RECOGNIZE PATTERN without its closing parenthesis"
+        )
+    })
 }
 
 /// 0A000 for an empty pattern, group or alternative: it matches the empty sequence of rows.

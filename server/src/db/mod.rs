@@ -132,6 +132,13 @@ pub(crate) fn refuse_lost_decisions(data_dir: &Path, catalog: &Catalog) -> Resul
     if std::fs::metadata(&file).is_ok_and(|m| m.len() > 0) {
         return Ok(());
     }
+    // A block's DDL recorded in the catalog is settled by the file (`block_ddl`): without
+    // it a committed block's DDL would be undone. (The file exists from the first start
+    // on, empty until a block commits through it.)
+    if !file.exists() && !catalog.read().pending.is_empty() {
+        return Err(brook_err!(DataCorrupted, "{} is missing, and catalog.json holds the DDL of transaction blocks it decides: restore the file from a backup (starting without it would undo that DDL)",
+            file.display()));
+    }
     for (db, schema, name, id) in crate::catalog::all_relations(&catalog.read()) {
         let dir = relation_dir(data_dir, id);
         if dir.join("data.log").exists() && crate::storage::names_a_block(&dir)? {
