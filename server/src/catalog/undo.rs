@@ -78,10 +78,11 @@ pub fn diff(before: &CatalogDoc, after: &CatalogDoc) -> Vec<Change> {
     let mut appeared = Vec::new();
     let mut entries = Vec::new();
     let mut gone = Vec::new();
-    let dbs: BTreeSet<&String> = before.databases.keys().collect();
-    for db in dbs.into_iter().filter(|d| after.databases.contains_key(*d)) {
-        let b = &before.databases[db].schemas;
-        let a = &after.databases[db].schemas;
+    for (db, before_db) in &before.databases {
+        let Some(after_db) = after.databases.get(db) else {
+            continue;
+        };
+        let (b, a) = (&before_db.schemas, &after_db.schemas);
         if a == b {
             continue;
         }

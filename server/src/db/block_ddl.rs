@@ -107,12 +107,10 @@ impl Engine {
     /// The last step of block `block`'s COMMIT, after its decision is recorded: forget its
     /// catalog changes, and remove the data of the relations it dropped.
     pub fn commit_block_ddl(&self, block: u64) -> Result<()> {
-        let (changes, gone_ids) = self.catalog.update(|doc| {
+        let gone_ids = self.catalog.update(|doc| {
             let changes = doc.pending.remove(&block).unwrap_or_default();
-            let gone_ids = gone(doc, &changes);
-            Ok((changes, gone_ids))
+            Ok(gone(doc, &changes))
         })?;
-        drop(changes);
         for id in gone_ids {
             lock(&self.stores).remove(&id);
             remove_data(&self.data_dir, id);

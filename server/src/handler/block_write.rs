@@ -139,7 +139,7 @@ impl Session {
         if written {
             return Err(brook_err!(
                 Unsupported,
-                "changing or dropping a relation this transaction block wrote (Brook's DDL is not transactional): COMMIT or ROLLBACK first"
+                "changing a relation this transaction block wrote, where the change takes the relation's write lock the block holds: COMMIT or ROLLBACK first"
             ));
         }
         Ok(())

@@ -5,8 +5,8 @@
 //! them; a BEGIN among them makes it an explicit block that goes on, a COMMIT or ROLLBACK
 //! among them ends it (with PostgreSQL's warning), and SAVEPOINT is 25P01 in it.
 //!
-//! Brook's DDL is not transactional, and two kinds of it commit the writes before them
-//! first: those that read rows to build something (CREATE MATERIALIZED VIEW, CREATE TABLE
+//! DDL commits with the implicit transaction, but two kinds of it commit the rows written
+//! before them first: those that read rows to build something (CREATE MATERIALIZED VIEW, CREATE TABLE
 //! AS, SELECT INTO, REFRESH MATERIALIZED VIEW, CREATE SYNOPSIS), so that they see them as
 //! in PostgreSQL (a view created after an INSERT of the same string counts the inserted
 //! rows), and ALTER or DROP of a table the writes went to (which would otherwise wait for

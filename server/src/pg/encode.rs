@@ -211,8 +211,8 @@ impl<'a> ColumnView<'a> {
             ColumnView::Duration(a, u) => {
                 format_interval(duration_as_interval(duration_micros(*a, *u, i)), out)
             }
-            ColumnView::List(a, false) => format_list(*a, i, out),
-            ColumnView::List(a, true) => format_vector(*a, i, out),
+            ColumnView::List(a, false) => crate::pg::list::format_list(*a, i, out),
+            ColumnView::List(a, true) => crate::pg::list::format_vector(*a, i, out),
             ColumnView::Null(_) => {}
             ColumnView::Record(_, fields) => crate::pg::record::write_text(fields, i, out),
             ColumnView::Other(_, f) => {
@@ -269,7 +269,7 @@ impl<'a> ColumnView<'a> {
                     return Err(brook_err!(Internal, "numeric text {s} has no binary form"));
                 }
             }
-            ColumnView::List(a, _) => write_binary_list(*a, i, ty, out)?,
+            ColumnView::List(a, _) => crate::pg::list::write_binary_list(*a, i, ty, out)?,
             // never asked: every row is NULL
             ColumnView::Null(_) => {}
             ColumnView::Record(_, fields) => crate::pg::record::write_binary(fields, i, out)?,
@@ -581,107 +581,8 @@ fn format_time(micros: i64, out: &mut String) {
     push_fraction(micros.rem_euclid(1_000_000), out);
 }
 
-/// PostgreSQL's binary array: dimensions, null flag, element type, then each element
-/// length-prefixed (-1 for NULL). Arrow lists are one-dimensional; an empty list is written
-/// with zero dimensions, as PostgreSQL writes `'{}'`.
-fn write_binary_list(a: &dyn Array, i: usize, ty: &Type, out: &mut BytesMut) -> Result<()> {
-    let values = list_values(a, i);
-    let elem = match ty.kind() {
-        postgres_types::Kind::Array(e) => e.clone(),
-        _ => Type::TEXT,
-    };
-    let field = Field::new("item", values.data_type().clone(), true);
-    let view = ColumnView::new(&values, &field)?;
-    if matches!(view, ColumnView::List(..)) {
-        return Err(brook_err!(
-            Unsupported,
-            "binary format of an array of arrays is not supported; request text format"
-        ));
-    }
-    // Elements without a binary form of their own travel as text (`text[]`).
-    let as_text = elem == Type::TEXT && !matches!(view, ColumnView::Str(..));
-    out.put_i32(i32::from(!values.is_empty()));
-    out.put_i32(i32::from(values.null_count() > 0));
-    out.put_u32(elem.oid());
-    if !values.is_empty() {
-        out.put_i32(values.len() as i32);
-        out.put_i32(1);
-    }
-    let mut cell = BytesMut::new();
-    for j in 0..values.len() {
-        if view.is_null(j) {
-            out.put_i32(-1);
-            continue;
-        }
-        cell.clear();
-        if as_text {
-            let mut s = String::new();
-            view.write_text(j, &mut s);
-            cell.put_slice(s.as_bytes());
-        } else {
-            view.write_binary(j, &elem, &mut cell)?;
-        }
-        out.put_i32(cell.len() as i32);
-        out.put_slice(&cell);
-    }
-    Ok(())
-}
-
-/// The elements of list row `i`.
-fn list_values(a: &dyn Array, i: usize) -> ArrayRef {
-    match a.data_type() {
-        DataType::List(_) => a.as_list::<i32>().value(i),
-        DataType::LargeList(_) => a.as_list::<i64>().value(i),
-        _ => a.as_fixed_size_list().value(i),
-    }
-}
-
 /// The `brook.pg_type` of a list column shown as a PostgreSQL vector type.
 pub const VECTOR_TYPE: &str = "int2vector";
-
-/// Row `i` of a vector column: its elements separated by spaces (`1 3`).
-fn format_vector(a: &dyn Array, i: usize, out: &mut String) {
-    let values = list_values(a, i);
-    let field = Field::new("item", values.data_type().clone(), true);
-    let Ok(view) = ColumnView::new(&values, &field) else {
-        return;
-    };
-    for j in (0..values.len()).filter(|j| !view.is_null(*j)) {
-        if j > 0 {
-            out.push(' ');
-        }
-        view.write_text(j, out);
-    }
-}
-
-fn format_list(a: &dyn Array, i: usize, out: &mut String) {
-    let values = list_values(a, i);
-    let field = Field::new("item", values.data_type().clone(), true);
-    out.push('{');
-    match ColumnView::new(&values, &field) {
-        Ok(view) => {
-            for j in 0..values.len() {
-                if j > 0 {
-                    out.push(',');
-                }
-                if view.is_null(j) {
-                    out.push_str("NULL");
-                    continue;
-                }
-                // An array of arrays prints as PostgreSQL's multidimensional text.
-                if matches!(view, ColumnView::List(..)) {
-                    view.write_text(j, out);
-                    continue;
-                }
-                let mut s = String::new();
-                view.write_text(j, &mut s);
-                brook_planner::array_literal::push_element(out, &s);
-            }
-        }
-        Err(_) => out.push_str("..."),
-    }
-    out.push('}');
-}
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@ pub mod fast_text;
 pub mod json;
 pub mod jsonb_doc;
 pub mod jsonb_key;
+pub mod list;
 pub mod numeric_binary;
 pub mod record;
 pub mod sql;

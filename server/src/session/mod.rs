@@ -96,7 +96,11 @@ impl Drop for Session {
     fn drop(&mut self) {
         // An open block's transactions roll back as they drop (the log cut back, the locks
         // let go), its DDL is undone, and its entries in the lock graph go.
-        let ended = transaction::lock_block(&self.block).take();
+        let ended = self
+            .block
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         let journal = ended.as_ref().and_then(|b| b.journal);
         drop(ended);
         if let Some(block) = journal {

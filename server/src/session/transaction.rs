@@ -6,13 +6,6 @@ use crate::catalog::RelationMeta;
 use crate::storage::{TxnMark, TxnSlot};
 use std::collections::BTreeMap;
 
-/// The session's block, even when a panic poisoned its lock.
-pub(crate) fn lock_block(
-    m: &std::sync::Mutex<Option<TxnBlock>>,
-) -> std::sync::MutexGuard<'_, Option<TxnBlock>> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// A transaction block.
 #[derive(Default)]
 pub struct TxnBlock {
